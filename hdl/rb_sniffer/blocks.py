@@ -1,0 +1,280 @@
+"""The sniffer's small blocks: time base, channel front end, classifier, log binner, quiescence.
+
+Each block is a :class:`wiring.Component` with a declared interface, tested on its own in the
+Amaranth simulator. :class:`~.sniffer.RBSniffer` joins them around the shared counter pipeline.
+Exact semantics: ``docs/architecture.md``, section "The R/B# sniffer".
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .layouts import mailbox_layout, window_layout
+from .params import Counter, EventKind, SnifferParams
+
+__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence"]
+
+
+def _check_params(params):
+    if not isinstance(params, SnifferParams):
+        raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
+    return params
+
+
+class TimeBase(wiring.Component):
+    """Divide the system clock into ticks and count them.
+
+    Parameters
+    ----------
+    params : SnifferParams
+
+    Members
+    -------
+    prescaler : In(prescaler_bits)
+        Cycles per tick; 0 behaves as 1. A new value takes effect at the next tick.
+    tick : Out(1)
+        High for one cycle every ``prescaler`` cycles (combinational).
+    timestamp : Out(timestamp_bits)
+        Ticks since reset.
+    """
+
+    def __init__(self, params):
+        self.params = _check_params(params)
+        super().__init__({
+            "prescaler": In(params.prescaler_bits),
+            "tick": Out(1),
+            "timestamp": Out(params.timestamp_bits),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        count = Signal(self.params.prescaler_bits)
+        m.d.comb += self.tick.eq(count + 1 >= self.prescaler)
+        m.d.sync += [
+            count.eq(Mux(self.tick, 0, count + 1)),
+            self.timestamp.eq(self.timestamp + self.tick),
+        ]
+        return m
+
+
+class FrontEnd(wiring.Component):
+    """Measure the low pulses of one synchronised R/B# line and post them to a mailbox.
+
+    Parameters
+    ----------
+    params : SnifferParams
+
+    Members
+    -------
+    lvl : In(1)
+        The synchronised line (1 = ready).
+    enable : In(1)
+        Channel enable; a disabled channel looks ready and is disarmed.
+    tick : In(1)
+        Time base strobe.
+    take_event : In(1)
+        The pipeline takes the mailbox's event this cycle.
+    take_lost : In(1)
+        The pipeline takes the mailbox's lost count this cycle.
+    mailbox : Out(mailbox_layout)
+        The pending event (``valid``, ``kind``, ``width``) and the lost-event count.
+    low : Out(1)
+        The channel is enabled and busy (for quiescence detection).
+    """
+
+    def __init__(self, params):
+        self.params = _check_params(params)
+        super().__init__({
+            "lvl": In(1, init=1),
+            "enable": In(1),
+            "tick": In(1),
+            "take_event": In(1),
+            "take_lost": In(1),
+            "mailbox": Out(mailbox_layout(params)),
+            "low": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        armed = Signal()
+        low_prev = Signal()
+        saturated = Signal()
+        count = Signal(p.width_bits)
+
+        emit = Signal()
+        emit_kind = Signal(EventKind)
+        emit_width = Signal(p.width_bits)
+
+        m.d.comb += self.low.eq(self.enable & ~self.lvl)
+        m.d.sync += [
+            low_prev.eq(self.low),
+            armed.eq(self.enable & (armed | self.lvl)),
+        ]
+
+        with m.If(self.low):
+            with m.If(self.tick):
+                with m.If(count == p.max_width - 1):
+                    # The width reaches MAX: report it now, so a stuck line shows at once, and
+                    # keep counting from zero so the busy time stays exact.
+                    m.d.comb += [
+                        emit.eq(1),
+                        emit_kind.eq(Mux(saturated, EventKind.BUSY, EventKind.OVERLONG)),
+                        emit_width.eq(p.max_width),
+                    ]
+                    m.d.sync += [count.eq(0), saturated.eq(1)]
+                with m.Else():
+                    m.d.sync += count.eq(count + 1)
+        with m.Elif(low_prev):
+            m.d.comb += emit_width.eq(count)
+            with m.If(saturated):
+                m.d.comb += [emit.eq(count != 0), emit_kind.eq(EventKind.BUSY)]
+            with m.Elif(armed & self.enable):
+                m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.END)]
+            with m.Else():
+                m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.PARTIAL)]
+            m.d.sync += [count.eq(0), saturated.eq(0)]
+
+        box = self.mailbox
+        lost_inc = Signal()
+        with m.If(emit):
+            with m.If(~box.valid | self.take_event):
+                m.d.sync += [box.valid.eq(1), box.kind.eq(emit_kind), box.width.eq(emit_width)]
+            with m.Else():
+                m.d.comb += lost_inc.eq(1)
+        with m.Elif(self.take_event):
+            m.d.sync += box.valid.eq(0)
+        m.d.sync += box.lost.eq(Mux(self.take_lost, 0, box.lost) + lost_inc)
+        return m
+
+
+class Classifier(wiring.Component):
+    """Map a measured width to the index of the counter it increments (combinational).
+
+    Parameters
+    ----------
+    params : SnifferParams
+
+    Members
+    -------
+    width : In(width_bits)
+    glitch_ticks : In(width_bits)
+    windows : In(ArrayLayout(window_layout, classes))
+    index : Out(row_bits)
+        ``K + GLITCH`` if ``width < glitch_ticks``; else the first window ``k`` with
+        ``lo <= width < hi``; else ``K + UNCLASSIFIED``.
+    glitch : Out(1)
+        The width is a glitch.
+    """
+
+    def __init__(self, params):
+        self.params = _check_params(params)
+        super().__init__({
+            "width": In(params.width_bits),
+            "glitch_ticks": In(params.width_bits),
+            "windows": In(data.ArrayLayout(window_layout(params), params.classes)),
+            "index": Out(params.row_bits),
+            "glitch": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        m.d.comb += self.glitch.eq(self.width < self.glitch_ticks)
+        with m.If(self.glitch):
+            m.d.comb += self.index.eq(p.counter_index(Counter.GLITCH))
+        # The first matching window wins: an If/Elif chain is a priority encoder.
+        for k in range(p.classes):
+            window = self.windows[k]
+            with m.Elif((window.lo <= self.width) & (self.width < window.hi)):
+                m.d.comb += self.index.eq(k)
+        with m.Else():
+            m.d.comb += self.index.eq(p.counter_index(Counter.UNCLASSIFIED))
+        return m
+
+
+class LogBinner(wiring.Component):
+    """Map a width to its log-linear histogram bin (combinational).
+
+    Widths below ``2**S`` map to themselves; a width with its leading one at bit ``e >= S``
+    maps to ``(e - S + 1) * 2**S`` plus the ``S`` bits below the leading one.
+
+    Parameters
+    ----------
+    params : SnifferParams
+
+    Members
+    -------
+    width : In(width_bits)
+    bin : Out(range(hist_bins))
+    """
+
+    def __init__(self, params):
+        self.params = _check_params(params)
+        super().__init__({
+            "width": In(params.width_bits),
+            "bin": Out(range(params.hist_bins)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        s = p.hist_sub_bits
+        # A priority chain on the leading one selects a fixed S-bit slice per octave, which is
+        # much cheaper than a barrel shifter.
+        first = True
+        for e in reversed(range(s, p.width_bits)):
+            cond = self.width[e]
+            with (m.If(cond) if first else m.Elif(cond)):
+                m.d.comb += self.bin.eq(((e - s + 1) << s) | self.width[e - s:e])
+            first = False
+        with m.Else():
+            m.d.comb += self.bin.eq(self.width[:s])
+        return m
+
+
+class Quiescence(wiring.Component):
+    """Detect that every enabled line has been ready for ``idle_ticks`` ticks.
+
+    Parameters
+    ----------
+    params : SnifferParams
+
+    Members
+    -------
+    all_ready : In(1)
+        No enabled channel is low.
+    tick : In(1)
+    timestamp : In(timestamp_bits)
+    idle_ticks : In(timestamp_bits)
+    quiescent : Out(1)
+        All lines ready for at least ``idle_ticks`` ticks.
+    quiet_since : Out(timestamp_bits)
+        Timestamp at which all lines last became ready.
+    """
+
+    def __init__(self, params):
+        self.params = _check_params(params)
+        ts = params.timestamp_bits
+        super().__init__({
+            "all_ready": In(1),
+            "tick": In(1),
+            "timestamp": In(ts),
+            "idle_ticks": In(ts),
+            "quiescent": Out(1),
+            "quiet_since": Out(ts),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        idle = Signal(self.params.timestamp_bits)
+        ready_prev = Signal()
+        m.d.sync += ready_prev.eq(self.all_ready)
+        with m.If(~self.all_ready):
+            m.d.sync += idle.eq(0)
+        with m.Elif(self.tick & (idle != (1 << self.params.timestamp_bits) - 1)):
+            m.d.sync += idle.eq(idle + 1)
+        with m.If(self.all_ready & ~ready_prev):
+            m.d.sync += self.quiet_since.eq(self.timestamp)
+        m.d.comb += self.quiescent.eq(self.all_ready & (idle >= self.idle_ticks))
+        return m

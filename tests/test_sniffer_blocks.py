@@ -1,0 +1,327 @@
+"""Amaranth-simulator unit tests of the sniffer's blocks (docs/architecture.md is the spec)."""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from rbscope.gateware.rb_sniffer.blocks import (
+    Classifier, FrontEnd, LogBinner, Quiescence, TimeBase,
+)
+from rbscope.gateware.rb_sniffer.layouts import mailbox_layout
+from rbscope.gateware.rb_sniffer.params import (
+    Counter, EventKind, SnifferConfig, SnifferParams, hist_bin, hist_bin_lo,
+)
+
+P16 = SnifferParams(channels=1, width_bits=16)
+P24 = SnifferParams(channels=4)
+
+
+def run(dut, bench, clock=True):
+    sim = Simulator(dut)
+    if clock:
+        sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+# ---- TimeBase ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("prescaler", [0, 1, 2, 3, 7])
+def test_timebase_ticks_every_prescaler_cycles(prescaler):
+    dut = TimeBase(P24)
+    p = max(prescaler, 1)
+
+    async def bench(ctx):
+        ctx.set(dut.prescaler, prescaler)
+        for t in range(40):
+            assert ctx.get(dut.tick) == ((t + 1) % p == 0), f"cycle {t}"
+            assert ctx.get(dut.timestamp) == t // p, f"cycle {t}"
+            await ctx.tick()
+
+    run(dut, bench)
+
+
+def test_timebase_prescaler_lowered_mid_count():
+    dut = TimeBase(P24)
+
+    async def bench(ctx):
+        ctx.set(dut.prescaler, 10)
+        await ctx.tick().repeat(6)  # pc = 6
+        ctx.set(dut.prescaler, 3)  # pc + 1 >= 3: tick at once, then every 3 cycles
+        ticks = []
+        for t in range(9):
+            ticks.append(ctx.get(dut.tick))
+            await ctx.tick()
+        assert ticks == [1, 0, 0, 1, 0, 0, 1, 0, 0]
+
+    run(dut, bench)
+
+
+# ---- FrontEnd ----------------------------------------------------------------------------------
+
+class FrontEndDriver:
+    """Drive one front end cycle by cycle, ticking every cycle, and collect its events."""
+
+    def __init__(self, params, take=True):
+        self.dut = FrontEnd(params)
+        self.take = take
+        self.events = []
+
+    async def step(self, ctx, lvl, enable=1, n=1, chunk=1):
+        """Hold the inputs for ``n`` cycles, looking at the mailbox every ``chunk`` cycles.
+
+        A chunk longer than one cycle is only safe where at most one event can arrive per chunk.
+        """
+        dut = self.dut
+        while n:
+            ctx.set(dut.lvl, lvl)
+            ctx.set(dut.enable, enable)
+            ctx.set(dut.tick, 1)
+            box = ctx.get(dut.mailbox)
+            take = self.take and box.valid
+            ctx.set(dut.take_event, take)
+            if take:
+                self.events.append((EventKind(box.kind), box.width))
+            await ctx.tick()
+            ctx.set(dut.take_event, 0)
+            k = min(chunk, n)
+            if k > 1:
+                await ctx.tick().repeat(k - 1)
+            n -= k
+
+
+def test_front_end_measures_width_in_ticks():
+    d = FrontEndDriver(P24)
+
+    async def bench(ctx):
+        await d.step(ctx, 1, n=3)
+        for width in (5, 1, 12):
+            await d.step(ctx, 0, n=width)
+            await d.step(ctx, 1, n=1)  # a one-tick gap between pulses
+        await d.step(ctx, 1, n=3)
+
+    run(d.dut, bench)
+    assert d.events == [(EventKind.END, 5), (EventKind.END, 1), (EventKind.END, 12)]
+
+
+def test_front_end_counts_only_tick_cycles():
+    dut = FrontEnd(P24)
+
+    async def bench(ctx):
+        ctx.set(dut.enable, 1)
+        ctx.set(dut.lvl, 1)
+        await ctx.tick().repeat(2)
+        ctx.set(dut.lvl, 0)
+        for t in range(12):
+            ctx.set(dut.tick, t % 3 == 2)
+            await ctx.tick()
+        ctx.set(dut.lvl, 1)
+        await ctx.tick().repeat(2)
+        box = ctx.get(dut.mailbox)
+        assert (box.valid, EventKind(box.kind), box.width) == (1, EventKind.END, 4)
+
+    run(dut, bench)
+
+
+def test_front_end_pulse_in_progress_at_reset_is_partial():
+    d = FrontEndDriver(P24)
+
+    async def bench(ctx):
+        await d.step(ctx, 0, n=7)  # low from the first cycle: start not observed
+        await d.step(ctx, 1, n=2)
+        await d.step(ctx, 0, n=4)
+        await d.step(ctx, 1, n=2)
+
+    run(d.dut, bench)
+    assert d.events == [(EventKind.PARTIAL, 7), (EventKind.END, 4)]
+
+
+def test_front_end_disable_cuts_pulse_and_enable_while_low_is_partial():
+    d = FrontEndDriver(P24)
+
+    async def bench(ctx):
+        await d.step(ctx, 1, n=2)
+        await d.step(ctx, 0, n=3)
+        await d.step(ctx, 0, enable=0, n=3)  # disabled mid-pulse: end not observed
+        await d.step(ctx, 0, enable=1, n=5)  # enabled while low: start not observed
+        await d.step(ctx, 1, n=2)
+        await d.step(ctx, 0, enable=0, n=6)  # disabled channels see nothing
+        await d.step(ctx, 1, enable=0, n=2)
+
+    run(d.dut, bench)
+    assert d.events == [(EventKind.PARTIAL, 3), (EventKind.PARTIAL, 5)]
+
+
+def test_front_end_saturates_once_and_keeps_busy_time():
+    d = FrontEndDriver(P16)
+    total = 2 * P16.max_width + 10
+
+    async def bench(ctx):
+        await d.step(ctx, 1, n=2)
+        # Saturation events are 65535 cycles apart: looking every 1000 cycles loses none.
+        await d.step(ctx, 0, n=total, chunk=1000)
+        await d.step(ctx, 1, n=2)
+        await d.step(ctx, 0, n=P16.max_width - 1, chunk=1000)  # the longest measurable pulse
+        await d.step(ctx, 1, n=2)
+        await d.step(ctx, 0, n=P16.max_width, chunk=1000)  # exactly MAX: overlong, no remainder
+        await d.step(ctx, 1, n=2)
+
+    run(d.dut, bench)
+    m = P16.max_width
+    assert d.events == [
+        (EventKind.OVERLONG, m), (EventKind.BUSY, m), (EventKind.BUSY, 10),
+        (EventKind.END, m - 1),
+        (EventKind.OVERLONG, m),
+    ]
+
+
+def test_front_end_counts_lost_events_when_mailbox_is_full():
+    d = FrontEndDriver(P24, take=False)
+
+    async def bench(ctx):
+        dut = d.dut
+        await d.step(ctx, 1, n=2)
+        for _ in range(5):
+            await d.step(ctx, 0, n=2)
+            await d.step(ctx, 1, n=1)
+        box = ctx.get(dut.mailbox)
+        assert (box.valid, box.width, box.lost) == (1, 2, 4)  # first kept, four lost
+        # Taking the lost count and an event in the same cycle as a new loss.
+        ctx.set(dut.take_lost, 1)
+        await ctx.tick()
+        ctx.set(dut.take_lost, 0)
+        assert ctx.get(dut.mailbox).lost == 0
+        await d.step(ctx, 0, n=1)
+        ctx.set(dut.lvl, 1)
+        ctx.set(dut.take_lost, 1)  # the pulse ends this cycle: lost becomes 0 + 1
+        await ctx.tick()
+        ctx.set(dut.take_lost, 0)
+        assert ctx.get(dut.mailbox).lost == 1
+
+    run(d.dut, bench)
+
+
+# ---- Classifier --------------------------------------------------------------------------------
+
+def classify_ref(params, config, width):
+    if width < config.glitch_ticks:
+        return params.counter_index(Counter.GLITCH)
+    k = config.classify(width)
+    return params.counter_index(Counter.UNCLASSIFIED) if k is None else k
+
+
+def test_classifier_window_edges_and_priority():
+    p = P24
+    config = SnifferConfig(glitch_ticks=3, windows=(
+        (10, 20), (20, 50), (40, 100), (1000, 500), (0, 0))).validate(p)
+    dut = Classifier(p)
+    widths = [0, 2, 3, 9, 10, 19, 20, 39, 40, 49, 50, 99, 100, 500, 999, 1000, p.max_width - 1]
+
+    async def bench(ctx):
+        ctx.set(dut.glitch_ticks, config.glitch_ticks)
+        ctx.set(dut.windows, [{"lo": lo, "hi": hi} for lo, hi in config.windows])
+        for w in widths:
+            ctx.set(dut.width, w)
+            assert ctx.get(dut.index) == classify_ref(p, config, w), f"width {w}"
+            assert ctx.get(dut.glitch) == (w < 3)
+
+    run(dut, bench, clock=False)
+    # The expectations themselves, spelled out for the edges lo-1, lo, hi-1, hi:
+    k = p.classes
+    got = [classify_ref(p, config, w) for w in widths]
+    assert got == [k + 1, k + 1, k, k, 0, 0, 1, 1, 1, 1, 2, 2, k, k, k, k, k]
+
+
+def test_classifier_random_against_reference():
+    p = P24
+    rng = random.Random(7)
+    dut = Classifier(p)
+
+    async def bench(ctx):
+        for _ in range(20):
+            windows = []
+            for _ in range(p.classes):
+                lo = rng.randrange(0, 5000)
+                windows.append((lo, lo + rng.randrange(-100, 3000)))
+            windows = [(lo, max(hi, 0)) for lo, hi in windows]
+            config = SnifferConfig(glitch_ticks=rng.randrange(0, 20),
+                                   windows=tuple(windows)).validate(p)
+            ctx.set(dut.glitch_ticks, config.glitch_ticks)
+            ctx.set(dut.windows, [{"lo": lo, "hi": hi} for lo, hi in config.windows])
+            for _ in range(50):
+                w = rng.randrange(0, 9000)
+                ctx.set(dut.width, w)
+                assert ctx.get(dut.index) == classify_ref(p, config, w)
+
+    run(dut, bench, clock=False)
+
+
+# ---- LogBinner ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("params", [P24, SnifferParams(channels=1, width_bits=20, hist_sub_bits=4)])
+def test_log_binner_matches_definition(params):
+    dut = LogBinner(params)
+    s = params.hist_sub_bits
+    widths = set(range(0, 300))
+    for e in range(params.width_bits):
+        for d in (-1, 0, 1):
+            widths.add(max(0, (1 << e) + d))
+    rng = random.Random(1)
+    widths |= {rng.randrange(params.max_width) for _ in range(300)}
+    widths = sorted(w for w in widths if w < params.max_width)
+
+    async def bench(ctx):
+        for w in widths:
+            ctx.set(dut.width, w)
+            assert ctx.get(dut.bin) == hist_bin(w, s), f"width {w}"
+
+    run(dut, bench, clock=False)
+
+
+def test_log_bins_tile_the_width_axis():
+    p = P24
+    s = p.hist_sub_bits
+    assert p.hist_bins == 176
+    assert hist_bin(p.max_width - 1, s) == p.hist_bins - 1
+    for b in range(p.hist_bins - 1):
+        lo, hi = hist_bin_lo(b, s), hist_bin_lo(b + 1, s)
+        assert hi > lo
+        assert hist_bin(lo, s) == b and hist_bin(hi - 1, s) == b and hist_bin(hi, s) == b + 1
+        if lo >= 8:  # at least 8 bins per octave: each bin is at most 1/8 of its lower edge
+            assert (hi - lo) * 8 <= lo
+
+
+# ---- Quiescence --------------------------------------------------------------------------------
+
+def test_quiescence_flag_and_timestamp():
+    dut = Quiescence(P24)
+
+    async def bench(ctx):
+        ctx.set(dut.idle_ticks, 5)
+        ctx.set(dut.tick, 1)
+        seen = []
+        levels = [1] * 8 + [0] * 3 + [1] * 8
+        for t, ready in enumerate(levels):
+            ctx.set(dut.all_ready, ready)
+            ctx.set(dut.timestamp, 100 + t)
+            seen.append((ctx.get(dut.quiescent), ctx.get(dut.quiet_since)))
+            await ctx.tick()
+        # Ready from t=0: idle reaches 5 at t=5. Busy t=8..10; ready again from t=11 (ts 111).
+        assert [q for q, _ in seen] == [0] * 5 + [1] * 3 + [0] * 3 + [0] * 5 + [1] * 3
+        assert seen[5][1] == 100 and seen[12][1] == 111 and seen[18][1] == 111
+
+    run(dut, bench)
+
+
+def test_parameters_are_validated_with_the_offending_value():
+    with pytest.raises(ValueError, match="channels must be an integer from 1 to 256, not 0"):
+        SnifferParams(channels=0)
+    with pytest.raises(ValueError, match="classes"):
+        SnifferParams(channels=4, classes=11)
+    with pytest.raises(TypeError, match="not 'x'"):
+        mailbox_layout("x")
+    with pytest.raises(ValueError, match=r"windows\[1\].hi"):
+        SnifferConfig(windows=((1, 2), (3, -1))).validate(P24)
+    with pytest.raises(ValueError, match="prescaler"):
+        SnifferConfig(prescaler=1 << 16).validate(P24)

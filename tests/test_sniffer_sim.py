@@ -1,0 +1,177 @@
+"""Amaranth-simulator tests of the whole sniffer: counters, histogram, clear, drops, reads."""
+
+from rbscope.gateware.rb_sniffer import Counter, EventKind, SnifferConfig, SnifferParams, Space
+
+from .sniffer_harness import SnifferBench, pin_schedule
+
+P3 = SnifferParams(channels=3)
+K = P3.classes
+IDX = {c: P3.counter_index(c) for c in Counter}
+CONFIG = SnifferConfig(prescaler=2, glitch_ticks=3,
+                       windows=((5, 20), (20, 60), (60, 200)), idle_ticks=50)
+
+
+def pulses(start, spec):
+    """Edges for back-to-back pulses: spec = [(low_cycles, high_cycles), ...] from ``start``."""
+    edges, t = [], start
+    for low, high in spec:
+        edges += [(t, 0), (t + low, 1)]
+        t += low + high
+    return edges
+
+
+def test_counts_busy_time_and_histogram_of_known_pulses():
+    bench = SnifferBench(P3)
+    # Prescaler 2: ticks on odd cycles, so a low run of 2n cycles starting on an even cycle
+    # holds n ticks. Widths (ticks): ch0 10, 30, 2 (glitch), 100; ch1 in progress at reset,
+    # then 7; ch2 idle.
+    trains = [
+        (1, pulses(10, [(20, 10), (60, 10), (4, 10), (200, 10)])),
+        (0, [(30, 1)] + pulses(40, [(14, 10)])),
+        (1, []),
+    ]
+    _, schedule = pin_schedule(trains)
+    rows, hists, seen = {}, {}, {}
+
+    async def tb(ctx):
+        await bench.reset(ctx, CONFIG, 0b101)
+        await bench.play(ctx, schedule, 500)
+        await bench.drain(ctx)
+        for ch in range(3):
+            rows[ch] = await bench.read_row(ctx, ch)
+        hists[0] = await bench.read_histogram(ctx, 0)
+        seen["quiescent"] = ctx.get(bench.dut.status.quiescent)
+
+    sim = bench.simulator()
+    sim.add_testbench(tb)
+    sim.run()
+
+    r0, r1, r2 = rows[0], rows[1], rows[2]
+    assert r0[:K] == [1, 1, 1, 0, 0]  # 10 → [5,20), 30 → [20,60), 100 → [60,200)
+    assert r0[IDX[Counter.GLITCH]] == 1
+    assert r0[IDX[Counter.BUSY_TICKS]] == 10 + 30 + 100
+    assert r1[IDX[Counter.PARTIAL]] == 1 and r1[0] == 1
+    # ch1 was low for cycles [0, 30) after reset plus the 2 cycles of synchroniser latency
+    # → 16 ticks, then the 7-tick pulse.
+    assert r1[IDX[Counter.BUSY_TICKS]] == 16 + 7
+    assert r2 == [0] * P3.row
+    expected_hist = [0] * P3.hist_bins
+    for w in (10, 30, 100):
+        expected_hist[P3.hist_bin(w)] += 1
+    assert hists[0] == expected_hist
+    assert seen["quiescent"] == 1
+
+
+def test_clear_is_atomic_and_counts_resume_in_the_new_epoch():
+    bench = SnifferBench(P3)
+    log = {}
+
+    async def tb(ctx):
+        dut = bench.dut
+        await bench.reset(ctx, CONFIG, 0b111)
+        await bench.play(ctx, pin_schedule([(1, pulses(4, [(20, 4)] * 5))] + [(1, [])] * 2)[1],
+                         200)
+        await bench.drain(ctx)
+        log["before"] = await bench.read_row(ctx, 0)
+        log["epoch0"] = ctx.get(dut.status.epoch)
+        # Two clears in a row: the second waits for the scrubber of the first.
+        ctx.set(dut.clear, 1)
+        await ctx.tick()
+        ctx.set(dut.clear, 0)
+        log["busy_after_first"] = ctx.get(dut.status.clear_busy)
+        log["after_clear"] = await bench.read_row(ctx, 0)
+        ctx.set(dut.clear, 1)
+        await ctx.tick()
+        ctx.set(dut.clear, 0)
+        log["epoch_during_scrub"] = ctx.get(dut.status.epoch)
+        cycles = 0
+        while ctx.get(dut.status.clear_busy):
+            await ctx.tick()
+            cycles += 1
+        log["scrub_cycles"] = cycles
+        log["epoch_final"] = ctx.get(dut.status.epoch)
+        bench.cycle += 1000  # only relative times matter from here on
+        # New pulses after both clears: counted from zero; nothing from before resurrects.
+        ctx.set(dut.rb, 0b110)
+        await ctx.tick().repeat(30)
+        ctx.set(dut.rb, 0b111)
+        await bench.drain(ctx)
+        log["after"] = await bench.read_row(ctx, 0)
+        log["hist_after"] = await bench.read_histogram(ctx, 0)
+
+    sim = bench.simulator()
+    sim.add_testbench(tb)
+    sim.run()
+
+    assert log["before"][0] == 5 and log["before"][IDX[Counter.BUSY_TICKS]] == 50
+    assert log["busy_after_first"] == 1
+    assert log["after_clear"] == [0] * P3.row
+    assert log["epoch_during_scrub"] == log["epoch0"] + 1
+    assert log["epoch_final"] == log["epoch0"] + 2
+    # Idle scrubbing: one word per two-cycle slot, over max(counter words, histogram words).
+    depth = max(P3.channels * P3.row, P3.hist_bins * P3.channels_pow2)
+    assert 2 * depth <= log["scrub_cycles"] <= 2 * (2 * depth + 10)
+    assert log["after"][0] == 1 and log["after"][IDX[Counter.BUSY_TICKS]] == 15
+    assert sum(log["after"]) == 16
+    assert sum(log["hist_after"]) == 1 and log["hist_after"][P3.hist_bin(15)] == 1
+
+
+def test_overload_drops_are_counted_and_nothing_else_is_lost():
+    p = SnifferParams(channels=2)
+    bench = SnifferBench(p)
+    config = SnifferConfig(prescaler=1, glitch_ticks=0, windows=((1, 2),), idle_ticks=10)
+    n_pulses = 300
+    rows = {}
+
+    async def tb(ctx):
+        await bench.reset(ctx, config, 0b11)
+        # One-cycle pulses every 3 cycles on channel 0: far faster than the 6-cycle scan.
+        trains = [(1, pulses(5, [(1, 2)] * n_pulses)), (1, pulses(7, [(5, 40)] * 20))]
+        await bench.play(ctx, pin_schedule(trains)[1], 5 + 3 * n_pulses + 20)
+        await bench.drain(ctx)
+        await bench.drain(ctx)
+        rows[0] = await bench.read_row(ctx, 0)
+        rows[1] = await bench.read_row(ctx, 1)
+
+    sim = bench.simulator()
+    sim.add_testbench(tb)
+    sim.run()
+    r0 = rows[0]
+    dropped = r0[p.counter_index(Counter.DROPPED)]
+    counted = r0[0]
+    assert dropped > 0
+    assert counted + dropped == n_pulses
+    assert r0[p.counter_index(Counter.BUSY_TICKS)] == counted
+    # The quiet channel beside it lost nothing.
+    assert rows[1][p.counter_index(Counter.UNCLASSIFIED)] == 20
+    assert rows[1][p.counter_index(Counter.DROPPED)] == 0
+
+
+def test_trace_reports_every_event_and_bad_reads_return_zero():
+    bench = SnifferBench(P3)
+    records, reads = [], {}
+
+    async def watch(ctx):
+        async for _, _, valid, rec in ctx.tick().sample(bench.dut.trace.valid,
+                                                        bench.dut.trace.payload):
+            if valid:
+                records.append((rec.channel, EventKind(rec.kind), rec.index, rec.width))
+
+    async def tb(ctx):
+        await bench.reset(ctx, CONFIG, 0b111)
+        trains = [(1, pulses(4, [(20, 6), (4, 6)])), (1, []), (1, pulses(9, [(100, 5)]))]
+        await bench.play(ctx, pin_schedule(trains)[1], 150)
+        await bench.drain(ctx)
+        reads["bad_channel"] = await bench.read(ctx, Space.COUNTERS, 3, 0)
+        reads["bad_bin"] = await bench.read(ctx, Space.HISTOGRAM, 0, P3.hist_bins)
+
+    sim = bench.simulator()
+    sim.add_process(watch)
+    sim.add_testbench(tb)
+    sim.run()
+    assert sorted(records) == sorted([
+        (0, EventKind.END, 0, 10),
+        (0, EventKind.END, IDX[Counter.GLITCH], 2),
+        (2, EventKind.END, 1, 50),
+    ])
+    assert reads == {"bad_channel": 0, "bad_bin": 0}
