@@ -176,6 +176,30 @@ def test_front_end_saturates_once_and_keeps_busy_time():
     ]
 
 
+def test_front_end_counts_glitches_beside_the_mailbox():
+    d = FrontEndDriver(P24, take=False)
+
+    async def bench(ctx):
+        dut = d.dut
+        ctx.set(dut.glitch_ticks, 3)
+        await d.step(ctx, 1, n=2)
+        await d.step(ctx, 0, n=5)  # a pulse: occupies the mailbox
+        for width in (1, 2, 1):  # ringing: glitches below 3 ticks
+            await d.step(ctx, 1, n=1)
+            await d.step(ctx, 0, n=width)
+        await d.step(ctx, 1, n=1)
+        await d.step(ctx, 0, n=3)  # exactly glitch_ticks: a pulse, and the mailbox is full
+        await d.step(ctx, 1, n=2)
+        box = ctx.get(dut.mailbox)
+        assert (box.valid, box.width, box.glitches, box.lost) == (1, 5, 3, 1)
+        ctx.set(dut.take_side, 1)
+        await ctx.tick()
+        box = ctx.get(dut.mailbox)
+        assert (box.valid, box.glitches, box.lost) == (1, 0, 0)
+
+    run(d.dut, bench)
+
+
 def test_front_end_counts_lost_events_when_mailbox_is_full():
     d = FrontEndDriver(P24, take=False)
 
@@ -187,16 +211,16 @@ def test_front_end_counts_lost_events_when_mailbox_is_full():
             await d.step(ctx, 1, n=1)
         box = ctx.get(dut.mailbox)
         assert (box.valid, box.width, box.lost) == (1, 2, 4)  # first kept, four lost
-        # Taking the lost count and an event in the same cycle as a new loss.
-        ctx.set(dut.take_lost, 1)
+        # Taking the side counts in the same cycle as a new loss: lost becomes 0 + 1.
+        ctx.set(dut.take_side, 1)
         await ctx.tick()
-        ctx.set(dut.take_lost, 0)
+        ctx.set(dut.take_side, 0)
         assert ctx.get(dut.mailbox).lost == 0
-        await d.step(ctx, 0, n=1)
+        await d.step(ctx, 0, n=2)
         ctx.set(dut.lvl, 1)
-        ctx.set(dut.take_lost, 1)  # the pulse ends this cycle: lost becomes 0 + 1
+        ctx.set(dut.take_side, 1)  # the pulse ends this cycle
         await ctx.tick()
-        ctx.set(dut.take_lost, 0)
+        ctx.set(dut.take_side, 0)
         assert ctx.get(dut.mailbox).lost == 1
 
     run(d.dut, bench)
@@ -205,32 +229,29 @@ def test_front_end_counts_lost_events_when_mailbox_is_full():
 # ---- Classifier --------------------------------------------------------------------------------
 
 def classify_ref(params, config, width):
-    if width < config.glitch_ticks:
-        return params.counter_index(Counter.GLITCH)
     k = config.classify(width)
     return params.counter_index(Counter.UNCLASSIFIED) if k is None else k
 
 
 def test_classifier_window_edges_and_priority():
     p = P24
-    config = SnifferConfig(glitch_ticks=3, windows=(
+    config = SnifferConfig(windows=(
         (10, 20), (20, 50), (40, 100), (1000, 500), (0, 0))).validate(p)
     dut = Classifier(p)
-    widths = [0, 2, 3, 9, 10, 19, 20, 39, 40, 49, 50, 99, 100, 500, 999, 1000, p.max_width - 1]
+    widths = [0, 9, 10, 19, 20, 39, 40, 49, 50, 99, 100, 500, 999, 1000, p.max_width - 1]
+    # Edges lo-1, lo, hi-1, hi of each window; [40, 100) overlaps [20, 50): the lower index
+    # wins; [1000, 500) and [0, 0) are empty.
+    k = p.classes
+    expected = [k, k, 0, 0, 1, 1, 1, 1, 2, 2, k, k, k, k, k]
+    assert [classify_ref(p, config, w) for w in widths] == expected
 
     async def bench(ctx):
-        ctx.set(dut.glitch_ticks, config.glitch_ticks)
         ctx.set(dut.windows, [{"lo": lo, "hi": hi} for lo, hi in config.windows])
-        for w in widths:
+        for w, index in zip(widths, expected, strict=True):
             ctx.set(dut.width, w)
-            assert ctx.get(dut.index) == classify_ref(p, config, w), f"width {w}"
-            assert ctx.get(dut.glitch) == (w < 3)
+            assert ctx.get(dut.index) == index, f"width {w}"
 
     run(dut, bench, clock=False)
-    # The expectations themselves, spelled out for the edges lo-1, lo, hi-1, hi:
-    k = p.classes
-    got = [classify_ref(p, config, w) for w in widths]
-    assert got == [k + 1, k + 1, k, k, 0, 0, 1, 1, 1, 1, 2, 2, k, k, k, k, k]
 
 
 def test_classifier_random_against_reference():
@@ -245,9 +266,7 @@ def test_classifier_random_against_reference():
                 lo = rng.randrange(0, 5000)
                 windows.append((lo, lo + rng.randrange(-100, 3000)))
             windows = [(lo, max(hi, 0)) for lo, hi in windows]
-            config = SnifferConfig(glitch_ticks=rng.randrange(0, 20),
-                                   windows=tuple(windows)).validate(p)
-            ctx.set(dut.glitch_ticks, config.glitch_ticks)
+            config = SnifferConfig(windows=tuple(windows)).validate(p)
             ctx.set(dut.windows, [{"lo": lo, "hi": hi} for lo, hi in config.windows])
             for _ in range(50):
                 w = rng.randrange(0, 9000)
@@ -323,5 +342,7 @@ def test_parameters_are_validated_with_the_offending_value():
         mailbox_layout("x")
     with pytest.raises(ValueError, match=r"windows\[1\].hi"):
         SnifferConfig(windows=((1, 2), (3, -1))).validate(P24)
+    with pytest.raises(ValueError, match="glitch_ticks must be an integer from 0 to 255"):
+        SnifferConfig(glitch_ticks=256).validate(P24)
     with pytest.raises(ValueError, match="prescaler"):
         SnifferConfig(prescaler=1 << 16).validate(P24)

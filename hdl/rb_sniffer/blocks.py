@@ -72,12 +72,15 @@ class FrontEnd(wiring.Component):
         Channel enable; a disabled channel looks ready and is disarmed.
     tick : In(1)
         Time base strobe.
+    glitch_ticks : In(glitch_bits)
+        An observed pulse shorter than this is a glitch: it only increments the side count.
     take_event : In(1)
         The pipeline takes the mailbox's event this cycle.
-    take_lost : In(1)
-        The pipeline takes the mailbox's lost count this cycle.
+    take_side : In(1)
+        The pipeline takes the mailbox's side counts (``lost``, ``glitches``) this cycle.
     mailbox : Out(mailbox_layout)
-        The pending event (``valid``, ``kind``, ``width``) and the lost-event count.
+        The pending event (``valid``, ``kind``, ``width``) and the side counts. Glitches never
+        occupy the event slot, so ringing after a pulse cannot cost the next pulse.
     low : Out(1)
         The channel is enabled and busy (for quiescence detection).
     """
@@ -88,8 +91,9 @@ class FrontEnd(wiring.Component):
             "lvl": In(1, init=1),
             "enable": In(1),
             "tick": In(1),
+            "glitch_ticks": In(params.glitch_bits),
             "take_event": In(1),
-            "take_lost": In(1),
+            "take_side": In(1),
             "mailbox": Out(mailbox_layout(params)),
             "low": Out(1),
         })
@@ -105,6 +109,7 @@ class FrontEnd(wiring.Component):
         emit = Signal()
         emit_kind = Signal(EventKind)
         emit_width = Signal(p.width_bits)
+        glitch_inc = Signal()
 
         m.d.comb += self.low.eq(self.enable & ~self.lvl)
         m.d.sync += [
@@ -130,7 +135,10 @@ class FrontEnd(wiring.Component):
             with m.If(saturated):
                 m.d.comb += [emit.eq(count != 0), emit_kind.eq(EventKind.BUSY)]
             with m.Elif(armed & self.enable):
-                m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.END)]
+                with m.If(count < self.glitch_ticks):
+                    m.d.comb += glitch_inc.eq(1)
+                with m.Else():
+                    m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.END)]
             with m.Else():
                 m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.PARTIAL)]
             m.d.sync += [count.eq(0), saturated.eq(0)]
@@ -144,7 +152,10 @@ class FrontEnd(wiring.Component):
                 m.d.comb += lost_inc.eq(1)
         with m.Elif(self.take_event):
             m.d.sync += box.valid.eq(0)
-        m.d.sync += box.lost.eq(Mux(self.take_lost, 0, box.lost) + lost_inc)
+        m.d.sync += [
+            box.lost.eq(Mux(self.take_side, 0, box.lost) + lost_inc),
+            box.glitches.eq(Mux(self.take_side, 0, box.glitches) + glitch_inc),
+        ]
         return m
 
 
@@ -158,35 +169,28 @@ class Classifier(wiring.Component):
     Members
     -------
     width : In(width_bits)
-    glitch_ticks : In(width_bits)
     windows : In(ArrayLayout(window_layout, classes))
     index : Out(row_bits)
-        ``K + GLITCH`` if ``width < glitch_ticks``; else the first window ``k`` with
-        ``lo <= width < hi``; else ``K + UNCLASSIFIED``.
-    glitch : Out(1)
-        The width is a glitch.
+        The first window ``k`` with ``lo <= width < hi``; else ``K + UNCLASSIFIED``. (Glitches
+        are filtered in the front ends and never reach the classifier.)
     """
 
     def __init__(self, params):
         self.params = _check_params(params)
         super().__init__({
             "width": In(params.width_bits),
-            "glitch_ticks": In(params.width_bits),
             "windows": In(data.ArrayLayout(window_layout(params), params.classes)),
             "index": Out(params.row_bits),
-            "glitch": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        m.d.comb += self.glitch.eq(self.width < self.glitch_ticks)
-        with m.If(self.glitch):
-            m.d.comb += self.index.eq(p.counter_index(Counter.GLITCH))
         # The first matching window wins: an If/Elif chain is a priority encoder.
         for k in range(p.classes):
             window = self.windows[k]
-            with m.Elif((window.lo <= self.width) & (self.width < window.hi)):
+            cond = (window.lo <= self.width) & (self.width < window.hi)
+            with (m.If(cond) if k == 0 else m.Elif(cond)):
                 m.d.comb += self.index.eq(k)
         with m.Else():
             m.d.comb += self.index.eq(p.counter_index(Counter.UNCLASSIFIED))

@@ -34,7 +34,7 @@ def config_layout(params):
     _check(params)
     return data.StructLayout({
         "prescaler": params.prescaler_bits,
-        "glitch_ticks": params.width_bits,
+        "glitch_ticks": params.glitch_bits,
         "windows": data.ArrayLayout(window_layout(params), params.classes),
         "idle_ticks": params.timestamp_bits,
         "enable": params.channels,
@@ -96,11 +96,12 @@ def trace_layout(params):
 
 
 def mailbox_layout(params):
-    """A channel's pending event and its count of events lost to a full mailbox."""
+    """A channel's pending event and its side counts: events lost to a full mailbox, glitches."""
     _check(params)
     return data.StructLayout({
         "valid": 1,
         "kind": EventKind,
         "width": params.width_bits,
         "lost": params.lost_bits,
+        "glitches": params.lost_bits,
     })

@@ -29,7 +29,7 @@ class EventKind(enum.IntEnum, shape=3):
     PARTIAL = 1  # start or end not observed (in progress at reset/enable, cut by disable)
     OVERLONG = 2  # the width reached MAX ticks for the first time in this pulse
     BUSY = 3  # more busy ticks of a pulse that already saturated
-    DROP = 4  # delivery of a mailbox's count of lost events (never from a front end)
+    SIDE = 4  # delivery of a mailbox's side counts: lost events and glitches (pipeline only)
 
 
 class Counter(enum.IntEnum, shape=3):
@@ -94,6 +94,9 @@ class SnifferParams:
         Width of the free-running tick timestamp (48 … 64).
     prescaler_bits : int
         Width of the tick prescaler register (8 … 24).
+    glitch_bits : int
+        Width of the glitch filter register: glitches are shorter than ``2**glitch_bits - 1``
+        ticks at most (4 … 16). Narrow, because every channel compares against it.
     """
 
     channels: int
@@ -104,6 +107,7 @@ class SnifferParams:
     hist_bits: int = 32
     timestamp_bits: int = 48
     prescaler_bits: int = 16
+    glitch_bits: int = 8
 
     def __post_init__(self):
         def check(name, lo, hi):
@@ -120,6 +124,7 @@ class SnifferParams:
         check("hist_bits", 32, 48)
         check("timestamp_bits", 48, 64)
         check("prescaler_bits", 8, 24)
+        check("glitch_bits", 4, 16)
 
     # Derived quantities -------------------------------------------------------------------------
 
@@ -164,7 +169,7 @@ class SnifferParams:
 
     @property
     def lost_bits(self):
-        """Width of a mailbox's lost-event count; never saturates (see docs/architecture.md)."""
+        """Width of a mailbox's side counts (lost events, glitches); they never saturate."""
         return (self.channels + 1).bit_length() + 1
 
     def hist_bin(self, width):
@@ -212,7 +217,7 @@ class SnifferConfig:
             return value
 
         field("prescaler", self.prescaler, params.prescaler_bits)
-        field("glitch_ticks", self.glitch_ticks, params.width_bits)
+        field("glitch_ticks", self.glitch_ticks, params.glitch_bits)
         field("idle_ticks", self.idle_ticks, params.timestamp_bits)
         windows = tuple(tuple(w) for w in self.windows)
         if len(windows) > params.classes:

@@ -23,7 +23,7 @@ __all__ = ["RBSniffer", "TraceSignature"]
 class _Job:
     """Job codes of the shared pipeline: the front-end event kinds, then service jobs."""
 
-    END, PARTIAL, OVERLONG, BUSY, DROP = (int(k) for k in EventKind)
+    END, PARTIAL, OVERLONG, BUSY, SIDE = (int(k) for k in EventKind)
     READ = 5
     SCRUB = 6
     NONE = 7
@@ -104,6 +104,7 @@ class RBSniffer(wiring.Component):
                 fe.lvl.eq(lvl[i]),
                 fe.enable.eq(self.config.enable[i]),
                 fe.tick.eq(timebase.tick),
+                fe.glitch_ticks.eq(self.config.glitch_ticks),
             ]
             front_ends.append(fe)
 
@@ -142,19 +143,23 @@ class RBSniffer(wiring.Component):
 
         box = mailbox_layout(p)(Array(fe.mailbox.as_value() for fe in front_ends)[scan])
         channel_slot = scan != n
-        lost_half = 1 << (p.lost_bits - 1)
-        serve_lost = channel_slot & (box.lost != 0) & ((box.lost >= lost_half) | ~box.valid)
-        serve_event = channel_slot & box.valid & ~serve_lost
+        # Side counts are served when there is no event, or before they reach half their range
+        # (they grow by at most N+1 between two visits, so they can never overflow).
+        side_half = 1 << (p.lost_bits - 1)
+        side_any = (box.lost != 0) | (box.glitches != 0)
+        side_urgent = (box.lost >= side_half) | (box.glitches >= side_half)
+        serve_side = channel_slot & side_any & (side_urgent | ~box.valid)
+        serve_event = channel_slot & box.valid & ~serve_side
         for i, fe in enumerate(front_ends):
             this = ~phase & (scan == i)
             m.d.comb += [
                 fe.take_event.eq(this & serve_event),
-                fe.take_lost.eq(this & serve_lost),
+                fe.take_side.eq(this & serve_side),
             ]
 
         # Read requests: one in flight at a time.
         read_busy = Signal()
-        service = ~phase & ~serve_event & ~serve_lost
+        service = ~phase & ~serve_event & ~serve_side
         take_read = service & self.read_req.valid & ~read_busy & ~self.read_resp.valid
         m.d.comb += self.read_req.ready.eq(take_read)
         take_scrub = service & ~take_read & scrubbing
@@ -164,14 +169,17 @@ class RBSniffer(wiring.Component):
         s1_job = Signal(_Job.SHAPE, init=_Job.NONE)
         s1_channel = Signal(p.channel_bits)
         s1_width = Signal(p.width_bits)
+        s1_glitches = Signal(p.lost_bits)
         s1_space = Signal(Space)
         s1_index = Signal(index_bits(p))
         s1_ptr = Signal(range(scrub_end + 1))
 
         with m.If(~phase):
             m.d.sync += s1_channel.eq(scan)
-            with m.If(serve_lost):
-                m.d.sync += [s1_job.eq(_Job.DROP), s1_width.eq(box.lost)]
+            with m.If(serve_side):
+                m.d.sync += [
+                    s1_job.eq(_Job.SIDE), s1_width.eq(box.lost), s1_glitches.eq(box.glitches),
+                ]
             with m.Elif(serve_event):
                 m.d.sync += [s1_job.eq(box.kind), s1_width.eq(box.width)]
             with m.Elif(take_read):
@@ -213,7 +221,6 @@ class RBSniffer(wiring.Component):
         m.submodules.binner = binner = LogBinner(p)
         m.d.comb += [
             classifier.width.eq(s1_width),
-            classifier.glitch_ticks.eq(self.config.glitch_ticks),
             classifier.windows.eq(self.config.windows),
             binner.width.eq(s1_width),
         ]
@@ -229,9 +236,9 @@ class RBSniffer(wiring.Component):
         j_cnt_addr = Signal(range(a_depth))
         j_cnt_inc = Signal(p.width_bits)
         j_cnt_we = Signal()
-        j_busy_addr = Signal(range(a_depth))
-        j_busy_add = Signal(p.width_bits)
-        j_busy_we = Signal()
+        j_acc_addr = Signal(range(a_depth))
+        j_acc_add = Signal(p.width_bits)
+        j_acc_we = Signal()
         j_h_addr = Signal(range(h_depth))
         j_h_inc = Signal()
         j_h_we = Signal()
@@ -243,10 +250,10 @@ class RBSniffer(wiring.Component):
         with m.If(phase):
             m.d.sync += [
                 j_cnt_we.eq(0), j_cnt_inc.eq(0),
-                j_busy_we.eq(0), j_busy_add.eq(0),
+                j_acc_we.eq(0), j_acc_add.eq(0),
                 j_h_we.eq(0), j_h_inc.eq(0),
                 j_read.eq(0), j_bad.eq(0),
-                j_busy_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
+                j_acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
                 j_h_addr.eq(hist_addr(binner.bin, s1_channel)),
             ]
             with m.Switch(s1_job):
@@ -254,26 +261,27 @@ class RBSniffer(wiring.Component):
                     m.d.sync += [
                         j_cnt_addr.eq(counter_addr(s1_channel, classifier.index)),
                         j_cnt_we.eq(1), j_cnt_inc.eq(1),
+                        j_acc_we.eq(1), j_acc_add.eq(s1_width),
+                        j_h_we.eq(1), j_h_inc.eq(1),
                     ]
-                    with m.If(~classifier.glitch):
-                        m.d.sync += [
-                            j_busy_we.eq(1), j_busy_add.eq(s1_width),
-                            j_h_we.eq(1), j_h_inc.eq(1),
-                        ]
                 with m.Case(_Job.PARTIAL, _Job.OVERLONG):
                     index = Mux(s1_job == _Job.PARTIAL, p.counter_index(Counter.PARTIAL),
                                 p.counter_index(Counter.OVERLONG))
                     m.d.sync += [
                         j_cnt_addr.eq(counter_addr(s1_channel, index)),
                         j_cnt_we.eq(1), j_cnt_inc.eq(1),
-                        j_busy_we.eq(1), j_busy_add.eq(s1_width),
+                        j_acc_we.eq(1), j_acc_add.eq(s1_width),
                     ]
                 with m.Case(_Job.BUSY):
-                    m.d.sync += [j_busy_we.eq(1), j_busy_add.eq(s1_width)]
-                with m.Case(_Job.DROP):
+                    m.d.sync += [j_acc_we.eq(1), j_acc_add.eq(s1_width)]
+                with m.Case(_Job.SIDE):
+                    # Two counts in one job: DROPPED in the count step (S3), GLITCH in the
+                    # second read-modify-write step (S4) that events use for busy time.
                     m.d.sync += [
                         j_cnt_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.DROPPED))),
                         j_cnt_we.eq(1), j_cnt_inc.eq(s1_width),
+                        j_acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.GLITCH))),
+                        j_acc_we.eq(1), j_acc_add.eq(s1_glitches),
                     ]
                 with m.Case(_Job.READ):
                     bad = (s1_channel >= n) | ((s1_space == Space.HISTOGRAM) &
@@ -308,14 +316,14 @@ class RBSniffer(wiring.Component):
             m.d.sync += self.trace.valid.eq(0)
 
         # J4: the job in S4 (phase 0), loaded from J at the end of S3.
-        j4_busy_addr = Signal.like(j_busy_addr)
-        j4_busy_add = Signal.like(j_busy_add)
-        j4_busy_we = Signal()
+        j4_acc_addr = Signal.like(j_acc_addr)
+        j4_acc_add = Signal.like(j_acc_add)
+        j4_acc_we = Signal()
         with m.If(phase):
             m.d.sync += [
-                j4_busy_addr.eq(j_busy_addr),
-                j4_busy_add.eq(j_busy_add),
-                j4_busy_we.eq(j_busy_we),
+                j4_acc_addr.eq(j_acc_addr),
+                j4_acc_add.eq(j_acc_add),
+                j4_acc_we.eq(j_acc_we),
             ]
 
         # ---- Counter RAM: {tag, value}; 1 read + 1 write per cycle --------------------------
@@ -334,7 +342,7 @@ class RBSniffer(wiring.Component):
         a_value = Signal(cb)
         m.d.comb += a_value.eq(normalised(a_rd.data.value, a_rd.data.tag, cb))
         m.d.comb += [
-            a_rd.addr.eq(Mux(phase, j_busy_addr, j_cnt_addr)),
+            a_rd.addr.eq(Mux(phase, j_acc_addr, j_cnt_addr)),
             a_wr.data.tag.eq(epoch_bit),
         ]
         with m.If(phase):  # S3: count update of J
@@ -345,9 +353,9 @@ class RBSniffer(wiring.Component):
             ]
         with m.Else():  # S4: busy-time update of J4
             m.d.comb += [
-                a_wr.addr.eq(j4_busy_addr),
-                a_wr.data.value.eq(a_value + j4_busy_add),
-                a_wr.en.eq(j4_busy_we),
+                a_wr.addr.eq(j4_acc_addr),
+                a_wr.data.value.eq(a_value + j4_acc_add),
+                a_wr.en.eq(j4_acc_we),
             ]
 
         # ---- Histogram RAM and its tags: single-port use (read in S2, write in S3) ----------
