@@ -48,7 +48,7 @@ class SnifferBench:
         return sim
 
     async def reset(self, ctx, config, pins):
-        ctx.set(self.dut.config.as_value(), config_const(self.params, config))
+        ctx.set(self.dut.cfg.as_value(), config_const(self.params, config))
         ctx.set(self.dut.rb, pins)
         ctx.set(self.rst, 1)
         await ctx.tick().repeat(RESET_CYCLES)

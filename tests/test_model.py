@@ -9,6 +9,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from rbscope.gateware.rb_sniffer.params import (
     Counter,
     EventKind,

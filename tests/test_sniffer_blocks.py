@@ -6,11 +6,20 @@ import pytest
 from amaranth.sim import Simulator
 
 from rbscope.gateware.rb_sniffer.blocks import (
-    Classifier, FrontEnd, LogBinner, Quiescence, TimeBase,
+    Classifier,
+    FrontEnd,
+    LogBinner,
+    Quiescence,
+    TimeBase,
 )
 from rbscope.gateware.rb_sniffer.layouts import mailbox_layout
 from rbscope.gateware.rb_sniffer.params import (
-    Counter, EventKind, SnifferConfig, SnifferParams, hist_bin, hist_bin_lo,
+    Counter,
+    EventKind,
+    SnifferConfig,
+    SnifferParams,
+    hist_bin,
+    hist_bin_lo,
 )
 
 P16 = SnifferParams(channels=1, width_bits=16)
@@ -50,7 +59,7 @@ def test_timebase_prescaler_lowered_mid_count():
         await ctx.tick().repeat(6)  # pc = 6
         ctx.set(dut.prescaler, 3)  # pc + 1 >= 3: tick at once, then every 3 cycles
         ticks = []
-        for t in range(9):
+        for _ in range(9):
             ticks.append(ctx.get(dut.tick))
             await ctx.tick()
         assert ticks == [1, 0, 0, 1, 0, 0, 1, 0, 0]

@@ -12,7 +12,12 @@ from amaranth.lib.wiring import In, Out
 
 from .blocks import Classifier, FrontEnd, LogBinner, Quiescence, TimeBase
 from .layouts import (
-    EPOCH_BITS, config_layout, index_bits, mailbox_layout, read_request_layout, status_layout,
+    EPOCH_BITS,
+    config_layout,
+    index_bits,
+    mailbox_layout,
+    read_request_layout,
+    status_layout,
     trace_layout,
 )
 from .params import Counter, EventKind, SnifferParams, Space
@@ -49,7 +54,7 @@ class RBSniffer(wiring.Component):
     -------
     rb : In(channels)
         The R/B# pins, asynchronous to the clock (1 = ready).
-    config : In(config_layout)
+    cfg : In(config_layout)
         Run-time configuration: prescaler, glitch filter, class windows, idle time, enables.
     clear : In(1)
         Strobe: start a new epoch (all counters and bins read as zero from then on).
@@ -69,7 +74,7 @@ class RBSniffer(wiring.Component):
         self.params = params
         super().__init__({
             "rb": In(params.channels, init=(1 << params.channels) - 1),
-            "config": In(config_layout(params)),
+            "cfg": In(config_layout(params)),
             "clear": In(1),
             "read_req": In(stream.Signature(read_request_layout(params))),
             "read_resp": Out(stream.Signature(params.counter_bits)),
@@ -80,7 +85,7 @@ class RBSniffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        n, k = p.channels, p.classes
+        n = p.channels
         cb, hb = p.counter_bits, p.hist_bits
         a_depth = n << p.row_bits
         h_depth = p.hist_bins << p.channel_bits
@@ -89,7 +94,7 @@ class RBSniffer(wiring.Component):
         # ---- Time base, synchroniser, front ends, quiescence --------------------------------
 
         m.submodules.timebase = timebase = TimeBase(p)
-        m.d.comb += timebase.prescaler.eq(self.config.prescaler)
+        m.d.comb += timebase.prescaler.eq(self.cfg.prescaler)
 
         lvl = Signal(n, init=(1 << n) - 1)
         # The pins are asynchronous to our clock: two flip-flops bring each into the clock domain
@@ -102,9 +107,9 @@ class RBSniffer(wiring.Component):
             m.submodules[f"front_end_{i}"] = fe
             m.d.comb += [
                 fe.lvl.eq(lvl[i]),
-                fe.enable.eq(self.config.enable[i]),
+                fe.enable.eq(self.cfg.enable[i]),
                 fe.tick.eq(timebase.tick),
-                fe.glitch_ticks.eq(self.config.glitch_ticks),
+                fe.glitch_ticks.eq(self.cfg.glitch_ticks),
             ]
             front_ends.append(fe)
 
@@ -113,7 +118,7 @@ class RBSniffer(wiring.Component):
             quiet.all_ready.eq(~Cat(fe.low for fe in front_ends).any()),
             quiet.tick.eq(timebase.tick),
             quiet.timestamp.eq(timebase.timestamp),
-            quiet.idle_ticks.eq(self.config.idle_ticks),
+            quiet.idle_ticks.eq(self.cfg.idle_ticks),
         ]
 
         # ---- Epochs and the clear scrubber --------------------------------------------------
@@ -221,7 +226,7 @@ class RBSniffer(wiring.Component):
         m.submodules.binner = binner = LogBinner(p)
         m.d.comb += [
             classifier.width.eq(s1_width),
-            classifier.windows.eq(self.config.windows),
+            classifier.windows.eq(self.cfg.windows),
             binner.width.eq(s1_width),
         ]
 

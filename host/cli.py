@@ -1,0 +1,142 @@
+"""The ``rbscope`` command line.
+
+``rbscope`` follows the manner of ``git``: one program, one subcommand per task, ``--help`` on
+each. Commands that produce data take ``--json`` for a machine-readable result on stdout.
+
+Subcommands
+-----------
+``verilog``
+    Write the gateware's Verilog (calls :func:`rbscope.gateware.export.write_all`).
+
+Exit codes
+----------
+0
+    Success.
+1
+    The command ran and failed (for example, an output file could not be written).
+2
+    Usage error: unknown subcommand or option, an invalid option value, or a part of rbscope
+    that is not installed or not written yet.
+"""
+
+import argparse
+import json
+import sys
+
+from . import __version__
+
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+_DESCRIPTION = """\
+rbscope measures the write amplification of an SSD from the outside: an FPGA watches the
+Ready/Busy# pins of the SSD's NAND dies, classifies every busy pulse by its width (read,
+program, erase, ...) and counts them; the host turns those counts into reports.
+"""
+
+_EPILOG = """\
+commands to come:
+  demo        run the sniffer on a simulated pulse train and show what it counts
+  capture     record counts from a connected rbscope device
+  report      turn a capture into a self-contained HTML report
+
+Run `rbscope COMMAND --help` for the options of one command.
+
+exit codes: 0 success, 1 failure, 2 usage error
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {value}")
+    return value
+
+
+def _cmd_verilog(args: argparse.Namespace) -> int:
+    try:
+        # Imported here: Amaranth and the gateware are only needed by this command.
+        from rbscope.gateware.export import write_all
+    except ImportError as exc:
+        print(f"rbscope verilog: the gateware export is not available ({exc})", file=sys.stderr)
+        return EXIT_USAGE
+
+    options = {}
+    if args.channels is not None:
+        options["channels"] = args.channels
+    if args.classes is not None:
+        options["classes"] = args.classes
+    try:
+        paths = write_all(args.outdir, **options)
+    except ValueError as exc:
+        print(f"rbscope verilog: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        print(f"rbscope verilog: cannot write to {args.outdir}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+    if args.json:
+        print(json.dumps({"written": [str(path) for path in paths]}))
+    else:
+        for path in paths:
+            print(path)
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``rbscope`` command."""
+    parser = argparse.ArgumentParser(
+        prog="rbscope",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"rbscope {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    verilog = commands.add_parser(
+        "verilog",
+        help="write the gateware's Verilog",
+        description=(
+            "Write the Verilog of every top-level design (the R/B# sniffer) to OUTDIR, for "
+            "use with other simulators or vendor tools. Build-time options choose the size of "
+            "the design; the defaults are those of rbscope.gateware.export.write_all."
+        ),
+        epilog="example: rbscope verilog --channels 8 --classes 4 build/",
+    )
+    verilog.add_argument("outdir", metavar="OUTDIR", help="directory to write into (created)")
+    verilog.add_argument(
+        "--channels", type=_positive_int, metavar="N", help="number of R/B# inputs to watch"
+    )
+    verilog.add_argument(
+        "--classes", type=_positive_int, metavar="K", help="number of pulse-width classes"
+    )
+    verilog.add_argument(
+        "--json", action="store_true", help="print the written paths as a JSON object"
+    )
+    verilog.set_defaults(handler=_cmd_verilog)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the ``rbscope`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit
+    code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version (0) and usage errors (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
