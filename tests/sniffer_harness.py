@@ -10,25 +10,15 @@ from amaranth.sim import Simulator
 
 from rbscope.gateware.rb_sniffer import RBSniffer, Space
 from rbscope.gateware.rb_sniffer.layouts import config_const
+from rbscope.model import Train
+from rbscope.stimulus import merge_trains
 
 RESET_CYCLES = 3
 
 
 def pin_schedule(trains):
-    """Return (initial pin word, sorted list of (cycle, pin word)) for all channels."""
-    initial = 0
-    changes = {}
-    for ch, (init, edges) in enumerate(trains):
-        initial |= (init & 1) << ch
-        for cycle, level in edges:
-            changes.setdefault(cycle, []).append((ch, level & 1))
-    word = initial
-    schedule = []
-    for cycle in sorted(changes):
-        for ch, level in changes[cycle]:
-            word = (word & ~(1 << ch)) | (level << ch)
-        schedule.append((cycle, word))
-    return initial, schedule
+    """Return (initial pin word, [(cycle, pin word), …]) for ``(initial, edges)`` pairs."""
+    return merge_trains([Train(init, list(edges)) for init, edges in trains])
 
 
 class SnifferBench:

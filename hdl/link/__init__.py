@@ -1,0 +1,1 @@
+"""The telemetry link: UART, framing, command handling and the protocol definition."""

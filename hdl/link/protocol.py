@@ -1,0 +1,302 @@
+"""The rbscope wire protocol: the one definition used by the gateware and by the host.
+
+Framing
+-------
+Every frame, in both directions, is ``header + payload + CRC-32`` (CRC-32/ISO-HDLC over header and
+payload, sent little-endian), byte-stuffed and delimited (HDLC/SLIP style)::
+
+    END  stuffed(header | payload | crc32)  END
+
+``END`` (0xC0) never occurs inside a frame: a data byte 0xC0 is sent as ``ESC ESC_END`` and 0xDB as
+``ESC ESC_ESC``. A receiver resynchronises at the next ``END`` after any corruption; empty frames
+(two ``END`` in a row) are ignored. Byte stuffing rather than COBS because it is a single pass
+with no look-ahead: the gateware encodes a byte stream on the fly without buffering a frame.
+Overhead is 2/256 of the bytes on random data; the worst case (every byte escaped) doubles a frame,
+which the bandwidth budget in ``docs/link.md`` allows for.
+
+All multi-byte fields are little-endian. A layout's first field is its first byte: the packed
+integer of a ``data.StructLayout`` is converted to bytes with ``int.to_bytes(size, "little")``
+(and back with ``layout.from_bits(int.from_bytes(…, "little"))``).
+
+Frames
+------
+Device → host: ``INFO``, ``STATUS`` (snapshot header), ``COUNTERS`` (one channel's counter row,
+part of a snapshot), ``HISTOGRAM`` (a chunk of one channel's bins), ``TRACE`` (one pulse) and
+``RESPONSE`` (to a command). Host → device: ``COMMAND``. The header carries a 16-bit sequence number
+that the device increments on every frame it sends (a gap tells the host frames were lost) and the
+payload length (checked against the type).
+
+Registers
+---------
+32-bit registers written and read with ``COMMAND`` frames; :func:`register_map` lists them for a
+given :class:`SnifferParams`. 64-bit quantities occupy a ``_LO``/``_HI`` pair.
+"""
+
+from dataclasses import dataclass
+
+from amaranth.lib import data, enum
+
+from ..rb_sniffer.params import SnifferParams
+
+__all__ = [
+    "PROTOCOL_VERSION", "GATEWARE_VERSION", "FRAME_END", "FRAME_ESC", "ESC_END", "ESC_ESC",
+    "CRC_ALGORITHM", "HIST_CHUNK", "ID_MAGIC", "BOARD_NAME_BYTES",
+    "FrameType", "Opcode", "Status", "StatusFlags", "Access", "Register",
+    "HEADER", "COMMAND", "RESPONSE", "info_layout", "status_layout", "counters_layout",
+    "histogram_layout", "trace_layout", "register_map", "payload_layout", "layout_bytes",
+]
+
+PROTOCOL_VERSION = 1
+#: Gateware version as (major, minor); sent as ``major << 8 | minor``.
+GATEWARE_VERSION = (0, 1)
+
+FRAME_END = 0xC0
+FRAME_ESC = 0xDB
+ESC_END = 0xDC
+ESC_ESC = 0xDD
+
+#: CRC of every frame: CRC-32/ISO-HDLC (as Ethernet, zlib). ``amaranth.lib.crc.catalog`` name.
+CRC_ALGORITHM = "CRC32_ISO_HDLC"
+
+#: Histogram bins per HISTOGRAM frame.
+HIST_CHUNK = 16
+#: Value of the read-only ID register: "RBSC".
+ID_MAGIC = 0x43534252
+BOARD_NAME_BYTES = 16
+
+
+class FrameType(enum.IntEnum, shape=8):
+    """The ``type`` byte of a frame header."""
+
+    INFO = 0x01
+    STATUS = 0x02
+    COUNTERS = 0x03
+    HISTOGRAM = 0x04
+    TRACE = 0x05
+    RESPONSE = 0x06
+    COMMAND = 0x80
+
+
+class Opcode(enum.IntEnum, shape=8):
+    """What a COMMAND asks for. Every command gets exactly one RESPONSE."""
+
+    PING = 0x00
+    READ_INFO = 0x01  # RESPONSE, then an INFO frame
+    READ_REG = 0x02  # RESPONSE with value = register
+    WRITE_REG = 0x03  # RESPONSE with value = register after the write
+    SNAPSHOT = 0x04  # RESPONSE, then STATUS and one COUNTERS frame per channel
+    READ_HISTOGRAMS = 0x05  # RESPONSE, then every channel's HISTOGRAM frames
+    CLEAR = 0x06  # RESPONSE (value = new epoch) once the clear has taken effect
+
+
+class Status(enum.IntEnum, shape=8):
+    """Outcome of a command, in its RESPONSE."""
+
+    OK = 0x00
+    BAD_FRAME = 0x01  # CRC error, framing error or wrong length; tag is 0xFFFF if unreadable
+    UNKNOWN_OPCODE = 0x02
+    BAD_ADDRESS = 0x03
+    READ_ONLY = 0x04
+    BAD_VALUE = 0x05
+
+
+class StatusFlags(enum.IntFlag):
+    """Bits of ``STATUS.flags``."""
+
+    QUIESCENT = 0x01
+    CLEAR_BUSY = 0x02
+    TRACE_ON = 0x04
+    SOLICITED = 0x08  # this snapshot answers a SNAPSHOT command (else periodic)
+
+
+#: Frame header: type, protocol version, sequence number, payload length in bytes.
+HEADER = data.StructLayout({
+    "type": FrameType,
+    "version": 8,
+    "seq": 16,
+    "length": 16,
+})
+
+#: Host → device command.
+COMMAND = data.StructLayout({
+    "tag": 16,
+    "opcode": Opcode,
+    "reserved": 8,
+    "address": 16,
+    "value": 32,
+})
+
+#: Device → host answer to one command.
+RESPONSE = data.StructLayout({
+    "tag": 16,
+    "opcode": 8,
+    "status": Status,
+    "address": 16,
+    "value": 32,
+})
+
+
+def _check(params):
+    if not isinstance(params, SnifferParams):
+        raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
+
+
+def info_layout(params):
+    """INFO: what the device is and how to read it."""
+    _check(params)
+    return data.StructLayout({
+        "protocol_version": 8,
+        "gateware_version": 16,
+        "channels": 16,
+        "classes": 8,
+        "row": 8,
+        "width_bits": 8,
+        "counter_bits": 8,
+        "hist_sub_bits": 8,
+        "hist_bins": 16,
+        "hist_bits": 8,
+        "timestamp_bits": 8,
+        "glitch_bits": 8,
+        "prescaler_bits": 8,
+        "clock_hz": 32,
+        "prescaler": 16,
+        "tick_period_ps": 48,
+        "uart_divisor": 16,
+        "build_id": 32,
+        "board": data.ArrayLayout(8, BOARD_NAME_BYTES),
+    })
+
+
+def status_layout(params):
+    """STATUS: the header of a snapshot (device-wide state)."""
+    _check(params)
+    return data.StructLayout({
+        "snapshot": 16,
+        "timestamp": params.timestamp_bits,
+        "quiet_since": params.timestamp_bits,
+        "epoch": 16,
+        "flags": 8,
+        "rx_frames": 32,
+        "rx_errors": 32,
+        "trace_lost": 32,
+    })
+
+
+def counters_layout(params):
+    """COUNTERS: one channel's cumulative counters, read at ``timestamp``.
+
+    ``counters[i]`` is the sniffer's counter-row word ``i`` (classes, then the fixed
+    :class:`~rbscope.gateware.rb_sniffer.params.Counter` words); ``trace_lost`` counts this
+    channel's trace records dropped because the link was busy.
+    """
+    _check(params)
+    return data.StructLayout({
+        "snapshot": 16,
+        "channel": 16,
+        "timestamp": params.timestamp_bits,
+        "trace_lost": 32,
+        "counters": data.ArrayLayout(params.counter_bits, params.counters_per_channel),
+    })
+
+
+def histogram_layout(params):
+    """HISTOGRAM: bins ``first … first + HIST_CHUNK - 1`` of one channel (zero past the end)."""
+    _check(params)
+    return data.StructLayout({
+        "channel": 16,
+        "first": 16,
+        "epoch": 16,
+        "timestamp": params.timestamp_bits,
+        "bins": data.ArrayLayout(params.hist_bits, HIST_CHUNK),
+    })
+
+
+def trace_layout(params):
+    """TRACE: one pulse as the sniffer classified it (``timestamp`` = when it was classified)."""
+    _check(params)
+    return data.StructLayout({
+        "channel": 16,
+        "kind": 8,
+        "index": 8,
+        "width": 32,
+        "timestamp": params.timestamp_bits,
+    })
+
+
+def layout_bytes(layout):
+    """Size in bytes of a layout (every protocol layout is a whole number of bytes)."""
+    size = data.Layout.cast(layout).size
+    if size % 8:
+        raise ValueError(f"Layout of {size} bits is not a whole number of bytes")
+    return size // 8
+
+
+def payload_layout(params, frame_type):
+    """Layout of the payload of ``frame_type`` for a device built with ``params``."""
+    return {
+        FrameType.INFO: info_layout,
+        FrameType.STATUS: status_layout,
+        FrameType.COUNTERS: counters_layout,
+        FrameType.HISTOGRAM: histogram_layout,
+        FrameType.TRACE: trace_layout,
+        FrameType.RESPONSE: lambda p: RESPONSE,
+        FrameType.COMMAND: lambda p: COMMAND,
+    }[FrameType(frame_type)](params)
+
+
+class Access(enum.Enum):
+    RO = "ro"
+    RW = "rw"
+
+
+@dataclass(frozen=True)
+class Register:
+    """One 32-bit register.
+
+    ``field`` names what it holds: a path into the sniffer's ``cfg`` (``"prescaler"``,
+    ``"windows.2.lo"``, ``"enable"`` with ``shift``) or a link-level setting (``"link.…"``).
+    ``shift`` selects which 32-bit slice of a wider field the register holds.
+    """
+
+    name: str
+    address: int
+    access: Access
+    field: str
+    shift: int = 0
+    reset: int = 0
+    doc: str = ""
+
+
+def register_map(params, *, snapshot_period=0):
+    """Return the registers of a device built with ``params``, ordered by address.
+
+    ``snapshot_period`` is the reset value of ``SNAPSHOT_PERIOD`` (system clock cycles), which
+    the build chooses from its clock (100 ms by default).
+    """
+    _check(params)
+    regs = [
+        Register("ID", 0x0000, Access.RO, "link.id", reset=ID_MAGIC, doc='"RBSC"'),
+        Register("PRESCALER", 0x0001, Access.RW, "prescaler", reset=1,
+                 doc="system clock cycles per tick (0 acts as 1)"),
+        Register("GLITCH_TICKS", 0x0002, Access.RW, "glitch_ticks", reset=1,
+                 doc="lows shorter than this many ticks are glitches"),
+        Register("IDLE_TICKS_LO", 0x0003, Access.RW, "idle_ticks", 0, reset=1_000_000,
+                 doc="quiescence: ticks all lines must stay ready (low 32 bits)"),
+        Register("IDLE_TICKS_HI", 0x0004, Access.RW, "idle_ticks", 32, doc="(high bits)"),
+        Register("SNAPSHOT_PERIOD", 0x0005, Access.RW, "link.snapshot_period",
+                 reset=snapshot_period, doc="system clock cycles between snapshots; 0: off"),
+        Register("HIST_PERIOD", 0x0006, Access.RW, "link.hist_period", reset=0,
+                 doc="send histograms after every N-th periodic snapshot; 0: on request only"),
+        Register("TRACE_ENABLE", 0x0007, Access.RW, "link.trace_enable", reset=0,
+                 doc="1: send a TRACE frame per pulse while the link has room"),
+    ]
+    for i in range((params.channels + 31) // 32):
+        mask = (1 << min(32, params.channels - 32 * i)) - 1
+        regs.append(Register(f"CHANNEL_ENABLE_{i}", 0x0010 + i, Access.RW, "enable", 32 * i,
+                             reset=mask, doc=f"enable bits of channels {32 * i}…"))
+    for k in range(params.classes):
+        regs.append(Register(f"WINDOW_{k}_LO", 0x0100 + 2 * k, Access.RW, f"windows.{k}.lo",
+                             doc=f"class {k} window start (ticks, inclusive)"))
+        regs.append(Register(f"WINDOW_{k}_HI", 0x0101 + 2 * k, Access.RW, f"windows.{k}.hi",
+                             doc=f"class {k} window end (ticks, exclusive)"))
+    return regs

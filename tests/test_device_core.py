@@ -1,0 +1,235 @@
+"""The device core in the Amaranth simulator: commands in, frames out, decoded with the shared
+layouts (``protocol.py``) and checked against the reference model."""
+
+import pytest
+from amaranth.sim import Simulator
+
+from rbscope.gateware.device import DeviceCore
+from rbscope.gateware.link import protocol
+from rbscope.gateware.link.controller import build_id
+from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
+from rbscope.model import SnifferModel, Train
+
+from .link_reference import command_body, frame, unframe
+
+P = SnifferParams(channels=3)
+CLOCK_HZ = 1_000_000
+REGS = {r.name: r for r in protocol.register_map(P, snapshot_period=CLOCK_HZ // 10)}
+OP = protocol.Opcode
+
+
+def decode(body):
+    header = protocol.HEADER.from_bits(int.from_bytes(body[:6], "little"))
+    payload = body[6:]
+    layout = protocol.payload_layout(P, header.type)
+    assert header.length == len(payload) == protocol.layout_bytes(layout)
+    return header, layout.from_bits(int.from_bytes(payload, "little"))
+
+
+class CoreBench:
+    def __init__(self):
+        self.dut = DeviceCore(P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test")
+        self.wire = bytearray()
+        self.frames = []
+        self.seen = 0
+
+    async def collect(self, ctx):
+        ctx.set(self.dut.tx.ready, 1)
+        async for _, _, valid, payload in ctx.tick().sample(self.dut.tx.valid,
+                                                            self.dut.tx.payload):
+            if valid:
+                self.wire.append(payload)
+
+    async def send(self, ctx, body):
+        for b in frame(body):
+            ctx.set(self.dut.rx.payload, b)
+            ctx.set(self.dut.rx.valid, 1)
+            await ctx.tick()
+        ctx.set(self.dut.rx.valid, 0)
+
+    async def wait_frames(self, ctx, count, limit=200_000):
+        """Wait until ``count`` more frames have arrived; return them decoded."""
+        for _ in range(limit // 50):
+            good, bad = unframe(bytes(self.wire))
+            assert bad == 0, bytes(self.wire).hex()
+            if len(good) >= self.seen + count:
+                new = [decode(b) for b in good[self.seen:self.seen + count]]
+                self.seen += count
+                return new
+            await ctx.tick().repeat(50)
+        raise AssertionError(f"timed out waiting for {count} frames")
+
+    async def command(self, ctx, tag, opcode, address=0, value=0, extra=0):
+        await self.send(ctx, command_body(tag, opcode, address, value))
+        frames = await self.wait_frames(ctx, 1 + extra)
+        header, resp = frames[0]
+        assert header.type == protocol.FrameType.RESPONSE and resp.tag == tag
+        return resp, frames[1:]
+
+    def run(self, bench):
+        sim = Simulator(self.dut)
+        sim.add_clock(1e-6)
+        sim.add_process(self.collect)
+        sim.add_testbench(bench)
+        sim.run()
+
+
+def test_info_registers_and_errors():
+    b = CoreBench()
+    out = {}
+
+    async def bench(ctx):
+        resp, _ = await b.command(ctx, 1, OP.PING, value=0xDEADBEEF)
+        out["ping"] = (resp.status, resp.value)
+        resp, [(header, info)] = await b.command(ctx, 2, OP.READ_INFO, extra=1)
+        out["info"] = (header, info)
+        for name, value in (("PRESCALER", 3), ("WINDOW_2_HI", 0xABCDEF), ("GLITCH_TICKS", 0x1FF),
+                            ("CHANNEL_ENABLE_0", 0xFF), ("IDLE_TICKS_HI", 7)):
+            resp, _ = await b.command(ctx, 10, OP.WRITE_REG, REGS[name].address, value)
+            out[name] = (resp.status, resp.value)
+        resp, _ = await b.command(ctx, 11, OP.READ_REG, REGS["WINDOW_2_HI"].address)
+        out["read_window"] = (resp.status, resp.value)
+        resp, _ = await b.command(ctx, 12, OP.READ_REG, REGS["ID"].address)
+        out["id"] = (resp.status, resp.value)
+        resp, _ = await b.command(ctx, 13, OP.WRITE_REG, REGS["ID"].address, 5)
+        out["write_id"] = resp.status
+        resp, _ = await b.command(ctx, 14, OP.READ_REG, 0x7777)
+        out["bad_address"] = resp.status
+        resp, _ = await b.command(ctx, 15, 0x55)
+        out["bad_opcode"] = resp.status
+        # A corrupted command frame: BAD_FRAME, tag unknown.
+        wire = bytearray(frame(command_body(16, OP.PING, 0, 0)))
+        wire[4] ^= 0x01
+        for byte in wire:
+            ctx.set(b.dut.rx.payload, byte)
+            ctx.set(b.dut.rx.valid, 1)
+            await ctx.tick()
+        ctx.set(b.dut.rx.valid, 0)
+        [(_, resp)] = await b.wait_frames(ctx, 1)
+        out["corrupt"] = (resp.status, resp.tag)
+        out["cfg"] = ctx.get(b.dut.sniffer.cfg)
+
+    b.run(bench)
+    assert out["ping"] == (protocol.Status.OK, 0xDEADBEEF)
+    header, info = out["info"]
+    assert header.type == protocol.FrameType.INFO
+    assert (info.channels, info.classes, info.hist_bins, info.counter_bits) == (3, 5, 176, 48)
+    assert info.clock_hz == CLOCK_HZ and info.prescaler == 1 and info.tick_period_ps == 1_000_000
+    assert info.uart_divisor == 4
+    assert info.build_id == build_id(P, CLOCK_HZ, 4, "unit-test")
+    assert bytes(info.board).rstrip(b"\0") == b"unit-test"
+    ok = protocol.Status.OK
+    assert out["PRESCALER"] == (ok, 3)
+    assert out["WINDOW_2_HI"] == (ok, 0xABCDEF)
+    assert out["GLITCH_TICKS"] == (ok, 0xFF)  # 8-bit register: read back truncated
+    assert out["CHANNEL_ENABLE_0"] == (ok, 0x7)  # 3 channels
+    assert out["IDLE_TICKS_HI"] == (ok, 7)
+    assert out["read_window"] == (ok, 0xABCDEF)
+    assert out["id"] == (ok, protocol.ID_MAGIC)
+    assert out["write_id"] == protocol.Status.READ_ONLY
+    assert out["bad_address"] == protocol.Status.BAD_ADDRESS
+    assert out["bad_opcode"] == protocol.Status.UNKNOWN_OPCODE
+    assert out["corrupt"] == (protocol.Status.BAD_FRAME, 0xFFFF)
+    cfg = out["cfg"]
+    assert cfg.prescaler == 3 and cfg.windows[2].hi == 0xABCDEF and cfg.glitch_ticks == 0xFF
+    assert cfg.idle_ticks == (7 << 32) | 1_000_000
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_snapshot_histograms_clear_and_trace_match_model(trace):
+    b = CoreBench()
+    config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
+                           windows=((5, 20), (20, 60), (60, 200)))
+    trains = [Train(1, [(100, 0), (110, 1), (150, 0), (180, 1), (300, 0), (301, 1)]),
+              Train(1, [(50, 0), (90, 1), (400, 0), (520, 1)]),
+              Train(1, [])]
+    out = {}
+    model = SnifferModel(P, config).run(trains, 600)
+    glitch = P.counter_index(Counter.GLITCH)
+    want_trace = [(q.channel, q.index, q.width) for q in model.pulses if q.index != glitch]
+
+    async def bench(ctx):
+        await b.command(ctx, 1, OP.WRITE_REG, REGS["SNAPSHOT_PERIOD"].address, 0)
+        await b.command(ctx, 2, OP.WRITE_REG, REGS["GLITCH_TICKS"].address, 2)
+        for k, (lo, hi) in enumerate(config.windows):
+            await b.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_LO"].address, lo)
+            await b.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_HI"].address, hi)
+        await b.command(ctx, 4, OP.WRITE_REG, REGS["TRACE_ENABLE"].address, int(trace))
+        # Play the trains from here (cycle numbers relative to now; the model only needs the
+        # pulse widths, which do not depend on the absolute start with prescaler 1).
+        # The device has been running since reset with every line ready, as the model assumes.
+        schedule = sorted((c, ch, lvl) for ch, t in enumerate(trains) for c, lvl in t.edges)
+        now = 0
+        word = 0b111
+        for cycle, ch, level in schedule:
+            await ctx.tick().repeat(cycle - now)
+            now = cycle
+            word = (word & ~(1 << ch)) | (level << ch)
+            ctx.set(b.dut.rb, word)
+        await ctx.tick().repeat(100)
+        if trace:
+            out["trace"] = await b.wait_frames(ctx, len(want_trace))
+        resp, frames = await b.command(ctx, 5, OP.SNAPSHOT, extra=1 + P.channels)
+        out["snapshot"] = frames
+        chunks = -(-P.hist_bins // protocol.HIST_CHUNK)
+        resp, frames = await b.command(ctx, 6, OP.READ_HISTOGRAMS, extra=P.channels * chunks)
+        out["hist"] = frames
+        resp, _ = await b.command(ctx, 7, OP.CLEAR)
+        out["clear"] = (resp.status, resp.value)
+        resp, frames = await b.command(ctx, 8, OP.SNAPSHOT, extra=1 + P.channels)
+        out["after_clear"] = frames
+
+    b.run(bench)
+    (sh, status), *rows = out["snapshot"]
+    assert sh.type == protocol.FrameType.STATUS
+    assert status.flags & protocol.StatusFlags.SOLICITED
+    assert status.flags & protocol.StatusFlags.TRACE_ON == (protocol.StatusFlags.TRACE_ON
+                                                            if trace else 0)
+    assert status.epoch == 0
+    for ch, (header, counters) in enumerate(rows):
+        assert header.type == protocol.FrameType.COUNTERS and counters.channel == ch
+        assert counters.snapshot == status.snapshot
+        expected = model.channels[ch].row(P)[:P.counters_per_channel]
+        assert list(counters.counters) == expected
+    hist = {ch: [0] * (P.hist_bins + protocol.HIST_CHUNK) for ch in range(P.channels)}
+    for header, chunk in out["hist"]:
+        assert header.type == protocol.FrameType.HISTOGRAM
+        hist[chunk.channel][chunk.first:chunk.first + protocol.HIST_CHUNK] = list(chunk.bins)
+    for ch in range(P.channels):
+        assert hist[ch][:P.hist_bins] == model.channels[ch].histogram
+        assert not any(hist[ch][P.hist_bins:])
+    assert out["clear"] == (protocol.Status.OK, 1)
+    (_, status2), *rows2 = out["after_clear"]
+    assert status2.epoch == 1
+    assert all(not any(c.counters) for _, c in rows2)
+    seqs = [h.seq for h, _ in out["snapshot"]]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    if trace:
+        got = [(t.channel, t.index, t.width) for _, t in out["trace"]]
+        assert len(got) == 4 and got == want_trace
+        assert all(h.type == protocol.FrameType.TRACE for h, _ in out["trace"])
+
+
+def test_periodic_snapshots_and_histograms():
+    b = CoreBench()
+    out = {}
+
+    async def bench(ctx):
+        await b.command(ctx, 1, OP.WRITE_REG, REGS["HIST_PERIOD"].address, 2)
+        await b.command(ctx, 2, OP.WRITE_REG, REGS["SNAPSHOT_PERIOD"].address, 3000)
+        chunks = -(-P.hist_bins // protocol.HIST_CHUNK)
+        # Two periodic snapshots, the second followed by all histograms.
+        frames = await b.wait_frames(ctx, 2 * (1 + P.channels) + P.channels * chunks,
+                                     limit=400_000)
+        out["frames"] = frames
+
+    b.run(bench)
+    types = [h.type for h, _ in b.frames or out["frames"]]
+    F = protocol.FrameType
+    per = [F.STATUS] + [F.COUNTERS] * P.channels
+    chunks = -(-P.hist_bins // protocol.HIST_CHUNK)
+    assert types == per + per + [F.HISTOGRAM] * (P.channels * chunks)
+    statuses = [s for h, s in out["frames"] if h.type == F.STATUS]
+    assert statuses[1].snapshot == statuses[0].snapshot + 1
+    assert not statuses[0].flags & protocol.StatusFlags.SOLICITED
+    assert statuses[1].timestamp > statuses[0].timestamp
