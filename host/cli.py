@@ -7,6 +7,12 @@ Subcommands
 -----------
 ``verilog``
     Write the gateware's Verilog (calls :func:`rbscope.gateware.export.write_all`).
+``analyze``, ``calibrate``
+    Write amplification and class windows from counts, VCD or sigrok recordings
+    (:mod:`rbscope.analyze_cli`).
+``info``, ``configure``, ``capture``, ``dump``
+    Talk to a device over a serial port or pty, record captures, print them
+    (:mod:`rbscope.link_cli`).
 
 Exit codes
 ----------
@@ -17,6 +23,11 @@ Exit codes
 2
     Usage error: unknown subcommand or option, an invalid option value, or a part of rbscope
     that is not installed or not written yet.
+3
+    Device or port error: the port cannot be opened or vanished for good, the device answered
+    a command with an error, or it is a different device after a reconnection.
+4
+    Timeout: the device did not answer (after retries).
 """
 
 import argparse
@@ -25,11 +36,13 @@ import sys
 
 from . import __version__
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_DEVICE", "EXIT_FAILURE", "EXIT_OK", "EXIT_TIMEOUT", "EXIT_USAGE", "main"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_DEVICE = 3
+EXIT_TIMEOUT = 4
 
 _DESCRIPTION = """\
 rbscope measures the write amplification of an SSD from the outside: an FPGA watches the
@@ -40,12 +53,11 @@ program, erase, ...) and counts them; the host turns those counts into reports.
 _EPILOG = """\
 commands to come:
   demo        run the sniffer on a simulated pulse train and show what it counts
-  capture     record counts from a connected rbscope device
   report      turn a capture into a self-contained HTML report
 
 Run `rbscope COMMAND --help` for the options of one command.
 
-exit codes: 0 success, 1 failure, 2 usage error
+exit codes: 0 success, 1 failure, 2 usage error, 3 device or port error, 4 device timeout
 """
 
 
@@ -121,6 +133,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the written paths as a JSON object"
     )
     verilog.set_defaults(handler=_cmd_verilog)
+
+    # Imported here so that `rbscope --help` and `rbscope verilog` do not load the WA engine.
+    from .analyze_cli import add_analyze_parser, add_calibrate_parser
+
+    add_analyze_parser(commands)
+    add_calibrate_parser(commands)
+
+    from .link_cli import add_link_parsers
+
+    add_link_parsers(commands)
+
+    from .sim_cli import add_sim_parser
+
+    add_sim_parser(commands)
     return parser
 
 

@@ -99,8 +99,8 @@ class SimDevice:
         self.options = dict(flip_rate=flip_rate, drop_rate=drop_rate, vanish_at=vanish_at,
                             vanish_for=vanish_for, seed=seed, max_cycles=max_cycles)
         self.build_root = Path(build_root) if build_root else DEFAULT_BUILD_ROOT
-        self._tmp = tempfile.TemporaryDirectory(prefix="rbscope-sim-")
-        self.link = Path(link) if link else Path(self._tmp.name) / "ttyRBS0"
+        self._tmp = None  # created by start(): the stimulus file, and the default link
+        self.link = Path(link) if link else None
         self.process = None
         self.lines = []
         self._port_ready = threading.Event()
@@ -155,6 +155,10 @@ class SimDevice:
     def start(self, timeout=30):
         """Build if needed, start the simulation and return the port path."""
         binary = self.build()
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="rbscope-sim-")
+        if self.link is None:
+            self.link = Path(self._tmp.name) / "ttyRBS0"
         stimulus = Path(self._tmp.name) / "stimulus.bin"
         write_stimulus(stimulus, self.trains, self.params.channels)
         opts = self.options
@@ -199,7 +203,9 @@ class SimDevice:
 
     def close(self):
         self.stop()
-        self._tmp.cleanup()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
 
     def __enter__(self):
         self.start()

@@ -1,0 +1,597 @@
+"""The ``rbscope analyze`` and ``rbscope calibrate`` subcommands.
+
+``analyze`` turns a source of R/B# counts — a saved measurement (``.json``), a VCD, a sigrok
+session (``.sr``) — into a write amplification, given the drive's geometry and the host's
+logical volume. ``calibrate`` proposes class windows from a source's width histogram, writes
+them as a preset TOML, and decides Mp from a sequential calibration write.
+
+Both register themselves with :func:`add_analyze_parser` / :func:`add_calibrate_parser` on the
+``rbscope`` parser's subparsers. Exit codes: 0 success, 1 failure (an input that cannot be read
+or analysed), 2 usage error.
+"""
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from rbscope.gateware.rb_sniffer.params import SnifferParams
+
+from . import calibrate as cal
+from . import logical as lg
+from .geometry import DEFAULT_PRESET, ClassifierPreset, GeometryError, load_geometry, load_preset
+from .importers import RecordingError, format_time, parse_time
+from .measurement import Measurement, MeasurementError, Probe
+from .wa import WAError, compute_wa, decide_mp, wa_series
+
+__all__ = ["add_analyze_parser", "add_calibrate_parser", "cmd_analyze", "cmd_calibrate",
+           "load_source"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A bad option value or combination (exit code 2)."""
+
+
+# Option parsing helpers -----------------------------------------------------------------------
+
+
+def _window(text):
+    name, sep, rng = text.partition("=")
+    lo, sep2, hi = rng.partition(":")
+    try:
+        if not (sep and sep2 and name):
+            raise ValueError
+        return name, float(lo), float(hi)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=LO:HI in µs (e.g. program=150:2300), "
+                                         f"not {text!r}") from None
+
+
+def _probe(text):
+    index, sep, locs = text.partition("=")
+    try:
+        if not sep:
+            raise ValueError
+        dies = []
+        for loc in locs.split("+"):
+            c, p, d = (int(x) for x in loc.split(":"))
+            dies.append((c, p, d))
+        return int(index), tuple(dies)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LINE=CH:CHIP:DIE[+CH:CHIP:DIE…] (e.g. "
+                                         f"0=0:0:0), not {text!r}") from None
+
+
+def _duration(text):
+    try:
+        return parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_source_options(p):
+    p.add_argument("source", metavar="SOURCE",
+                   help="a measurement (.json), a VCD (.vcd) or a sigrok session (.sr)")
+    p.add_argument("--format", choices=("auto", "json", "vcd", "sr"), default="auto",
+                   help="source format (default: from the extension, then the content)")
+    g = p.add_argument_group("import (VCD and sigrok sources)")
+    g.add_argument("--signal", action="append", default=[], metavar="NAME",
+                   help="an R/B# line to import, in sniffer-channel order (repeat; default: "
+                        "every 1-bit VCD variable / every sigrok probe); VCD vector bits as "
+                        "name[i]")
+    g.add_argument("--clock", type=_duration, metavar="PERIOD",
+                   help="VCD only: the system clock the recording is sampled at, a whole "
+                        "multiple of the timescale (default: the smallest one >= 10 ns)")
+    g.add_argument("--tick", type=_duration, metavar="PERIOD",
+                   help="tick period, a whole multiple of the clock / sample period "
+                        "(default: one clock cycle)")
+    g.add_argument("--x-as", choices=("hold", "high", "low"), default="hold",
+                   help="VCD only: what an unknown (x) value means (default: hold the level; "
+                        "z always reads as 1, the pull-up)")
+    g.add_argument("--preset", metavar="TOML",
+                   help="classifier preset (a [classifier] table, e.g. from rbscope calibrate; "
+                        "default: the geometry's, else a generic MLC one)")
+    g.add_argument("--window", action="append", type=_window, default=[],
+                   metavar="NAME=LO:HI", help="a class window in µs, replacing the preset's "
+                                              "(repeat, in priority order)")
+    g.add_argument("--glitch", type=float, metavar="US",
+                   help="glitch filter in µs (default: the preset's)")
+    g.add_argument("--width-bits", type=int, default=24, metavar="W",
+                   help="sniffer width counter bits, 16 … 32 (default 24)")
+    g.add_argument("--snapshot", type=_duration, metavar="PERIOD",
+                   help="record cumulative snapshots at this period (for --series)")
+    g.add_argument("--max-pulses", type=int, default=1_000_000, metavar="N",
+                   help="keep at most N per-pulse widths (default 1000000; 0: none)")
+    g.add_argument("--save-measurement", metavar="JSON",
+                   help="also save the measurement, to analyse again without re-importing")
+    p.add_argument("--probe", action="append", type=_probe, default=[],
+                   metavar="LINE=CH:CHIP:DIE",
+                   help="the die(s) on sniffer line LINE (several joined by + for a wired-OR "
+                        "line); default: one die each, location unknown")
+    p.add_argument("--geometry", metavar="TOML|NAME",
+                   help="drive geometry file, or a bundled one: ssd-v, ssd-i, ssd-m, ssd-s")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+
+
+def _add_logical_options(p):
+    g = p.add_argument_group("logical volume (bytes the host wrote; give one)")
+    x = g.add_mutually_exclusive_group()
+    x.add_argument("--logical", metavar="BYTES", help="a byte count: 2147483648, 2GiB, 2GB…")
+    x.add_argument("--fio", metavar="JSON", help="fio --output-format=json output")
+    x.add_argument("--sysfs", nargs=2, metavar=("BEFORE", "AFTER"),
+                   help="two copies of /sys/block/<dev>/stat")
+    x.add_argument("--smartctl", nargs=2, metavar=("BEFORE", "AFTER"),
+                   help="two smartctl -A (or -j -A) outputs")
+    x.add_argument("--nvme", nargs=2, metavar=("BEFORE", "AFTER"),
+                   help="two nvme smart-log (or -o json) outputs")
+    g.add_argument("--lba-bytes", type=int, default=512, metavar="N",
+                   help="bytes per unit of ATA attribute 241 (default 512)")
+
+
+def _logical(args):
+    if args.logical is not None:
+        return lg.from_bytes(lg.parse_size(args.logical))
+    if args.fio:
+        return lg.read_fio_json(args.fio)
+    if args.sysfs:
+        return lg.read_sysfs_stat(*args.sysfs)
+    if args.smartctl:
+        return lg.read_smartctl(*args.smartctl, lba_bytes=args.lba_bytes)
+    if args.nvme:
+        return lg.read_nvme_smart_log(*args.nvme)
+    return None
+
+
+# Loading a source -----------------------------------------------------------------------------
+
+
+def _detect(path, fmt):
+    if fmt != "auto":
+        return fmt
+    suffix = Path(path).suffix.lower()
+    if suffix in (".json", ".vcd", ".sr"):
+        return suffix[1:]
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as exc:
+        raise RecordingError(f"{path}: cannot open: {exc.strerror}") from None
+    if head.startswith(b"PK"):
+        return "sr"
+    if head.lstrip().startswith(b"{"):
+        return "json"
+    if head.lstrip().startswith(b"$"):
+        return "vcd"
+    raise UsageError(f"{path}: cannot tell the format; give --format")
+
+
+def _preset(args, geometry):
+    if args.preset:
+        preset = load_preset(args.preset)
+    elif geometry is not None and geometry.classifier is not None:
+        preset = geometry.classifier
+    else:
+        preset = DEFAULT_PRESET
+    windows = tuple(args.window) if args.window else preset.windows
+    glitch = preset.glitch_us if args.glitch is None else args.glitch
+    try:
+        return ClassifierPreset(windows, glitch)
+    except GeometryError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _progress(quiet):
+    if quiet or not sys.stderr.isatty():
+        return None
+    start = time.monotonic()
+
+    def show(done, total):
+        elapsed = time.monotonic() - start
+        rate = done / elapsed if elapsed > 0 else 0
+        eta = (total - done) / rate if rate else 0
+        pct = 100 * done / total if total else 100
+        print(f"\r  {done / 1e6:,.0f} / {total / 1e6:,.0f} MB ({pct:.0f} %), "
+              f"{rate / 1e6:.1f} MB/s, ETA {eta:.0f} s   ", end="", file=sys.stderr)
+        if done >= total:
+            print(file=sys.stderr)
+    return show
+
+
+def load_source(args, geometry):
+    """Return the :class:`Measurement` of ``args.source`` (imported or loaded) and notes."""
+    fmt = _detect(args.source, args.format)
+    notes = []
+    if fmt == "json":
+        m = Measurement.load(args.source)
+    else:
+        preset = _preset(args, geometry)
+        if len(preset.windows) > 10:
+            raise UsageError(f"at most 10 windows, not {len(preset.windows)}")
+        if not 16 <= args.width_bits <= 32:
+            raise UsageError(f"--width-bits must be 16 … 32, not {args.width_bits}")
+
+        def params_for(n):
+            if n > 256:
+                raise RecordingError(f"{n} lines selected; the sniffer has at most 256")
+            return SnifferParams(channels=n, classes=max(5, len(preset.windows)),
+                                 width_bits=args.width_bits)
+
+        def preset_config(params, tick_seconds, prescaler):
+            config, names, clamp = preset.to_config(params, tick_seconds, prescaler=prescaler)
+            notes.extend(clamp)
+            return config, names
+
+        probes = [()] * 256
+        for index, dies in args.probe:
+            probes[index] = dies
+        common = dict(params_for=params_for, preset_config=preset_config,
+                      signals=args.signal, tick=args.tick, probes=probes,
+                      snapshot_seconds=args.snapshot, max_pulses=args.max_pulses,
+                      progress=_progress(args.quiet))
+        if fmt == "vcd":
+            from .importers.vcd import import_vcd
+            m = import_vcd(args.source, clock=args.clock, unknown=args.x_as, **common)
+        else:
+            if args.clock is not None:
+                raise UsageError("--clock is for VCD sources; a sigrok session's clock is its "
+                                 "sample rate")
+            from .importers.sigrok import import_sr
+            m = import_sr(args.source, **common)
+        notes.extend(m.provenance.get("warnings", []))
+        if args.save_measurement:
+            try:
+                m.save(args.save_measurement)
+            except OSError as exc:
+                raise RecordingError(f"{args.save_measurement}: cannot write: "
+                                     f"{exc.strerror}") from None
+    if fmt == "json" and args.probe:
+        for index, dies in args.probe:
+            if not 0 <= index < m.params.channels:
+                raise UsageError(f"--probe {index}: the measurement has lines 0 … "
+                                 f"{m.params.channels - 1}")
+            m.probes[index] = Probe(m.probes[index].name, dies)
+    return m, notes
+
+
+# analyze --------------------------------------------------------------------------------------
+
+
+def add_analyze_parser(subparsers):
+    """Register ``rbscope analyze`` on ``subparsers``."""
+    p = subparsers.add_parser(
+        "analyze", help="compute write amplification from counts, a VCD or a sigrok session",
+        description=(
+            "Compute the write amplification WA = physical / logical bytes. Program pulses "
+            "counted on the probed R/B# lines are scaled to every die of the drive "
+            "(--geometry) and multiplied by Mp pages of page_size bytes; the logical volume "
+            "comes from one of the logical-volume options. VCD and sigrok recordings are "
+            "classified through the bit-exact model of the sniffer gateware. The result is a "
+            "value and an interval that also holds every count the recording cannot decide "
+            "(partial or dropped pulses, coarse logical counters)."),
+        epilog=("examples:\n"
+                "  rbscope analyze run.vcd --geometry ssd-v --fio fio.json\n"
+                "  rbscope analyze run.sr --geometry ssd-m --probe 0=0:0:0 --logical 2GiB --json\n"
+                "  rbscope analyze saved.json --geometry my.toml --nvme before.txt after.txt\n"
+                "docs/wa.md explains the method and the interval.\n"
+                "exit codes: 0 success, 1 failure, 2 usage error"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_source_options(p)
+    _add_logical_options(p)
+    g = p.add_argument_group("WA")
+    g.add_argument("--mp", type=int, metavar="N",
+                   help="pages per program pulse (default: the geometry's)")
+    g.add_argument("--program-class", default="program", metavar="NAME|K",
+                   help="the window of program pulses (default: 'program')")
+    g.add_argument("--overlap-correct", action="store_true",
+                   help="correct the program count for erases inside the program window and "
+                        "programs outside it, from a mixture fit of the width histogram")
+    g.add_argument("--series", action="store_true",
+                   help="also show WA per snapshot interval (needs snapshots: --snapshot)")
+    g.add_argument("--logical-series", metavar="CSV",
+                   help="host bytes over time for --series: lines 'seconds,cumulative bytes'")
+    p.set_defaults(handler=cmd_analyze)
+    return p
+
+
+def _err(cmd, exc):
+    print(f"rbscope {cmd}: {exc}", file=sys.stderr)
+
+
+def _read_series(path):
+    rows = []
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise lg.LogicalSourceError(f"{path}: cannot read: {exc.strerror}") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(",")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            rows.append((float(parts[0]), float(parts[1])))
+        except ValueError:
+            if not rows and lineno == 1:
+                continue  # a header line
+            raise lg.LogicalSourceError(f"{path}: line {lineno}: expected 'seconds,bytes', "
+                                        f"got {line!r}") from None
+    return rows
+
+
+def cmd_analyze(args):
+    """Handle ``rbscope analyze``; return the exit code."""
+    try:
+        geometry = load_geometry(args.geometry) if args.geometry else None
+    except GeometryError as exc:
+        _err("analyze", exc)
+        return EXIT_FAILURE if Path(str(args.geometry)).exists() else EXIT_USAGE
+    if geometry is None:
+        _err("analyze", "--geometry is required (a TOML file or ssd-v, ssd-i, ssd-m, ssd-s)")
+        return EXIT_USAGE
+    if args.mp is not None and args.mp < 1:
+        _err("analyze", f"--mp must be a positive integer, not {args.mp}")
+        return EXIT_USAGE
+    try:
+        logical = _logical(args)
+        m, notes = load_source(args, geometry)
+        correction = evidence = None
+        if args.overlap_correct:
+            correction, evidence = cal.overlap_correction(
+                m, args.program_class, hints=cal.hints_from_geometry(geometry))
+        series = None
+        if args.series:
+            ls = _read_series(args.logical_series) if args.logical_series else None
+            series = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
+                               logical_series=ls)
+        result = None
+        if logical is not None:
+            result = compute_wa(m, geometry, logical, mp=args.mp,
+                                program_class=args.program_class, correction=correction)
+        else:
+            # Physical volume only: a zero-width placeholder logical volume of 1 byte.
+            result = compute_wa(m, geometry, lg.LogicalVolume(1, 1, "none"), mp=args.mp,
+                                program_class=args.program_class, correction=correction)
+    except UsageError as exc:
+        _err("analyze", exc)
+        return EXIT_USAGE
+    except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
+            cal.CalibrationError) as exc:
+        _err("analyze", exc)
+        return EXIT_FAILURE
+    if args.json:
+        out = {"source": m.provenance, "measurement": _summary(m), "geometry": geometry.to_dict(),
+               "notes": notes}
+        data = result.to_dict()
+        if logical is None:
+            for key in ("wa", "logical_bytes", "per_die_wa", "per_die_spread"):
+                data.pop(key)
+            data["wa"] = None
+        out.update(data)
+        if evidence is not None:
+            out["overlap_correction"] = evidence
+        if series is not None:
+            out["series"] = [r.to_dict() for r in series]
+        print(json.dumps(out, indent=2, default=_jsonable))
+    else:
+        _print_analysis(m, geometry, result, logical, notes, evidence, series)
+    return EXIT_OK
+
+
+def _jsonable(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return str(x)
+
+
+def _summary(m):
+    return {"channels": m.params.channels, "enabled": m.enabled, "tick_s": m.tick_seconds,
+            "duration_s": m.duration_seconds,
+            "quiet_s": None if m.quiet_ticks is None else m.quiet_ticks * m.tick_seconds,
+            "windows_us": {k: [lo * 1e6, hi * 1e6] for k, (lo, hi) in m.windows_seconds().items()},
+            "glitch_ticks": m.config.glitch_ticks, "may_drop": m.may_drop,
+            "snapshots": len(m.snapshots), "pulses_kept": sum(len(w) for w in m.pulses.values())}
+
+
+def _bytes(n):
+    if not math.isfinite(n):
+        return "∞"
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n:.0f} B"
+
+
+def _print_analysis(m, geometry, r, logical, notes, evidence, series):
+    src = m.provenance.get("path", "measurement")
+    print(f"source   {src} ({m.provenance.get('source', '?')}): {len(m.enabled)} line(s), "
+          f"{format_time(m.duration_seconds)}, tick {format_time(m.tick_seconds)}")
+    print(f"drive    {geometry.name}: {geometry.dies} dies ({geometry.channels} ch × "
+          f"{geometry.chips_per_channel} chip × {geometry.dies_per_chip} die), page "
+          f"{geometry.page_size} B, Mp {r.mp}")
+    windows = "  ".join(f"{k} [{lo * 1e6:g}, {hi * 1e6:g})"
+                        for k, (lo, hi) in m.windows_seconds().items())
+    print(f"windows  {windows} µs")
+    print()
+    names = list(r.class_totals)
+    header = f"  {'line':<20} {'dies':>4} " + "".join(f"{n:>10}" for n in names) + \
+        f"{'unclass.':>10}{'partial':>9}{'dropped':>9}" + (f"{'WA(die)':>9}" if logical else "")
+    print(header)
+    per_die = dict(r.per_die)
+    k_of = {n or str(i): i for i, n in enumerate(m.class_names)}
+    for row in r.channels:
+        c = m.counts[row.channel]
+        line = f"  {row.name[-20:]:<20} {row.dies:>4} " + \
+            "".join(f"{c.classes[k_of[n]]:>10}" for n in names) + \
+            f"{c.unclassified:>10}{c.partial:>9}{c.dropped:>9}"
+        if logical:
+            line += f"{per_die[row.name]:>9.3f}"
+        print(line)
+    print()
+    pp = r.program_pulses
+    label = f"program pulses ({r.dies} dies)"
+    print(f"{label:<31}{pp.value:,.1f}  [{pp.lo:,.1f}, {pp.hi:,.1f}]")
+    ph = r.physical_bytes
+    print(f"physical volume                {_bytes(ph.value)}  [{_bytes(ph.lo)}, "
+          f"{_bytes(ph.hi)}]")
+    if evidence is not None:
+        print(f"overlap correction             ×{evidence['factor']:.4f} (≈"
+              f"{evidence['erases_in_window']:.1f} erases in the window, ≈"
+              f"{evidence['programs_outside_window']:.1f} programs outside it)")
+    if logical is None:
+        print("logical volume                 not given (--logical, --fio, --sysfs, --smartctl, "
+              "--nvme): no WA")
+    else:
+        lv = logical
+        rng = "" if lv.exact else f"  [{_bytes(lv.lo)}, {_bytes(lv.hi)}]"
+        print(f"logical volume                 {_bytes(lv.value)}{rng}  ({lv.source}: "
+              f"{lv.detail})")
+        wa = r.wa
+        hi = "∞" if not math.isfinite(wa.hi) else f"{wa.hi:.4f}"
+        print(f"WRITE AMPLIFICATION            {wa.value:.4f}  [{wa.lo:.4f}, {hi}]")
+        spread = r.spread
+        if spread and len(r.per_die) > 1:
+            print(f"single-die estimates           {spread[0]:.4f} … {spread[1]:.4f}")
+    if series:
+        print()
+        print(f"  {'from':>10} {'to':>10} {'programs':>10} {'physical':>12} {'logical':>12} "
+              f"{'WA':>8} {'cum. WA':>8}")
+        for s in series:
+            lb = "" if s.logical_bytes is None else _bytes(s.logical_bytes)
+            wa = "" if s.wa is None else f"{s.wa:.3f}"
+            cum = "" if s.cumulative_wa is None else f"{s.cumulative_wa:.3f}"
+            print(f"  {format_time(s.t0):>10} {format_time(s.t1):>10} {s.programs:>10} "
+                  f"{_bytes(s.physical_bytes):>12} {lb:>12} {wa:>8} {cum:>8}")
+    warnings = list(notes) + [w for w in r.warnings
+                              if logical is not None or "no program" in w or "probed" in w]
+    if warnings:
+        print()
+        print("warnings:")
+        for w in warnings:
+            print(f"  - {w}")
+
+
+# calibrate ------------------------------------------------------------------------------------
+
+
+def add_calibrate_parser(subparsers):
+    """Register ``rbscope calibrate`` on ``subparsers``."""
+    p = subparsers.add_parser(
+        "calibrate", help="propose class windows from a width histogram; decide Mp",
+        description=(
+            "Find the clusters of pulse widths in a source's histogram (import with wide "
+            "windows), fit a log-normal mixture, name the clusters from the drive's timing "
+            "(geometry [timing]) and propose class windows at the density crossings. With a "
+            "logical volume of a sequential incompressible write, also decide Mp (pages per "
+            "program pulse): WA computed with Mp = 1 is about 1/Mp."),
+        epilog=("examples:\n"
+                "  rbscope calibrate gc-run.sr --geometry ssd-v -o ssd-v-windows.toml\n"
+                "  rbscope calibrate seq-2GB.vcd --geometry ssd-m --logical 2GB\n"
+                "exit codes: 0 success, 1 failure, 2 usage error"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_source_options(p)
+    _add_logical_options(p)
+    p.add_argument("-o", "--output", metavar="TOML", help="write the proposed preset here")
+    p.add_argument("--program-class", default="program", metavar="NAME|K",
+                   help="window of program pulses, for the Mp decision (default: 'program')")
+    p.add_argument("--mp-candidates", default="1,2,4", metavar="LIST",
+                   help="possible Mp values (default 1,2,4)")
+    p.add_argument("--tolerance", type=float, default=0.2,
+                   help="relative tolerance of the Mp decision (default 0.2)")
+    p.set_defaults(handler=cmd_calibrate)
+    return p
+
+
+def cmd_calibrate(args):
+    """Handle ``rbscope calibrate``; return the exit code."""
+    try:
+        candidates = tuple(int(x) for x in args.mp_candidates.split(","))
+        if not candidates or min(candidates) < 1:
+            raise ValueError
+    except ValueError:
+        _err("calibrate", f"--mp-candidates must be positive integers, not "
+                          f"{args.mp_candidates!r}")
+        return EXIT_USAGE
+    if not 0 < args.tolerance < 1:
+        _err("calibrate", f"--tolerance must be between 0 and 1, not {args.tolerance}")
+        return EXIT_USAGE
+    try:
+        geometry = load_geometry(args.geometry) if args.geometry else None
+    except GeometryError as exc:
+        _err("calibrate", exc)
+        return EXIT_FAILURE
+    try:
+        logical = _logical(args)
+        if logical is not None and geometry is None:
+            raise UsageError("deciding Mp needs --geometry (dies and page size)")
+        m, notes = load_source(args, geometry)
+        hints = cal.hints_from_geometry(geometry)
+        result = cal.calibrate(m.histogram_total(), m.params, m.tick_seconds, hints=hints,
+                               glitch_us=(args.glitch if args.glitch is not None
+                                          else _preset(args, geometry).glitch_us))
+        decision = None
+        if logical is not None:
+            wa1 = compute_wa(m, geometry, logical, mp=1, program_class=args.program_class)
+            decision = decide_mp(wa1.wa, candidates, args.tolerance)
+    except UsageError as exc:
+        _err("calibrate", exc)
+        return EXIT_USAGE
+    except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
+            cal.CalibrationError) as exc:
+        _err("calibrate", exc)
+        return EXIT_FAILURE
+    comments = [f"rbscope calibrate {m.provenance.get('path', '')}",
+                f"{result.total} pulses; tick {format_time(m.tick_seconds)}"]
+    for a, b, x, how in result.boundaries:
+        comments.append(f"{a} | {b} at {x:.4g} µs ({how})")
+    if args.output:
+        from .geometry import format_preset
+        try:
+            Path(args.output).write_text(format_preset(result.preset, comments),
+                                         encoding="utf-8")
+        except OSError as exc:
+            _err("calibrate", f"{args.output}: cannot write: {exc.strerror}")
+            return EXIT_FAILURE
+    if args.json:
+        out = {"source": m.provenance, "calibration": result.to_dict(), "notes": notes,
+               "preset_file": args.output}
+        if decision is not None:
+            out["mp"] = decision.to_dict()
+        print(json.dumps(out, indent=2, default=_jsonable))
+        return EXIT_OK
+    us = m.tick_seconds * 1e6
+    print(f"{result.total} measured pulses in {len(result.clusters)} cluster(s):")
+    for c in result.clusters:
+        print(f"  peak {c.peak * us:>10.4g} µs   range {c.lo * us:.4g} – {c.hi * us:.4g} µs   "
+              f"{c.count} pulses")
+    print("mixture fit:")
+    for c in result.components:
+        print(f"  {c.name:<10} centre {c.center * us:>10.4g} µs   σ {c.sigma:.3f} octave   "
+              f"{c.weight:,.0f} pulses")
+    print("boundaries:")
+    for a, b, x, how in result.boundaries:
+        print(f"  {a} | {b}  at {x:.4g} µs ({how})")
+    if result.overlap:
+        o = result.overlap
+        print(f"overlap: ≈{o['erases_in_program_window']:.1f} erases inside the program window, "
+              f"≈{o['programs_outside_program_window']:.1f} programs outside it")
+    print()
+    for line in cal.ascii_histogram(m.histogram_total(), m.params, m.tick_seconds,
+                                    result.preset.windows):
+        print(line)
+    print()
+    print("proposed windows (µs):  " + "  ".join(f"{n} [{lo:g}, {hi:g})"
+                                                 for n, lo, hi in result.preset.windows))
+    if args.output:
+        print(f"preset written to {args.output}")
+    if decision is not None:
+        print(f"Mp: {decision.mp if decision.mp else 'ambiguous'} — {decision.reason}")
+    for note in notes + result.notes:
+        print(f"note: {note}")
+    return EXIT_OK

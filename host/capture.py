@@ -1,0 +1,533 @@
+"""Capture files: an append-only, self-describing record of everything a device sent.
+
+The format (documented in ``docs/capture.md``) is a 16-byte preamble followed by records::
+
+    preamble  b"\\x89RBSCAP\\r\\n\\x1a\\n" (11 bytes) | version u8 | reserved (4 bytes, zero)
+    record    sync 0xA5 | kind u8 | length u32 | host_time_ns i64 | body (length bytes)
+              | crc32 u32 (CRC-32/ISO-HDLC over kind, length, host_time_ns and body)
+
+All integers little-endian. Kinds: ``HEADER`` (JSON: file metadata; always the first record),
+``FRAME`` (the unstuffed ``header | payload`` of one device frame, exactly as received; decoded
+again with the protocol layouts on reading), ``CONFIG`` (JSON: register values), ``EVENT``
+(JSON: a host event — reconnect, clear, link statistics, stop …).
+
+A record is written with one ``write`` and flushed (optionally ``fsync``-ed) before the next, so
+a crash or unplug can leave at most the last record incomplete; the reader stops at the first
+record that is incomplete and reports how many bytes it ignored. A record whose CRC is wrong in
+the middle of a file (disk corruption) is reported with its byte offset; the reader then looks
+for the next record that checks.
+"""
+
+import json
+import os
+import socket
+import struct
+import time
+import zlib
+from dataclasses import dataclass, field
+
+from . import __version__
+from .protocol import (
+    Counters,
+    Histogram,
+    Info,
+    LinkStats,
+    Status,
+    Trace,
+    decode_frame_bytes,
+    params_from_info,
+)
+
+__all__ = [
+    "MAGIC", "FORMAT_VERSION", "RecordKind", "Record", "CaptureWriter", "CaptureReader",
+    "CaptureError", "SnapshotRow", "HistogramAccumulator", "capture_to_measurement",
+    "config_from_registers",
+]
+
+MAGIC = b"\x89RBSCAP\r\n\x1a\n"
+FORMAT_VERSION = 1
+PREAMBLE = struct.Struct("<11sB4x")
+SYNC = 0xA5
+RECORD = struct.Struct("<BBIq")  # sync, kind, length, host_time_ns
+TRAILER = struct.Struct("<I")
+#: Refuse records longer than this (a corrupted length field must not make the reader allocate
+#: gigabytes).
+MAX_BODY = 1 << 20
+
+
+class RecordKind:
+    HEADER = 1
+    FRAME = 2
+    CONFIG = 3
+    EVENT = 4
+
+    names = {1: "header", 2: "frame", 3: "config", 4: "event"}
+
+
+class CaptureError(ValueError):
+    """A capture file cannot be read; the message names the byte offset."""
+
+
+@dataclass(slots=True)
+class Record:
+    """One record: ``kind``, host receive time (ns since the epoch), file ``offset``, ``body``.
+
+    ``frame`` is the decoded frame of a FRAME record (None if it cannot be decoded, e.g. a
+    COUNTERS frame before any INFO), ``data`` the parsed JSON of the other kinds.
+    """
+
+    kind: int
+    time_ns: int
+    offset: int
+    body: bytes = field(repr=False)
+    frame: object = None
+    data: object = None
+
+
+def _pack(kind, body, time_ns):
+    head = RECORD.pack(SYNC, kind, len(body), time_ns)
+    crc = zlib.crc32(body, zlib.crc32(head[1:]))
+    return head + body + TRAILER.pack(crc)
+
+
+class CaptureWriter:
+    """Append records to a capture file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Created, or appended to if it exists and is a capture file (a truncated last record of
+        an existing file is cut off first so the file stays readable).
+    fsync : bool
+        ``os.fsync`` after every record (survives power loss; slower).
+    meta : dict
+        Extra members of the HEADER record.
+    """
+
+    def __init__(self, path, *, fsync=False, meta=None):
+        self.path = os.fspath(path)
+        self.fsync = fsync
+        self.records = 0
+        exists = os.path.exists(self.path) and os.path.getsize(self.path) > 0
+        if exists:
+            good = CaptureReader.valid_length(self.path)
+            self._file = open(self.path, "r+b")
+            self._file.truncate(good)
+            self._file.seek(good)
+        else:
+            self._file = open(self.path, "wb")
+            self._file.write(PREAMBLE.pack(MAGIC, FORMAT_VERSION))
+            self._write(RecordKind.HEADER, json.dumps({
+                "format": "rbscope.capture", "version": FORMAT_VERSION,
+                "rbscope": __version__, "host": socket.gethostname(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **(meta or {}),
+            }).encode())
+
+    def _write(self, kind, body, time_ns=None):
+        if self._file is None:
+            raise ValueError(f"capture file {self.path} is closed")
+        if len(body) > MAX_BODY:
+            raise ValueError(f"record of {len(body)} bytes is longer than {MAX_BODY}")
+        self._file.write(_pack(kind, body, time.time_ns() if time_ns is None else time_ns))
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+        self.records += 1
+
+    def frame(self, frame, time_ns=None):
+        """Record one decoded device frame (its raw bytes as received)."""
+        self._write(RecordKind.FRAME, frame.raw, time_ns)
+
+    def raw_frame(self, raw, time_ns=None):
+        """Record the unstuffed ``header | payload`` of a frame."""
+        self._write(RecordKind.FRAME, bytes(raw), time_ns)
+
+    def config(self, registers, time_ns=None):
+        """Record the register values ``{name: value}`` in force from now on."""
+        self._write(RecordKind.CONFIG, json.dumps({"registers": dict(registers)}).encode(),
+                    time_ns)
+
+    def event(self, event, time_ns=None, **fields_):
+        """Record a host event: ``event`` names it, ``fields_`` are JSON members."""
+        self._write(RecordKind.EVENT, json.dumps({"event": event, **fields_}).encode(), time_ns)
+
+    def close(self):
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# Reading -----------------------------------------------------------------------------------------
+
+
+def config_from_registers(params, registers):
+    """Return the :class:`SnifferConfig` the register values ``{name: value}`` describe."""
+    from rbscope.gateware.rb_sniffer.params import SnifferConfig
+
+    regs = registers
+    enable = 0
+    for i in range((params.channels + 31) // 32):
+        enable |= regs.get(f"CHANNEL_ENABLE_{i}", 0xFFFFFFFF) << (32 * i)
+    windows = tuple((regs.get(f"WINDOW_{k}_LO", 0), regs.get(f"WINDOW_{k}_HI", 0))
+                    for k in range(params.classes))
+    return SnifferConfig(
+        prescaler=regs.get("PRESCALER", 1),
+        glitch_ticks=regs.get("GLITCH_TICKS", 1),
+        windows=windows,
+        idle_ticks=regs.get("IDLE_TICKS_LO", 0) | regs.get("IDLE_TICKS_HI", 0) << 32,
+        enable=enable,
+    ).validate(params)
+
+
+class HistogramAccumulator:
+    """Rebuild exact histogram totals from successive reads of wrapping ``hist_bits`` bins.
+
+    Each read of a bin adds ``(new - old) mod 2**hist_bits`` to its total, so totals are exact
+    as long as no bin counts ``2**hist_bits`` pulses or more between two reads (2^32 pulses: over
+    an hour of back-to-back 1 µs pulses on one bin). A new epoch (a clear) restarts the totals.
+    """
+
+    def __init__(self, params):
+        self.params = params
+        self._mod = 1 << params.hist_bits
+        self.raw = {}
+        self.totals = {}
+        self.epoch = {}
+        self.timestamp = {}
+
+    def update(self, frame):
+        """Apply one HISTOGRAM frame."""
+        ch, first, bins = frame.channel, frame.first, frame.bins
+        n = self.params.hist_bins
+        if not 0 <= ch < self.params.channels or first >= n:
+            return
+        if self.epoch.get(ch) != frame.epoch:
+            self.epoch[ch] = frame.epoch
+            self.raw[ch] = [0] * n
+            self.totals[ch] = [0] * n
+        raw, totals = self.raw[ch], self.totals[ch]
+        mod = self._mod
+        for i, value in enumerate(bins[:n - first]):
+            b = first + i
+            totals[b] += (value - raw[b]) % mod
+            raw[b] = value
+        self.timestamp[ch] = frame.timestamp
+
+
+@dataclass
+class SnapshotRow:
+    """One complete snapshot: STATUS and the COUNTERS of every channel, with host time."""
+
+    time_ns: int
+    status: Status
+    counters: dict  # channel -> Counters
+
+    @property
+    def timestamp(self):
+        return self.status.timestamp
+
+
+class CaptureReader:
+    """Read a capture file (also while it is being written).
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Attributes (after :meth:`read`, which the constructor calls)
+    ----------
+    records : list of Record
+    info : Info or None
+        The last INFO frame.
+    params : SnifferParams or None
+    registers : dict
+        The register values of the last CONFIG record.
+    truncated : int
+        Bytes at the end that do not form a complete record (ignored).
+    errors : list of str
+        Corrupt records skipped, with their byte offsets.
+    stats : LinkStats
+        Frames that could not be decoded.
+    """
+
+    def __init__(self, path, *, keep_records=True):
+        self.path = os.fspath(path)
+        self.keep_records = keep_records
+        self.read()
+
+    @staticmethod
+    def scan(buf, start=0, errors=None):
+        """Yield ``(offset, kind, time_ns, body)`` of the complete, valid records in ``buf``.
+
+        Stops at the first incomplete record; returns (as the generator's value) the offset
+        after the last complete record.
+        """
+        n = len(buf)
+        pos = start
+        size = RECORD.size
+        while pos < n:
+            if n - pos < size:
+                return pos
+            sync, kind, length, time_ns = RECORD.unpack_from(buf, pos)
+            if sync != SYNC or length > MAX_BODY:
+                nxt = buf.find(bytes([SYNC]), pos + 1)
+                if errors is not None:
+                    errors.append(f"offset {pos}: no record starts here (bad sync or length); "
+                                  f"skipped to {nxt if nxt >= 0 else n}")
+                if nxt < 0:
+                    return n
+                pos = nxt
+                continue
+            end = pos + size + length + TRAILER.size
+            if end > n:
+                return pos
+            body = bytes(buf[pos + size:pos + size + length])
+            (crc,) = TRAILER.unpack_from(buf, pos + size + length)
+            if zlib.crc32(body, zlib.crc32(buf[pos + 1:pos + size])) != crc:
+                if errors is not None:
+                    errors.append(f"offset {pos}: record CRC mismatch; skipped")
+                nxt = buf.find(bytes([SYNC]), pos + 1)
+                if nxt < 0:
+                    return n
+                pos = nxt
+                continue
+            yield pos, kind, time_ns, body
+            pos = end
+        return pos
+
+    @classmethod
+    def valid_length(cls, path):
+        """Return the length of the longest prefix of ``path`` made of complete records."""
+        with open(path, "rb") as f:
+            buf = f.read()
+        cls._check_preamble(buf, path)
+        gen = cls.scan(buf, PREAMBLE.size)
+        while True:
+            try:
+                next(gen)
+            except StopIteration as stop:
+                return stop.value
+
+    @staticmethod
+    def _check_preamble(buf, path):
+        if len(buf) < PREAMBLE.size:
+            raise CaptureError(f"{path}: {len(buf)} bytes is too short for a capture file")
+        magic, version = PREAMBLE.unpack_from(buf, 0)
+        if magic != MAGIC:
+            raise CaptureError(f"{path}: not an rbscope capture file (bad magic at offset 0)")
+        if version > FORMAT_VERSION:
+            raise CaptureError(f"{path}: capture format version {version} is newer than this "
+                               f"rbscope reads ({FORMAT_VERSION}); byte offset 11")
+
+    def read(self):
+        """(Re)read the whole file; picks up records appended since the last read."""
+        with open(self.path, "rb") as f:
+            buf = f.read()
+        self._check_preamble(buf, self.path)
+        self.records = []
+        self.errors = []
+        self.stats = LinkStats()
+        self.header = None
+        self.info = None
+        self.params = None
+        self.registers = {}
+        self.config_history = []
+        self.events = []
+        self._snapshots = []
+        self._pending = None
+        self.latest = {}
+        self.traces = []
+        self.hist = None
+        self.frame_count = 0
+        gen = self.scan(buf, PREAMBLE.size, self.errors)
+        while True:
+            try:
+                offset, kind, time_ns, body = next(gen)
+            except StopIteration as stop:
+                end = stop.value
+                break
+            rec = Record(kind, time_ns, offset, body)
+            self._apply(rec)
+            if self.keep_records:
+                self.records.append(rec)
+        self.end = end
+        self.truncated = len(buf) - end
+        return self
+
+    def _apply(self, rec):
+        if rec.kind == RecordKind.FRAME:
+            frame = decode_frame_bytes(rec.body, self.params, self.stats)
+            rec.frame = frame
+            if frame is None:
+                return
+            self.frame_count += 1
+            if isinstance(frame, Info):
+                try:
+                    self.params = params_from_info(frame)
+                except ValueError as exc:
+                    self.errors.append(f"offset {rec.offset}: {exc}")
+                    return
+                self.info = frame
+                self.hist = HistogramAccumulator(self.params)
+            elif isinstance(frame, Status):
+                self._flush_pending()
+                self._pending = SnapshotRow(rec.time_ns, frame, {})
+            elif isinstance(frame, Counters):
+                self.latest[frame.channel] = frame
+                p = self._pending
+                if p is not None and frame.snapshot == p.status.snapshot:
+                    p.counters[frame.channel] = frame
+                    self._flush_pending()
+            elif isinstance(frame, Histogram):
+                if self.hist is not None:
+                    self.hist.update(frame)
+            elif isinstance(frame, Trace):
+                self.traces.append(frame)
+            return
+        try:
+            rec.data = json.loads(rec.body)
+        except ValueError:
+            self.errors.append(f"offset {rec.offset}: {RecordKind.names.get(rec.kind, rec.kind)}"
+                               f" record is not valid JSON")
+            return
+        if rec.kind == RecordKind.HEADER:
+            self.header = rec.data
+        elif rec.kind == RecordKind.CONFIG:
+            regs = rec.data.get("registers", {}) if isinstance(rec.data, dict) else {}
+            self.registers = dict(regs)
+            self.config_history.append((rec.time_ns, dict(regs)))
+        elif rec.kind == RecordKind.EVENT:
+            self.events.append((rec.time_ns, rec.data))
+
+    def _flush_pending(self):
+        p = self._pending
+        if p is not None and self.params is not None and len(p.counters) == self.params.channels:
+            self._snapshots.append(p)
+            self._pending = None
+
+    # Views ---------------------------------------------------------------------------------------
+
+    @property
+    def snapshots(self):
+        """Complete snapshots (STATUS + every channel's COUNTERS), in order."""
+        return list(self._snapshots)
+
+    def latest_counters(self):
+        """Return ``{channel: Counters}``: the most recent counters of every channel."""
+        return dict(self.latest)
+
+    def histograms(self):
+        """Return ``{channel: [exact bin totals]}`` rebuilt from every HISTOGRAM frame."""
+        return {} if self.hist is None else {ch: list(t) for ch, t in self.hist.totals.items()}
+
+    def frames(self):
+        """Yield ``(time_ns, frame)`` of every decodable frame."""
+        for rec in self.records:
+            if rec.kind == RecordKind.FRAME and rec.frame is not None:
+                yield rec.time_ns, rec.frame
+
+    @property
+    def config(self):
+        """The :class:`SnifferConfig` of the last CONFIG record (needs INFO)."""
+        if self.params is None:
+            return None
+        return config_from_registers(self.params, self.registers)
+
+    def summary(self):
+        """Return a JSON-ready summary of the capture."""
+        last = self._snapshots[-1] if self._snapshots else None
+        return {
+            "path": self.path,
+            "records": len(self.records),
+            "frames": self.frame_count,
+            "snapshots": len(self._snapshots),
+            "traces": len(self.traces),
+            "events": [d.get("event") for _, d in self.events if isinstance(d, dict)],
+            "truncated_bytes": self.truncated,
+            "errors": list(self.errors),
+            "board": self.info.board_name if self.info else None,
+            "channels": self.params.channels if self.params else None,
+            "last_timestamp": last.timestamp if last else None,
+            "epoch": last.status.epoch if last else None,
+        }
+
+
+def capture_to_measurement(path, *, class_names=None, probes=None):
+    """Return the :class:`rbscope.measurement.Measurement` of a capture file.
+
+    The counts are those of the last complete snapshot, histograms the exact totals of the last
+    epoch; the snapshot time series is that of the last epoch (timestamps relative to its first
+    snapshot). ``duration_ticks`` runs from the first to the last snapshot of the last epoch.
+    """
+    from .measurement import Measurement, Probe
+    from .measurement import Snapshot as MSnapshot
+    from .model import ChannelCounts
+
+    reader = CaptureReader(path, keep_records=False)
+    if reader.info is None:
+        raise CaptureError(f"{reader.path}: no INFO frame; cannot interpret the counters")
+    if not reader.snapshots:
+        raise CaptureError(f"{reader.path}: no complete snapshot")
+    params = reader.params
+    config = reader.config
+    last_epoch = reader.snapshots[-1].status.epoch
+    rows = [s for s in reader.snapshots if s.status.epoch == last_epoch]
+    t0 = rows[0].timestamp
+
+    def counts_of(row, with_hist):
+        out = []
+        for ch in range(params.channels):
+            c = row.counters[ch].counters
+            cc = ChannelCounts.zeros(params)
+            cc.classes = list(c[:params.classes])
+            k = params.classes
+            (cc.unclassified, cc.glitch, cc.overlong, cc.partial, cc.dropped,
+             cc.busy_ticks) = c[k:k + 6]
+            if not with_hist:
+                cc.histogram = []
+            out.append(cc)
+        return out
+
+    counts = counts_of(rows[-1], True)
+    for ch, totals in reader.histograms().items():
+        if reader.hist.epoch.get(ch) == last_epoch:
+            counts[ch].histogram = list(totals)
+    snaps = []
+    last_ts = -1
+    for row in rows:
+        ts = row.timestamp - t0
+        if ts > last_ts:
+            snaps.append(MSnapshot(ts, counts_of(row, False)))
+            last_ts = ts
+    last = rows[-1].status
+    quiet = last.timestamp - last.quiet_since if last.quiescent else None
+    info = reader.info
+    prescaler = max(config.prescaler, 1)
+    names = class_names
+    if names is None:
+        for _, d in reversed(reader.events):
+            if isinstance(d, dict) and d.get("event") == "config" and d.get("class_names"):
+                names = tuple(d["class_names"])
+                break
+    return Measurement(
+        params=params,
+        config=config,
+        tick_seconds=prescaler / info.clock_hz if info.clock_hz else 1e-6,
+        counts=counts,
+        class_names=tuple(names or ()),
+        probes=list(probes) if probes else [Probe(f"ch{i}") for i in range(params.channels)],
+        duration_ticks=max(0, last.timestamp - t0),
+        quiet_ticks=quiet,
+        may_drop=any(c.dropped for c in counts),
+        snapshots=snaps,
+        provenance={"source": "capture", "path": reader.path, "board": info.board_name,
+                    "build_id": info.build_id, "epoch": last_epoch,
+                    "link_errors": reader.stats.errors},
+    )
+

@@ -1,0 +1,399 @@
+"""SSD geometry and classifier presets, loaded from TOML files.
+
+A geometry file describes the drive under test (how many dies, the page size, how many pages one
+program pulse writes) and may carry a classifier preset (the class windows, in microseconds) for
+its NAND. ``examples/geometry/`` holds the four drives of the RB-Explorer paper. The format::
+
+    name = "SSD-v"                      # required
+    description = "..."                 # optional
+
+    [geometry]                          # required
+    channels = 4                        # flash channels
+    chips_per_channel = 1               # packages (CE#) per channel
+    dies_per_chip = 1                   # dies (LUNs) per package
+    planes_per_die = 2
+    page_size = 4096                    # data bytes per page (spare area not counted)
+    spare_size = 128                    # optional, bytes
+    pages_per_block = 128               # optional
+    program_model = "single-plane"      # or "multi-plane"
+    mp = 1                              # optional: pages per program pulse (default from the
+                                        # program model: 1, or planes_per_die)
+
+    [capacity]                          # optional, decimal gigabytes
+    raw_gb = 16
+    user_gb = 14.0
+
+    [timing]                            # optional, microseconds: [lo, hi] or a single value
+    read = [0.02, 50]
+    program = [200, 2200]
+    erase = 2000
+
+    [classifier]                        # optional preset; `rbscope calibrate` writes one
+    glitch_us = 0.2                     # pulses shorter than this are glitches
+    [classifier.windows]                # half-open [lo, hi) in µs, in priority order
+    read = [10, 150]
+    program = [150, 2300]
+    erase = [2300, 10000]
+
+Every loader error is a :class:`GeometryError` naming the file and the offending key.
+"""
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rbscope.gateware.rb_sniffer.params import SnifferConfig
+
+__all__ = [
+    "GeometryError", "Geometry", "ClassifierPreset", "DEFAULT_PRESET", "load_geometry",
+    "load_preset", "parse_geometry", "parse_preset", "example_geometries", "format_preset",
+]
+
+PROGRAM_MODELS = ("single-plane", "multi-plane")
+
+#: Directory of the bundled example geometries (repository checkout).
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "geometry"
+
+
+class GeometryError(ValueError):
+    """A geometry or preset file is invalid; the message names the file and the key."""
+
+
+def _where(source, key):
+    return f"{source}: {key}" if source else key
+
+
+def _int(source, key, value, lo=1):
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise GeometryError(f"{_where(source, key)} must be an integer >= {lo}, not {value!r}")
+    return value
+
+
+def _num(source, key, value, lo=0.0):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < lo:
+        raise GeometryError(f"{_where(source, key)} must be a number >= {lo}, not {value!r}")
+    return float(value)
+
+
+def _range(source, key, value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        v = _num(source, key, value)
+        return (v, v)
+    if not isinstance(value, list) or len(value) != 2:
+        raise GeometryError(f"{_where(source, key)} must be a number or a [lo, hi] pair, "
+                            f"not {value!r}")
+    lo = _num(source, f"{key}[0]", value[0])
+    hi = _num(source, f"{key}[1]", value[1])
+    if lo > hi:
+        raise GeometryError(f"{_where(source, key)} must have lo <= hi, not {value!r}")
+    return (lo, hi)
+
+
+def _table(source, obj, key, required=False):
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise GeometryError(f"{_where(source, f'[{key}]')} table is missing")
+        return {}
+    if not isinstance(value, dict):
+        raise GeometryError(f"{_where(source, key)} must be a table, not {value!r}")
+    return value
+
+
+def _no_unknown(source, table, name, allowed):
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise GeometryError(f"{_where(source, name)} has unknown key(s) {', '.join(unknown)} "
+                            f"(allowed: {', '.join(allowed)})")
+
+
+@dataclass(frozen=True)
+class ClassifierPreset:
+    """Named class windows and glitch filter in microseconds.
+
+    Parameters
+    ----------
+    windows : tuple of (str, float, float)
+        ``(name, lo_us, hi_us)`` half-open windows in priority order (first match wins).
+    glitch_us : float
+        Low pulses shorter than this are glitches.
+    """
+
+    windows: tuple
+    glitch_us: float = 0.0
+
+    def __post_init__(self):
+        names = [w[0] for w in self.windows]
+        if len(set(names)) != len(names):
+            raise GeometryError(f"classifier window names must be unique, not {names!r}")
+        for name, lo, hi in self.windows:
+            if not 0 <= lo < hi:
+                raise GeometryError(f"classifier.windows.{name} must have 0 <= lo < hi, "
+                                    f"not [{lo}, {hi}]")
+
+    @property
+    def names(self):
+        return tuple(w[0] for w in self.windows)
+
+    def to_config(self, params, tick_seconds, *, prescaler=1, idle_ticks=None, enable=-1):
+        """Return ``(SnifferConfig, class_names, notes)`` for ``params`` at ``tick_seconds``.
+
+        A window edge ``x`` µs becomes ``round(x / tick)`` ticks; an upper edge beyond the width
+        counter becomes ``2**width_bits - 1`` (every classifiable width). ``notes`` lists what had
+        to be clamped. ``idle_ticks`` defaults to one second of ticks (clamped).
+        """
+        if len(self.windows) > params.classes:
+            raise GeometryError(f"the preset has {len(self.windows)} windows but the sniffer "
+                                f"has only {params.classes} classes")
+        notes = []
+        tick_us = tick_seconds * 1e6
+        windows = []
+        for name, lo, hi in self.windows:
+            tlo, thi = round(lo / tick_us), round(hi / tick_us)
+            if thi > params.max_width:
+                if tlo < params.max_width:
+                    notes.append(f"window {name}: upper edge {hi} µs is beyond the width counter "
+                                 f"({params.max_width} ticks); clamped")
+                thi = min(thi, params.max_width)
+                tlo = min(tlo, params.max_width)
+            if tlo == thi and lo < hi:
+                notes.append(f"window {name} [{lo}, {hi}) µs is empty at a {tick_us:g} µs tick")
+            windows.append((tlo, thi))
+        glitch = round(self.glitch_us / tick_us)
+        gmax = (1 << params.glitch_bits) - 1
+        if glitch > gmax:
+            notes.append(f"glitch filter {self.glitch_us} µs is {glitch} ticks; clamped to {gmax}")
+            glitch = gmax
+        if idle_ticks is None:
+            idle_ticks = max(1, round(1.0 / tick_seconds))
+        idle_ticks = min(idle_ticks, (1 << params.timestamp_bits) - 1)
+        config = SnifferConfig(prescaler=prescaler, glitch_ticks=glitch, windows=tuple(windows),
+                               idle_ticks=idle_ticks, enable=enable)
+        return config.validate(params), self.names, notes
+
+
+#: Windows used when neither a geometry nor a preset gives any: a generic MLC die (µs).
+DEFAULT_PRESET = ClassifierPreset(
+    windows=(("cache", 1.5, 12.0), ("read", 12.0, 150.0), ("program", 150.0, 2300.0),
+             ("erase", 2300.0, 20000.0)),
+    glitch_us=0.2,
+)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The layout of an SSD's flash array, as the WA engine needs it.
+
+    Parameters
+    ----------
+    name : str
+    channels, chips_per_channel, dies_per_chip, planes_per_die : int
+    page_size : int
+        Data bytes per page.
+    program_model : str
+        ``"single-plane"`` or ``"multi-plane"``.
+    mp : int or None
+        Pages written by one program pulse; ``None`` means "from the program model".
+    spare_size, pages_per_block : int or None
+    raw_bytes, user_bytes : float or None
+    timing : dict of str to (float, float)
+        Operation time ranges in µs.
+    classifier : ClassifierPreset or None
+    description : str
+    """
+
+    name: str
+    channels: int
+    chips_per_channel: int
+    dies_per_chip: int
+    planes_per_die: int
+    page_size: int
+    program_model: str = "single-plane"
+    mp: int | None = None
+    spare_size: int | None = None
+    pages_per_block: int | None = None
+    raw_bytes: float | None = None
+    user_bytes: float | None = None
+    timing: dict = field(default_factory=dict)
+    classifier: ClassifierPreset | None = None
+    description: str = ""
+
+    def __post_init__(self):
+        for key in ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
+                    "page_size"):
+            _int("", key, getattr(self, key))
+        if self.program_model not in PROGRAM_MODELS:
+            raise GeometryError(f"program_model must be one of {', '.join(PROGRAM_MODELS)}, "
+                                f"not {self.program_model!r}")
+        if self.mp is not None:
+            _int("", "mp", self.mp)
+
+    @property
+    def dies(self):
+        """Total number of dies: channels × chips per channel × dies per chip."""
+        return self.channels * self.chips_per_channel * self.dies_per_chip
+
+    @property
+    def pages_per_pulse(self):
+        """Mp: pages per program pulse (explicit, else 1 or planes per die by program model)."""
+        if self.mp is not None:
+            return self.mp
+        return 1 if self.program_model == "single-plane" else self.planes_per_die
+
+    @property
+    def over_provisioning(self):
+        """(raw - user) / user, or None when the capacities are unknown."""
+        if not self.raw_bytes or not self.user_bytes:
+            return None
+        return (self.raw_bytes - self.user_bytes) / self.user_bytes
+
+    def die_locations(self):
+        """Every ``(channel, chip, die)`` of the drive, in order."""
+        return [(c, p, d) for c in range(self.channels) for p in range(self.chips_per_channel)
+                for d in range(self.dies_per_chip)]
+
+    def check_location(self, loc):
+        """Raise :class:`GeometryError` if ``loc`` is not a die of this drive."""
+        c, p, d = loc
+        if not (0 <= c < self.channels and 0 <= p < self.chips_per_channel
+                and 0 <= d < self.dies_per_chip):
+            raise GeometryError(f"die ({c}, {p}, {d}) is not in {self.name} "
+                                f"({self.channels}×{self.chips_per_channel}×"
+                                f"{self.dies_per_chip})")
+
+    def to_dict(self):
+        return {
+            "name": self.name, "channels": self.channels,
+            "chips_per_channel": self.chips_per_channel, "dies_per_chip": self.dies_per_chip,
+            "planes_per_die": self.planes_per_die, "page_size": self.page_size,
+            "program_model": self.program_model, "mp": self.pages_per_pulse, "dies": self.dies,
+        }
+
+
+def _parse_classifier(source, table):
+    _no_unknown(source, table, "[classifier]", ("glitch_us", "windows", "tick_ns"))
+    windows_t = _table(source, table, "windows", required=True)
+    windows = []
+    for name, value in windows_t.items():
+        lo, hi = _range(source, f"classifier.windows.{name}", value)
+        if not lo < hi:
+            raise GeometryError(f"{_where(source, f'classifier.windows.{name}')} must have "
+                                f"lo < hi, not {value!r}")
+        windows.append((name, lo, hi))
+    if not windows:
+        raise GeometryError(f"{_where(source, 'classifier.windows')} has no window")
+    glitch = _num(source, "classifier.glitch_us", table.get("glitch_us", 0.0))
+    try:
+        return ClassifierPreset(tuple(windows), glitch)
+    except GeometryError as exc:
+        raise GeometryError(f"{source}: {exc}") from None
+
+
+def _load_toml(text_or_path, source):
+    if isinstance(text_or_path, Path):
+        source = source or str(text_or_path)
+        try:
+            text = text_or_path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise GeometryError(f"{source}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise GeometryError(f"{source}: not UTF-8 text (byte offset {exc.start})") from None
+    else:
+        text = text_or_path
+    try:
+        return tomllib.loads(text), source
+    except tomllib.TOMLDecodeError as exc:
+        raise GeometryError(f"{source or 'TOML'}: invalid TOML: {exc}") from None
+
+
+def parse_geometry(text, source=""):
+    """Parse a geometry TOML document (``text``); ``source`` names it in errors."""
+    doc, source = _load_toml(text, source)
+    _no_unknown(source, doc, "top level",
+                ("name", "description", "geometry", "capacity", "timing", "classifier"))
+    name = doc.get("name")
+    if not isinstance(name, str) or not name:
+        raise GeometryError(f"{_where(source, 'name')} must be a non-empty string, not {name!r}")
+    g = _table(source, doc, "geometry", required=True)
+    keys = ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "page_size",
+            "spare_size", "pages_per_block", "program_model", "mp")
+    _no_unknown(source, g, "[geometry]", keys)
+    values = {}
+    for key in keys[:5]:
+        if key not in g:
+            raise GeometryError(f"{_where(source, 'geometry.' + key)} is missing")
+        values[key] = _int(source, f"geometry.{key}", g[key])
+    for key in ("spare_size", "pages_per_block", "mp"):
+        if key in g:
+            values[key] = _int(source, f"geometry.{key}", g[key], lo=0 if key == "spare_size"
+                               else 1)
+    model = g.get("program_model", "single-plane")
+    if model not in PROGRAM_MODELS:
+        raise GeometryError(f"{_where(source, 'geometry.program_model')} must be one of "
+                            f"{', '.join(PROGRAM_MODELS)}, not {model!r}")
+    values["program_model"] = model
+    cap = _table(source, doc, "capacity")
+    _no_unknown(source, cap, "[capacity]", ("raw_gb", "user_gb"))
+    if "raw_gb" in cap:
+        values["raw_bytes"] = _num(source, "capacity.raw_gb", cap["raw_gb"]) * 1e9
+    if "user_gb" in cap:
+        values["user_bytes"] = _num(source, "capacity.user_gb", cap["user_gb"]) * 1e9
+    timing = {}
+    for key, value in _table(source, doc, "timing").items():
+        timing[key] = _range(source, f"timing.{key}", value)
+    classifier = None
+    if "classifier" in doc:
+        classifier = _parse_classifier(source, _table(source, doc, "classifier"))
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise GeometryError(f"{_where(source, 'description')} must be a string")
+    return Geometry(name=name, timing=timing, classifier=classifier, description=description,
+                    **values)
+
+
+def load_geometry(path):
+    """Load a geometry file; ``path`` may also name a bundled example (``ssd-v``, ``SSD-M``…)."""
+    p = Path(path)
+    if not p.exists():
+        candidate = EXAMPLES / f"{str(path).lower()}.toml"
+        if candidate.exists():
+            p = candidate
+        else:
+            names = ", ".join(sorted(example_geometries())) or "none"
+            raise GeometryError(f"{path}: no such file and no bundled geometry of that name "
+                                f"(bundled: {names})")
+    return parse_geometry(p, str(path))
+
+
+def parse_preset(text, source=""):
+    """Parse a TOML document with a ``[classifier]`` table (a preset or a geometry file)."""
+    doc, source = _load_toml(text, source)
+    table = _table(source, doc, "classifier", required=True)
+    return _parse_classifier(source, table)
+
+
+def load_preset(path):
+    """Load the classifier preset of a preset or geometry file."""
+    return parse_preset(Path(path), str(path))
+
+
+def example_geometries():
+    """Return ``{name: path}`` of the bundled example geometries."""
+    if not EXAMPLES.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(EXAMPLES.glob("*.toml"))}
+
+
+def format_preset(preset, comments=()):
+    """Return a preset as TOML text (a ``[classifier]`` table), with leading ``# comments``."""
+    lines = [f"# {c}" if c else "#" for c in comments]
+    if lines:
+        lines.append("")
+    lines += ["[classifier]", f"glitch_us = {preset.glitch_us:.6g}", "",
+              "[classifier.windows]  # half-open [lo, hi) in microseconds, first match wins"]
+    for name, lo, hi in preset.windows:
+        key = name if name.replace("_", "").replace("-", "").isalnum() else f'"{name}"'
+        lines.append(f"{key} = [{lo:.6g}, {hi:.6g}]")
+    return "\n".join(lines) + "\n"

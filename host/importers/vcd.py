@@ -1,0 +1,472 @@
+"""Value Change Dump (IEEE 1364 §18) import and export of R/B# lines.
+
+:func:`import_vcd` streams a VCD file line by line (never loading it whole) and classifies the
+selected signals through the bit-exact model; see :mod:`rbscope.importers` for the time base.
+:func:`write_vcd` writes pulse trains as a VCD (for GTKWave, sigrok and the tests).
+
+Accepted VCD
+------------
+* any ``$timescale`` (1/10/100 × s … fs, number and unit together or apart);
+* nested ``$scope`` / ``$upscope``; signals are named by their full dotted path
+  (``top.probe.rb0``) and may be selected by any dot-suffix of it (``rb0``, ``probe.rb0``);
+* scalar variables and vectors: a vector bit is selected as ``name[i]`` (``i`` in the declared
+  index range, e.g. ``rb[3]`` of ``$var wire 8 # rb [7:0] $end``); a scalar declared with a
+  bit-select (``$var wire 1 ! rb [3] $end``) is named ``rb[3]``;
+* value changes one per line or several on a line (as sigrok writes them: ``#10 0! 1"``),
+  ``$dumpvars`` / ``$dumpall`` / ``$dumpon`` / ``$dumpoff`` blocks, ``$comment`` anywhere,
+  real (``r``) values (ignored);
+* ``z`` reads as 1 (R/B# is open drain with a pull-up: a released line is ready); ``x`` holds
+  the previous level (``unknown="hold"``, default) or reads as 1 or 0, and is counted in the
+  provenance warnings.
+
+The default selection is every 1-bit variable, in declaration order (aliases — the same
+identifier declared twice — once).
+"""
+
+import math
+import os
+import re
+
+from ..measurement import Probe
+from ..model import SYNC_LATENCY
+from . import TIME_UNITS, RecordingError, StreamClassifier
+
+__all__ = ["VcdHeader", "read_header", "import_vcd", "write_vcd", "default_clock"]
+
+_TIMESCALE = re.compile(r"^(1|10|100)\s*(s|ms|us|ns|ps|fs)$")
+
+
+class VcdVar:
+    """One ``$var``: identifier, size, full name and declared index range."""
+
+    __slots__ = ("ident", "size", "name", "msb", "lsb")
+
+    def __init__(self, ident, size, name, msb, lsb):
+        self.ident, self.size, self.name, self.msb, self.lsb = ident, size, name, msb, lsb
+
+
+class VcdHeader:
+    """What the declaration section says: timescale (seconds) and variables."""
+
+    def __init__(self, timescale, variables, body_line):
+        self.timescale = timescale
+        self.variables = variables
+        self.body_line = body_line  # first line of the value-change section
+
+
+def read_header(f, name="VCD"):
+    """Parse the declaration section from the text stream ``f`` (left after it)."""
+    timescale = None
+    variables = []
+    scope = []
+    lineno = 0
+    words = iter(_words_until_end(f, name))
+
+    def command_body(cmd):
+        body = []
+        for word, _ln in words:
+            if word == "$end":
+                return body
+            body.append(word)
+        raise RecordingError(f"{name}: {cmd} at line {lineno} is not closed by $end before the "
+                             f"end of the header")
+
+    for word, lineno in words:
+        if word == "$enddefinitions":
+            command_body(word)
+            break
+        if word == "$timescale":
+            text = "".join(command_body(word))
+            m = _TIMESCALE.match(text)
+            if not m:
+                raise RecordingError(f"{name}: line {lineno}: $timescale {text!r} is not "
+                                     f"1, 10 or 100 followed by s, ms, us, ns, ps or fs")
+            timescale = int(m.group(1)) * TIME_UNITS[m.group(2)]
+        elif word == "$scope":
+            body = command_body(word)
+            if len(body) < 2:
+                raise RecordingError(f"{name}: line {lineno}: $scope needs a type and a name, "
+                                     f"got {' '.join(body)!r}")
+            scope.append(body[1])
+        elif word == "$upscope":
+            command_body(word)
+            if not scope:
+                raise RecordingError(f"{name}: line {lineno}: $upscope without $scope")
+            scope.pop()
+        elif word == "$var":
+            body = command_body(word)
+            if len(body) < 4:
+                raise RecordingError(f"{name}: line {lineno}: $var needs type, size, identifier "
+                                     f"and name, got {' '.join(body)!r}")
+            _, size, ident, ref = body[:4]
+            if not size.isdigit() or int(size) < 1:
+                raise RecordingError(f"{name}: line {lineno}: $var {ref}: size {size!r} is not a "
+                                     f"positive integer")
+            size = int(size)
+            rest = "".join(body[4:])
+            if "[" in ref:  # reference and bit-select written together: rb[3]
+                ref, _, sel = ref.partition("[")
+                rest = "[" + sel + rest
+            msb, lsb = size - 1, 0
+            full = ".".join(scope + [ref])
+            m = re.fullmatch(r"\[(-?\d+)(?::(-?\d+))?\]", rest) if rest else None
+            if m and abs(int(m.group(1)) - int(m.group(2) or m.group(1))) + 1 == size:
+                msb = int(m.group(1))
+                lsb = int(m.group(2)) if m.group(2) is not None else msb
+                if size == 1:
+                    full += f"[{msb}]"
+            elif rest:
+                # Not a bit range of this size: an array index or part of an escaped name
+                # (as Amaranth writes for memories); keep it in the name.
+                full += rest
+            variables.append(VcdVar(ident, size, full, msb, lsb))
+        elif word.startswith("$"):
+            command_body(word)  # $date, $version, $comment, …
+        else:
+            raise RecordingError(f"{name}: line {lineno}: unexpected {word!r} in the VCD header")
+    else:
+        raise RecordingError(f"{name}: no $enddefinitions: not a VCD file or truncated header")
+    if timescale is None:
+        timescale = 1e-9
+    return VcdHeader(timescale, variables, lineno + 1)
+
+
+def _words_until_end(f, name):
+    # Reads the header line by line; after $enddefinitions ... $end, stops at that line's end
+    # so the caller continues with the value-change section.
+    seen_end = False
+    for lineno, line in enumerate(f, 1):
+        words = line.split()
+        for k, word in enumerate(words):
+            yield word, lineno
+            if word == "$enddefinitions":
+                seen_end = True
+            if seen_end and word == "$end":
+                if k + 1 < len(words):
+                    raise RecordingError(f"{name}: line {lineno}: value changes on the "
+                                         f"$enddefinitions "
+                                         f"line are not supported")
+                return
+
+
+def _select(header, signals, name):
+    """Return ``[(var, bit_position or None, label)]`` for the requested signals."""
+    if not signals:
+        seen, out = set(), []
+        for var in header.variables:
+            if var.size == 1 and var.ident not in seen:
+                seen.add(var.ident)
+                out.append((var, None, var.name))
+        if not out:
+            raise RecordingError(f"{name}: no 1-bit signal; name the R/B# lines with --signal "
+                                 f"(a vector bit as name[i])")
+        return out
+    out = []
+    for sig in signals:
+        m = re.fullmatch(r"(.*?)\[(-?\d+)\]", sig)
+        base, index = (m.group(1), int(m.group(2))) if m else (sig, None)
+        found = None
+        for var in header.variables:
+            for candidate, bit in ((sig, None), (base, index)):
+                if var.name == candidate or var.name.endswith("." + candidate):
+                    if bit is None and var.size == 1:
+                        found = (var, None, var.name)
+                    elif bit is not None and var.size > 1:
+                        lo, hi = sorted((var.msb, var.lsb))
+                        if not lo <= bit <= hi:
+                            raise RecordingError(f"{name}: signal {sig!r}: bit {bit} is outside "
+                                                 f"{var.name} [{var.msb}:{var.lsb}]")
+                        pos = bit - var.lsb if var.msb >= var.lsb else var.lsb - bit
+                        found = (var, pos, f"{var.name}[{bit}]")
+                    elif bit is None and var.size > 1 and candidate == sig:
+                        raise RecordingError(f"{name}: signal {sig!r} is a {var.size}-bit vector; "
+                                             f"select one bit as {sig}[i]")
+                if found:
+                    break
+            if found:
+                break
+        if not found:
+            names = ", ".join(v.name for v in header.variables[:20])
+            raise RecordingError(f"{name}: no signal {sig!r} (signals: {names})")
+        out.append(found)
+    return out
+
+
+def default_clock(timescale):
+    """The default clock period: the smallest multiple of the timescale of at least 10 ns."""
+    k = max(1, math.ceil(10e-9 / timescale - 1e-9))
+    return k * timescale
+
+
+def _ratio(what, value, unit, name):
+    k = round(value / unit)
+    if k < 1 or abs(k * unit - value) > 1e-6 * unit:
+        raise RecordingError(f"{name}: {what} {value:g} s is not a whole multiple of "
+                             f"{unit:g} s")
+    return k
+
+
+def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=None,
+               unknown="hold", probes=None, snapshot_seconds=None, max_pulses=1_000_000,
+               progress=None):
+    """Classify the R/B# lines of a VCD file through the bit-exact model.
+
+    Parameters
+    ----------
+    path : str or Path
+    params_for : callable
+        ``params_for(channels) -> SnifferParams`` for the number of selected signals.
+    preset_config : callable
+        ``preset_config(params, tick_seconds, prescaler) -> (SnifferConfig, class_names)``.
+    signals : sequence of str
+        Signals to import, in sniffer channel order (default: every 1-bit variable).
+    clock : float, optional
+        Clock period in seconds (a whole multiple of the timescale; default
+        :func:`default_clock`).
+    tick : float, optional
+        Tick period in seconds (a whole multiple of ``clock``; default ``clock``).
+    unknown : str
+        What ``x`` means: ``"hold"``, ``"high"`` or ``"low"``.
+    probes : list of tuple, optional
+        Dies on each selected line (see :class:`~rbscope.measurement.Probe`).
+    snapshot_seconds : float, optional
+        Record cumulative snapshots at this period.
+    max_pulses : int
+        Per-pulse widths kept at most.
+    progress : callable, optional
+        Called as ``progress(bytes_read, total_bytes)`` now and then.
+
+    Returns
+    -------
+    Measurement
+    """
+    name = str(path)
+    if unknown not in ("hold", "high", "low"):
+        raise ValueError(f"unknown must be 'hold', 'high' or 'low', not {unknown!r}")
+    try:
+        total = os.path.getsize(path)
+        f = open(path, encoding="ascii", errors="replace", newline=None)
+    except OSError as exc:
+        raise RecordingError(f"{name}: cannot open: {exc.strerror}") from None
+    with f:
+        header = read_header(f, name)
+        selected = _select(header, signals, name)
+        clock = default_clock(header.timescale) if clock is None else clock
+        k = _ratio("clock period", clock, header.timescale, name)
+        clock = k * header.timescale
+        prescaler = 1 if tick is None else _ratio("tick period", tick, clock, name)
+        params = params_for(len(selected))
+        config, class_names = preset_config(params, clock * prescaler, prescaler)
+        by_ident = {}
+        for ch, (var, pos, _label) in enumerate(selected):
+            by_ident.setdefault(var.ident, []).append((ch, pos))
+        nch = len(selected)
+        level = [None] * nch  # pin level (None: unknown so far)
+        xcount = [0] * nch
+        xval = {"hold": None, "high": 1, "low": 0}[unknown]
+
+        def bit_of(value, pos, size):
+            # value: a string of 0 1 x z (already lower-case); left-extended to size.
+            if pos is None:
+                c = value[-1] if value else "x"
+            else:
+                if len(value) < size:
+                    pad = value[0] if value and value[0] in "xz" else "0"
+                    value = pad * (size - len(value)) + value
+                c = value[len(value) - 1 - pos]
+            return c
+
+        t0 = None
+        now = None
+        classifier = None
+        lineno = header.body_line - 1
+        pending_value = None  # vector value waiting for its identifier (split across lines)
+        skipping = False  # inside $comment … $end
+        read_bytes = 0
+        next_progress = 1 << 24
+        last_cycle = 0
+
+        def start():
+            nonlocal classifier
+            initial = []
+            for ch in range(nch):
+                if level[ch] is None:
+                    warnings.append(f"{selected[ch][2]}: no known level at the start; "
+                                    f"assumed ready (1)")
+                    level[ch] = 1
+                initial.append(level[ch])
+            snap = None
+            if snapshot_seconds:
+                snap = max(1, round(snapshot_seconds / clock))
+            classifier = StreamClassifier(
+                params, config, clock, initial, class_names=class_names,
+                probes=_probes(selected, probes), snapshot_cycles=snap,
+                max_pulses=max_pulses)
+
+        warnings = []
+
+        def set_value(ident, value):
+            nonlocal last_cycle
+            targets = by_ident.get(ident)
+            if targets is None:
+                return
+            for ch, pos in targets:
+                c = bit_of(value, pos, selected[ch][0].size)
+                if c == "1" or c == "z":
+                    new = 1
+                elif c == "0":
+                    new = 0
+                else:
+                    xcount[ch] += 1
+                    if xval is None:
+                        continue
+                    new = xval
+                if classifier is None:
+                    level[ch] = new
+                elif new != level[ch]:
+                    level[ch] = new
+                    cycle = (now - t0) // k
+                    classifier.edge(cycle, ch, new)
+                    last_cycle = cycle
+
+        for line in f:
+            lineno += 1
+            read_bytes += len(line)
+            if progress is not None and read_bytes >= next_progress:
+                progress(read_bytes, total)
+                next_progress += 1 << 24
+            for word in line.split():
+                if skipping:
+                    if word == "$end":
+                        skipping = False
+                    continue
+                if pending_value is not None:
+                    if pending_value is not _SKIP:
+                        set_value(word, pending_value)
+                    pending_value = None
+                    continue
+                c = word[0]
+                if c == "#":
+                    try:
+                        t = int(word[1:])
+                    except ValueError:
+                        raise RecordingError(f"{name}: line {lineno}: bad timestamp "
+                                             f"{word!r}") from None
+                    if t0 is None:
+                        t0 = now = t
+                        continue
+                    if t < now:
+                        raise RecordingError(f"{name}: line {lineno}: timestamp #{t} goes back "
+                                             f"in time (after #{now})")
+                    if classifier is None and (t - t0) // k >= 1:
+                        start()  # the levels of cycle 0 are the levels before it
+                    now = t
+                elif c in "01xXzZ":
+                    if len(word) < 2:
+                        raise RecordingError(f"{name}: line {lineno}: value {word!r} has no "
+                                             f"identifier")
+                    if t0 is None:
+                        raise RecordingError(f"{name}: line {lineno}: value change before the "
+                                             f"first timestamp")
+                    set_value(word[1:], c.lower())
+                elif c in "bB":
+                    if t0 is None:
+                        raise RecordingError(f"{name}: line {lineno}: value change before the "
+                                             f"first timestamp")
+                    value = word[1:].lower()
+                    if not value or value.strip("01xz"):
+                        raise RecordingError(f"{name}: line {lineno}: bad vector value "
+                                             f"{word!r}")
+                    pending_value = value
+                elif c in "rR":
+                    pending_value = _SKIP  # a real value: skip its identifier
+                elif word == "$comment":
+                    skipping = True
+                elif word.startswith("$"):
+                    continue  # $dumpvars, $dumpall, $dumpon, $dumpoff, $end
+                else:
+                    raise RecordingError(f"{name}: line {lineno}: unexpected {word!r} in the "
+                                         f"value-change section")
+        if pending_value is not None and pending_value is not _SKIP:
+            raise RecordingError(f"{name}: line {lineno}: vector value without identifier at "
+                                 f"the end of the file")
+        if t0 is None:
+            raise RecordingError(f"{name}: no timestamp in the value-change section")
+        if classifier is None:
+            start()
+        cycles = max((now - t0) // k, last_cycle + 1)  # whole cycles, as sigrok counts
+        for ch in range(nch):
+            if xcount[ch]:
+                how = "held the previous level" if xval is None else f"read as {xval}"
+                warnings.append(f"{selected[ch][2]}: {xcount[ch]} unknown (x) value(s), {how}")
+        provenance = {
+            "source": "vcd", "path": name, "bytes": total, "timescale_s": header.timescale,
+            "clock_s": clock, "prescaler": prescaler, "signals": [s[2] for s in selected],
+            "first_time": t0, "last_time": now, "cycles": cycles,
+            "model_cycles": cycles + SYNC_LATENCY, "edges": classifier.edges,
+            "warnings": warnings,
+        }
+        if progress is not None:
+            progress(total, total)
+        return classifier.finish(cycles, provenance)
+
+
+_SKIP = "\0skip"
+
+
+def _probes(selected, probes):
+    out = []
+    for ch, (_var, _pos, label) in enumerate(selected):
+        dies = probes[ch] if probes and ch < len(probes) else ()
+        out.append(Probe(label, tuple(dies)))
+    return out
+
+
+def write_vcd(f, trains, *, timescale="1 ns", cycle_units=1, names=None, scope="rbscope",
+              end=None, one_line=False):
+    """Write pulse trains as a VCD to the text stream ``f``.
+
+    Parameters
+    ----------
+    trains : sequence of rbscope.model.Train
+        One per signal; edge cycles are multiplied by ``cycle_units`` to give VCD times.
+    timescale : str
+    names : sequence of str, optional
+        Signal names (default ``rb0``, ``rb1``, …).
+    end : int, optional
+        Final timestamp (VCD time units; default one past the last edge).
+    one_line : bool
+        Write a timestamp and all its changes on one line (sigrok's style).
+    """
+    names = list(names) if names else [f"rb{i}" for i in range(len(trains))]
+    idents = [_ident(i) for i in range(len(trains))]
+    f.write(f"$timescale {timescale} $end\n$scope module {scope} $end\n")
+    for ident, name in zip(idents, names, strict=True):
+        f.write(f"$var wire 1 {ident} {name} $end\n")
+    f.write("$upscope $end\n$enddefinitions $end\n")
+    changes = {}
+    for i, train in enumerate(trains):
+        for cycle, level in train.edges:
+            changes.setdefault(cycle * cycle_units, []).append(f"{level}{idents[i]}")
+    first = [f"{t.initial}{idents[i]}" for i, t in enumerate(trains)]
+    sep = " " if one_line else "\n"
+    f.write("#0" + sep + "$dumpvars" + sep + sep.join(first) + sep + "$end\n")
+    last = 0
+    for t in sorted(changes):
+        if t == 0:
+            f.write(sep.join(changes[t]) + "\n")
+            continue
+        f.write(f"#{t}" + sep + sep.join(changes[t]) + "\n")
+        last = t
+    f.write(f"#{end if end is not None else last + cycle_units}\n")
+
+
+def _ident(i):
+    chars = [chr(c) for c in range(33, 127)]
+    out = ""
+    while True:
+        i, r = divmod(i, len(chars))
+        out += chars[r]
+        if i == 0:
+            return out
+        i -= 1

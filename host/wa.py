@@ -1,0 +1,422 @@
+"""The write-amplification engine: counts + geometry + logical volume → WA with its interval.
+
+The RB-Explorer method (Sun et al. 2015, eq. 5–7) counts the program pulses ``N_Tprogram`` on
+one die's R/B# and scales by the geometry::
+
+    P_Volume = Nchannel × Nchip × Ndie × N_Tprogram × Mp × PageSize,   WA = P_Volume / L_Volume
+
+rbscope generalises this to any set of probed lines (see ``docs/wa.md``):
+
+* every enabled sniffer channel ``i`` watches ``d_i`` dies (``Probe.die_count``: 1 unless the
+  probe lists a wired-OR line of several) and counted ``n_i`` pulses in the program window;
+* the probed dies ``D_p = Σ d_i`` stand for all ``D = geometry.dies`` dies (the paper's
+  full-parallelism assumption, needed only when ``D_p < D``)::
+
+      N = (Σ n_i) × D / D_p,    P = N × Mp × page_size,    WA = P / L
+
+* the **interval** is what the counts cannot tell apart, not a statistical confidence: a pulse
+  whose width was not measured (``PARTIAL``: in progress at the start or cut at the end) or
+  that the device had to drop (``DROPPED``) may or may not have been a program, so
+  ``n_i ∈ [n_i, n_i + partial_i + dropped_i]``; the logical volume is itself an interval
+  ``[L_lo, L_hi]`` (coarse NVMe counters); hence
+  ``WA ∈ [P_lo / L_hi, P_hi / L_lo]`` — the exact minimum and maximum over every way of
+  resolving the unknowns, which the tests check by brute force;
+* ``per_die`` gives the paper's single-die estimate from each probed line, whose spread shows how
+  far the full-parallelism assumption holds;
+* an optional **overlap correction** (:func:`rbscope.calibrate.overlap_correction`) replaces
+  ``n_i`` by ``n_i − E[erases inside the program window] + E[programs outside it]`` from a
+  mixture fit of the channel's width histogram; the interval is widened to keep the raw count.
+
+:func:`decide_mp` implements the paper's calibration (section 3.5): on an incompressible
+sequential write, WA computed with ``Mp = 1`` is ≈ ``1 / Mp``.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from .logical import LogicalVolume
+
+__all__ = [
+    "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
+    "decide_mp", "SeriesRow", "wa_series", "program_class_index",
+]
+
+
+class WAError(ValueError):
+    """The inputs cannot give a write amplification; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate and the bounds that contain every consistent value."""
+
+    value: float
+    lo: float
+    hi: float
+
+    def __post_init__(self):
+        if not self.lo <= self.value <= self.hi:
+            raise ValueError(f"interval must satisfy lo <= value <= hi, not "
+                             f"{self.lo} <= {self.value} <= {self.hi}")
+
+    def scale(self, factor):
+        return Interval(self.value * factor, self.lo * factor, self.hi * factor)
+
+    @property
+    def width(self):
+        return self.hi - self.lo
+
+    def to_dict(self):
+        def num(x):
+            return x if math.isfinite(x) else None
+        return {"value": num(self.value), "lo": num(self.lo), "hi": num(self.hi)}
+
+
+@dataclass
+class ChannelPrograms:
+    """Program pulses counted on one probed line."""
+
+    channel: int
+    name: str
+    dies: int
+    programs: int
+    unknown: int  # partial + dropped: pulses of unknown width
+    corrected: float | None = None  # programs after overlap correction, if asked
+
+    @property
+    def estimate(self):
+        return self.programs if self.corrected is None else self.corrected
+
+    def to_dict(self):
+        return {"channel": self.channel, "name": self.name, "dies": self.dies,
+                "programs": self.programs, "unknown": self.unknown,
+                "corrected": self.corrected}
+
+
+@dataclass
+class WAResult:
+    """Everything :func:`compute_wa` derived, for reports and ``--json``."""
+
+    wa: Interval
+    physical_bytes: Interval
+    program_pulses: Interval  # extrapolated to all dies
+    logical: LogicalVolume
+    mp: int
+    page_size: int
+    dies: int
+    dies_probed: int
+    program_class: str
+    channels: list
+    per_die: list  # (channel name, WA from that line alone)
+    class_totals: dict
+    other_totals: dict
+    warnings: list = field(default_factory=list)
+
+    @property
+    def spread(self):
+        """(min, max) of the single-line WA estimates, or None."""
+        values = [w for _, w in self.per_die if w is not None]
+        return (min(values), max(values)) if values else None
+
+    def to_dict(self):
+        spread = self.spread
+        return {
+            "wa": self.wa.to_dict(),
+            "physical_bytes": self.physical_bytes.to_dict(),
+            "program_pulses": self.program_pulses.to_dict(),
+            "logical_bytes": self.logical.to_dict(),
+            "mp": self.mp, "page_size": self.page_size, "dies": self.dies,
+            "dies_probed": self.dies_probed, "program_class": self.program_class,
+            "channels": [c.to_dict() for c in self.channels],
+            "per_die_wa": [{"name": n, "wa": w} for n, w in self.per_die],
+            "per_die_spread": list(spread) if spread else None,
+            "class_totals": self.class_totals, "other_totals": self.other_totals,
+            "warnings": self.warnings,
+        }
+
+
+def program_class_index(measurement, program_class="program"):
+    """Resolve ``program_class`` (a window name or index) in ``measurement``."""
+    k = measurement.params.classes
+    if isinstance(program_class, int) or (isinstance(program_class, str)
+                                          and program_class.isdigit()):
+        index = int(program_class)
+        if not 0 <= index < k:
+            raise WAError(f"program class {index} is not a window index 0 … {k - 1}")
+        return index
+    try:
+        return measurement.class_index(program_class)
+    except KeyError as exc:
+        raise WAError(f"{exc.args[0]}; name the program window with --program-class") from None
+
+
+def _check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise WAError(f"{name} must be a positive integer, not {value!r}")
+    return value
+
+
+def compute_wa(measurement, geometry, logical, *, mp=None, program_class="program",
+               channels=None, correction=None):
+    """Compute the write amplification of a measurement.
+
+    Parameters
+    ----------
+    measurement : Measurement
+    geometry : Geometry
+    logical : LogicalVolume
+    mp : int, optional
+        Pages per program pulse (default ``geometry.pages_per_pulse``).
+    program_class : str or int
+        The window holding program pulses.
+    channels : sequence of int, optional
+        Sniffer channels to use (default: every enabled channel).
+    correction : dict of int to float, optional
+        Overlap-corrected program counts per channel
+        (:func:`rbscope.calibrate.overlap_correction`).
+
+    Returns
+    -------
+    WAResult
+    """
+    if not isinstance(logical, LogicalVolume):
+        raise WAError(f"logical must be a LogicalVolume, not {logical!r}")
+    if logical.hi == 0:
+        raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
+    mp = geometry.pages_per_pulse if mp is None else _check_positive_int("mp", mp)
+    k = program_class_index(measurement, program_class)
+    name_of = measurement.class_names[k] or str(k)
+    enabled = measurement.enabled
+    if channels is None:
+        channels = enabled
+    else:
+        for ch in channels:
+            if ch not in enabled:
+                raise WAError(f"channel {ch} is not an enabled channel of the measurement "
+                              f"(enabled: {enabled})")
+    if not channels:
+        raise WAError("the measurement has no enabled channel")
+    warnings = []
+    rows = []
+    seen = set()
+    for ch in channels:
+        probe = measurement.probes[ch]
+        for loc in probe.dies:
+            try:
+                geometry.check_location(loc)
+            except ValueError as exc:
+                raise WAError(f"probe {probe.name!r}: {exc}") from None
+            if loc in seen:
+                raise WAError(f"die {loc} is watched by two probes; each die may be counted "
+                              f"once")
+            seen.add(loc)
+        c = measurement.counts[ch]
+        corrected = None if correction is None else correction.get(ch)
+        rows.append(ChannelPrograms(ch, probe.name, probe.die_count, c.classes[k],
+                                    c.partial + c.dropped, corrected))
+        if probe.die_count > 1:
+            warnings.append(f"{probe.name}: a wired-OR line of {probe.die_count} dies; pulses of "
+                            f"different dies that overlap merge into one, so programs are "
+                            f"undercounted when the dies work in parallel")
+    dies_probed = sum(r.dies for r in rows)
+    dies = geometry.dies
+    if dies_probed > dies:
+        raise WAError(f"{dies_probed} dies are probed but {geometry.name} has only {dies}")
+    scale = dies / dies_probed
+    raw = sum(r.programs for r in rows)
+    est = sum(r.estimate for r in rows)
+    hi_count = sum(r.programs + r.unknown for r in rows)
+    lo_count = min(raw, est)
+    hi_count = max(hi_count, est)
+    pulses = Interval(est * scale, lo_count * scale, hi_count * scale)
+    unit = mp * geometry.page_size
+    physical = pulses.scale(unit)
+    lv = logical.value
+    wa_value = physical.value / lv if lv else math.inf
+    wa_lo = physical.lo / logical.hi
+    wa_hi = physical.hi / logical.lo if logical.lo else math.inf
+    wa = Interval(wa_value, min(wa_lo, wa_value), max(wa_hi, wa_value))
+    per_die = []
+    for r in rows:
+        per_die.append((r.name, r.estimate / r.dies * dies * unit / lv if lv else None))
+
+    names = [n or str(i) for i, n in enumerate(measurement.class_names)]
+    class_totals = {names[i]: sum(measurement.counts[ch].classes[i] for ch in channels)
+                    for i in range(measurement.params.classes)
+                    if measurement.config.windows[i][0] < measurement.config.windows[i][1]}
+    other = {f: sum(getattr(measurement.counts[ch], f) for ch in channels)
+             for f in ("unclassified", "glitch", "overlong", "partial", "dropped", "busy_ticks")}
+    _warn(measurement, geometry, channels, k, rows, dies_probed, dies, other, class_totals,
+          warnings)
+    return WAResult(wa=wa, physical_bytes=physical, program_pulses=pulses, logical=logical,
+                    mp=mp, page_size=geometry.page_size, dies=dies, dies_probed=dies_probed,
+                    program_class=name_of, channels=rows, per_die=per_die,
+                    class_totals=class_totals, other_totals=other, warnings=warnings)
+
+
+def _warn(m, geometry, channels, k, rows, dies_probed, dies, other, class_totals, warnings):
+    if dies_probed < dies:
+        warnings.append(f"{dies_probed} of {dies} dies probed: the others are assumed to program "
+                        f"as much as the probed ones (full parallelism)")
+    if m.quiet_ticks is not None and m.quiet_ticks < m.config.idle_ticks:
+        warnings.append(f"the lines were ready for only {m.quiet_ticks * m.tick_seconds:.3g} s at "
+                        f"the end (quiescence needs {m.config.idle_ticks * m.tick_seconds:.3g} "
+                        f"s): background programs may be missing")
+    if other["partial"]:
+        warnings.append(f"{other['partial']} pulse(s) with an unobserved start or end (partial); "
+                        f"counted in the interval, not the estimate")
+    if other["dropped"]:
+        warnings.append(f"{other['dropped']} event(s) dropped by the device; counted in the "
+                        f"interval, not the estimate")
+    if m.may_drop:
+        warnings.append("pulses came faster than the gateware's scanner can take them on some "
+                        "line: a device could have dropped events here")
+    if other["overlong"]:
+        warnings.append(f"{other['overlong']} overlong pulse(s): a line stuck busy?")
+    measured = sum(class_totals.values()) + other["unclassified"]
+    if measured and other["unclassified"] > 0.05 * measured:
+        warnings.append(f"{other['unclassified']} of {measured} pulses "
+                        f"({100 * other['unclassified'] / measured:.1f} %) fell outside every "
+                        f"window: check the windows (rbscope calibrate)")
+    lo, hi = m.config.windows[k]
+    tick_us = m.tick_seconds * 1e6
+    erase = geometry.timing.get("erase")
+    if erase and lo * tick_us <= erase[1] and erase[0] < hi * tick_us:
+        warnings.append(f"the program window [{lo * tick_us:g}, {hi * tick_us:g}) µs overlaps "
+                        f"the erase time {erase[0]:g}–{erase[1]:g} µs of {geometry.name}: "
+                        f"erases may count as programs (try --overlap-correct)")
+    if not sum(r.programs for r in rows):
+        warnings.append("no program pulse was counted")
+
+
+@dataclass(frozen=True)
+class MpDecision:
+    """Outcome of :func:`decide_mp`."""
+
+    mp: int | None  # None when ambiguous
+    status: str  # "decided" or "ambiguous"
+    implied: float  # 1 / WA(Mp=1)
+    wa1: Interval
+    candidates: tuple
+    tolerance: float
+    reason: str
+
+    def to_dict(self):
+        return {"mp": self.mp, "status": self.status, "implied_mp": self.implied,
+                "wa_mp1": self.wa1.to_dict(), "candidates": list(self.candidates),
+                "tolerance": self.tolerance, "reason": self.reason}
+
+
+def decide_mp(wa1, candidates=(1, 2, 4), tolerance=0.2):
+    """Decide Mp from the WA of a sequential, incompressible calibration write computed with Mp=1.
+
+    Candidate ``m`` predicts ``WA(Mp=1) ≈ 1/m`` (the drive programs each logical page once; the
+    tolerance absorbs metadata writes and an unfinished last page). ``m`` is decided when its
+    band ``[(1 - tol)/m, (1 + tol)/m]`` holds the point estimate and no other candidate's band
+    meets the interval ``wa1``; otherwise the result is ambiguous, with the reason.
+
+    Parameters
+    ----------
+    wa1 : Interval or float
+    candidates : tuple of int
+        Possible Mp values (1 and the plane counts of the die).
+    tolerance : float
+        Relative tolerance (0 < tol < 1/3 keeps factor-2 candidates apart).
+    """
+    if not isinstance(wa1, Interval):
+        wa1 = Interval(float(wa1), float(wa1), float(wa1))
+    if not 0 < tolerance < 1:
+        raise WAError(f"tolerance must be between 0 and 1, not {tolerance!r}")
+    cands = tuple(sorted(set(_check_positive_int("candidate", c) for c in candidates)))
+    implied = 1 / wa1.value if wa1.value > 0 else math.inf
+
+    def band(m):
+        return ((1 - tolerance) / m, (1 + tolerance) / m)
+
+    holding = [m for m in cands if band(m)[0] <= wa1.value <= band(m)[1]]
+    meeting = [m for m in cands if band(m)[0] <= wa1.hi and wa1.lo <= band(m)[1]]
+    if len(holding) == 1 and meeting == holding:
+        m = holding[0]
+        return MpDecision(m, "decided", implied, wa1, cands, tolerance,
+                          f"WA(Mp=1) = {wa1.value:.3f} is within {tolerance:.0%} of 1/{m}")
+    if not holding:
+        near = min(cands, key=lambda m: abs(math.log(wa1.value * m)) if wa1.value > 0
+                   else math.inf)
+        reason = (f"WA(Mp=1) = {wa1.value:.3f} (implied Mp {implied:.2f}) is within "
+                  f"{tolerance:.0%} of no 1/Mp (nearest: 1/{near}); was the calibration write "
+                  f"sequential, incompressible, large and finished?")
+    elif len(holding) > 1:
+        reason = f"bands of Mp {holding} overlap at tolerance {tolerance:.0%}"
+    else:
+        reason = (f"WA(Mp=1) = {wa1.value:.3f} fits Mp = {holding[0]}, but its interval "
+                  f"[{wa1.lo:.3f}, {wa1.hi:.3f}] also meets Mp = "
+                  f"{[m for m in meeting if m != holding[0]]}: write more data")
+    return MpDecision(None, "ambiguous", implied, wa1, cands, tolerance, reason)
+
+
+@dataclass(frozen=True)
+class SeriesRow:
+    """One interval of a time-resolved WA series."""
+
+    t0: float
+    t1: float
+    programs: int  # on the probed lines, in this interval
+    physical_bytes: float  # extrapolated to all dies
+    logical_bytes: float | None
+    wa: float | None
+    cumulative_wa: float | None
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+
+def wa_series(measurement, geometry, *, mp=None, program_class="program", logical_series=None,
+              channels=None):
+    """Physical bytes (and WA, given the host's cumulative bytes over time) per snapshot interval.
+
+    ``logical_series`` is a list of ``(seconds, cumulative bytes)`` in the measurement's time
+    (seconds since its start), increasing in time; it is interpolated linearly at the snapshot
+    times (and held constant outside its range).
+    """
+    if not measurement.snapshots:
+        raise WAError("the measurement has no snapshots: record with a snapshot period for a "
+                      "time series")
+    mp = geometry.pages_per_pulse if mp is None else _check_positive_int("mp", mp)
+    k = program_class_index(measurement, program_class)
+    channels = measurement.enabled if channels is None else channels
+    dies_probed = sum(measurement.probes[ch].die_count for ch in channels)
+    scale = geometry.dies / dies_probed * mp * geometry.page_size
+    tick = measurement.tick_seconds
+    points = [(0.0, 0)]
+    for snap in measurement.snapshots:
+        points.append((snap.timestamp * tick,
+                       sum(snap.counts[ch].classes[k] for ch in channels)))
+    final = sum(measurement.counts[ch].classes[k] for ch in channels)
+    end = measurement.duration_ticks * tick
+    if end > points[-1][0]:
+        points.append((end, final))
+
+    def logical_at(t):
+        s = logical_series
+        if t <= s[0][0]:
+            return s[0][1]
+        for (ta, ba), (tb, bb) in zip(s, s[1:], strict=False):
+            if t <= tb:
+                return ba + (bb - ba) * (t - ta) / (tb - ta) if tb > ta else bb
+        return s[-1][1]
+
+    if logical_series is not None:
+        logical_series = sorted(logical_series)
+        if not logical_series:
+            raise WAError("the logical series is empty")
+    rows = []
+    for (t0, n0), (t1, n1) in zip(points, points[1:], strict=False):
+        phys = (n1 - n0) * scale
+        lb = wa = cum = None
+        if logical_series is not None:
+            lb = logical_at(t1) - logical_at(t0)
+            wa = phys / lb if lb > 0 else None
+            total = logical_at(t1) - logical_at(0.0)
+            cum = n1 * scale / total if total > 0 else None
+        rows.append(SeriesRow(t0, t1, n1 - n0, phys, lb, wa, cum))
+    return rows

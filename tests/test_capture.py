@@ -1,0 +1,184 @@
+"""Capture files: writing, reading (also while written), truncation, corruption, Measurement."""
+
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rbscope import capture as cap
+from rbscope import protocol as hp
+from rbscope.gateware.link.protocol import FrameType, StatusFlags
+from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.measurement import Measurement
+
+from .test_protocol import info_values
+
+PARAMS = SnifferParams(channels=2)
+
+
+def _frame(ftype, values, seq, params=PARAMS):
+    return hp.frame_bytes(ftype, hp.encode_payload(params, ftype, values), seq)
+
+
+def _write_session(path, *, snapshots=5, hist_values=(0xFFFFFFFE, 3, 10)):
+    """A capture as a device session writes it; returns the raw frames in order."""
+    seq = 0
+    frames = []
+    with cap.CaptureWriter(path, meta={"port": "test"}) as w:
+        info = _frame(FrameType.INFO, info_values(PARAMS, clock_hz=1_000_000, prescaler=1), seq)
+        w.raw_frame(info, time_ns=1)
+        frames.append(info)
+        regs = {"PRESCALER": 1, "GLITCH_TICKS": 2, "WINDOW_0_LO": 10, "WINDOW_0_HI": 100,
+                "WINDOW_1_LO": 100, "WINDOW_1_HI": 3000, "CHANNEL_ENABLE_0": 3}
+        w.config(regs, time_ns=2)
+        w.event("config", time_ns=2, preset="test", class_names=["read", "program"])
+        for n in range(snapshots):
+            seq += 1
+            st_ = _frame(FrameType.STATUS, {"snapshot": n, "timestamp": 1000 * (n + 1),
+                                            "quiet_since": 500 * (n + 1), "epoch": 1,
+                                            "flags": int(StatusFlags.QUIESCENT)}, seq)
+            w.raw_frame(st_, time_ns=10 + n)
+            frames.append(st_)
+            for ch in range(PARAMS.channels):
+                seq += 1
+                row = [n * (ch + 1)] * PARAMS.counters_per_channel
+                c = _frame(FrameType.COUNTERS, {"snapshot": n, "channel": ch,
+                                                "timestamp": 1000 * (n + 1), "counters": row},
+                           seq)
+                w.raw_frame(c, time_ns=10 + n)
+                frames.append(c)
+        for v in hist_values:
+            seq += 1
+            h = _frame(FrameType.HISTOGRAM, {"channel": 0, "first": 0, "epoch": 1,
+                                             "timestamp": 9000, "bins": [v] * 16}, seq)
+            w.raw_frame(h, time_ns=100)
+            frames.append(h)
+        seq += 1
+        t = _frame(FrameType.TRACE, {"channel": 1, "kind": 0, "index": 1, "width": 500,
+                                     "timestamp": 9999}, seq)
+        w.raw_frame(t, time_ns=101)
+        frames.append(t)
+        w.event("stop", time_ns=102, reason="test")
+    return frames
+
+
+def test_self_describing_round_trip(tmp_path):
+    path = tmp_path / "a.rbcap"
+    frames = _write_session(path)
+    r = cap.CaptureReader(path)
+    assert r.truncated == 0 and r.errors == []
+    assert r.header["format"] == "rbscope.capture" and r.header["port"] == "test"
+    assert r.records[0].kind == cap.RecordKind.HEADER
+    assert r.records[1].kind == cap.RecordKind.FRAME and isinstance(r.records[1].frame, hp.Info)
+    assert [f.raw for _, f in r.frames()] == frames
+    assert r.params == PARAMS
+    assert r.config.windows[1] == (100, 3000) and r.config.glitch_ticks == 2
+    assert len(r.snapshots) == 5
+    assert r.latest_counters()[1].counters[0] == 8
+    # 0xFFFFFFFE, then 3 (wrapped: +5), then 10 (+7)
+    assert r.histograms()[0][:16] == [0xFFFFFFFE + 12] * 16
+    assert len(r.traces) == 1 and r.traces[0].width == 500
+    assert [d["event"] for _, d in r.events] == ["config", "stop"]
+    assert r.summary()["snapshots"] == 5
+
+
+def test_capture_to_measurement(tmp_path):
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    m = cap.capture_to_measurement(path)
+    assert isinstance(m, Measurement)
+    assert m.counts[1].classes == [8] * PARAMS.classes and m.counts[1].busy_ticks == 8
+    assert m.counts[0].histogram[0] == 0xFFFFFFFE + 12
+    assert m.class_names[:2] == ("read", "program")
+    assert m.duration_ticks == 4000 and m.tick_seconds == pytest.approx(1e-6)
+    assert [s.timestamp for s in m.snapshots] == [0, 1000, 2000, 3000, 4000]
+    assert m.quiet_ticks == 5000 - 2500
+    assert m.provenance["source"] == "capture"
+
+
+def _record_ends(path):
+    r = cap.CaptureReader(path)
+    ends = []
+    data = path.read_bytes()
+    for rec in r.records:
+        ends.append(rec.offset + cap.RECORD.size + len(rec.body) + cap.TRAILER.size)
+    return data, r.records, ends
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=cap.PREAMBLE.size, max_value=10_000))
+def test_any_prefix_reads_back_the_complete_records(tmp_path, cut):
+    path = tmp_path / "full.rbcap"
+    if not path.exists():
+        _write_session(path)
+    data, records, ends = _record_ends(path)
+    cut = min(cut, len(data))
+    part = tmp_path / "part.rbcap"
+    part.write_bytes(data[:cut])
+    r = cap.CaptureReader(part)
+    complete = [rec for rec, end in zip(records, ends, strict=True) if end <= cut]
+    assert [(x.kind, x.body, x.time_ns) for x in r.records] == [
+        (x.kind, x.body, x.time_ns) for x in complete]
+    assert r.errors == []
+    assert r.truncated == cut - (ends[len(complete) - 1] if complete else cap.PREAMBLE.size)
+
+
+def test_append_after_crash_cuts_the_partial_record(tmp_path):
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    n = len(cap.CaptureReader(path).records)
+    with open(path, "ab") as f:
+        f.write(b"\xa5\x02\x40\x00")  # a record header cut short by a crash
+    assert cap.CaptureReader(path).truncated == 4
+    with cap.CaptureWriter(path) as w:
+        w.event("resumed")
+    r = cap.CaptureReader(path)
+    assert r.truncated == 0 and len(r.records) == n + 1
+
+
+def test_readable_while_written(tmp_path):
+    path = tmp_path / "live.rbcap"
+    with cap.CaptureWriter(path) as w:
+        assert len(cap.CaptureReader(path).records) == 1  # header already on disk
+        w.event("one")
+        r = cap.CaptureReader(path)
+        w.event("two")
+        assert len(r.records) == 2
+        assert len(r.read().records) == 3
+
+
+def test_corrupt_record_in_the_middle_is_reported_and_skipped(tmp_path):
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    data, records, ends = _record_ends(path)
+    bad = bytearray(data)
+    victim = records[5]
+    bad[victim.offset + cap.RECORD.size] ^= 0xFF
+    path.write_bytes(bytes(bad))
+    r = cap.CaptureReader(path)
+    assert len(r.records) == len(records) - 1
+    assert any(f"offset {victim.offset}" in e for e in r.errors)
+
+
+def test_not_a_capture(tmp_path):
+    path = tmp_path / "x"
+    path.write_bytes(b"hello world, not a capture")
+    with pytest.raises(cap.CaptureError, match="bad magic at offset 0"):
+        cap.CaptureReader(path)
+
+
+def test_random_garbage_after_records_never_crashes(tmp_path):
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    rng = random.Random(5)
+    data = path.read_bytes()
+    for i in range(30):
+        junk = bytes(rng.randrange(256) for _ in range(rng.randint(1, 300)))
+        p = tmp_path / f"g{i}.rbcap"
+        p.write_bytes(data + junk)
+        r = cap.CaptureReader(p)
+        assert len(r.records) >= len(cap.CaptureReader(path).records)
+        os.unlink(p)

@@ -1,0 +1,163 @@
+"""`rbscope info / configure / capture / dump` against the fake device on a pty."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rbscope import cli
+from rbscope.capture import CaptureReader
+from rbscope.fake_device import FakeDevice
+from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
+from rbscope.stimulus import TrainSpec, random_trains
+
+PARAMS = SnifferParams(channels=2)
+
+
+@pytest.fixture
+def fake():
+    cycles = 400_000
+    trains = random_trains(TrainSpec(channels=2, cycles=cycles), seed=11)
+    config = SnifferConfig(windows=((20, 100), (150, 2300), (2300, 4000)), glitch_ticks=3,
+                           idle_ticks=1000)
+    with FakeDevice(PARAMS, trains, cycles, config=config, snapshot_period=20_000,
+                    start="now") as dev:
+        yield dev
+
+
+def test_info_json(fake, capsys):
+    assert cli.main(["info", fake.path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["info"]["board"] == "fake" and out["params"]["channels"] == 2
+    assert out["registers"]["ID"] == 0x43534252
+
+
+def test_info_text(fake, capsys):
+    assert cli.main(["info", fake.path]) == 0
+    out = capsys.readouterr().out
+    assert "board       fake" in out and "WINDOW_1_HI" in out
+
+
+def test_configure_preset_with_overrides(fake, capsys, tmp_path):
+    argv = ["configure", fake.path, "--preset", "slc34nm", "--set", "program=100:900",
+            "--set", "GLITCH_TICKS=7", "--json"]
+    assert cli.main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    tick = out["tick_seconds"]
+    assert out["registers"]["GLITCH_TICKS"] == 7 == fake.regs["GLITCH_TICKS"]
+    assert fake.regs["WINDOW_1_LO"] == round(100e-6 / tick)
+    toml = tmp_path / "p.toml"
+    toml.write_text('[preset.mine]\nbase = "mlc34nm"\n[preset.mine.windows]\n'
+                    'erase = [3000, 9000]\n')
+    assert cli.main(["configure", fake.path, "--from-toml", str(toml)]) == 0
+    assert "preset mine" in capsys.readouterr().out
+    assert fake.regs["WINDOW_2_LO"] == round(3000e-6 / tick)
+
+
+def test_configure_usage_errors(fake, capsys):
+    assert cli.main(["configure", fake.path, "--preset", "nope"]) == cli.EXIT_USAGE
+    assert "no preset named 'nope'" in capsys.readouterr().err
+    assert cli.main(["configure", fake.path, "--preset", "mlc34nm", "--set", "bogus=1"]) == 2
+    assert "allowed:" in capsys.readouterr().err
+    assert cli.main(["configure", "--list"]) == 0
+    assert "mlc34nm" in capsys.readouterr().out
+
+
+def test_port_error_exit_code(capsys, tmp_path):
+    assert cli.main(["info", str(tmp_path / "ttyNONE")]) == cli.EXIT_DEVICE == 3
+    assert "cannot open" in capsys.readouterr().err
+
+
+def test_timeout_exit_code(fake, capsys):
+    fake.faults.flip = 1.0
+    assert cli.main(["info", fake.path, "--timeout", "0.05"]) == cli.EXIT_TIMEOUT == 4
+
+
+def test_capture_duration_then_dump(fake, capsys, tmp_path):
+    out = tmp_path / "c.rbcap"
+    assert cli.main(["capture", fake.path, "-o", str(out), "--duration", "0.5",
+                     "--snapshot-ms", "10", "--trace"]) == 0
+    err = capsys.readouterr().err
+    assert "duration" in err and "link:" in err  # plain lines: stderr is not a TTY here
+    r = CaptureReader(out)
+    assert r.truncated == 0 and r.info is not None and r.registers["SNAPSHOT_PERIOD"] == 10_000
+    assert len(r.snapshots) >= 10 and r.traces
+    assert r.events[-1][1]["event"] == "stop"
+    assert cli.main(["dump", str(out), "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert lines[0]["record"] == "header" and lines[1]["type"] == "info"
+    assert any(x.get("type") == "counters" for x in lines)
+    assert cli.main(["dump", str(out)]) == 0
+    assert " status " in capsys.readouterr().out
+    assert cli.main(["dump", str(out), "--summary", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["channels"] == 2
+
+
+def test_capture_json_lines_until_quiescent(fake, capsys, tmp_path):
+    out = tmp_path / "q.rbcap"
+    assert cli.main(["capture", fake.path, "-o", str(out), "--until-quiescent", "--json",
+                     "--snapshot-ms", "20", "--duration", "20"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert lines[-1]["quiescent"] is True
+    exp = fake.expected()
+    assert lines[-1]["counts"] == [c.classes for c in exp.channels]
+
+
+def test_dump_rejects_non_capture(tmp_path, capsys):
+    p = tmp_path / "x.bin"
+    p.write_bytes(b"nope")
+    assert cli.main(["dump", str(p)]) == cli.EXIT_FAILURE
+    assert "too short" in capsys.readouterr().err
+
+
+def test_ctrl_c_leaves_a_complete_file(fake, tmp_path):
+    out = tmp_path / "int.rbcap"
+    proc = subprocess.Popen([sys.executable, "-m", "rbscope.cli", "capture", fake.path, "-o",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if out.exists() and len(CaptureReader(out).snapshots) >= 2:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert "interrupted" in err
+    r = CaptureReader(out)
+    assert r.truncated == 0 and r.events[-1][1]["reason"] == "interrupted"
+    assert any(s.status.solicited for s in r.snapshots)  # the final one (periodic ones may follow)
+
+
+def test_live_view_redraws_on_a_tty_and_prints_lines_otherwise():
+    import io
+
+    from rbscope.device import Snapshot
+    from rbscope.live import LiveView
+    from rbscope.protocol import Counters, LinkStats, Status
+
+    def snap(ts, n):
+        row = tuple([n] * PARAMS.counters_per_channel)
+        return Snapshot(Status(0, b"", timestamp=ts), [Counters(0, b"", channel=ch,
+                                                                counters=row)
+                                                       for ch in range(PARAMS.channels)])
+    tty = io.StringIO()
+    view = LiveView(PARAMS, 1e-6, ("read", "program"), stream=tty, tty=True, interval=0)
+    view.update(snap(1000, 0), LinkStats())
+    view.update(snap(2000, 5), LinkStats())
+    text = tty.getvalue()
+    assert "\x1b[4F" in text  # moved back over the 4 lines drawn (status, heading, 2 channels)
+    assert "5 5.0k/s" in text and "program" in text
+    plain = io.StringIO()
+    view = LiveView(PARAMS, 1e-6, ("read",), stream=plain, tty=False, interval=0)
+    view.update(snap(1000, 3), LinkStats(crc_errors=2))
+    assert "\x1b" not in plain.getvalue()
+    assert "2 errors" in plain.getvalue() and "read=6" in plain.getvalue()

@@ -1,0 +1,329 @@
+"""VCD and sigrok importers: through the bit-exact model, against files made by sigrok-cli."""
+
+import io
+import json
+import shutil
+import subprocess
+import zipfile
+
+import pytest
+
+from rbscope import cli
+from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
+from rbscope.importers import RecordingError, parse_time
+from rbscope.importers.sigrok import import_sr
+from rbscope.importers.vcd import default_clock, import_vcd, write_vcd
+from rbscope.measurement import Measurement
+from rbscope.model import SYNC_LATENCY, SnifferModel, Train
+from rbscope.stimulus import TrainSpec, random_trains
+
+NAMES = ("cache", "read", "program", "erase")
+WINDOWS = ((1, 3), (3, 20), (20, 400), (400, 800))
+
+sigrok = pytest.mark.skipif(shutil.which("sigrok-cli") is None,
+                            reason="sigrok-cli not installed (make bootstrap installs it)")
+
+
+def setup(channels, windows=WINDOWS, glitch=2):
+    params = SnifferParams(channels=channels)
+    seen = {}
+
+    def params_for(n):
+        assert n == channels
+        return params
+
+    def preset_config(p, tick, prescaler):
+        seen["tick"], seen["prescaler"] = tick, prescaler
+        cfg = SnifferConfig(prescaler=prescaler, glitch_ticks=glitch, windows=windows,
+                            idle_ticks=50)
+        return cfg, NAMES
+
+    return params, dict(params_for=params_for, preset_config=preset_config), seen
+
+
+def resample(trains, n):
+    """What a sampler with period ``n`` sees: the level at the end of [c·n, (c+1)·n)."""
+    out = []
+    for t in trains:
+        edges = {}
+        for cycle, level in t.edges:
+            edges[cycle // n] = level
+        initial = edges.pop(0, t.initial)  # the level of cycle 0 is the level before it
+        out.append(Train(initial, sorted(edges.items())))
+    return out
+
+
+def model_counts(trains, params, prescaler, cycles):
+    cfg = SnifferConfig(prescaler=prescaler, glitch_ticks=2, windows=WINDOWS, idle_ticks=50)
+    return SnifferModel(params, cfg).run(trains, cycles + SYNC_LATENCY).channels
+
+
+@pytest.fixture(scope="module")
+def trains():
+    spec = TrainSpec(channels=4, cycles=120_000, low_at_reset=frozenset({2}), glitch_rate=0.2,
+                     gap=(1, 400))
+    return random_trains(spec, seed=11)
+
+
+@pytest.mark.parametrize("clock, tick, one_line", [(1, None, False), (7, None, True),
+                                                   (5, 15, False)])
+def test_vcd_import_equals_model(tmp_path, trains, clock, tick, one_line):
+    path = tmp_path / "t.vcd"
+    with open(path, "w") as f:
+        write_vcd(f, trains, end=120_000, one_line=one_line)
+    params, kw, seen = setup(4)
+    m = import_vcd(path, clock=clock * 1e-9, tick=tick and tick * 1e-9, **kw)
+    prescaler = (tick or clock) // clock
+    expected = model_counts(resample(trains, clock), params, prescaler, 120_000 // clock)
+    assert m.counts == expected
+    assert seen["prescaler"] == prescaler
+    assert m.tick_seconds == pytest.approx((tick or clock) * 1e-9)
+    if clock == 1:
+        assert m.counts[2].partial == 1  # busy at reset
+        assert sum(c.glitch for c in m.counts) > 0  # 1-cycle ringing
+    # Per-pulse widths are the END events' widths, so the program class can be recounted.
+    lo, hi = WINDOWS[2]
+    assert sum(lo <= w < hi for w in m.pulses[0]) == m.counts[0].classes[2]
+
+
+def test_vcd_snapshots_equal_truncated_runs(tmp_path, trains):
+    path = tmp_path / "t.vcd"
+    with open(path, "w") as f:
+        write_vcd(f, trains, end=120_000)
+    params, kw, _ = setup(4)
+    m = import_vcd(path, clock=1e-9, snapshot_seconds=25e-6, **kw)
+    assert [s.timestamp for s in m.snapshots] == [25_000, 50_000, 75_000, 100_000]
+    cfg = SnifferConfig(prescaler=1, glitch_ticks=2, windows=WINDOWS, idle_ticks=50)
+    for snap in m.snapshots:
+        ref = SnifferModel(params, cfg).run(trains, snap.timestamp).channels
+        for got, want in zip(snap.counts, ref, strict=True):
+            assert (got.classes, got.partial, got.glitch, got.busy_ticks) == \
+                (want.classes, want.partial, want.glitch, want.busy_ticks)
+
+
+@sigrok
+@pytest.mark.parametrize("downsample", [1, 13])
+def test_sigrok_cli_session_equals_model_and_vcd(tmp_path, trains, downsample):
+    vcd = tmp_path / "t.vcd"
+    with open(vcd, "w") as f:
+        write_vcd(f, trains, end=120_000)
+    sr = tmp_path / "t.sr"
+    subprocess.run(["sigrok-cli", "-I", f"vcd:downsample={downsample}", "-i", str(vcd),
+                    "-o", str(sr)], check=True, capture_output=True, timeout=60)
+    with zipfile.ZipFile(sr) as z:
+        assert "metadata" in z.namelist()
+    params, kw, _ = setup(4)
+    s = import_sr(sr, **kw)
+    cycles = s.provenance["cycles"]
+    assert cycles == 120_000 // downsample
+    assert s.tick_seconds == pytest.approx(downsample * 1e-9, rel=1e-6)
+    expected = model_counts(resample(trains, downsample), params, 1, cycles)
+    assert s.counts == expected
+    v = import_vcd(vcd, clock=downsample * 1e-9, **setup(4)[1])
+    assert v.counts == s.counts
+    assert s.provenance["signals"] == ["rb0", "rb1", "rb2", "rb3"]
+
+
+@sigrok
+def test_sigrok_written_vcd_imports_like_the_session(tmp_path, trains):
+    vcd = tmp_path / "t.vcd"
+    with open(vcd, "w") as f:
+        write_vcd(f, trains, end=120_000)
+    sr = tmp_path / "t.sr"
+    subprocess.run(["sigrok-cli", "-I", "vcd:downsample=10", "-i", str(vcd), "-o", str(sr)],
+                   check=True, capture_output=True, timeout=60)
+    back = tmp_path / "back.vcd"
+    subprocess.run(["sigrok-cli", "-i", str(sr), "-O", "vcd", "-o", str(back)], check=True,
+                   capture_output=True, timeout=60)
+    text = back.read_text()
+    assert "$timescale 10 ns $end" in text or "$timescale 10ns $end" in text
+    s = import_sr(sr, **setup(4)[1])
+    v = import_vcd(back, clock=10e-9, **setup(4)[1])  # one sample per clock
+    assert v.counts == s.counts
+
+
+def test_sr_tick_prescaler_and_selection(tmp_path):
+    # A hand-made session: 2 probes, unitsize 1, 1 MHz; probe 2 pulses low for 50 samples.
+    samples = bytes([3] * 10 + [1] * 50 + [3] * 40)
+    sr = tmp_path / "h.sr"
+    with zipfile.ZipFile(sr, "w") as z:
+        z.writestr("version", "2")
+        z.writestr("metadata", "[device 1]\ncapturefile=logic-1\ntotal probes=2\n"
+                               "samplerate=1 MHz\nprobe1=A\nprobe2=B\nunitsize=1\n")
+        z.writestr("logic-1-1", samples[:33])
+        z.writestr("logic-1-2", samples[33:])
+    params, kw, seen = setup(1, windows=((5, 30),))
+    m = import_sr(sr, signals=["B"], tick=2e-6, **kw)
+    assert seen["prescaler"] == 2
+    # 50 cycles low from cycle 10 (+2 sync): ticks fall on odd cycles -> 25 ticks.
+    assert m.counts[0].classes[0] == 1 and m.counts[0].busy_ticks == 25
+    assert list(m.pulses[0]) == [25]
+    with pytest.raises(RecordingError, match="no probe 'C' \\(probes: A, B\\)"):
+        import_sr(sr, signals=["C"], **setup(1)[1])
+    with pytest.raises(RecordingError, match="not a whole multiple of the sample period"):
+        import_sr(sr, signals=["B"], tick=1.5e-6, **setup(1)[1])
+
+
+@pytest.mark.parametrize("members, message", [
+    ({"version": "2"}, "no 'metadata' member"),
+    ({"metadata": "[device 1]\ncapturefile=logic-1\ntotal probes=1\nsamplerate=fast\n"
+                  "unitsize=1\n", "logic-1-1": b"\x00"}, "samplerate 'fast' is not a freq"),
+    ({"metadata": "[device 1]\ncapturefile=logic-1\ntotal probes=9\nsamplerate=1 MHz\n"
+                  "unitsize=1\n"}, "unitsize 1 and total probes 9 are inconsistent"),
+    ({"metadata": "[device 1]\ncapturefile=logic-1\ntotal probes=9\nsamplerate=1 MHz\n"
+                  "probe1=a\nunitsize=2\n", "logic-1-1": b"\x00\x00\x00"},
+     "3 bytes, not a whole number of 2-byte samples \\(offset 2 is partial\\)"),
+])
+def test_malformed_sessions(tmp_path, members, message):
+    sr = tmp_path / "bad.sr"
+    with zipfile.ZipFile(sr, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    with pytest.raises(RecordingError, match=message):
+        import_sr(sr, **setup(1)[1])
+    (tmp_path / "nozip.sr").write_text("hello")
+    with pytest.raises(RecordingError, match="not a zip archive"):
+        import_sr(tmp_path / "nozip.sr", **setup(1)[1])
+
+
+VARIANTS = """$date today $end
+$version hand-written $end
+$timescale {ts} $end
+$scope module top $end
+$scope module die0 $end
+$var wire 1 ! rb $end
+$upscope $end
+$scope module die1 $end
+$var wire 1 " rb $end
+$var wire 4 # bus [3:0] $end
+$var real 64 % vref $end
+$upscope $end
+$upscope $end
+$enddefinitions $end
+$comment a comment
+spanning lines $end
+#0
+$dumpvars
+1!
+z"
+b1111 #
+r3.3 %
+$end
+#100 0! b1101 #
+#150
+x"
+#200
+0"
+#400 1! r1.0 %
+b1111
+#
+#1000
+1"
+#1200
+"""
+
+
+def test_vcd_variants_scopes_xz_vectors(tmp_path):
+    path = tmp_path / "v.vcd"
+    path.write_text(VARIANTS.format(ts="100 ps"))
+    # Lines: die0.rb low [100, 400); die1.rb z=1, x held, low [200, 1000); bus[1] low [100, 400).
+    params, kw, _ = setup(3, windows=((1, 100), (100, 1000)))
+    m = import_vcd(path, signals=["die0.rb", "top.die1.rb", "bus[1]"], clock=1e-10, **kw)
+    assert m.provenance["signals"] == ["top.die0.rb", "top.die1.rb", "top.die1.bus[1]"]
+    assert [c.busy_ticks for c in m.counts] == [300, 800, 300]
+    assert [c.classes[:2] for c in m.counts] == [[0, 1], [0, 1], [0, 1]]
+    assert any("1 unknown (x)" in w for w in m.provenance["warnings"])
+    # The same file in microseconds with x read as low: die1 is low from 150.
+    path.write_text(VARIANTS.format(ts="1us"))
+    m = import_vcd(path, signals=["die1.rb"], unknown="low", clock=1e-6, **setup(1)[1])
+    assert m.counts[0].busy_ticks == 850
+    # Default clock: the smallest multiple of the timescale >= 10 ns.
+    assert default_clock(1e-10) == pytest.approx(1e-8) and default_clock(1e-6) == 1e-6
+    # Default selection: every 1-bit variable.
+    m = import_vcd(path, clock=1e-6, **setup(2)[1])
+    assert m.provenance["signals"] == ["top.die0.rb", "top.die1.rb"]
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda s: s.replace("{ts}", "3 ns"), "line 3: \\$timescale '3ns' is not"),
+    (lambda s: s.replace("#1000", "#10"), "line 32: timestamp #10 goes back in time"),
+    (lambda s: s.replace("$enddefinitions $end", ""), "line 17: unexpected '#0' in the VCD h"),
+    (lambda s: s.replace("b1111\n#\n", "b12 #\n"), "line 30: bad vector value 'b12'"),
+    (lambda s: s.replace("#1200", "?what"), "line 34: unexpected '\\?what'"),
+])
+def test_malformed_vcd_names_the_line(tmp_path, mutate, message):
+    path = tmp_path / "bad.vcd"
+    path.write_text(mutate(VARIANTS).replace("{ts}", "1 ns"))
+    with pytest.raises(RecordingError, match=message):
+        import_vcd(path, signals=["die0.rb"], clock=1e-9, **setup(1)[1])
+
+
+def test_vcd_selection_errors(tmp_path):
+    path = tmp_path / "v.vcd"
+    path.write_text(VARIANTS.format(ts="1 ns"))
+    with pytest.raises(RecordingError, match="no signal 'nope'"):
+        import_vcd(path, signals=["nope"], **setup(1)[1])
+    with pytest.raises(RecordingError, match="is a 4-bit vector; select one bit as bus\\[i\\]"):
+        import_vcd(path, signals=["bus"], **setup(1)[1])
+    with pytest.raises(RecordingError, match="bit 9 is outside"):
+        import_vcd(path, signals=["bus[9]"], **setup(1)[1])
+    # A suffix that is not a bit range of the variable's size (an array index, as Amaranth
+    # writes) stays part of the name.
+    path.write_text(VARIANTS.format(ts="1 ns").replace("bus [3:0]", "mem [0]"))
+    with pytest.raises(RecordingError, match=r"no signal 'bus\[1\]' .*top.die1.mem\[0\]"):
+        import_vcd(path, signals=["bus[1]"], **setup(1)[1])
+    with pytest.raises(RecordingError, match="not a whole multiple of"):
+        import_vcd(path, signals=["die0.rb"], clock=1.5e-9, **setup(1)[1])
+
+
+def test_parse_time():
+    assert parse_time("10ns") == pytest.approx(1e-8)
+    assert parse_time("2.5 ms") == pytest.approx(2.5e-3)
+    with pytest.raises(ValueError, match="needs a unit"):
+        parse_time("10")
+
+
+# CLI ------------------------------------------------------------------------------------------
+
+
+def test_cli_analyze_vcd_json_and_saved_measurement(tmp_path, trains, capsys):
+    vcd = tmp_path / "t.vcd"
+    with open(vcd, "w") as f:
+        write_vcd(f, trains, end=120_000)
+    saved = tmp_path / "m.json"
+    args = ["analyze", str(vcd), "--geometry", "ssd-v", "--clock", "1us",
+            "--window", "cache=1:3", "--window", "read=3:20", "--window", "program=20:400",
+            "--window", "erase=400:800", "--glitch", "1", "--logical", "1MB", "--json",
+            "--save-measurement", str(saved), "-q"]
+    assert cli.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    m = Measurement.load(saved)
+    programs = sum(c.classes[2] for c in m.counts)
+    assert out["program_pulses"]["value"] == pytest.approx(programs * 4 / 4)
+    assert out["wa"]["value"] == pytest.approx(programs * 4096 / 1e6)
+    assert cli.main(["analyze", str(saved), "--geometry", "ssd-v", "--logical", "1MB",
+                     "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["wa"] == out["wa"]
+    # Human output carries the figures.
+    assert cli.main(["analyze", str(saved), "--geometry", "ssd-v", "--logical", "1MB"]) == 0
+    text = capsys.readouterr().out
+    assert "WRITE AMPLIFICATION" in text and f"{out['wa']['value']:.4f}" in text
+
+
+def test_cli_exit_codes(tmp_path, capsys):
+    bad = tmp_path / "bad.vcd"
+    bad.write_text("$timescale 7 ns $end\n")
+    assert cli.main(["analyze", str(bad), "--geometry", "ssd-v"]) == 1
+    assert "$timescale" in capsys.readouterr().err
+    assert cli.main(["analyze", str(bad)]) == 2  # no geometry
+    assert "--geometry is required" in capsys.readouterr().err
+    assert cli.main(["analyze", str(bad), "--geometry", "ssd-x"]) == 2
+    assert cli.main(["analyze", str(bad), "--geometry", "ssd-v", "--window", "x"]) == 2
+    assert "expected NAME=LO:HI" in capsys.readouterr().err
+
+
+def test_write_vcd_round_trip_text():
+    f = io.StringIO()
+    write_vcd(f, [Train(1, [(5, 0), (9, 1)])], timescale="10 ns", one_line=True)
+    assert f.getvalue().splitlines()[-3:] == ["#5 0!", "#9 1!", "#10"]

@@ -1,0 +1,234 @@
+"""The WA engine: hand-computed cases on the paper's drives, Mp, intervals vs brute force."""
+
+import itertools
+import json
+
+import pytest
+
+from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
+from rbscope.geometry import Geometry, load_geometry
+from rbscope.logical import LogicalVolume, from_bytes
+from rbscope.measurement import Measurement, MeasurementError, Probe, Snapshot
+from rbscope.model import ChannelCounts, SnifferModel, Train
+from rbscope.wa import Interval, WAError, compute_wa, decide_mp, wa_series
+
+NAMES = ("cache", "read", "program", "erase")
+WINDOWS = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
+GiB = 1 << 30
+
+
+def measurement(programs, partial=None, dropped=None, probes=None, reads=None, **kw):
+    n = len(programs)
+    params = SnifferParams(channels=n)
+    counts = []
+    for i, p in enumerate(programs):
+        c = ChannelCounts.zeros(params)
+        c.classes[2] = p
+        c.classes[1] = reads[i] if reads else 0
+        c.partial = partial[i] if partial else 0
+        c.dropped = dropped[i] if dropped else 0
+        counts.append(c)
+    config = SnifferConfig(prescaler=1, glitch_ticks=2, windows=WINDOWS, idle_ticks=100)
+    return Measurement(params, config, 1e-6, counts, NAMES,
+                       probes=probes or [], quiet_ticks=kw.pop("quiet_ticks", 10**6), **kw)
+
+
+def test_ssd_v_one_die_sequential_2gib_is_wa_1():
+    # Paper eq. 5-7: 2 GiB in 4 KiB pages over 4 dies (Mp = 1) = 131072 programs per die.
+    g = load_geometry("ssd-v")
+    r = compute_wa(measurement([131072]), g, from_bytes(2 * GiB))
+    assert r.wa.value == r.wa.lo == r.wa.hi == 1.0
+    assert r.physical_bytes.value == 2 * GiB
+    assert r.dies == 4 and r.dies_probed == 1 and r.mp == 1
+    assert any("1 of 4 dies probed" in w for w in r.warnings)
+
+
+def test_ssd_m_multi_plane_mp2_and_mp_decision():
+    g = load_geometry("ssd-m")  # 16 dies, Mp 2
+    m = measurement([16384, 16384 + 1638])  # two dies probed
+    r = compute_wa(m, g, from_bytes(2 * GiB))
+    # N = (16384 + 18022) × 16 / 2 = 275248 pulses × 2 pages × 4096 B.
+    assert r.program_pulses.value == 275248
+    assert r.wa.value == pytest.approx(275248 * 2 * 4096 / (2 * GiB))
+    assert dict(r.per_die) == pytest.approx({"ch0": 1.0, "ch1": 18022 * 16 * 8192 / (2 * GiB)})
+    # The paper's calibration: with Mp = 1 the sequential write shows WA ≈ 0.5 -> Mp = 2.
+    r1 = compute_wa(measurement([16384] * 2), g, from_bytes(2 * GiB), mp=1)
+    assert r1.wa.value == 0.5
+    d = decide_mp(r1.wa, candidates=(1, 2))
+    assert (d.mp, d.status, d.implied) == (2, "decided", 2.0)
+
+
+def test_ssd_s_and_ssd_i_by_hand():
+    s = load_geometry("ssd-s")  # 4×2×2 = 16 dies, Mp 2, 4 KiB
+    r = compute_wa(measurement([1000] * 16, probes=[Probe(f"d{i}", (loc,)) for i, loc in
+                                                   enumerate(s.die_locations())]),
+                   s, from_bytes(100 * 10**6))
+    assert r.wa.value == pytest.approx(16 * 1000 * 2 * 4096 / 1e8)
+    assert not any("probed" in w for w in r.warnings)  # every die is probed
+    i = load_geometry("ssd-i")  # 10 dies, Mp 1
+    r = compute_wa(measurement([5000, 7000]), i, from_bytes(10**8))
+    assert r.wa.value == pytest.approx((5000 + 7000) / 2 * 10 * 4096 / 1e8)
+    assert r.spread == pytest.approx((5000 * 10 * 4096 / 1e8, 7000 * 10 * 4096 / 1e8))
+
+
+def test_wired_or_line_counts_its_dies():
+    g = load_geometry("ssd-s")
+    m = measurement([800], probes=[Probe("ce0", ((0, 0, 0), (0, 0, 1)))])
+    r = compute_wa(m, g, from_bytes(10**7))
+    assert r.dies_probed == 2
+    assert r.program_pulses.value == 800 * 16 / 2
+    assert any("wired-OR" in w for w in r.warnings)
+
+
+@pytest.mark.parametrize("programs, partial, dropped, lv", [
+    ([10, 12], [1, 0], [0, 2], LogicalVolume(40_000, 41_000)),
+    ([7], [2], [1], LogicalVolume(1, 90_000)),
+    ([3, 4, 5], [0, 1, 1], [1, 0, 0], LogicalVolume(50_000, 50_000)),
+])
+def test_interval_equals_brute_force(programs, partial, dropped, lv):
+    # Every pulse of unknown width (partial, dropped) may or may not be a program, and the
+    # logical volume may be anywhere in its interval: the engine's bounds must be the extreme
+    # WA over every such resolution.
+    g = Geometry("t", channels=2, chips_per_channel=2, dies_per_chip=1, planes_per_die=2,
+                 page_size=2048, program_model="multi-plane")
+    r = compute_wa(measurement(programs, partial, dropped), g, lv)
+    unknowns = [(ch, k) for ch in range(len(programs))
+                for k in range(partial[ch] + dropped[ch])]
+    values = []
+    for choice in itertools.product((0, 1), repeat=len(unknowns)):
+        extra = [0] * len(programs)
+        for (ch, _), bit in zip(unknowns, choice, strict=True):
+            extra[ch] += bit
+        total = sum(p + e for p, e in zip(programs, extra, strict=True))
+        phys = total * g.dies / len(programs) * 2 * 2048
+        values += [phys / lv.lo, phys / lv.hi]
+    assert r.wa.lo == pytest.approx(min(values))
+    assert r.wa.hi == pytest.approx(max(values))
+    assert r.wa.lo <= r.wa.value <= r.wa.hi
+
+
+def test_interval_holds_truth_on_a_simulated_train():
+    # Programs of 1000 cycles; channel 0 is already programming at reset, so its first program
+    # is partial. The model counts; the true number of programs must lie in the interval.
+    trains = []
+    true = 0
+    for ch in range(2):
+        edges = []
+        t = 500 if ch == 0 else 100
+        initial = 0 if ch == 0 else 1
+        if ch == 0:
+            edges.append((t, 1))
+            true += 1
+        for _ in range(20):
+            t += 300
+            edges += [(t, 0), (t + 1000, 1)]
+            t += 1000
+            true += 1
+        trains.append(Train(initial, edges))
+    params = SnifferParams(channels=2)
+    config = SnifferConfig(prescaler=1, glitch_ticks=2, windows=WINDOWS, idle_ticks=100)
+    result = SnifferModel(params, config).run(trains, t + 500)
+    m = Measurement(params, config, 1e-6, result.channels, NAMES)
+    g = Geometry("t", 2, 1, 1, 1, 4096)
+    r = compute_wa(m, g, from_bytes(true * 4096))
+    assert r.program_pulses.lo <= true <= r.program_pulses.hi
+    assert r.program_pulses.value == true - 1 and r.program_pulses.hi == true
+    assert r.wa.lo <= 1.0 <= r.wa.hi
+
+
+@pytest.mark.parametrize("wa1, expected", [
+    (1.03, 1), (0.98, 1), (0.51, 2), (0.26, 4), (Interval(0.5, 0.45, 0.56), 2)])
+def test_decide_mp_decided(wa1, expected):
+    d = decide_mp(wa1)
+    assert d.status == "decided" and d.mp == expected
+
+
+@pytest.mark.parametrize("wa1, reason", [
+    (0.75, "within 20% of no 1/Mp"),
+    (1.6, "within 20% of no 1/Mp"),
+    (Interval(0.55, 0.4, 0.9), "also meets Mp = \\[1\\]"),
+])
+def test_decide_mp_ambiguous(wa1, reason):
+    d = decide_mp(wa1)
+    assert d.mp is None and d.status == "ambiguous"
+    assert pytest.approx(1 / (wa1 if isinstance(wa1, float) else wa1.value)) == d.implied
+    import re
+    assert re.search(reason, d.reason)
+
+
+def test_errors_name_the_problem():
+    g = load_geometry("ssd-v")
+    with pytest.raises(WAError, match="logical volume is 0 bytes"):
+        compute_wa(measurement([1]), g, from_bytes(0))
+    with pytest.raises(WAError, match="no class window is named 'prog'"):
+        compute_wa(measurement([1]), g, from_bytes(1), program_class="prog")
+    with pytest.raises(WAError, match="5 dies are probed but SSD-v has only 4"):
+        compute_wa(measurement([1] * 5), g, from_bytes(1))
+    with pytest.raises(WAError, match=r"die \(0, 0, 0\) is watched by two probes"):
+        compute_wa(measurement([1, 1], probes=[Probe("a", ((0, 0, 0),)),
+                                               Probe("b", ((0, 0, 0),))]), g, from_bytes(1))
+    with pytest.raises(WAError, match=r"probe 'a': die \(9, 0, 0\) is not in SSD-v"):
+        compute_wa(measurement([1], probes=[Probe("a", ((9, 0, 0),))]), g, from_bytes(1))
+    with pytest.raises(WAError, match="mp must be a positive integer"):
+        compute_wa(measurement([1]), g, from_bytes(1), mp=0)
+
+
+def test_warnings_for_unfinished_and_overlapping():
+    g = load_geometry("ssd-v")  # erase 2000 µs; program window here [120, 2400) µs
+    m = measurement([10], partial=[1], dropped=[2], quiet_ticks=5, may_drop=True)
+    text = "\n".join(compute_wa(m, g, from_bytes(4096)).warnings)
+    for needle in ("ready for only", "partial", "dropped by the device", "could have dropped",
+                   "overlaps the erase time"):
+        assert needle in text
+
+
+def test_overlap_correction_widens_interval():
+    g = Geometry("t", 1, 1, 1, 1, 4096)
+    r = compute_wa(measurement([100]), g, from_bytes(4096 * 100), correction={0: 95.0})
+    assert r.wa.value == pytest.approx(0.95)
+    assert (r.wa.lo, r.wa.hi) == (pytest.approx(0.95), pytest.approx(1.0))
+
+
+def test_series_and_json():
+    m = measurement([300])
+    params = m.params
+
+    def snap(ts, n):
+        c = ChannelCounts.zeros(params)
+        c.classes[2] = n
+        c.histogram = []
+        return Snapshot(ts, [c])
+
+    m.snapshots = [snap(1_000_000, 100), snap(2_000_000, 250)]
+    m.duration_ticks = 3_000_000
+    g = Geometry("t", 2, 1, 1, 1, 4096)
+    rows = wa_series(m, g, logical_series=[(0, 0), (3.0, 3 * 409600)])
+    assert [r.programs for r in rows] == [100, 150, 50]
+    assert [r.physical_bytes for r in rows] == [100 * 2 * 4096, 150 * 2 * 4096, 50 * 2 * 4096]
+    assert [round(r.wa, 6) for r in rows] == [2.0, 3.0, 1.0]
+    assert rows[-1].cumulative_wa == pytest.approx(2.0)
+    r = compute_wa(m, g, from_bytes(10**6))
+    json.dumps(r.to_dict())  # serialisable
+    back = Measurement.from_json(m.to_json())
+    assert back.counts == m.counts and back.snapshots[1].counts[0].classes[2] == 250
+
+
+def test_measurement_json_errors_name_the_field():
+    obj = measurement([5]).to_dict()
+    obj["counts"][0]["partial"] = -1
+    with pytest.raises(MeasurementError, match=r"measurement.counts\[0\].partial must be at"):
+        Measurement.from_dict(obj)
+    obj = measurement([5]).to_dict()
+    obj["params"]["channels"] = 0
+    with pytest.raises(MeasurementError, match="measurement.params: channels must be"):
+        Measurement.from_dict(obj)
+    obj = measurement([5]).to_dict()
+    del obj["config"]["windows"]
+    with pytest.raises(MeasurementError, match="measurement.config.windows is missing"):
+        Measurement.from_dict(obj)
+    obj = measurement([5]).to_dict()
+    obj["counts"][0]["histogram"] = {"999": 1}
+    with pytest.raises(MeasurementError, match="histogram bin 999 is outside"):
+        Measurement.from_dict(obj)
+    with pytest.raises(MeasurementError, match=r"not valid JSON: .* \(offset 1\)"):
+        Measurement.from_json("{x")
