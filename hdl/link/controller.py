@@ -294,7 +294,6 @@ class LinkController(wiring.Component):
         seq = Signal(16)
         snapshot_no = Signal(16)
         snap_channel = Signal(p.channel_bits)
-        snap_flags = Signal(8)
         hist_channel = Signal(p.channel_bits)
         hist_first = Signal(16)
         word = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK) + 1))
@@ -307,17 +306,23 @@ class LinkController(wiring.Component):
         status = self.sniffer_status
         snap_flag_bits = Cat(status.quiescent, status.clear_busy, link["trace_enable"],
                              snap_solicited)
+        # A snapshot's header describes one instant: its fields are latched together when the
+        # snapshot starts, not sampled one by one as the bytes go out.
+        status_layout = protocol.status_layout(p)
+        snap_latch = {name: Signal(field.shape, name=f"snap_{name}")
+                      for name, field in status_layout}
+        snap_now = {
+            "snapshot": snapshot_no, "timestamp": status.timestamp,
+            "quiet_since": status.quiet_since, "epoch": status.epoch,
+            "flags": snap_flag_bits, "rx_frames": rx_frames, "rx_errors": rx_errors,
+            "trace_lost": trace_lost_total,
+        }
 
         frames = {
             protocol.FrameType.RESPONSE: {name: resp_data[name] for name in
                                           ("tag", "opcode", "status", "address", "value")},
             protocol.FrameType.INFO: self._info_fields(link),
-            protocol.FrameType.STATUS: {
-                "snapshot": snapshot_no, "timestamp": status.timestamp,
-                "quiet_since": status.quiet_since, "epoch": status.epoch,
-                "flags": snap_flags, "rx_frames": rx_frames, "rx_errors": rx_errors,
-                "trace_lost": trace_lost_total,
-            },
+            protocol.FrameType.STATUS: snap_latch,
             protocol.FrameType.COUNTERS: {
                 "snapshot": snapshot_no, "channel": snap_channel,
                 "timestamp": status.timestamp, "trace_lost": tl_frame.data,
@@ -371,8 +376,8 @@ class LinkController(wiring.Component):
                 with m.Elif(info_pending):
                     m.next = "INFO_0"
                 with m.Elif(snap_request):
-                    m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
-                                 snap_flags.eq(snap_flag_bits), snap_solicited.eq(0)]
+                    m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
+                    m.d.sync += [snap_latch[name].eq(value) for name, value in snap_now.items()]
                     m.next = "STATUS_0"
                 with m.Elif(hist_request):
                     m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
