@@ -75,8 +75,10 @@ def _duration(text):
 
 def _add_source_options(p):
     p.add_argument("source", metavar="SOURCE",
-                   help="a measurement (.json), a VCD (.vcd) or a sigrok session (.sr)")
-    p.add_argument("--format", choices=("auto", "json", "vcd", "sr"), default="auto",
+                   help="a measurement (.json), a capture file (rbscope capture), a VCD "
+                        "(.vcd) or a sigrok session (.sr)")
+    p.add_argument("--format", choices=("auto", "json", "capture", "vcd", "sr"),
+                   default="auto",
                    help="source format (default: from the extension, then the content)")
     g = p.add_argument_group("import (VCD and sigrok sources)")
     g.add_argument("--signal", action="append", default=[], metavar="NAME",
@@ -156,11 +158,13 @@ def _detect(path, fmt):
     suffix = Path(path).suffix.lower()
     if suffix in (".json", ".vcd", ".sr"):
         return suffix[1:]
-    try:
+    try:  # other names: by content
         with open(path, "rb") as f:
             head = f.read(64)
     except OSError as exc:
         raise RecordingError(f"{path}: cannot open: {exc.strerror}") from None
+    if head.startswith(b"\x89RBSCAP"):
+        return "capture"
     if head.startswith(b"PK"):
         return "sr"
     if head.lstrip().startswith(b"{"):
@@ -208,6 +212,12 @@ def load_source(args, geometry):
     notes = []
     if fmt == "json":
         m = Measurement.load(args.source)
+    elif fmt == "capture":
+        from .capture import CaptureError, capture_to_measurement
+        try:
+            m = capture_to_measurement(args.source)
+        except CaptureError as exc:
+            raise RecordingError(str(exc)) from None
     else:
         preset = _preset(args, geometry)
         if len(preset.windows) > 10:
@@ -249,7 +259,7 @@ def load_source(args, geometry):
             except OSError as exc:
                 raise RecordingError(f"{args.save_measurement}: cannot write: "
                                      f"{exc.strerror}") from None
-    if fmt == "json" and args.probe:
+    if fmt in ("json", "capture") and args.probe:
         for index, dies in args.probe:
             if not 0 <= index < m.params.channels:
                 raise UsageError(f"--probe {index}: the measurement has lines 0 … "

@@ -444,7 +444,7 @@ class FakeDevice:
         for ch in range(p.channels):
             row = self.counts(ch).row(p)[:p.counters_per_channel]
             self._send(FrameType.COUNTERS, {
-                "snapshot": self.snapshot_no, "channel": ch,
+                "snapshot": self.snapshot_no, "channel": ch, "epoch": self.epoch & 0xFFFF,
                 "timestamp": self._ts & ((1 << p.timestamp_bits) - 1),
                 "trace_lost": self.trace_lost[ch] & 0xFFFFFFFF,
                 "counters": [w & mask for w in row]})

@@ -306,6 +306,7 @@ class Counters(Frame):
 
     snapshot: int = 0
     channel: int = 0
+    epoch: int = 0
     timestamp: int = 0
     trace_lost: int = 0
     counters: tuple = ()

@@ -327,3 +327,23 @@ def test_write_vcd_round_trip_text():
     f = io.StringIO()
     write_vcd(f, [Train(1, [(5, 0), (9, 1)])], timescale="10 ns", one_line=True)
     assert f.getvalue().splitlines()[-3:] == ["#5 0!", "#9 1!", "#10"]
+
+
+def test_cli_analyze_reads_capture_files(tmp_path, capsys):
+    # A capture file as issue 3's device session writes it (their test helper), analysed through
+    # capture_to_measurement: program class by name from the capture's config event.
+    from .test_capture import _write_session
+
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    assert cli.main(["analyze", str(path), "--geometry", "ssd-v", "--logical", "32KiB",
+                     "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["source"]["source"] == "capture"
+    # Two probed lines stand for SSD-v's 4 dies.
+    programs = out["class_totals"]["program"]
+    assert programs > 0
+    assert out["program_pulses"]["value"] == pytest.approx(programs * 4 / 2)
+    assert out["wa"]["value"] == pytest.approx(programs * 2 * 4096 / 32768)
+    path.write_bytes(path.read_bytes()[:20])
+    assert cli.main(["analyze", str(path), "--geometry", "ssd-v", "--format", "capture"]) == 1

@@ -178,6 +178,13 @@ class LinkController(wiring.Component):
         ]
 
         # ---- command execution --------------------------------------------------------------
+        # Time and epoch of the frame being built, latched as it starts. A clear takes effect
+        # only between frames, and no frame starts while it is pending, so that no frame mixes
+        # counts of two epochs.
+        frame_epoch = Signal(16)
+        frame_timestamp = Signal(p.timestamp_bits)
+        frame_idle = Signal()
+        clear_pending = Signal()
         resp = protocol.RESPONSE
         resp_pending = Signal()
         resp_data = Signal(resp)
@@ -242,9 +249,7 @@ class LinkController(wiring.Component):
                                 respond(protocol.Status.OK)
                                 m.d.sync += hist_request.eq(1)
                             with m.Case(protocol.Opcode.CLEAR):
-                                m.d.comb += self.clear.eq(1)
-                                m.d.sync += clear_epoch.eq(self.sniffer_status.epoch)
-                                m.next = "CLEARING"
+                                m.next = "CLEAR_WAIT"
                             with m.Default():
                                 respond(protocol.Status.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
@@ -258,7 +263,14 @@ class LinkController(wiring.Component):
                     resp_data.value.eq(read_value),
                 ]
                 m.next = "WAIT"
+            with m.State("CLEAR_WAIT"):
+                # Only between frames, so that no frame mixes counts of two epochs.
+                with m.If(frame_idle):
+                    m.d.comb += self.clear.eq(1)
+                    m.d.sync += clear_epoch.eq(self.sniffer_status.epoch)
+                    m.next = "CLEARING"
             with m.State("CLEARING"):
+                m.d.comb += clear_pending.eq(1)
                 with m.If(self.sniffer_status.epoch != clear_epoch):
                     m.d.sync += [
                         resp_pending.eq(1),
@@ -324,13 +336,13 @@ class LinkController(wiring.Component):
             protocol.FrameType.INFO: self._info_fields(link),
             protocol.FrameType.STATUS: snap_latch,
             protocol.FrameType.COUNTERS: {
-                "snapshot": snapshot_no, "channel": snap_channel,
-                "timestamp": status.timestamp, "trace_lost": tl_frame.data,
+                "snapshot": snapshot_no, "channel": snap_channel, "epoch": frame_epoch,
+                "timestamp": frame_timestamp, "trace_lost": tl_frame.data,
                 "counters": _Read(Space.COUNTERS, snap_channel, None),
             },
             protocol.FrameType.HISTOGRAM: {
-                "channel": hist_channel, "first": hist_first, "epoch": status.epoch,
-                "timestamp": status.timestamp,
+                "channel": hist_channel, "first": hist_first, "epoch": frame_epoch,
+                "timestamp": frame_timestamp,
                 "bins": _Read(Space.HISTOGRAM, hist_channel, hist_first),
             },
             protocol.FrameType.TRACE: {
@@ -369,9 +381,11 @@ class LinkController(wiring.Component):
                                   min(8, nbytes - offset)))
             return steps
 
-        with m.FSM(name="frames"):
+        with m.FSM(name="frames") as frames_fsm:
             with m.State("IDLE"):
-                with m.If(resp_pending):
+                with m.If(clear_pending):
+                    pass
+                with m.Elif(resp_pending):
                     m.next = "RESPONSE_0"
                 with m.Elif(info_pending):
                     m.next = "INFO_0"
@@ -423,15 +437,25 @@ class LinkController(wiring.Component):
             # Between the frames of a snapshot or a histogram burst, a pending response goes
             # first, so the host never waits long for a command's answer.
             with m.State("SNAP_NEXT"):
-                with m.If(resp_pending):
+                with m.If(clear_pending):
+                    pass
+                with m.Elif(resp_pending):
                     m.next = "RESPONSE_0"
                 with m.Else():
                     m.next = "COUNTERS_0"
             with m.State("HIST_NEXT"):
-                with m.If(resp_pending):
+                with m.If(clear_pending):
+                    pass
+                with m.Elif(resp_pending):
                     m.next = "RESPONSE_0"
                 with m.Else():
                     m.next = "HISTOGRAM_0"
+        # Between frames, keep the frame time and epoch current; they freeze when a frame starts
+        # (its first byte is loaded in the cycle after leaving these states).
+        m.d.comb += frame_idle.eq(frames_fsm.ongoing("IDLE") | frames_fsm.ongoing("SNAP_NEXT") |
+                                  frames_fsm.ongoing("HIST_NEXT"))
+        with m.If(frame_idle):
+            m.d.sync += [frame_epoch.eq(status.epoch), frame_timestamp.eq(status.timestamp)]
         return m
 
     # ---- helpers --------------------------------------------------------------------------------

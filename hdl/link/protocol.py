@@ -187,12 +187,14 @@ def counters_layout(params):
 
     ``counters[i]`` is the sniffer's counter-row word ``i`` (classes, then the fixed
     :class:`~rbscope.gateware.rb_sniffer.params.Counter` words); ``trace_lost`` counts this
-    channel's trace records dropped because the link was busy.
+    channel's trace records dropped because the link was busy. ``epoch`` and ``timestamp`` are
+    taken when the frame starts; a clear never lands inside a frame, so a row never mixes epochs.
     """
     _check(params)
     return data.StructLayout({
         "snapshot": 16,
         "channel": 16,
+        "epoch": 16,
         "timestamp": params.timestamp_bits,
         "trace_lost": 32,
         "counters": data.ArrayLayout(params.counter_bits, params.counters_per_channel),

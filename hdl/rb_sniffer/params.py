@@ -125,6 +125,10 @@ class SnifferParams:
         check("timestamp_bits", 48, 64)
         check("prescaler_bits", 8, 24)
         check("glitch_bits", 4, 16)
+        # Counters, bins and timestamps travel as whole bytes in the link's frames.
+        for name in ("counter_bits", "hist_bits", "timestamp_bits"):
+            if getattr(self, name) % 8:
+                raise ValueError(f"{name} must be a multiple of 8, not {getattr(self, name)!r}")
 
     # Derived quantities -------------------------------------------------------------------------
 
