@@ -1,65 +1,30 @@
-"""``make demo``: the sniffer gateware on a simulated NAND workload, counts beside the truth.
+"""``make demo``: the simulated rig, end to end, with the counts checked against the truth.
 
-Builds the real sniffer (Amaranth → Verilog → Verilator), drives its R/B# pins with synthetic
-pulse trains (reads, MLC lower/upper-page programs, erases, cache-busy pulses, ringing glitches,
-dies busy at reset), reads every counter and histogram bin back through the gateware's read
-port, and prints them beside the bit-exact reference model's counts.
+1. Builds the real device gateware (sniffer + UART link) with Verilator (cached after the first
+   build) and starts it behind a pseudo-terminal: the simulated device of ``rbscope sim``.
+2. Its 16 R/B# inputs see a synthetic NAND workload: reads, MLC lower/upper-page programs,
+   erases, cache-busy pulses, ringing glitches, one die already busy at power-up.
+3. The host connects exactly as to ``/dev/ttyUSB0`` (``rbscope.device.Device``), records every
+   frame into a capture file, and stops when the device reports quiescence.
+4. It prints what arrived over the link beside the exact counts of the bit-exact reference model
+   (``rbscope.model``) for the same workload, and the pulse-width histogram of one die.
 
-Until the link issue lands, the bench runs through cocotb from the repository checkout.
-
-Usage: ``python -m rbscope.demo [--channels N] [--cycles N] [--seed N] [--simulator S]``.
+Usage: ``python -m rbscope.demo [--channels N] [--duration S] [--seed N] [--capture FILE]``.
 """
 
 import argparse
-import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from .gateware.rb_sniffer import Counter, SnifferParams
+from .gateware.rb_sniffer import Counter
 
 __all__ = ["main"]
 
-#: Class windows in ticks for the scaled mix of rbscope.stimulus (1 cycle ≈ 1 µs of NAND time).
-WINDOWS = (("cache", 3, 12), ("read", 12, 120), ("program", 120, 2400), ("erase", 2400, 5000))
-GLITCH_TICKS = 3
+NAMES = ("cache", "read", "program", "erase")
 
 
-def _repo_root():
-    root = Path(__file__).resolve().parent.parent
-    if not (root / "cocotb_tests" / "runner.py").is_file():
-        raise SystemExit("rbscope demo: run it from a repository checkout (`make demo`): "
-                         f"no cocotb_tests/ next to {root}")
-    return root
-
-
-def _run(args, report):
-    root = _repo_root()
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from cocotb_tests.runner import run_bench
-
-    from .gateware.rb_sniffer import RBSniffer
-
-    params = {"channels": args.channels}
-    design = SnifferParams(**params)
-    build_dir = root / "build" / "demo" / f"sniffer_{args.channels}ch_{args.simulator}"
-    return run_bench(
-        lambda: RBSniffer(design), "rb_sniffer", "sniffer_bench", args.simulator, build_dir,
-        params={
-            "params": params,
-            "config": {"prescaler": 1, "glitch_ticks": GLITCH_TICKS,
-                       "windows": [[lo, hi] for _, lo, hi in WINDOWS], "idle_ticks": 50},
-            "scenario": {"kind": "random", "seed": args.seed,
-                         "spec": {"low_at_reset": [1, args.channels - 1], "glitch_rate": 0.15,
-                                  "gap": [40, 400]}},
-            "cycles": args.cycles,
-            "report": str(report),
-        })
-
-
-def _histogram_lines(params, hist, width=44):
+def _histogram_lines(params, hist, windows, width=44):
     """Octave-aggregated histogram with the class windows named."""
     octaves = {}
     for b, n in enumerate(hist):
@@ -73,68 +38,108 @@ def _histogram_lines(params, hist, width=44):
     lines = []
     for octave in sorted(octaves):
         lo, hi = (0, 1) if octave < 0 else (1 << octave, 1 << (octave + 1))
-        names = [name for name, wlo, whi in WINDOWS if wlo < hi and lo < whi]
+        names = [name for name, (wlo, whi) in zip(NAMES, windows, strict=False)
+                 if wlo < hi and lo < whi]
         bar = "█" * max(1, round(width * octaves[octave] / peak))
-        lines.append(f"    {lo:>6}–{hi - 1:<6} {octaves[octave]:>6}  {bar:<{width}} "
+        lines.append(f"    {lo:>6}–{hi - 1:<6} µs {octaves[octave]:>6}  {bar:<{width}} "
                      f"{'/'.join(names)}")
     return lines
 
 
 def main(argv=None):
+    from .capture import CaptureWriter
+    from .device import Device
+    from .sim_cli import default_setup
+    from .simdevice import SimDevice, SimError
+
     parser = argparse.ArgumentParser(
         prog="rbscope-demo", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--channels", type=int, default=16, help="sniffer channels (default 16)")
-    parser.add_argument("--cycles", type=int, default=200_000,
-                        help="simulated clock cycles (default 200000)")
+    parser.add_argument("--channels", type=int, default=16, help="R/B# channels (default 16)")
+    parser.add_argument("--duration", type=float, default=2.0,
+                        help="seconds of NAND activity, in device time (default 2)")
     parser.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
-    parser.add_argument("--simulator", choices=("verilator", "icarus"), default="verilator")
+    parser.add_argument("--capture", default="build/demo/demo.rbcap",
+                        help="capture file to write (default build/demo/demo.rbcap)")
     args = parser.parse_args(argv)
-    params = SnifferParams(channels=args.channels)
 
-    print(f"rbscope demo: {args.channels}-channel R/B# sniffer gateware in {args.simulator}, "
-          f"synthetic NAND workload (seed {args.seed})")
-    print("  timings scaled: 1 clock cycle = 1 tick stands for ~1 µs of NAND time")
-    print(f"  building and simulating {args.cycles} cycles …", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        report_path = Path(tmp) / "report.json"
-        start = time.monotonic()
-        result = _run(args, report_path)
-        elapsed = time.monotonic() - start
-        report = json.loads(report_path.read_text())
-    how = "rebuilt" if result.rebuilt else "reused build"
-    print(f"  done in {elapsed:.1f} s ({how}: {result.build_seconds:.1f} s, "
-          f"simulation + read-back: {result.run_seconds:.1f} s)\n")
+    params, config, trains = default_setup(args.channels, args.duration, args.seed)
+    cycles = int(args.duration * 1_000_000)
+    print(f"rbscope demo: the simulated rig — {args.channels}-channel device gateware in "
+          f"Verilator, synthetic NAND workload (seed {args.seed}, {args.duration:g} s)")
+    print("  building the device (Amaranth → Verilog → Verilator; cached after the first run) …",
+          flush=True)
+    device = SimDevice(params, config, trains)
+    try:
+        started = time.monotonic()
+        device.build()
+        port = device.start()
+    except SimError as exc:
+        print(f"rbscope demo: {exc}", file=sys.stderr)
+        device.close()
+        return 1
+    print(f"  device running at {port} ({time.monotonic() - started:.1f} s)")
+    capture_path = Path(args.capture)
+    capture_path.parent.mkdir(parents=True, exist_ok=True)
+    capture_path.unlink(missing_ok=True)
+    try:
+        with Device(port, timeout=1.0, retries=5) as dev, CaptureWriter(capture_path) as writer:
+            info = dev.info
+            print(f"  connected: board {bytes(info.board).rstrip(bytes(1)).decode()}, "
+                  f"{info.channels} channels, clock {info.clock_hz} Hz, tick "
+                  f"{info.tick_period_ps / 1e6:g} µs; capturing into {capture_path}")
+            dev.attach_capture(writer)
+            last = 0.0
+            for snap in dev.snapshots(duration=300):
+                now = time.monotonic()
+                if now - last > 1.0:
+                    total = sum(sum(c.counters[:params.classes]) for c in snap.counters)
+                    print(f"    device time {snap.timestamp / 1e6:6.2f} s: {total:>7} pulses "
+                          f"classified so far", flush=True)
+                    last = now
+                if dev.is_quiescent() and snap.timestamp > cycles:
+                    break
+            final = dev.snapshot()
+            hist = dev.read_histograms()
+            stats = dev.stats
+    finally:
+        device.close()
+    truth = device.truth(cycles)
 
-    k = params.classes
     idx = {c: params.counter_index(c) for c in Counter}
-    names = [name for name, _, _ in WINDOWS]
-    header = (f"  {'ch':>3} " + "".join(f"{n:>9}" for n in names)
+    header = (f"  {'ch':>3} " + "".join(f"{n:>9}" for n in NAMES)
               + f"{'unclass':>9}{'glitch':>8}{'partial':>8}{'dropped':>8}{'busy %':>8}  model")
+    print(f"\n  quiescent at {final.status.quiet_since / 1e6:.3f} s of device time; counts as "
+          "received over the link:\n")
     print(header)
     print("  " + "─" * (len(header) - 2))
-    cycles = report["cycles"]
     all_equal = True
-    for ch, (row, model_row) in enumerate(zip(report["rows"], report["model_rows"], strict=True)):
-        equal = row == model_row and report["histograms"][ch] == report["model_histograms"][ch]
+    for ch, counts in enumerate(truth.channels):
+        row = list(final.counters[ch].counters)
+        equal = row == counts.row(params)[:len(row)] and hist[ch] == counts.histogram
         all_equal &= equal
         busy = 100 * row[idx[Counter.BUSY_TICKS]] / cycles
-        print(f"  {ch:>3} " + "".join(f"{row[i]:>9}" for i in range(len(names)))
+        print(f"  {ch:>3} " + "".join(f"{row[i]:>9}" for i in range(len(NAMES)))
               + f"{row[idx[Counter.UNCLASSIFIED]]:>9}{row[idx[Counter.GLITCH]]:>8}"
               + f"{row[idx[Counter.PARTIAL]]:>8}{row[idx[Counter.DROPPED]]:>8}{busy:>8.1f}"
               + f"  {'=' if equal else '≠'}")
-    totals = [sum(r[i] for r in report["rows"]) for i in range(k)]
     print("  " + "─" * (len(header) - 2))
-    print("  all " + "".join(f"{t:>9}" for t in totals[:len(names)]))
+    totals = [sum(c.counters[i] for c in final.counters) for i in range(len(NAMES))]
+    print("  all " + "".join(f"{t:>9}" for t in totals))
     print()
-    verdict = (f"every counter and all {params.hist_bins} histogram bins of every channel "
-               "equal the reference model, bit for bit" if all_equal
-               else "MISMATCH between gateware and reference model")
-    print(f"  {verdict}.")
-    print(f"\n  channel 0 pulse-width histogram (ticks, by octave; windows "
-          f"{', '.join(f'{n} [{lo}, {hi})' for n, lo, hi in WINDOWS)}):")
-    for line in _histogram_lines(params, report["histograms"][0]):
+    if all_equal:
+        print(f"  every counter and all {params.hist_bins} histogram bins of every channel equal "
+              "the reference model's exact counts, bit for bit.")
+    else:
+        print("  MISMATCH between the device and the reference model.")
+    print(f"  link: {stats.frames} frames, {stats.errors} rejected, {stats.lost_frames} lost.")
+    print("\n  channel 0 pulse-width histogram (by octave; windows "
+          + ", ".join(f"{n} [{lo}, {hi}) µs" for n, (lo, hi) in zip(NAMES, config.windows,
+                                                                      strict=False))
+          + "):")
+    for line in _histogram_lines(params, hist[0], config.windows):
         print(line)
+    print(f"\n  next: rbscope dump {capture_path} | head; rbscope sim --help")
     return 0 if all_equal else 1
 
 
