@@ -14,6 +14,7 @@ The truth — what an exact instrument must count for the trains — comes from 
 reference model, :class:`~rbscope.model.SnifferModel`, run on the same trains and configuration.
 """
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -129,9 +130,24 @@ class SimDevice:
         key = hashlib.sha256((text + HARNESS.read_text()).encode()).hexdigest()[:16]
         build_dir = self.build_root / key
         binary = build_dir / "obj" / "rbscope_sim"
-        if binary.exists():
+        done = build_dir / "built.ok"  # written last: a binary still being linked is not done
+        if done.exists():
             return binary
         build_dir.mkdir(parents=True, exist_ok=True)
+        # Several processes (test workers, two `rbscope sim`) may want the same build: the first
+        # builds, the others wait for it and reuse it.
+        with open(build_dir / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if done.exists():
+                    return binary
+                self._build_locked(text, build_dir, binary, log)
+                done.write_text(str(binary))
+                return binary
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _build_locked(self, text, build_dir, binary, log):
         (build_dir / f"{TOPLEVEL}.v").write_text(text)
         env = {**os.environ, **verilator_env()}
         cmd = ["verilator", "--cc", "--exe", "--build", "-O2", "-Wno-fatal", "-Wno-lint",
