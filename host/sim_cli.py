@@ -37,6 +37,10 @@ def add_sim_parser(commands):
                      help="seconds of device time with NAND activity (default 5); the lines "
                           "stay ready afterwards, so the device becomes quiescent")
     sim.add_argument("--seed", type=int, default=1, help="workload seed (default 1)")
+    sim.add_argument("--mix", metavar="FILE",
+                     help="workload description (TOML: operations with duration clusters in µs, "
+                          "gaps, glitches; see examples/workloads/mlc.toml); default: the "
+                          "built-in MLC mix")
     sim.add_argument("--link", metavar="PATH",
                      help="publish the pty at this symlink (default: a temporary path, printed)")
     sim.add_argument("--snapshot-ms", type=int, default=100, metavar="MS",
@@ -56,11 +60,14 @@ def add_sim_parser(commands):
     sim.set_defaults(handler=_cmd_sim)
 
 
-def default_setup(channels, duration_s, seed):
-    """Return (params, config, trains) of the standard simulated workload."""
+def default_setup(channels, duration_s, seed, mix=None):
+    """Return (params, config, trains) of the standard simulated workload.
+
+    ``mix`` is a workload file for :func:`rbscope.stimulus.load_mix` (default: the built-in mix).
+    """
     from .gateware.rb_sniffer import SnifferConfig, SnifferParams
     from .simdevice import DEFAULT_CLOCK_HZ
-    from .stimulus import TrainSpec, random_trains
+    from .stimulus import TrainSpec, load_mix, random_trains
 
     if not 1 <= channels <= 64:
         raise ValueError(f"--channels must be from 1 to 64, not {channels}")
@@ -70,8 +77,11 @@ def default_setup(channels, duration_s, seed):
     config = SnifferConfig(prescaler=1, glitch_ticks=3, windows=DEFAULT_WINDOWS_US,
                            idle_ticks=DEFAULT_CLOCK_HZ // 2)  # quiescent after 0.5 s idle
     cycles = int(duration_s * DEFAULT_CLOCK_HZ)
-    spec = TrainSpec(channels=channels, cycles=cycles, gap=(2 * (channels + 1) + 6, 400),
-                     glitch_rate=0.1, low_at_reset=frozenset({channels - 1}))
+    workload = {"gap": (2 * (channels + 1) + 6, 400), "glitch_rate": 0.1}
+    if mix is not None:
+        workload = load_mix(mix)
+    spec = TrainSpec(channels=channels, cycles=cycles, low_at_reset=frozenset({channels - 1}),
+                     **workload)
     return params, config, random_trains(spec, seed)
 
 
@@ -99,7 +109,8 @@ def _cmd_sim(args):
             print(f"rbscope sim: {event} {text}".rstrip(), flush=True)
 
     try:
-        params, config, trains = default_setup(args.channels, args.duration, args.seed)
+        params, config, trains = default_setup(args.channels, args.duration, args.seed,
+                                               args.mix)
     except ValueError as exc:
         print(f"rbscope sim: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 from .model import Train
 
-__all__ = ["Operation", "TrainSpec", "random_trains", "merge_trains", "NAND_MIX_SCALED"]
+__all__ = [
+    "Operation", "TrainSpec", "random_trains", "merge_trains", "load_mix", "NAND_MIX_SCALED",
+]
 
 
 @dataclass(frozen=True)
@@ -147,3 +149,73 @@ def merge_trains(trains):
             word = (word & ~(1 << ch)) | (level << ch)
         schedule.append((cycle, word))
     return initial, schedule
+
+
+def load_mix(path):
+    """Read a workload description (TOML) for :func:`random_trains`.
+
+    Format (times in cycles; with the simulated device's 1 MHz clock, µs)::
+
+        gap = [40, 400]          # ready time between pulses, uniform
+        glitch_rate = 0.1        # share of gaps with a glitch
+        glitch_len = [1, 2]
+        [[operation]]
+        name = "program"
+        weight = 3
+        modes = [[1, 200, 500], [1, 1300, 2200]]   # [weight, lo, hi]: MLC lower/upper pages
+
+    Returns a dict of :class:`TrainSpec` keyword arguments (``mix``, ``gap``, ``glitch_rate``,
+    ``glitch_len``). Raises ``ValueError`` naming the file and the offending field.
+    """
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not valid TOML: {exc}") from None
+
+    def pair(name, default):
+        value = doc.get(name, default)
+        if (not isinstance(value, list) or len(value) != 2 or
+                not all(isinstance(v, int) and not isinstance(v, bool) for v in value) or
+                not 1 <= value[0] <= value[1]):
+            raise ValueError(f"{path}: {name} must be [lo, hi] with integers 1 <= lo <= hi, "
+                             f"not {value!r}")
+        return tuple(value)
+
+    known = {"gap", "glitch_rate", "glitch_len", "operation"}
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {unknown}; allowed: {sorted(known)}")
+    rate = doc.get("glitch_rate", 0.0)
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 <= rate <= 1:
+        raise ValueError(f"{path}: glitch_rate must be a number from 0 to 1, not {rate!r}")
+    ops = doc.get("operation")
+    if not isinstance(ops, list) or not ops:
+        raise ValueError(f"{path}: needs at least one [[operation]] table")
+    mix = []
+    for i, op in enumerate(ops):
+        where = f"{path}: operation[{i}]"
+        if not isinstance(op, dict) or set(op) - {"name", "weight", "modes"}:
+            raise ValueError(f"{where}: allowed keys are name, weight, modes")
+        name, weight, modes = op.get("name"), op.get("weight", 1), op.get("modes")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{where}.name must be a non-empty string, not {name!r}")
+        if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight < 0:
+            raise ValueError(f"{where}.weight must be a number >= 0, not {weight!r}")
+        if not isinstance(modes, list) or not modes:
+            raise ValueError(f"{where}.modes must be a list of [weight, lo, hi]")
+        for j, mode in enumerate(modes):
+            if (not isinstance(mode, list) or len(mode) != 3 or
+                    not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                            for v in mode) or
+                    not all(isinstance(v, int) for v in mode[1:]) or mode[0] < 0 or
+                    not 1 <= mode[1] <= mode[2]):
+                raise ValueError(f"{where}.modes[{j}] must be [weight >= 0, lo, hi] with "
+                                 f"integers 1 <= lo <= hi, not {mode!r}")
+        mix.append(Operation(name, weight, tuple(tuple(m) for m in modes)))
+    return {"mix": tuple(mix), "gap": pair("gap", [1, 300]), "glitch_rate": float(rate),
+            "glitch_len": pair("glitch_len", [1, 2])}
