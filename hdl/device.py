@@ -88,15 +88,12 @@ class RBScopeDevice(wiring.Component):
     Parameters
     ----------
     params : SnifferParams
-    clock_hz : int
-        System clock frequency. A simulation may declare any frequency; the device reports it
-        and the host converts ticks with it.
     uart_divisor : int
         Clock cycles per UART bit (at least 4).
-    board : str
-    snapshot_ms : int
-    config : SnifferConfig, optional
-        Boot configuration of the sniffer (register reset values).
+    **options
+        ``clock_hz``, ``board``, ``snapshot_ms``, ``config``: as for :class:`DeviceCore`. A
+        simulation may declare any clock; the device reports it and the host converts ticks
+        with it.
 
     Members
     -------
@@ -108,10 +105,8 @@ class RBScopeDevice(wiring.Component):
         Serial data to the host.
     """
 
-    def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
-                 config=None):
-        self.core = DeviceCore(params, clock_hz=clock_hz, uart_divisor=uart_divisor, board=board,
-                               snapshot_ms=snapshot_ms, config=config)
+    def __init__(self, params, *, uart_divisor, **options):
+        self.core = DeviceCore(params, uart_divisor=uart_divisor, **options)
         self.params = params
         self.uart_divisor = uart_divisor
         super().__init__({

@@ -510,24 +510,28 @@ class LinkController(wiring.Component):
             "board": Const(int.from_bytes(board, "little"), 8 * protocol.BOARD_NAME_BYTES),
         }
 
-    def _emit(self, m, shift, left, loaded, nxt, last_step):
+    def _emit(self, m, shift, left, loaded, last, done):
+        """Send the loaded value's bytes, least significant first; ``last`` marks the frame's
+        final byte; ``done()`` adds the statements for when the value's last byte is taken."""
         m.d.comb += [
             self.body.valid.eq(1),
             self.body.payload.data.eq(shift[:8]),
-            self.body.payload.last.eq((left == 1) & last_step),
+            self.body.payload.last.eq((left == 1) & last),
         ]
         with m.If(self.body.ready):
             m.d.sync += [shift.eq(shift >> 8), left.eq(left - 1)]
             with m.If(left == 1):
                 m.d.sync += loaded.eq(0)
-                m.next = nxt
+                done()
 
     def _value_step(self, m, step, shift, left, loaded, nxt, last_step):
         value, nbytes = step
         with m.If(~loaded):
             m.d.sync += [shift.eq(value), left.eq(nbytes), loaded.eq(1)]
         with m.Else():
-            self._emit(m, shift, left, loaded, nxt, last_step)
+            def done():
+                m.next = nxt
+            self._emit(m, shift, left, loaded, Const(last_step), done)
 
     def _read_step(self, m, step, shift, left, loaded, word, nxt, last_step):
         read, nbytes, count = step
@@ -549,18 +553,11 @@ class LinkController(wiring.Component):
                     m.d.sync += [shift.eq(self.read_resp.payload), left.eq(nbytes),
                                  loaded.eq(1), requested.eq(0)]
         with m.Else():
-            # Emit this word; then the next word of the array, or the next step.
-            m.d.comb += [
-                self.body.valid.eq(1),
-                self.body.payload.data.eq(shift[:8]),
-                self.body.payload.last.eq((left == 1) & (word == count - 1) & last_step),
-            ]
-            with m.If(self.body.ready):
-                m.d.sync += [shift.eq(shift >> 8), left.eq(left - 1)]
-                with m.If(left == 1):
-                    m.d.sync += loaded.eq(0)
-                    with m.If(word == count - 1):
-                        m.d.sync += word.eq(0)
-                        m.next = nxt
-                    with m.Else():
-                        m.d.sync += word.eq(word + 1)
+            # Emit this word; then read the next word of the array, or go to the next step.
+            def done():
+                with m.If(word == count - 1):
+                    m.d.sync += word.eq(0)
+                    m.next = nxt
+                with m.Else():
+                    m.d.sync += word.eq(word + 1)
+            self._emit(m, shift, left, loaded, (word == count - 1) & last_step, done)

@@ -1,0 +1,127 @@
+"""The NAND emulator: a bus front end, ``dies`` emulated dies and the ground-truth read port."""
+
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .bus import BusFrontEnd
+from .fsm import Die
+from .layouts import config_layout, read_request_layout
+from .params import EmuParams
+
+__all__ = ["NandEmulator"]
+
+
+class NandEmulator(wiring.Component):
+    """Emulate ``dies`` ONFI dies (one LUN per CE#) on one asynchronous SDR bus.
+
+    Parameters
+    ----------
+    params : EmuParams
+
+    Members
+    -------
+    ce_n : In(dies)
+        Chip enables, one per die (active low).
+    cle, ale, we_n, re_n, wp_n : In(1)
+        Bus controls (asynchronous to the clock).
+    io_i : In(8)
+        IO as driven by the host.
+    io_o : Out(8)
+        IO as driven by the selected die.
+    io_oe : Out(1)
+        The selected die drives IO: CE# and RE# low while the die has data to output.
+        Combinational from the (unsynchronised) CE#/RE# pins, so the byte appears within pad
+        delays of RE# falling; ``io_o`` itself is registered and never changes while RE# is low.
+    rb : Out(rb_count)
+        R/B# levels (1 = ready): one per die, or one wired-OR line with ``rb_wired``.
+    rb_oe : Out(rb_count)
+        The open-drain pull-down enables (``~rb``), for an ``io.Buffer`` with output 0.
+    die_rb : Out(dies)
+        Each die's own R/B# level, whatever the wiring (loopback and debugging).
+    cfg : In(config_layout)
+        Run-time configuration.
+    read_req : In(stream.Signature(read_request_layout))
+        Requests to read one ground-truth counter (``die``, ``index`` an :class:`EmuCounter`).
+    read_resp : Out(stream.Signature(counter_bits))
+        The counter values, one per request, in order.
+    """
+
+    def __init__(self, params):
+        if not isinstance(params, EmuParams):
+            raise TypeError(f"Emulator parameters must be an EmuParams, not {params!r}")
+        self.params = params
+        n = params.dies
+        super().__init__({
+            "ce_n": In(n, init=(1 << n) - 1), "cle": In(1), "ale": In(1),
+            "we_n": In(1, init=1), "re_n": In(1, init=1), "wp_n": In(1, init=1),
+            "io_i": In(8), "io_o": Out(8), "io_oe": Out(1),
+            "rb": Out(params.rb_count, init=(1 << params.rb_count) - 1),
+            "rb_oe": Out(params.rb_count),
+            "die_rb": Out(n, init=(1 << n) - 1),
+            "cfg": In(config_layout(params)),
+            "read_req": In(stream.Signature(read_request_layout(params))),
+            "read_resp": Out(stream.Signature(params.counter_bits)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self.params
+        n = p.dies
+        m.submodules.bus = bus = BusFrontEnd(n)
+        m.d.comb += [
+            bus.ce_n.eq(self.ce_n), bus.cle.eq(self.cle), bus.ale.eq(self.ale),
+            bus.we_n.eq(self.we_n), bus.re_n.eq(self.re_n), bus.wp_n.eq(self.wp_n),
+            bus.io.eq(self.io_i),
+        ]
+        dies = []
+        for i in range(n):
+            die = Die(p, i)
+            m.submodules[f"die{i}"] = die
+            sel = bus.sel[i]
+            m.d.comb += [
+                die.cmd.eq(bus.cmd & sel), die.addr.eq(bus.addr & sel),
+                die.din.eq(bus.din & sel), die.dout.eq(bus.dout & sel),
+                die.byte.eq(bus.byte), die.wp.eq(bus.wp), die.cfg.eq(self.cfg),
+            ]
+            dies.append(die)
+
+        lows = Cat(die.rb_low for die in dies)
+        m.d.comb += self.die_rb.eq(~lows)
+        if p.rb_wired:
+            m.d.comb += self.rb_oe.eq(lows.any())
+        else:
+            m.d.comb += self.rb_oe.eq(lows)
+        m.d.comb += self.rb.eq(~self.rb_oe)
+
+        # IO output: the die whose CE# is low (lowest index if the host selects several).
+        sel = Signal(range(n))
+        for i in reversed(range(n)):
+            with m.If(~self.ce_n[i]):
+                m.d.comb += sel.eq(i)
+        outs = Array(die.data_out for die in dies)
+        m.d.comb += [
+            self.io_o.eq(outs[sel]),
+            # Directly from the pins (no synchroniser): only an output enable, so a glitch at
+            # a CE#/RE# edge is harmless, and the byte is out within pad delays (tREA).
+            self.io_oe.eq(~self.ce_n.all() & ~self.re_n & ~self.cle & ~self.ale
+                          & Array(die.data_out_en for die in dies)[sel]),
+        ]
+
+        # Ground-truth read port: one registered response per request.
+        resp_valid = Signal()
+        resp = Signal(p.counter_bits)
+        counters = Array(Array(die.counters[c] for c in range(len(die.counters)))
+                         for die in dies)
+        req = self.read_req.payload
+        m.d.comb += [
+            self.read_req.ready.eq(~resp_valid | self.read_resp.ready),
+            self.read_resp.valid.eq(resp_valid),
+            self.read_resp.payload.eq(resp),
+        ]
+        with m.If(self.read_req.valid & self.read_req.ready):
+            m.d.sync += [resp_valid.eq(1),
+                         resp.eq(Mux(req.die < n, counters[req.die][req.index], 0))]
+        with m.Elif(self.read_resp.ready):
+            m.d.sync += resp_valid.eq(0)
+        return m

@@ -1,0 +1,673 @@
+"""One emulated die (LUN): command FSM, timing engine, status register, NAND rules, storage.
+
+The exact behaviour, its deviations from ONFI and the reasons are in ``docs/nand_emu.md``.
+"""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .layouts import config_layout
+from .onfi_rom import id_bytes, parameter_page
+from .params import BusyTime, EmuCounter, EmuParams, Storage
+from .timing import BusyTimer, JitterLfsr
+
+__all__ = ["Die", "Opcode", "OutMode", "Phase", "Op"]
+
+
+class Opcode(enum.IntEnum, shape=8):
+    """The ONFI opcodes the die understands."""
+
+    READ = 0x00
+    CHANGE_READ_COL = 0x05
+    READ_CONFIRM = 0x30
+    READ_CACHE_SEQ = 0x31
+    READ_CACHE_END = 0x3F
+    ERASE = 0x60
+    STATUS = 0x70
+    STATUS_ENH = 0x78
+    PROGRAM = 0x80
+    PROGRAM_MP = 0x81
+    CHANGE_WRITE_COL = 0x85
+    READ_ID = 0x90
+    PROGRAM_CONFIRM = 0x10
+    PROGRAM_MP_CONFIRM = 0x11
+    PROGRAM_CACHE = 0x15
+    ERASE_CONFIRM = 0xD0
+    ERASE_MP_CONFIRM = 0xD1
+    CHANGE_READ_COL_CONFIRM = 0xE0
+    READ_PARAM = 0xEC
+    GET_FEATURES = 0xEE
+    SET_FEATURES = 0xEF
+    RESET = 0xFF
+
+
+class OutMode(enum.Enum, shape=3):
+    """What an RE# cycle reads."""
+
+    NONE = 0
+    STATUS = 1
+    ID = 2
+    PARAM = 3
+    PAGE = 4
+    FEAT = 5
+
+
+class Phase(enum.Enum, shape=2):
+    """State of the timing engine."""
+
+    IDLE = 0  # RDY = 1
+    WB = 1  # tWB: RDY = 0, R/B# still high
+    WAIT = 2  # R/B# low, waiting for the array (a program after a cache program) or for reset
+    BUSY = 3  # R/B# low, the busy timer runs
+
+
+class Op(enum.Enum, shape=4):
+    """The operation whose busy period the engine runs (what happens at its end)."""
+
+    READ = 0
+    PARAM = 1
+    PROG = 2
+    CACHE = 3  # 15h: at the end of tCBSY the array program starts in the background
+    QUEUE = 4  # 11h / D1h: tDBSY
+    RCACHE = 5
+    ERASE = 6
+    FEAT = 7
+    RESET = 8
+
+
+class Die(wiring.Component):
+    """Emulate one ONFI die behind an already decoded bus.
+
+    Parameters
+    ----------
+    params : EmuParams
+    index : int
+        Die number (varies the jitter seed between dies).
+
+    Members
+    -------
+    cmd, addr, din, dout : In(1)
+        Bus strobes from :class:`~.bus.BusFrontEnd`, already gated with this die's CE#.
+    byte : In(8)
+        The latched IO byte of a ``cmd``/``addr``/``din`` strobe.
+    wp : In(1)
+        WP# (1 = not protected).
+    cfg : In(config_layout)
+        Run-time configuration.
+    rb_low : Out(1)
+        The die pulls R/B# low (registered, glitch-free).
+    data_out : Out(8)
+        The byte the die drives when the host pulls RE# low.
+    data_out_en : Out(1)
+        The die has something to output (a status, ID, parameter, feature or page byte).
+    status : Out(8)
+        The status register (SR[0] FAIL, SR[1] FAILC, SR[5] ARDY, SR[6] RDY, SR[7] WP#).
+    counters : Out(ArrayLayout(counter_bits, len(EmuCounter)))
+        Ground-truth counters (cumulative, reset-less: a logic reset does not erase them).
+    """
+
+    def __init__(self, params, index=0):
+        if not isinstance(params, EmuParams):
+            raise TypeError(f"Emulator parameters must be an EmuParams, not {params!r}")
+        if not isinstance(index, int) or not 0 <= index < params.dies:
+            raise ValueError(f"Die index must be an integer from 0 to {params.dies - 1}, "
+                             f"not {index!r}")
+        self.params = params
+        self.index = index
+        super().__init__({
+            "cmd": In(1), "addr": In(1), "din": In(1), "dout": In(1), "byte": In(8),
+            "wp": In(1, init=1),
+            "cfg": In(config_layout(params)),
+            "rb_low": Out(1), "data_out": Out(8), "data_out_en": Out(1), "status": Out(8),
+            "counters": Out(data.ArrayLayout(params.counter_bits, len(EmuCounter))),
+        })
+
+    def elaborate(self, platform):  # noqa: C901 (one FSM, kept in one place on purpose)
+        m = Module()
+        p = self.params
+        cfg = self.cfg
+        total = p.page_total
+        col_w = max(p.col_bits, 10)  # the parameter page is read as 768 bytes
+        row_w = p.row_bits
+        pages_w = p.plane_bits + 1
+
+        def block_of(row):
+            return row[p.page_bits:p.page_bits + p.block_bits]
+
+        def page_of(row):
+            return row[:p.page_bits]
+
+        # ---- Registers ------------------------------------------------------------------------
+
+        cmd = Signal(8)  # opcode being assembled
+        acount = Signal(3)  # address cycles received since `cmd`
+        abytes = Array(Signal(8, name=f"abyte{i}") for i in range(5))
+        col = Signal(col_w)
+        col_next = Signal(col_w)
+        row = Signal(row_w)  # row of the command being assembled
+        out_row = Signal(row_w)  # page the data output reads
+        out_row_next = Signal(row_w)
+        read_row = Signal(row_w)  # page in the data register (read cache)
+        read_valid = Signal()  # a page read happened: 31h / 3Fh allowed
+        prog_ready = Signal()  # 80h with 5 address cycles: data, 85h, 10h/11h/15h allowed
+        out_mode = Signal(OutMode, init=OutMode.STATUS)
+        resume_mode = Signal(OutMode, init=OutMode.PAGE)  # what 00h resumes after a status
+        id_sel = Signal()
+        feat_addr = Signal(8)
+        features = Array(Signal(8, name=f"feature{i}") for i in range(4))  # feature 01h
+        dcount = Signal(3)
+        fail = Signal()
+        failc = Signal()
+
+        # Multi-plane queue: rows accepted so far for the operation being built.
+        mp_rows = Array(Signal(row_w, name=f"mp_row{i}") for i in range(p.planes))
+        mp_count = Signal(range(p.planes + 1))
+        mp_erase = Signal()  # the queue holds erases (D1h), not programs (11h)
+        mp_fail = Signal()
+
+        # Timing engine.
+        phase = Signal(Phase)
+        op = Signal(Op)
+        op_time = Signal(BusyTime)
+        op_pages = Signal(pages_w)  # pages (blocks) the operation completes
+        op_row = Signal(row_w)  # row of the final page (its type sets tPROG)
+        wb_count = Signal(8)
+        pin_low = Signal()
+        tdone = Signal()  # the busy timer of the current BUSY phase has expired
+        array_pages = Signal(pages_w)
+
+        m.submodules.timer = timer = BusyTimer(p.ticks_bits + 1, p.prescaler_bits)
+        m.submodules.array_timer = atimer = BusyTimer(p.ticks_bits + 1, p.prescaler_bits)
+        m.submodules.lfsr = lfsr = JitterLfsr()
+        m.d.comb += [
+            timer.prescaler.eq(cfg.prescaler),
+            atimer.prescaler.eq(cfg.prescaler),
+            lfsr.seed.eq(cfg.seed ^ (0x9E3779B9 * self.index & 0xFFFFFFFF)),
+        ]
+
+        counters = [Signal(p.counter_bits, name=f"count_{c.name.lower()}", reset_less=True)
+                    for c in EmuCounter]
+        incs = {c: [] for c in EmuCounter}
+        for c, reg in zip(EmuCounter, counters, strict=True):
+            m.d.comb += self.counters[c].eq(reg)
+
+        def count(counter, amount=1):
+            incs[counter].append((Signal(pages_w, name=f"inc_{counter.name.lower()}"), amount))
+            sig, value = incs[counter][-1]
+            m.d.comb += sig.eq(value)
+
+        # ---- Status ---------------------------------------------------------------------------
+
+        rdy = Signal()
+        ardy = Signal()
+        m.d.comb += [
+            rdy.eq(phase == Phase.IDLE),
+            ardy.eq(rdy & ~atimer.busy),
+            self.status.eq(Cat(fail, failc, Const(0, 3), ardy, rdy, self.wp)),
+            self.rb_low.eq(pin_low),
+        ]
+
+        # ---- Page state (per block: pages programmed, in order) --------------------------------
+        # One word per block holds how many pages have been programmed since the erase: the
+        # sequential-program rule makes this the whole page state.
+
+        m.submodules.bstate = bstate = Memory(shape=p.page_bits + 1, depth=p.blocks, init=[])
+        bs_wr = bstate.write_port()
+        bs_rule = bstate.read_port(transparent_for=(bs_wr,))
+        bs_out = bstate.read_port(transparent_for=(bs_wr,))
+        m.d.comb += [
+            bs_rule.addr.eq(block_of(row)),
+            bs_out.addr.eq(block_of(out_row_next)),
+        ]
+
+        def is_bad(block):
+            hits = [entry.valid & (entry.block == block) for entry in cfg.bad_blocks]
+            return Cat(*hits).any() if p.bad_block_slots else Const(0)
+
+        rule_block = block_of(row)
+        rule_page = page_of(row)
+        rule_bad = Signal()
+        m.d.comb += rule_bad.eq(is_bad(rule_block))
+        out_bad = Signal()
+        out_erased = Signal()
+        m.d.comb += [
+            out_bad.eq(is_bad(block_of(out_row))),
+            out_erased.eq(page_of(out_row) >= bs_out.data),
+        ]
+
+        # ---- Storage --------------------------------------------------------------------------
+
+        page_byte = Signal(8)
+        copy_busy = Signal()
+        copy_start = Signal()
+        if p.storage == Storage.ARRAY:
+            m.submodules.array = array = Memory(shape=8, depth=p.pages * total, init=[])
+            m.submodules.pbuf = pbuf = Memory(shape=8, depth=p.planes * total, init=[])
+            arr_rd = array.read_port()
+            arr_wr = array.write_port()
+            buf_wr = pbuf.write_port()
+            buf_rd = pbuf.read_port()
+            m.d.comb += [
+                arr_rd.addr.eq(out_row_next * total + col_next[:p.col_bits]),
+                page_byte.eq(arr_rd.data),
+            ]
+            # Copy engine: page buffer → array, one byte per cycle, for each queued row.
+            copy_k = Signal(range(p.planes + 1))
+            copy_col = Signal(range(total + 1))
+            copy_n = Signal(pages_w)
+            w_valid = Signal()
+            w_addr = Signal(range(p.pages * total))
+            cur = mp_rows[copy_k]
+            plane = block_of(cur)[:p.plane_bits] if p.plane_bits else Const(0)
+            m.d.comb += [
+                buf_rd.addr.eq(plane * total + copy_col),
+                arr_wr.addr.eq(w_addr),
+                arr_wr.data.eq(buf_rd.data),
+                arr_wr.en.eq(w_valid),
+                copy_busy.eq((copy_k < copy_n) | w_valid),
+            ]
+            m.d.sync += w_valid.eq(0)
+            with m.If(copy_start):
+                m.d.sync += [copy_k.eq(0), copy_col.eq(0), copy_n.eq(op_pages)]
+            with m.Elif(copy_k < copy_n):
+                m.d.sync += [w_valid.eq(1), w_addr.eq(cur * total + copy_col)]
+                with m.If(copy_col == total - 1):
+                    m.d.sync += [copy_col.eq(0), copy_k.eq(copy_k + 1)]
+                with m.Else():
+                    m.d.sync += copy_col.eq(copy_col + 1)
+        else:
+            buf_wr = None
+            m.d.comb += page_byte.eq(
+                (col_next[:p.col_bits] ^ (col_next[:p.col_bits] >> 8)
+                 ^ out_row_next ^ (out_row_next >> 8) ^ (out_row_next >> 16) ^ 0xA5)[:8])
+            # The pattern is combinational, but registered here so that it has the same one-cycle
+            # latency as the array's read port.
+            reg = Signal(8)
+            m.d.sync += reg.eq(page_byte)
+            page_byte = reg
+        copy_abort = Signal()
+        if p.storage == Storage.ARRAY:
+            with m.If(copy_abort):
+                m.d.sync += [copy_n.eq(0), w_valid.eq(0)]
+
+        # ---- Data output ----------------------------------------------------------------------
+
+        m.submodules.param_rom = prom = Memory(shape=8, depth=256,
+                                               init=list(parameter_page(p)))
+        prom_rd = prom.read_port()
+        m.d.comb += prom_rd.addr.eq(col_next[:8])
+        id_rom = Array(Const(b, 8) for b in id_bytes(p))
+        m.d.comb += self.data_out_en.eq(out_mode != OutMode.NONE)
+        with m.Switch(out_mode):
+            with m.Case(OutMode.STATUS):
+                m.d.comb += self.data_out.eq(self.status)
+            with m.Case(OutMode.ID):
+                m.d.comb += self.data_out.eq(id_rom[Cat(col[:3], id_sel)])
+            with m.Case(OutMode.PARAM):
+                m.d.comb += self.data_out.eq(prom_rd.data)
+            with m.Case(OutMode.PAGE):
+                m.d.comb += self.data_out.eq(Mux(out_bad, 0x00, Mux(out_erased, 0xFF, page_byte)))
+            with m.Case(OutMode.FEAT):
+                m.d.comb += self.data_out.eq(
+                    Mux((feat_addr == 0x01) & (col < 4), features[col[:2]], 0))
+
+        # ---- Timing engine --------------------------------------------------------------------
+
+        req = Signal()  # start an operation's busy period (after tWB)
+        req_op = Signal(Op)
+        req_time = Signal(BusyTime)
+        req_pages = Signal(pages_w)
+        req_row = Signal(row_w)
+        reset_cmd = Signal()
+
+        jitter = Signal(p.ticks_bits + 1)
+        sel_time = Signal(BusyTime)
+        if p.jitter_bits:
+            m.d.comb += jitter.eq(lfsr.value[:p.jitter_bits] & cfg.jitter[sel_time])
+        load_ticks = Signal(p.ticks_bits + 1)
+        m.d.comb += [
+            sel_time.eq(op_time),
+            load_ticks.eq(cfg.times[sel_time] + jitter),
+        ]
+        # The background array program of a cache program (its page type from `op_row`).
+        type_bits = (p.page_type_slots - 1).bit_length()
+        array_time = Signal(BusyTime)
+        array_jitter = Signal(p.ticks_bits + 1)
+        array_ticks = Signal(p.ticks_bits + 1)
+        m.d.comb += array_time.eq(
+            BusyTime.PROG0 + cfg.page_types[op_row[:type_bits] if type_bits else 0])
+        if p.jitter_bits:
+            m.d.comb += array_jitter.eq(lfsr.value[:p.jitter_bits] & cfg.jitter[array_time])
+        m.d.comb += array_ticks.eq(cfg.times[array_time] + array_jitter)
+        needs_copy = Const(0)
+        if p.storage == Storage.ARRAY:
+            needs_copy = (op == Op.PROG) | (op == Op.CACHE)
+
+        load = Signal()
+        complete = Signal()
+        with m.Switch(phase):
+            with m.Case(Phase.WB):
+                with m.If(wb_count <= 1):
+                    with m.If(atimer.busy):
+                        m.d.sync += [phase.eq(Phase.WAIT), pin_low.eq(1)]
+                    with m.Else():
+                        m.d.comb += load.eq(1)
+                with m.Else():
+                    m.d.sync += wb_count.eq(wb_count - 1)
+            with m.Case(Phase.WAIT):
+                with m.If(~atimer.busy):
+                    m.d.comb += load.eq(1)
+            with m.Case(Phase.BUSY):
+                with m.If(timer.done):
+                    m.d.sync += tdone.eq(1)
+                with m.If((tdone | timer.done) & ~copy_busy):
+                    m.d.comb += complete.eq(1)
+        with m.If(load):
+            m.d.comb += [timer.start.eq(1), timer.ticks.eq(load_ticks), copy_start.eq(needs_copy)]
+            m.d.sync += tdone.eq(load_ticks == 0)
+            if p.jitter_bits:
+                m.d.comb += lfsr.step.eq(1)
+            with m.If((load_ticks == 0) & ~needs_copy):
+                m.d.comb += complete.eq(1)
+            with m.Else():
+                m.d.sync += [phase.eq(Phase.BUSY), pin_low.eq(1)]
+        with m.If(complete):
+            m.d.sync += [phase.eq(Phase.IDLE), pin_low.eq(0)]
+            with m.Switch(op):
+                with m.Case(Op.READ):
+                    count(EmuCounter.PAGE_READS)
+                    m.d.sync += read_valid.eq(1)
+                with m.Case(Op.PARAM):
+                    count(EmuCounter.PARAM_READS)
+                with m.Case(Op.PROG):
+                    count(EmuCounter.PAGE_PROGRAMS, op_pages)
+                    count(EmuCounter.PROGRAM_OPS)
+                with m.Case(Op.CACHE):
+                    # The data register is free: RDY returns, the array programs on (ARDY = 0).
+                    m.d.comb += [atimer.start.eq(1), atimer.ticks.eq(array_ticks)]
+                    if p.jitter_bits:
+                        m.d.comb += lfsr.step.eq(1)
+                    m.d.sync += array_pages.eq(op_pages)
+                    with m.If(array_ticks == 0):
+                        count(EmuCounter.PAGE_PROGRAMS, op_pages)
+                        count(EmuCounter.PROGRAM_OPS)
+                with m.Case(Op.RCACHE):
+                    count(EmuCounter.PAGE_READS, op_pages)
+                with m.Case(Op.ERASE):
+                    count(EmuCounter.BLOCK_ERASES, op_pages)
+                    count(EmuCounter.ERASE_OPS)
+                with m.Case(Op.FEAT):
+                    count(EmuCounter.FEATURE_OPS)
+        with m.If(atimer.done):
+            count(EmuCounter.PAGE_PROGRAMS, array_pages)
+            count(EmuCounter.PROGRAM_OPS)
+
+        with m.If(req):
+            m.d.sync += [
+                phase.eq(Phase.WB), wb_count.eq(cfg.t_wb), op.eq(req_op), op_time.eq(req_time),
+                op_pages.eq(req_pages), op_row.eq(req_row),
+            ]
+
+        # Reset: abort everything; R/B# stays low if it was (one merged pulse), else after tWB.
+        with m.If(reset_cmd):
+            m.d.comb += [timer.abort.eq(1), atimer.abort.eq(1), copy_abort.eq(1)]
+            m.d.sync += [op.eq(Op.RESET), op_time.eq(BusyTime.RST), op_pages.eq(0),
+                         tdone.eq(0), wb_count.eq(cfg.t_wb)]
+            with m.If(pin_low):
+                m.d.sync += phase.eq(Phase.WAIT)
+            with m.Else():
+                m.d.sync += phase.eq(Phase.WB)
+            with m.If((phase != Phase.IDLE) | atimer.busy):
+                count(EmuCounter.ABORTED)
+
+        # ---- Command decoding -----------------------------------------------------------------
+
+        def start(op_, time, pages=1, row_=None):
+            m.d.comb += [req.eq(1), req_op.eq(op_), req_time.eq(time), req_pages.eq(pages),
+                         req_row.eq(row if row_ is None else row_)]
+
+        def illegal():
+            count(EmuCounter.ILLEGAL)
+
+        prog_time = Signal(BusyTime)
+        ptype = cfg.page_types[row[:type_bits]] if type_bits else cfg.page_types[0]
+        m.d.comb += prog_time.eq(BusyTime.PROG0 + ptype)
+
+        # Rule evaluation of the row being confirmed (program or erase).
+        prog_ok = Signal()
+        erase_ok = Signal()
+        m.d.comb += [
+            prog_ok.eq(self.wp & ~rule_bad & (rule_page == bs_rule.data)),
+            erase_ok.eq(self.wp & ~rule_bad),
+        ]
+
+        def refuse(is_program):
+            count(EmuCounter.FAILED)
+            with m.If(~self.wp):
+                count(EmuCounter.FAIL_PROTECTED)
+            with m.Elif(rule_bad):
+                count(EmuCounter.FAIL_BAD_BLOCK)
+            if is_program:
+                with m.Elif(rule_page < bs_rule.data):
+                    count(EmuCounter.FAIL_NOT_ERASED)
+                with m.Else():
+                    count(EmuCounter.FAIL_ORDER)
+
+        def accept(is_program):
+            m.d.comb += [bs_wr.addr.eq(rule_block), bs_wr.en.eq(1),
+                         bs_wr.data.eq(rule_page + 1 if is_program else 0)]
+
+
+        def confirm(is_program, kind):
+            """A 10h/15h/11h (program) or D0h/D1h (erase) confirm of the row in `row`."""
+            ok = prog_ok if is_program else erase_ok
+            stale = Signal(name=f"stale_{kind}")  # the queue holds the other kind: drop it
+            m.d.comb += stale.eq(mp_erase != int(not is_program))
+            queued = Mux(stale, 0, mp_count)
+            queued_fail = Mux(stale, 0, mp_fail)
+            with m.If(ok):
+                accept(is_program)
+                m.d.sync += mp_rows[queued].eq(row)
+            with m.Else():
+                refuse(is_program)
+            pages = queued + ok
+            if kind == "queue":
+                with m.If(ok):
+                    m.d.sync += [mp_count.eq(queued + 1), mp_erase.eq(not is_program),
+                                 mp_fail.eq(queued_fail)]
+                    start(Op.QUEUE, BusyTime.DBSY)
+                with m.Else():
+                    m.d.sync += [mp_count.eq(queued), mp_erase.eq(not is_program),
+                                 mp_fail.eq(1), fail.eq(1)]
+            else:
+                any_fail = queued_fail | ~ok
+                m.d.sync += [mp_count.eq(0), mp_fail.eq(0), mp_erase.eq(0),
+                             failc.eq(fail), fail.eq(any_fail)]
+                with m.If(pages != 0):
+                    if kind == "program":
+                        start(Op.PROG, prog_time, pages)
+                    elif kind == "cache":
+                        start(Op.CACHE, BusyTime.CBSY, pages)
+                    else:
+                        start(Op.ERASE, BusyTime.BERS, pages)
+                if kind == "cache":
+                    count(EmuCounter.CACHE_OPS)
+
+        m.d.comb += [col_next.eq(col), out_row_next.eq(out_row)]
+        m.d.sync += [col.eq(col_next), out_row.eq(out_row_next)]
+        busy_ok = Signal()  # command allowed while RDY = 0
+        m.d.comb += busy_ok.eq((self.byte == Opcode.RESET) | (self.byte == Opcode.STATUS)
+                               | (self.byte == Opcode.STATUS_ENH))
+
+        with m.If(self.cmd):
+            with m.If(~rdy & ~busy_ok):
+                illegal()
+            with m.Else():
+                with m.Switch(self.byte):
+                    with m.Case(Opcode.RESET):
+                        m.d.comb += reset_cmd.eq(1)
+                        count(EmuCounter.RESETS)
+                        m.d.sync += [cmd.eq(Opcode.RESET), prog_ready.eq(0), read_valid.eq(0),
+                                     mp_count.eq(0), mp_fail.eq(0), fail.eq(0), failc.eq(0),
+                                     out_mode.eq(OutMode.STATUS)]
+                    with m.Case(Opcode.STATUS):
+                        m.d.sync += [cmd.eq(Opcode.STATUS), out_mode.eq(OutMode.STATUS)]
+                        with m.If(out_mode != OutMode.STATUS):
+                            m.d.sync += resume_mode.eq(out_mode)
+                    with m.Case(Opcode.STATUS_ENH):
+                        m.d.sync += [cmd.eq(Opcode.STATUS_ENH), acount.eq(0)]
+                        with m.If(out_mode != OutMode.STATUS):
+                            m.d.sync += resume_mode.eq(out_mode)
+                    with m.Case(Opcode.READ_ID, Opcode.READ_PARAM, Opcode.GET_FEATURES,
+                                Opcode.SET_FEATURES, Opcode.ERASE, Opcode.CHANGE_READ_COL):
+                        with m.If(ardy):
+                            m.d.sync += [cmd.eq(self.byte), acount.eq(0), dcount.eq(0),
+                                         prog_ready.eq(0)]
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.READ):
+                        with m.If(ardy):
+                            # Also "return to data output" after a status poll: the page, the
+                            # parameter page or the features, whichever was being output.
+                            m.d.sync += [cmd.eq(Opcode.READ), acount.eq(0), prog_ready.eq(0)]
+                            with m.If(out_mode == OutMode.STATUS):
+                                m.d.sync += out_mode.eq(resume_mode)
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.READ_CONFIRM):
+                        with m.If(ardy & (cmd == Opcode.READ) & (acount >= 5)):
+                            start(Op.READ, BusyTime.R)
+                            m.d.comb += out_row_next.eq(row)
+                            m.d.sync += [read_row.eq(row), cmd.eq(Opcode.READ_CONFIRM),
+                                         read_valid.eq(0), out_mode.eq(OutMode.PAGE)]
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.READ_CACHE_SEQ, Opcode.READ_CACHE_END):
+                        with m.If(ardy & read_valid):
+                            seq = self.byte == Opcode.READ_CACHE_SEQ
+                            start(Op.RCACHE, BusyTime.RCBSY, seq)
+                            count(EmuCounter.CACHE_OPS)
+                            m.d.comb += [out_row_next.eq(read_row), col_next.eq(0)]
+                            m.d.sync += [read_row.eq(read_row + 1), read_valid.eq(seq),
+                                         out_mode.eq(OutMode.PAGE), cmd.eq(self.byte)]
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.CHANGE_READ_COL_CONFIRM):
+                        with m.If(ardy & (cmd == Opcode.CHANGE_READ_COL) & (acount >= 2)):
+                            m.d.sync += [out_mode.eq(OutMode.PAGE), cmd.eq(self.byte)]
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.PROGRAM, Opcode.PROGRAM_MP):
+                        m.d.sync += [cmd.eq(Opcode.PROGRAM), acount.eq(0), prog_ready.eq(0),
+                                     read_valid.eq(0)]
+                    with m.Case(Opcode.CHANGE_WRITE_COL):
+                        with m.If(prog_ready):
+                            m.d.sync += [cmd.eq(Opcode.CHANGE_WRITE_COL), acount.eq(0)]
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.PROGRAM_CONFIRM):
+                        with m.If(prog_ready):
+                            confirm(True, "program")
+                            m.d.sync += [prog_ready.eq(0), cmd.eq(self.byte)]
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.PROGRAM_CACHE):
+                        with m.If(prog_ready):
+                            confirm(True, "cache")
+                            m.d.sync += [prog_ready.eq(0), cmd.eq(self.byte)]
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.PROGRAM_MP_CONFIRM):
+                        with m.If(prog_ready & (mp_count < p.planes - 1)):
+                            confirm(True, "queue")
+                            m.d.sync += [prog_ready.eq(0), cmd.eq(self.byte)]
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.ERASE_CONFIRM):
+                        with m.If(ardy & (cmd == Opcode.ERASE) & (acount >= 3)):
+                            confirm(False, "erase")
+                            m.d.sync += cmd.eq(self.byte)
+                        with m.Else():
+                            illegal()
+                    with m.Case(Opcode.ERASE_MP_CONFIRM):
+                        with m.If(ardy & (cmd == Opcode.ERASE) & (acount >= 3)
+                                  & (mp_count < p.planes - 1)):
+                            confirm(False, "queue")
+                            m.d.sync += cmd.eq(self.byte)
+                        with m.Else():
+                            illegal()
+                    with m.Default():
+                        illegal()
+
+        with m.If(self.addr & (rdy | (cmd == Opcode.STATUS_ENH))):
+            with m.If(acount < 5):
+                m.d.sync += abytes[acount].eq(self.byte)
+            with m.If(acount != 7):
+                m.d.sync += acount.eq(acount + 1)
+            row3 = Cat(abytes[0], abytes[1], self.byte)
+            row5 = Cat(abytes[2], abytes[3], self.byte)
+            with m.Switch(cmd):
+                with m.Case(Opcode.READ, Opcode.PROGRAM):
+                    with m.If(acount == 1):
+                        m.d.comb += col_next.eq(Cat(abytes[0], self.byte))
+                    with m.If(acount == 4):
+                        m.d.sync += row.eq(row5)
+                        with m.If(cmd == Opcode.PROGRAM):
+                            m.d.sync += prog_ready.eq(1)
+                with m.Case(Opcode.CHANGE_READ_COL, Opcode.CHANGE_WRITE_COL):
+                    with m.If(acount == 1):
+                        m.d.comb += col_next.eq(Cat(abytes[0], self.byte))
+                with m.Case(Opcode.ERASE):
+                    with m.If(acount == 2):
+                        m.d.sync += row.eq(row3)
+                with m.Case(Opcode.STATUS_ENH):
+                    with m.If(acount == 2):
+                        # One LUN per target: the LUN address selects this die's status.
+                        m.d.sync += out_mode.eq(OutMode.STATUS)
+                with m.Case(Opcode.READ_ID):
+                    with m.If(acount == 0):
+                        m.d.comb += col_next.eq(0)
+                        m.d.sync += [out_mode.eq(OutMode.ID), id_sel.eq(self.byte == 0x20)]
+                with m.Case(Opcode.READ_PARAM):
+                    with m.If(acount == 0):
+                        start(Op.PARAM, BusyTime.R)
+                        m.d.comb += col_next.eq(0)
+                        m.d.sync += out_mode.eq(OutMode.PARAM)
+                with m.Case(Opcode.GET_FEATURES):
+                    with m.If(acount == 0):
+                        start(Op.FEAT, BusyTime.FEAT)
+                        m.d.comb += col_next.eq(0)
+                        m.d.sync += [out_mode.eq(OutMode.FEAT), feat_addr.eq(self.byte)]
+                with m.Case(Opcode.SET_FEATURES):
+                    with m.If(acount == 0):
+                        m.d.sync += feat_addr.eq(self.byte)
+
+        with m.If(self.din & rdy):
+            with m.If(prog_ready & ((cmd == Opcode.PROGRAM) | (cmd == Opcode.CHANGE_WRITE_COL))):
+                if buf_wr is not None:
+                    plane = block_of(row)[:p.plane_bits] if p.plane_bits else Const(0)
+                    m.d.comb += [buf_wr.addr.eq(plane * total + col[:p.col_bits]),
+                                 buf_wr.data.eq(self.byte),
+                                 buf_wr.en.eq(col < total)]
+                m.d.comb += col_next.eq(col + 1)
+            with m.Elif((cmd == Opcode.SET_FEATURES) & (acount >= 1) & (dcount < 4)):
+                with m.If(feat_addr == 0x01):
+                    m.d.sync += features[dcount[:2]].eq(self.byte)
+                m.d.sync += dcount.eq(dcount + 1)
+                with m.If(dcount == 3):
+                    start(Op.FEAT, BusyTime.FEAT)
+
+        # Status reads do not move the column: after polling, 00h resumes the page output where
+        # it stopped.
+        with m.If(self.dout & (out_mode != OutMode.STATUS)):
+            m.d.comb += col_next.eq(col + 1)
+
+        # ---- Counters -------------------------------------------------------------------------
+
+        for c, reg in zip(EmuCounter, counters, strict=True):
+            if incs[c]:
+                total_inc = sum(sig for sig, _ in incs[c])
+                m.d.sync += reg.eq(reg + total_inc)
+        return m

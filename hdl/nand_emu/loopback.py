@@ -1,0 +1,98 @@
+"""Loopback: emulated dies' R/B# into sniffer channels, on one chip, with no link.
+
+A board with no SSD attached measures its own emulated dies: channel ``i`` of the sniffer watches
+die ``i``. The bus comes from the external pins, or from the on-chip traffic generator while it
+runs.
+"""
+
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from ..rb_sniffer import RBSniffer, SnifferParams
+from ..rb_sniffer import layouts as sniffer_layouts
+from .emulator import NandEmulator
+from .layouts import config_layout, read_request_layout, traffic_layout, traffic_status_layout
+from .params import EmuParams
+from .traffic import TrafficGenerator
+
+__all__ = ["Loopback"]
+
+
+class Loopback(wiring.Component):
+    """An emulator, a traffic generator and a sniffer watching the emulated dies.
+
+    Parameters
+    ----------
+    params : EmuParams
+    sniffer : SnifferParams, optional
+        Defaults to one channel per die.
+
+    Members
+    -------
+    ce_n, cle, ale, we_n, re_n, wp_n, io_i, io_o, io_oe, rb :
+        The emulator's bus (see :class:`NandEmulator`); the traffic generator overrides the
+        inputs while ``traffic_status.busy``.
+    emu_cfg, emu_read_req, emu_read_resp :
+        The emulator's configuration and ground-truth read port.
+    traffic_cfg, traffic_start, traffic_stop, traffic_status :
+        The traffic generator's.
+    snf_cfg, snf_clear, snf_read_req, snf_read_resp, snf_status :
+        The sniffer's (see :class:`RBSniffer`).
+    """
+
+    def __init__(self, params, sniffer=None):
+        if not isinstance(params, EmuParams):
+            raise TypeError(f"Emulator parameters must be an EmuParams, not {params!r}")
+        sniffer = SnifferParams(channels=params.dies) if sniffer is None else sniffer
+        if not isinstance(sniffer, SnifferParams) or sniffer.channels != params.dies:
+            raise ValueError(f"the sniffer needs one channel per die ({params.dies}), "
+                             f"not {sniffer!r}")
+        self.params = params
+        self.sniffer_params = sniffer
+        n = params.dies
+        super().__init__({
+            "ce_n": In(n, init=(1 << n) - 1), "cle": In(1), "ale": In(1),
+            "we_n": In(1, init=1), "re_n": In(1, init=1), "wp_n": In(1, init=1),
+            "io_i": In(8), "io_o": Out(8), "io_oe": Out(1),
+            "rb": Out(params.rb_count, init=(1 << params.rb_count) - 1),
+            "emu_cfg": In(config_layout(params)),
+            "emu_read_req": In(stream.Signature(read_request_layout(params))),
+            "emu_read_resp": Out(stream.Signature(params.counter_bits)),
+            "traffic_cfg": In(traffic_layout(params)),
+            "traffic_start": In(1), "traffic_stop": In(1),
+            "traffic_status": Out(traffic_status_layout(params)),
+            "snf_cfg": In(sniffer_layouts.config_layout(sniffer)),
+            "snf_clear": In(1),
+            "snf_read_req": In(stream.Signature(sniffer_layouts.read_request_layout(sniffer))),
+            "snf_read_resp": Out(stream.Signature(sniffer.counter_bits)),
+            "snf_status": Out(sniffer_layouts.status_layout(sniffer)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.emu = emu = NandEmulator(self.params)
+        m.submodules.traffic = gen = TrafficGenerator(self.params)
+        m.submodules.sniffer = snf = RBSniffer(self.sniffer_params)
+
+        pins = ("ce_n", "cle", "ale", "we_n", "re_n", "wp_n")
+        with m.If(gen.status.busy):
+            m.d.comb += [getattr(emu, name).eq(getattr(gen, name)) for name in pins]
+            m.d.comb += emu.io_i.eq(gen.io)
+        with m.Else():
+            m.d.comb += [getattr(emu, name).eq(getattr(self, name)) for name in pins]
+            m.d.comb += emu.io_i.eq(self.io_i)
+        m.d.comb += [
+            self.io_o.eq(emu.io_o), self.io_oe.eq(emu.io_oe), self.rb.eq(emu.rb),
+            emu.cfg.eq(self.emu_cfg),
+            gen.cfg.eq(self.traffic_cfg), gen.start.eq(self.traffic_start),
+            gen.stop.eq(self.traffic_stop), gen.rb.eq(emu.die_rb),
+            self.traffic_status.eq(gen.status),
+            snf.rb.eq(emu.die_rb), snf.cfg.eq(self.snf_cfg), snf.clear.eq(self.snf_clear),
+            self.snf_status.eq(snf.status),
+        ]
+        wiring.connect(m, wiring.flipped(self.emu_read_req), emu.read_req)
+        wiring.connect(m, emu.read_resp, wiring.flipped(self.emu_read_resp))
+        wiring.connect(m, wiring.flipped(self.snf_read_req), snf.read_req)
+        wiring.connect(m, snf.read_resp, wiring.flipped(self.snf_read_resp))
+        return m

@@ -1,0 +1,292 @@
+"""Unit tests of the NAND emulator: parameters, the parameter page against the host's
+independent parser and CRC, presets, the timing blocks, and the die in the Amaranth simulator
+(``tests/nand_emu_harness.py``). The protocol on generated Verilog is in
+``tests/test_nand_emu_cocotb.py``."""
+
+import dataclasses
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from rbscope.gateware.nand_emu import (
+    BusyTime,
+    EmuConfig,
+    EmuCounter,
+    EmuParams,
+    Storage,
+    TrafficConfig,
+    pattern_byte,
+)
+from rbscope.gateware.nand_emu.layouts import config_const, config_layout, traffic_const
+from rbscope.gateware.nand_emu.onfi_rom import id_bytes, parameter_page
+from rbscope.gateware.nand_emu.timing import BusyTimer, JitterLfsr, lfsr_step
+from rbscope.nand_presets import PRESETS, preset, us_to_ticks
+from rbscope.onfi import ParameterPageError, onfi_crc16, parse_parameter_page
+from tests.nand_emu_harness import EmuBench
+
+SMALL = EmuParams(page_bytes=64, spare_bytes=8, pages_per_block=8, blocks_per_plane=4, planes=2)
+
+
+# ---- Parameters and configuration -------------------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [
+    ("dies", 0), ("page_bytes", 1000), ("pages_per_block", 3), ("planes", 3),
+    ("ticks_bits", 8), ("maker", "X" * 13), ("rb_wired", 1), ("storage", 5),
+])
+def test_params_reject_bad_values_naming_them(field, value):
+    with pytest.raises(ValueError, match=field):
+        EmuParams(**{field: value})
+
+
+def test_array_mode_refuses_large_geometry():
+    with pytest.raises(ValueError, match="max_array_bytes"):
+        EmuParams(storage=Storage.ARRAY)
+
+
+def test_geometry_and_rows():
+    p = SMALL
+    assert (p.page_bits, p.block_bits, p.row_bits, p.blocks, p.pages) == (3, 3, 6, 8, 64)
+    for block in range(p.blocks):
+        for page in range(p.pages_per_block):
+            assert p.split_row(p.row(block, page)) == (block, page)
+
+
+def test_config_validation_names_the_field():
+    with pytest.raises(ValueError, match=r"times\[PROG0\]"):
+        EmuConfig(times={"PROG0": 1 << 24}).validate(SMALL)
+    with pytest.raises(ValueError, match="unknown busy time"):
+        EmuConfig(times={"TPROG": 1}).validate(SMALL)
+    with pytest.raises(ValueError, match=r"bad_blocks\[0\]"):
+        EmuConfig(bad_blocks=(SMALL.blocks,)).validate(SMALL)
+    with pytest.raises(ValueError, match="page_types"):
+        EmuConfig(page_types=(0, 1, 2)).validate(SMALL)
+    with pytest.raises(ValueError, match="multi_plane"):
+        TrafficConfig(multi_plane=True).validate(dataclasses.replace(SMALL, planes=1))
+
+
+def test_config_packs_into_the_layout():
+    cfg = EmuConfig(prescaler=3, times={"PROG1": 77, BusyTime.BERS: 99}, jitter={"R": 7},
+                    page_types=(0, 1), bad_blocks=(5,), seed=42)
+    view = config_layout(SMALL).from_bits(config_const(SMALL, cfg))
+    assert view.prescaler == 3 and view.seed == 42
+    assert view.times[BusyTime.PROG1] == 77 and view.times[BusyTime.BERS] == 99
+    assert view.jitter[BusyTime.R] == 7
+    assert [view.page_types[i] for i in range(4)] == [0, 1, 0, 1]
+    assert view.bad_blocks[0].valid == 1 and view.bad_blocks[0].block == 5
+    assert view.bad_blocks[1].valid == 0
+    assert traffic_const(SMALL, TrafficConfig(pages=8, blocks=2)) > 0
+
+
+# ---- Parameter page and ID --------------------------------------------------------------------
+
+def test_host_crc_matches_known_vector():
+    # CRC-16 (poly 0x8005, init 0x4F4E, MSB first) of no data is the initial value.
+    assert onfi_crc16(b"") == 0x4F4E
+    # Bitwise definition, checked against a table-free recomputation of one byte by hand.
+    crc = 0x4F4E ^ (0x4F << 8)
+    for _ in range(8):
+        crc = ((crc << 1) ^ 0x8005 if crc & 0x8000 else crc << 1) & 0xFFFF
+    assert onfi_crc16(b"O") == crc
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_parameter_page_of_every_preset_parses(name):
+    params = preset(name).params()
+    page = parameter_page(params)
+    assert len(page) == 256 and page[:4] == b"ONFI"
+    assert onfi_crc16(page[:254]) == page[254] | page[255] << 8
+    parsed = parse_parameter_page(page * 3)
+    assert (parsed.page_bytes, parsed.spare_bytes, parsed.pages_per_block) == \
+        (params.page_bytes, params.spare_bytes, params.pages_per_block)
+    assert parsed.blocks_per_lun == params.blocks and parsed.planes == params.planes
+    assert parsed.t_prog_us == params.t_prog_max_us and parsed.t_r_us == params.t_r_max_us
+    assert parsed.bits_per_cell == params.bits_per_cell
+    assert (parsed.row_address_cycles, parsed.column_address_cycles) == (3, 2)
+
+
+def test_parser_rejects_corruption_with_offset():
+    page = bytearray(parameter_page(SMALL))
+    page[100] ^= 1
+    with pytest.raises(ParameterPageError, match="254-255"):
+        parse_parameter_page(bytes(page))
+    with pytest.raises(ParameterPageError, match="256 bytes"):
+        parse_parameter_page(b"ONFI")
+    assert parse_parameter_page(bytes(page) + parameter_page(SMALL)).copy == 1
+
+
+def test_id_bytes():
+    ids = id_bytes(SMALL)
+    assert ids[:2] == bytes([SMALL.maker_id, SMALL.device_id]) and ids[8:12] == b"ONFI"
+
+
+# ---- Presets ----------------------------------------------------------------------------------
+
+def test_us_to_ticks():
+    assert us_to_ticks(200, 48e6, prescaler=48) == 200
+    assert us_to_ticks(1500, 48e6, prescaler=1, scale=1000) == 72
+    assert us_to_ticks(0.01, 48e6, prescaler=4800) == 1  # never rounds a busy time to 0
+    assert us_to_ticks(0, 48e6) == 0
+    with pytest.raises(ValueError):
+        us_to_ticks(1, 0)
+
+
+def test_presets_validate_and_separate_program_from_erase():
+    for name, p in PRESETS.items():
+        params = p.params()
+        cfg = p.config(48e6, prescaler=48).validate(params)
+        progs = [cfg.times[BusyTime.PROG0 + cfg.page_type(i)] for i in range(8)]
+        assert cfg.times[BusyTime.R] < min(progs), name
+        assert max(progs) <= cfg.times[BusyTime.BERS], name
+    with pytest.raises(KeyError, match="known"):
+        preset("nope")
+
+
+# ---- Timing blocks ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ticks, prescaler", [(1, 1), (5, 1), (3, 4), (7, 0), (0, 3)])
+def test_busy_timer_lasts_ticks_times_prescaler(ticks, prescaler):
+    dut = BusyTimer(8, 4)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        ctx.set(dut.prescaler, prescaler)
+        await ctx.tick().repeat(3)  # arbitrary phase: the timer restarts its prescaler
+        ctx.set(dut.ticks, ticks)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        busy, dones = 0, 0
+        for _ in range(100):
+            busy += ctx.get(dut.busy)
+            dones += ctx.get(dut.done)
+            await ctx.tick()
+        assert busy == ticks * max(prescaler, 1)
+        assert dones == (ticks != 0)
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_lfsr_matches_host_reference():
+    dut = JitterLfsr()
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        ctx.set(dut.seed, 0xACE1)
+        await ctx.tick()
+        state = 0xACE1
+        assert ctx.get(dut.value) == state
+        seen = set()
+        for _ in range(50):
+            ctx.set(dut.step, 1)
+            await ctx.tick()
+            state = lfsr_step(state)
+            assert ctx.get(dut.value) == state
+            seen.add(state & 0xF)
+        assert len(seen) > 8
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+# ---- The die in the Amaranth simulator --------------------------------------------------------
+
+TIMES = {"R": 5, "PROG0": 20, "PROG1": 30, "BERS": 40, "RST": 3, "FEAT": 2, "DBSY": 2,
+         "CBSY": 4, "RCBSY": 3}
+
+
+@pytest.mark.parametrize("storage", [Storage.TIMING, Storage.ARRAY])
+def test_die_program_read_erase_and_rules(storage):
+    params = dataclasses.replace(SMALL, storage=storage)
+    b = EmuBench(params)
+    rng = random.Random(1)
+
+    async def bench(ctx):
+        await b.command(ctx, 0xFF)
+        await b.wait_ready(ctx)
+        assert await b.status(ctx) == 0xE0
+        await b.command(ctx, 0x90)
+        await b.address(ctx, 0x20)
+        assert bytes(await b.data_out(ctx, 4)) == b"ONFI"
+        await b.command(ctx, 0xEC)
+        await b.address(ctx, 0)
+        await b.wait_ready(ctx)
+        assert bytes(await b.data_out(ctx, 256)) == parameter_page(params)
+        data = [rng.randrange(256) for _ in range(params.page_total)]
+        await b.program(ctx, 1, 0, data)
+        assert await b.status(ctx) == 0xE0
+        got = await b.read(ctx, 1, 0, params.page_total)
+        row = params.row(1, 0)
+        want = data if storage == Storage.ARRAY else \
+            [pattern_byte(row, c) for c in range(params.page_total)]
+        assert got == want
+        await b.program(ctx, 1, 0, data)  # not erased
+        assert await b.status(ctx) == 0xE1
+        await b.program(ctx, 1, 2, data)  # out of order
+        assert await b.status(ctx) == 0xE1 | 0x02
+        assert await b.read(ctx, 1, 1, 4) == [0xFF] * 4
+        await b.erase(ctx, 1)
+        assert await b.status(ctx) == 0xE0 | 0x02
+        assert await b.read(ctx, 1, 0, 4) == [0xFF] * 4
+        counts = await b.counters(ctx)
+        assert {c.name: v for c, v in counts.items() if v} == {
+            "PAGE_PROGRAMS": 1, "PROGRAM_OPS": 1, "BLOCK_ERASES": 1, "ERASE_OPS": 1,
+            "PAGE_READS": 3, "RESETS": 1, "FAILED": 2, "FAIL_NOT_ERASED": 1, "FAIL_ORDER": 1,
+            "PARAM_READS": 1}
+
+    b.run(bench, EmuConfig(times=TIMES))
+
+
+def test_traffic_generator_drives_the_emulator():
+    """The generator's workload lands in the ground-truth counters (Amaranth simulator)."""
+    from amaranth.hdl import Module
+
+    from rbscope.gateware.nand_emu import NandEmulator
+    from rbscope.gateware.nand_emu.traffic import TrafficGenerator
+
+    params = dataclasses.replace(SMALL, dies=2)
+    m = Module()
+    m.submodules.emu = emu = NandEmulator(params)
+    m.submodules.gen = gen = TrafficGenerator(params)
+    for name in ("ce_n", "cle", "ale", "we_n", "re_n", "wp_n"):
+        m.d.comb += getattr(emu, name).eq(getattr(gen, name))
+    m.d.comb += [emu.io_i.eq(gen.io), gen.rb.eq(emu.die_rb)]
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    traffic = TrafficConfig(dies=3, blocks=2, pages=3, reads=1, loops=1, multi_plane=True)
+
+    async def bench(ctx):
+        ctx.set(emu.cfg.as_value(), config_const(params, EmuConfig(times=TIMES)))
+        ctx.set(gen.cfg.as_value(), traffic_const(params, traffic))
+        await ctx.tick().repeat(3)
+        ctx.set(gen.start, 1)
+        await ctx.tick()
+        ctx.set(gen.start, 0)
+        for _ in range(20_000):
+            if not ctx.get(gen.status.busy):
+                break
+            await ctx.tick()
+        else:
+            raise AssertionError("traffic generator never finished")
+        # Per die and group: 3 page steps of 2 (11h, 10h) + 3 reads + 2 erase steps (D1h, D0h).
+        assert ctx.get(gen.status.steps) == 2 * (2 * (3 * 2 + 3 + 2))
+        for die in range(2):
+            got = {}
+            for c in (EmuCounter.PAGE_PROGRAMS, EmuCounter.PROGRAM_OPS, EmuCounter.PAGE_READS,
+                      EmuCounter.BLOCK_ERASES, EmuCounter.FAILED, EmuCounter.ILLEGAL):
+                ctx.set(emu.read_req.payload, {"die": die, "index": c})
+                ctx.set(emu.read_req.valid, 1)
+                await ctx.tick()
+                ctx.set(emu.read_req.valid, 0)
+                got[c.name] = ctx.get(emu.read_resp.payload)
+                ctx.set(emu.read_resp.ready, 1)
+                await ctx.tick()
+                ctx.set(emu.read_resp.ready, 0)
+            assert got == {"PAGE_PROGRAMS": 2 * 3 * 2, "PROGRAM_OPS": 2 * 3, "PAGE_READS": 2 * 3,
+                           "BLOCK_ERASES": 2 * 2, "FAILED": 0, "ILLEGAL": 0}, (die, got)
+
+    sim.add_testbench(bench)
+    sim.run()
