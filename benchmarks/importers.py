@@ -5,7 +5,12 @@ the chosen time unit), writes it as a VCD with the project's writer, converts it
 ``sigrok-cli`` to a session file, then imports both through the bit-exact model and reports
 bytes/s, edges/s and samples/s, and whether both imports agree.
 
-Usage: ``python benchmarks/importers.py [--channels N] [--cycles N] [--unit NS] [--json]``
+With ``--memory`` each import runs in its own subprocess (as ``rbscope analyze`` would, per-pulse
+widths kept up to the default ``max_pulses``) and its own peak RSS is reported (``VmHWM``),
+beside the peak RSS of a subprocess that only imports the modules (the baseline).
+
+Usage: ``python benchmarks/importers.py [--channels N] [--cycles N] [--unit NS] [--memory]
+[--json]``
 """
 
 import argparse
@@ -25,6 +30,45 @@ from rbscope.stimulus import TrainSpec, random_trains
 
 WINDOWS = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
 
+#: Imports a file in a fresh interpreter (argv: kind, path, unit ns); prints the counts.
+CHILD = """
+import json, sys
+from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
+from rbscope.importers.sigrok import import_sr
+from rbscope.importers.vcd import import_vcd
+kind, path, u = sys.argv[1], sys.argv[2], int(sys.argv[3])
+W = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
+kw = dict(params_for=lambda n: SnifferParams(channels=n),
+          preset_config=lambda p, tick, ps: (SnifferConfig(
+              prescaler=ps, glitch_ticks=1, windows=W, idle_ticks=50),
+              ("cache", "read", "program", "erase")))
+m = None
+if kind == "vcd":
+    m = import_vcd(path, clock=u * 1e-9, tick=u * 1e-9, **kw)
+elif kind == "sr":
+    m = import_sr(path, **kw)
+if m is not None:
+    print(json.dumps({"classes": [c.classes for c in m.counts],
+                      "pulses_kept": sum(len(w) for w in m.pulses.values())}))
+"""
+# ru_maxrss of a child includes the parent's high-water mark inherited at fork/exec; the
+# child's own peak is its VmHWM.
+CHILD_TAIL = """
+hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM")][0]
+print("PEAK_RSS_KIB", hwm.split()[1], file=sys.stderr)
+"""
+
+
+def child_peak(kind, path, unit):
+    """Run one import in a subprocess; return (peak RSS MiB, wall s, its JSON output)."""
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", CHILD + CHILD_TAIL, kind, str(path), str(unit)],
+                          capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - t
+    peak = [x for x in proc.stderr.splitlines() if x.startswith("PEAK_RSS_KIB")][-1]
+    text = proc.stdout
+    return int(peak.split()[1]) / 1024, wall, json.loads(text) if text.strip() else None
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -32,6 +76,8 @@ def main():
     ap.add_argument("--cycles", type=int, default=2_000_000, help="µs of NAND time per line")
     ap.add_argument("--unit", type=int, default=100, help="VCD time units (ns) per µs cycle "
                                                           "(the sample period of the .sr)")
+    ap.add_argument("--memory", action="store_true",
+                    help="peak RSS of each import in a subprocess instead of throughput")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     trains = random_trains(TrainSpec(channels=args.channels, cycles=args.cycles, gap=(1, 100)), 1)
@@ -55,6 +101,18 @@ def main():
         out["sigrok_convert_s"] = time.perf_counter() - t
         out["vcd_bytes"] = os.path.getsize(vcd)
         out["sr_bytes"] = os.path.getsize(sr)
+        if args.memory:
+            out["pulses"] = edges // 2
+            del trains, scaled
+            out["baseline_rss_mib"], _, _ = child_peak("none", vcd, u)
+            out["vcd_rss_mib"], out["vcd_s"], rv = child_peak("vcd", vcd, u)
+            out["sr_rss_mib"], out["sr_s"], rs = child_peak("sr", sr, u)
+            out["pulses_kept"] = rv["pulses_kept"]
+            out["agree"] = rv["classes"] == rs["classes"]
+            print(json.dumps(out, indent=2) if args.json else
+                  "\n".join(f"{k:>20}: {v:.4g}" if isinstance(v, float) else f"{k:>20}: {v}"
+                            for k, v in out.items()))
+            return 0 if out["agree"] else 1
         t = time.perf_counter()
         mv = import_vcd(vcd, clock=u * 1e-9, tick=u * 1e-9, **kw)
         out["vcd_s"] = time.perf_counter() - t

@@ -29,11 +29,17 @@ class DeviceCore(wiring.Component):
     snapshot_ms : int
     config : SnifferConfig, optional
         Boot configuration of the sniffer (register reset values).
+    emulator : EmuParams, optional
+        Build the NAND die emulator and its traffic generator in, with sniffer channel ``i``
+        watching emulated die ``i`` (loopback; ``channels`` must equal the emulator's dies). The
+        link then carries their registers and the ground truth (READ_TRUTH).
+    emu_config, traffic : EmuConfig, TrafficConfig, optional
+        The emulator's and traffic generator's boot configuration.
 
     Members
     -------
     rb : In(channels)
-        The R/B# pins.
+        The R/B# pins (unused in loopback).
     rx : In(stream.Signature(8))
         Bytes received from the host.
     tx : Out(stream.Signature(8))
@@ -43,13 +49,19 @@ class DeviceCore(wiring.Component):
     """
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
-                 config=None):
+                 config=None, emulator=None, emu_config=None, traffic=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         self.params = params
-        self.sniffer = RBSniffer(params)
+        self.emulator = emulator
+        if emulator is None:
+            self.sniffer = RBSniffer(params)
+        else:
+            from .nand_emu.loopback import Loopback
+            self.loopback = Loopback(emulator, params)  # checks channels == dies
         self.controller = LinkController(params, clock_hz=clock_hz, uart_divisor=uart_divisor,
-                                         board=board, snapshot_ms=snapshot_ms, config=config)
+                                         board=board, snapshot_ms=snapshot_ms, config=config,
+                                         emu=emulator, emu_config=emu_config, traffic=traffic)
         super().__init__({
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             "rx": In(stream.Signature(8)),
@@ -59,7 +71,6 @@ class DeviceCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.sniffer = sniffer = self.sniffer
         m.submodules.controller = controller = self.controller
         m.submodules.decoder = decoder = CommandDecoder()
         m.submodules.encoder = encoder = FrameEncoder()
@@ -68,17 +79,40 @@ class DeviceCore(wiring.Component):
         wiring.connect(m, decoder.command, controller.command)
         wiring.connect(m, controller.body, encoder.body)
         wiring.connect(m, encoder.wire, wiring.flipped(self.tx))
-        wiring.connect(m, controller.read_req, sniffer.read_req)
-        wiring.connect(m, sniffer.read_resp, controller.read_resp)
-        wiring.connect(m, sniffer.trace, controller.trace)
         m.d.comb += [
-            sniffer.rb.eq(self.rb),
-            sniffer.cfg.eq(controller.cfg),
-            sniffer.clear.eq(controller.clear),
-            controller.sniffer_status.eq(sniffer.status),
             controller.rx_good.eq(decoder.good),
             controller.rx_bad.eq(decoder.bad | decoder.dropped | self.rx_error),
         ]
+        if self.emulator is None:
+            m.submodules.sniffer = sniffer = self.sniffer
+            wiring.connect(m, controller.read_req, sniffer.read_req)
+            wiring.connect(m, sniffer.read_resp, controller.read_resp)
+            wiring.connect(m, sniffer.trace, controller.trace)
+            m.d.comb += [
+                sniffer.rb.eq(self.rb),
+                sniffer.cfg.eq(controller.cfg),
+                sniffer.clear.eq(controller.clear),
+                controller.sniffer_status.eq(sniffer.status),
+            ]
+        else:
+            # Loopback: the sniffer inside watches the emulated dies; the emulator's external
+            # bus pins stay idle (the on-chip traffic generator drives the dies).
+            m.submodules.loopback = loop = self.loopback
+            wiring.connect(m, controller.read_req, loop.snf_read_req)
+            wiring.connect(m, loop.snf_read_resp, controller.read_resp)
+            wiring.connect(m, loop.snf_trace, controller.trace)
+            wiring.connect(m, controller.emu_read_req, loop.emu_read_req)
+            wiring.connect(m, loop.emu_read_resp, controller.emu_read_resp)
+            m.d.comb += [
+                loop.snf_cfg.eq(controller.cfg),
+                loop.snf_clear.eq(controller.clear),
+                controller.sniffer_status.eq(loop.snf_status),
+                loop.emu_cfg.eq(controller.emu_cfg),
+                loop.traffic_cfg.eq(controller.traffic_cfg),
+                loop.traffic_start.eq(controller.traffic_start),
+                loop.traffic_stop.eq(controller.traffic_stop),
+                controller.traffic_status.eq(loop.traffic_status),
+            ]
         return m
 
 

@@ -24,6 +24,7 @@ import socket
 import struct
 import time
 import zlib
+from array import array
 from dataclasses import dataclass, field
 
 from . import __version__
@@ -40,8 +41,9 @@ from .protocol import (
 
 __all__ = [
     "MAGIC", "FORMAT_VERSION", "RecordKind", "Record", "CaptureWriter", "CaptureReader",
-    "CaptureError", "SnapshotRow", "HistogramAccumulator", "capture_to_measurement",
-    "config_from_registers",
+    "CaptureError", "SnapshotRow", "SnapshotSeries", "HistogramAccumulator",
+    "capture_to_measurement", "config_from_registers", "iter_records", "CHUNK_SIZE",
+    "MAX_SERIES",
 ]
 
 MAGIC = b"\x89RBSCAP\r\n\x1a\n"
@@ -53,6 +55,10 @@ TRAILER = struct.Struct("<I")
 #: Refuse records longer than this (a corrupted length field must not make the reader allocate
 #: gigabytes).
 MAX_BODY = 1 << 20
+#: The reader reads files in chunks of this many bytes (it never holds the whole file).
+CHUNK_SIZE = 4 << 20
+#: Default bound on the snapshot time series :func:`capture_to_measurement` keeps.
+MAX_SERIES = 4096
 
 
 class RecordKind:
@@ -233,12 +239,116 @@ class SnapshotRow:
         return self.status.timestamp
 
 
+def _scan(buf, pos, base, errors, final, skip):
+    """Yield the complete, valid records of ``buf[pos:]`` (offsets ``base`` + position).
+
+    Returns the position up to which ``buf`` is consumed: the start of the first incomplete
+    record (the caller keeps the rest and appends the next chunk), or ``len(buf)`` when the end
+    is garbage without a sync byte. ``final`` says no more data follows. ``skip`` (a one-element
+    list) carries the start offset of a run of garbage across chunks, so that one corrupt region
+    gives one error message however many chunks it spans.
+    """
+    n = len(buf)
+    size = RECORD.size
+    while pos < n:
+        if n - pos < size:
+            break
+        sync, kind, length, time_ns = RECORD.unpack_from(buf, pos)
+        if sync != SYNC or length > MAX_BODY:
+            if skip[0] is None:
+                skip[0] = base + pos
+            nxt = buf.find(SYNC, pos + 1)
+            if nxt < 0:
+                if final and errors is not None:
+                    errors.append(f"offset {skip[0]}: no record starts here (bad sync or "
+                                  f"length); skipped to {base + n}")
+                return n
+            if errors is not None:
+                errors.append(f"offset {skip[0]}: no record starts here (bad sync or length); "
+                              f"skipped to {base + nxt}")
+            skip[0] = None
+            pos = nxt
+            continue
+        end = pos + size + length + TRAILER.size
+        if end > n:
+            break
+        if skip[0] is not None:  # a run of garbage from the previous chunk ends here
+            if errors is not None:
+                errors.append(f"offset {skip[0]}: no record starts here (bad sync or length); "
+                              f"skipped to {base + pos}")
+            skip[0] = None
+        body = bytes(buf[pos + size:pos + size + length])
+        (crc,) = TRAILER.unpack_from(buf, pos + size + length)
+        if zlib.crc32(body, zlib.crc32(buf[pos + 1:pos + size])) != crc:
+            if errors is not None:
+                errors.append(f"offset {base + pos}: record CRC mismatch; skipped")
+            nxt = buf.find(SYNC, pos + 1)
+            if nxt < 0:
+                return n
+            pos = nxt
+            continue
+        yield base + pos, kind, time_ns, body
+        pos = end
+    if final and skip[0] is not None and errors is not None:
+        errors.append(f"offset {skip[0]}: no record starts here (bad sync or length); "
+                      f"skipped to {base + pos}")
+        skip[0] = None
+    return pos
+
+
+def iter_records(path, *, errors=None, chunk_size=CHUNK_SIZE):
+    """Yield ``(offset, kind, time_ns, body)`` of every complete, valid record of ``path``.
+
+    The file is read in chunks of ``chunk_size`` bytes, so memory does not grow with its
+    length (a record is at most :data:`MAX_BODY` bytes). Corrupt records are reported in
+    ``errors`` (a list) with their byte offsets and skipped, as by :meth:`CaptureReader.scan`.
+    The generator's return value is ``(end, size)``: the offset after the last complete record
+    and the number of bytes read; ``size - end`` bytes at the end form no complete record (the
+    truncated tail). Raises :class:`CaptureError` for a file that is not a capture.
+    """
+    path = os.fspath(path)
+    chunk_size = max(int(chunk_size), 1)
+    with open(path, "rb") as f:
+        buf = bytearray(f.read(max(chunk_size, PREAMBLE.size)))
+        CaptureReader._check_preamble(buf, path)
+        base, pos, total = 0, PREAMBLE.size, len(buf)
+        skip = [None]
+        while True:
+            more = f.read(chunk_size)
+            final = not more
+            pos = yield from _scan(buf, pos, base, errors, final, skip)
+            if final:
+                return base + pos, total
+            # Keep the unconsumed tail (an incomplete record), append the next chunk.
+            del buf[:pos]
+            base += pos
+            pos = 0
+            buf += more
+            total += len(more)
+
+
 class CaptureReader:
     """Read a capture file (also while it is being written).
+
+    The file is read in chunks (:func:`iter_records`), never whole; what the reader keeps is
+    chosen by the ``keep_*`` parameters, so a reader for a day-long capture can run in bounded
+    memory (``keep_records=False, keep_snapshots=False, keep_traces=False``: only the latest
+    counters, the histogram totals, the header, registers and events).
 
     Parameters
     ----------
     path : str or path-like
+    keep_records : bool
+        Keep every :class:`Record` in :attr:`records` (needed by :meth:`frames`).
+    keep_snapshots : bool
+        Keep every complete snapshot in :attr:`snapshots`; otherwise only the last one
+        (:attr:`last_snapshot`) and their number (:attr:`snapshot_count`).
+    keep_traces : bool
+        Keep every TRACE frame in :attr:`traces` (otherwise only :attr:`trace_count`).
+    on_snapshot : callable, optional
+        Called with each complete :class:`SnapshotRow`, in file order, as it is read.
+    chunk_size : int
+        Bytes read at a time.
 
     Attributes (after :meth:`read`, which the constructor calls)
     ----------
@@ -256,9 +366,14 @@ class CaptureReader:
         Frames that could not be decoded.
     """
 
-    def __init__(self, path, *, keep_records=True):
+    def __init__(self, path, *, keep_records=True, keep_snapshots=True, keep_traces=True,
+                 on_snapshot=None, chunk_size=CHUNK_SIZE):
         self.path = os.fspath(path)
         self.keep_records = keep_records
+        self.keep_snapshots = keep_snapshots
+        self.keep_traces = keep_traces
+        self.on_snapshot = on_snapshot
+        self.chunk_size = chunk_size
         self.read()
 
     @staticmethod
@@ -268,51 +383,17 @@ class CaptureReader:
         Stops at the first incomplete record; returns (as the generator's value) the offset
         after the last complete record.
         """
-        n = len(buf)
-        pos = start
-        size = RECORD.size
-        while pos < n:
-            if n - pos < size:
-                return pos
-            sync, kind, length, time_ns = RECORD.unpack_from(buf, pos)
-            if sync != SYNC or length > MAX_BODY:
-                nxt = buf.find(bytes([SYNC]), pos + 1)
-                if errors is not None:
-                    errors.append(f"offset {pos}: no record starts here (bad sync or length); "
-                                  f"skipped to {nxt if nxt >= 0 else n}")
-                if nxt < 0:
-                    return n
-                pos = nxt
-                continue
-            end = pos + size + length + TRAILER.size
-            if end > n:
-                return pos
-            body = bytes(buf[pos + size:pos + size + length])
-            (crc,) = TRAILER.unpack_from(buf, pos + size + length)
-            if zlib.crc32(body, zlib.crc32(buf[pos + 1:pos + size])) != crc:
-                if errors is not None:
-                    errors.append(f"offset {pos}: record CRC mismatch; skipped")
-                nxt = buf.find(bytes([SYNC]), pos + 1)
-                if nxt < 0:
-                    return n
-                pos = nxt
-                continue
-            yield pos, kind, time_ns, body
-            pos = end
-        return pos
+        return (yield from _scan(buf, start, 0, errors, True, [None]))
 
     @classmethod
     def valid_length(cls, path):
         """Return the length of the longest prefix of ``path`` made of complete records."""
-        with open(path, "rb") as f:
-            buf = f.read()
-        cls._check_preamble(buf, path)
-        gen = cls.scan(buf, PREAMBLE.size)
+        gen = iter_records(path)
         while True:
             try:
                 next(gen)
             except StopIteration as stop:
-                return stop.value
+                return stop.value[0]
 
     @staticmethod
     def _check_preamble(buf, path):
@@ -327,9 +408,6 @@ class CaptureReader:
 
     def read(self):
         """(Re)read the whole file; picks up records appended since the last read."""
-        with open(self.path, "rb") as f:
-            buf = f.read()
-        self._check_preamble(buf, self.path)
         self.records = []
         self.errors = []
         self.stats = LinkStats()
@@ -341,23 +419,28 @@ class CaptureReader:
         self.events = []
         self._snapshots = []
         self._pending = None
+        self.last_snapshot = None
+        self.snapshot_count = 0
         self.latest = {}
         self.traces = []
+        self.trace_count = 0
         self.hist = None
         self.frame_count = 0
-        gen = self.scan(buf, PREAMBLE.size, self.errors)
+        self.record_count = 0
+        gen = iter_records(self.path, errors=self.errors, chunk_size=self.chunk_size)
         while True:
             try:
                 offset, kind, time_ns, body = next(gen)
             except StopIteration as stop:
-                end = stop.value
+                end, size = stop.value
                 break
             rec = Record(kind, time_ns, offset, body)
             self._apply(rec)
+            self.record_count += 1
             if self.keep_records:
                 self.records.append(rec)
         self.end = end
-        self.truncated = len(buf) - end
+        self.truncated = size - end
         return self
 
     def _apply(self, rec):
@@ -388,7 +471,9 @@ class CaptureReader:
                 if self.hist is not None:
                     self.hist.update(frame)
             elif isinstance(frame, Trace):
-                self.traces.append(frame)
+                self.trace_count += 1
+                if self.keep_traces:
+                    self.traces.append(frame)
             return
         try:
             rec.data = json.loads(rec.body)
@@ -408,14 +493,20 @@ class CaptureReader:
     def _flush_pending(self):
         p = self._pending
         if p is not None and self.params is not None and len(p.counters) == self.params.channels:
-            self._snapshots.append(p)
             self._pending = None
+            self.last_snapshot = p
+            self.snapshot_count += 1
+            if self.keep_snapshots:
+                self._snapshots.append(p)
+            if self.on_snapshot is not None:
+                self.on_snapshot(p)
 
     # Views ---------------------------------------------------------------------------------------
 
     @property
     def snapshots(self):
-        """Complete snapshots (STATUS + every channel's COUNTERS), in order."""
+        """Complete snapshots (STATUS + every channel's COUNTERS), in order (empty unless
+        ``keep_snapshots``)."""
         return list(self._snapshots)
 
     def latest_counters(self):
@@ -441,13 +532,13 @@ class CaptureReader:
 
     def summary(self):
         """Return a JSON-ready summary of the capture."""
-        last = self._snapshots[-1] if self._snapshots else None
+        last = self.last_snapshot
         return {
             "path": self.path,
-            "records": len(self.records),
+            "records": self.record_count,
             "frames": self.frame_count,
-            "snapshots": len(self._snapshots),
-            "traces": len(self.traces),
+            "snapshots": self.snapshot_count,
+            "traces": self.trace_count,
             "events": [d.get("event") for _, d in self.events if isinstance(d, dict)],
             "truncated_bytes": self.truncated,
             "errors": list(self.errors),
@@ -458,35 +549,105 @@ class CaptureReader:
         }
 
 
-def capture_to_measurement(path, *, class_names=None, probes=None):
+class SnapshotSeries:
+    """The snapshot time series of the last epoch, in bounded memory.
+
+    Feed it every complete :class:`SnapshotRow` in order (``CaptureReader(on_snapshot=...)``).
+    It keeps the timestamp and the counter words of every ``stride``-th snapshot of the current
+    epoch as one compact ``array('Q')`` per kept snapshot (no frame objects), starting with
+    ``stride = every``; whenever more than ``max_points`` are kept it drops every other one and
+    doubles the stride. The kept snapshots are therefore evenly spaced, at most ``max_points``
+    of them, whatever the length of the capture (a 24-hour capture at 100 ms has 864 000
+    snapshots: with the default 4096 points one in 256 is kept, every 25.6 s). The last
+    snapshot is always kept (:meth:`rows` appends it). A new epoch (a clear) starts afresh.
+    """
+
+    def __init__(self, max_points=MAX_SERIES, every=1):
+        if max_points < 2:
+            raise ValueError(f"max_points must be at least 2, not {max_points}")
+        if every < 1:
+            raise ValueError(f"every must be at least 1, not {every}")
+        self.max_points = max_points
+        self.every = every
+        self.epoch = None
+        self._reset()
+
+    def _reset(self):
+        self.stride = self.every
+        self.count = 0  # snapshots of the current epoch seen
+        self.first = None
+        self.last_row = None  # the latest snapshot (a SnapshotRow)
+        self.kept = []  # [(index, timestamp, words)]
+
+    @staticmethod
+    def _words(row):
+        out = array("Q")
+        for ch in sorted(row.counters):
+            out.extend(row.counters[ch].counters)
+        return out
+
+    def add(self, row):
+        """Account one complete snapshot."""
+        if row.status.epoch != self.epoch:
+            self.epoch = row.status.epoch
+            self._reset()
+            self.first = row.status
+        i = self.count
+        self.count += 1
+        self.last_row = row
+        if i % self.stride == 0:
+            self.kept.append((i, row.timestamp, self._words(row)))
+            if len(self.kept) > self.max_points:
+                self.kept = self.kept[::2]
+                self.stride *= 2
+
+    __call__ = add
+
+    def rows(self):
+        """``[(timestamp, words)]`` of the kept snapshots and the last one, in order."""
+        out = [(ts, w) for _, ts, w in self.kept]
+        if self.count and self.kept[-1][0] != self.count - 1:
+            out.append((self.last_row.timestamp, self._words(self.last_row)))
+        return out
+
+
+def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots=MAX_SERIES,
+                           snapshot_every=1, chunk_size=CHUNK_SIZE):
     """Return the :class:`rbscope.measurement.Measurement` of a capture file.
 
     The counts are those of the last complete snapshot, histograms the exact totals of the last
     epoch; the snapshot time series is that of the last epoch (timestamps relative to its first
     snapshot). ``duration_ticks`` runs from the first to the last snapshot of the last epoch.
+
+    The file is streamed (bounded memory, whatever its length). The time series keeps every
+    ``snapshot_every``-th snapshot, thinned by halving (see :class:`SnapshotSeries`) so that
+    at most ``max_snapshots`` remain, plus the last one; ``provenance["snapshot_stride"]``
+    says how many device snapshots one kept snapshot stands for.
     """
     from .measurement import Measurement, Probe
     from .measurement import Snapshot as MSnapshot
     from .model import ChannelCounts
 
-    reader = CaptureReader(path, keep_records=False)
+    series = SnapshotSeries(max_snapshots, snapshot_every)
+    reader = CaptureReader(path, keep_records=False, keep_snapshots=False, keep_traces=False,
+                           on_snapshot=series, chunk_size=chunk_size)
     if reader.info is None:
         raise CaptureError(f"{reader.path}: no INFO frame; cannot interpret the counters")
-    if not reader.snapshots:
+    if not reader.snapshot_count:
         raise CaptureError(f"{reader.path}: no complete snapshot")
     params = reader.params
     config = reader.config
-    last_epoch = reader.snapshots[-1].status.epoch
-    rows = [s for s in reader.snapshots if s.status.epoch == last_epoch]
-    t0 = rows[0].timestamp
+    last_epoch = series.epoch
+    t0 = series.first.timestamp
+    width = params.counters_per_channel
+    k = params.classes
 
-    def counts_of(row, with_hist):
+    def counts_of(words, with_hist):
         out = []
         for ch in range(params.channels):
-            c = row.counters[ch].counters
+            c = words[ch * width:(ch + 1) * width]
             cc = ChannelCounts.zeros(params)
-            cc.classes = list(c[:params.classes])
-            k = params.classes
+            cc.classes = list(c[:k])
             (cc.unclassified, cc.glitch, cc.overlong, cc.partial, cc.dropped,
              cc.busy_ticks) = c[k:k + 6]
             if not with_hist:
@@ -494,18 +655,19 @@ def capture_to_measurement(path, *, class_names=None, probes=None):
             out.append(cc)
         return out
 
-    counts = counts_of(rows[-1], True)
+    rows = series.rows()
+    counts = counts_of(rows[-1][1], True)
     for ch, totals in reader.histograms().items():
         if reader.hist.epoch.get(ch) == last_epoch:
             counts[ch].histogram = list(totals)
     snaps = []
     last_ts = -1
-    for row in rows:
-        ts = row.timestamp - t0
+    for timestamp, words in rows:
+        ts = timestamp - t0
         if ts > last_ts:
-            snaps.append(MSnapshot(ts, counts_of(row, False)))
+            snaps.append(MSnapshot(ts, counts_of(words, False)))
             last_ts = ts
-    last = rows[-1].status
+    last = series.last_row.status
     quiet = last.timestamp - last.quiet_since if last.quiescent else None
     info = reader.info
     prescaler = max(config.prescaler, 1)
@@ -528,6 +690,6 @@ def capture_to_measurement(path, *, class_names=None, probes=None):
         snapshots=snaps,
         provenance={"source": "capture", "path": reader.path, "board": info.board_name,
                     "build_id": info.build_id, "epoch": last_epoch,
-                    "link_errors": reader.stats.errors},
+                    "link_errors": reader.stats.errors,
+                    "snapshots_total": series.count, "snapshot_stride": series.stride},
     )
-

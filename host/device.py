@@ -29,6 +29,7 @@ from rbscope.gateware.link.protocol import (
     HIST_CHUNK,
     ID_MAGIC,
     Access,
+    EmuLink,
     Opcode,
     StatusFlags,
     register_map,
@@ -47,6 +48,7 @@ from .protocol import (
     Response,
     ResponseStatus,
     Status,
+    Truth,
     encode_command,
 )
 
@@ -438,7 +440,7 @@ class Device:
             self.params = params
             self.hist = HistogramAccumulator(params)
             self._assembly = None
-        regs = register_map(params)
+        regs = register_map(params, emu=EmuLink.from_info(info))
         self._by_name = {r.name: r for r in regs}
         self._by_address = {r.address: r for r in regs}
         return info
@@ -557,6 +559,35 @@ class Device:
         finally:
             self._hooks.remove(hook)
         return {ch: list(self.hist.totals[ch]) for ch in range(params.channels)}
+
+    def read_truth(self):
+        """Read the emulated dies' ground truth: ``{die: [counter, …]}`` in ``EmuCounter`` order.
+
+        Only for a device built with the NAND emulator (INFO ``emu_dies`` > 0).
+        """
+        dies = self.info.emu_dies if self.info is not None else 0
+        if not dies:
+            raise DeviceError(f"{self.port_name}: this device has no NAND emulator")
+        got = {}
+
+        def hook(frame):
+            if isinstance(frame, Truth):
+                got[frame.die] = list(frame.counters)
+        self._hooks.append(hook)
+        try:
+            for _ in range(self.retries + 1):
+                got.clear()
+                try:
+                    self.command(Opcode.READ_TRUTH, after=lambda n: len(got) == dies, retries=0)
+                    break
+                except DeviceTimeout:
+                    continue
+            else:
+                raise DeviceTimeout(f"READ_TRUTH: {dies - len(got)} of {dies} dies never "
+                                    "answered")
+        finally:
+            self._hooks.remove(hook)
+        return dict(sorted(got.items()))
 
     def clear(self):
         """Clear every counter (new epoch); return the new epoch number.

@@ -40,6 +40,7 @@ from rbscope.gateware.rb_sniffer.params import Counter, EventKind, SnifferParams
 
 __all__ = [
     "ProtocolError", "LinkStats", "Frame", "Info", "Status", "Counters", "Histogram", "Trace",
+    "Truth",
     "Response", "Command", "FrameDecoder", "LinkMonitor", "LinkEvent", "compile_layout",
     "compile_encoder", "stuff", "unstuff", "encode_frame", "encode_payload", "encode_command",
     "frame_bytes", "decode_frame_bytes", "params_from_info", "HEADER_BYTES", "CRC_BYTES",
@@ -248,6 +249,9 @@ class Info(Frame):
     uart_divisor: int = 0
     build_id: int = 0
     board: tuple = ()
+    emu_dies: int = 0
+    emu_cfg_bits: int = 0
+    emu_traffic_bits: int = 0
 
     TYPE = FrameType.INFO
 
@@ -357,6 +361,17 @@ class Trace(Frame):
 
 
 @dataclass(slots=True)
+class Truth(Frame):
+    """TRUTH: one emulated die's ground-truth counters (``EmuCounter`` order)."""
+
+    die: int = 0
+    timestamp: int = 0
+    counters: tuple = ()
+
+    TYPE = FrameType.TRUTH
+
+
+@dataclass(slots=True)
 class Response(Frame):
     """RESPONSE to a command (``status`` a :data:`ResponseStatus` member or an unknown int)."""
 
@@ -394,7 +409,8 @@ class Command(Frame):
     TYPE = FrameType.COMMAND
 
 
-_CLASSES = {cls.TYPE: cls for cls in (Info, Status, Counters, Histogram, Trace, Response, Command)}
+_CLASSES = {cls.TYPE: cls for cls in (Info, Status, Counters, Histogram, Trace, Truth, Response,
+                                      Command)}
 #: Payload layouts that do not depend on the device's parameters.
 _FIXED_TYPES = (FrameType.INFO, FrameType.RESPONSE, FrameType.COMMAND)
 #: Any params will do for layouts that do not depend on them.

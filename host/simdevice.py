@@ -79,11 +79,16 @@ class SimDevice:
         later a new pty appears behind the same symlink.
     build_root : Path
         Where builds are cached (keyed by the Verilog and harness text).
+    emulator : EmuParams, optional
+        Build the NAND emulator in, its dies in loopback on the sniffer's channels (which must
+        number the dies; ``trains`` are then ignored by the gateware). ``emu_config`` and
+        ``traffic`` are its boot configuration.
     """
 
     def __init__(self, params, config, trains, *, clock_hz=DEFAULT_CLOCK_HZ, uart_divisor=4,
                  snapshot_ms=100, link=None, flip_rate=0.0, drop_rate=0.0, vanish_at=0,
-                 vanish_for=0, seed=1, build_root=None, max_cycles=0):
+                 vanish_for=0, seed=1, build_root=None, max_cycles=0, emulator=None,
+                 emu_config=None, traffic=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(config, SnifferConfig):
@@ -100,6 +105,9 @@ class SimDevice:
         self.options = dict(flip_rate=flip_rate, drop_rate=drop_rate, vanish_at=vanish_at,
                             vanish_for=vanish_for, seed=seed, max_cycles=max_cycles)
         self.build_root = Path(build_root) if build_root else DEFAULT_BUILD_ROOT
+        self.emulator = emulator
+        self.emu_config = emu_config
+        self.traffic = traffic
         self._tmp = None  # created by start(): the stimulus file, and the default link
         self.link = Path(link) if link else None
         self.process = None
@@ -121,7 +129,9 @@ class SimDevice:
         from .gateware.device import RBScopeDevice
         device = RBScopeDevice(self.params, clock_hz=self.clock_hz,
                                uart_divisor=self.uart_divisor, snapshot_ms=self.snapshot_ms,
-                               board="verilator-sim", config=self.config)
+                               board="verilator-sim", config=self.config,
+                               emulator=self.emulator, emu_config=self.emu_config,
+                               traffic=self.traffic)
         return verilog.convert(device, name=TOPLEVEL, emit_src=False)
 
     def build(self, log=None):

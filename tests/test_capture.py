@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from rbscope import capture as cap
 from rbscope import protocol as hp
+from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import FrameType, StatusFlags
 from rbscope.gateware.rb_sniffer.params import SnifferParams
 from rbscope.measurement import Measurement
@@ -182,3 +183,153 @@ def test_random_garbage_after_records_never_crashes(tmp_path):
         r = cap.CaptureReader(p)
         assert len(r.records) >= len(cap.CaptureReader(path).records)
         os.unlink(p)
+
+
+# Streaming ---------------------------------------------------------------------------------------
+
+_ENC = {}
+
+
+def _fast_frame(ftype, values, seq):
+    if ftype not in _ENC:
+        layout = wire.payload_layout(PARAMS, ftype)
+        _ENC[ftype] = (hp.compile_encoder(layout), wire.layout_bytes(layout))
+    enc, size = _ENC[ftype]
+    return hp.frame_bytes(ftype, enc(values).to_bytes(size, "little"), seq)
+
+
+def _write_long(path, snapshots, *, epoch_change_at=None):
+    """A long session: INFO, CONFIG, then ``snapshots`` snapshots (counts = 3 × index)."""
+    with cap.CaptureWriter(path) as w:
+        w.raw_frame(_frame(FrameType.INFO, info_values(PARAMS, clock_hz=1_000_000,
+                                                       prescaler=1), 0), time_ns=1)
+        w.config({"PRESCALER": 1, "WINDOW_1_LO": 100, "WINDOW_1_HI": 3000}, time_ns=2)
+        w.event("config", time_ns=2, class_names=["read", "program"])
+        seq = 0
+        for n in range(snapshots):
+            epoch = 2 if epoch_change_at is not None and n >= epoch_change_at else 1
+            seq += 1
+            w.raw_frame(_fast_frame(FrameType.STATUS, {"snapshot": n & 0xFFFF, "epoch": epoch,
+                                                       "timestamp": 1000 * (n + 1)}, seq), 10)
+            for ch in range(PARAMS.channels):
+                seq += 1
+                w.raw_frame(_fast_frame(FrameType.COUNTERS, {
+                    "snapshot": n & 0xFFFF, "channel": ch, "epoch": epoch,
+                    "timestamp": 1000 * (n + 1),
+                    "counters": [3 * n] * PARAMS.counters_per_channel}, seq), 11)
+
+
+def _records(r):
+    return [(x.offset, x.kind, x.time_ns, x.body) for x in r.records]
+
+
+@pytest.mark.parametrize("chunk", [1, 13, 100, 4096])
+def test_chunked_reading_equals_whole_buffer_scan(tmp_path, chunk):
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    data = path.read_bytes()
+    whole = list(cap.CaptureReader.scan(data, cap.PREAMBLE.size))
+    assert len(data) > 10 * 100  # several chunks for every chunk size but the last
+    r = cap.CaptureReader(path, chunk_size=chunk)
+    assert _records(r) == whole and r.truncated == 0 and r.errors == []
+    assert len(r.snapshots) == 5 and r.histograms()[0][:16] == [0xFFFFFFFE + 12] * 16
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1000])
+def test_truncated_tail_detected_at_any_chunk_size(tmp_path, chunk):
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    data = path.read_bytes()
+    for cut in (len(data) - 1, len(data) - 30, len(data) // 2, cap.PREAMBLE.size + 5):
+        part = tmp_path / "part.rbcap"
+        part.write_bytes(data[:cut])
+        ref = cap.CaptureReader(part)
+        r = cap.CaptureReader(part, chunk_size=chunk)
+        assert _records(r) == _records(ref)
+        assert r.truncated == ref.truncated > 0 and r.end + r.truncated == cut
+        assert cap.CaptureReader.valid_length(part) == r.end
+
+
+@pytest.mark.parametrize("chunk", [5, 50, 4096])
+def test_corruption_reported_by_offset_at_any_chunk_size(tmp_path, chunk):
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    data, records, ends = _record_ends(path)
+    bad = bytearray(data)
+    bad[records[5].offset + cap.RECORD.size] ^= 0xFF  # CRC mismatch
+    # 300 bytes of garbage without a sync byte replace record 8: one message, however many
+    # chunks the garbage spans.
+    garbage = bytes(i % 256 for i in range(300)).replace(bytes([cap.SYNC]), b"\x00")
+    bad[records[8].offset:ends[8]] = garbage
+    path.write_bytes(bytes(bad))
+    ref = cap.CaptureReader(path, chunk_size=1 << 20)
+    r = cap.CaptureReader(path, chunk_size=chunk)
+    assert _records(r) == _records(ref) and len(r.records) == len(records) - 2
+    assert r.errors == ref.errors
+    assert r.errors == [f"offset {records[5].offset}: record CRC mismatch; skipped",
+                        f"offset {records[8].offset}: no record starts here (bad sync or "
+                        f"length); skipped to {records[8].offset + 300}"]
+
+
+def test_bounded_reader_keeps_no_per_snapshot_objects(tmp_path):
+    path = tmp_path / "long.rbcap"
+    _write_long(path, 300)
+    seen = []
+    r = cap.CaptureReader(path, keep_records=False, keep_snapshots=False, keep_traces=False,
+                          on_snapshot=seen.append, chunk_size=512)
+    assert r.records == [] and r.snapshots == [] and r.snapshot_count == 300
+    assert len(seen) == 300 and r.last_snapshot is seen[-1]
+    assert r.latest_counters()[1].counters[0] == 3 * 299
+    assert r.summary()["snapshots"] == 300 and r.summary()["records"] == 3 + 300 * 3 + 1
+
+
+def test_snapshot_series_is_bounded_and_evenly_spaced():
+    def row(n, epoch=1):
+        status = hp.Status(0, b"", timestamp=10 * n, epoch=epoch)
+        return cap.SnapshotRow(0, status, {0: hp.Counters(0, b"", channel=0, counters=(n,))})
+    s = cap.SnapshotSeries(max_points=8)
+    for n in range(1000):
+        s.add(row(n))
+        assert len(s.kept) <= 8  # never more, at any point of the stream
+    rows = s.rows()
+    assert s.stride == 128 and s.count == 1000
+    assert [ts for ts, _ in rows] == [10 * n for n in range(0, 1000, 128)] + [9990]
+    assert [list(w) for _, w in rows][-1] == [999]
+    s.add(row(5, epoch=2))  # a clear: the series restarts
+    assert s.rows() == [(50, cap.array("Q", [5]))] and s.stride == 1
+
+
+def test_capture_to_measurement_streams_a_decimated_series(tmp_path):
+    path = tmp_path / "long.rbcap"
+    _write_long(path, 500, epoch_change_at=100)
+    m = cap.capture_to_measurement(path, max_snapshots=16, chunk_size=256)
+    full = cap.capture_to_measurement(path, max_snapshots=10_000)
+    assert m.counts == full.counts and m.duration_ticks == full.duration_ticks == 399_000
+    assert len(full.snapshots) == 400  # the last epoch only
+    assert 8 <= len(m.snapshots) <= 17
+    assert m.snapshots[0].timestamp == 0 and m.snapshots[-1].timestamp == 399_000
+    by_ts = {s.timestamp: s.counts for s in full.snapshots}
+    assert all(s.counts == by_ts[s.timestamp] for s in m.snapshots)
+    assert m.provenance["snapshots_total"] == 400 and m.provenance["snapshot_stride"] == 32
+    every = cap.capture_to_measurement(path, snapshot_every=100)
+    assert [s.timestamp for s in every.snapshots] == [0, 100_000, 200_000, 300_000, 399_000]
+
+
+def test_reading_memory_does_not_grow_with_the_file(tmp_path):
+    import tracemalloc
+
+    def peak(n):
+        path = tmp_path / f"m{n}.rbcap"
+        _write_long(path, n)
+        tracemalloc.start()
+        try:
+            cap.capture_to_measurement(path, max_snapshots=8, chunk_size=16 << 10)
+            return tracemalloc.get_traced_memory()[1], os.path.getsize(path)
+        finally:
+            tracemalloc.stop()
+    small, small_size = peak(500)
+    large, large_size = peak(2500)
+    assert large_size > 4.5 * small_size
+    # Same bounded working set (chunk, a few frames, 8 series points) for 5× the file.
+    assert large < 1.25 * small + 20_000, (small, large)
+    assert large < large_size / 4

@@ -32,7 +32,8 @@ def build_id(params, clock_hz, uart_divisor, board):
 
 
 class _Read:
-    """A field whose value is read from the sniffer: ``(space, channel, index)``."""
+    """A field whose value is read word by word: from the sniffer (``space`` a :class:`Space`)
+    or, with ``space=None``, from the emulator's ground-truth port (``channel`` is the die)."""
 
     def __init__(self, space, channel, index):
         self.space, self.channel, self.index = space, channel, index
@@ -54,6 +55,11 @@ class LinkController(wiring.Component):
         Default period of unsolicited snapshots.
     config : SnifferConfig, optional
         The sniffer configuration the device boots with (reset values of its registers).
+    emu : EmuParams, optional
+        A NAND emulator on the same chip: adds its registers, the traffic generator's, the
+        READ_TRUTH command and the ports below.
+    emu_config, traffic : EmuConfig, TrafficConfig, optional
+        Their boot configuration.
 
     Members
     -------
@@ -71,10 +77,12 @@ class LinkController(wiring.Component):
     read_req, read_resp : the sniffer's read port (this controller is its only user).
     trace : In(TraceSignature)
         The sniffer's trace strobe.
+    emu_cfg, traffic_cfg, traffic_start, traffic_stop, traffic_status, emu_read_req,
+    emu_read_resp : (with ``emu`` only) the emulator's and traffic generator's ports.
     """
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
-                 config=None):
+                 config=None, emu=None, emu_config=None, traffic=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -91,9 +99,25 @@ class LinkController(wiring.Component):
         if self.snapshot_period >= 1 << 32:
             raise ValueError(f"Snapshot period of {snapshot_ms} ms does not fit 32 bits of "
                              f"clock cycles at {clock_hz} Hz")
+        self.emu = emu
+        self.emu_link = (protocol.EmuLink.from_params(emu, emu_config, traffic)
+                         if emu is not None else None)
         self.registers = protocol.register_map(params, snapshot_period=self.snapshot_period,
-                                               config=config)
+                                               config=config, emu=self.emu_link)
+        ports = {}
+        if emu is not None:
+            from ..nand_emu import layouts as emu_layouts
+            ports = {
+                "emu_cfg": Out(emu_layouts.config_layout(emu)),
+                "traffic_cfg": Out(emu_layouts.traffic_layout(emu)),
+                "traffic_start": Out(1),
+                "traffic_stop": Out(1),
+                "traffic_status": In(emu_layouts.traffic_status_layout(emu)),
+                "emu_read_req": Out(stream.Signature(emu_layouts.read_request_layout(emu))),
+                "emu_read_resp": In(stream.Signature(emu.counter_bits)),
+            }
         super().__init__({
+            **ports,
             "command": In(stream.Signature(decoded_command_layout())),
             "body": Out(stream.Signature(FrameByte)),
             "rx_good": In(1),
@@ -110,8 +134,10 @@ class LinkController(wiring.Component):
 
     def _register_target(self, reg, cfg, link):
         """The signal slice a register reads and writes."""
-        if reg.field.startswith("link."):
-            return link[reg.field[5:]]
+        if reg.field.startswith(("link.", "emu.")):
+            target = link[reg.field]
+            return target[reg.shift:reg.shift + 32] if reg.field in ("emu.cfg", "emu.traffic") \
+                else target
         value = cfg
         for part in reg.field.split("."):
             value = value[int(part)] if part.isdigit() else getattr(value, part)
@@ -123,18 +149,36 @@ class LinkController(wiring.Component):
         p = self.params
         n = p.channels
 
-        # Link-level registers.
+        # Link-level registers (and the emulator's, when there is one).
         link = {
-            "id": Const(protocol.ID_MAGIC, 32),
-            "snapshot_period": Signal(32, init=self.snapshot_period),
-            "hist_period": Signal(16),
-            "trace_enable": Signal(),
+            "link.id": Const(protocol.ID_MAGIC, 32),
+            "link.snapshot_period": Signal(32, init=self.snapshot_period),
+            "link.hist_period": Signal(16),
+            "link.trace_enable": Signal(),
         }
+        if self.emu is not None:
+            emu_link = self.emu_link
+            link.update({
+                "emu.cfg": Signal(emu_link.cfg_bits, init=emu_link.cfg_reset),
+                "emu.traffic": Signal(emu_link.traffic_bits, init=emu_link.traffic_reset),
+                "emu.control": Signal(2),
+                "emu.busy": self.traffic_status.busy,
+                "emu.steps": self.traffic_status.steps,
+            })
+            # TRAFFIC_CONTROL is a pair of strobes: a write sets it for one cycle (the write
+            # statement below, in the command FSM, overrides this clear).
+            m.d.sync += link["emu.control"].eq(0)
+            m.d.comb += [
+                self.emu_cfg.as_value().eq(link["emu.cfg"]),
+                self.traffic_cfg.as_value().eq(link["emu.traffic"]),
+                self.traffic_start.eq(link["emu.control"][0]),
+                self.traffic_stop.eq(link["emu.control"][1]),
+            ]
         # The sniffer's configuration registers, initialised from the register map's resets.
         layout = config_layout(p)
         init_value = 0
         for reg in self.registers:
-            if not reg.field.startswith("link."):
+            if not reg.field.startswith(("link.", "emu.")):
                 width = min(32, self._field_width(reg) - reg.shift)
                 init_value |= (reg.reset & ((1 << width) - 1)) << self._cfg_offset(reg)
         cfg_reg = layout(Signal(layout.size, init=init_value, name="cfg_reg"))
@@ -161,7 +205,7 @@ class LinkController(wiring.Component):
         tl_frame = trace_lost.read_port()
         lost_pending = Signal()
         lost_channel = Signal(p.channel_bits)
-        push = self.trace.valid & link["trace_enable"]
+        push = self.trace.valid & link["link.trace_enable"]
         m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
                      trace_fifo.w_en.eq(push)]
         m.d.sync += lost_pending.eq(push & ~trace_fifo.w_rdy)
@@ -189,6 +233,7 @@ class LinkController(wiring.Component):
         resp_pending = Signal()
         resp_data = Signal(resp)
         info_pending = Signal()
+        truth_request = Signal()
         snap_request = Signal()  # set by the timer or a command, taken by the frame builder
         snap_solicited = Signal()
         hist_request = Signal()
@@ -248,6 +293,10 @@ class LinkController(wiring.Component):
                             with m.Case(protocol.Opcode.READ_HISTOGRAMS):
                                 respond(protocol.Status.OK)
                                 m.d.sync += hist_request.eq(1)
+                            if self.emu is not None:
+                                with m.Case(protocol.Opcode.READ_TRUTH):
+                                    respond(protocol.Status.OK)
+                                    m.d.sync += truth_request.eq(1)
                             with m.Case(protocol.Opcode.CLEAR):
                                 m.next = "CLEAR_WAIT"
                             with m.Default():
@@ -288,16 +337,16 @@ class LinkController(wiring.Component):
         period_count = Signal(32)
         hist_count = Signal(16)
         periodic = Signal()
-        with m.If((link["snapshot_period"] != 0) &
-                  (period_count + 1 >= link["snapshot_period"])):
+        with m.If((link["link.snapshot_period"] != 0) &
+                  (period_count + 1 >= link["link.snapshot_period"])):
             m.d.sync += period_count.eq(0)
             m.d.comb += periodic.eq(1)
         with m.Else():
             m.d.sync += period_count.eq(period_count + 1)
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
-            with m.If(link["hist_period"] != 0):
-                with m.If(hist_count + 1 >= link["hist_period"]):
+            with m.If(link["link.hist_period"] != 0):
+                with m.If(hist_count + 1 >= link["link.hist_period"]):
                     m.d.sync += [hist_count.eq(0), hist_request.eq(1)]
                 with m.Else():
                     m.d.sync += hist_count.eq(hist_count + 1)
@@ -308,6 +357,7 @@ class LinkController(wiring.Component):
         snap_channel = Signal(p.channel_bits)
         hist_channel = Signal(p.channel_bits)
         hist_first = Signal(16)
+        truth_die = Signal(8)
         word = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK) + 1))
         shift = Signal(64)
         left = Signal(range(9))
@@ -316,7 +366,7 @@ class LinkController(wiring.Component):
         m.d.comb += trace_head.as_value().eq(trace_fifo.r_data)
 
         status = self.sniffer_status
-        snap_flag_bits = Cat(status.quiescent, status.clear_busy, link["trace_enable"],
+        snap_flag_bits = Cat(status.quiescent, status.clear_busy, link["link.trace_enable"],
                              snap_solicited)
         # A snapshot's header describes one instant: its fields are latched together when the
         # snapshot starts, not sampled one by one as the bytes go out.
@@ -344,6 +394,10 @@ class LinkController(wiring.Component):
                 "channel": hist_channel, "first": hist_first, "epoch": frame_epoch,
                 "timestamp": frame_timestamp,
                 "bins": _Read(Space.HISTOGRAM, hist_channel, hist_first),
+            },
+            protocol.FrameType.TRUTH: {
+                "die": truth_die, "timestamp": frame_timestamp,
+                "counters": _Read(None, truth_die, None),
             },
             protocol.FrameType.TRACE: {
                 "channel": trace_head.channel, "kind": trace_head.kind,
@@ -396,9 +450,15 @@ class LinkController(wiring.Component):
                 with m.Elif(hist_request):
                     m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
                     m.next = "HISTOGRAM_0"
+                if self.emu is not None:
+                    with m.Elif(truth_request):
+                        m.d.sync += [truth_request.eq(0), truth_die.eq(0)]
+                        m.next = "TRUTH_0"
                 with m.Elif(trace_fifo.r_rdy):
                     m.next = "TRACE_0"
 
+            if self.emu is None:
+                del frames[protocol.FrameType.TRUTH]
             for ftype in frames:
                 steps = steps_of(ftype)
                 for i, step in enumerate(steps):
@@ -426,6 +486,10 @@ class LinkController(wiring.Component):
                             m.d.sync += snapshot_no.eq(snapshot_no + 1)
                         with m.Else():
                             m.next = "SNAP_NEXT"
+                    elif ftype == protocol.FrameType.TRUTH:
+                        with m.If(truth_die != self.emu.dies - 1):
+                            m.d.sync += truth_die.eq(truth_die + 1)
+                            m.next = "TRUTH_NEXT"
                     elif ftype == protocol.FrameType.HISTOGRAM:
                         m.next = "HIST_NEXT"
                         with m.If(hist_first + protocol.HIST_CHUNK >= p.hist_bins):
@@ -443,6 +507,14 @@ class LinkController(wiring.Component):
                     m.next = "RESPONSE_0"
                 with m.Else():
                     m.next = "COUNTERS_0"
+            if self.emu is not None:
+                with m.State("TRUTH_NEXT"):
+                    with m.If(clear_pending):
+                        pass
+                    with m.Elif(resp_pending):
+                        m.next = "RESPONSE_0"
+                    with m.Else():
+                        m.next = "TRUTH_0"
             with m.State("HIST_NEXT"):
                 with m.If(clear_pending):
                     pass
@@ -452,8 +524,8 @@ class LinkController(wiring.Component):
                     m.next = "HISTOGRAM_0"
         # Between frames, keep the frame time and epoch current; they freeze when a frame starts
         # (its first byte is loaded in the cycle after leaving these states).
-        m.d.comb += frame_idle.eq(frames_fsm.ongoing("IDLE") | frames_fsm.ongoing("SNAP_NEXT") |
-                                  frames_fsm.ongoing("HIST_NEXT"))
+        between = ["IDLE", "SNAP_NEXT", "HIST_NEXT"] + (["TRUTH_NEXT"] if self.emu else [])
+        m.d.comb += frame_idle.eq(Cat(frames_fsm.ongoing(state) for state in between).any())
         with m.If(frame_idle):
             m.d.sync += [frame_epoch.eq(status.epoch), frame_timestamp.eq(status.timestamp)]
         return m
@@ -508,6 +580,9 @@ class LinkController(wiring.Component):
             "uart_divisor": Const(self.uart_divisor, 16),
             "build_id": Const(build_id(p, self.clock_hz, self.uart_divisor, self.board), 32),
             "board": Const(int.from_bytes(board, "little"), 8 * protocol.BOARD_NAME_BYTES),
+            "emu_dies": Const(self.emu_link.dies if self.emu_link else 0, 8),
+            "emu_cfg_bits": Const(self.emu_link.cfg_bits if self.emu_link else 0, 16),
+            "emu_traffic_bits": Const(self.emu_link.traffic_bits if self.emu_link else 0, 16),
         }
 
     def _emit(self, m, shift, left, loaded, last, done):
@@ -535,22 +610,25 @@ class LinkController(wiring.Component):
 
     def _read_step(self, m, step, shift, left, loaded, word, nxt, last_step):
         read, nbytes, count = step
-        requested = Signal(name=f"requested_{read.space.name.lower()}")
+        requested = Signal(name="requested_" + (read.space.name.lower() if read.space is not None
+                                                else "truth"))
         index = word if read.index is None else read.index + word
+        if read.space is None:  # the emulator's ground truth
+            req, resp = self.emu_read_req, self.emu_read_resp
+            fields = [req.payload.die.eq(read.channel), req.payload.index.eq(index)]
+        else:
+            req, resp = self.read_req, self.read_resp
+            fields = [req.payload.space.eq(read.space), req.payload.channel.eq(read.channel),
+                      req.payload.index.eq(index)]
         with m.If(~loaded):
             with m.If(~requested):
-                m.d.comb += [
-                    self.read_req.valid.eq(1),
-                    self.read_req.payload.space.eq(read.space),
-                    self.read_req.payload.channel.eq(read.channel),
-                    self.read_req.payload.index.eq(index),
-                ]
-                with m.If(self.read_req.ready):
+                m.d.comb += [req.valid.eq(1), *fields]
+                with m.If(req.ready):
                     m.d.sync += requested.eq(1)
             with m.Else():
-                m.d.comb += self.read_resp.ready.eq(1)
-                with m.If(self.read_resp.valid):
-                    m.d.sync += [shift.eq(self.read_resp.payload), left.eq(nbytes),
+                m.d.comb += resp.ready.eq(1)
+                with m.If(resp.valid):
+                    m.d.sync += [shift.eq(resp.payload), left.eq(nbytes),
                                  loaded.eq(1), requested.eq(0)]
         with m.Else():
             # Emit this word; then read the next word of the array, or go to the next step.

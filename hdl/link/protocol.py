@@ -43,7 +43,8 @@ __all__ = [
     "CRC_ALGORITHM", "HIST_CHUNK", "ID_MAGIC", "BOARD_NAME_BYTES",
     "FrameType", "Opcode", "Status", "StatusFlags", "Access", "Register",
     "HEADER", "COMMAND", "RESPONSE", "info_layout", "status_layout", "counters_layout",
-    "histogram_layout", "trace_layout", "register_map", "payload_layout", "layout_bytes",
+    "histogram_layout", "trace_layout", "truth_layout", "register_map", "payload_layout",
+    "layout_bytes", "EmuLink", "EMU_COUNTERS", "EMU_COUNTER_BITS",
 ]
 
 PROTOCOL_VERSION = 1
@@ -74,6 +75,7 @@ class FrameType(enum.IntEnum, shape=8):
     HISTOGRAM = 0x04
     TRACE = 0x05
     RESPONSE = 0x06
+    TRUTH = 0x07
     COMMAND = 0x80
 
 
@@ -87,6 +89,7 @@ class Opcode(enum.IntEnum, shape=8):
     SNAPSHOT = 0x04  # RESPONSE, then STATUS and one COUNTERS frame per channel
     READ_HISTOGRAMS = 0x05  # RESPONSE, then every channel's HISTOGRAM frames
     CLEAR = 0x06  # RESPONSE (value = new epoch) once the clear has taken effect
+    READ_TRUTH = 0x07  # RESPONSE, then one TRUTH frame per emulated die (UNKNOWN_OPCODE if none)
 
 
 class Status(enum.IntEnum, shape=8):
@@ -164,6 +167,10 @@ def info_layout(params):
         "uart_divisor": 16,
         "build_id": 32,
         "board": data.ArrayLayout(8, BOARD_NAME_BYTES),
+        # The NAND emulator, when the build has one (else zeros): see EmuLink.
+        "emu_dies": 8,
+        "emu_cfg_bits": 16,
+        "emu_traffic_bits": 16,
     })
 
 
@@ -225,6 +232,61 @@ def trace_layout(params):
     })
 
 
+#: Ground-truth counters per emulated die and their width (``rbscope.gateware.nand_emu``'s
+#: ``EmuCounter``; the link carries exactly these).
+EMU_COUNTERS = 16
+EMU_COUNTER_BITS = 48
+
+
+def truth_layout(params):
+    """TRUTH: one emulated die's ground-truth counters (``EmuCounter`` order), read at
+    ``timestamp`` (sniffer ticks)."""
+    _check(params)
+    return data.StructLayout({
+        "die": 16,
+        "timestamp": params.timestamp_bits,
+        "counters": data.ArrayLayout(EMU_COUNTER_BITS, EMU_COUNTERS),
+    })
+
+
+@dataclass(frozen=True)
+class EmuLink:
+    """What the link needs to know of a build's NAND emulator (INFO carries the first three).
+
+    The emulator's configuration and the traffic generator's are exposed as 32-bit slices of
+    their packed layouts (``rbscope.gateware.nand_emu.layouts``); the host packs an ``EmuConfig``
+    or ``TrafficConfig`` with the build's ``EmuParams`` and writes the slices.
+    """
+
+    dies: int
+    cfg_bits: int
+    traffic_bits: int
+    cfg_reset: int = 0
+    traffic_reset: int = 0
+
+    @classmethod
+    def from_params(cls, emu, config=None, traffic=None):
+        """Describe an emulator built with ``emu`` (an ``EmuParams``), booting with ``config``
+        (an ``EmuConfig``, default its defaults) and ``traffic`` (a ``TrafficConfig``)."""
+        from ..nand_emu import layouts as emu_layouts
+        from ..nand_emu.params import EmuConfig
+        if emu.counter_bits != EMU_COUNTER_BITS:
+            raise ValueError(f"The link carries {EMU_COUNTER_BITS}-bit ground-truth counters; "
+                             f"the emulator has {emu.counter_bits}")
+        config = EmuConfig() if config is None else config
+        traffic_reset = 0 if traffic is None else emu_layouts.traffic_const(emu, traffic)
+        return cls(emu.dies, emu_layouts.config_layout(emu).size,
+                   emu_layouts.traffic_layout(emu).size,
+                   emu_layouts.config_const(emu, config), traffic_reset)
+
+    @classmethod
+    def from_info(cls, info):
+        """From an INFO frame's fields; ``None`` when the device has no emulator."""
+        if not info.emu_dies:
+            return None
+        return cls(info.emu_dies, info.emu_cfg_bits, info.emu_traffic_bits)
+
+
 def layout_bytes(layout):
     """Size in bytes of a layout (every protocol layout is a whole number of bytes)."""
     size = data.Layout.cast(layout).size
@@ -241,6 +303,7 @@ def payload_layout(params, frame_type):
         FrameType.COUNTERS: counters_layout,
         FrameType.HISTOGRAM: histogram_layout,
         FrameType.TRACE: trace_layout,
+        FrameType.TRUTH: truth_layout,
         FrameType.RESPONSE: lambda p: RESPONSE,
         FrameType.COMMAND: lambda p: COMMAND,
     }[FrameType(frame_type)](params)
@@ -269,21 +332,22 @@ class Register:
     doc: str = ""
 
 
-def register_map(params, *, snapshot_period=0, config=None):
+def register_map(params, *, snapshot_period=0, config=None, emu=None):
     """Return the registers of a device built with ``params``, ordered by address.
 
     ``snapshot_period`` is the reset value of ``SNAPSHOT_PERIOD`` (system clock cycles), which
     the build chooses from its clock (100 ms by default). ``config``, a :class:`SnifferConfig`,
     gives the reset values of the sniffer's registers (a build's default timing preset).
+    ``emu``, an :class:`EmuLink`, adds the NAND emulator's and traffic generator's registers.
     """
     _check(params)
-    regs = _registers(params, snapshot_period)
+    regs = _registers(params, snapshot_period) + _emu_registers(emu)
     if config is None:
         return regs
     config = config.validate(params)
     out = []
     for reg in regs:
-        if reg.field.startswith("link."):
+        if reg.field.startswith(("link.", "emu.")):
             out.append(reg)
             continue
         parts = reg.field.split(".")
@@ -292,6 +356,30 @@ def register_map(params, *, snapshot_period=0, config=None):
             value = value[int(parts[1])][0 if parts[2] == "lo" else 1]
         out.append(replace(reg, reset=(value >> reg.shift) & 0xFFFF_FFFF))
     return out
+
+
+def _emu_registers(emu):
+    if emu is None:
+        return []
+    if not isinstance(emu, EmuLink):
+        raise TypeError(f"Emulator description must be an EmuLink, not {emu!r}")
+    regs = []
+    for i in range((emu.cfg_bits + 31) // 32):
+        regs.append(Register(f"EMU_CFG_{i}", 0x1000 + i, Access.RW, "emu.cfg", 32 * i,
+                             reset=(emu.cfg_reset >> 32 * i) & 0xFFFF_FFFF,
+                             doc="emulator configuration, bits 32i… of its packed layout"))
+    for i in range((emu.traffic_bits + 31) // 32):
+        regs.append(Register(f"TRAFFIC_CFG_{i}", 0x1040 + i, Access.RW, "emu.traffic", 32 * i,
+                             reset=(emu.traffic_reset >> 32 * i) & 0xFFFF_FFFF,
+                             doc="traffic generator programme, bits 32i… of its packed layout"))
+    regs += [
+        Register("TRAFFIC_CONTROL", 0x1050, Access.RW, "emu.control",
+                 doc="write 1: start the traffic generator; 2: stop it (reads back 0 after)"),
+        Register("TRAFFIC_BUSY", 0x1051, Access.RO, "emu.busy", doc="1 while it runs"),
+        Register("TRAFFIC_STEPS", 0x1052, Access.RO, "emu.steps",
+                 doc="operations issued by the traffic generator since its start"),
+    ]
+    return regs
 
 
 def _registers(params, snapshot_period):

@@ -11,6 +11,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..rb_sniffer import RBSniffer, SnifferParams
 from ..rb_sniffer import layouts as sniffer_layouts
+from ..rb_sniffer.sniffer import TraceSignature
 from .emulator import NandEmulator
 from .layouts import config_layout, read_request_layout, traffic_layout, traffic_status_layout
 from .params import EmuParams
@@ -37,7 +38,7 @@ class Loopback(wiring.Component):
         The emulator's configuration and ground-truth read port.
     traffic_cfg, traffic_start, traffic_stop, traffic_status :
         The traffic generator's.
-    snf_cfg, snf_clear, snf_read_req, snf_read_resp, snf_status :
+    snf_cfg, snf_clear, snf_read_req, snf_read_resp, snf_status, snf_trace :
         The sniffer's (see :class:`RBSniffer`).
     """
 
@@ -67,6 +68,7 @@ class Loopback(wiring.Component):
             "snf_read_req": In(stream.Signature(sniffer_layouts.read_request_layout(sniffer))),
             "snf_read_resp": Out(stream.Signature(sniffer.counter_bits)),
             "snf_status": Out(sniffer_layouts.status_layout(sniffer)),
+            "snf_trace": Out(TraceSignature(sniffer)),
         })
 
     def elaborate(self, platform):
@@ -95,4 +97,5 @@ class Loopback(wiring.Component):
         wiring.connect(m, emu.read_resp, wiring.flipped(self.emu_read_resp))
         wiring.connect(m, wiring.flipped(self.snf_read_req), snf.read_req)
         wiring.connect(m, snf.read_resp, wiring.flipped(self.snf_read_resp))
+        wiring.connect(m, snf.trace, wiring.flipped(self.snf_trace))
         return m
