@@ -180,7 +180,13 @@ def _cmd_capture(args):
             if isinstance(d, dict) and d.get("class_names"):
                 names = d["class_names"]
         tick = max(dev.registers.get("PRESCALER", 1), 1) / dev.info.clock_hz
-        view = LiveView(dev.params, tick, names or ("read", "program", "erase", "cbusy", "rst"),
+        if not names:
+            # No preset was applied in this session: name each window by its bounds (ticks),
+            # as read from the device, rather than guess what it is for.
+            regs = dev.registers
+            names = tuple(f"[{regs.get(f'WINDOW_{k}_LO', 0)},{regs.get(f'WINDOW_{k}_HI', 0)})"
+                          for k in range(dev.params.classes))
+        view = LiveView(dev.params, tick, names,
                         json=args.json, stream=sys.stdout if args.json else sys.stderr)
         start = time.monotonic()
         end = None if args.duration is None else start + args.duration
