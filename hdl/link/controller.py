@@ -498,33 +498,23 @@ class LinkController(wiring.Component):
                                 m.next = "IDLE"
                         with m.Else():
                             m.d.sync += hist_first.eq(hist_first + protocol.HIST_CHUNK)
-            # Between the frames of a snapshot or a histogram burst, a pending response goes
-            # first, so the host never waits long for a command's answer.
-            with m.State("SNAP_NEXT"):
-                with m.If(clear_pending):
-                    pass
-                with m.Elif(resp_pending):
-                    m.next = "RESPONSE_0"
-                with m.Else():
-                    m.next = "COUNTERS_0"
+            # Between the frames of a burst (snapshot, histograms, ground truth), a pending
+            # response goes first, so the host never waits long for a command's answer; nothing
+            # starts while a clear is pending.
+            bursts = {"SNAP_NEXT": "COUNTERS_0", "HIST_NEXT": "HISTOGRAM_0"}
             if self.emu is not None:
-                with m.State("TRUTH_NEXT"):
+                bursts["TRUTH_NEXT"] = "TRUTH_0"
+            for state, resume in bursts.items():
+                with m.State(state):
                     with m.If(clear_pending):
                         pass
                     with m.Elif(resp_pending):
                         m.next = "RESPONSE_0"
                     with m.Else():
-                        m.next = "TRUTH_0"
-            with m.State("HIST_NEXT"):
-                with m.If(clear_pending):
-                    pass
-                with m.Elif(resp_pending):
-                    m.next = "RESPONSE_0"
-                with m.Else():
-                    m.next = "HISTOGRAM_0"
+                        m.next = resume
         # Between frames, keep the frame time and epoch current; they freeze when a frame starts
         # (its first byte is loaded in the cycle after leaving these states).
-        between = ["IDLE", "SNAP_NEXT", "HIST_NEXT"] + (["TRUTH_NEXT"] if self.emu else [])
+        between = ["IDLE", *bursts]
         m.d.comb += frame_idle.eq(Cat(frames_fsm.ongoing(state) for state in between).any())
         with m.If(frame_idle):
             m.d.sync += [frame_epoch.eq(status.epoch), frame_timestamp.eq(status.timestamp)]
