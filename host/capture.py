@@ -677,6 +677,12 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
             if isinstance(d, dict) and d.get("event") == "config" and d.get("class_names"):
                 names = tuple(d["class_names"])
                 break
+    if names is None and reader.registers and info.clock_hz:
+        # Configured in another session: recognise a built-in preset from the windows.
+        from .presets import identify
+        preset = identify(params, info.clock_hz, reader.registers)
+        if preset is not None:
+            names = tuple(preset.class_names)
     return Measurement(
         params=params,
         config=config,

@@ -280,3 +280,24 @@ def apply_overrides(preset, sets):
                               f"tick_us, glitch_us, idle_s, {', '.join(CLASS_NAMES)}, or a "
                               f"register name in upper case")
     return replace(preset, windows=windows, **changes), regs
+
+
+def identify(params, clock_hz, registers):
+    """Return the built-in preset whose windows the device's ``registers`` hold, or ``None``.
+
+    A capture records every register but not the names of the windows; when the windows were
+    set by ``rbscope configure --preset`` in another session, this recovers which preset (and so
+    which window is the program window) they came from.
+    """
+    keys = [f"WINDOW_{k}_{edge}" for k in range(params.classes) for edge in ("LO", "HI")]
+    if not all(k in registers for k in keys):
+        return None
+    prescaler = max(registers.get("PRESCALER", 1), 1)
+    for preset in PRESETS.values():
+        try:
+            regs = preset.registers(params, clock_hz, prescaler=prescaler)
+        except PresetError:
+            continue
+        if all(regs[k] == registers[k] for k in keys):
+            return preset
+    return None

@@ -113,3 +113,20 @@ def test_overrides():
 def test_unknown_preset_lists_the_names():
     with pytest.raises(PresetError, match="presets: agrawal_slc, hubi_mlc"):
         get_preset("nope")
+
+
+def test_identify_recognises_a_preset_from_the_device_registers():
+    from rbscope.gateware.rb_sniffer import SnifferParams
+    from rbscope.presets import PRESETS, identify
+
+    params = SnifferParams(channels=4)
+    for preset in PRESETS.values():
+        regs = preset.registers(params, 48_000_000)
+        found = identify(params, 48_000_000, regs)
+        # Two presets with identical windows are indistinguishable; either name is right then.
+        assert found is not None and found.registers(params, 48_000_000) == regs or \
+            found.windows == preset.windows
+    regs = PRESETS["mlc34nm"].registers(params, 48_000_000)
+    regs["WINDOW_1_HI"] += 1
+    assert identify(params, 48_000_000, regs) is None
+    assert identify(params, 48_000_000, {"PRESCALER": 1}) is None
