@@ -465,9 +465,25 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
         wa = r.wa
         hi = "∞" if not math.isfinite(wa.hi) else f"{wa.hi:.4f}"
         print(f"WRITE AMPLIFICATION            {wa.value:.4f}  [{wa.lo:.4f}, {hi}]")
+        if r.wa_confidence is not None and r.dies_probed < r.dies:
+            ci = r.wa_confidence
+            chi = "∞" if not math.isfinite(ci.hi) else f"{ci.hi:.4f}"
+            print(f"  95 % with sampling of dies   [{ci.lo:.4f}, {chi}]  "
+                  f"({r.dies_probed} of {r.dies} dies probed)")
         spread = r.spread
         if spread and len(r.per_die) > 1:
             print(f"single-die estimates           {spread[0]:.4f} … {spread[1]:.4f}")
+        e = r.endurance
+        if e is not None:
+            if e.erases_per_block is not None:
+                used = "" if e.life_used is None else f", {100 * e.life_used:.4g} % of rated life"
+                print(f"erases per block               {e.erases_per_block:.4g}  "
+                      f"({e.blocks_erased:,.0f} blocks erased{used})")
+            if e.tbw_bytes is not None:
+                dwpd = "" if e.dwpd is None else f", {e.dwpd:.3g} drive writes/day over warranty"
+                print(f"projected endurance at this WA {e.tbw_bytes / 1e12:,.1f} TBW{dwpd}")
+            if e.missing:
+                print(f"  (endurance needs: {'; '.join(e.missing)})")
     if series:
         print()
         print(f"  {'from':>10} {'to':>10} {'programs':>10} {'physical':>12} {'logical':>12} "

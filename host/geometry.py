@@ -23,6 +23,10 @@ its NAND. ``examples/geometry/`` holds the four drives of the RB-Explorer paper.
     raw_gb = 16
     user_gb = 14.0
 
+    [endurance]                         # optional: for TBW / drive writes per day
+    pe_cycles = 10000                   # rated program/erase cycles of the NAND
+    warranty_years = 3
+
     [timing]                            # optional, microseconds: [lo, hi] or a single value
     read = [0.02, 50]
     program = [200, 2200]
@@ -198,6 +202,9 @@ class Geometry:
         Pages written by one program pulse; ``None`` means "from the program model".
     spare_size, pages_per_block : int or None
     raw_bytes, user_bytes : float or None
+    pe_cycles : int or None
+        Rated program/erase cycles per block.
+    warranty_years : float or None
     timing : dict of str to (float, float)
         Operation time ranges in µs.
     classifier : ClassifierPreset or None
@@ -216,6 +223,8 @@ class Geometry:
     pages_per_block: int | None = None
     raw_bytes: float | None = None
     user_bytes: float | None = None
+    pe_cycles: int | None = None
+    warranty_years: float | None = None
     timing: dict = field(default_factory=dict)
     classifier: ClassifierPreset | None = None
     description: str = ""
@@ -312,7 +321,8 @@ def parse_geometry(text, source=""):
     """Parse a geometry TOML document (``text``); ``source`` names it in errors."""
     doc, source = _load_toml(text, source)
     _no_unknown(source, doc, "top level",
-                ("name", "description", "geometry", "capacity", "timing", "classifier"))
+                ("name", "description", "geometry", "capacity", "endurance", "timing",
+                 "classifier"))
     name = doc.get("name")
     if not isinstance(name, str) or not name:
         raise GeometryError(f"{_where(source, 'name')} must be a non-empty string, not {name!r}")
@@ -340,6 +350,13 @@ def parse_geometry(text, source=""):
         values["raw_bytes"] = _num(source, "capacity.raw_gb", cap["raw_gb"]) * 1e9
     if "user_gb" in cap:
         values["user_bytes"] = _num(source, "capacity.user_gb", cap["user_gb"]) * 1e9
+    endurance = _table(source, doc, "endurance")
+    _no_unknown(source, endurance, "[endurance]", ("pe_cycles", "warranty_years"))
+    if "pe_cycles" in endurance:
+        values["pe_cycles"] = _int(source, "endurance.pe_cycles", endurance["pe_cycles"], lo=1)
+    if "warranty_years" in endurance:
+        values["warranty_years"] = _num(source, "endurance.warranty_years",
+                                        endurance["warranty_years"])
     timing = {}
     for key, value in _table(source, doc, "timing").items():
         timing[key] = _range(source, f"timing.{key}", value)

@@ -27,6 +27,17 @@ rbscope generalises this to any set of probed lines (see ``docs/wa.md``):
   ``n_i`` by ``n_i − E[erases inside the program window] + E[programs outside it]`` from a
   mixture fit of the channel's width histogram; the interval is widened to keep the raw count.
 
+* the **confidence interval** ``wa_confidence`` (95 %) adds what the counts *can* tell
+  statistically: when only some of the dies are probed, the probed lines are a sample of the
+  dies, and the die-to-die spread of their program counts gives a Student-t interval on the
+  extrapolated total (with the finite-population correction, so it shrinks to the deterministic
+  interval when every die is probed). One probed line out of several dies gives no spread: the
+  confidence interval is then unknown (``None``) and a warning says so;
+* **endurance** (:class:`Endurance`): NAND bytes written, blocks erased and erases per block
+  (needs ``pages_per_block`` and the raw capacity), the share of the rated P/E life this
+  measurement used, and the projected endurance at this WA: ``TBW = P/E × raw capacity / WA``
+  and drive writes per day over the warranty, ``DWPD = TBW / (user capacity × 365 × years)``.
+
 :func:`decide_mp` implements the paper's calibration (section 3.5): on an incompressible
 sequential write, WA computed with ``Mp = 1`` is ≈ ``1 / Mp``.
 """
@@ -38,8 +49,41 @@ from .logical import LogicalVolume
 
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
-    "decide_mp", "SeriesRow", "wa_series", "program_class_index",
+    "decide_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance", "t_quantile",
 ]
+
+#: Two-sided 95 % Student-t quantiles (0.975) for 1 … 30 degrees of freedom.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t_quantile(df):
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (95 % two-sided)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, not {df!r}")
+    if df <= 30:
+        return _T975[df - 1]
+    return 1.960 + 2.4 / df  # within 0.002 of the exact quantile beyond 30
+
+
+@dataclass(frozen=True)
+class Endurance:
+    """What the measured writes mean for the drive's life (fields are None when an input is
+    missing; ``missing`` says which)."""
+
+    nand_bytes: float
+    blocks_erased: float | None
+    erases_per_block: float | None
+    life_used: float | None  # erases per block / rated P/E cycles
+    tbw_bytes: float | None
+    dwpd: float | None
+    missing: tuple = ()
+
+    def to_dict(self):
+        return {"nand_bytes": self.nand_bytes, "blocks_erased": self.blocks_erased,
+                "erases_per_block": self.erases_per_block, "life_used": self.life_used,
+                "tbw_bytes": self.tbw_bytes, "dwpd": self.dwpd, "missing": list(self.missing)}
 
 
 class WAError(ValueError):
@@ -111,6 +155,8 @@ class WAResult:
     class_totals: dict
     other_totals: dict
     warnings: list = field(default_factory=list)
+    wa_confidence: Interval | None = None  # 95 %, with the sampling of dies
+    endurance: Endurance | None = None
 
     @property
     def spread(self):
@@ -132,6 +178,8 @@ class WAResult:
             "per_die_spread": list(spread) if spread else None,
             "class_totals": self.class_totals, "other_totals": self.other_totals,
             "warnings": self.warnings,
+            "wa_confidence_95": self.wa_confidence.to_dict() if self.wa_confidence else None,
+            "endurance": self.endurance.to_dict() if self.endurance else None,
         }
 
 
@@ -248,10 +296,60 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
              for f in ("unclassified", "glitch", "overlong", "partial", "dropped", "busy_ticks")}
     _warn(measurement, geometry, channels, k, rows, dies_probed, dies, other, class_totals,
           warnings)
+
+    # The sampling of dies: each probed line is a sample of the per-die program count.
+    confidence = None
+    if dies_probed == dies:
+        confidence = wa
+    elif len(rows) >= 2:
+        samples = [r.estimate / r.dies for r in rows]
+        mean = sum(samples) / len(samples)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in samples) / (len(samples) - 1))
+        fpc = math.sqrt(max(0.0, (dies - dies_probed) / (dies - 1)))
+        margin = t_quantile(len(samples) - 1) * dies * sd / math.sqrt(len(samples)) * fpc
+        lo_p = max(0.0, pulses.lo - margin) * unit
+        hi_p = (pulses.hi + margin) * unit
+        confidence = Interval(wa.value, min(lo_p / logical.hi, wa.value),
+                              max(hi_p / logical.lo if logical.lo else math.inf, wa.value))
+    else:
+        warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown, so "
+                        f"no confidence interval for the sampling of dies (probe two or more)")
+
+    erase_index = next((i for i, n in enumerate(measurement.class_names) if n == "erase"), None)
+    erase_pulses = None if erase_index is None else \
+        sum(measurement.counts[ch].classes[erase_index] for ch in channels) * scale
+    endurance = _endurance(geometry, physical.value, erase_pulses, mp, wa.value)
     return WAResult(wa=wa, physical_bytes=physical, program_pulses=pulses, logical=logical,
                     mp=mp, page_size=geometry.page_size, dies=dies, dies_probed=dies_probed,
                     program_class=name_of, channels=rows, per_die=per_die,
-                    class_totals=class_totals, other_totals=other, warnings=warnings)
+                    class_totals=class_totals, other_totals=other, warnings=warnings,
+                    wa_confidence=confidence, endurance=endurance)
+
+
+def _endurance(geometry, nand_bytes, erase_pulses, mp, wa):
+    """Endurance figures; a multi-plane erase pulse erases Mp blocks, like a program."""
+    missing = []
+    blocks_erased = per_block = life = tbw = dwpd = None
+    if erase_pulses is None:
+        missing.append("a window named 'erase'")
+    else:
+        blocks_erased = erase_pulses * mp
+    if geometry.pages_per_block and geometry.raw_bytes and blocks_erased is not None:
+        blocks = geometry.raw_bytes / (geometry.page_size * geometry.pages_per_block)
+        per_block = blocks_erased / blocks
+    elif blocks_erased is not None:
+        missing.append("geometry.pages_per_block and capacity.raw_gb")
+    if geometry.pe_cycles and per_block is not None:
+        life = per_block / geometry.pe_cycles
+    if geometry.pe_cycles and geometry.raw_bytes and wa and math.isfinite(wa):
+        tbw = geometry.pe_cycles * geometry.raw_bytes / wa
+        if geometry.user_bytes and geometry.warranty_years:
+            dwpd = tbw / (geometry.user_bytes * 365 * geometry.warranty_years)
+        else:
+            missing.append("capacity.user_gb and endurance.warranty_years (for DWPD)")
+    elif not geometry.pe_cycles:
+        missing.append("endurance.pe_cycles")
+    return Endurance(nand_bytes, blocks_erased, per_block, life, tbw, dwpd, tuple(missing))
 
 
 def _warn(m, geometry, channels, k, rows, dies_probed, dies, other, class_totals, warnings):

@@ -232,3 +232,55 @@ def test_measurement_json_errors_name_the_field():
         Measurement.from_dict(obj)
     with pytest.raises(MeasurementError, match=r"not valid JSON: .* \(offset 1\)"):
         Measurement.from_json("{x")
+
+
+def test_endurance_figures_by_hand():
+    # SSD-v: 4 dies, 4 KiB pages, 128 pages per block, 16 GB raw, 14 GB user, 5000 P/E, 3 years.
+    g = load_geometry("ssd-v")
+    m = measurement([131072] * 4)
+    m.counts[0].classes[3] = m.counts[1].classes[3] = 100  # erases on two of the four dies
+    r = compute_wa(m, g, from_bytes(4 * GiB))  # WA = 4 × 131072 × 4096 / 4 GiB = 0.5
+    e = r.endurance
+    assert r.wa.value == 0.5
+    assert e.nand_bytes == 4 * 131072 * 4096
+    assert e.blocks_erased == 200
+    blocks = 16e9 / (4096 * 128)
+    assert e.erases_per_block == pytest.approx(200 / blocks)
+    assert e.life_used == pytest.approx(200 / blocks / 5000)
+    assert e.tbw_bytes == pytest.approx(5000 * 16e9 / 0.5)
+    assert e.dwpd == pytest.approx(5000 * 16e9 / 0.5 / (14e9 * 365 * 3))
+    assert e.missing == ()
+    # Without a rating, the figures that need it are absent and the reason is given.
+    g2 = Geometry("x", 4, 1, 1, 2, 4096)
+    e2 = compute_wa(m, g2, from_bytes(4 * GiB)).endurance
+    assert e2.tbw_bytes is None and e2.erases_per_block is None
+    assert any("pe_cycles" in reason for reason in e2.missing)
+
+
+def test_confidence_interval_covers_the_truth_when_dies_are_sampled():
+    """Brute force: 16 dies with different program counts, 4 of them probed at random; the 95 %
+    interval (die sampling) must contain the true WA in about 95 % of the trials."""
+    import random
+
+    rng = random.Random(11)
+    g = Geometry("sampled", 16, 1, 1, 1, 4096)
+    hits = trials = 0
+    for _ in range(600):
+        per_die = [max(0, round(rng.gauss(10_000, 1_500))) for _ in range(16)]
+        logical = 4096 * sum(per_die)  # true WA = 1
+        probed = rng.sample(range(16), 4)
+        r = compute_wa(measurement([per_die[d] for d in probed]), g, from_bytes(logical))
+        ci = r.wa_confidence
+        assert ci.lo <= r.wa.lo <= r.wa.hi <= ci.hi
+        hits += ci.lo <= 1.0 <= ci.hi
+        trials += 1
+    assert 0.90 <= hits / trials <= 0.99, hits / trials
+
+
+def test_confidence_interval_equals_the_bounds_when_every_die_is_probed():
+    g = load_geometry("ssd-v")
+    r = compute_wa(measurement([100, 120, 90, 110]), g, from_bytes(4096 * 420))
+    assert r.wa_confidence == r.wa
+    one = compute_wa(measurement([100]), g, from_bytes(4096 * 400))
+    assert one.wa_confidence is None
+    assert any("no confidence interval" in w for w in one.warnings)
