@@ -40,7 +40,7 @@ from .protocol import (
 )
 
 __all__ = [
-    "MAGIC", "FORMAT_VERSION", "RecordKind", "Record", "CaptureWriter", "CaptureReader",
+    "MAGIC", "FORMAT_VERSION", "RecordKind", "CaptureRecord", "CaptureWriter", "CaptureReader",
     "CaptureError", "SnapshotRow", "SnapshotSeries", "HistogramAccumulator",
     "capture_to_measurement", "config_from_registers", "iter_records", "CHUNK_SIZE",
     "MAX_SERIES",
@@ -75,7 +75,7 @@ class CaptureError(ValueError):
 
 
 @dataclass(slots=True)
-class Record:
+class CaptureRecord:
     """One record: ``kind``, host receive time (ns since the epoch), file ``offset``, ``body``.
 
     ``frame`` is the decoded frame of a FRAME record (None if it cannot be decoded, e.g. a
@@ -339,7 +339,7 @@ class CaptureReader:
     ----------
     path : str or path-like
     keep_records : bool
-        Keep every :class:`Record` in :attr:`records` (needed by :meth:`frames`).
+        Keep every :class:`CaptureRecord` in :attr:`records` (needed by :meth:`frames`).
     keep_snapshots : bool
         Keep every complete snapshot in :attr:`snapshots`; otherwise only the last one
         (:attr:`last_snapshot`) and their number (:attr:`snapshot_count`).
@@ -352,7 +352,7 @@ class CaptureReader:
 
     Attributes (after :meth:`read`, which the constructor calls)
     ----------
-    records : list of Record
+    records : list of CaptureRecord
     info : Info or None
         The last INFO frame.
     params : SnifferParams or None
@@ -434,7 +434,7 @@ class CaptureReader:
             except StopIteration as stop:
                 end, size = stop.value
                 break
-            rec = Record(kind, time_ns, offset, body)
+            rec = CaptureRecord(kind, time_ns, offset, body)
             self._apply(rec)
             self.record_count += 1
             if self.keep_records:
