@@ -303,7 +303,11 @@ def add_analyze_parser(subparsers):
     g.add_argument("--series", action="store_true",
                    help="also show WA per snapshot interval (needs snapshots: --snapshot)")
     g.add_argument("--logical-series", metavar="CSV",
-                   help="host bytes over time for --series: lines 'seconds,cumulative bytes'")
+                   help="host bytes over time for --series: lines 'seconds,cumulative bytes' "
+                        "(what `rbscope sample-sysfs` records)")
+    g.add_argument("--fio-bw-log", metavar="LOG", nargs="+",
+                   help="host bytes over time for --series from fio bandwidth logs "
+                        "(--write_bw_log with --log_avg_msec; every job's log)")
     p.set_defaults(handler=cmd_analyze)
     return p
 
@@ -358,6 +362,8 @@ def cmd_analyze(args):
         series = None
         if args.series:
             ls = _read_series(args.logical_series) if args.logical_series else None
+            if args.fio_bw_log:
+                ls = lg.read_fio_bw_log(args.fio_bw_log)
             series = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
                                logical_series=ls)
         result = None
@@ -620,4 +626,38 @@ def cmd_calibrate(args):
         print(f"Mp: {decision.mp if decision.mp else 'ambiguous'} — {decision.reason}")
     for note in notes + result.notes:
         print(f"note: {note}")
+    return EXIT_OK
+
+
+def add_sample_sysfs_parser(commands):
+    """Register ``rbscope sample-sysfs``: record a block device's written bytes over time."""
+    p = commands.add_parser(
+        "sample-sysfs",
+        help="record a block device's written bytes over time (for WA over time)",
+        description=("Sample /sys/block/DEV/stat every --interval seconds while a workload runs "
+                     "and write 'seconds,bytes' lines (bytes written since the first sample), "
+                     "flushed line by line, for `rbscope analyze --series --logical-series`. "
+                     "Start it together with `rbscope capture`; the file's first line records "
+                     "the wall-clock start. Stop with Ctrl-C or --duration."),
+        epilog="example: rbscope sample-sysfs nvme0n1 -o host-bytes.csv --interval 0.5")
+    p.add_argument("device", metavar="DEV", help="block device name (sdb, nvme0n1) or a stat path")
+    p.add_argument("-o", "--output", required=True, metavar="CSV")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+                   help="seconds between samples (default 1)")
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    p.set_defaults(handler=cmd_sample_sysfs)
+    return p
+
+
+def cmd_sample_sysfs(args):
+    if not args.interval > 0:
+        _err("sample-sysfs", f"--interval must be positive, not {args.interval}")
+        return EXIT_USAGE
+    try:
+        n = lg.sample_sysfs(args.device, args.output, interval=args.interval,
+                            duration=args.duration)
+    except lg.LogicalSourceError as exc:
+        _err("sample-sysfs", exc)
+        return EXIT_FAILURE
+    print(f"rbscope sample-sysfs: {n} samples in {args.output}", file=sys.stderr)
     return EXIT_OK

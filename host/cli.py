@@ -135,10 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     verilog.set_defaults(handler=_cmd_verilog)
 
     # Imported here so that `rbscope --help` and `rbscope verilog` do not load the WA engine.
-    from .analyze_cli import add_analyze_parser, add_calibrate_parser
+    from .analyze_cli import add_analyze_parser, add_calibrate_parser, add_sample_sysfs_parser
 
     add_analyze_parser(commands)
     add_calibrate_parser(commands)
+    add_sample_sysfs_parser(commands)
 
     from .link_cli import add_link_parsers
 

@@ -33,6 +33,7 @@ from pathlib import Path
 __all__ = [
     "LogicalSourceError", "LogicalVolume", "parse_size", "from_bytes", "read_fio_json",
     "read_sysfs_stat", "read_smartctl", "read_nvme_smart_log", "NVME_DATA_UNIT",
+    "read_fio_bw_log", "sample_sysfs",
 ]
 
 #: Bytes per NVMe "data unit" (1000 × 512 bytes).
@@ -299,3 +300,93 @@ def read_nvme_smart_log(before, after):
         if kind != "nvme":
             raise LogicalSourceError(f"{name}: no data_units_written (not an NVMe smart log)")
     return _nvme_interval(b, a, bname, aname, "nvme")
+
+
+# Logical volume over time (for time-resolved WA) ------------------------------------------------
+
+
+def read_fio_bw_log(paths):
+    """Cumulative bytes written over time from fio bandwidth logs: ``[(seconds, bytes), …]``.
+
+    Give the logs of every job (fio writes ``<name>_bw.<job>.log`` with ``--write_bw_log``);
+    they are summed. Each line is ``msec, KiB/s, direction, block size, offset[, priority]``;
+    only writes (direction 1) count. Run fio with ``--log_avg_msec=N``: each entry is then the
+    mean bandwidth of the preceding N ms, and bytes = Σ bandwidth × interval, which is exact up
+    to the rounding of the logged bandwidth to whole KiB/s (per-I/O logs without averaging are
+    rejected, since their values are per-request rates). Raises :class:`LogicalSourceError`
+    naming the file and line.
+    """
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "read_text"):
+        paths = [paths]
+    events = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise LogicalSourceError(f"{path}: cannot read: {exc.strerror}") from None
+        last_ms = 0
+        rows = 0
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            parts = [p.strip() for p in line.split(",")]
+            try:
+                if len(parts) < 5:
+                    raise ValueError
+                ms, kib_s, direction = int(parts[0]), int(parts[1]), int(parts[2])
+            except ValueError:
+                raise LogicalSourceError(f"{path}: line {lineno}: expected 'msec, KiB/s, "
+                                         f"direction, bs, offset', got {line.strip()!r}") from None
+            if ms < last_ms or kib_s < 0:
+                raise LogicalSourceError(f"{path}: line {lineno}: time goes backwards or the "
+                                         f"bandwidth is negative")
+            if direction == 1:
+                if ms == last_ms and rows:
+                    raise LogicalSourceError(f"{path}: line {lineno}: two write entries at "
+                                             f"{ms} ms: a per-I/O log; run fio with "
+                                             f"--log_avg_msec")
+                events[ms] = events.get(ms, 0) + kib_s * 1024 * (ms - last_ms) / 1000
+                last_ms = ms
+                rows += 1
+        if not rows:
+            raise LogicalSourceError(f"{path}: no write entries (direction 1)")
+    series, total = [], 0.0
+    for ms in sorted(events):
+        total += events[ms]
+        series.append((ms / 1000, total))
+    return series
+
+
+def sample_sysfs(device, output, *, interval=1.0, duration=None, clock=None, sleep=None):
+    """Record ``/sys/block/<device>/stat`` every ``interval`` s as ``seconds,bytes`` lines.
+
+    ``bytes`` is sectors written × 512 since the first sample; ``seconds`` counts from it. The
+    first line is a comment with the wall-clock start (``# start_unix_ns=…``) so the series can
+    be aligned with a capture. Every line is flushed. Stops after ``duration`` s (or on
+    KeyboardInterrupt). Returns the number of samples written.
+    """
+    import time
+    clock = clock or time.time_ns
+    sleep = sleep or time.sleep
+    stat = device if "/" in str(device) else f"/sys/block/{device}/stat"
+    first_sectors, _ = _sysfs_sectors(stat)
+    start = clock()
+    n = 0
+    with open(output, "w", encoding="utf-8") as out:
+        out.write(f"# start_unix_ns={start} device={device}\nseconds,bytes\n")
+        try:
+            while True:
+                now = clock()
+                sectors, name = _sysfs_sectors(stat)
+                if sectors < first_sectors:
+                    raise LogicalSourceError(f"{name}: sectors written went backwards")
+                out.write(f"{(now - start) / 1e9:.6f},{(sectors - first_sectors) * 512}\n")
+                out.flush()
+                n += 1
+                if duration is not None and (now - start) / 1e9 >= duration:
+                    break
+                sleep(interval)
+        except KeyboardInterrupt:
+            pass
+    return n

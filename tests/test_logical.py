@@ -159,3 +159,55 @@ def test_unreadable_file_names_it(tmp_path):
     bad.write_bytes(b'{"jobs": "\xff"}')
     with pytest.raises(LogicalSourceError, match=r"not UTF-8 text \(byte offset 10\)"):
         read_fio_json(bad)
+
+
+def test_fio_bw_log_integrates_the_write_bandwidth(tmp_path):
+    from rbscope.logical import read_fio_bw_log
+
+    a = tmp_path / "job_bw.1.log"
+    b = tmp_path / "job_bw.2.log"
+    # 500 ms averages: 1000 KiB/s then 2000 KiB/s; a read entry (direction 0) is ignored.
+    a.write_text("500, 1000, 1, 4096, 0\n500, 77, 0, 4096, 0\n1000, 2000, 1, 4096, 0\n")
+    b.write_text("500, 100, 1, 4096, 0, 0\n1000, 100, 1, 4096, 0, 0\n")
+    series = read_fio_bw_log([a, b])
+    assert series == [(0.5, (1000 + 100) * 1024 * 0.5),
+                      (1.0, (1000 + 100) * 1024 * 0.5 + (2000 + 100) * 1024 * 0.5)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("500, 1000, 1\n", "line 1: expected"),
+    ("500, 1000, 1, 4096, 0\n400, 10, 1, 4096, 0\n", "line 2: time goes backwards"),
+    ("500, 1000, 1, 4096, 0\n500, 10, 1, 4096, 0\n", "per-I/O log"),
+    ("500, 1000, 0, 4096, 0\n", "no write entries"),
+])
+def test_fio_bw_log_errors_name_the_line(tmp_path, text, message):
+    from rbscope.logical import LogicalSourceError, read_fio_bw_log
+
+    path = tmp_path / "bw.log"
+    path.write_text(text)
+    with pytest.raises(LogicalSourceError, match=message):
+        read_fio_bw_log(path)
+
+
+def test_sample_sysfs_records_bytes_written_since_the_first_sample(tmp_path):
+    from rbscope.logical import sample_sysfs
+
+    stat = tmp_path / "stat"
+    readings = iter([100, 180, 1180])  # sectors written at each sample
+    times = iter([0, 0, 500_000_000, 1_000_000_000])
+
+    def clock():
+        return next(times)
+
+    def sleep(_):
+        stat.write_text(stat_line(next(readings)))
+
+    def stat_line(sectors):
+        return f"1 0 8 0 4 0 {sectors} 0 0 0 0\n"
+
+    stat.write_text(stat_line(next(readings)))
+    out = tmp_path / "host.csv"
+    n = sample_sysfs(str(stat), out, interval=0.5, duration=1.0, clock=clock, sleep=sleep)
+    lines = out.read_text().splitlines()
+    assert n == 3 and lines[0].startswith("# start_unix_ns=0")
+    assert lines[2:] == ["0.000000,0", "0.500000,40960", "1.000000,552960"]
