@@ -39,9 +39,7 @@ from rbscope import protocol as hp
 from rbscope.capture import CaptureWriter
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import (
-    GATEWARE_VERSION,
     HIST_CHUNK,
-    PROTOCOL_VERSION,
     FrameType,
     StatusFlags,
     register_map,
@@ -143,18 +141,9 @@ class Synth:
         return raw
 
     def info_raw(self):
-        p = self.params
-        payload = hp.encode_payload(None, FrameType.INFO, {
-            "protocol_version": PROTOCOL_VERSION,
-            "gateware_version": GATEWARE_VERSION[0] << 8 | GATEWARE_VERSION[1],
-            "channels": p.channels, "classes": p.classes, "row": p.row,
-            "width_bits": p.width_bits, "counter_bits": p.counter_bits,
-            "hist_sub_bits": p.hist_sub_bits, "hist_bins": p.hist_bins,
-            "hist_bits": p.hist_bits, "timestamp_bits": p.timestamp_bits,
-            "glitch_bits": p.glitch_bits, "prescaler_bits": p.prescaler_bits,
-            "clock_hz": CLOCK_HZ, "prescaler": 1, "tick_period_ps": 10**12 // CLOCK_HZ,
-            "uart_divisor": 16, "build_id": 0x24C0FFEE, "board": list(b"icebreaker".ljust(16,
-                                                                                       b"\0"))})
+        payload = hp.encode_payload(None, FrameType.INFO, hp.info_values(
+            self.params, clock_hz=CLOCK_HZ, uart_divisor=16, build_id=0x24C0FFEE,
+            board="icebreaker"))
         return hp.frame_bytes(FrameType.INFO, payload, 0)
 
     def registers(self):

@@ -27,9 +27,7 @@ import tty
 from dataclasses import dataclass
 
 from rbscope.gateware.link.protocol import (
-    GATEWARE_VERSION,
     HIST_CHUNK,
-    PROTOCOL_VERSION,
     Access,
     FrameType,
     Opcode,
@@ -41,7 +39,7 @@ from rbscope.gateware.rb_sniffer.params import Counter
 
 from .capture import config_from_registers
 from .model import SYNC_LATENCY, ChannelCounts, ChannelTracker, SnifferModel
-from .protocol import NO_TAG, Command, FrameDecoder, encode_frame, encode_payload
+from .protocol import NO_TAG, Command, FrameDecoder, encode_frame, encode_payload, info_values
 
 __all__ = ["FakeDevice", "LinkFaults"]
 
@@ -479,20 +477,9 @@ class FakeDevice:
                 "timestamp": self._timestamp_of(ev.end_cycle + self._stim_start)})
 
     def _send_info(self):
-        p = self.params
-        prescaler = max(self.regs["PRESCALER"], 1)
-        board = self.board.encode()[:16].ljust(16, b"\0")
-        self._send(FrameType.INFO, {
-            "protocol_version": PROTOCOL_VERSION,
-            "gateware_version": GATEWARE_VERSION[0] << 8 | GATEWARE_VERSION[1],
-            "channels": p.channels, "classes": p.classes, "row": p.row,
-            "width_bits": p.width_bits, "counter_bits": p.counter_bits,
-            "hist_sub_bits": p.hist_sub_bits, "hist_bins": p.hist_bins,
-            "hist_bits": p.hist_bits, "timestamp_bits": p.timestamp_bits,
-            "glitch_bits": p.glitch_bits, "prescaler_bits": p.prescaler_bits,
-            "clock_hz": self.clock_hz, "prescaler": prescaler,
-            "tick_period_ps": prescaler * 10**12 // self.clock_hz, "uart_divisor": 4,
-            "build_id": self.build_id, "board": list(board)})
+        self._send(FrameType.INFO, info_values(
+            self.params, clock_hz=self.clock_hz, prescaler=self.regs["PRESCALER"],
+            build_id=self.build_id, board=self.board))
 
     def _respond(self, tag, opcode, status, address=0, value=0):
         self._send(FrameType.RESPONSE, {"tag": tag, "opcode": int(opcode), "status": status,
