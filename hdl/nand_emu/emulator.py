@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .bus import BusFrontEnd
 from .fsm import Die
-from .layouts import config_layout, read_request_layout
+from .layouts import bus_signature_members, config_layout, read_request_layout
 from .params import EmuParams
 
 __all__ = ["NandEmulator"]
@@ -53,10 +53,7 @@ class NandEmulator(wiring.Component):
         self.params = params
         n = params.dies
         super().__init__({
-            "ce_n": In(n, init=(1 << n) - 1), "cle": In(1), "ale": In(1),
-            "we_n": In(1, init=1), "re_n": In(1, init=1), "wp_n": In(1, init=1),
-            "io_i": In(8), "io_o": Out(8), "io_oe": Out(1),
-            "rb": Out(params.rb_count, init=(1 << params.rb_count) - 1),
+            **bus_signature_members(params),
             "rb_oe": Out(params.rb_count),
             "die_rb": Out(n, init=(1 << n) - 1),
             "cfg": In(config_layout(params)),

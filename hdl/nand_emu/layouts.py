@@ -97,3 +97,20 @@ def traffic_status_layout(params):
     """Traffic generator status: running, and steps (die operations) issued since reset."""
     _check(params)
     return data.StructLayout({"busy": 1, "steps": 32})
+
+
+def bus_signature_members(params):
+    """The emulator's ONFI bus ports (shared by the emulator and the loopback top).
+
+    CE# one per die; CLE, ALE, WE#, RE#, WP#; IO split into in/out/output-enable; R/B# one per
+    die or per target (wired-OR). Idle levels as initial values.
+    """
+    _check(params)
+    from amaranth.lib.wiring import In, Out
+    n = params.dies
+    return {
+        "ce_n": In(n, init=(1 << n) - 1), "cle": In(1), "ale": In(1),
+        "we_n": In(1, init=1), "re_n": In(1, init=1), "wp_n": In(1, init=1),
+        "io_i": In(8), "io_o": Out(8), "io_oe": Out(1),
+        "rb": Out(params.rb_count, init=(1 << params.rb_count) - 1),
+    }

@@ -13,7 +13,13 @@ from ..rb_sniffer import RBSniffer, SnifferParams
 from ..rb_sniffer import layouts as sniffer_layouts
 from ..rb_sniffer.sniffer import TraceSignature
 from .emulator import NandEmulator
-from .layouts import config_layout, read_request_layout, traffic_layout, traffic_status_layout
+from .layouts import (
+    bus_signature_members,
+    config_layout,
+    read_request_layout,
+    traffic_layout,
+    traffic_status_layout,
+)
 from .params import EmuParams
 from .traffic import TrafficGenerator
 
@@ -51,12 +57,8 @@ class Loopback(wiring.Component):
                              f"not {sniffer!r}")
         self.params = params
         self.sniffer_params = sniffer
-        n = params.dies
         super().__init__({
-            "ce_n": In(n, init=(1 << n) - 1), "cle": In(1), "ale": In(1),
-            "we_n": In(1, init=1), "re_n": In(1, init=1), "wp_n": In(1, init=1),
-            "io_i": In(8), "io_o": Out(8), "io_oe": Out(1),
-            "rb": Out(params.rb_count, init=(1 << params.rb_count) - 1),
+            **bus_signature_members(params),
             "emu_cfg": In(config_layout(params)),
             "emu_read_req": In(stream.Signature(read_request_layout(params))),
             "emu_read_resp": Out(stream.Signature(params.counter_bits)),
