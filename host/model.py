@@ -35,6 +35,7 @@ __all__ = [
     "SYNC_LATENCY",
     "Train",
     "ChannelCounts",
+    "FIXED_COUNTERS",
     "PulseRecord",
     "ModelResult",
     "ChannelTracker",
@@ -103,6 +104,10 @@ class Train:
         self.initial = _check_level("initial", self.initial)
 
 
+#: The :class:`ChannelCounts` attribute of each fixed :class:`Counter`, in counter order.
+FIXED_COUNTERS = tuple(c.name.lower() for c in Counter)
+
+
 @dataclass
 class ChannelCounts:
     """What the sniffer counted for one channel.
@@ -138,6 +143,33 @@ class ChannelCounts:
     def counter(self, counter):
         """Return the (exact) value of the fixed counter ``counter``."""
         return getattr(self, Counter(counter).name.lower())
+
+    @classmethod
+    def from_row(cls, params, words, histogram=()):
+        """Return the counts of a counter-RAM row (``words``: at least
+        ``params.counters_per_channel`` words laid out as :meth:`row` lays them out)."""
+        _check_params(params)
+        if len(words) < params.counters_per_channel:
+            raise ValueError(f"a counter row of {params.classes} classes has "
+                             f"{params.counters_per_channel} words, not {len(words)}")
+        k = params.classes
+        return cls(list(words[:k]), **{name: words[k + c] for c, name in
+                                       zip(Counter, FIXED_COUNTERS, strict=True)},
+                   histogram=list(histogram))
+
+    def copy(self, *, histogram=True):
+        """Return an independent copy (with an empty histogram unless ``histogram``)."""
+        return ChannelCounts(list(self.classes), **{n: getattr(self, n) for n in FIXED_COUNTERS},
+                             histogram=list(self.histogram) if histogram else [])
+
+    def minus(self, base, params):
+        """Return ``self - base`` counter by counter (histogram bins modulo ``hist_bits``)."""
+        mod = 1 << params.hist_bits
+        return ChannelCounts(
+            [x - y for x, y in zip(self.classes, base.classes, strict=True)],
+            **{n: getattr(self, n) - getattr(base, n) for n in FIXED_COUNTERS},
+            histogram=[(x - y) % mod for x, y in zip(self.histogram, base.histogram,
+                                                      strict=True)])
 
     def row(self, params):
         """Return the channel's counter-RAM row as the gateware lays it out.

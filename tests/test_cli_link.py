@@ -140,9 +140,8 @@ def test_ctrl_c_leaves_a_complete_file(fake, tmp_path):
 def test_live_view_redraws_on_a_tty_and_prints_lines_otherwise():
     import io
 
-    from rbscope.device import Snapshot
     from rbscope.live import LiveView
-    from rbscope.protocol import Counters, LinkStats, Status
+    from rbscope.protocol import Counters, LinkStats, Snapshot, Status
 
     def snap(ts, n):
         row = tuple([n] * PARAMS.counters_per_channel)

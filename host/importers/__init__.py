@@ -36,8 +36,8 @@ from array import array
 
 from rbscope.gateware.rb_sniffer.params import EventKind
 
-from ..measurement import Measurement, Probe, Snapshot
-from ..model import SYNC_LATENCY, ChannelCounts, ChannelTracker
+from ..measurement import Measurement, Probe, SeriesPoint
+from ..model import SYNC_LATENCY, ChannelTracker
 
 __all__ = ["RecordingError", "StreamClassifier", "parse_time", "format_time"]
 
@@ -94,7 +94,7 @@ class StreamClassifier:
     class_names : tuple of str
     probes : list of Probe
     snapshot_cycles : int or None
-        Record a :class:`Snapshot` every this many cycles.
+        Record a :class:`SeriesPoint` every this many cycles.
     max_pulses : int
         Keep the widths of at most this many measured pulses (0: none).
     """
@@ -161,12 +161,9 @@ class StreamClassifier:
             records = tracker.advance(boundary)
             if records:
                 self._record(ch, records)
-            c = tracker.counts
-            counts.append(ChannelCounts(classes=list(c.classes), unclassified=c.unclassified,
-                                        glitch=c.glitch, overlong=c.overlong, partial=c.partial,
-                                        dropped=c.dropped, busy_ticks=c.busy_ticks))
+            counts.append(tracker.counts.copy(histogram=False))
         period = max(self.config.prescaler, 1)
-        self.snapshots.append(Snapshot(boundary // period, counts))
+        self.snapshots.append(SeriesPoint(boundary // period, counts))
 
     def edge(self, cycle, channel, level):
         """Record that the pin of ``channel`` has ``level`` from ``cycle`` on."""
