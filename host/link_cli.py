@@ -101,6 +101,8 @@ def _preset_from_args(args):
 
 @_device_errors("configure")
 def _cmd_configure(args):
+    from rbscope.gateware.link.protocol import config_from_registers
+
     from .presets import PRESETS
     if args.list:
         if args.json:
@@ -131,9 +133,9 @@ def _cmd_configure(args):
         else:
             print(f"preset {preset.name}: {preset.description}")
             print(f"tick {tick * 1e6:g} µs (prescaler {back['PRESCALER']})")
-            for k in range(dev.params.classes):
-                lo, hi = back.get(f"WINDOW_{k}_LO", 0), back.get(f"WINDOW_{k}_HI", 0)
-                name = preset.class_names[k] if k < len(preset.class_names) else f"class{k}"
+            config = config_from_registers(dev.params, {**dev.registers, **back})
+            for k, (lo, hi) in enumerate(config.windows):
+                name = preset.names[k] if k < len(preset.names) else f"class{k}"
                 state = (f"[{lo}, {hi}) ticks = [{lo * tick * 1e6:g}, {hi * tick * 1e6:g}) µs"
                          if lo < hi else "off")
                 print(f"  {name:<11} {state}")
@@ -183,9 +185,7 @@ def _cmd_capture(args):
         if not names:
             # No preset was applied in this session: name each window by its bounds (ticks),
             # as read from the device, rather than guess what it is for.
-            regs = dev.registers
-            names = tuple(f"[{regs.get(f'WINDOW_{k}_LO', 0)},{regs.get(f'WINDOW_{k}_HI', 0)})"
-                          for k in range(dev.params.classes))
+            names = tuple(f"[{lo},{hi})" for lo, hi in dev.config.windows)
         view = LiveView(dev.params, tick, names,
                         json=args.json, stream=sys.stdout if args.json else sys.stderr)
         start = time.monotonic()

@@ -418,6 +418,16 @@ class Measurement:
             f.write("\n")
 
     @classmethod
+    def open(cls, path, **options):
+        """Return the measurement of any source: a saved measurement, a capture file, a VCD or
+        a sigrok session (``options``: see :func:`rbscope.sources.open_measurement`; the
+        import's notes are in ``provenance["notes"]``)."""
+        from .sources import open_measurement
+        m, notes = open_measurement(path, **options)
+        m.provenance.setdefault("notes", list(notes))
+        return m
+
+    @classmethod
     def load(cls, path):
         """Read a measurement saved by :meth:`save`."""
         with open(path, encoding="utf-8") as f:
