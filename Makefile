@@ -4,7 +4,7 @@
 #   make test-all  every test, `slow` ones included
 #   make demo      run the sniffer on a simulated pulse train
 #   make lint      ruff check
-#   make verilog   write the gateware's Verilog to build/
+#   make verilog   write the Verilog of every top to build/ (rbscope verilog build/)
 #   make versions  print the versions of the tools in use
 #   make clean     remove build products and caches (keeps .venv)
 #   make distclean clean, and remove .venv too
@@ -49,7 +49,7 @@ lint: bootstrap
 	$(PY) -m ruff check .
 
 verilog: bootstrap
-	$(PY) -m rbscope.gateware.export build/
+	$(VENV)/bin/rbscope verilog build/
 
 versions: bootstrap
 	@$(PY) -m cocotb_tests.runner

@@ -20,8 +20,7 @@ own simulator:
 Usage::
 
     rbscope verilog --help                                  # the command line (rbscope.cli)
-    python -m rbscope.gateware.export [OUTDIR]              # what `make verilog` did before:
-                                                            # same as `rbscope verilog OUTDIR`
+    python -m rbscope.gateware.export [OPTIONS] [OUTDIR]    # the same as `rbscope verilog`
 
 From Python::
 
@@ -35,13 +34,13 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from .nand_emu import EmuParams, NandEmulator, Storage
+from .nand_emu import EmuParams, NandEmulator
 from .nand_emu.loopback import Loopback
 from .rb_sniffer import RBSniffer, SnifferParams
 
 __all__ = [
     "DEFAULT_CLOCK_HZ", "DEFAULT_UART_DIVISOR", "LINT_WAIVERS", "TIMESCALE", "TOPS", "Top",
-    "convert", "design_of", "sniffer_verilog", "write_all", "write_top",
+    "convert", "design_of", "sniffer_verilog", "write_top",
 ]
 
 #: The `timescale written at the head of every file (unless asked not to).
@@ -207,32 +206,8 @@ def sniffer_verilog(params, name="rb_sniffer", *, timescale=TIMESCALE):
     return convert(RBSniffer(params), name, timescale=timescale)
 
 
-def write_all(outdir, channels=16, classes=5):
-    """Write the default set of designs to ``outdir`` (``make verilog``); return the paths.
-
-    A ``channels``-channel, ``classes``-class sniffer (``rb_sniffer_<N>ch.v``), a timing-only
-    emulated die of the default geometry, a small array-mode die and a 2-die loopback.
-    """
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
-    params = SnifferParams(channels=channels, classes=classes)
-    path = outdir / f"rb_sniffer_{channels}ch.v"
-    path.write_text(sniffer_verilog(params))
-    paths = [path]
-    small = dict(page_bytes=512, spare_bytes=16, pages_per_block=16, blocks_per_plane=8)
-    for name, design in (
-        ("nand_emu_timing", lambda: NandEmulator(EmuParams())),
-        ("nand_emu_array", lambda: NandEmulator(EmuParams(storage=Storage.ARRAY, **small))),
-        ("nand_loopback_2die", lambda: Loopback(EmuParams(dies=2))),
-    ):
-        path = outdir / f"{name}.v"
-        path.write_text(convert(design(), name))
-        paths.append(path)
-    return paths
-
-
 def main(argv=None):
-    """``python -m rbscope.gateware.export [OUTDIR]``: the same as ``rbscope verilog OUTDIR``."""
+    """``python -m rbscope.gateware.export ...``: the same as ``rbscope verilog ...``."""
     from rbscope.cli import main as cli_main
 
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
 
 from . import calibrate as cal
 from . import logical as lg
@@ -228,7 +228,7 @@ def load_source(args, geometry):
         def params_for(n):
             if n > 256:
                 raise RecordingError(f"{n} lines selected; the sniffer has at most 256")
-            return SnifferParams(channels=n, classes=max(5, len(preset.windows)),
+            return SnifferParams(channels=n, classes=classes_for_windows(len(preset.windows)),
                                  width_bits=args.width_bits)
 
         def preset_config(params, tick_seconds, prescaler):
