@@ -10,7 +10,7 @@ import dataclasses
 import json
 import sys
 
-__all__ = ["add_verilog_parser", "sniffer_params_from", "emu_params_from"]
+__all__ = ["add_verilog_parser", "emu_params_from", "jobs_of", "sniffer_params_from"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -163,7 +163,7 @@ def emu_params_from(args, dies=None):
     return EmuParams(**options)
 
 
-def _jobs(args):
+def jobs_of(args):
     """Return ``[(top, design options)]`` for the tops asked for."""
     tops = list(dict.fromkeys(args.top or ("sniffer", "emulator", "loopback", "device")))
     if args.name is not None and len(tops) != 1:
@@ -201,7 +201,7 @@ def run_verilog(args):
         return EXIT_USAGE
     timescale = None if args.timescale.lower() == "none" else args.timescale
     try:
-        jobs = _jobs(args)
+        jobs = jobs_of(args)
     except (TypeError, ValueError) as exc:
         print(f"rbscope verilog: {exc}", file=sys.stderr)
         return EXIT_USAGE
