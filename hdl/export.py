@@ -40,7 +40,7 @@ from .rb_sniffer import RBSniffer, SnifferParams
 
 __all__ = [
     "DEFAULT_CLOCK_HZ", "DEFAULT_UART_DIVISOR", "LINT_WAIVERS", "TIMESCALE", "TOPS", "Top",
-    "convert", "design_of", "sniffer_verilog", "write_top",
+    "clock_wrapper", "convert", "design_of", "sniffer_verilog", "write_top",
 ]
 
 #: The `timescale written at the head of every file (unless asked not to).
@@ -186,19 +186,70 @@ def design_of(top, *, sniffer=None, emulator=None, clock_hz=DEFAULT_CLOCK_HZ,
                          uart_divisor=uart_divisor)
 
 
-def write_top(top, outdir, *, name=None, timescale=TIMESCALE, **options):
-    """Write one top-level design to ``outdir/<name>.v``; return the path.
+def write_top(top, outdir, *, name=None, timescale=TIMESCALE, wrapper_ns=None, **options):
+    """Write one top-level design to ``outdir/<name>.v``; return the paths written.
 
     ``options`` are those of :func:`design_of`; ``name`` defaults to the top's module name.
+    With ``wrapper_ns``, also write its :func:`clock_wrapper` of that period to
+    ``outdir/<name>_clocked.v``.
     """
     design = design_of(top, **options)
     name = name or TOPS[top].module
+    wrapper = None
+    if wrapper_ns is not None:
+        wrapper = clock_wrapper(design, name, period_ns=wrapper_ns, timescale=timescale)
     text = convert(design, name, timescale=timescale)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir / f"{name}.v"
-    path.write_text(text)
-    return path
+    paths = [outdir / f"{name}.v"]
+    paths[0].write_text(text)
+    if wrapper is not None:
+        paths.append(outdir / f"{name}_clocked.v")
+        paths[1].write_text(wrapper)
+    return paths
+
+
+def clock_wrapper(design, module, *, name=None, period_ns=10, timescale=TIMESCALE):
+    """Return the Verilog of a module that clocks ``module`` itself.
+
+    Parameters
+    ----------
+    design : wiring.Component
+        The component ``module`` was generated from (its ports are read from the signature,
+        :func:`rbscope.gateware.ports.ports_of`).
+    module : str
+        The generated module's name.
+    name : str, optional
+        The wrapper's name (default ``<module>_clocked``).
+    period_ns : float
+        Clock period; the first rising edge is at ``period_ns / 2``.
+    timescale : str or None
+
+    The wrapper has the ports of ``module`` except that ``clk`` is an *output* (cocotb can
+    still wait for its edges); ``rst`` and everything else pass through unchanged. The clock
+    is made in Verilog, so the simulator runs cycles without waking cocotb (under Verilator it
+    needs ``--timing``; see :mod:`rbscope.cocotb.build`).
+    """
+    from .ports import ports_of
+
+    if not isinstance(period_ns, (int, float)) or not period_ns > 0:
+        raise ValueError(f"the clock period must be a positive number of ns, not {period_ns!r}")
+    name = name or f"{module}_clocked"
+    ports = ports_of(design)
+    decls = []
+    for p in ports:
+        rng = f" [{p.width - 1}:0]" if p.width > 1 else ""
+        direction = "output reg" if p.name == "clk" else p.direction
+        decls.append(f"    {direction}{rng} {p.name}")
+    conns = ",\n".join(f"        .{p.name}({p.name})" for p in ports)
+    lines = [f"`timescale {timescale}" if timescale else None,
+             f"// Clock wrapper of {module} (rbscope.gateware.export.clock_wrapper): the clock",
+             "// is made here, so the simulator runs cycles without waking cocotb.",
+             f"module {name} (", ",\n".join(decls), ");",
+             "    initial clk = 1'b0;",
+             f"    always #{period_ns / 2:g} clk = ~clk;",
+             f"    {module} dut (", conns, "    );", "endmodule", ""]
+    return "\n".join(line for line in lines if line is not None)
 
 
 def sniffer_verilog(params, name="rb_sniffer", *, timescale=TIMESCALE):

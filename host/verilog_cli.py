@@ -80,6 +80,9 @@ def add_verilog_parser(subparsers):
                    help="Verilog module (and file) name of the one --top written")
     p.add_argument("--timescale", default="1ns/1ps", metavar="UNIT/PREC",
                    help="`timescale written at the head (default 1ns/1ps; 'none' for none)")
+    p.add_argument("--clock-wrapper", type=float, metavar="NS",
+                   help="also write <module>_clocked.v: the top with its clock made in Verilog, "
+                        "period NS (fast cocotb runs; docs/cocotb.md)")
     p.add_argument("--json", action="store_true",
                    help="print {\"written\": [paths]} as JSON instead of one path a line")
 
@@ -208,14 +211,16 @@ def run_verilog(args):
     written, tops = [], {}
     for top, options in jobs:
         try:
-            path = write_top(top, args.outdir, name=args.name, timescale=timescale, **options)
+            paths = write_top(top, args.outdir, name=args.name, timescale=timescale,
+                              wrapper_ns=args.clock_wrapper, **options)
         except (TypeError, ValueError) as exc:
             print(f"rbscope verilog: {top}: {exc}", file=sys.stderr)
             return EXIT_USAGE
         except OSError as exc:
             print(f"rbscope verilog: cannot write to {args.outdir}: {exc}", file=sys.stderr)
             return EXIT_FAILURE
-        written.append(str(path))
+        written += [str(p) for p in paths]
+        path = paths[0]
         tops[top] = {"path": str(path), "module": path.stem,
                      **{key: dataclasses.asdict(value) if dataclasses.is_dataclass(value)
                         else value for key, value in options.items()}}
