@@ -4,7 +4,7 @@
 #   make test-all  every test, `slow` ones included
 #   make demo      run the sniffer on a simulated pulse train
 #   make lint      ruff check
-#   make verilog   write the gateware's Verilog to build/
+#   make verilog   write the Verilog of every top to build/ (rbscope verilog build/)
 #   make versions  print the versions of the tools in use
 #   make bitstream BOARD=icebreaker|ulx3s|ecpix5 [CHANNELS=N] [EMULATOR=DIES] [TAP=TARGETS]
 #                  place and route a board build with the PyPI tools; prints utilisation and
@@ -65,7 +65,7 @@ lint: bootstrap
 	$(PY) -m ruff check .
 
 verilog: bootstrap
-	$(PY) -m rbscope.gateware.export build/
+	$(VENV)/bin/rbscope verilog build/
 
 versions: bootstrap
 	@$(PY) -m cocotb_tests.runner

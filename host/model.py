@@ -197,6 +197,31 @@ class ChannelCounts:
             words[params.classes + counter] = self.counter(counter) & mask
         return words
 
+    @classmethod
+    def from_row(cls, params, row, histogram=()):
+        """Return the counts of a counter-RAM row read from the gateware (the inverse of
+        :meth:`row`, for counts that have not wrapped).
+
+        Parameters
+        ----------
+        params : SnifferParams
+        row : sequence of int
+            At least the ``params.counters_per_channel`` words of :meth:`row`'s layout.
+        histogram : sequence of int
+            The channel's ``params.hist_bins`` bins, or empty.
+        """
+        _check_params(params)
+        row = [operator.index(v) for v in row]
+        if len(row) < params.counters_per_channel:
+            raise ValueError(f"a row has {params.counters_per_channel} counters with these "
+                             f"parameters, not {len(row)}")
+        histogram = [operator.index(v) for v in histogram]
+        if histogram and len(histogram) != params.hist_bins:
+            raise ValueError(f"histogram must have {params.hist_bins} bins, not "
+                             f"{len(histogram)}")
+        fixed = {c.name.lower(): row[params.classes + c] for c in Counter}
+        return cls(classes=row[:params.classes], histogram=histogram, **fixed)
+
 
 @dataclass(slots=True)
 class PulseRecord:

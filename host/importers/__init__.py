@@ -97,16 +97,22 @@ class StreamClassifier:
         Record a :class:`SeriesPoint` every this many cycles.
     max_pulses : int
         Keep the widths of at most this many measured pulses (0: none).
+    on_edge : callable, optional
+        Called as ``on_edge(cycle, channel, level)`` for every pin change fed to :meth:`edge`
+        (to replay the recording elsewhere, e.g. into RTL: :mod:`rbscope.cocotb.rb`). The pin
+        levels before cycle 0 end up in the measurement's ``provenance["initial"]``.
     """
 
     def __init__(self, params, config, clock_seconds, initial, *, class_names=(), probes=(),
-                 snapshot_cycles=None, max_pulses=1_000_000):
+                 snapshot_cycles=None, max_pulses=1_000_000, on_edge=None):
         self.params = params
         self.config = config.validate(params)
         self.clock_seconds = clock_seconds
         self.class_names = class_names
         self.probes = list(probes) or [Probe(f"ch{i}") for i in range(params.channels)]
         initial = [operator.index(v) for v in initial]
+        self.initial = initial
+        self.on_edge = on_edge
         self.trackers = [ChannelTracker(params, self.config, i, initial=lvl)
                          for i, lvl in enumerate(initial)]
         self._pending = [None] * params.channels  # (cycle, level) not yet applied
@@ -178,6 +184,8 @@ class StreamClassifier:
             self._apply(channel, *pend)
         self._pending[channel] = (cycle, level)
         self.edges += 1
+        if self.on_edge is not None:
+            self.on_edge(cycle, channel, level)
 
     def finish(self, cycles, provenance):
         """Close the recording of ``cycles`` cycles; return the :class:`Measurement`."""
@@ -205,4 +213,5 @@ class StreamClassifier:
             probes=self.probes, duration_ticks=end // period, quiet_ticks=quiet,
             may_drop=any(t.may_drop for t in self.trackers), snapshots=self.snapshots,
             pulses={ch: w for ch, w in self.pulses.items() if w},
-            pulses_truncated=self.pulses_truncated, provenance=provenance)
+            pulses_truncated=self.pulses_truncated,
+            provenance={**provenance, "initial": list(self.initial)})

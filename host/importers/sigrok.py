@@ -123,7 +123,7 @@ def _select(meta, signals, name):
 
 
 def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=None,
-              snapshot_seconds=None, max_pulses=1_000_000, progress=None):
+              snapshot_seconds=None, max_pulses=1_000_000, progress=None, on_edge=None):
     """Classify the R/B# lines of a sigrok session through the bit-exact model.
 
     Parameters are those of :func:`rbscope.importers.vcd.import_vcd`, except that the clock is
@@ -189,7 +189,7 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
                             class_names=class_names, probes=_probes(selected, probes),
                             snapshot_cycles=(max(1, round(snapshot_seconds * meta.samplerate))
                                              if snapshot_seconds else None),
-                            max_pulses=max_pulses)
+                            max_pulses=max_pulses, on_edge=on_edge)
                     edge = classifier.edge
                     base = sample
                     for m in run.finditer(data):

@@ -208,7 +208,7 @@ def _ratio(what, value, unit, name):
 
 def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=None,
                unknown="hold", probes=None, snapshot_seconds=None, max_pulses=1_000_000,
-               progress=None):
+               progress=None, on_edge=None):
     """Classify the R/B# lines of a VCD file through the bit-exact model.
 
     Parameters
@@ -235,6 +235,9 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
         Per-pulse widths kept at most.
     progress : callable, optional
         Called as ``progress(bytes_read, total_bytes)`` now and then.
+    on_edge : callable, optional
+        Called as ``on_edge(cycle, channel, level)`` for every pin change on the cycle grid
+        (see :class:`~rbscope.importers.StreamClassifier`).
 
     Returns
     -------
@@ -301,7 +304,7 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             classifier = StreamClassifier(
                 params, config, clock, initial, class_names=class_names,
                 probes=_probes(selected, probes), snapshot_cycles=snap,
-                max_pulses=max_pulses)
+                max_pulses=max_pulses, on_edge=on_edge)
 
         warnings = []
 
