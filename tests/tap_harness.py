@@ -1,0 +1,129 @@
+"""Pin-level bus programs for the ONFI tap tests: one pin word per clock cycle.
+
+A program is a list of pin words (bit layout ``rbscope.tap_model.PIN_*``) that a testbench drives
+cycle by cycle and that :class:`rbscope.tap_model.BusDecoder` decodes for the model.
+"""
+
+import random
+
+from rbscope.tap_model import PIN_ALE, PIN_CE, PIN_CLE, PIN_IO, PIN_WE
+
+
+class BusProgram:
+    """Build a bus waveform cycle by cycle.
+
+    Parameters
+    ----------
+    targets : int
+    rng : random.Random, optional
+        When given, WE# levels last 1-3 cycles at random; otherwise ``hold`` cycles.
+    """
+
+    def __init__(self, targets, rng=None, hold=2):
+        self.targets = targets
+        self.rng = rng
+        self.hold = hold
+        self.ce = (1 << targets) - 1  # CE# levels (1 = deselected)
+        self.words = []
+
+    def _word(self, we, cle=0, ale=0, io=0):
+        return (we << PIN_WE | cle << PIN_CLE | ale << PIN_ALE | (io & 0xFF) << PIN_IO
+                | self.ce << PIN_CE)
+
+    def _hold(self):
+        return self.rng.randint(1, 3) if self.rng else self.hold
+
+    def select(self, *targets):
+        self.ce = (1 << self.targets) - 1
+        for t in targets:
+            self.ce &= ~(1 << t)
+        self.words.append(self._word(1))
+
+    def idle(self, n=1):
+        self.words += [self._word(1)] * n
+
+    def cycle(self, byte, cle=0, ale=0):
+        self.words += [self._word(0, cle, ale, byte)] * self._hold()
+        self.words += [self._word(1, cle, ale, byte)] * self._hold()
+
+    def cmd(self, byte):
+        self.cycle(byte, cle=1)
+
+    def addr(self, *data):
+        for b in data:
+            self.cycle(b, ale=1)
+
+    def din(self, n):
+        for _ in range(n):
+            self.cycle(self.rng.randrange(256) if self.rng else 0x5A)
+
+
+def random_program(targets, luns, lun_shift, length, seed):
+    """A random mix of ONFI command sequences (and noise) over ``length`` cycles at least."""
+    rng = random.Random(seed)
+    prog = BusProgram(targets, rng)
+    prog.idle(3)
+
+    def row(lun):
+        r = rng.randrange(1 << 16) & ~(((luns - 1) or 0) << lun_shift)
+        r |= lun << lun_shift
+        return [r & 0xFF, r >> 8 & 0xFF, r >> 16 & 0xFF]
+
+    while len(prog.words) < length:
+        t = rng.randrange(targets)
+        if rng.random() < 0.05 and targets > 1:
+            prog.select(*rng.sample(range(targets), 2))
+        else:
+            prog.select(t)
+        lun = rng.randrange(luns)
+        kind = rng.randrange(12)
+        if kind == 0:  # program, maybe multi-plane, maybe cache
+            for _ in range(rng.randrange(3)):
+                prog.cmd(0x80)
+                prog.addr(0, 0, *row(lun))
+                prog.din(rng.randrange(3))
+                prog.cmd(0x11)
+            prog.cmd(0x80)
+            prog.addr(0, 0, *row(lun))
+            prog.din(rng.randrange(4))
+            prog.cmd(rng.choice((0x10, 0x15)))
+        elif kind == 1:  # erase, maybe multi-plane
+            for _ in range(rng.randrange(3)):
+                prog.cmd(0x60)
+                prog.addr(*row(lun))
+                prog.cmd(0xD1)
+            prog.cmd(0x60)
+            prog.addr(*row(lun))
+            prog.cmd(0xD0)
+        elif kind == 2:
+            prog.cmd(0x00)
+            prog.addr(0, 0, *row(lun))
+            prog.cmd(rng.choice((0x30, 0x31, 0x32, 0x35)))
+        elif kind == 3:
+            prog.cmd(rng.choice((0x31, 0x3F)))
+        elif kind == 4:
+            prog.cmd(0x78)
+            prog.addr(*row(lun))
+            prog.cmd(0x70)
+        elif kind == 5:
+            prog.cmd(rng.choice((0xFF, 0xFC)))
+        elif kind == 6:
+            prog.cmd(0xEF)
+            prog.addr(0x01)
+            prog.din(4)
+        elif kind == 7:
+            prog.cmd(rng.choice((0xEE, 0xEC, 0x90)))
+            prog.addr(0x00)
+        elif kind == 8:
+            prog.cmd(rng.choice((0xF1, 0xF2)))
+        elif kind == 9:
+            prog.cmd(0x05)
+            prog.addr(0, 0)
+            prog.cmd(0xE0)
+        elif kind == 10:  # noise: a random byte in a random cycle type
+            prog.cycle(rng.randrange(256), cle=rng.randrange(2), ale=rng.randrange(2))
+        else:
+            prog.idle(rng.randrange(1, 5))
+    prog.select()
+    prog.idle(4)
+    return prog.words

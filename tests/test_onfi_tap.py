@@ -1,0 +1,154 @@
+"""ONFI bus tap: gateware against the bit-exact model, and in loopback against the emulator."""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from rbscope.gateware.onfi_tap import OnfiTap, OpClass, TapConfig, TapParams, TapSpace
+from rbscope.gateware.onfi_tap.params import CLASS_SLOTS
+from rbscope.gateware.rb_sniffer.params import EventKind, SnifferParams
+from rbscope.model import SYNC_LATENCY
+from rbscope.tap_model import PIN_ALE, PIN_CE, PIN_CLE, PIN_IO, PIN_WE, BusDecoder, TapModel
+
+from .tap_harness import random_program
+
+
+@pytest.mark.parametrize("field, value", [("targets", 0), ("targets", 9), ("luns", 3),
+                                          ("counter_bits", 16), ("first_channel", -1)])
+def test_params_reject_bad_values_naming_them(field, value):
+    with pytest.raises(ValueError, match=field):
+        TapParams(**{field: value})
+
+
+def test_params_need_enough_sniffer_channels():
+    with pytest.raises(ValueError, match="do not fit"):
+        TapParams(targets=2, sniffer=SnifferParams(channels=1))
+    with pytest.raises(ValueError, match="lun_shift"):
+        TapConfig(lun_shift=24).validate(TapParams())
+
+
+def rb_waves(dies, length, rng):
+    """Per die, a list of R/B# pin levels per cycle: random pulses of at least 12 cycles."""
+    waves = []
+    for _ in range(dies):
+        w, level = [], 1
+        while len(w) < length:
+            w += [level] * rng.randint(12, 60)
+            level ^= 1
+        waves.append(w[:length])
+    return waves
+
+
+async def read_word(ctx, dut, space, index):
+    ctx.set(dut.read_req.payload, {"space": space, "index": index})
+    ctx.set(dut.read_req.valid, 1)
+    while not ctx.get(dut.read_req.ready):  # taken in a cycle without a counter update
+        await ctx.tick()
+    await ctx.tick()
+    ctx.set(dut.read_req.valid, 0)
+    ctx.set(dut.read_resp.ready, 1)
+    while not ctx.get(dut.read_resp.valid):
+        await ctx.tick()
+    value = ctx.get(dut.read_resp.payload)
+    await ctx.tick()
+    ctx.set(dut.read_resp.ready, 0)
+    return value
+
+
+def run_random(params, config, length, seed):
+    """Drive a random bus, R/B# lines and END records; return (gateware words, model)."""
+    rng = random.Random(seed)
+    words = random_program(params.targets, params.luns, config.lun_shift, length, seed)
+    n = len(words)
+    waves = rb_waves(params.dies, n, rng)
+    # END records a few cycles after each synchronised rise (lvl rises on pin cycle + 2).
+    records = {}
+    for d, w in enumerate(waves):
+        for c in range(1, n):
+            if w[c] and not w[c - 1]:
+                at = c + rng.randint(3, 6)
+                while at in records:  # the trace carries one record per cycle
+                    at += 1
+                records[at] = [(d, rng.randrange(1, 5000))]
+    # The model, fed in the gateware's cycle order.
+    model = TapModel(params, config)
+    dec = BusDecoder(params.targets, initial=words[0])
+    strobes = {}
+    for c in range(1, n):
+        changed = words[c] ^ words[c - 1]
+        for pin in range(32):
+            if changed >> pin & 1:
+                s = dec.change(c, pin, words[c] >> pin & 1)
+                if s is not None:
+                    strobes.setdefault(s.cycle, []).append(s)
+    s = dec.finish()
+    if s is not None:
+        strobes.setdefault(s.cycle, []).append(s)
+    end = n + 10
+    for c in range(end):
+        for d, w in enumerate(waves):
+            pin_c = c - SYNC_LATENCY
+            if 0 < pin_c < n and w[pin_c] != w[pin_c - 1]:
+                model.rb_change(d, w[pin_c])
+        for st in strobes.get(c, ()):
+            model.strobe(st)
+        for d, width in records.get(c, ()):
+            model.end_record(d, width)
+
+    dut = OnfiTap(params)
+    got = {}
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        ctx.set(dut.cfg, {"lun_shift": config.lun_shift})
+        for c in range(end):
+            w = words[min(c, n - 1)]
+            ctx.set(dut.we_n, w >> PIN_WE & 1)
+            ctx.set(dut.cle, w >> PIN_CLE & 1)
+            ctx.set(dut.ale, w >> PIN_ALE & 1)
+            ctx.set(dut.io, w >> PIN_IO & 0xFF)
+            ctx.set(dut.ce_n, w >> PIN_CE)
+            ctx.set(dut.rb, sum(wave[min(c, n - 1)] << d for d, wave in enumerate(waves)))
+            recs = records.get(c, ())
+            if recs:
+                (d, width), = recs
+                ctx.set(dut.trace.valid, 1)
+                ctx.set(dut.trace.payload, {"channel": d + params.first_channel,
+                                            "kind": EventKind.END, "width": width})
+            else:
+                ctx.set(dut.trace.valid, 0)
+            await ctx.tick()
+        got["tags"] = [ctx.get(dut.tag[d]) for d in range(params.dies)]
+        for space in (TapSpace.OPS, TapSpace.PLANES, TapSpace.PULSES):
+            for i in range(params.dies * CLASS_SLOTS):
+                got[space, i] = await read_word(ctx, dut, space, i)
+        for c in range(len(OpClass)):
+            for b in range(params.sniffer.hist_bins):
+                if model.counts.hist[c][b] or b % 13 == 0:
+                    i = params.hist_index(c, b)
+                    got[TapSpace.HIST, i] = await read_word(ctx, dut, TapSpace.HIST, i)
+
+    sim.add_testbench(bench)
+    sim.run()
+    return got, model, records
+
+
+@pytest.mark.parametrize("targets, luns, shift, seed", [(1, 1, 0, 1), (2, 2, 9, 2), (3, 4, 14, 3)])
+def test_gateware_equals_model_on_a_random_bus(targets, luns, shift, seed):
+    params = TapParams(targets=targets, luns=luns,
+                       sniffer=SnifferParams(channels=targets * luns, width_bits=16))
+    config = TapConfig(lun_shift=shift)
+    got, model, _ = run_random(params, config, 3000, seed)
+    assert got["tags"] == model.tag
+    for key, value in got.items():
+        if key == "tags":
+            continue
+        space, index = key
+        assert value == model.counts.word(params, space, index), (space.name, index)
+    ops = sum(map(sum, model.counts.ops))
+    assert ops > 50  # the random bus exercised the decoder
+    assert sum(map(sum, model.counts.planes)) > 5
+    # Pulses were labelled with several classes.
+    assert sum(1 for row in model.counts.pulses for v in row[1:] if v) > 3
