@@ -6,6 +6,8 @@ cycle by cycle and that :class:`rbscope.tap_model.BusDecoder` decodes for the mo
 
 import random
 
+from amaranth.hdl import Elaboratable
+
 from rbscope.tap_model import PIN_ALE, PIN_CE, PIN_CLE, PIN_IO, PIN_WE
 
 
@@ -127,3 +129,54 @@ def random_program(targets, luns, lun_shift, length, seed):
     prog.select()
     prog.idle(4)
     return prog.words
+
+
+class TapRig(Elaboratable):
+    """An emulator, a sniffer watching its dies and the tap watching its bus (loopback).
+
+    The emulator's pins are exposed under their own names, so
+    :class:`tests.nand_emu_harness.EmuBench` drives the rig as it drives a bare emulator.
+    """
+
+    def __init__(self, emu_params, windows):
+        from amaranth.hdl import Module
+
+        from rbscope.gateware.nand_emu import NandEmulator
+        from rbscope.gateware.onfi_tap import OnfiTap, TapParams
+        from rbscope.gateware.rb_sniffer import RBSniffer, SnifferParams
+
+        self.params = emu_params
+        self.emu = NandEmulator(emu_params)
+        self.snf_params = SnifferParams(channels=emu_params.dies)
+        self.snf = RBSniffer(self.snf_params)
+        self.tap_params = TapParams(targets=emu_params.dies, sniffer=self.snf_params)
+        self.tap = OnfiTap(self.tap_params)
+        self.windows = windows
+        for name in ("ce_n", "cle", "ale", "we_n", "re_n", "wp_n", "io_i", "io_o", "io_oe",
+                     "rb", "die_rb", "cfg", "read_req", "read_resp"):
+            setattr(self, name, getattr(self.emu, name))
+        m = self.module = Module()
+        m.submodules.emu, m.submodules.snf, m.submodules.tap = self.emu, self.snf, self.tap
+        tap = self.tap
+        # The tap only listens: every connection goes from the bus into the tap.
+        m.d.comb += [
+            tap.ce_n.eq(self.emu.ce_n), tap.cle.eq(self.emu.cle), tap.ale.eq(self.emu.ale),
+            tap.we_n.eq(self.emu.we_n), tap.io.eq(self.emu.io_i),
+            tap.rb.eq(self.emu.die_rb), self.snf.rb.eq(self.emu.die_rb),
+            tap.trace.valid.eq(self.snf.trace.valid),
+            tap.trace.payload.eq(self.snf.trace.payload),
+        ]
+
+    def elaborate(self, platform):
+        return self.module
+
+
+def rig_bench(rig, hold=2):
+    """An :class:`EmuBench` driving ``rig`` (a :class:`TapRig`) instead of a bare emulator."""
+    from .nand_emu_harness import EmuBench
+
+    class RigBench(EmuBench):
+        def __init__(self):  # no emulator of its own: the rig's is driven
+            self.params, self.dut, self.hold, self.die = rig.params, rig, hold, 0
+
+    return RigBench()

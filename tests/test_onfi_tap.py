@@ -152,3 +152,114 @@ def test_gateware_equals_model_on_a_random_bus(targets, luns, shift, seed):
     assert sum(map(sum, model.counts.planes)) > 5
     # Pulses were labelled with several classes.
     assert sum(1 for row in model.counts.pulses for v in row[1:] if v) > 3
+
+
+# Loopback: the tap watches the emulator's bus -------------------------------------------------
+
+
+def test_loopback_counts_equal_the_emulators_ground_truth():
+    from rbscope.gateware.nand_emu import BusyTime, EmuConfig, EmuCounter, EmuParams
+    from rbscope.gateware.onfi_tap import PlaneKind
+    from rbscope.gateware.rb_sniffer.layouts import config_const
+    from rbscope.gateware.rb_sniffer.params import Counter, SnifferConfig
+
+    from .tap_harness import TapRig, rig_bench
+
+    params = EmuParams(dies=2, planes=2, pages_per_block=8, blocks_per_plane=8)
+    times = {BusyTime.R: 40, BusyTime.PROG0: 150, BusyTime.PROG1: 150, BusyTime.PROG2: 150,
+             BusyTime.PROG3: 150, BusyTime.BERS: 300, BusyTime.CBSY: 12, BusyTime.DBSY: 6,
+             BusyTime.RCBSY: 20, BusyTime.RST: 25, BusyTime.FEAT: 9}
+    config = EmuConfig(t_wb=3, times=times)
+    rig = TapRig(params, windows=())
+    bench = rig_bench(rig)
+    snf_cfg = SnifferConfig(prescaler=1, glitch_ticks=1, windows=((1, 1000),), idle_ticks=10)
+    result = {}
+
+    async def workload(ctx):
+        ctx.set(rig.snf.cfg.as_value(), config_const(rig.snf_params, snf_cfg))
+        # Die 0: plain and two-plane programs, single and two-plane erase, reads, features.
+        bench.select(ctx, 0)
+        for page in range(3):
+            await bench.program(ctx, 0, page)
+        await bench.program(ctx, 2, 0, confirm=0x11, wait=True)
+        await bench.program(ctx, 3, 0)  # final 10h: one tPROG for both planes
+        await bench.read(ctx, 0, 1, 2)
+        await bench.erase(ctx, 0)
+        await bench.erase(ctx, 2, confirm=0xD1)
+        await bench.erase(ctx, 3)
+        await bench.command(ctx, 0xEF)
+        await bench.address(ctx, 0x01)
+        await bench.data_in(ctx, [0, 0, 0, 0])
+        await bench.wait_ready(ctx)
+        await bench.command(ctx, 0xEE)
+        await bench.address(ctx, 0x01)
+        await bench.wait_ready(ctx)
+        # Die 1: a cache-program chain (R/B# short for 15h, long for the last 10h), read cache.
+        bench.select(ctx, 1)
+        for page in range(3):
+            await bench.program(ctx, 4, page, confirm=0x15)
+        await bench.program(ctx, 4, 3)
+        await bench.read(ctx, 4, 0, 1)
+        for op in (0x31, 0x31, 0x3F):
+            await bench.command(ctx, op)
+            await bench.wait_ready(ctx)
+        await bench.command(ctx, 0xFF)
+        await bench.wait_ready(ctx)
+        await bench.command(ctx, 0xEC)
+        await bench.address(ctx, 0x00)
+        await bench.wait_ready(ctx)
+        await ctx.tick().repeat(40)  # the last END records reach the tap
+        for die in range(2):
+            result["emu", die] = await bench.counters(ctx, die)
+        for space in (TapSpace.OPS, TapSpace.PLANES, TapSpace.PULSES):
+            for i in range(2 * CLASS_SLOTS):
+                result[space, i] = await read_word(ctx, rig.tap, space, i)
+        for die in range(2):
+            for c in list(range(rig.snf_params.classes)) + [5 + Counter.UNCLASSIFIED]:
+                ctx.set(rig.snf.read_req.payload, {"space": 0, "channel": die, "index": c})
+                ctx.set(rig.snf.read_req.valid, 1)
+                while not ctx.get(rig.snf.read_req.ready):
+                    await ctx.tick()
+                await ctx.tick()
+                ctx.set(rig.snf.read_req.valid, 0)
+                ctx.set(rig.snf.read_resp.ready, 1)
+                while not ctx.get(rig.snf.read_resp.valid):
+                    await ctx.tick()
+                result["snf", die, c] = ctx.get(rig.snf.read_resp.payload)
+                await ctx.tick()
+                ctx.set(rig.snf.read_resp.ready, 0)
+
+    bench.run(workload, config)
+    tp = rig.tap_params
+    from rbscope.tap_model import TapCounts
+    counts = TapCounts.zeros(tp)
+    for d in range(2):
+        for k in range(CLASS_SLOTS):
+            counts.ops[d][k] = result[TapSpace.OPS, d * CLASS_SLOTS + k]
+            counts.planes[d][k] = result[TapSpace.PLANES, d * CLASS_SLOTS + k]
+            counts.pulses[d][k] = result[TapSpace.PULSES, d * CLASS_SLOTS + k]
+    for d in range(2):
+        emu = result["emu", d]
+        ops = counts.ops[d]
+        assert emu[EmuCounter.ILLEGAL] == 0 and emu[EmuCounter.FAILED] == 0
+        pages = counts.pages(d, PlaneKind.PROGRAM) + counts.pages(d, PlaneKind.CACHE_PROGRAM)
+        assert pages == emu[EmuCounter.PAGE_PROGRAMS]
+        assert (counts.operations(d, PlaneKind.PROGRAM)
+                + counts.operations(d, PlaneKind.CACHE_PROGRAM)) == emu[EmuCounter.PROGRAM_OPS]
+        assert counts.pages(d, PlaneKind.ERASE) == emu[EmuCounter.BLOCK_ERASES]
+        assert counts.operations(d, PlaneKind.ERASE) == emu[EmuCounter.ERASE_OPS]
+        assert ops[OpClass.READ] + ops[OpClass.READ_CACHE] == emu[EmuCounter.PAGE_READS]
+        assert (ops[OpClass.CACHE_PROGRAM] + ops[OpClass.READ_CACHE]
+                + ops[OpClass.READ_CACHE_END]) == emu[EmuCounter.CACHE_OPS]
+        assert ops[OpClass.RESET] == emu[EmuCounter.RESETS]
+        assert (ops[OpClass.SET_FEATURES] + ops[OpClass.GET_FEATURES]
+                == emu[EmuCounter.FEATURE_OPS])
+        assert ops[OpClass.PARAM_PAGE] == emu[EmuCounter.PARAM_READS]
+        # Every busy-starting command showed exactly one pulse, labelled with its class.
+        assert counts.pulses[d] == ops
+        assert sum(counts.pulses[d]) == result["snf", d, 0]  # all pulses in the one window
+    # The workload covered what the issue names: Mp = 2, cache programs, read cache.
+    assert counts.planes[0][tp.planes_index(0, PlaneKind.PROGRAM, 2)] == 1
+    assert counts.planes[0][tp.planes_index(0, PlaneKind.ERASE, 2)] == 1
+    assert counts.ops[1][OpClass.CACHE_PROGRAM] == 3
+    assert counts.ops[1][OpClass.READ_CACHE] == 2

@@ -24,7 +24,6 @@ from ..rb_sniffer.blocks import LogBinner
 from ..rb_sniffer.params import EventKind
 from ..rb_sniffer.sniffer import TraceSignature
 from .params import (
-    CLASS_SLOTS,
     CONFIRM_CLASS,
     MAX_PLANES,
     TARGET_CLASSES,
