@@ -21,10 +21,12 @@ import os
 import re
 import zipfile
 
+import numpy as np
+
 from ..measurement import Probe
 from . import RecordingError, StreamClassifier
 
-__all__ = ["read_metadata", "import_sr", "parse_samplerate"]
+__all__ = ["read_metadata", "import_sr", "parse_samplerate", "samples", "pin_changes"]
 
 CHUNK = 1 << 22  # bytes read from a zip member at a time (rounded down to whole samples)
 
@@ -40,6 +42,53 @@ def parse_samplerate(text, where="samplerate"):
     if rate <= 0:
         raise RecordingError(f"{where} {text!r} must be positive")
     return rate
+
+
+_DTYPES = {1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}
+
+
+def samples(data, unitsize):
+    """Return the samples of ``data`` (little-endian words of ``unitsize`` bytes) as unsigned
+    integers (the narrowest numpy type that holds them)."""
+    if unitsize in _DTYPES:
+        return np.frombuffer(data, dtype=_DTYPES[unitsize])
+    raw = np.frombuffer(data, dtype=np.uint8).reshape(-1, unitsize).astype(np.uint64)
+    out = np.zeros(len(raw), dtype=np.uint64)
+    for k in range(unitsize):
+        out |= raw[:, k] << np.uint64(8 * k)
+    return out
+
+
+def pin_changes(values, prev, bits, base):
+    """Per selected bit, the cycles and new levels where it changes within ``values``.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of unsigned integers
+        Consecutive samples; sample ``i`` is cycle ``base + i``.
+    prev : int
+        The sample before ``values[0]``.
+    bits : sequence of int
+        Bit positions, one per channel.
+
+    Returns
+    -------
+    list of (numpy.ndarray, numpy.ndarray)
+        Per bit: the cycles (int64) and the levels (int8) from those cycles on.
+    """
+    # Only the samples that differ from their predecessor can change a bit: the runs of equal
+    # samples are skipped in bulk.
+    at = np.flatnonzero(values[1:] != values[:-1]) + 1
+    if values[0] != prev:
+        at = np.concatenate(([0], at))
+    new = values[at].astype(np.int64)
+    old = np.where(at > 0, values[at - 1], values.dtype.type(prev)).astype(np.int64)
+    out = []
+    for b in bits:
+        level = ((new >> b) & 1).astype(np.int8)
+        moved = level != ((old >> b) & 1)
+        out.append((at[moved].astype(np.int64) + base, level[moved]))
+    return out
 
 
 class SrMetadata:
@@ -154,10 +203,9 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
         mask = 0
         for bit in bits:
             mask |= 1 << bit
-        run = re.compile(b"(" + b"." * u + b")\\1*", re.DOTALL)
         total_samples = sum(zf.getinfo(m).file_size for m in meta.members) // u
         classifier = None
-        prev = None
+        prev = None  # the last sample of the previous chunk (masked)
         sample = 0  # index of the next sample
         done = 0
         for member in meta.members:
@@ -181,27 +229,23 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
                     if not data:
                         break
                     offset += len(data)
+                    values = samples(data, u)
+                    values = values & values.dtype.type(mask)
                     if classifier is None:
-                        first = int.from_bytes(data[:u], "little")
-                        prev = first & mask
+                        first = int(values[0])
+                        prev = first
                         classifier = StreamClassifier(
                             params, config, clock, [(first >> b) & 1 for b in bits],
                             class_names=class_names, probes=_probes(selected, probes),
                             snapshot_cycles=(max(1, round(snapshot_seconds * meta.samplerate))
                                              if snapshot_seconds else None),
                             max_pulses=max_pulses)
-                    edge = classifier.edge
-                    base = sample
-                    for m in run.finditer(data):
-                        value = int.from_bytes(m.group(1), "little") & mask
-                        if value != prev:
-                            changed = value ^ prev
-                            cycle = base + m.start() // u
-                            for ch, b in enumerate(bits):
-                                if (changed >> b) & 1:
-                                    edge(cycle, ch, (value >> b) & 1)
-                            prev = value
-                    sample += len(data) // u
+                    n = len(values)
+                    changes = pin_changes(values, prev, bits, sample)
+                    classifier.feed(sample + n, changes)
+                    classifier.edges += sum(len(c) for c, _ in changes)
+                    prev = int(values[-1])
+                    sample += n
                     done += len(data)
                     if progress is not None:
                         progress(done, total_samples * u)
