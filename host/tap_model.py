@@ -109,9 +109,59 @@ class BusDecoder:
         self._next = (base & ~(1 << pin)) | (level << pin)
         return out
 
+    def advance(self, cycle):
+        """Time has reached pin cycle ``cycle``: return the strobe of an earlier pending cycle."""
+        if self._next is not None and cycle > self._cycle:
+            return self._commit()
+        return None
+
     def finish(self):
         """Return the strobe of the last cycle, if any."""
         return self._commit()
+
+
+def strobes_at(cycles, words, targets, last=None):
+    """Vectorised :func:`strobe_of`: the strobes of WE# rising edges at pin ``cycles``.
+
+    Parameters
+    ----------
+    cycles : numpy.ndarray
+        Pin cycles of the WE# rising edges, increasing.
+    words : numpy.ndarray
+        The pin word (``PIN_*`` layout) of the cycle before each edge.
+    targets : int
+    last : Strobe, optional
+        The strobe before these (for the data-in filter).
+
+    Returns
+    -------
+    list of Strobe
+        The strobes that can change the tap's state: every command and address cycle, and a
+        data-in cycle only when the strobe before it was not a data-in cycle to the same targets
+        (a second one in a row changes nothing: its target's address run is already closed).
+    """
+    import numpy as np
+
+    words = np.asarray(words, dtype=np.int64)
+    cle = (words >> PIN_CLE) & 1
+    ale = (words >> PIN_ALE) & 1
+    valid = ~((cle == 1) & (ale == 1))
+    cycles, words, cle, ale = cycles[valid], words[valid], cle[valid], ale[valid]
+    sel = ~(words >> PIN_CE) & ((1 << targets) - 1)
+    din = (cle == 0) & (ale == 0)
+    prev_din = np.empty_like(din)
+    prev_sel = np.empty_like(sel)
+    if len(din):
+        prev_din[0] = last is not None and last.kind == DIN
+        prev_sel[0] = last.sel if last is not None else -1
+        prev_din[1:], prev_sel[1:] = din[:-1], sel[:-1]
+    keep = ~(din & prev_din & (sel == prev_sel))
+    out = []
+    for c, w, s, k, a in zip(cycles[keep].tolist(), words[keep].tolist(), sel[keep].tolist(),
+                             cle[keep].tolist(), ale[keep].tolist(), strict=True):
+        out.append(Strobe(c + SYNC_LATENCY, CMD if k else ADDR if a else DIN, s,
+                          w >> PIN_IO & 0xFF))
+    return out
 
 
 @dataclass
@@ -285,3 +335,137 @@ class TapModel:
         b = hist_bin(width, self.params.sniffer.hist_sub_bits)
         self.counts.hist[op_class][b] += 1
         return op_class
+
+
+# Importers: label the pulses a recording's R/B# lines show ----------------------------------
+
+
+@dataclass(frozen=True)
+class BusSignals:
+    """Which recorded signals carry one channel's bus (names as the recording calls them).
+
+    Parameters
+    ----------
+    ce : tuple of str
+        CE# of each target, in target order.
+    cle, ale, we : str
+        CLE, ALE and WE#.
+    dq : tuple of str
+        DQ0 … DQ7, in bit order.
+    """
+
+    ce: tuple
+    cle: str
+    ale: str
+    we: str
+    dq: tuple
+
+    def __post_init__(self):
+        if not self.ce or not 1 <= len(self.ce) <= 8:
+            raise ValueError(f"the bus needs 1 to 8 CE# signals, not {len(self.ce)}")
+        if len(self.dq) != 8:
+            raise ValueError(f"the bus needs 8 DQ signals (DQ0 … DQ7), not {len(self.dq)}")
+        for name in ("cle", "ale", "we"):
+            if not getattr(self, name):
+                raise ValueError(f"the bus needs a {name.upper()} signal")
+
+    def pins(self):
+        """``(name, pin bit)`` of every bus signal, pin bits as :class:`BusDecoder` numbers them."""
+        out = [(self.we, PIN_WE), (self.cle, PIN_CLE), (self.ale, PIN_ALE)]
+        out += [(name, PIN_IO + i) for i, name in enumerate(self.dq)]
+        out += [(name, PIN_CE + t) for t, name in enumerate(self.ce)]
+        return out
+
+
+class TapLabeller:
+    """The tap model as an importer uses it: strobes in, R/B# pulses labelled in bulk.
+
+    The importer hands over the bus strobes (:meth:`strobe`) before the R/B# changes of the same
+    stretch of the recording; :meth:`label` then gives each measured pulse the class the tap had
+    captured at its start (``pulse_tag``: the die's tag from the strobes before the pulse's first
+    low ``lvl`` cycle) and counts it as the gateware counts its END record.
+
+    Parameters
+    ----------
+    params : TapParams
+    config : TapConfig
+    max_pulses : int
+        Keep at most this many labelled pulses (die, start, width, class) for the labelled-pulse
+        file; the counts and histograms always cover every pulse.
+    """
+
+    def __init__(self, params, config=None, *, max_pulses=1_000_000):
+        import numpy as np
+
+        self._np = np
+        self.model = TapModel(params, TapConfig() if config is None else config)
+        self.params = params
+        nd = params.dies
+        self._log_cycles = [[-1] for _ in range(nd)]  # tag changes: strobe cycle, new tag
+        self._log_tags = [[int(OpClass.NONE)] for _ in range(nd)]
+        self.max_pulses = max_pulses
+        self.kept = {"die": [], "start": [], "end": [], "width": [], "class": []}
+        self.pulses_truncated = False
+        self.strobes = 0
+
+    @property
+    def counts(self):
+        """The tap's counters (:class:`TapCounts`)."""
+        return self.model.counts
+
+    def strobe(self, strobe):
+        """Apply one bus strobe (in cycle order)."""
+        model = self.model
+        before = list(model.tag)
+        model.strobe(strobe)
+        self.strobes += 1
+        for d, (old, new) in enumerate(zip(before, model.tag, strict=True)):
+            if old != new or strobe.kind == CMD and strobe.byte in CONFIRM_CLASS:
+                if self._log_cycles[d][-1] == strobe.cycle:
+                    self._log_tags[d][-1] = int(new)
+                elif self._log_tags[d][-1] != int(new):
+                    self._log_cycles[d].append(strobe.cycle)
+                    self._log_tags[d].append(int(new))
+
+    def label(self, die, starts, ends, widths):
+        """Label and count measured pulses of ``die`` (numpy arrays: first low ``lvl`` cycle,
+        end cycle, width in ticks); return their classes."""
+        np = self._np
+        cycles = np.asarray(self._log_cycles[die], dtype=np.int64)
+        tags = np.asarray(self._log_tags[die], dtype=np.int64)
+        # The tag a pulse starting on cycle s captured: the last change on a cycle before s.
+        classes = tags[np.searchsorted(cycles, starts, side="left") - 1]
+        counts = self.model.counts
+        for c, n in enumerate(np.bincount(classes, minlength=CLASS_SLOTS).tolist()):
+            counts.pulses[die][c] += n
+        from .model import hist_bin_array
+        sub = self.params.sniffer.hist_sub_bits
+        bins = hist_bin_array(widths, sub)
+        flat = np.bincount(classes * self.params.sniffer.hist_bins + bins,
+                           minlength=CLASS_SLOTS * self.params.sniffer.hist_bins)
+        for k in np.flatnonzero(flat).tolist():
+            c, b = divmod(k, self.params.sniffer.hist_bins)
+            counts.hist[c][b] += int(flat[k])
+        room = self.max_pulses - len(self.kept["die"])
+        if len(widths) > room:
+            self.pulses_truncated = True
+        if room > 0:
+            n = min(room, len(widths))
+            self.kept["die"] += [die] * n
+            self.kept["start"] += starts[:n].tolist()
+            self.kept["end"] += ends[:n].tolist()
+            self.kept["width"] += widths[:n].tolist()
+            self.kept["class"] += classes[:n].tolist()
+        # Tag changes before the earliest start still to come are no longer needed.
+        self._trim(die, int(ends[-1]) if len(ends) else None)
+        return classes
+
+    def _trim(self, die, before):
+        if before is None:
+            return
+        cycles, tags = self._log_cycles[die], self._log_tags[die]
+        if len(cycles) > 1024:
+            import bisect
+            k = bisect.bisect_left(cycles, before) - 1
+            if k > 0:
+                del cycles[:k], tags[:k]

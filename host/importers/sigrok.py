@@ -24,9 +24,11 @@ import zipfile
 import numpy as np
 
 from ..measurement import Probe
+from ..tap_model import PIN_WE, strobes_at
 from . import RecordingError, StreamClassifier
 
-__all__ = ["read_metadata", "import_sr", "parse_samplerate", "samples", "pin_changes"]
+__all__ = ["read_metadata", "import_sr", "parse_samplerate", "samples", "pin_changes",
+           "bus_strobes"]
 
 CHUNK = 1 << 22  # bytes read from a zip member at a time (rounded down to whole samples)
 
@@ -89,6 +91,27 @@ def pin_changes(values, prev, bits, base):
         moved = level != ((old >> b) & 1)
         out.append((at[moved].astype(np.int64) + base, level[moved]))
     return out
+
+
+def bus_strobes(values, prev, bus_pins, base, targets, last=None):
+    """The bus strobes of the WE# rising edges within ``values`` (sample ``i`` = cycle base+i).
+
+    ``bus_pins`` maps sample bits to the tap model's pin bits: ``[(sample_bit, pin_bit)]``.
+    """
+    we_bit = next(b for b, pin in bus_pins if pin == PIN_WE)
+    we = (values >> values.dtype.type(we_bit)) & values.dtype.type(1)
+    before = np.empty_like(values)
+    before[0] = prev
+    before[1:] = values[:-1]
+    we_before = (before >> values.dtype.type(we_bit)) & values.dtype.type(1)
+    at = np.flatnonzero((we == 1) & (we_before == 0))
+    if not len(at):
+        return []
+    raw = before[at].astype(np.int64)
+    words = np.zeros(len(at), dtype=np.int64)
+    for bit, pin in bus_pins:
+        words |= ((raw >> bit) & 1) << pin
+    return strobes_at(at + base, words, targets, last)
 
 
 class SrMetadata:
@@ -172,11 +195,12 @@ def _select(meta, signals, name):
 
 
 def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=None,
-              snapshot_seconds=None, max_pulses=1_000_000, progress=None):
+              snapshot_seconds=None, max_pulses=1_000_000, progress=None, bus=None,
+              tap_for=None):
     """Classify the R/B# lines of a sigrok session through the bit-exact model.
 
     Parameters are those of :func:`rbscope.importers.vcd.import_vcd`, except that the clock is
-    the sample rate; ``signals`` are probe names (or bit numbers from 0).
+    the sample rate; ``signals`` and the ``bus`` signals are probe names (or bit numbers from 0).
     """
     name = str(path)
     try:
@@ -188,6 +212,10 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
         raise RecordingError(f"{name}: not a zip archive (sigrok session): {exc}") from None
     with zf:
         meta = read_metadata(zf, name)
+        if bus is not None and not signals:
+            # Every named probe that is not a bus signal is an R/B# line.
+            taken = {sig for sig, _ in bus.pins()}
+            signals = [v for _, v in sorted(meta.probes.items()) if v not in taken]
         selected = _select(meta, signals, name)
         clock = 1.0 / meta.samplerate
         prescaler = 1
@@ -203,6 +231,16 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
         mask = 0
         for bit in bits:
             mask |= 1 << bit
+        tap = bus_pins = None
+        if bus is not None:
+            try:
+                tap = tap_for(params)
+            except ValueError as exc:
+                raise RecordingError(f"{name}: {exc}") from None
+            bus_pins = [(_select(meta, [sig], name)[0][0], pin) for sig, pin in bus.pins()]
+            for bit, _ in bus_pins:
+                mask |= 1 << bit
+            last_strobe = None
         total_samples = sum(zf.getinfo(m).file_size for m in meta.members) // u
         classifier = None
         prev = None  # the last sample of the previous chunk (masked)
@@ -239,8 +277,14 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
                             class_names=class_names, probes=_probes(selected, probes),
                             snapshot_cycles=(max(1, round(snapshot_seconds * meta.samplerate))
                                              if snapshot_seconds else None),
-                            max_pulses=max_pulses)
+                            max_pulses=max_pulses, on_pulses=tap and tap.label)
                     n = len(values)
+                    if tap is not None:
+                        # Bus cycles first: a pulse's label depends on the strobes before it.
+                        for st in bus_strobes(values, prev, bus_pins, sample, tap.params.targets,
+                                              last_strobe):
+                            tap.strobe(st)
+                            last_strobe = st
                     changes = pin_changes(values, prev, bits, sample)
                     classifier.feed(sample + n, changes)
                     classifier.edges += sum(len(c) for c, _ in changes)
@@ -257,6 +301,8 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
         "signals": [label for _, label in selected], "cycles": sample,
         "edges": classifier.edges, "members": len(meta.members), "warnings": [],
     }
+    if tap is not None:
+        provenance["bus"] = {"signals": [sig for sig, _ in bus.pins()], "strobes": tap.strobes}
     return classifier.finish(sample, provenance)
 
 
