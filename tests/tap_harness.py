@@ -171,12 +171,48 @@ class TapRig(Elaboratable):
         return self.module
 
 
-def rig_bench(rig, hold=2):
-    """An :class:`EmuBench` driving ``rig`` (a :class:`TapRig`) instead of a bare emulator."""
+def rig_bench(rig, hold=2, record=None):
+    """An :class:`EmuBench` driving ``rig`` (a :class:`TapRig`) instead of a bare emulator.
+
+    With ``record`` (a list), every clock edge appends ``(pin word, die R/B# bits)``: what a
+    logic analyser sampling at the clock would record.
+    """
     from .nand_emu_harness import EmuBench
 
     class RigBench(EmuBench):
         def __init__(self):  # no emulator of its own: the rig's is driven
             self.params, self.dut, self.hold, self.die = rig.params, rig, hold, 0
 
+        def simulator(self):
+            sim = super().simulator()
+            if record is not None:
+                emu = rig.emu
+
+                async def monitor(ctx):
+                    pins = (emu.we_n, emu.cle, emu.ale, emu.io_i, emu.ce_n, emu.die_rb)
+                    async for _, _, we, cle, ale, io, ce, rb in ctx.tick().sample(*pins):
+                        record.append((we << PIN_WE | cle << PIN_CLE | ale << PIN_ALE
+                                       | io << PIN_IO | ce << PIN_CE, rb))
+
+                sim.add_process(monitor)
+            return sim
+
     return RigBench()
+
+
+def write_recording(f, record, dies, targets):
+    """Write a recording from :func:`rig_bench` as a VCD (1 ns per cycle) with named signals."""
+    from rbscope.importers.vcd import write_vcd
+    from rbscope.model import Train
+
+    names = [f"RB{d}" for d in range(dies)] + ["WE", "CLE", "ALE"]
+    names += [f"DQ{i}" for i in range(8)] + [f"CE{t}" for t in range(targets)]
+    sources = [(1, d) for d in range(dies)] + [(0, PIN_WE), (0, PIN_CLE), (0, PIN_ALE)]
+    sources += [(0, PIN_IO + i) for i in range(8)] + [(0, PIN_CE + t) for t in range(targets)]
+    trains = []
+    for which, bit in sources:
+        levels = [(r[which] >> bit) & 1 for r in record]
+        edges = [(c, lv) for c, lv in enumerate(levels) if c and lv != levels[c - 1]]
+        trains.append(Train(levels[0], edges))
+    write_vcd(f, trains, names=names, end=len(record))
+    return names

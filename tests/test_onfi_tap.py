@@ -157,7 +157,7 @@ def test_gateware_equals_model_on_a_random_bus(targets, luns, shift, seed):
 # Loopback: the tap watches the emulator's bus -------------------------------------------------
 
 
-def test_loopback_counts_equal_the_emulators_ground_truth():
+def test_loopback_counts_equal_the_emulators_ground_truth(tmp_path):
     from rbscope.gateware.nand_emu import BusyTime, EmuConfig, EmuCounter, EmuParams
     from rbscope.gateware.onfi_tap import PlaneKind
     from rbscope.gateware.rb_sniffer.layouts import config_const
@@ -171,7 +171,8 @@ def test_loopback_counts_equal_the_emulators_ground_truth():
              BusyTime.RCBSY: 20, BusyTime.RST: 25, BusyTime.FEAT: 9}
     config = EmuConfig(t_wb=3, times=times)
     rig = TapRig(params, windows=())
-    bench = rig_bench(rig)
+    record = []
+    bench = rig_bench(rig, record=record)
     snf_cfg = SnifferConfig(prescaler=1, glitch_ticks=1, windows=((1, 1000),), idle_ticks=10)
     result = {}
 
@@ -211,9 +212,15 @@ def test_loopback_counts_equal_the_emulators_ground_truth():
         await ctx.tick().repeat(40)  # the last END records reach the tap
         for die in range(2):
             result["emu", die] = await bench.counters(ctx, die)
+        recorded = len(record)  # the recording ends here, with the bus idle
+        result["recorded"] = recorded
         for space in (TapSpace.OPS, TapSpace.PLANES, TapSpace.PULSES):
             for i in range(2 * CLASS_SLOTS):
                 result[space, i] = await read_word(ctx, rig.tap, space, i)
+        for c in range(len(OpClass)):
+            for b in range(rig.snf_params.hist_bins):
+                i = rig.tap_params.hist_index(c, b)
+                result[TapSpace.HIST, i] = await read_word(ctx, rig.tap, TapSpace.HIST, i)
         for die in range(2):
             for c in list(range(rig.snf_params.classes)) + [5 + Counter.UNCLASSIFIED]:
                 ctx.set(rig.snf.read_req.payload, {"space": 0, "channel": die, "index": c})
@@ -263,3 +270,53 @@ def test_loopback_counts_equal_the_emulators_ground_truth():
     assert counts.planes[0][tp.planes_index(0, PlaneKind.ERASE, 2)] == 1
     assert counts.ops[1][OpClass.CACHE_PROGRAM] == 3
     assert counts.ops[1][OpClass.READ_CACHE] == 2
+
+    # The same run as a logic analyser would record it, through the importers: the tap model's
+    # labels and counts equal the gateware's, word for word.
+    check_recording(tmp_path, record[:result["recorded"]], rig, result, snf_cfg)
+
+
+def check_recording(tmp_path, record, rig, result, snf_cfg):
+    import shutil
+    import subprocess
+
+    from rbscope.importers.sigrok import import_sr
+    from rbscope.importers.vcd import import_vcd
+    from rbscope.tap_model import BusSignals, TapLabeller
+
+    from .tap_harness import write_recording
+
+    tp = rig.tap_params
+    path = tmp_path / "tapped.vcd"
+    with open(path, "w") as f:
+        names = write_recording(f, record, tp.dies, tp.targets)
+    bus = BusSignals(ce=("CE0", "CE1"), cle="CLE", ale="ALE", we="WE",
+                     dq=tuple(f"DQ{i}" for i in range(8)))
+    kw = dict(params_for=lambda n: rig.snf_params,
+              preset_config=lambda p, t, ps: (snf_cfg, ("all",)), bus=bus)
+    runs = []
+    labellers = []
+
+    def tap_for(params):
+        labellers.append(TapLabeller(tp))
+        return labellers[-1]
+
+    runs.append(import_vcd(path, clock=1e-9, tap_for=tap_for, **kw))
+    if shutil.which("sigrok-cli"):
+        sr = tmp_path / "tapped.sr"
+        subprocess.run(["sigrok-cli", "-i", str(path), "-o", str(sr)], check=True,
+                       capture_output=True, timeout=60)
+        runs.append(import_sr(sr, tap_for=tap_for, **kw))
+    assert names[:2] == ["RB0", "RB1"]
+    for m, lab in zip(runs, labellers, strict=True):
+        assert [s.split(".")[-1] for s in m.provenance["signals"]] == ["RB0", "RB1"]
+        for key, value in result.items():
+            if isinstance(key, tuple) and isinstance(key[0], TapSpace):
+                space, index = key
+                assert lab.counts.word(tp, space, index) == value, (space.name, index)
+        for d in range(2):
+            assert m.counts[d].classes[0] == result["snf", d, 0]
+        # Every kept pulse carries its label; a cache program's tCBSY is not a program.
+        widths = [w for d, w, c in zip(lab.kept["die"], lab.kept["width"], lab.kept["class"],
+                                       strict=True) if c == OpClass.CACHE_PROGRAM]
+        assert len(widths) == 3 and max(widths) < 150
