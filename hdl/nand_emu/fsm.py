@@ -327,25 +327,31 @@ class Die(wiring.Component):
         req_row = Signal(row_w)
         reset_cmd = Signal()
 
-        jitter = Signal(p.ticks_bits + 1)
-        sel_time = Signal(BusyTime)
-        if p.jitter_bits:
-            m.d.comb += jitter.eq(lfsr.value[:p.jitter_bits] & cfg.jitter[sel_time])
+        # Busy times are looked up (an 11-way choice and the jitter addition) one cycle ahead,
+        # into registers: `prep` is low in the cycle after anything they depend on changed (a
+        # new operation, a reset, an LFSR draw), and a busy period starts only when it is high.
+        # So tWB lasts at least 2 cycles (t_wb 0 and 1 act as 2).
+        def busy_ticks(time):
+            jitter = lfsr.value[:p.jitter_bits] & cfg.jitter[time] if p.jitter_bits else 0
+            return cfg.times[time] + jitter
+
+        prep = Signal()
         load_ticks = Signal(p.ticks_bits + 1)
-        m.d.comb += [
-            sel_time.eq(op_time),
-            load_ticks.eq(cfg.times[sel_time] + jitter),
+        load_zero = Signal()
+        m.d.sync += [
+            load_ticks.eq(busy_ticks(op_time)),
+            load_zero.eq(busy_ticks(op_time) == 0),
+            prep.eq(~(req | reset_cmd | lfsr.step)),
         ]
         # The background array program of a cache program (its page type from `op_row`).
         type_bits = (p.page_type_slots - 1).bit_length()
         array_time = Signal(BusyTime)
-        array_jitter = Signal(p.ticks_bits + 1)
         array_ticks = Signal(p.ticks_bits + 1)
+        array_zero = Signal()
         m.d.comb += array_time.eq(
             BusyTime.PROG0 + cfg.page_types[op_row[:type_bits] if type_bits else 0])
-        if p.jitter_bits:
-            m.d.comb += array_jitter.eq(lfsr.value[:p.jitter_bits] & cfg.jitter[array_time])
-        m.d.comb += array_ticks.eq(cfg.times[array_time] + array_jitter)
+        m.d.sync += [array_ticks.eq(busy_ticks(array_time)),
+                     array_zero.eq(busy_ticks(array_time) == 0)]
         needs_copy = Const(0)
         if p.storage == Storage.ARRAY:
             needs_copy = (op == Op.PROG) | (op == Op.CACHE)
@@ -357,12 +363,12 @@ class Die(wiring.Component):
                 with m.If(wb_count <= 1):
                     with m.If(atimer.busy):
                         m.d.sync += [phase.eq(Phase.WAIT), pin_low.eq(1)]
-                    with m.Else():
+                    with m.Elif(prep):
                         m.d.comb += load.eq(1)
                 with m.Else():
                     m.d.sync += wb_count.eq(wb_count - 1)
             with m.Case(Phase.WAIT):
-                with m.If(~atimer.busy):
+                with m.If(~atimer.busy & prep):
                     m.d.comb += load.eq(1)
             with m.Case(Phase.BUSY):
                 with m.If(timer.done):
@@ -371,10 +377,10 @@ class Die(wiring.Component):
                     m.d.comb += complete.eq(1)
         with m.If(load):
             m.d.comb += [timer.start.eq(1), timer.ticks.eq(load_ticks), copy_start.eq(needs_copy)]
-            m.d.sync += tdone.eq(load_ticks == 0)
+            m.d.sync += tdone.eq(load_zero)
             if p.jitter_bits:
                 m.d.comb += lfsr.step.eq(1)
-            with m.If((load_ticks == 0) & ~needs_copy):
+            with m.If(load_zero & ~needs_copy):
                 m.d.comb += complete.eq(1)
             with m.Else():
                 m.d.sync += [phase.eq(Phase.BUSY), pin_low.eq(1)]
@@ -395,7 +401,7 @@ class Die(wiring.Component):
                     if p.jitter_bits:
                         m.d.comb += lfsr.step.eq(1)
                     m.d.sync += array_pages.eq(op_pages)
-                    with m.If(array_ticks == 0):
+                    with m.If(array_zero):
                         count(EmuCounter.PAGE_PROGRAMS, op_pages)
                         count(EmuCounter.PROGRAM_OPS)
                 with m.Case(Op.RCACHE):
