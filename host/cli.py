@@ -13,6 +13,9 @@ Subcommands
 ``info``, ``configure``, ``capture``, ``dump``
     Talk to a device over a serial port or pty, record captures, print them
     (:mod:`rbscope.link_cli`).
+``selftest``
+    Check an emulator build's sniffer counts against its emulated dies' ground truth
+    (:mod:`rbscope.selftest`).
 
 Exit codes
 ----------
@@ -89,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .sim_cli import add_sim_parser
 
     add_sim_parser(commands)
+
+    from .selftest import add_selftest_parser
+
+    add_selftest_parser(commands)
     return parser
 
 
