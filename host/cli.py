@@ -10,6 +10,9 @@ Subcommands
 ``analyze``, ``calibrate``
     Write amplification and class windows from counts, VCD or sigrok recordings
     (:mod:`rbscope.analyze_cli`).
+``report``
+    A self-contained HTML (and PDF) report of one or more runs, and drive comparisons
+    (:mod:`rbscope.report_cli`).
 ``info``, ``configure``, ``capture``, ``dump``
     Talk to a device over a serial port or pty, record captures, print them
     (:mod:`rbscope.link_cli`).
@@ -53,10 +56,6 @@ program, erase, ...) and counts them; the host turns those counts into reports.
 """
 
 _EPILOG = """\
-commands to come:
-  demo        run the sniffer on a simulated pulse train and show what it counts
-  report      turn a capture into a self-contained HTML report
-
 Run `rbscope COMMAND --help` for the options of one command.
 
 exit codes: 0 success, 1 failure, 2 usage error, 3 device or port error, 4 device timeout
@@ -84,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_analyze_parser(commands)
     add_calibrate_parser(commands)
     add_sample_sysfs_parser(commands)
+
+    from .report_cli import add_report_parser
+
+    add_report_parser(commands)
 
     from .link_cli import add_link_parsers
 
