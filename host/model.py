@@ -158,19 +158,6 @@ class ChannelCounts:
         """Return the (exact) value of the fixed counter ``counter``."""
         return getattr(self, Counter(counter).name.lower())
 
-    @classmethod
-    def from_row(cls, params, words, histogram=()):
-        """Return the counts of a counter-RAM row (``words``: at least
-        ``params.counters_per_channel`` words laid out as :meth:`row` lays them out)."""
-        _check_params(params)
-        if len(words) < params.counters_per_channel:
-            raise ValueError(f"a counter row of {params.classes} classes has "
-                             f"{params.counters_per_channel} words, not {len(words)}")
-        k = params.classes
-        return cls(list(words[:k]), **{name: words[k + c] for c, name in
-                                       zip(Counter, FIXED_COUNTERS, strict=True)},
-                   histogram=list(histogram))
-
     def copy(self, *, histogram=True):
         """Return an independent copy (with an empty histogram unless ``histogram``)."""
         return ChannelCounts(list(self.classes), **{n: getattr(self, n) for n in FIXED_COUNTERS},
@@ -227,13 +214,14 @@ class ChannelCounts:
         _check_params(params)
         row = [operator.index(v) for v in row]
         if len(row) < params.counters_per_channel:
-            raise ValueError(f"a row has {params.counters_per_channel} counters with these "
-                             f"parameters, not {len(row)}")
+            raise ValueError(f"a counter row of {params.classes} classes has "
+                             f"{params.counters_per_channel} words, not {len(row)}")
         histogram = [operator.index(v) for v in histogram]
         if histogram and len(histogram) != params.hist_bins:
             raise ValueError(f"histogram must have {params.hist_bins} bins, not "
                              f"{len(histogram)}")
-        fixed = {c.name.lower(): row[params.classes + c] for c in Counter}
+        fixed = {name: row[params.classes + c]
+                 for c, name in zip(Counter, FIXED_COUNTERS, strict=True)}
         return cls(classes=row[:params.classes], histogram=histogram, **fixed)
 
 
