@@ -73,10 +73,11 @@ def _duration(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _add_source_options(p):
-    p.add_argument("source", metavar="SOURCE",
-                   help="a measurement (.json), a capture file (rbscope capture), a VCD "
-                        "(.vcd) or a sigrok session (.sr)")
+def _add_source_options(p, *, positional=True):
+    if positional:
+        p.add_argument("source", metavar="SOURCE",
+                       help="a measurement (.json), a capture file (rbscope capture), a VCD "
+                            "(.vcd) or a sigrok session (.sr)")
     p.add_argument("--format", choices=("auto", "json", "capture", "vcd", "sr"),
                    default="auto",
                    help="source format (default: from the extension, then the content)")

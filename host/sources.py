@@ -14,7 +14,7 @@ capture files included), :class:`~rbscope.measurement.MeasurementError`,
 
 from pathlib import Path
 
-from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
 
 from .importers import RecordingError
 from .measurement import Measurement, Probe
@@ -129,7 +129,7 @@ def open_measurement(path, *, fmt="auto", preset=None, windows=None, glitch_us=N
     def params_for(n):
         if n > 256:
             raise RecordingError(f"{n} lines selected; the sniffer has at most 256")
-        return SnifferParams(channels=n, classes=max(5, len(preset.windows)),
+        return SnifferParams(channels=n, classes=classes_for_windows(len(preset.windows)),
                              width_bits=width_bits)
 
     def preset_config(params, tick_seconds, prescaler):
