@@ -13,12 +13,12 @@ import numpy as np
 from rbscope.gateware.rb_sniffer.params import SnifferParams
 
 from .. import calibrate as cal
-from ..geometry import DEFAULT_PRESET
 from ..importers import StreamClassifier
 from ..importers.vcd import write_vcd as _write_vcd
 from ..logical import from_bytes
 from ..measurement import Probe
 from ..model import Train
+from ..presets import DEFAULT_PRESET
 from ..wa import compute_wa
 from .drive import RefSSDError
 
@@ -65,7 +65,7 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
     Parameters
     ----------
     run : Run
-    preset : ClassifierPreset, optional
+    preset : rbscope.presets.Preset, optional
         Windows (default :func:`user_preset`).
     dies : sequence of int, optional
         Dies whose R/B# is probed, one sniffer line each (default: all).
