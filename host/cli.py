@@ -113,7 +113,16 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except BrokenPipeError:
+        # `rbscope … | head`: the reader has gone; stop quietly (and keep Python from
+        # complaining when it flushes stdout at exit).
+        import os
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_OK
 
 
 if __name__ == "__main__":
