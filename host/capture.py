@@ -274,10 +274,13 @@ def _scan(buf, pos, base, errors, final, skip):
     n = len(buf)
     size = RECORD.size
     while pos < n:
+        if buf[pos] != SYNC:  # decided on one byte, however few follow
+            pos = _skip(buf, pos, base, skip, "no record starts here (bad sync, kind or length)")
+            continue
         if n - pos < size:
             break
         sync, kind, length, time_ns = RECORD.unpack_from(buf, pos)
-        if sync != SYNC or not _plausible(kind, length):
+        if not _plausible(kind, length):
             pos = _skip(buf, pos, base, skip, "no record starts here (bad sync, kind or length)")
             continue
         end = pos + size + length + TRAILER.size

@@ -77,6 +77,10 @@ def format_time(seconds):
     return f"{seconds:g} s"
 
 
+#: Most snapshots an import records (each holds every channel's counts): a longer series is
+#: refused before it is built, rather than exhausting memory on a recording's time jump.
+MAX_SNAPSHOTS = 100_000
+
 #: Buffered edges after which :meth:`StreamClassifier.edge` hands them to the model in bulk.
 FLUSH_EDGES = 1 << 16
 
@@ -205,6 +209,13 @@ class StreamClassifier:
 
     def _feed(self, limit, changes):
         pos = [0] * len(changes)
+        if self._next_snapshot is not None and self._next_snapshot <= limit:
+            coming = (limit - self._next_snapshot) // self.snapshot_cycles + 1
+            if len(self.snapshots) + coming > MAX_SNAPSHOTS:
+                raise RecordingError(
+                    f"a snapshot every {self.snapshot_cycles} cycles makes more than "
+                    f"{MAX_SNAPSHOTS} snapshots by cycle {limit}; give a longer --snapshot "
+                    f"period")
         # A snapshot at boundary B counts the changes whose lvl cycle is before B.
         while self._next_snapshot is not None and self._next_snapshot <= limit:
             boundary = self._next_snapshot

@@ -55,6 +55,10 @@ class VcdHeader:
         self.body_line = body_line  # first line of the value-change section
 
 
+#: Widest ``$var`` accepted (bits): far beyond any bus a logic analyser records.
+MAX_VAR_BITS = 1 << 20
+
+
 def read_header(f, name="VCD"):
     """Parse the declaration section from the text stream ``f`` (left after it)."""
     timescale = None
@@ -100,9 +104,9 @@ def read_header(f, name="VCD"):
                 raise RecordingError(f"{name}: line {lineno}: $var needs type, size, identifier "
                                      f"and name, got {' '.join(body)!r}")
             _, size, ident, ref = body[:4]
-            if not size.isdigit() or int(size) < 1:
-                raise RecordingError(f"{name}: line {lineno}: $var {ref}: size {size!r} is not a "
-                                     f"positive integer")
+            if not size.isdigit() or len(size) > 7 or not 1 <= int(size) <= MAX_VAR_BITS:
+                raise RecordingError(f"{name}: line {lineno}: $var {ref}: size {size[:20]!r} "
+                                     f"is not an integer from 1 to {MAX_VAR_BITS}")
             size = int(size)
             rest = "".join(body[4:])
             if "[" in ref:  # reference and bit-select written together: rb[3]
@@ -110,7 +114,8 @@ def read_header(f, name="VCD"):
                 rest = "[" + sel + rest
             msb, lsb = size - 1, 0
             full = ".".join(scope + [ref])
-            m = re.fullmatch(r"\[(-?\d+)(?::(-?\d+))?\]", rest) if rest else None
+            # Bit indexes of at most 10 digits (longer ones are not a bit range: a name).
+            m = re.fullmatch(r"\[(-?\d{1,10})(?::(-?\d{1,10}))?\]", rest) if rest else None
             if m and abs(int(m.group(1)) - int(m.group(2) or m.group(1))) + 1 == size:
                 msb = int(m.group(1))
                 lsb = int(m.group(2)) if m.group(2) is not None else msb
@@ -164,7 +169,7 @@ def _select(header, signals, name):
         return out
     out = []
     for sig in signals:
-        m = re.fullmatch(r"(.*?)\[(-?\d+)\]", sig)
+        m = re.fullmatch(r"(.*?)\[(-?\d{1,10})\]", sig)
         base, index = (m.group(1), int(m.group(2))) if m else (sig, None)
         found = None
         for var in header.variables:
