@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import calibrate as cal
 from . import logical as lg
+from .argtypes import integer
 from .geometry import GeometryError, load_geometry
 from .importers import RecordingError, format_time, parse_time
 from .measurement import MeasurementError
@@ -74,16 +75,6 @@ def _size(text):
     return text
 
 
-def _count(text):
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {value}")
-    return value
-
-
 def _duration(text):
     try:
         value = parse_time(text)
@@ -124,11 +115,11 @@ def _add_source_options(p, *, positional=True):
                                               "(repeat, in priority order)")
     g.add_argument("--glitch", type=float, metavar="US",
                    help="glitch filter in µs (default: the preset's)")
-    g.add_argument("--width-bits", type=_count, default=24, metavar="W",
+    g.add_argument("--width-bits", type=integer(16, 32), default=24, metavar="W",
                    help="sniffer width counter bits, 16 … 32 (default 24)")
     g.add_argument("--snapshot", type=_duration, metavar="PERIOD",
                    help="record cumulative snapshots at this period (for --series)")
-    g.add_argument("--max-pulses", type=_count, default=1_000_000, metavar="N",
+    g.add_argument("--max-pulses", type=integer(0), default=1_000_000, metavar="N",
                    help="keep at most N per-pulse widths (default 1000000; 0: none)")
     g.add_argument("--save-measurement", metavar="JSON",
                    help="also save the measurement, to analyse again without re-importing")

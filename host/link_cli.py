@@ -14,6 +14,8 @@ import signal
 import sys
 import time
 
+from .argtypes import integer, number
+
 __all__ = ["add_link_parsers", "EXIT_DEVICE", "EXIT_TIMEOUT"]
 
 EXIT_OK = 0
@@ -207,7 +209,14 @@ def _cmd_capture(args):
 
     def on_sigterm(signum, frame):
         stop["why"] = "terminated"
+    def on_sigint(signum, frame):
+        # The first Ctrl-C ends the capture cleanly (final snapshot, histograms, stop record)
+        # wherever it lands, even while it starts; a second one interrupts at once.
+        if stop["why"] == "interrupted":
+            raise KeyboardInterrupt
+        stop["why"] = "interrupted"
     old_term = signal.signal(signal.SIGTERM, on_sigterm)
+    old_int = signal.signal(signal.SIGINT, on_sigint)
     dev = writer = None
     restore = {}
     try:
@@ -243,31 +252,31 @@ def _cmd_capture(args):
         for name, value in settings.items():
             dev.write_reg(name, value)
         dev.attach_capture(writer)  # INFO and the registers first: the file describes itself
-        if args.clear:
-            dev.clear()
-        names = ()
-        for _, d in reversed(dev.events):
-            if isinstance(d, dict) and d.get("class_names"):
-                names = d["class_names"]
-        config = dev.config
-        tick = max(config.prescaler, 1) / dev.info.clock_hz
-        if not names:
-            # No preset was applied in this session: recognise a built-in preset from the
-            # windows the device holds, else name each window by its bounds (µs) rather than
-            # guess what it is for.
-            preset = identify(dev.params, dev.info.clock_hz, dev.registers)
-            if preset is not None:
-                names = tuple(preset.class_names)
-            else:
-                names = tuple(f"[{lo * tick * 1e6:g},{hi * tick * 1e6:g})µs" if lo < hi else ""
-                              for lo, hi in config.windows)
-        view = LiveView(dev.params, tick, names, idle_seconds=config.idle_ticks * tick or None,
-                        json=args.json, stream=sys.stdout if args.json else sys.stderr)
-        start = time.monotonic()
-        end = None if args.duration is None else start + args.duration
-        stop["why"] = None
-        seen = None
+        view = None
         try:
+            if args.clear:
+                dev.clear()
+            names = ()
+            for _, d in reversed(dev.events):
+                if isinstance(d, dict) and d.get("class_names"):
+                    names = d["class_names"]
+            config = dev.config
+            tick = max(config.prescaler, 1) / dev.info.clock_hz
+            if not names:
+                # No preset was applied in this session: recognise a built-in preset from the
+                # windows the device holds, else name each window by its bounds (µs) rather than
+                # guess what it is for.
+                preset = identify(dev.params, dev.info.clock_hz, dev.registers)
+                if preset is not None:
+                    names = tuple(preset.class_names)
+                else:
+                    names = tuple(f"[{lo * tick * 1e6:g},{hi * tick * 1e6:g})µs" if lo < hi else ""
+                                  for lo, hi in config.windows)
+            view = LiveView(dev.params, tick, names, idle_seconds=config.idle_ticks * tick or None,
+                            json=args.json, stream=sys.stdout if args.json else sys.stderr)
+            start = time.monotonic()
+            end = None if args.duration is None else start + args.duration
+            seen = None
             for _, frame in dev.frames():
                 if isinstance(frame, Status) or frame is None:
                     snap = dev.latest_snapshot
@@ -286,8 +295,9 @@ def _cmd_capture(args):
         # Final, complete counts: a solicited snapshot and the histograms.
         final = dev.snapshot()
         dev.read_histograms()
-        view.update(final, dev.stats, force=True, extra=f"{writer.records} records")
-        view.close()
+        if view is not None:
+            view.update(final, dev.stats, force=True, extra=f"{writer.records} records")
+            view.close()
         writer.event("stop", reason=stop["why"], link=dev.stats.to_dict(),
                      queue_overflow=dev.queue_overflow)
         if not args.json:
@@ -300,6 +310,7 @@ def _cmd_capture(args):
         return EXIT_FAILURE
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
         if dev is not None:
             # This capture's link settings end with it (also when it failed): the device is
             # left as it was found.
@@ -366,41 +377,10 @@ def _cmd_dump(args):
 # parsers ---------------------------------------------------------------------------------------
 
 
-def _nonneg_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, not {text}")
-    return v
-
-
-def _positive_int(text):
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {v}")
-    return v
-
-
-def _nonneg_int(text):
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {v}")
-    return v
-
-
-def _baud(text):
-    v = _positive_int(text)
-    if v > 50_000_000:
-        raise argparse.ArgumentTypeError(f"expected a link rate up to 50000000, not {v}")
-    return v
+_nonneg_float = number(0)
+_positive_int = integer(1)
+_nonneg_int = integer(0)
+_baud = integer(1, 50_000_000)
 
 
 def _port_options(p):
