@@ -360,6 +360,8 @@ def run(target, n, seed, *, report=None):
             failures.append((s, str(exc)))
         except Exception as exc:  # the parser raised something else: a traceback
             failures.append((s, f"{type(exc).__name__}: {exc}"[:500]))
+        if report is not None and failures and failures[-1][0] == s:
+            print(f"{target}: FAILURE seed {s}: {failures[-1][1][:300]}", flush=True)
         if report is not None and (i + 1) % report == 0:
             print(f"{target}: {i + 1} inputs, {len(failures)} failures", flush=True)
     return failures
@@ -375,7 +377,7 @@ def main(argv=None):
     total = 0
     for t in targets:
         start = time.monotonic()
-        failures = run(t, args.n, args.seed, report=max(1, args.n // 10))
+        failures = run(t, args.n, args.seed, report=max(1, min(args.n // 10, 10_000)))
         total += len(failures)
         print(f"{t}: {args.n} inputs in {time.monotonic() - start:.0f} s, "
               f"{len(failures)} failures", flush=True)
