@@ -221,6 +221,23 @@ def _cmd_capture(args):
     restore = {}
     try:
         dev = _open(args, reconnect_timeout=args.reconnect_timeout)
+        settings = {}
+        if args.snapshot_ms is not None:
+            period = round(args.snapshot_ms * dev.info.clock_hz / 1000)
+            if args.snapshot_ms and not period:
+                period = 1
+            need = _snapshot_seconds(dev)
+            # Snapshots may fill at most 80 % of the link: commands and histograms need room.
+            if period and period / dev.info.clock_hz < 1.25 * need:
+                _err("capture", f"--snapshot-ms {args.snapshot_ms:g}: one snapshot takes "
+                                f"{need * 1e3:.3g} ms of this link; give at least "
+                                f"{1.25 * need * 1e3:.3g} ms (or 0: off)")
+                return EXIT_USAGE
+            settings["SNAPSHOT_PERIOD"] = period
+        if args.hist_every is not None:
+            settings["HIST_PERIOD"] = args.hist_every
+        if args.trace:
+            settings["TRACE_ENABLE"] = 1
         problem = _capture_target_problem(args.output, dev)
         if problem:
             _err("capture", problem)
@@ -231,22 +248,6 @@ def _cmd_capture(args):
         except (OSError, CaptureError) as exc:
             _err("capture", f"cannot write {args.output}: {exc}")
             return EXIT_FAILURE
-        settings = {}
-        if args.snapshot_ms is not None:
-            period = round(args.snapshot_ms * dev.info.clock_hz / 1000)
-            if args.snapshot_ms and not period:
-                period = 1
-            need = _snapshot_seconds(dev)
-            if period and period / dev.info.clock_hz < 2 * need:
-                _err("capture", f"--snapshot-ms {args.snapshot_ms:g}: one snapshot takes "
-                                f"{need * 1e3:.3g} ms of this link; give at least "
-                                f"{2 * need * 1e3:.3g} ms (or 0: off)")
-                return EXIT_USAGE
-            settings["SNAPSHOT_PERIOD"] = period
-        if args.hist_every is not None:
-            settings["HIST_PERIOD"] = args.hist_every
-        if args.trace:
-            settings["TRACE_ENABLE"] = 1
         for name in settings:
             restore[name] = dev.read_reg(name)
         for name, value in settings.items():

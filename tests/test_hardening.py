@@ -238,6 +238,7 @@ def test_snapshot_period_too_short_is_refused_and_capture_settings_are_restored(
     rc, _, err = run(["capture", busy.path, "-o", str(tmp_path / "a.rbcap"),
                       "--snapshot-ms", "1", "--duration", "0.2"])
     assert rc == 2 and "one snapshot takes" in err
+    assert not (tmp_path / "a.rbcap").exists()  # refused before anything was written
     _capture(busy, tmp_path / "b.rbcap", "--snapshot-ms", "40", "--hist-every", "3",
              "--duration", "0.2")
     assert CaptureReader(tmp_path / "b.rbcap").registers["SNAPSHOT_PERIOD"] == 40_000
