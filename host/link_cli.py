@@ -269,7 +269,7 @@ def _cmd_capture(args):
                 # guess what it is for.
                 preset = identify(dev.params, dev.info.clock_hz, dev.registers)
                 if preset is not None:
-                    names = tuple(preset.class_names)
+                    names = preset.names
                 else:
                     names = tuple(f"[{lo * tick * 1e6:g},{hi * tick * 1e6:g})µs" if lo < hi else ""
                                   for lo, hi in config.windows)

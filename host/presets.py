@@ -144,8 +144,6 @@ class Preset:
         """The window names, in window order."""
         return tuple(w[0] for w in self.windows)
 
-    class_names = names
-
     def window(self, name):
         """Return ``(lo_us, hi_us)`` of the window ``name`` (``KeyError`` if there is none)."""
         for key, lo, hi in self.windows:
