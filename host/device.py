@@ -36,7 +36,9 @@ from rbscope.gateware.link.protocol import (
     histogram_layout,
     layout_bytes,
     register_map,
+    register_values,
 )
+from rbscope.gateware.rb_sniffer.params import SnifferConfig
 
 from .capture import HistogramAccumulator
 from .protocol import (
@@ -506,6 +508,10 @@ class Device:
                 out[reg.name] = reg.check(value)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
+        # The windows already on the device count too (overlaps with the ones not written).
+        for name in register_values(self.params, SnifferConfig()):
+            if name not in self.registers and name not in out:
+                self.read_reg(name)
         try:
             config = config_from_registers(self.params, {**self.registers, **out})
         except ValueError as exc:
