@@ -498,10 +498,16 @@ class LinkController(wiring.Component):
                         m.d.sync += pc.eq(pc + 1)
                         m.next = "SEND"
                     with m.Case(_Source.READ):
+                        # One word's bytes are programmed once: after the word's last byte the
+                        # walker jumps back for the next word of the array (``arg`` holds the
+                        # word count less one and the jump).
+                        more = entry.word_last & (word_index != entry.arg[:_COUNT_BITS])
+                        next_pc = Mux(more, pc - entry.arg[_COUNT_BITS:], pc + 1)
+                        m.d.sync += olast.eq(entry.last & ~more)
                         with m.If(entry.word_last):
                             m.d.sync += word_index.eq(word_index + 1)
                         with m.If(~entry.word_first):
-                            m.d.sync += [obyte.eq(word[:8]), word.eq(word >> 8), pc.eq(pc + 1)]
+                            m.d.sync += [obyte.eq(word[:8]), word.eq(word >> 8), pc.eq(next_pc)]
                             m.next = "SEND"
                         with m.Else():
                             # First byte of a word: read it from the frame's read port.
@@ -517,7 +523,7 @@ class LinkController(wiring.Component):
                                         with m.If(resp.valid):
                                             m.d.sync += [obyte.eq(resp.payload[:8]),
                                                          word.eq(resp.payload >> 8),
-                                                         requested.eq(0), pc.eq(pc + 1)]
+                                                         requested.eq(0), pc.eq(next_pc)]
                                             with m.If(entry.word_last):
                                                 m.d.sync += word_index.eq(word_index + 1)
                                             m.next = "SEND"
@@ -655,6 +661,9 @@ class _Source(enum.Enum, shape=2):
     READ = 2  # the next byte of a word read from the frame's read port
 
 
+#: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the jump back).
+_COUNT_BITS = 5
+
 #: Marks a field read word by word from the frame's read port.
 _READ = object()
 
@@ -711,9 +720,14 @@ class _FrameProgram:
             value = values[name]
             if value is _READ:
                 elem_bytes = data.Shape.cast(field.shape.elem_shape).width // 8
-                for _ in range(field.shape.length):
-                    steps += [(_Source.READ, 0, int(b == 0), int(b == elem_bytes - 1))
-                              for b in range(elem_bytes)]
+                count = field.shape.length
+                if count > 1 << _COUNT_BITS or elem_bytes > 8:
+                    raise ValueError(f"{ftype.name}.{name}: {count} words of {elem_bytes} bytes "
+                                     f"do not fit the frame programme's loop")
+                # One word, repeated by the walker (see the READ case of the walker).
+                loop = (count - 1) | (elem_bytes - 1) << _COUNT_BITS
+                steps += [(_Source.READ, loop if b == elem_bytes - 1 else 0, int(b == 0),
+                           int(b == elem_bytes - 1)) for b in range(elem_bytes)]
                 continue
             size = (data.Layout.cast(field.shape).size if isinstance(field.shape, data.Layout)
                     else data.Shape.cast(field.shape).width)
