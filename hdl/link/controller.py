@@ -26,7 +26,7 @@ from . import protocol
 from .extension import LinkExtension
 from .framing import FrameByte, decoded_command_layout
 
-__all__ = ["LinkController", "build_id"]
+__all__ = ["LinkController", "build_id", "link_registers"]
 
 
 def build_id(params, clock_hz, uart_divisor, board):
@@ -34,6 +34,22 @@ def build_id(params, clock_hz, uart_divisor, board):
     text = repr((params, clock_hz, uart_divisor, board, protocol.PROTOCOL_VERSION,
                  protocol.GATEWARE_VERSION))
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+
+def link_registers(params, *, snapshot_period=0, config=None, extension=None):
+    """The registers of a link: :func:`protocol.register_map`'s and the extension's.
+
+    Raises ``ValueError`` when an extension register takes an address already in use.
+    """
+    registers = protocol.register_map(params, snapshot_period=snapshot_period, config=config)
+    if extension is not None:
+        registers += list(extension.registers)
+    addresses = [reg.address for reg in registers]
+    if len(set(addresses)) != len(addresses):
+        taken = sorted({a for a in addresses if addresses.count(a) > 1})
+        raise ValueError(f"Extension registers collide with the link's addresses "
+                         f"{', '.join(f'0x{a:04X}' for a in taken)}")
+    return registers
 
 
 class LinkController(wiring.Component):
@@ -98,11 +114,8 @@ class LinkController(wiring.Component):
                              f"clock cycles at {clock_hz} Hz")
         self.extension = extension if extension is not None else LinkExtension()
         ext = self.extension
-        self.registers = (protocol.register_map(params, snapshot_period=self.snapshot_period,
-                                                config=config) + list(ext.registers))
-        addresses = [reg.address for reg in self.registers]
-        if len(set(addresses)) != len(addresses):
-            raise ValueError("Extension registers collide with the link's addresses")
+        self.registers = link_registers(params, snapshot_period=self.snapshot_period,
+                                        config=config, extension=ext)
         ports = {}
         for port in ext.ports:
             ports[port.port_name] = (Out(port.width, init=port.reset)
