@@ -398,10 +398,11 @@ class LinkController(wiring.Component):
 
         FT = protocol.FrameType
         info_starting = Signal()
+        info_fields, tick_busy = self._info_fields(m, cfg_reg.prescaler, info_starting)
         frames = {
             FT.RESPONSE: {name: resp_data[name] for name in
                           ("tag", "opcode", "status", "address", "value")},
-            FT.INFO: self._info_fields(m, cfg_reg.prescaler, info_starting),
+            FT.INFO: info_fields,
             FT.STATUS: snap_fields,
             FT.COUNTERS: {
                 "snapshot": snapshot_no, "channel": snap_channel, "epoch": frame_epoch,
@@ -475,7 +476,7 @@ class LinkController(wiring.Component):
                     start(FT.RESPONSE)
                 with m.Elif(info_pending):
                     m.d.comb += info_starting.eq(1)
-                    start(FT.INFO)
+                    m.next = "INFO_TICK"
                 with m.Elif(snap_request):
                     m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
                     m.d.sync += [snap_latch[name].eq(value) for name, value in snap_now.items()]
@@ -489,6 +490,10 @@ class LinkController(wiring.Component):
                         start(source.frame_type)
                 with m.Elif(trace_fifo.r_rdy):
                     start(FT.TRACE)
+            with m.State("INFO_TICK"):
+                # INFO's tick period is computed from the prescaler as the frame starts.
+                with m.If(~tick_busy):
+                    start(FT.INFO)
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
                 # the snapshot's channel is latched here too, unless the read port served a
@@ -625,6 +630,8 @@ class LinkController(wiring.Component):
         return offset + reg.shift
 
     def _info_fields(self, m, prescaler, start):
+        """INFO's fields (:func:`protocol.info_values`, the prescaler and tick live) and a
+        signal high while the tick is being computed after ``start``."""
         ext = self.extension
         info = protocol.info_values(
             self.params, clock_hz=self.clock_hz, prescaler=0, uart_divisor=self.uart_divisor,
@@ -639,16 +646,16 @@ class LinkController(wiring.Component):
                               else layout[name].shape)
                   for name, value in info.items()}
         fields["prescaler"] = prescaler
-        fields["tick_period_ps"] = self._tick_period(m, prescaler, start)
-        return fields
+        fields["tick_period_ps"], busy = self._tick_period(m, prescaler, start)
+        return fields, busy
 
     def _tick_period(self, m, prescaler, start):
         """INFO's ``tick_period_ps`` (:func:`protocol.tick_period_ps`) of the live prescaler.
 
-        A constant times the register, computed serially as an INFO frame starts
-        (``start``; one shift-and-add per prescaler bit, MSB first) rather than by a multiplier:
-        the result is ready long before the frame reaches the field (29 bytes in, at least two
-        cycles each) and holds until the next INFO frame.
+        A constant times the register, computed serially when ``start`` is high (the INFO frame
+        waits for it): one shift and one add per prescaler bit, most significant first, and each
+        48-bit add in three 16-bit steps with the carry registered between them, so no long
+        carry chain limits the clock. Returns ``(value, busy)``.
         """
         width = len(prescaler)
         period = protocol.clock_period_ps(self.clock_hz)
@@ -656,14 +663,30 @@ class LinkController(wiring.Component):
         acc = Signal(48, init=protocol.tick_period_ps(reset, self.clock_hz))
         multiplier = Signal(width)
         step = Signal(range(width + 1))
+        phase = Signal(range(4))
+        carry = Signal()
+        busy = Signal()
+        m.d.comb += busy.eq(step != 0)
+        addend = Signal(48)
+        m.d.comb += addend.eq(Mux(multiplier[-1], period, 0))
         with m.If(start):
             m.d.sync += [acc.eq(0), multiplier.eq(Mux(prescaler == 0, 1, prescaler)),
-                         step.eq(width)]
-        with m.Elif(step != 0):
-            # acc = 2 * acc + (next bit of the multiplier) * period
-            m.d.sync += [acc.eq((acc << 1) + Mux(multiplier[-1], period, 0)),
-                         multiplier.eq(multiplier << 1), step.eq(step - 1)]
-        return acc
+                         step.eq(width), phase.eq(0)]
+        with m.Elif(busy):
+            with m.Switch(phase):
+                with m.Case(0):
+                    m.d.sync += [acc.eq(acc << 1), carry.eq(0), phase.eq(1)]
+                for chunk in range(3):
+                    with m.Case(chunk + 1):
+                        lo, hi = 16 * chunk, 16 * chunk + 16
+                        total = acc[lo:hi] + addend[lo:hi] + carry
+                        m.d.sync += [acc[lo:hi].eq(total[:16]), carry.eq(total[16])]
+                        if chunk < 2:
+                            m.d.sync += phase.eq(chunk + 2)
+                        else:
+                            m.d.sync += [phase.eq(0), multiplier.eq(multiplier << 1),
+                                         step.eq(step - 1)]
+        return acc, busy
 
 
 class _Source(enum.Enum, shape=2):
