@@ -383,18 +383,17 @@ class LinkController(wiring.Component):
         status = self.sniffer_status
         snap_flag_bits = Cat(status.quiescent, status.clear_busy, link["link.trace_enable"],
                              snap_solicited)
-        # A snapshot's header describes one instant. Its time and epoch are the frame's (latched
-        # as every frame starts, below) and the snapshot number does not change until the last
-        # COUNTERS frame; the other fields of the sniffer and the link's counters are latched
-        # together when the snapshot starts.
-        snap_now = {
-            "quiet_since": status.quiet_since, "flags": snap_flag_bits,
-            "rx_frames": rx_frames, "rx_errors": rx_errors, "trace_lost": trace_lost_total,
-        }
+        # A snapshot's header describes the sniffer at one instant. Its time and epoch are the
+        # frame's (latched as every frame starts, below) and the snapshot number does not change
+        # until the last COUNTERS frame; the sniffer's quiet_since and the flags are latched when
+        # the snapshot starts. The link's own counters are each copied whole into the word
+        # register as their first byte goes out (_Latch), so no count is torn between bytes.
+        snap_now = {"quiet_since": status.quiet_since, "flags": snap_flag_bits}
         snap_latch = {name: Signal(len(value), name=f"snap_{name}")
                       for name, value in snap_now.items()}
         snap_fields = {"snapshot": snapshot_no, "timestamp": frame_timestamp,
-                       "epoch": frame_epoch, **snap_latch}
+                       "epoch": frame_epoch, **snap_latch, "rx_frames": _Latch(rx_frames),
+                       "rx_errors": _Latch(rx_errors), "trace_lost": _Latch(trace_lost_total)}
 
         FT = protocol.FrameType
         info_starting = Signal()
@@ -526,6 +525,14 @@ class LinkController(wiring.Component):
                             m.d.sync += word_index.eq(word_index + 1)
                         with m.If(~entry.word_first):
                             m.d.sync += [obyte.eq(word[:8]), word.eq(word >> 8), pc.eq(next_pc)]
+                            m.next = "SEND"
+                        with m.Elif(entry.arg != 0):
+                            # First byte of a latched value: copy it whole into the word.
+                            with m.Switch(entry.arg):
+                                for k, value in enumerate(program.latches, start=1):
+                                    with m.Case(k):
+                                        m.d.sync += [obyte.eq(value[:8]), word.eq(value >> 8)]
+                            m.d.sync += pc.eq(pc + 1)
                             m.next = "SEND"
                         with m.Else():
                             # First byte of a word: read it from the frame's read port.
@@ -694,11 +701,19 @@ class _Source(enum.Enum, shape=2):
 
     CONST = 0  # ``arg`` is the byte
     VAR = 1  # byte ``arg`` of the table of variable bytes
-    READ = 2  # the next byte of a word read from the frame's read port
+    READ = 2  # the next byte of a word read from the frame's read port (or, ``arg != 0`` on
+    # a first byte, of latch ``arg`` copied whole into the word)
 
 
 #: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the jump back).
 _COUNT_BITS = 5
+
+class _Latch:
+    """A field copied whole into the walker's word register as its first byte goes out."""
+
+    def __init__(self, value):
+        self.value = value
+
 
 #: Marks a field read word by word from the frame's read port.
 _READ = object()
@@ -712,6 +727,7 @@ class _FrameProgram:
         self.rom = []
         self.start = {}
         self.var_bytes = []
+        self.latches = []
         self._var_keys = {}
         self._entries = []
 
@@ -754,10 +770,16 @@ class _FrameProgram:
             steps += [(k, a, 0, 0) for k, a in self._value_bytes(header[name], nbytes)]
         for name, field in layout:
             value = values[name]
+            if isinstance(value, _Latch):
+                self.latches.append(value.value)
+                nbytes = data.Shape.cast(field.shape).width // 8
+                steps += [(_Source.READ, len(self.latches) if b == 0 else 0, int(b == 0), 0)
+                          for b in range(nbytes)]
+                continue
             if value is _READ:
                 elem_bytes = data.Shape.cast(field.shape.elem_shape).width // 8
                 count = field.shape.length
-                if count > 1 << _COUNT_BITS or elem_bytes > 8:
+                if count > 1 << _COUNT_BITS or not 2 <= elem_bytes <= 8:
                     raise ValueError(f"{ftype.name}.{name}: {count} words of {elem_bytes} bytes "
                                      f"do not fit the frame programme's loop")
                 # One word, repeated by the walker (see the READ case of the walker).
