@@ -544,22 +544,11 @@ def encode_frame(frame_type, payload, seq=0, version=PROTOCOL_VERSION):
 
 def info_values(params, *, clock_hz, prescaler=1, uart_divisor=4, build_id=0, board=""):
     """The fields of an INFO frame describing a device built with ``params`` (for test
-    devices and synthetic captures; the gateware sends the same fields)."""
-    name = board.encode("ascii")[:wire.BOARD_NAME_BYTES].ljust(wire.BOARD_NAME_BYTES, b"\0")
-    prescaler = max(prescaler, 1)
-    return {
-        "protocol_version": PROTOCOL_VERSION,
-        "gateware_version": wire.GATEWARE_VERSION[0] << 8 | wire.GATEWARE_VERSION[1],
-        "channels": params.channels, "classes": params.classes, "row": params.row,
-        "width_bits": params.width_bits, "counter_bits": params.counter_bits,
-        "hist_sub_bits": params.hist_sub_bits, "hist_bins": params.hist_bins,
-        "hist_bits": params.hist_bits, "timestamp_bits": params.timestamp_bits,
-        "glitch_bits": params.glitch_bits, "prescaler_bits": params.prescaler_bits,
-        "clock_hz": clock_hz, "prescaler": prescaler,
-        "tick_period_ps": prescaler * 10**12 // clock_hz, "uart_divisor": uart_divisor,
-        "build_id": build_id, "board": list(name),
-        "emu_dies": 0, "emu_cfg_bits": 0, "emu_traffic_bits": 0,
-    }
+    devices and synthetic captures): the gateware's own definition, :func:`wire.info_values`
+    (a board name longer than the field is cut)."""
+    board = board.encode("ascii")[:wire.BOARD_NAME_BYTES].decode("ascii")
+    return wire.info_values(params, clock_hz=clock_hz, prescaler=max(prescaler, 1),
+                            uart_divisor=uart_divisor, build_id=build_id, board=board)
 
 
 def encode_payload(params, frame_type, values):
