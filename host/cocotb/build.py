@@ -22,6 +22,7 @@ calls); it collects what we learnt making it fast and portable:
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -108,7 +109,8 @@ def simulate(sources, toplevel, test_module, *, simulator="icarus", build_dir, s
     Returns
     -------
     pathlib.Path
-        The results file (JUnit XML).
+        The results file (JUnit XML). ``build_dir/rbscope-build.json`` records the simulator,
+        the build arguments and the sources.
 
     Raises
     ------
@@ -128,11 +130,15 @@ def simulate(sources, toplevel, test_module, *, simulator="icarus", build_dir, s
     try:
         runner = get_runner(simulator)
         build_dir = Path(build_dir).resolve()
+        args = build_args(simulator, standard=standard, wrapper=wrapper)
         runner.build(sources=[Path(s) for s in sources], hdl_toplevel=toplevel,
-                     build_dir=build_dir, build_args=build_args(simulator, standard=standard,
-                                                                wrapper=wrapper),
-                     timescale=("1ns", "1ps"), always=True,
-                     log_file=build_dir / "build.log")
+                     build_dir=build_dir, build_args=args, timescale=("1ns", "1ps"),
+                     always=True, log_file=build_dir / "build.log")
+        # What was built, and how (for the record; cocotb logs it only through `logging`).
+        (build_dir / "rbscope-build.json").write_text(json.dumps({
+            "simulator": simulator, "toplevel": toplevel, "build_args": args,
+            "sources": [str(Path(s).resolve()) for s in sources],
+            "MAKEFLAGS": env_updates.get("MAKEFLAGS", "")}, indent=1) + "\n")
         test_dir = Path(test_dir or build_dir).resolve()
         results = test_dir / "results.xml"
         results.unlink(missing_ok=True)
