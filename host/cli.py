@@ -10,9 +10,15 @@ Subcommands
 ``analyze``, ``calibrate``
     Write amplification and class windows from counts, VCD or sigrok recordings
     (:mod:`rbscope.analyze_cli`).
+``report``
+    A self-contained HTML (and PDF) report of one or more runs, and drive comparisons
+    (:mod:`rbscope.report_cli`).
 ``info``, ``configure``, ``capture``, ``dump``
     Talk to a device over a serial port or pty, record captures, print them
     (:mod:`rbscope.link_cli`).
+``selftest``
+    Check an emulator build's sniffer counts against its emulated dies' ground truth
+    (:mod:`rbscope.selftest`).
 
 Exit codes
 ----------
@@ -50,10 +56,6 @@ program, erase, ...) and counts them; the host turns those counts into reports.
 """
 
 _EPILOG = """\
-commands to come:
-  demo        run the sniffer on a simulated pulse train and show what it counts
-  report      turn a capture into a self-contained HTML report
-
 Run `rbscope COMMAND --help` for the options of one command.
 
 exit codes: 0 success, 1 failure, 2 usage error, 3 device or port error, 4 device timeout
@@ -82,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_parser(commands)
     add_sample_sysfs_parser(commands)
 
+    from .report_cli import add_report_parser
+
+    add_report_parser(commands)
+
     from .link_cli import add_link_parsers
 
     add_link_parsers(commands)
@@ -89,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .sim_cli import add_sim_parser
 
     add_sim_parser(commands)
+
+    from .selftest import add_selftest_parser
+
+    add_selftest_parser(commands)
     return parser
 
 

@@ -98,6 +98,8 @@ class EmuBench:
         ctx.set(dut.read_req.payload, {"die": self.die if die is None else die,
                                        "index": EmuCounter(counter)})
         ctx.set(dut.read_req.valid, 1)
+        while not ctx.get(dut.read_req.ready):  # the counter bank answers when it gets there
+            await ctx.tick()
         await ctx.tick()
         ctx.set(dut.read_req.valid, 0)
         ctx.set(dut.read_resp.ready, 1)

@@ -33,7 +33,7 @@ def test_help_teaches():
     assert proc.returncode == 0
     assert "Ready/Busy#" in proc.stdout
     assert "verilog" in proc.stdout
-    assert "commands to come" in proc.stdout
+    assert "report" in proc.stdout and "analyze" in proc.stdout
     assert "exit codes" in proc.stdout
 
 
