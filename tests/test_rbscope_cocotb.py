@@ -1,5 +1,8 @@
 """rbscope.cocotb outside the simulator: recordings, build settings, the clock wrapper."""
 
+import shutil
+import subprocess
+
 import pytest
 
 from rbscope.cocotb.build import VERILATOR_MAKE, build_args, verilator_env
@@ -87,3 +90,21 @@ def test_clock_wrapper_has_the_ports_of_the_design():
     assert wrapper.startswith("`timescale 1ns/1ps\n")
     with pytest.raises(ValueError, match="positive number of ns"):
         clock_wrapper(design, "rb_sniffer", period_ns=0)
+
+
+@pytest.mark.skipif(shutil.which("sigrok-cli") is None,
+                    reason="sigrok-cli not installed (make bootstrap installs it)")
+def test_recording_from_sigrok_session_made_by_sigrok_cli(tmp_path):
+    ts = trains()
+    vcd, sr = tmp_path / "rb.vcd", tmp_path / "rb.sr"
+    with open(vcd, "w") as f:
+        write_vcd(f, ts, timescale="1 ns", cycle_units=10, end=5000 * 10)
+    subprocess.run(["sigrok-cli", "-I", "vcd:downsample=10", "-i", str(vcd), "-o", str(sr)],
+                   check=True, capture_output=True, timeout=60)
+    from_sr = RbRecording.from_file(sr, PARAMS, CONFIG)
+    from_trains = RbRecording.from_trains(ts, 5000, PARAMS, CONFIG, clock_seconds=10e-9)
+    assert from_sr.cycles == 5000 and from_sr.clock_seconds == pytest.approx(10e-9)
+    assert from_sr.schedule == from_trains.schedule
+    assert from_sr.expected.counts == from_trains.expected.counts
+    with pytest.raises(ValueError, match="sample rate"):
+        RbRecording.from_file(sr, PARAMS, CONFIG, clock=10e-9)
