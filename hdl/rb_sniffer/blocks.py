@@ -135,7 +135,12 @@ class FrontEnd(wiring.Component):
             with m.If(saturated):
                 m.d.comb += [emit.eq(count != 0), emit_kind.eq(EventKind.BUSY)]
             with m.Elif(armed & self.enable):
-                with m.If(count < self.glitch_ticks):
+                # glitch_ticks is narrow: compare its bits and check that the rest are zero
+                # (cheaper than a full-width comparison in every channel).
+                gb = p.glitch_bits
+                short = (count[:gb] < self.glitch_ticks) if gb >= p.width_bits else (
+                    (count[gb:] == 0) & (count[:gb] < self.glitch_ticks))
+                with m.If(short):
                     m.d.comb += glitch_inc.eq(1)
                 with m.Else():
                     m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.END)]

@@ -22,10 +22,14 @@ from .layouts import (
 from .params import Counter, EventKind, SnifferParams, Space
 from .ram import RAM_KINDS, SinglePortRAM
 
-__all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP"]
+__all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TICK_GROUP"]
 
 #: Channels whose mailboxes are merged by one first-level OR gate of the scanner.
 SCAN_GROUP = 8
+
+#: Channels served by one copy of the tick prescaler (the tick enables every width counter; a
+#: copy per group keeps its fan-out short). The copies run in lock step.
+TICK_GROUP = 16
 
 
 class _Job:
@@ -162,6 +166,12 @@ class RBSniffer(wiring.Component):
         offer = data.StructLayout({
             "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
         })
+        ticks = [timebase]
+        for k in range(1, -(-n // TICK_GROUP)):
+            replica = TimeBase(p)
+            m.submodules[f"tick_{k}"] = replica
+            m.d.comb += replica.prescaler.eq(self.cfg.prescaler)
+            ticks.append(replica)
         front_ends = []
         groups = []
         side_half = 1 << (lb - 1)
@@ -173,7 +183,7 @@ class RBSniffer(wiring.Component):
                 m.d.comb += [
                     fe.lvl.eq(lvl[i]),
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
-                    fe.tick.eq(timebase.tick),
+                    fe.tick.eq(ticks[i // TICK_GROUP].tick),
                     fe.glitch_ticks.eq(self.cfg.glitch_ticks),
                 ]
                 front_ends.append(fe)
@@ -317,7 +327,7 @@ class RBSniffer(wiring.Component):
 
         # J: the job at c4 and c5, loaded at the end of c3.
         job = data.StructLayout({
-            "cnt_addr": range(a_depth), "cnt_inc": wb, "cnt_we": 1,
+            "cnt_addr": range(a_depth), "cnt_inc": lb, "cnt_we": 1,
             "acc_addr": range(a_depth), "acc_add": wb, "acc_we": 1,
             "h_addr": range(h_depth), "h_inc": 1, "h_we": 1,
             "read": 1, "space": Space, "bad": 1, "scrub": 1, "epoch": 1, "zero": 1,
@@ -378,22 +388,20 @@ class RBSniffer(wiring.Component):
                         j.h_addr.eq(s1_ptr), j.h_we.eq(s1_ptr < h_depth),
                     ]
 
-        # Trace: one record per front-end event, registered at the end of c3.
-        with m.If(phase & is_event):
-            m.d.sync += [
-                self.trace.valid.eq(1),
-                self.trace.payload.channel.eq(s1_channel),
-                self.trace.payload.kind.eq(s1_job),
-                self.trace.payload.width.eq(s1_width),
-                self.trace.payload.timestamp.eq(timebase.timestamp),
-                self.trace.payload.index.eq(Mux(
-                    s1_job == _Job.END, class_index,
-                    Mux(s1_job == _Job.PARTIAL, p.counter_index(Counter.PARTIAL),
-                        Mux(s1_job == _Job.OVERLONG, p.counter_index(Counter.OVERLONG),
-                            p.counter_index(Counter.BUSY_TICKS))))),
-            ]
-        with m.Else():
-            m.d.sync += self.trace.valid.eq(0)
+        # Trace: one record per front-end event, straight from the c3 registers (the consumer
+        # registers what it keeps).
+        m.d.comb += [
+            self.trace.valid.eq(phase & is_event),
+            self.trace.payload.channel.eq(s1_channel),
+            self.trace.payload.kind.eq(s1_job),
+            self.trace.payload.width.eq(s1_width),
+            self.trace.payload.timestamp.eq(timebase.timestamp),
+            self.trace.payload.index.eq(Mux(
+                s1_job == _Job.END, class_index,
+                Mux(s1_job == _Job.PARTIAL, p.counter_index(Counter.PARTIAL),
+                    Mux(s1_job == _Job.OVERLONG, p.counter_index(Counter.OVERLONG),
+                        p.counter_index(Counter.BUSY_TICKS))))),
+        ]
 
         # J2: the job at c6 and c7, loaded from J at the end of c5.
         j2 = Signal(job, reset_less=True)
