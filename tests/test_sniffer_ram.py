@@ -23,6 +23,7 @@ from rbscope.gateware.rb_sniffer.ram import (
     SPRAM_WIDTH,
     SinglePortRAM,
     SPRAMSignature,
+    pick_ram_kind,
 )
 from rbscope.gateware.rb_sniffer.sniffer import RBSniffer
 from rbscope.model import SnifferModel, Train
@@ -109,6 +110,19 @@ def test_single_port_ram_reads_what_was_written(kind):
     sim.run()
     assert all(got[a] == (0x9ABCD ^ (a * 0x1111)) & 0xFFFFF for a in range(8))
     assert got["violation"] == ([0, 0] if kind == "spram" else [])
+
+
+def test_histogram_ram_follows_the_platform():
+    class FakePlatform:
+        def __init__(self, device):
+            self.device = device
+
+    up5k, ecp5 = FakePlatform("iCE40UP5K"), FakePlatform("LFE5U-85F")
+    assert pick_ram_kind("auto", up5k, 176 * 16) == "spram"
+    assert pick_ram_kind("auto", up5k, SPRAM_DEPTH + 1) == "memory"
+    assert pick_ram_kind("auto", ecp5, 176 * 16) == "memory"
+    assert pick_ram_kind("auto", None, 176 * 16) == "memory"
+    assert pick_ram_kind("spram", None, 100) == "spram"
 
 
 def test_sniffer_on_spram_scrubs_at_boot_and_counts_like_the_model():

@@ -17,7 +17,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["RAM_KINDS", "SPRAM_WIDTH", "SPRAM_DEPTH", "SPRAMSignature", "SinglePortRAM",
-           "spram_instance"]
+           "pick_ram_kind", "spram_instance"]
 
 #: Implementations of :class:`SinglePortRAM`.
 RAM_KINDS = ("memory", "spram")
@@ -25,6 +25,18 @@ RAM_KINDS = ("memory", "spram")
 #: Data width and depth of one ``SB_SPRAM256KA``.
 SPRAM_WIDTH = 16
 SPRAM_DEPTH = 16384
+
+
+def pick_ram_kind(kind, platform, depth):
+    """Resolve ``kind="auto"`` for a platform: SPRAM on an iCE40UP when ``depth`` words fit it.
+
+    Any other ``kind`` is returned as it is. ``platform`` is what ``elaborate`` receives (None in
+    simulation and Verilog export); its ``device`` names the part.
+    """
+    if kind != "auto":
+        return kind
+    device = str(getattr(platform, "device", ""))
+    return "spram" if device.startswith("iCE40UP") and depth <= SPRAM_DEPTH else "memory"
 
 
 class SPRAMSignature(wiring.Signature):

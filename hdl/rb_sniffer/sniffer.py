@@ -20,7 +20,7 @@ from .layouts import (
     trace_layout,
 )
 from .params import Counter, EventKind, SnifferParams, Space
-from .ram import RAM_KINDS, SinglePortRAM
+from .ram import RAM_KINDS, SinglePortRAM, pick_ram_kind
 
 __all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TICK_GROUP"]
 
@@ -89,7 +89,9 @@ class RBSniffer(wiring.Component):
     hist_ram : str
         Where the histogram lives: ``"memory"`` (a generic :class:`Memory`: simulation, ECP5)
         or ``"spram"`` (the iCE40UP's ``SB_SPRAM256KA``; scrubbed at power-up, during which
-        ``status.clear_busy`` is high and the channels are held disabled).
+        ``status.clear_busy`` is high and the channels are held disabled). The default,
+        ``"auto"``, picks ``"spram"`` when elaborated for an iCE40UP platform whose SPRAM can
+        hold the histogram, else ``"memory"``.
     spram_block : callable, optional
         Stand-in for the SPRAM primitive (a simulation model), see
         :class:`~.ram.SinglePortRAM`.
@@ -105,11 +107,12 @@ class RBSniffer(wiring.Component):
         front-end event as the pipeline classifies it.
     """
 
-    def __init__(self, params, *, hist_ram="memory", spram_block=None):
+    def __init__(self, params, *, hist_ram="auto", spram_block=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
-        if hist_ram not in RAM_KINDS:
-            raise ValueError(f"hist_ram must be one of {', '.join(RAM_KINDS)}, not {hist_ram!r}")
+        if hist_ram not in ("auto", *RAM_KINDS):
+            raise ValueError(f"hist_ram must be one of auto, {', '.join(RAM_KINDS)}, "
+                             f"not {hist_ram!r}")
         self.params = params
         self.hist_ram = hist_ram
         self.spram_block = spram_block
@@ -129,7 +132,8 @@ class RBSniffer(wiring.Component):
         # Pointer values past the last word are no-op jobs: the next epoch flip waits until the
         # last real scrub write has landed (see "Clear" in docs/architecture.md).
         scrub_stop = scrub_end + 3
-        boot_scrub = self.hist_ram == "spram"
+        hist_ram = pick_ram_kind(self.hist_ram, platform, h_depth)
+        boot_scrub = hist_ram == "spram"
 
         # ---- Epochs, boot and the clear scrubber ---------------------------------------------
         # Reset-less: a logic reset must not resurrect or lose counts; only `clear` erases them.
@@ -458,7 +462,7 @@ class RBSniffer(wiring.Component):
 
         hist_word = data.StructLayout({"value": hb, "tag": 1})
         m.submodules.histogram = hist = SinglePortRAM(
-            hist_word.size, h_depth, kind=self.hist_ram, spram_block=self.spram_block)
+            hist_word.size, h_depth, kind=hist_ram, spram_block=self.spram_block)
         h_rd = hist_word(hist.rdata)
         qh = Signal(hb, reset_less=True)
         hs = Signal(hb, reset_less=True)
