@@ -5,14 +5,14 @@ Amaranth simulator. :class:`~.sniffer.RBSniffer` joins them around the shared co
 Exact semantics: ``docs/architecture.md``, section "The R/B# sniffer".
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import mailbox_layout, window_layout
 from .params import Counter, EventKind, SnifferParams
 
-__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence"]
+__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "first_window"]
 
 
 def _check_params(params):
@@ -48,12 +48,17 @@ class TimeBase(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        count = Signal(self.params.prescaler_bits)
-        m.d.comb += self.tick.eq(count + 1 >= self.prescaler)
-        m.d.sync += [
-            count.eq(Mux(self.tick, 0, count + 1)),
-            self.timestamp.eq(self.timestamp + self.tick),
-        ]
+        p = self.params
+        # `next_count` holds the prescaler count plus one, so that the tick is one comparison of
+        # two registers (no incrementer in front of it): tick = count + 1 >= prescaler.
+        next_count = Signal(p.prescaler_bits + 1, init=1)
+        m.d.comb += self.tick.eq(next_count >= self.prescaler)
+        m.d.sync += next_count.eq(Mux(self.tick, 1, next_count + 1))
+        # The timestamp and its successor are both kept, so the tick only selects between two
+        # registers and no long carry chain hangs off it.
+        successor = Signal(p.timestamp_bits, init=1)
+        with m.If(self.tick):
+            m.d.sync += [self.timestamp.eq(successor), successor.eq(successor + 1)]
         return m
 
 
@@ -164,6 +169,20 @@ class FrontEnd(wiring.Component):
         return m
 
 
+def first_window(m, match, index, params):
+    """Drive ``index`` (combinationally) with the first set bit of ``match``.
+
+    ``match[k]`` says the width is in window ``k``; with none set, ``index`` is the row index of
+    ``UNCLASSIFIED``. The lowest-numbered window wins.
+    """
+    # An If/Elif chain is a priority encoder.
+    for k in range(params.classes):
+        with (m.If(match[k]) if k == 0 else m.Elif(match[k])):
+            m.d.comb += index.eq(k)
+    with m.Else():
+        m.d.comb += index.eq(params.counter_index(Counter.UNCLASSIFIED))
+
+
 class Classifier(wiring.Component):
     """Map a measured width to the index of the counter it increments (combinational).
 
@@ -175,6 +194,9 @@ class Classifier(wiring.Component):
     -------
     width : In(width_bits)
     windows : In(ArrayLayout(window_layout, classes))
+    match : Out(classes)
+        Bit ``k``: ``lo_k <= width < hi_k``. (The sniffer registers these and finds the first
+        one a cycle later, with :func:`first_window`.)
     index : Out(row_bits)
         The first window ``k`` with ``lo <= width < hi``; else ``K + UNCLASSIFIED``. (Glitches
         are filtered in the front ends and never reach the classifier.)
@@ -185,20 +207,15 @@ class Classifier(wiring.Component):
         super().__init__({
             "width": In(params.width_bits),
             "windows": In(data.ArrayLayout(window_layout(params), params.classes)),
+            "match": Out(params.classes),
             "index": Out(params.row_bits),
         })
 
     def elaborate(self, platform):
         m = Module()
-        p = self.params
-        # The first matching window wins: an If/Elif chain is a priority encoder.
-        for k in range(p.classes):
-            window = self.windows[k]
-            cond = (window.lo <= self.width) & (self.width < window.hi)
-            with (m.If(cond) if k == 0 else m.Elif(cond)):
-                m.d.comb += self.index.eq(k)
-        with m.Else():
-            m.d.comb += self.index.eq(p.counter_index(Counter.UNCLASSIFIED))
+        m.d.comb += self.match.eq(Cat((w.lo <= self.width) & (self.width < w.hi)
+                                      for w in self.windows))
+        first_window(m, self.match, self.index, self.params)
         return m
 
 

@@ -10,7 +10,7 @@ from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .blocks import Classifier, FrontEnd, LogBinner, Quiescence, TimeBase
+from .blocks import Classifier, FrontEnd, LogBinner, Quiescence, TimeBase, first_window
 from .layouts import (
     EPOCH_BITS,
     config_layout,
@@ -245,7 +245,7 @@ class RBSniffer(wiring.Component):
             merged = merged | group
         m.d.sync += s0.eq(merged)
 
-        # ---- c2 (phase 0): arbitration with the service jobs; classification -----------------
+        # ---- c2 (phase 0): arbitration with the service jobs; window comparisons ------------
 
         read_busy = Signal()
         is_slot = ~phase  # c2 of some slot
@@ -262,7 +262,7 @@ class RBSniffer(wiring.Component):
         s1_index = Signal(index_bits(p), reset_less=True)
         s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
         s1_epoch = Signal(reset_less=True)
-        s1_class = Signal(p.row_bits, reset_less=True)
+        s1_match = Signal(p.classes, reset_less=True)
         m.submodules.classifier = classifier = Classifier(p)
         m.d.comb += [classifier.width.eq(s0.width), classifier.windows.eq(self.cfg.windows)]
 
@@ -282,7 +282,7 @@ class RBSniffer(wiring.Component):
                 # Only one of width (events) and lost (side jobs) is non-zero.
                 s1_width.eq(s0.width | s0.lost),
                 s1_glitches.eq(s0.glitches),
-                s1_class.eq(classifier.index),
+                s1_match.eq(classifier.match),
             ]
             with m.If(s0.side):
                 m.d.sync += s1_job.eq(_Job.SIDE)
@@ -316,11 +316,12 @@ class RBSniffer(wiring.Component):
                 scrub_ptr.eq(0),
             ]
 
-        # ---- c3 (phase 1): log-bin, form addresses ---------------------------------------------
+        # ---- c3 (phase 1): first window, log-bin, form addresses --------------------------
 
         m.submodules.binner = binner = LogBinner(p)
         m.d.comb += binner.width.eq(s1_width)
-        class_index = s1_class
+        class_index = Signal(p.row_bits)
+        first_window(m, s1_match, class_index, p)
 
         def counter_addr(channel, index):
             return Cat(Const(index, p.row_bits) if isinstance(index, int) else index[:p.row_bits],
@@ -432,7 +433,17 @@ class RBSniffer(wiring.Component):
         q_epoch = Mux(phase, j.epoch, j2.epoch)
         q_zero = Mux(phase, j.zero, j2.zero)
         m.d.comb += a_rd.addr.eq(Mux(phase, j.acc_addr, j.cnt_addr))
-        m.d.sync += q.eq(Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0))
+        read_value = Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0)
+        m.d.sync += q.eq(read_value)
+        # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
+        # only ever gains the carry out of the lower part. Its successor is formed the cycle the
+        # word is read, and the write cycle adds `width_bits` bits and picks one of the two.
+        split = wb
+        q_hi_next = Signal(cb - split, reset_less=True)
+        m.d.sync += q_hi_next.eq(read_value[split:] + 1)
+        low_sum = Signal(split + 1)
+        m.d.comb += low_sum.eq(q[:split] + w_inc)
+        write_value = Cat(low_sum[:split], Mux(low_sum[split], q_hi_next, q[split:]))
 
         # A scrub job reads its word at c4 and writes it at c6; the job before it writes at c4
         # (count) and c5 (busy time), after the scrub's read. If that was the same word in the
@@ -455,7 +466,7 @@ class RBSniffer(wiring.Component):
             ]
         m.d.comb += [
             a_wr.addr.eq(w_addr), a_wr.en.eq(w_en),
-            a_wr.data.value.eq(q + w_inc), a_wr.data.tag.eq(w_tag),
+            a_wr.data.value.eq(write_value), a_wr.data.tag.eq(w_tag),
         ]
 
         # ---- Histogram RAM: {value, tag}, single port: read at c4, written at c7 -------------
