@@ -154,10 +154,15 @@ class FrontEnd(wiring.Component):
             m.d.sync += [count.eq(0), saturated.eq(0)]
 
         box = self.mailbox
+        # The event's kind and width need no reset (only `valid` says whether they mean
+        # anything): fewer flip-flops on the reset net.
+        box_kind = Signal(EventKind, reset_less=True)
+        box_width = Signal(p.width_bits, reset_less=True)
+        m.d.comb += [box.kind.eq(box_kind), box.width.eq(box_width)]
         lost_inc = Signal()
         with m.If(emit):
             with m.If(~box.valid | self.take_event):
-                m.d.sync += [box.valid.eq(1), box.kind.eq(emit_kind), box.width.eq(emit_width)]
+                m.d.sync += [box.valid.eq(1), box_kind.eq(emit_kind), box_width.eq(emit_width)]
             with m.Else():
                 m.d.comb += lost_inc.eq(1)
         with m.Elif(self.take_event):
