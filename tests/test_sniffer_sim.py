@@ -257,3 +257,51 @@ def test_events_during_the_scrub_are_counted_exactly():
         assert not result.may_drop
         assert rows == [c.row(p) for c in result.channels]
         assert hists == [c.histogram for c in result.channels]
+
+
+def test_bus_tap_tag_selects_the_class():
+    """A tag_bits build: the tag sampled at a pulse's start picks its class (1 … K → K - 1);
+    tag 0 and tags above K leave it to the windows. Busy time and histogram are unchanged."""
+    p = SnifferParams(channels=2, classes=2, tag_bits=2)
+    config = SnifferConfig(prescaler=1, glitch_ticks=2, windows=((5, 50), (50, 500)),
+                           idle_ticks=10)
+    # Channel 0: four 20-tick pulses (window 0) with tags 0, 1, 3, 2, each changed while the
+    # pulse is low (only the value at its start counts). Channel 1: tag 2 → class 1.
+    widths_tags = [(20, 0), (20, 1), (20, 3), (20, 2)]
+    bench = SnifferBench(p)
+    got, records = {}, []
+
+    async def watch(ctx):
+        async for _, _, valid, rec in ctx.tick().sample(bench.dut.trace.valid,
+                                                        bench.dut.trace.payload):
+            if valid:
+                records.append((rec.channel, rec.index, rec.tag))
+
+    async def tb(ctx):
+        dut = bench.dut
+        await bench.reset(ctx, config, 0b11)
+        await bench.run_to(ctx, 10)
+        for width, tag in widths_tags:
+            ctx.set(dut.tag, tag | (2 << 2))
+            # The synchroniser delays the level by two cycles: keep the tag two cycles more.
+            ctx.set(dut.rb, 0b00)
+            await bench.run_to(ctx, bench.cycle + 3)
+            ctx.set(dut.tag, 1 << 2)  # channel 0: tag 0, channel 1: tag 1
+            await bench.run_to(ctx, bench.cycle + width - 3)
+            ctx.set(dut.rb, 0b11)
+            await bench.run_to(ctx, bench.cycle + 30)
+        await bench.drain(ctx)
+        got["rows"] = [await bench.read_row(ctx, ch) for ch in range(2)]
+        got["hist"] = await bench.read_histogram(ctx, 0)
+
+    sim = bench.simulator()
+    sim.add_process(watch)
+    sim.add_testbench(tb)
+    sim.run()
+    row0, row1 = got["rows"]
+    assert row0[:2] == [3, 1]  # tags 0 and 3 (> K): window 0; tag 1: class 0; tag 2: class 1
+    assert row1[:2] == [0, 4]  # tag 2 every time, though the window says class 0
+    assert row0[p.counter_index(Counter.BUSY_TICKS)] == 80
+    assert got["hist"][p.hist_bin(20)] == 4
+    assert [r for r in records if r[0] == 0] == [(0, 0, 0), (0, 0, 1), (0, 0, 3), (0, 1, 2)]
+    assert [r for r in records if r[0] == 1] == [(1, 1, 2)] * 4

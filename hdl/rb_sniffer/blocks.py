@@ -88,11 +88,15 @@ class FrontEnd(wiring.Component):
         occupy the event slot, so ringing after a pulse cannot cost the next pulse.
     low : Out(1)
         The channel is enabled and busy (for quiescence detection).
+    tag : In(tag_bits)
+        Only with ``tag_bits > 0``: the opcode class a bus tap latched for this channel. It is
+        sampled on the first low cycle of a pulse and rides with the pulse's events
+        (``mailbox.tag``).
     """
 
     def __init__(self, params):
         self.params = _check_params(params)
-        super().__init__({
+        members = {
             "lvl": In(1, init=1),
             "enable": In(1),
             "tick": In(1),
@@ -101,7 +105,10 @@ class FrontEnd(wiring.Component):
             "take_side": In(1),
             "mailbox": Out(mailbox_layout(params)),
             "low": Out(1),
-        })
+        }
+        if params.tag_bits:
+            members["tag"] = In(params.tag_bits)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -159,10 +166,18 @@ class FrontEnd(wiring.Component):
         box_kind = Signal(EventKind, reset_less=True)
         box_width = Signal(p.width_bits, reset_less=True)
         m.d.comb += [box.kind.eq(box_kind), box.width.eq(box_width)]
+        if p.tag_bits:
+            pulse_tag = Signal(p.tag_bits, reset_less=True)
+            box_tag = Signal(p.tag_bits, reset_less=True)
+            with m.If(self.low & ~low_prev):
+                m.d.sync += pulse_tag.eq(self.tag)
+            m.d.comb += box.tag.eq(box_tag)
         lost_inc = Signal()
         with m.If(emit):
             with m.If(~box.valid | self.take_event):
                 m.d.sync += [box.valid.eq(1), box_kind.eq(emit_kind), box_width.eq(emit_width)]
+                if p.tag_bits:
+                    m.d.sync += box_tag.eq(pulse_tag)
             with m.Else():
                 m.d.comb += lost_inc.eq(1)
         with m.Elif(self.take_event):

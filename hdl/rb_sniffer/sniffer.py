@@ -100,6 +100,11 @@ class RBSniffer(wiring.Component):
     -------
     rb : In(channels)
         The R/B# pins, asynchronous to the clock (1 = ready).
+    tag : In(channels * tag_bits)
+        Only with ``params.tag_bits > 0``: per channel (``tag_bits`` bits each, channel 0 in the
+        low bits), the opcode class a bus tap latched, in the clock domain. Sampled on the first
+        low cycle of a pulse (the synchronised level's), it selects the pulse's class: tag ``t``
+        in ``1 … classes`` counts it in class ``t - 1``; other tags leave it to the windows.
     cfg, clear, read_req, read_resp, status, trace :
         The members of :class:`SnifferSignature`: run-time configuration; the clear strobe
         (start a new epoch); the read port of one counter or histogram bin per request; the
@@ -116,10 +121,13 @@ class RBSniffer(wiring.Component):
         self.params = params
         self.hist_ram = hist_ram
         self.spram_block = spram_block
-        super().__init__({
+        members = {
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             **SnifferSignature(params).members,
-        })
+        }
+        if params.tag_bits:
+            members["tag"] = In(params.channels * params.tag_bits)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -167,8 +175,10 @@ class RBSniffer(wiring.Component):
         # puts it on an OR tree (zeros elsewhere): groups of SCAN_GROUP channels are merged and
         # registered (cycle c0), then the groups are merged (c1). The token is a flip-flop per
         # channel, so nothing shared fans out to every channel.
+        tb = p.tag_bits
         offer = data.StructLayout({
             "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
+            "tag": tb,
         })
         ticks = [timebase]
         for k in range(1, -(-n // TICK_GROUP)):
@@ -190,6 +200,8 @@ class RBSniffer(wiring.Component):
                     fe.tick.eq(ticks[i // TICK_GROUP].tick),
                     fe.glitch_ticks.eq(self.cfg.glitch_ticks),
                 ]
+                if tb:
+                    m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
                 front_ends.append(fe)
                 box = fe.mailbox
                 # Side counts are served when there is no event, or before they reach half
@@ -209,6 +221,8 @@ class RBSniffer(wiring.Component):
                     item.lost.eq(Mux(take_side, box.lost, 0)),
                     item.glitches.eq(Mux(take_side, box.glitches, 0)),
                 ]
+                if tb:
+                    m.d.comb += item.tag.eq(Mux(take_event, box.tag, 0))
                 merged = merged | item.as_value()
             group = Signal(offer.size, name=f"group_{g // SCAN_GROUP}", reset_less=True)
             m.d.sync += group.eq(merged)
@@ -263,6 +277,7 @@ class RBSniffer(wiring.Component):
         s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
         s1_epoch = Signal(reset_less=True)
         s1_match = Signal(p.classes, reset_less=True)
+        s1_tag = Signal(tb, reset_less=True)
         m.submodules.classifier = classifier = Classifier(p)
         m.d.comb += [classifier.width.eq(s0.width), classifier.windows.eq(self.cfg.windows)]
 
@@ -283,6 +298,7 @@ class RBSniffer(wiring.Component):
                 s1_width.eq(s0.width | s0.lost),
                 s1_glitches.eq(s0.glitches),
                 s1_match.eq(classifier.match),
+                s1_tag.eq(s0.tag),
             ]
             with m.If(s0.side):
                 m.d.sync += s1_job.eq(_Job.SIDE)
@@ -321,7 +337,13 @@ class RBSniffer(wiring.Component):
         m.submodules.binner = binner = LogBinner(p)
         m.d.comb += binner.width.eq(s1_width)
         class_index = Signal(p.row_bits)
-        first_window(m, s1_match, class_index, p)
+        by_window = Signal(p.row_bits)
+        first_window(m, s1_match, by_window, p)
+        m.d.comb += class_index.eq(by_window)
+        if tb:
+            # A tag 1 … K names the class; the bus tap knows the operation.
+            with m.If((s1_tag != 0) & (s1_tag <= p.classes)):
+                m.d.comb += class_index.eq(s1_tag - 1)
 
         def counter_addr(channel, index):
             return Cat(Const(index, p.row_bits) if isinstance(index, int) else index[:p.row_bits],
@@ -401,6 +423,10 @@ class RBSniffer(wiring.Component):
             self.trace.payload.kind.eq(s1_job),
             self.trace.payload.width.eq(s1_width),
             self.trace.payload.timestamp.eq(timebase.timestamp),
+        ]
+        if tb:
+            m.d.comb += self.trace.payload.tag.eq(s1_tag)
+        m.d.comb += [
             self.trace.payload.index.eq(Mux(
                 s1_job == _Job.END, class_index,
                 Mux(s1_job == _Job.PARTIAL, p.counter_index(Counter.PARTIAL),
