@@ -57,6 +57,10 @@ def read_request_layout(params):
 class CounterBank(wiring.Component):
     """A RAM of counters with one read-modify-write update per cycle and a read port.
 
+    Three pipeline stages (address, registered RAM data, add and write) keep the block RAM's
+    output out of the adder's path; the two writes still in flight are forwarded to a later
+    update of the same word. A read is an update that adds zero and answers with the value.
+
     Parameters
     ----------
     depth : int
@@ -73,7 +77,7 @@ class CounterBank(wiring.Component):
     rd_req : In(stream.Signature(addr))
         Read requests; accepted in cycles without an update.
     rd_resp : Out(stream.Signature(width))
-        The word read, one per request.
+        The word read, one per request (three cycles later).
     """
 
     def __init__(self, depth, width, inc_bits=1):
@@ -91,26 +95,53 @@ class CounterBank(wiring.Component):
         m = Module()
         m.submodules.mem = mem = Memory(shape=self.width, depth=self.depth, init=[])
         wr = mem.write_port()
-        # Transparent: an update of the word written in the same cycle must see the new value.
-        rd = mem.read_port(transparent_for=(wr,))
-        p_valid = Signal()
-        p_addr = Signal.like(self.upd_addr)
-        p_inc = Signal.like(self.upd_inc)
-        r_pending = Signal()
-        take = self.rd_req.valid & ~self.upd_valid & ~self.rd_resp.valid & ~r_pending
+        rd = mem.read_port()
+        abits = len(self.upd_addr)
+        pending = Signal(2)  # reads in the pipeline (at most one at a time)
+        take = self.rd_req.valid & ~self.upd_valid & ~self.rd_resp.valid & (pending == 0)
+        m.d.comb += self.rd_req.ready.eq(take)
+
+        # Stage A: address the RAM.
+        a_valid, a_read = Signal(), Signal()
+        a_addr, a_inc = Signal(abits), Signal.like(self.upd_inc)
+        m.d.comb += rd.addr.eq(Mux(self.upd_valid, self.upd_addr, self.rd_req.payload))
+        m.d.sync += [
+            a_valid.eq(self.upd_valid | take), a_read.eq(take),
+            a_addr.eq(rd.addr), a_inc.eq(Mux(self.upd_valid, self.upd_inc, 0)),
+        ]
+        with m.If(take):
+            m.d.sync += pending.eq(1)
+        # Stage B: the RAM's data, registered.
+        b_valid, b_read = Signal(), Signal()
+        b_addr, b_inc = Signal(abits), Signal.like(self.upd_inc)
+        b_data = Signal(self.width)
+        m.d.sync += [
+            b_valid.eq(a_valid), b_read.eq(a_read), b_addr.eq(a_addr), b_inc.eq(a_inc),
+            b_data.eq(rd.data),
+        ]
+        # Stage C: add and write. The RAM read of this word missed the writes of the last two
+        # cycles (stage C one and two cycles ago): forward them, the most recent first.
+        w1_valid, w2_valid = Signal(), Signal()
+        w1_addr, w2_addr = Signal(abits), Signal(abits)
+        w1_data, w2_data = Signal(self.width), Signal(self.width)
+        old = Signal(self.width)
+        with m.If(w1_valid & (w1_addr == b_addr)):
+            m.d.comb += old.eq(w1_data)
+        with m.Elif(w2_valid & (w2_addr == b_addr)):
+            m.d.comb += old.eq(w2_data)
+        with m.Else():
+            m.d.comb += old.eq(b_data)
+        new = Signal(self.width)
         m.d.comb += [
-            self.rd_req.ready.eq(take),
-            rd.addr.eq(Mux(self.upd_valid, self.upd_addr, self.rd_req.payload)),
-            wr.addr.eq(p_addr),
-            wr.data.eq(rd.data + p_inc),
-            wr.en.eq(p_valid),
+            new.eq(old + b_inc),
+            wr.addr.eq(b_addr), wr.data.eq(new), wr.en.eq(b_valid),
         ]
         m.d.sync += [
-            p_valid.eq(self.upd_valid), p_addr.eq(self.upd_addr), p_inc.eq(self.upd_inc),
-            r_pending.eq(take),
+            w1_valid.eq(b_valid), w1_addr.eq(b_addr), w1_data.eq(new),
+            w2_valid.eq(w1_valid), w2_addr.eq(w1_addr), w2_data.eq(w1_data),
         ]
-        with m.If(r_pending):
-            m.d.sync += [self.rd_resp.valid.eq(1), self.rd_resp.payload.eq(rd.data)]
+        with m.If(b_valid & b_read):
+            m.d.sync += [self.rd_resp.valid.eq(1), self.rd_resp.payload.eq(old), pending.eq(0)]
         with m.Elif(self.rd_resp.ready):
             m.d.sync += self.rd_resp.valid.eq(0)
         return m
