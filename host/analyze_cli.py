@@ -243,6 +243,8 @@ def load_source(args, geometry):
                       signals=args.signal, tick=args.tick, probes=probes,
                       snapshot_seconds=args.snapshot, max_pulses=args.max_pulses,
                       progress=_progress(args.quiet))
+        if getattr(args, "bus", None) is not None:  # the opcode tap (`rbscope label`)
+            common.update(bus=args.bus, tap_for=args.tap_for)
         if fmt == "vcd":
             from .importers.vcd import import_vcd
             m = import_vcd(args.source, clock=args.clock, unknown=args.x_as, **common)

@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_parser(commands)
     add_sample_sysfs_parser(commands)
 
+    from .label_cli import add_label_parser
+
+    add_label_parser(commands)
+
     from .link_cli import add_link_parsers
 
     add_link_parsers(commands)

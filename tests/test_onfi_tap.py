@@ -321,6 +321,24 @@ def check_recording(tmp_path, record, rig, result, snf_cfg):
                                        strict=True) if c == OpClass.CACHE_PROGRAM]
         assert len(widths) == 3 and max(widths) < 150
 
+    # The documented command path writes the same counts into a labelled-pulse file.
+    from rbscope import cli
+    from rbscope.labelled import LabelledPulses
+
+    out = tmp_path / "tapped.labels.json"
+    argv = ["label", str(path), "--clock", "1ns", "--signal", "RB0", "--signal", "RB1",
+            "--bus-ce", "CE0", "--bus-ce", "CE1", "--bus-cle", "CLE", "--bus-ale", "ALE",
+            "--bus-we", "WE", "-o", str(out), "--quiet", "--glitch", "0.001"]
+    argv += [x for i in range(8) for x in ("--bus-dq", f"DQ{i}")]
+    assert cli.main(argv) == 0
+    lab = LabelledPulses.load(out)
+    for d in range(2):
+        for c in OpClass:
+            assert lab.ops[d].get(c.name, 0) == result[TapSpace.OPS, tp.class_index(d, c)]
+    assert lab.pages(die=0) == 5 and lab.mp(die=0) == 5 / 4  # three pages, then two planes
+    assert len(lab.widths("CACHE_PROGRAM", die=1)) == 3
+    assert cli.main(argv[:-10] + ["--bus-ce", "CE2"] + argv[-10:]) == 1  # 3 targets, 2 lines
+
 
 def test_counter_bank_back_to_back_updates_and_reads():
     from rbscope.gateware.onfi_tap import CounterBank
@@ -368,3 +386,4 @@ def test_counter_bank_back_to_back_updates_and_reads():
     sim.run()
     assert final == want
     assert len(got) > 20 and all(g == w for g, w in got)
+
