@@ -427,8 +427,8 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                         raise RecordingError(f"{name}: line {lineno}: bad vector value "
                                              f"{word!r}")
                     pending_value = value
-                elif c in "rR":
-                    pending_value = _SKIP  # a real value: skip its identifier
+                elif c in "rRsS":
+                    pending_value = _SKIP  # a real or string value: skip its identifier
                 elif word == "$comment":
                     skipping = True
                 elif word.startswith("$"):
