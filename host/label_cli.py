@@ -27,6 +27,7 @@ from .analyze_cli import (
 )
 from .importers import RecordingError, format_time
 from .labelled import LabelledPulses
+from .sources import SourceOptionError
 from .tap_model import BusSignals, TapLabeller
 
 __all__ = ["add_label_parser", "cmd_label"]
@@ -103,7 +104,7 @@ def cmd_label(args):
                 lab.save(args.output)
             except OSError as exc:
                 raise RecordingError(f"{args.output}: cannot write: {exc.strerror}") from None
-    except UsageError as exc:
+    except SourceOptionError as exc:  # UsageError included
         print(f"rbscope label: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except RecordingError as exc:

@@ -37,6 +37,7 @@ __all__ = [
     "SYNC_LATENCY",
     "Train",
     "ChannelCounts",
+    "FIXED_COUNTERS",
     "PulseRecord",
     "ModelResult",
     "ChannelTracker",
@@ -117,6 +118,10 @@ class Train:
         self.initial = _check_level("initial", self.initial)
 
 
+#: The :class:`ChannelCounts` attribute of each fixed :class:`Counter`, in counter order.
+FIXED_COUNTERS = tuple(c.name.lower() for c in Counter)
+
+
 @dataclass
 class ChannelCounts:
     """What the sniffer counted for one channel.
@@ -153,6 +158,20 @@ class ChannelCounts:
         """Return the (exact) value of the fixed counter ``counter``."""
         return getattr(self, Counter(counter).name.lower())
 
+    def copy(self, *, histogram=True):
+        """Return an independent copy (with an empty histogram unless ``histogram``)."""
+        return ChannelCounts(list(self.classes), **{n: getattr(self, n) for n in FIXED_COUNTERS},
+                             histogram=list(self.histogram) if histogram else [])
+
+    def minus(self, base, params):
+        """Return ``self - base`` counter by counter (histogram bins modulo ``hist_bits``)."""
+        mod = 1 << params.hist_bits
+        return ChannelCounts(
+            [x - y for x, y in zip(self.classes, base.classes, strict=True)],
+            **{n: getattr(self, n) - getattr(base, n) for n in FIXED_COUNTERS},
+            histogram=[(x - y) % mod for x, y in zip(self.histogram, base.histogram,
+                                                      strict=True)])
+
     def row(self, params):
         """Return the channel's counter-RAM row as the gateware lays it out.
 
@@ -178,6 +197,32 @@ class ChannelCounts:
         for counter in Counter:
             words[params.classes + counter] = self.counter(counter) & mask
         return words
+
+    @classmethod
+    def from_row(cls, params, row, histogram=()):
+        """Return the counts of a counter-RAM row read from the gateware (the inverse of
+        :meth:`row`, for counts that have not wrapped).
+
+        Parameters
+        ----------
+        params : SnifferParams
+        row : sequence of int
+            At least the ``params.counters_per_channel`` words of :meth:`row`'s layout.
+        histogram : sequence of int
+            The channel's ``params.hist_bins`` bins, or empty.
+        """
+        _check_params(params)
+        row = [operator.index(v) for v in row]
+        if len(row) < params.counters_per_channel:
+            raise ValueError(f"a counter row of {params.classes} classes has "
+                             f"{params.counters_per_channel} words, not {len(row)}")
+        histogram = [operator.index(v) for v in histogram]
+        if histogram and len(histogram) != params.hist_bins:
+            raise ValueError(f"histogram must have {params.hist_bins} bins, not "
+                             f"{len(histogram)}")
+        fixed = {name: row[params.classes + c]
+                 for c, name in zip(Counter, FIXED_COUNTERS, strict=True)}
+        return cls(classes=row[:params.classes], histogram=histogram, **fixed)
 
 
 @dataclass(slots=True)

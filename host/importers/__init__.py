@@ -36,8 +36,8 @@ from array import array
 
 import numpy as np
 
-from ..measurement import Measurement, Probe, Snapshot
-from ..model import SYNC_LATENCY, ChannelCounts, ChannelTracker
+from ..measurement import Measurement, Probe, SeriesPoint
+from ..model import SYNC_LATENCY, ChannelTracker
 
 __all__ = ["RecordingError", "StreamClassifier", "parse_time", "format_time"]
 
@@ -101,23 +101,29 @@ class StreamClassifier:
     class_names : tuple of str
     probes : list of Probe
     snapshot_cycles : int or None
-        Record a :class:`Snapshot` every this many cycles.
+        Record a :class:`SeriesPoint` every this many cycles.
     max_pulses : int
         Keep the widths of at most this many measured pulses (0: none). When the cap is reached
         inside one batch, which channels' widths are kept follows channel order within it.
     on_pulses : callable, optional
         Called as ``on_pulses(channel, starts, ends, widths)`` with the measured pulses (numpy
         arrays, ``lvl`` cycles and ticks) of each batch: the opcode tap labels them.
+    on_edge : callable, optional
+        Called as ``on_edge(cycle, channel, level)`` for every pin change fed (in cycle order,
+        to replay the recording elsewhere, e.g. into RTL: :mod:`rbscope.cocotb.rb`). The pin
+        levels before cycle 0 end up in the measurement's ``provenance["initial"]``.
     """
 
     def __init__(self, params, config, clock_seconds, initial, *, class_names=(), probes=(),
-                 snapshot_cycles=None, max_pulses=1_000_000, on_pulses=None):
+                 snapshot_cycles=None, max_pulses=1_000_000, on_pulses=None, on_edge=None):
         self.params = params
         self.config = config.validate(params)
         self.clock_seconds = clock_seconds
         self.class_names = class_names
         self.probes = list(probes) or [Probe(f"ch{i}") for i in range(params.channels)]
         initial = [operator.index(v) for v in initial]
+        self.initial = initial
+        self.on_edge = on_edge
         self.trackers = [ChannelTracker(params, self.config, i, initial=lvl)
                          for i, lvl in enumerate(initial)]
         self._pin = list(initial)  # pin level after the edges applied so far
@@ -165,15 +171,12 @@ class StreamClassifier:
         counts = []
         for tracker in self.trackers:
             tracker.advance(boundary)
-            c = tracker.counts
-            counts.append(ChannelCounts(classes=list(c.classes), unclassified=c.unclassified,
-                                        glitch=c.glitch, overlong=c.overlong, partial=c.partial,
-                                        dropped=c.dropped, busy_ticks=c.busy_ticks))
+            counts.append(tracker.counts.copy(histogram=False))
         period = max(self.config.prescaler, 1)
-        self.snapshots.append(Snapshot(boundary // period, counts))
+        self.snapshots.append(SeriesPoint(boundary // period, counts))
 
     def feed(self, limit, changes):
-        """Apply every pin change before pin cycle ``limit``.
+        """Apply every pin change before pin cycle ``limit`` (and pass each to ``on_edge``).
 
         Parameters
         ----------
@@ -193,6 +196,14 @@ class StreamClassifier:
             if len(c) and (c[0] < self._done or c[-1] >= limit):
                 raise ValueError(f"channel {ch}: changes at cycles {c[0]}…{c[-1]} are outside "
                                  f"[{self._done}, {limit})")
+        if self.on_edge is not None:
+            merged = sorted((int(cy), ch, int(lv)) for ch, (c, lvs) in enumerate(changes)
+                            for cy, lv in zip(c, lvs, strict=True))
+            for cycle, ch, level in merged:
+                self.on_edge(cycle, ch, level)
+        self._feed(limit, changes)
+
+    def _feed(self, limit, changes):
         pos = [0] * len(changes)
         # A snapshot at boundary B counts the changes whose lvl cycle is before B.
         while self._next_snapshot is not None and self._next_snapshot <= limit:
@@ -214,7 +225,7 @@ class StreamClassifier:
                   for cs, ls in self._buf]
         self._buf = [([], []) for _ in self._buf]
         self._buffered = 0
-        self.feed(self._last_cycle + 1, arrays)
+        self._feed(self._last_cycle + 1, arrays)
 
     def edge(self, cycle, channel, level):
         """Record that the pin of ``channel`` has ``level`` from ``cycle`` on."""
@@ -231,6 +242,8 @@ class StreamClassifier:
             ls.append(level)
             self._buffered += 1
         self.edges += 1
+        if self.on_edge is not None:
+            self.on_edge(cycle, channel, level)
 
     def finish(self, cycles, provenance):
         """Close the recording of ``cycles`` cycles; return the :class:`Measurement`."""
@@ -241,8 +254,8 @@ class StreamClassifier:
         if self._buffered:
             self._flush()
         # Snapshots at boundaries before `end`; every change is before `cycles`.
-        self.feed(max(end - 1, self._done), [(np.zeros(0, np.int64), np.zeros(0, np.int8))]
-                  * len(self.trackers))
+        self._feed(max(end - 1, self._done), [(np.zeros(0, np.int64), np.zeros(0, np.int8))]
+                   * len(self.trackers))
         for tracker in self.trackers:
             tracker.finish(end)
         period = max(self.config.prescaler, 1)
@@ -257,4 +270,5 @@ class StreamClassifier:
             probes=self.probes, duration_ticks=end // period, quiet_ticks=quiet,
             may_drop=any(t.may_drop for t in self.trackers), snapshots=self.snapshots,
             pulses={ch: w for ch, w in self.pulses.items() if w},
-            pulses_truncated=self.pulses_truncated, provenance=provenance)
+            pulses_truncated=self.pulses_truncated,
+            provenance={**provenance, "initial": list(self.initial)})

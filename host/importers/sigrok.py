@@ -196,7 +196,7 @@ def _select(meta, signals, name):
 
 def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=None,
               snapshot_seconds=None, max_pulses=1_000_000, progress=None, bus=None,
-              tap_for=None):
+              tap_for=None, on_edge=None):
     """Classify the R/B# lines of a sigrok session through the bit-exact model.
 
     Parameters are those of :func:`rbscope.importers.vcd.import_vcd`, except that the clock is
@@ -277,7 +277,8 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
                             class_names=class_names, probes=_probes(selected, probes),
                             snapshot_cycles=(max(1, round(snapshot_seconds * meta.samplerate))
                                              if snapshot_seconds else None),
-                            max_pulses=max_pulses, on_pulses=tap and tap.label)
+                            max_pulses=max_pulses, on_pulses=tap and tap.label,
+                            on_edge=on_edge)
                     n = len(values)
                     if tap is not None:
                         # Bus cycles first: a pulse's label depends on the strobes before it.

@@ -209,7 +209,7 @@ def _ratio(what, value, unit, name):
 
 def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=None,
                unknown="hold", probes=None, snapshot_seconds=None, max_pulses=1_000_000,
-               progress=None, bus=None, tap_for=None):
+               progress=None, bus=None, tap_for=None, on_edge=None):
     """Classify the R/B# lines of a VCD file through the bit-exact model.
 
     Parameters
@@ -236,6 +236,9 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
         Per-pulse widths kept at most.
     progress : callable, optional
         Called as ``progress(bytes_read, total_bytes)`` now and then.
+    on_edge : callable, optional
+        Called as ``on_edge(cycle, channel, level)`` for every pin change on the cycle grid
+        (see :class:`~rbscope.importers.StreamClassifier`).
     bus : rbscope.tap_model.BusSignals, optional
         The bus signals of the channel whose dies ``signals`` are (die ``d`` = line ``d``): the
         opcode tap's model then labels every measured pulse (see ``docs/opcode_tap.md``).
@@ -326,7 +329,8 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             classifier = StreamClassifier(
                 params, config, clock, initial, class_names=class_names,
                 probes=_probes(selected, probes), snapshot_cycles=snap,
-                max_pulses=max_pulses, on_pulses=tap and tap.label)
+                max_pulses=max_pulses, on_pulses=tap and tap.label,
+                on_edge=on_edge)
             if tap is not None:
                 decoder = BusDecoder(tap.params.targets,
                                      initial=sum(v << pin for pin, v in bus_level.items()))
