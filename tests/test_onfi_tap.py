@@ -67,7 +67,7 @@ def run_random(params, config, length, seed):
     for d, w in enumerate(waves):
         for c in range(1, n):
             if w[c] and not w[c - 1]:
-                at = c + rng.randint(3, 6)
+                at = c + rng.randint(5, 8)  # the sniffer traces an END >= 3 cycles after lvl
                 while at in records:  # the trace carries one record per cycle
                     at += 1
                 records[at] = [(d, rng.randrange(1, 5000))]

@@ -204,7 +204,13 @@ class OnfiTap(wiring.Component):
             bus.ce_n.eq(self.ce_n), bus.cle.eq(self.cle), bus.ale.eq(self.ale),
             bus.we_n.eq(self.we_n), bus.io.eq(self.io),
         ]
-        byte = bus.byte
+        # One register stage between the front end and the decoder (timing); R/B# below gets
+        # the same stage, so strobes and pulse starts keep their order cycle for cycle.
+        cyc = Signal(data.StructLayout({"cmd": 1, "addr": 1, "din": 1, "sel": p.targets,
+                                        "byte": 8}))
+        m.d.sync += [cyc.cmd.eq(bus.cmd), cyc.addr.eq(bus.addr), cyc.din.eq(bus.din),
+                     cyc.sel.eq(bus.sel), cyc.byte.eq(bus.byte)]
+        byte = cyc.byte
 
         # Decode the command byte once for all targets.
         is_conf = Signal()
@@ -232,7 +238,7 @@ class OnfiTap(wiring.Component):
         pl_addr = Signal((p.depth(TapSpace.PLANES) - 1).bit_length())
 
         for t in reversed(range(p.targets)):
-            sel = bus.sel[t]
+            sel = cyc.sel[t]
             arun = Signal(2, name=f"arun_{t}")  # address cycles in a row (saturates at 3)
             abuf = Signal(24, name=f"abuf_{t}")  # the last three address bytes: a row address
             lun = Signal(range(nl), name=f"lun_{t}")  # the LUN last addressed
@@ -240,21 +246,21 @@ class OnfiTap(wiring.Component):
             if nl > 1:
                 row_lun = (abuf >> self.cfg.lun_shift)[:p.lun_bits]
                 m.d.comb += lun_now.eq(Mux(arun == 3, row_lun, lun))
-            with m.If(sel & bus.addr):
+            with m.If(sel & cyc.addr):
                 m.d.sync += [
                     arun.eq(Mux(arun == 3, 3, arun + 1)),
                     abuf.eq(Cat(abuf[8:], byte)),
                 ]
-            with m.If(sel & (bus.cmd | bus.din)):
+            with m.If(sel & (cyc.cmd | cyc.din)):
                 # A run of at least three address cycles ended: it carried a row address.
                 m.d.sync += [arun.eq(0), lun.eq(lun_now)]
                 if nl > 1:
-                    with m.If(bus.cmd & (byte == 0xF1)):
+                    with m.If(cyc.cmd & (byte == 0xF1)):
                         m.d.sync += lun.eq(0)
-                    with m.If(bus.cmd & (byte == 0xF2)):
+                    with m.If(cyc.cmd & (byte == 0xF2)):
                         m.d.sync += lun.eq(1)
 
-            strobe = sel & bus.cmd & is_conf
+            strobe = sel & cyc.cmd & is_conf
             for lun_i in range(nl):
                 d = p.die(t, lun_i)
                 hit = strobe & (target_wide | (lun_now == lun_i))
@@ -299,8 +305,10 @@ class OnfiTap(wiring.Component):
         # R/B# is asynchronous: the same two-flip-flop synchroniser as the sniffer's, so the tap
         # sees each pulse start and end on the very cycles the sniffer's front end does.
         m.submodules.rb_sync = FFSynchronizer(self.rb, lvl, init=(1 << nd) - 1)
+        lvl_d = Signal(nd, init=(1 << nd) - 1)  # the decoder's register stage, for R/B#
         lvl_prev = Signal(nd, init=(1 << nd) - 1)
-        m.d.sync += lvl_prev.eq(lvl)
+        m.d.sync += [lvl_d.eq(lvl), lvl_prev.eq(lvl_d)]
+        lvl = lvl_d
         ended = [Signal(OpClass, name=f"ended_{d}") for d in range(nd)]
         for d in range(nd):
             with m.If(~lvl[d] & lvl_prev[d]):
