@@ -388,7 +388,7 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
         if bus is None and all(pos is None for _var, pos, _label in selected):
             for ch, (var, _pos, _label) in enumerate(selected):
                 ident = var.ident.encode("ascii", "replace")
-                if len(ident) > 8:
+                if len(ident) > 7:
                     keys = None
                     break
                 keys.setdefault(int.from_bytes(ident, "little"), []).append(ch)
@@ -589,11 +589,17 @@ _VALUE = np.zeros(256, dtype=bool)
 _VALUE[[ord(c) for c in "01xXzZ"]] = True
 
 
+def _token_bytes(a, starts, lens):
+    """Yield ``(j, inside, byte)``: byte ``j >= 1`` of every token (where ``inside``)."""
+    for j in range(1, int(lens.max()) if len(lens) else 1):
+        yield j, j < lens, a[np.minimum(starts + j, len(a) - 1)].astype(np.int64)
+
+
 def _scan_scalars(text):
     """Tokenise a chunk of plain scalar value changes with numpy.
 
     Returns ``(timestamp token index, timestamps, change token index, value char, identifier
-    key)`` (identifiers of at most 8 bytes packed little-endian), or None when the chunk holds
+    key)`` (identifiers of at most 7 bytes packed little-endian), or None when the chunk holds
     anything else.
     """
     data = text.encode("ascii", "replace")
@@ -610,22 +616,17 @@ def _scan_scalars(text):
     if not np.all(is_ts | is_vc) or np.any(lens < 2):
         return None
     ts_s, ts_l = starts[is_ts], lens[is_ts]
-    if len(ts_l) and ts_l.max() > 19:
+    vc_s, vc_l = starts[is_vc], lens[is_vc]
+    if (len(ts_l) and ts_l.max() > 19) or (len(vc_l) and vc_l.max() > 8):
         return None
     ts_val = np.zeros(len(ts_s), dtype=np.int64)
-    for j in range(1, int(ts_l.max()) if len(ts_l) else 1):
-        inside = j < ts_l
-        d = a[np.minimum(ts_s + j, len(a) - 1)].astype(np.int64) - ord("0")
+    for _j, inside, byte in _token_bytes(a, ts_s, ts_l):
+        d = byte - ord("0")
         if np.any(inside & ((d < 0) | (d > 9))):
             return None
         ts_val = np.where(inside, ts_val * 10 + d, ts_val)
-    vc_s, vc_l = starts[is_vc], lens[is_vc]
-    if len(vc_l) and vc_l.max() > 9:
-        return None
     key = np.zeros(len(vc_s), dtype=np.int64)
-    for j in range(1, int(vc_l.max()) if len(vc_l) else 1):
-        inside = j < vc_l
-        byte = a[np.minimum(vc_s + j, len(a) - 1)].astype(np.int64)
+    for j, inside, byte in _token_bytes(a, vc_s, vc_l):
         key = np.where(inside, key | (byte << (8 * (j - 1))), key)
     token = np.arange(len(starts))
     return token[is_ts], ts_val, token[is_vc], first[is_vc], key
