@@ -132,6 +132,9 @@ def gsps(args):
         t, c = time.perf_counter(), time.process_time()
         m = import_sr(sr, max_pulses=0, **kw)
         out["sr_s"], out["sr_cpu_s"] = time.perf_counter() - t, time.process_time() - c
+        if args.memory:
+            out["baseline_rss_mib"], _, _ = child_peak("none", sr, 1)
+            out["sr_rss_mib"], _, _ = child_peak("sr", sr, 1)
     ref = SnifferModel(params, kw["preset_config"](params, 1e-9, 1)[0]).run(
         [Train(t.initial, [(c * per_cycle, lv) for c, lv in t.edges]) for t in trains],
         cycles * per_cycle + SYNC_LATENCY)
