@@ -88,9 +88,10 @@ class LabelledPulses:
                     for row in counts.planes],
             histograms={OpClass(c).name: {b: n for b, n in enumerate(row) if n}
                         for c, row in enumerate(counts.hist) if c < len(OpClass) and any(row)},
-            die=np.asarray(kept["die"], np.int64), start=np.asarray(kept["start"], np.int64),
-            width=np.asarray(kept["width"], np.int64),
-            op_class=np.asarray(kept["class"], np.int64),
+            die=np.frombuffer(kept["die"], np.int64).copy(),
+            start=np.frombuffer(kept["start"], np.int64).copy(),
+            width=np.frombuffer(kept["width"], np.int64).copy(),
+            op_class=np.frombuffer(kept["class"], np.int64).copy(),
             pulses_truncated=labeller.pulses_truncated)
 
     # Queries -----------------------------------------------------------------------------------

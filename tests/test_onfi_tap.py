@@ -387,3 +387,36 @@ def test_counter_bank_back_to_back_updates_and_reads():
     assert final == want
     assert len(got) > 20 and all(g == w for g, w in got)
 
+
+
+def test_labelled_file_round_trip_and_errors(tmp_path):
+    import json
+
+    import numpy as np
+
+    from rbscope.labelled import LabelledError, LabelledPulses
+
+    lab = LabelledPulses(
+        tick_seconds=1e-6, clock_seconds=1e-8, hist_sub_bits=3, dies=["RB0"],
+        ops=[{"PROGRAM": 2, "CACHE_PROGRAM": 3}],
+        planes=[{"PROGRAM": [0, 2, 0, 0], "CACHE_PROGRAM": [3, 0, 0, 0], "ERASE": [0, 0, 0, 0]}],
+        histograms={"PROGRAM": {40: 2}}, die=np.array([0, 0]), start=np.array([10, 900]),
+        width=np.array([700, 12]), op_class=np.array([1, 2]))
+    path = tmp_path / "l.json"
+    lab.save(path)
+    back = LabelledPulses.load(path)
+    assert back.widths("PROGRAM").tolist() == [700]
+    assert back.widths(OpClass.CACHE_PROGRAM, die=0).tolist() == [12]
+    assert back.pages() == 4 and back.mp() == 2.0
+    assert back.pages(kind=1) == 3 and back.mp(kind=1) == 1.0
+    assert back.histogram_edges("PROGRAM") == [(128, 2)]  # bin 40: [128, 144) ticks
+    obj = json.loads(path.read_text())
+    obj["pulses"]["width"] = [1]
+    path.write_text(json.dumps(obj))
+    with pytest.raises(LabelledError, match="different lengths"):
+        LabelledPulses.load(path)
+    path.write_text("{")
+    with pytest.raises(LabelledError, match="not JSON"):
+        LabelledPulses.load(path)
+    with pytest.raises(LabelledError, match="format"):
+        LabelledPulses.from_dict({"format": "other"})
