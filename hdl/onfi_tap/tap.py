@@ -57,9 +57,10 @@ def read_request_layout(params):
 class CounterBank(wiring.Component):
     """A RAM of counters with one read-modify-write update per cycle and a read port.
 
-    Three pipeline stages (address, registered RAM data, add and write) keep the block RAM's
-    output out of the adder's path; the two writes still in flight are forwarded to a later
-    update of the same word. A read is an update that adds zero and answers with the value.
+    Four pipeline stages (registered update, address, registered RAM data, add and write) keep
+    the update's source logic out of the RAM's address path and the RAM's output out of the
+    adder's; the two writes still in flight are forwarded to a later update of the same word. A
+    read is an update that adds zero and answers with the value.
 
     Parameters
     ----------
@@ -77,7 +78,7 @@ class CounterBank(wiring.Component):
     rd_req : In(stream.Signature(addr))
         Read requests; accepted in cycles without an update.
     rd_resp : Out(stream.Signature(width))
-        The word read, one per request (three cycles later).
+        The word read, one per request (three cycles after it is taken).
     """
 
     def __init__(self, depth, width, inc_bits=1):
@@ -98,16 +99,22 @@ class CounterBank(wiring.Component):
         rd = mem.read_port()
         abits = len(self.upd_addr)
         pending = Signal(2)  # reads in the pipeline (at most one at a time)
-        take = self.rd_req.valid & ~self.upd_valid & ~self.rd_resp.valid & (pending == 0)
+        # Input stage: the update is registered first (the decoder's logic stays out of the
+        # RAM's address path).
+        i_valid = Signal()
+        i_addr, i_inc = Signal(abits), Signal.like(self.upd_inc)
+        m.d.sync += [i_valid.eq(self.upd_valid), i_addr.eq(self.upd_addr),
+                     i_inc.eq(self.upd_inc)]
+        take = self.rd_req.valid & ~i_valid & ~self.rd_resp.valid & (pending == 0)
         m.d.comb += self.rd_req.ready.eq(take)
 
         # Stage A: address the RAM.
         a_valid, a_read = Signal(), Signal()
         a_addr, a_inc = Signal(abits), Signal.like(self.upd_inc)
-        m.d.comb += rd.addr.eq(Mux(self.upd_valid, self.upd_addr, self.rd_req.payload))
+        m.d.comb += rd.addr.eq(Mux(i_valid, i_addr, self.rd_req.payload))
         m.d.sync += [
-            a_valid.eq(self.upd_valid | take), a_read.eq(take),
-            a_addr.eq(rd.addr), a_inc.eq(Mux(self.upd_valid, self.upd_inc, 0)),
+            a_valid.eq(i_valid | take), a_read.eq(take),
+            a_addr.eq(rd.addr), a_inc.eq(Mux(i_valid, i_inc, 0)),
         ]
         with m.If(take):
             m.d.sync += pending.eq(1)

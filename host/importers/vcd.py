@@ -477,7 +477,8 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                 yield from line.split()
 
         while True:
-            text = f.read(CHUNK)
+            # Small reads until the model starts (the first cycle's levels), then whole chunks.
+            text = f.read(CHUNK if classifier is not None else min(CHUNK, 1 << 16))
             if not text:
                 break
             if not text.endswith("\n"):
