@@ -122,19 +122,24 @@ class CounterBank(wiring.Component):
         b_valid, b_read = Signal(), Signal()
         b_addr, b_inc = Signal(abits), Signal.like(self.upd_inc)
         b_data = Signal(self.width)
+
+        # Stage C (next): add and write. The RAM read of this word missed the writes of the
+        # cycle it was read in and of the next one; which of them hit the word is decided here,
+        # a cycle ahead, so that no comparator sits before the adder.
+        w1_valid, w1_addr = Signal(), Signal(abits)
+        w1_data, w2_data = Signal(self.width), Signal(self.width)
+        use_w1, use_w2 = Signal(), Signal()
         m.d.sync += [
             b_valid.eq(a_valid), b_read.eq(a_read), b_addr.eq(a_addr), b_inc.eq(a_inc),
             b_data.eq(rd.data),
+            # The write now (stage C) is w1 next cycle; the write of last cycle becomes w2.
+            use_w1.eq(b_valid & (b_addr == a_addr)),
+            use_w2.eq(w1_valid & (w1_addr == a_addr)),
         ]
-        # Stage C: add and write. The RAM read of this word missed the writes of the last two
-        # cycles (stage C one and two cycles ago): forward them, the most recent first.
-        w1_valid, w2_valid = Signal(), Signal()
-        w1_addr, w2_addr = Signal(abits), Signal(abits)
-        w1_data, w2_data = Signal(self.width), Signal(self.width)
         old = Signal(self.width)
-        with m.If(w1_valid & (w1_addr == b_addr)):
+        with m.If(use_w1):
             m.d.comb += old.eq(w1_data)
-        with m.Elif(w2_valid & (w2_addr == b_addr)):
+        with m.Elif(use_w2):
             m.d.comb += old.eq(w2_data)
         with m.Else():
             m.d.comb += old.eq(b_data)
@@ -145,7 +150,7 @@ class CounterBank(wiring.Component):
         ]
         m.d.sync += [
             w1_valid.eq(b_valid), w1_addr.eq(b_addr), w1_data.eq(new),
-            w2_valid.eq(w1_valid), w2_addr.eq(w1_addr), w2_data.eq(w1_data),
+            w2_data.eq(w1_data),
         ]
         with m.If(b_valid & b_read):
             m.d.sync += [self.rd_resp.valid.eq(1), self.rd_resp.payload.eq(old), pending.eq(0)]
