@@ -420,3 +420,46 @@ def test_labelled_file_round_trip_and_errors(tmp_path):
         LabelledPulses.load(path)
     with pytest.raises(LabelledError, match="format"):
         LabelledPulses.from_dict({"format": "other"})
+
+
+# The tap on the reference SSD's bus ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("drive, workload, changes", [
+    # A small MLC die under random writes: garbage collection erases, two-plane operations.
+    ("mlc-2plane", "4K-RD-50%-W-4KiB-align", dict(channels=1, blocks_per_plane=32,
+                                                   pages_per_block=16, over_provisioning=0.3)),
+    # Cache programs: R/B# shows tCBSY for most pages, the tap counts every confirm.
+    ("cache-prog", "4K-SQ-100%-W-4KiB-align", {}),
+])
+def test_tap_on_the_reference_ssd_counts_its_truth(drive, workload, changes):
+    from rbscope import refssd
+    from rbscope.gateware.onfi_tap import PlaneKind
+    from rbscope.labelled import from_refssd
+    from rbscope.refssd.workload import micro
+
+    d = refssd.preset(drive, **changes)
+    space = min(d.logical_bytes, 8 << 20)
+    run = refssd.simulate(d, micro(workload, space, 2 * space), seed=3)
+    lab = from_refssd(run, 0)
+    dies = sorted((x for x in range(d.dies) if d.die_location(x)[0] == 0),
+                  key=lambda x: d.die_location(x)[1:])
+    assert len(lab.dies) == len(dies)
+    for i, die in enumerate(dies):
+        truth = run.truth.per_die[die]
+        programs = [PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM]
+        assert sum(lab.pages(i, k) for k in programs) == truth["pages_programmed"]["total"]
+        assert sum(sum(lab.planes[i][k.name]) for k in programs) == truth["program_operations"]
+        # Truth counts erase operations of Mp blocks each; the tap counts D0h and its planes.
+        assert sum(lab.planes[i]["ERASE"]) == truth["erases"]["total"]
+        assert lab.pages(i, PlaneKind.ERASE) == truth["erases"]["total"] * d.mp
+        # Every pulse is labelled with the command that started it (the run knows it).
+        pulses = run.pulses[die]
+        assert len(lab.widths("PROGRAM", die=i)) + len(lab.widths("CACHE_PROGRAM", die=i)) == \
+            int(((pulses["op"] == refssd.NandOp.PROGRAM)
+                 | (pulses["op"] == refssd.NandOp.CACHE_PROGRAM)).sum())
+    if drive == "cache-prog":
+        assert sum(row.get("CACHE_PROGRAM", 0) for row in lab.ops) > 50
+    else:
+        assert sum(lab.pages(i, PlaneKind.ERASE) for i in range(len(dies))) > 0
+        assert lab.mp() == 2.0  # measured, not assumed
