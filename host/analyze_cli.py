@@ -200,7 +200,8 @@ def load_source(args, geometry):
         args.source, fmt=args.format, preset=_preset(args, geometry), windows=args.window,
         glitch_us=args.glitch, signals=args.signal, clock=args.clock, tick=args.tick,
         unknown=args.x_as, width_bits=args.width_bits, snapshot_seconds=args.snapshot,
-        max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet))
+        max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet),
+        bus=getattr(args, "bus", None), tap_for=getattr(args, "tap_for", None))
     if args.save_measurement:
         try:
             m.save(args.save_measurement)

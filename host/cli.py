@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_parser(commands)
     add_sample_sysfs_parser(commands)
 
+    from .label_cli import add_label_parser
+
+    add_label_parser(commands)
+
     from .report_cli import add_report_parser
 
     add_report_parser(commands)

@@ -230,6 +230,7 @@ class StreamClassifier:
             if pos[ch] < len(c):
                 self._apply(ch, c[pos[ch]:], lv[pos[ch]:])
         self._done = limit
+        self._last_cycle = max(self._last_cycle, limit - 1)
 
     def _flush(self):
         arrays = [(np.array(cs, dtype=np.int64), np.array(ls, dtype=np.int8))
