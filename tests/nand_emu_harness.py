@@ -2,7 +2,7 @@
 
 A minimal ONFI host at the pin level: every WE#/RE# level lasts ``hold`` clock cycles (the
 emulator's synchronisers need at least one sample of each level). The cocotb driver
-(``cocotb_tests/onfi_driver.py``) is the full, timing-mode-aware one; this one keeps the
+(``rbscope.cocotb.onfi``) is the full, timing-mode-aware one; this one keeps the
 Amaranth-simulator unit tests short.
 """
 

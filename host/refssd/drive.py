@@ -1,0 +1,538 @@
+"""The reference SSD's description: geometry, cell type, timing and firmware options.
+
+A :class:`Drive` is everything :func:`rbscope.refssd.simulate` needs to know about the SSD:
+
+* the flash array (channels × chips × dies × planes, blocks per plane, pages per block, page
+  size) and its cell type (SLC, MLC, TLC) with the page order inside a block;
+* the firmware: over-provisioning, garbage collection policy and trigger, hot/cold open blocks,
+  static wear levelling, DRAM write buffer, multi-plane / cache programs, cache reads;
+* the NAND timing distributions (µs) the timing model draws from;
+* the view a user of rbscope has of this drive (:meth:`Drive.user_geometry`): a
+  :class:`rbscope.geometry.Geometry` with the classifier windows a new user would start from.
+
+Drives come from named presets (:data:`PRESETS`, :func:`preset`) or from a TOML drive spec
+(:func:`load_drive`)::
+
+    name = "my-mlc"
+    preset = "ssd-v"                  # optional: start from a preset, override what follows
+    [array]
+    channels = 4
+    chips_per_channel = 1
+    dies_per_chip = 1
+    planes_per_die = 2
+    blocks_per_plane = 64
+    pages_per_block = 128
+    page_size = 4096
+    cell = "mlc"                      # slc | mlc | tlc
+    [firmware]
+    over_provisioning = 0.14          # (physical - logical) / logical
+    gc = "greedy"                     # greedy | cost-benefit
+    gc_free_units = 3                 # GC runs while a die has fewer free blocks than this
+    open_streams = 2                  # 1: GC shares the host's open block; 2: hot/cold blocks
+    wear_levelling = 0                # static WL threshold in erases (0: off)
+    write_buffer = 0                  # DRAM write buffer, bytes (0: none)
+    multi_plane = false               # one program writes a page in every plane
+    cache_program = false             # 80h…15h chains
+    cache_read = false                # 31h/3Fh sequential reads
+    [timing]                          # µs: [lo, hi] (a truncated normal) or one value
+    program_lower = [200, 500]
+    program_upper = [1300, 2200]
+    erase = [1900, 2300]
+    [user]                            # what a rbscope user is told (see Drive.user_geometry)
+    geometry = "ssd-v"                # a bundled geometry whose classifier windows apply
+    windows = "bundled"               # bundled | calibrated
+
+Page order within a block (:func:`page_types`)
+----------------------------------------------
+Multi-level cells share one word line between two (MLC) or three (TLC) pages. Manufacturers
+program them in a "staircase": the upper page of a word line is written only after the lower
+page of the next word line, so that the coupling of the neighbour's programming is already in
+place when the final (narrow) distribution is placed. We model the common one-word-line-lag
+order: the page of bit level ``s`` (0 lower, 1 middle, 2 upper) of word line ``w`` is programmed
+at step ``w + s``, and within a step lower levels first (higher word lines first). For MLC this
+is L0 L1 U0 L2 U1 L3 U2 … L(n-1) U(n-2) U(n-1); for TLC L0 L1 M0 L2 M1 U0 L3 M2 U1 … — the
+orders of the shared-page tables of Micron and Intel MLC/TLC datasheets. Page addresses are
+numbered in program order (page ``p`` of a block is its ``p``-th program). One-shot TLC
+programming (all three pages of a word line in one operation, as in many 3D parts) is not
+modelled.
+"""
+
+import math
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from enum import IntEnum
+from pathlib import Path
+
+import numpy as np
+
+from ..geometry import Geometry, GeometryError, load_geometry
+
+__all__ = [
+    "RefSSDError", "PageType", "CELL_BITS", "page_types", "Drive", "PRESETS", "preset",
+    "load_drive", "parse_drive",
+]
+
+
+class RefSSDError(ValueError):
+    """Invalid input to the reference SSD; the message names the offending field or value."""
+
+
+class PageType(IntEnum):
+    """Type of the page an operation addresses (what its tPROG / tR depends on)."""
+
+    SLC = 0
+    LOWER = 1
+    MIDDLE = 2
+    UPPER = 3
+    NONE = 15  # erase, reset, set features
+
+
+#: Bits per cell of each cell type.
+CELL_BITS = {"slc": 1, "mlc": 2, "tlc": 3}
+_LEVELS = {1: (PageType.SLC,), 2: (PageType.LOWER, PageType.UPPER),
+           3: (PageType.LOWER, PageType.MIDDLE, PageType.UPPER)}
+_TYPE_KEY = {PageType.SLC: "slc", PageType.LOWER: "lower", PageType.MIDDLE: "middle",
+             PageType.UPPER: "upper"}
+
+
+def page_types(cell, pages_per_block):
+    """Return the :class:`PageType` of every page of a block, in program (= address) order.
+
+    Parameters
+    ----------
+    cell : str
+        ``"slc"``, ``"mlc"`` or ``"tlc"``.
+    pages_per_block : int
+        A multiple of the bits per cell.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+    """
+    if cell not in CELL_BITS:
+        raise RefSSDError(f"cell must be one of {', '.join(CELL_BITS)}, not {cell!r}")
+    bits = CELL_BITS[cell]
+    if pages_per_block < bits or pages_per_block % bits:
+        raise RefSSDError(f"pages_per_block ({pages_per_block}) must be a multiple of the "
+                          f"{bits} bits per cell of {cell.upper()}")
+    lines = pages_per_block // bits
+    order = sorted((w + s, s, -w) for w in range(lines) for s in range(bits))
+    levels = _LEVELS[bits]
+    return np.array([levels[s] for _, s, _ in order], dtype=np.uint8)
+
+
+# Timing ------------------------------------------------------------------------------------------
+
+#: Timing keys of a drive (µs) and what they are.
+TIMING_KEYS = {
+    "read_slc": "tR of an SLC page", "read_lower": "tR of a lower page",
+    "read_middle": "tR of a middle page", "read_upper": "tR of an upper page",
+    "program_slc": "tPROG of an SLC page (or an SLC-mode block)",
+    "program_lower": "tPROG of a lower page", "program_middle": "tPROG of a middle page",
+    "program_upper": "tPROG of an upper page", "erase": "tBERS",
+    "cache_busy": "tCBSY (cache program: data register to cache register)",
+    "read_cache_busy": "tRCBSY (cache read)", "plane_busy": "tDBSY (multi-plane queueing)",
+    "reset": "tRST of an idle die", "feature": "tFEAT (set features)",
+    "overhead": "controller time between a die's ready and its next command",
+}
+
+
+def _dist(where, value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value, value]
+    if (not isinstance(value, (list, tuple)) or len(value) != 2
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+            or not 0 < value[0] <= value[1] or not all(math.isfinite(v) for v in value)):
+        raise RefSSDError(f"{where} must be a positive time in µs or a [lo, hi] pair with "
+                          f"0 < lo <= hi, not {value!r}")
+    return (float(value[0]), float(value[1]))
+
+
+def draw(rng, dist, n):
+    """Draw ``n`` durations (ns, int64) from ``dist`` = (lo, hi) µs.
+
+    A normal centred on the middle of the range with σ a quarter of its width, clipped to the
+    range: most values sit near the middle, a few at the edges (as in a datasheet's typ/max).
+    """
+    lo, hi = dist
+    if lo == hi or n == 0:
+        return np.full(n, round(lo * 1000), dtype=np.int64)
+    x = rng.normal((lo + hi) / 2, (hi - lo) / 4, n)
+    return np.rint(np.clip(x, lo, hi) * 1000).astype(np.int64)
+
+
+# The drive ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Drive:
+    """A reference SSD: flash array, firmware options and NAND timing.
+
+    Parameters
+    ----------
+    name : str
+    channels, chips_per_channel, dies_per_chip, planes_per_die : int
+    blocks_per_plane, pages_per_block : int
+    page_size : int
+        Data bytes per page (a multiple of 512).
+    cell : str
+        ``"slc"``, ``"mlc"`` or ``"tlc"``.
+    over_provisioning : float
+        ``(physical - logical) / logical`` pages; the logical space is what the host may write.
+    gc : str
+        Victim selection: ``"greedy"`` (fewest valid pages) or ``"cost-benefit"``
+        (``(1 - u) / 2u × age``).
+    gc_free_units : int
+        A die collects garbage while it has fewer free (erased) blocks than this.
+    open_streams : int
+        1: relocated pages go to the host's open block; 2: a separate (cold) open block.
+    wear_levelling : int
+        Static wear levelling: when a die's erase counts differ by more than this, the coldest
+        block is relocated and erased (0: off).
+    write_buffer : int
+        DRAM write buffer in bytes (0: none). It merges sub-page writes of the same page.
+    multi_plane : bool
+        Programs and erases address one block in every plane at once (Mp = planes).
+    cache_program, cache_read : bool
+    bus_mb_s : float
+        Channel data rate (MB/s) for data in and out.
+    timing : dict of str to (float, float)
+        µs ranges, see :data:`TIMING_KEYS`.
+    power_on : bool
+        Every die starts with a reset (FFh) and a set-features (EFh) pulse.
+    user_geometry_name : str or None
+        Bundled geometry whose classifier windows and timing a user would use (None: the
+        generic default windows).
+    user_windows : str
+        ``"bundled"`` (the geometry's windows) or ``"calibrated"`` (``rbscope calibrate`` on the
+        recording first, as a user without a preset does).
+    description : str
+    """
+
+    name: str
+    channels: int = 4
+    chips_per_channel: int = 1
+    dies_per_chip: int = 1
+    planes_per_die: int = 2
+    blocks_per_plane: int = 64
+    pages_per_block: int = 128
+    page_size: int = 4096
+    cell: str = "mlc"
+    over_provisioning: float = 0.14
+    gc: str = "greedy"
+    gc_free_units: int = 3
+    open_streams: int = 2
+    wear_levelling: int = 0
+    write_buffer: int = 0
+    multi_plane: bool = False
+    cache_program: bool = False
+    cache_read: bool = False
+    bus_mb_s: float = 40.0
+    timing: dict = field(default_factory=dict)
+    power_on: bool = True
+    user_geometry_name: str | None = None
+    user_windows: str = "bundled"
+    description: str = ""
+
+    def __post_init__(self):
+        for key in ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
+                    "blocks_per_plane", "pages_per_block", "page_size", "gc_free_units",
+                    "open_streams"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise RefSSDError(f"drive {self.name}: {key} must be a positive integer, "
+                                  f"not {v!r}")
+        if self.page_size % 512:
+            raise RefSSDError(f"drive {self.name}: page_size must be a multiple of 512, "
+                              f"not {self.page_size}")
+        if self.open_streams > 2:
+            raise RefSSDError(f"drive {self.name}: open_streams must be 1 or 2, "
+                              f"not {self.open_streams}")
+        page_types(self.cell, self.pages_per_block)  # validates cell and pages_per_block
+        if self.gc not in ("greedy", "cost-benefit"):
+            raise RefSSDError(f"drive {self.name}: gc must be greedy or cost-benefit, "
+                              f"not {self.gc!r}")
+        for key in ("wear_levelling", "write_buffer"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise RefSSDError(f"drive {self.name}: {key} must be an integer >= 0, "
+                                  f"not {v!r}")
+        op = self.over_provisioning
+        if isinstance(op, bool) or not isinstance(op, (int, float)) or not 0 < op < 10:
+            raise RefSSDError(f"drive {self.name}: over_provisioning must be a fraction "
+                              f"between 0 and 10 (e.g. 0.07), not {op!r}")
+        if not (isinstance(self.bus_mb_s, (int, float)) and self.bus_mb_s > 0):
+            raise RefSSDError(f"drive {self.name}: bus_mb_s must be positive, "
+                              f"not {self.bus_mb_s!r}")
+        if self.user_windows not in ("bundled", "calibrated"):
+            raise RefSSDError(f"drive {self.name}: user windows must be bundled or "
+                              f"calibrated, not {self.user_windows!r}")
+        timing = dict(DEFAULT_TIMING)
+        for key, value in self.timing.items():
+            if key not in TIMING_KEYS:
+                raise RefSSDError(f"drive {self.name}: unknown timing key {key!r} (known: "
+                                  f"{', '.join(TIMING_KEYS)})")
+            timing[key] = _dist(f"drive {self.name}: timing.{key}", value)
+        object.__setattr__(self, "timing", timing)
+        units = self.units_per_die
+        if units <= self.gc_free_units + self.open_streams + 1:
+            raise RefSSDError(f"drive {self.name}: {units} blocks per die are too few for "
+                              f"{self.gc_free_units} free and {self.open_streams} open blocks")
+        if self.logical_pages < 1:
+            raise RefSSDError(f"drive {self.name}: no logical space left after "
+                              f"over-provisioning")
+        spare = units - math.ceil(self.logical_pages / self.dies / self.pages_per_block
+                                  / self.mp)
+        if spare < self.gc_free_units + self.open_streams + 1:
+            raise RefSSDError(
+                f"drive {self.name}: {units} blocks per die with {self.over_provisioning:.1%} "
+                f"over-provisioning leave {spare} spare blocks per die; garbage collection "
+                f"needs at least {self.gc_free_units + self.open_streams + 1} (more blocks per "
+                f"plane, or more over-provisioning)")
+
+    # Derived sizes -------------------------------------------------------------------------
+
+    @property
+    def dies(self):
+        """Number of dies (LUNs)."""
+        return self.channels * self.chips_per_channel * self.dies_per_chip
+
+    @property
+    def mp(self):
+        """Pages per program operation: the planes with multi-plane programs, else 1."""
+        return self.planes_per_die if self.multi_plane else 1
+
+    @property
+    def units_per_die(self):
+        """Erase units per die: blocks, or multi-plane block groups."""
+        return self.planes_per_die * self.blocks_per_plane // self.mp
+
+    @property
+    def physical_pages(self):
+        """Pages of the whole array."""
+        return self.dies * self.planes_per_die * self.blocks_per_plane * self.pages_per_block
+
+    @property
+    def logical_pages(self):
+        """Pages the host can address: the physical pages over (1 + over-provisioning)."""
+        return int(self.physical_pages / (1 + self.over_provisioning))
+
+    @property
+    def logical_bytes(self):
+        """User capacity in bytes."""
+        return self.logical_pages * self.page_size
+
+    def die_location(self, die):
+        """Return ``(channel, chip, die)`` of die index ``die``.
+
+        Die indices interleave channels first (die 0 on channel 0, die 1 on channel 1, …), so
+        consecutive programs go to different channels (die interleaving).
+        """
+        ch = die % self.channels
+        rest = die // self.channels
+        return (ch, rest // self.dies_per_chip, rest % self.dies_per_chip)
+
+    def page_types(self):
+        """The page types of a block in program order (see :func:`page_types`)."""
+        return page_types(self.cell, self.pages_per_block)
+
+    def with_(self, **changes):
+        """Return a copy with ``changes`` (e.g. ``blocks_per_plane=32``)."""
+        known = {f.name for f in fields(self)}
+        for key in changes:
+            if key not in known:
+                raise RefSSDError(f"drive has no field {key!r}")
+        if "timing" in changes:
+            t = dict(self.timing)
+            t.update(changes["timing"])
+            changes["timing"] = t
+        return replace(self, **changes)
+
+    # The user's view ------------------------------------------------------------------------
+
+    def user_geometry(self):
+        """Return the :class:`rbscope.geometry.Geometry` a rbscope user would give for this drive.
+
+        The array layout, page size, program model and capacities are this drive's; the
+        classifier windows and timing hints come from the bundled geometry named by
+        ``user_geometry_name`` (what a user of that drive class would pass), else rbscope's
+        generic windows and this drive's datasheet ranges as hints.
+        """
+        classifier = None
+        timing = {"read": self._range("read"), "program": self._range("program"),
+                  "erase": self.timing["erase"]}
+        if self.user_geometry_name:
+            try:
+                bundled = load_geometry(self.user_geometry_name)
+            except GeometryError as exc:
+                raise RefSSDError(f"drive {self.name}: {exc}") from None
+            classifier = bundled.classifier
+            timing = dict(bundled.timing) or timing
+        raw = self.physical_pages * self.page_size
+        return Geometry(
+            name=f"{self.name} (reference SSD)", channels=self.channels,
+            chips_per_channel=self.chips_per_channel, dies_per_chip=self.dies_per_chip,
+            planes_per_die=self.planes_per_die, page_size=self.page_size,
+            program_model="multi-plane" if self.multi_plane else "single-plane",
+            pages_per_block=self.pages_per_block, raw_bytes=float(raw),
+            user_bytes=float(self.logical_bytes), timing=timing, classifier=classifier,
+            description=self.description)
+
+    def _range(self, op):
+        levels = _LEVELS[CELL_BITS[self.cell]]
+        ranges = [self.timing[f"{op}_{_TYPE_KEY[t]}"] for t in levels]
+        return (min(r[0] for r in ranges), max(r[1] for r in ranges))
+
+    def type_key(self, page_type):
+        """The timing-key suffix of a :class:`PageType` (``lower`` …)."""
+        return _TYPE_KEY[PageType(page_type)]
+
+
+#: Timing every drive starts from (µs); a 34 nm-class MLC die on an ONFI 1.0 bus.
+DEFAULT_TIMING = {
+    "read_slc": (20.0, 30.0), "read_lower": (25.0, 40.0), "read_middle": (35.0, 50.0),
+    "read_upper": (40.0, 60.0),
+    "program_slc": (200.0, 300.0), "program_lower": (200.0, 500.0),
+    "program_middle": (700.0, 1200.0), "program_upper": (1300.0, 2200.0),
+    "erase": (1900.0, 2300.0), "cache_busy": (3.0, 35.0), "read_cache_busy": (2.0, 4.0),
+    "plane_busy": (0.5, 1.0), "reset": (3.0, 5.0), "feature": (0.8, 1.2),
+    "overhead": (1.0, 20.0),
+}
+
+
+def _presets():
+    p = {}
+    p["ssd-v"] = Drive(
+        name="ssd-v", description="RB-Explorer's SSD-v: 34 nm MLC, 4 channels x 1 chip x 1 die "
+        "x 2 planes, single-plane programs, greedy GC, small write buffer",
+        channels=4, planes_per_die=2, blocks_per_plane=4096, pages_per_block=128,
+        page_size=4096, cell="mlc", over_provisioning=16 / 14.0 - 1, write_buffer=32 * 1024,
+        bus_mb_s=40.0, user_geometry_name="ssd-v")
+    p["mlc-2plane"] = Drive(
+        name="mlc-2plane", description="SSD-M class: 25 nm MLC, 8 channels x 1 chip x 2 dies x "
+        "2 planes, two-plane programs and erases, 1 MiB write buffer",
+        channels=8, dies_per_chip=2, planes_per_die=2, blocks_per_plane=1024,
+        pages_per_block=256, page_size=4096, cell="mlc", over_provisioning=64 / 59.6 - 1,
+        write_buffer=1 << 20, multi_plane=True, bus_mb_s=166.0,
+        timing={"read_lower": (50.0, 65.0), "read_upper": (65.0, 80.0),
+                "program_lower": (250.0, 600.0), "program_upper": (1400.0, 2400.0),
+                "erase": (3500.0, 4100.0)},
+        user_geometry_name="ssd-m")
+    p["tlc-gc"] = Drive(
+        name="tlc-gc", description="TLC with heavy garbage collection: 4 channels x 2 dies, "
+        "16 KiB pages, 7 % over-provisioning, cost-benefit GC, no write buffer",
+        channels=4, dies_per_chip=2, planes_per_die=2, blocks_per_plane=512,
+        pages_per_block=192, page_size=16384, cell="tlc", over_provisioning=0.07,
+        gc="cost-benefit", wear_levelling=50, bus_mb_s=200.0,
+        timing={"read_lower": (50.0, 70.0), "read_middle": (60.0, 80.0),
+                "read_upper": (70.0, 95.0), "program_lower": (400.0, 700.0),
+                "program_middle": (1200.0, 1800.0), "program_upper": (2500.0, 4000.0),
+                "erase": (3000.0, 4500.0)},
+        user_windows="calibrated")
+    p["cache-prog"] = Drive(
+        name="cache-prog", description="MLC with cache programs (80h-15h chains) and cache "
+        "reads, two-plane, 4 channels x 1 chip x 2 dies, 256 KiB write buffer",
+        channels=4, dies_per_chip=2, planes_per_die=2, blocks_per_plane=1024,
+        pages_per_block=256, page_size=8192, cell="mlc", over_provisioning=0.12,
+        write_buffer=256 * 1024, multi_plane=True, cache_program=True, cache_read=True,
+        bus_mb_s=100.0,
+        timing={"program_lower": (250.0, 600.0), "program_upper": (1400.0, 2400.0),
+                "erase": (2500.0, 3500.0)},
+        user_windows="calibrated")
+    p["slc"] = Drive(
+        name="slc", description="SSD-S class SLC: 4 channels x 2 chips x 2 dies x 2 planes, "
+        "two-plane programs", channels=4, chips_per_channel=2, dies_per_chip=2,
+        planes_per_die=2, blocks_per_plane=512, pages_per_block=64, page_size=4096,
+        cell="slc", over_provisioning=32 / 28.1 - 1, multi_plane=True, write_buffer=64 * 1024,
+        timing={"program_slc": (200.0, 500.0), "erase": (1800.0, 2200.0)},
+        user_geometry_name="ssd-s")
+    return p
+
+
+#: Named drives. Their array sizes are the full drives' (SSD-v: 16 GiB raw); shrink them with
+#: ``preset(name, blocks_per_plane=…)`` for quick runs.
+PRESETS = _presets()
+
+
+def preset(name, **changes):
+    """Return the preset drive ``name`` with optional field ``changes``."""
+    try:
+        drive = PRESETS[name]
+    except KeyError:
+        raise RefSSDError(f"no drive preset {name!r} (presets: {', '.join(PRESETS)})") from None
+    return drive.with_(**changes) if changes else drive
+
+
+_SECTIONS = {
+    "array": ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
+              "blocks_per_plane", "pages_per_block", "page_size", "cell"),
+    "firmware": ("over_provisioning", "gc", "gc_free_units", "open_streams", "wear_levelling",
+                 "write_buffer", "multi_plane", "cache_program", "cache_read", "bus_mb_s",
+                 "power_on"),
+    "user": ("geometry", "windows"),
+}
+
+
+def parse_drive(text, source="drive spec"):
+    """Parse a TOML drive spec (see the module docstring); errors name ``source`` and the key."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RefSSDError(f"{source}: invalid TOML: {exc}") from None
+    unknown = sorted(set(doc) - {"name", "description", "preset", "timing", *_SECTIONS})
+    if unknown:
+        raise RefSSDError(f"{source}: unknown key(s) {', '.join(unknown)}")
+    base = preset(doc["preset"]) if "preset" in doc else None
+    changes = {}
+    for section, keys in _SECTIONS.items():
+        table = doc.get(section, {})
+        if not isinstance(table, dict):
+            raise RefSSDError(f"{source}: [{section}] must be a table")
+        bad = sorted(set(table) - set(keys))
+        if bad:
+            raise RefSSDError(f"{source}: [{section}] has unknown key(s) {', '.join(bad)} "
+                              f"(allowed: {', '.join(keys)})")
+        for key, value in table.items():
+            if section == "user":
+                changes["user_geometry_name" if key == "geometry" else "user_windows"] = value
+            else:
+                changes[key] = value
+    for key in ("multi_plane", "cache_program", "cache_read", "power_on"):
+        if key in changes and not isinstance(changes[key], bool):
+            raise RefSSDError(f"{source}: firmware.{key} must be true or false, "
+                              f"not {changes[key]!r}")
+    timing = doc.get("timing", {})
+    if not isinstance(timing, dict):
+        raise RefSSDError(f"{source}: [timing] must be a table")
+    changes["timing"] = {k: _dist(f"{source}: timing.{k}", v) for k, v in timing.items()}
+    name = doc.get("name", base.name if base else None)
+    if not isinstance(name, str) or not name:
+        raise RefSSDError(f"{source}: name must be a non-empty string, not {name!r}")
+    changes["name"] = name
+    if "description" in doc:
+        changes["description"] = str(doc["description"])
+    try:
+        if base is not None:
+            return base.with_(**changes)
+        return Drive(**changes)
+    except RefSSDError as exc:
+        raise RefSSDError(f"{source}: {exc}") from None
+    except TypeError as exc:
+        raise RefSSDError(f"{source}: {exc}") from None
+
+
+def load_drive(spec):
+    """Return a :class:`Drive` from a preset name, a TOML path, or a Drive (returned as is)."""
+    if isinstance(spec, Drive):
+        return spec
+    if isinstance(spec, str) and spec in PRESETS:
+        return PRESETS[spec]
+    path = Path(spec)
+    if not path.exists():
+        raise RefSSDError(f"{spec}: no such drive spec file and no preset of that name "
+                          f"(presets: {', '.join(PRESETS)})")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RefSSDError(f"{spec}: cannot read: {exc}") from None
+    return parse_drive(text, str(spec))

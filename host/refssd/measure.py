@@ -1,0 +1,175 @@
+"""From a reference-SSD run to what rbscope would measure: Measurements, WA, VCD.
+
+:func:`to_measurement` feeds the dies' R/B# pulse trains, as pin edges on a 100 MHz clock grid,
+to the bit-exact model of the sniffer through the importers' :class:`StreamClassifier` — the
+path ``rbscope analyze`` takes for a VCD recording of the same pins — and returns the
+:class:`~rbscope.measurement.Measurement`. :func:`measure_wa` then computes WA with the WA
+engine as ``rbscope analyze`` does (R/B# only), with the windows a new user would use: the
+bundled geometry's, or those ``rbscope calibrate`` proposes from the recording.
+"""
+
+import numpy as np
+
+from rbscope.gateware.rb_sniffer.params import SnifferParams
+
+from .. import calibrate as cal
+from ..geometry import DEFAULT_PRESET
+from ..importers import StreamClassifier
+from ..importers.vcd import write_vcd as _write_vcd
+from ..logical import from_bytes
+from ..measurement import Probe
+from ..model import Train
+from ..wa import compute_wa
+from .drive import RefSSDError
+
+__all__ = ["to_measurement", "measure_wa", "user_preset", "write_vcd", "die_edges"]
+
+#: Default recording clock (ns): the gateware's 100 MHz, the importers' default for VCD.
+CLOCK_NS = 10
+
+
+def die_edges(pulses, clock_ns=CLOCK_NS):
+    """Return ``(cycles, levels)`` of one die's R/B# pin on a ``clock_ns`` grid.
+
+    A pulse ``[start, start + width)`` ns pulls the pin low from cycle ``start // clock_ns`` to
+    cycle ``(start + width) // clock_ns`` (the importers' rule: a change at ``t`` takes effect on
+    cycle ``floor(t / C)``). Pulses of zero width, or shorter than a cycle within one cycle,
+    vanish; touching pulses merge, as on the real pin.
+    """
+    lo = pulses["start_ns"] // clock_ns
+    hi = (pulses["start_ns"] + pulses["width_ns"]) // clock_ns
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    # Merge pulses that touch or overlap on the grid (the pin cannot show the gap).
+    if len(lo) > 1:
+        gap = lo[1:] > hi[:-1]
+        starts = np.concatenate([[True], gap])
+        ends = np.concatenate([gap, [True]])
+        lo, hi = lo[starts], hi[ends]
+    cycles = np.empty(2 * len(lo), dtype=np.int64)
+    cycles[0::2], cycles[1::2] = lo, hi
+    levels = np.empty(2 * len(lo), dtype=np.int8)
+    levels[0::2], levels[1::2] = 0, 1
+    return cycles, levels
+
+
+def user_preset(run):
+    """The classifier preset a user has for the drive: the bundled geometry's, or generic."""
+    return run.geometry.classifier or DEFAULT_PRESET
+
+
+def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits=24,
+                   quiet_s=1.0, max_pulses=0):
+    """Classify the run's R/B# pulses through the bit-exact sniffer model.
+
+    Parameters
+    ----------
+    run : Run
+    preset : ClassifierPreset, optional
+        Windows (default :func:`user_preset`).
+    dies : sequence of int, optional
+        Dies whose R/B# is probed, one sniffer line each (default: all).
+    clock_ns : int
+        Recording clock; the tick is one clock (prescaler 1), as ``rbscope analyze`` defaults.
+    width_bits : int
+        The sniffer's width counter (``analyze --width-bits``, default 24).
+    quiet_s : float
+        Ready time recorded after the last pulse (the method reads after quiescence).
+    max_pulses : int
+        Keep the widths of at most this many pulses in ``Measurement.pulses``.
+    """
+    preset = preset or user_preset(run)
+    dies = list(range(run.drive.dies)) if dies is None else list(dies)
+    if not dies:
+        raise RefSSDError("no die to probe")
+    for d in dies:
+        if not 0 <= d < run.drive.dies:
+            raise RefSSDError(f"die {d} is not a die of {run.drive.name} (0 … "
+                              f"{run.drive.dies - 1})")
+    params = SnifferParams(channels=len(dies), classes=max(5, len(preset.windows)),
+                           width_bits=width_bits)
+    tick = clock_ns * 1e-9
+    config, names, _ = preset.to_config(params, tick)
+    probes = [Probe(f"die{d} R/B#", (run.die_location(d),)) for d in dies]
+    sc = StreamClassifier(params, config, tick, [1] * len(dies), class_names=names,
+                          probes=probes, max_pulses=max_pulses)
+    cyc, chan, lvl = [], [], []
+    for i, d in enumerate(dies):
+        c, v = die_edges(run.pulses[d], clock_ns)
+        cyc.append(c)
+        lvl.append(v)
+        chan.append(np.full(len(c), i, dtype=np.int64))
+    cyc, chan, lvl = np.concatenate(cyc), np.concatenate(chan), np.concatenate(lvl)
+    order = np.lexsort((chan, cyc))
+    edge = sc.edge
+    for c, ch, v in zip(cyc[order].tolist(), chan[order].tolist(), lvl[order].tolist(),
+                        strict=True):
+        edge(c, ch, v)
+    last = int(cyc.max()) if len(cyc) else 0
+    end = last + 1 + round(quiet_s * 1e9 / clock_ns)
+    return sc.finish(end, {"source": "simulation", "refssd": run.drive.name,
+                           "workload": run.workload, "precondition": run.precondition,
+                           "seed": run.seed})
+
+
+def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS):
+    """WA as ``rbscope analyze`` computes it from the run's R/B# lines (R/B#-only mode).
+
+    Parameters
+    ----------
+    run : Run
+    windows : str, optional
+        ``"bundled"``: the user geometry's windows (generic ones if it has none);
+        ``"calibrated"``: ``rbscope calibrate`` on this recording's histogram (with the
+        geometry's timing as hints), then its proposed windows. Default: the drive's
+        ``user_windows``.
+    dies : sequence of int, optional
+        Probed dies (default all).
+
+    Returns
+    -------
+    dict
+        ``wa``, ``lo``, ``hi`` (the engine's interval), ``conf_lo``, ``conf_hi`` (its 95 %
+        interval, or None), ``windows`` (name, lo µs, hi µs), ``warnings``, ``class_totals``.
+    """
+    windows = windows or run.drive.user_windows
+    geometry = run.geometry
+    preset = user_preset(run)
+    notes = []
+    m = to_measurement(run, preset=preset, dies=dies, clock_ns=clock_ns)
+    if windows == "calibrated":
+        try:
+            result = cal.calibrate(m.histogram_total(), m.params, m.tick_seconds,
+                                   hints=cal.hints_from_geometry(geometry),
+                                   glitch_us=preset.glitch_us)
+        except cal.CalibrationError as exc:
+            notes.append(f"calibration failed ({exc}); the bundled windows were kept")
+        else:
+            preset = result.preset
+            m = to_measurement(run, preset=preset, dies=dies, clock_ns=clock_ns)
+    elif windows != "bundled":
+        raise RefSSDError(f"windows must be bundled or calibrated, not {windows!r}")
+    r = compute_wa(m, geometry, from_bytes(run.logical_bytes))
+    conf = r.wa_confidence
+    return {"wa": r.wa.value, "lo": r.wa.lo, "hi": r.wa.hi,
+            "conf_lo": None if conf is None else conf.lo,
+            "conf_hi": None if conf is None else conf.hi,
+            "windows": [list(w) for w in preset.windows], "warnings": notes + list(r.warnings),
+            "class_totals": dict(r.class_totals), "measurement": m}
+
+
+def write_vcd(run, path, *, dies=None, timescale_ns=1):
+    """Write the run's R/B# lines (``rb<die>``, 1 = ready) as a VCD for ``rbscope analyze``.
+
+    Times are in ``timescale_ns`` ns units; the file ends one second of quiescence after the
+    last pulse, so that the method's idle condition holds.
+    """
+    dies = list(range(run.drive.dies)) if dies is None else list(dies)
+    trains = []
+    for d in dies:
+        cycles, levels = die_edges(run.pulses[d], timescale_ns)
+        trains.append(Train(1, list(zip(cycles.tolist(), levels.tolist(), strict=True))))
+    end = (run.end_ns + 1_000_000_000) // timescale_ns
+    with open(path, "w", encoding="ascii") as f:
+        _write_vcd(f, trains, timescale=f"{timescale_ns} ns", names=[f"rb{d}" for d in dies],
+                   scope="refssd", end=end)
