@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 
 from .gateware.link.protocol import Access, EmuLink, register_map
 from .gateware.nand_emu.layouts import config_layout, traffic_const, traffic_layout
-from .gateware.nand_emu.params import EmuConfig, EmuCounter, EmuParams, TrafficConfig
+from .gateware.nand_emu.params import (
+    EmuConfig,
+    EmuCounter,
+    EmuParams,
+    TrafficConfig,
+    standard_builds,
+)
 from .gateware.rb_sniffer import Counter, SnifferConfig
 
 __all__ = [
@@ -54,14 +60,10 @@ class SelftestError(Exception):
 
 
 def emulator_candidates(dies):
-    """The emulator builds the self-test knows, for ``dies`` emulated dies.
-
-    Board builds and ``rbscope sim --emulator`` use the default geometry; the test suite's
-    simulated devices use a small one. A build with another geometry is named on the command
-    line (``--geometry``).
-    """
-    small = dict(page_bytes=64, spare_bytes=8, pages_per_block=8, blocks_per_plane=8, planes=2)
-    return [EmuParams(dies=dies), EmuParams(dies=dies, **small)]
+    """The emulator builds the self-test knows, for ``dies`` emulated dies (board builds and
+    ``rbscope sim --emulator`` use the default or the lean die, the test suite a small one; a
+    build with another geometry is named on the command line, ``--geometry``)."""
+    return standard_builds(dies)
 
 
 def identify_emulator(info, geometry=None):

@@ -10,12 +10,9 @@ from cocotb_tests.gate_level import gate_level_verilog
 from cocotb_tests.runner import run_bench
 from rbscope.gateware.nand_emu import EmuParams, NandEmulator
 
-from .test_nand_emu_cocotb import CONFIG
-
-#: Two dies of 2 planes x 8 blocks x 8 pages of 64 + 8 bytes (the RTL benches' geometry): small
-#: enough to synthesise and simulate quickly, with every feature of the die.
-GEOMETRY = {"dies": 2, "page_bytes": 64, "spare_bytes": 8, "pages_per_block": 8,
-            "blocks_per_plane": 8, "planes": 2}
+# The RTL benches' geometry (two small dies: quick to synthesise and simulate, with every
+# feature of the die) and configuration.
+from .test_nand_emu_cocotb import CONFIG, GEOMETRY
 
 #: The quick selection for the default suite (the slow test runs the whole bench): the
 #: command decoder, the busy timers, the rules and the counter bank.

@@ -11,7 +11,7 @@ from amaranth.lib import enum
 
 __all__ = [
     "BusyTime", "EmuCounter", "Storage", "EmuParams", "EmuConfig", "TrafficConfig",
-    "pattern_byte", "PAGE_TYPES",
+    "pattern_byte", "PAGE_TYPES", "LEAN", "SMALL_GEOMETRY", "standard_builds",
 ]
 
 #: Page types of the tPROG map: index into the four ``PROG*`` busy times.
@@ -394,3 +394,22 @@ class TrafficConfig:
         if self.multi_plane and params.planes == 1:
             raise ValueError("multi_plane needs an emulator with more than one plane")
         return self
+
+
+#: Build options of the smaller die for small FPGAs (the iCE40UP5K): no jitter, no bad-block
+#: list, 4 page-type slots, 16-bit busy times (up to 1.3 ms in µs ticks at 48 MHz).
+LEAN = dict(jitter_bits=0, bad_block_slots=0, page_type_slots=4, ticks_bits=16)
+
+#: The geometry of the test suite's small simulated dies (fast to simulate).
+SMALL_GEOMETRY = dict(page_bytes=64, spare_bytes=8, pages_per_block=8, blocks_per_plane=8,
+                      planes=2)
+
+
+def standard_builds(dies):
+    """The emulator builds a host can expect, for ``dies`` dies: the default die, the lean die
+    (:data:`LEAN`) and the small simulated die (:data:`SMALL_GEOMETRY`).
+
+    Board builds use the first two; the host identifies which from INFO's layout sizes.
+    """
+    return [EmuParams(dies=dies), EmuParams(dies=dies, **LEAN),
+            EmuParams(dies=dies, **SMALL_GEOMETRY)]
