@@ -360,6 +360,10 @@ class TrafficConfig:
         Bit mask of dies to drive.
     first_block, blocks, pages, reads, loops : int
     multi_plane, erase : bool
+    cache : bool
+        Cache programs: every page of a block but the last is confirmed with 15h (the last with
+        10h). Single-plane, and without reads (a read waits for the array, which a cache
+        program keeps busy).
     phase_cycles : int
         Cycles of each WE# level (1 … 15).
     wb_wait : int
@@ -375,6 +379,7 @@ class TrafficConfig:
     loops: int = 1
     multi_plane: bool = False
     erase: bool = True
+    cache: bool = False
     phase_cycles: int = 2
     wb_wait: int = 16
 
@@ -393,6 +398,8 @@ class TrafficConfig:
         value("wb_wait", self.wb_wait, 1, 255)
         if self.multi_plane and params.planes == 1:
             raise ValueError("multi_plane needs an emulator with more than one plane")
+        if self.cache and (self.multi_plane or self.reads):
+            raise ValueError("cache programs are single-plane and without reads")
         return self
 
 
