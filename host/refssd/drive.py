@@ -408,6 +408,12 @@ def _presets():
         channels=4, planes_per_die=2, blocks_per_plane=4096, pages_per_block=128,
         page_size=4096, cell="mlc", over_provisioning=16 / 14.0 - 1, write_buffer=32 * 1024,
         bus_mb_s=40.0, user_geometry_name="ssd-v")
+    p["ssd-i"] = Drive(
+        name="ssd-i", description="RB-Explorer's SSD-I (Intel X25-V 40 GB class): 34 nm MLC, 5 "
+        "channels x 1 chip x 2 dies x 2 planes, single-plane programs, the OP-sweep drive",
+        channels=5, dies_per_chip=2, planes_per_die=2, blocks_per_plane=2048,
+        pages_per_block=128, page_size=4096, cell="mlc", over_provisioning=40 / 37.2 - 1,
+        write_buffer=32 * 1024, bus_mb_s=40.0, user_geometry_name="ssd-i")
     p["mlc-2plane"] = Drive(
         name="mlc-2plane", description="SSD-M class: 25 nm MLC, 8 channels x 1 chip x 2 dies x "
         "2 planes, two-plane programs and erases, 1 MiB write buffer",
