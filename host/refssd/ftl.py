@@ -57,14 +57,15 @@ class FtlOp(IntEnum):
     ERASE = 2
 
 
-# Packed log entry: kind 4 bits | cause 4 | page type 4 | planes 4 | chain 1 | row 16 | unit 28.
-_ROW_SHIFT, _UNIT_SHIFT = 17, 33
+# Packed log entry: kind 4 bits | cause 4 | page type 4 | planes 4 | chain 1 | plane 3 |
+# row 16 | unit 28. ``plane`` is the plane a single-page read addresses in a multi-plane unit.
+_PLANE_SHIFT, _ROW_SHIFT, _UNIT_SHIFT = 17, 20, 36
 
 
-def pack(kind, cause, ptype, planes, chain, row, unit):
+def pack(kind, cause, ptype, planes, chain, row, unit, plane=0):
     """Pack one log entry into an integer."""
-    return (kind | cause << 4 | ptype << 8 | planes << 12 | chain << 16 | row << _ROW_SHIFT
-            | unit << _UNIT_SHIFT)
+    return (kind | cause << 4 | ptype << 8 | planes << 12 | chain << 16
+            | plane << _PLANE_SHIFT | row << _ROW_SHIFT | unit << _UNIT_SHIFT)
 
 
 def unpack(log):
@@ -73,6 +74,7 @@ def unpack(log):
     return {"kind": (a & 15).astype(np.uint8), "cause": ((a >> 4) & 15).astype(np.uint8),
             "page_type": ((a >> 8) & 15).astype(np.uint8),
             "planes": ((a >> 12) & 15).astype(np.uint8), "chain": ((a >> 16) & 1).astype(bool),
+            "plane": ((a >> _PLANE_SHIFT) & 7).astype(np.uint8),
             "row": ((a >> _ROW_SHIFT) & 0xFFFF).astype(np.int32),
             "unit": (a >> _UNIT_SHIFT).astype(np.int32)}
 
@@ -138,9 +140,9 @@ class PageFTL:
 
     # Low-level -------------------------------------------------------------------------------
 
-    def _emit(self, die, kind, cause, ptype, planes, chain, row, unit):
+    def _emit(self, die, kind, cause, ptype, planes, chain, row, unit, plane=0):
         self.log[die].append(kind | cause << 4 | ptype << 8 | planes << 12 | chain << 16
-                             | row << _ROW_SHIFT | unit << _UNIT_SHIFT)
+                             | plane << _PLANE_SHIFT | row << _ROW_SHIFT | unit << _UNIT_SHIFT)
 
     def _invalidate(self, lpn):
         old = self.l2p[lpn]
@@ -200,7 +202,8 @@ class PageFTL:
         if chain_key is not None and last == (chain_key, g - 1):
             chain = 1  # the next slot of the same unit, in the same host request
         self._last_read[die] = (chain_key, g) if chain_key is not None else None
-        self._emit(die, FtlOp.READ, cause, self.types[row], 1, chain, row, u % self.units)
+        self._emit(die, FtlOp.READ, cause, self.types[row], 1, chain, row, u % self.units,
+                   slot % self.mp)
         self.reads[die, cause] += 1
 
     def _erase(self, die, u, cause):
