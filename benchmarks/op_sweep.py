@@ -2,9 +2,10 @@
 
 RB-Explorer (Table 4) shrank the user space of a 40 GB SSD-I to over-provision it by 7, 8, 10,
 12 and 15 %, and ran 15 sub-tests of 5 GiB random 4 KiB writes each, reporting the WA of every
-sub-test (the WA-over-logical-volume curves). Here the SSD-I geometry is kept (5 channels × 2
-dies × 2 planes, MLC, single-plane programs, 128-page blocks) with fewer blocks (see
-:data:`BLOCKS_PER_PLANE`), over-provisioning is ``(physical - logical) / logical`` and each
+sub-test (the WA-over-logical-volume curves). Here the SSD-I structure is kept (5 channels, 2
+planes, MLC, single-plane programs, 128-page blocks) with one die per channel instead of two and
+fewer blocks (see :data:`BLOCKS_PER_PLANE`), over-provisioning is
+``(physical - logical) / logical`` and each
 sub-test writes the same share of the user space as 5 GiB of 37.2 GB. The drive starts fresh
 (empty), as the paper's, and keeps its state from one sub-test to the next.
 
@@ -25,8 +26,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 from rbscope import refssd
 
-#: Blocks per plane of the scaled SSD-I (the real drive: about 2 000): 600 MiB raw.
-BLOCKS_PER_PLANE = 60
+#: Blocks per plane of the scaled SSD-I (the real drive: about 2 000): 240 MiB raw with one
+#: die per channel; the fewest that leave the garbage collector its spare blocks at 7 % OP.
+BLOCKS_PER_PLANE = 48
 #: Each sub-test writes this share of the user space (5 GiB of 37.2 GB).
 SUBTEST_SHARE = 5 * 2**30 / 37.2e9
 
@@ -37,7 +39,7 @@ def sweep_one(op_pct, subtests=15, seed=1, measure=None):
     if measure:
         module, _, name = measure.partition(":")
         fn = getattr(importlib.import_module(module), name)
-    drive = refssd.preset("ssd-i", blocks_per_plane=BLOCKS_PER_PLANE,
+    drive = refssd.preset("ssd-i", dies_per_chip=1, blocks_per_plane=BLOCKS_PER_PLANE,
                           over_provisioning=op_pct / 100)
     volume = int(drive.logical_bytes * SUBTEST_SHARE) // 4096 * 4096
     rows = []

@@ -383,3 +383,29 @@ def test_continuing_runs_keep_the_drive_state():
                                 seed=2 + i, ftl=later.ftl)
     assert later.truth.wa_true > 1.5  # a full drive under random writes collects garbage
     later.ftl.check()
+
+
+def test_slc_cache_in_front_of_tlc():
+    d = refssd.Drive(name="slc-cache", channels=1, planes_per_die=1, blocks_per_plane=24,
+                     pages_per_block=12, cell="tlc", over_provisioning=1.0, slc_cache=4,
+                     gc_free_units=2, open_streams=2, power_on=False)
+    ftl = PageFTL(d)
+    ftl.write(0, 8 * 4096)  # 8 pages: two SLC-mode units of 4 pages
+    ftl.check()
+    log = refssd.ftl.unpack(ftl.log[0])
+    assert (log["page_type"][log["kind"] == 1] == PageType.SLC).all()
+    assert ftl.pages_programmed[0, Cause.SLC] == 0
+    ftl.write(8 * 4096, 24 * 4096)  # 32 pages: the 4 SLC units (16 pages) overflow
+    ftl.flush()
+    ftl.check()
+    # 32 pages fill 8 SLC units of 4 pages; the cache has 4, so opening units 5 to 8 each
+    # migrates the oldest (4 valid pages) into TLC and erases it: 16 pages migrated.
+    migrated = ftl.pages_programmed[0, Cause.SLC]
+    assert migrated == 16
+    assert ftl.reads[0, Cause.SLC] == migrated
+    log = refssd.ftl.unpack(ftl.log[0])
+    prog = log["kind"] == 1
+    assert set(log["page_type"][prog & (log["cause"] == Cause.SLC)]) <= {
+        PageType.LOWER, PageType.MIDDLE, PageType.UPPER}
+    assert (log["page_type"][prog & (log["cause"] == Cause.HOST)] == PageType.SLC).all()
+    assert ftl.erases[0, Cause.SLC] == 4

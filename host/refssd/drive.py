@@ -194,6 +194,8 @@ class Drive:
     multi_plane : bool
         Programs and erases address one block in every plane at once (Mp = planes).
     cache_program, cache_read : bool
+    slc_cache : int
+        Erase units per die run in SLC mode as a write cache in front of MLC/TLC (0: none).
     bus_mb_s : float
         Channel data rate (MB/s) for data in and out.
     timing : dict of str to (float, float)
@@ -227,6 +229,7 @@ class Drive:
     multi_plane: bool = False
     cache_program: bool = False
     cache_read: bool = False
+    slc_cache: int = 0
     bus_mb_s: float = 40.0
     timing: dict = field(default_factory=dict)
     power_on: bool = True
@@ -252,7 +255,7 @@ class Drive:
         if self.gc not in ("greedy", "cost-benefit"):
             raise RefSSDError(f"drive {self.name}: gc must be greedy or cost-benefit, "
                               f"not {self.gc!r}")
-        for key in ("wear_levelling", "write_buffer"):
+        for key in ("wear_levelling", "write_buffer", "slc_cache"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise RefSSDError(f"drive {self.name}: {key} must be an integer >= 0, "
@@ -281,8 +284,13 @@ class Drive:
         if self.logical_pages < 1:
             raise RefSSDError(f"drive {self.name}: no logical space left after "
                               f"over-provisioning")
-        spare = units - math.ceil(self.logical_pages / self.dies / self.pages_per_block
-                                  / self.mp)
+        if self.slc_cache and self.cell == "slc":
+            raise RefSSDError(f"drive {self.name}: an SLC cache needs MLC or TLC cells")
+        spare = units - self.slc_cache - math.ceil(self.logical_pages / self.dies
+                                                   / self.pages_per_block / self.mp)
+        if self.slc_cache == 1:
+            raise RefSSDError(f"drive {self.name}: an SLC cache needs at least 2 units per die "
+                              f"(one open while the oldest migrates)")
         if spare < self.gc_free_units + self.open_streams + 1:
             raise RefSSDError(
                 f"drive {self.name}: {units} blocks per die with {self.over_provisioning:.1%} "
@@ -435,6 +443,18 @@ def _presets():
                 "program_middle": (1200.0, 1800.0), "program_upper": (2500.0, 4000.0),
                 "erase": (3000.0, 4500.0)},
         user_windows="calibrated")
+    p["tlc-slc"] = Drive(
+        name="tlc-slc", description="TLC with an SLC write cache (16 SLC-mode blocks per die), "
+        "4 channels x 2 dies, 16 KiB pages, 10 % over-provisioning",
+        channels=4, dies_per_chip=2, planes_per_die=2, blocks_per_plane=512,
+        pages_per_block=192, page_size=16384, cell="tlc", over_provisioning=0.10, slc_cache=16,
+        bus_mb_s=200.0,
+        timing={"read_slc": (30.0, 40.0), "read_lower": (50.0, 70.0),
+                "read_middle": (60.0, 80.0), "read_upper": (70.0, 95.0),
+                "program_slc": (150.0, 250.0), "program_lower": (400.0, 700.0),
+                "program_middle": (1200.0, 1800.0), "program_upper": (2500.0, 4000.0),
+                "erase": (3000.0, 4500.0)},
+        user_windows="calibrated")
     p["cache-prog"] = Drive(
         name="cache-prog", description="MLC with cache programs (80h-15h chains) and cache "
         "reads, two-plane, 4 channels x 1 chip x 2 dies, 256 KiB write buffer",
@@ -473,8 +493,8 @@ _SECTIONS = {
     "array": ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
               "blocks_per_plane", "pages_per_block", "page_size", "cell"),
     "firmware": ("over_provisioning", "gc", "gc_free_units", "open_streams", "wear_levelling",
-                 "write_buffer", "multi_plane", "cache_program", "cache_read", "bus_mb_s",
-                 "power_on"),
+                 "write_buffer", "multi_plane", "cache_program", "cache_read", "slc_cache",
+                 "bus_mb_s", "power_on"),
     "user": ("geometry", "windows"),
 }
 

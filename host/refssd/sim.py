@@ -19,7 +19,7 @@ __all__ = ["Truth", "Run", "simulate", "precondition_ftl", "PRECONDITIONS"]
 #: state).
 PRECONDITIONS = ("fresh", "initial", "steady")
 
-_CAUSES = ("host", "gc", "rmw", "wl", "pad")
+_CAUSES = ("host", "gc", "rmw", "wl", "pad", "slc")
 
 
 @dataclass
@@ -32,7 +32,8 @@ class Truth:
     host_pages_written : float
         Host bytes written over the page size.
     pages_programmed : dict of str to int
-        NAND pages programmed by cause (``host``, ``gc``, ``rmw``, ``wl``, ``pad``) and ``total``.
+        NAND pages programmed by cause (``host``, ``gc``, ``rmw``, ``wl``, ``pad``, ``slc``) and
+        ``total``.
     program_operations : int
         Program operations (a multi-plane program is one operation of Mp pages).
     erases : dict of str to int
