@@ -409,3 +409,37 @@ def test_slc_cache_in_front_of_tlc():
         PageType.LOWER, PageType.MIDDLE, PageType.UPPER}
     assert (log["page_type"][prog & (log["cause"] == Cause.HOST)] == PageType.SLC).all()
     assert ftl.erases[0, Cause.SLC] == 4
+
+
+def test_hybrid_ftl_random_updates_cost_l_plus_d_over_l():
+    from rbscope.refssd import HybridFTL
+
+    # d = 100 data pages, l = 26 log pages per block (the hUBI example): WA -> 126 / 26.
+    d = refssd.Drive(name="hubi-small", channels=1, planes_per_die=1, blocks_per_plane=12,
+                     pages_per_block=126, cell="slc", ftl="hybrid", hybrid_log_pages=26,
+                     power_on=False)
+    ftl = HybridFTL(d)
+    assert ftl.logical_pages == 10 * 100
+    ftl.write(0, ftl.logical_pages * 4096)  # fill every data area
+    ftl.check()
+    assert ftl.pages_programmed.sum() == 1000 and ftl.erases.sum() == 0
+    ftl.reset_counts()
+    rng = np.random.default_rng(1)
+    n = 26_000
+    for lpn in rng.integers(0, ftl.logical_pages, n).tolist():
+        ftl.write(lpn * 4096, 4096)
+    ftl.check()
+    wa = ftl.pages_programmed.sum() / n
+    assert wa == pytest.approx(126 / 26, rel=0.03)
+    # Every merge copies exactly the d pages of its logical block and erases one block.
+    assert ftl.pages_programmed[0, Cause.GC] == 100 * ftl.erases[0, Cause.GC]
+    assert ftl.reads[0, Cause.GC] == ftl.pages_programmed[0, Cause.GC]
+
+
+def test_hybrid_preset_runs_through_simulate():
+    d = refssd.preset("hubi", channels=2, blocks_per_plane=16)
+    w = refssd.micro("4K-RD-100%-W-4KiB-align", d.logical_bytes, 2 << 20, seed=2)
+    run = refssd.simulate(d, w, seed=2, precondition="steady")
+    # 4 KiB writes on 2 KiB pages: two pages per request, then merges.
+    assert run.truth.wa_true > 2
+    run.ftl.check()

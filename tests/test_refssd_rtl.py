@@ -5,6 +5,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from cocotb_tests.runner import run_bench
 from rbscope import refssd
@@ -35,6 +36,7 @@ def tiny_drive():
                 "erase": 200, "plane_busy": 3})
 
 
+@pytest.mark.slow  # a Verilator build and ~2000 ONFI command sequences through cocotb
 def test_model_and_rtl_back_ends_count_the_same(cocotb_build_dir, tmp_path):
     from rbscope.gateware.nand_emu.loopback import Loopback
 

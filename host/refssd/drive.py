@@ -196,6 +196,14 @@ class Drive:
     cache_program, cache_read : bool
     slc_cache : int
         Erase units per die run in SLC mode as a write cache in front of MLC/TLC (0: none).
+    ftl : str
+        ``"page"`` (:class:`~rbscope.refssd.ftl.PageFTL`) or ``"hybrid"``
+        (:class:`~rbscope.refssd.ftl.HybridFTL`, hUBI-like: each block holds
+        ``pages_per_block - hybrid_log_pages`` data pages and a log area of
+        ``hybrid_log_pages``; over-provisioning is then the log area plus two spare blocks
+        per die, and ``over_provisioning`` is not used).
+    hybrid_log_pages : int
+        Log pages per block of the hybrid FTL.
     bus_mb_s : float
         Channel data rate (MB/s) for data in and out.
     timing : dict of str to (float, float)
@@ -230,6 +238,8 @@ class Drive:
     cache_program: bool = False
     cache_read: bool = False
     slc_cache: int = 0
+    ftl: str = "page"
+    hybrid_log_pages: int = 0
     bus_mb_s: float = 40.0
     timing: dict = field(default_factory=dict)
     power_on: bool = True
@@ -284,6 +294,16 @@ class Drive:
         if self.logical_pages < 1:
             raise RefSSDError(f"drive {self.name}: no logical space left after "
                               f"over-provisioning")
+        if self.ftl not in ("page", "hybrid"):
+            raise RefSSDError(f"drive {self.name}: ftl must be page or hybrid, not {self.ftl!r}")
+        if self.ftl == "hybrid":
+            if self.multi_plane or self.slc_cache:
+                raise RefSSDError(f"drive {self.name}: the hybrid FTL supports neither "
+                                  f"multi-plane programs nor an SLC cache")
+            if not 0 < self.hybrid_log_pages < self.pages_per_block:
+                raise RefSSDError(f"drive {self.name}: hybrid_log_pages must be between 1 and "
+                                  f"pages_per_block - 1, not {self.hybrid_log_pages!r}")
+            return
         if self.slc_cache and self.cell == "slc":
             raise RefSSDError(f"drive {self.name}: an SLC cache needs MLC or TLC cells")
         spare = units - self.slc_cache - math.ceil(self.logical_pages / self.dies
@@ -322,7 +342,11 @@ class Drive:
 
     @property
     def logical_pages(self):
-        """Pages the host can address: the physical pages over (1 + over-provisioning)."""
+        """Pages the host can address: the physical pages over (1 + over-provisioning); for the
+        hybrid FTL the data areas of all blocks but two per die."""
+        if self.ftl == "hybrid":
+            return (self.dies * (self.units_per_die - 2)
+                    * (self.pages_per_block - self.hybrid_log_pages))
         return int(self.physical_pages / (1 + self.over_provisioning))
 
     @property
@@ -455,6 +479,15 @@ def _presets():
                 "program_middle": (1200.0, 1800.0), "program_upper": (2500.0, 4000.0),
                 "erase": (3000.0, 4500.0)},
         user_windows="calibrated")
+    p["hubi"] = Drive(
+        name="hubi", description="hUBI-paper class MLC (2 KiB pages, 128-page blocks) with a "
+        "hybrid FTL: 100 data + 28 log pages per block, single-block merge",
+        channels=4, planes_per_die=1, blocks_per_plane=2048, pages_per_block=128,
+        page_size=2048, cell="mlc", ftl="hybrid", hybrid_log_pages=28,
+        timing={"read_lower": (40.0, 50.0), "read_upper": (45.0, 60.0),
+                "program_lower": (300.0, 600.0), "program_upper": (900.0, 1500.0),
+                "erase": (1400.0, 1600.0)},
+        user_windows="calibrated")
     p["cache-prog"] = Drive(
         name="cache-prog", description="MLC with cache programs (80h-15h chains) and cache "
         "reads, two-plane, 4 channels x 1 chip x 2 dies, 256 KiB write buffer",
@@ -492,7 +525,8 @@ def preset(name, **changes):
 _SECTIONS = {
     "array": ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
               "blocks_per_plane", "pages_per_block", "page_size", "cell"),
-    "firmware": ("over_provisioning", "gc", "gc_free_units", "open_streams", "wear_levelling",
+    "firmware": ("ftl", "hybrid_log_pages", "over_provisioning", "gc", "gc_free_units",
+                 "open_streams", "wear_levelling",
                  "write_buffer", "multi_plane", "cache_program", "cache_read", "slc_cache",
                  "bus_mb_s", "power_on"),
     "user": ("geometry", "windows"),

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .drive import Drive, RefSSDError, load_drive
-from .ftl import Cause, PageFTL
+from .ftl import Cause, make_ftl
 from .timing import NandOp, schedule
 from .workload import READ, TRIM, WRITE, Workload
 
@@ -167,7 +167,7 @@ def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0
         raise RefSSDError(f"workload must be a Workload, not {workload!r}")
     t0 = time.perf_counter()
     if ftl is None:
-        ftl = PageFTL(drive)
+        ftl = make_ftl(drive)
         precondition_ftl(ftl, precondition, seed=seed, steady_passes=steady_passes)
     else:
         if ftl.drive != drive:
