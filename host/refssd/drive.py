@@ -467,18 +467,11 @@ def _presets():
                 "program_middle": (1200.0, 1800.0), "program_upper": (2500.0, 4000.0),
                 "erase": (3000.0, 4500.0)},
         user_windows="calibrated")
-    p["tlc-slc"] = Drive(
+    p["tlc-slc"] = p["tlc-gc"].with_(
         name="tlc-slc", description="TLC with an SLC write cache (16 SLC-mode blocks per die), "
-        "4 channels x 2 dies, 16 KiB pages, 10 % over-provisioning",
-        channels=4, dies_per_chip=2, planes_per_die=2, blocks_per_plane=512,
-        pages_per_block=192, page_size=16384, cell="tlc", over_provisioning=0.10, slc_cache=16,
-        bus_mb_s=200.0,
-        timing={"read_slc": (30.0, 40.0), "read_lower": (50.0, 70.0),
-                "read_middle": (60.0, 80.0), "read_upper": (70.0, 95.0),
-                "program_slc": (150.0, 250.0), "program_lower": (400.0, 700.0),
-                "program_middle": (1200.0, 1800.0), "program_upper": (2500.0, 4000.0),
-                "erase": (3000.0, 4500.0)},
-        user_windows="calibrated")
+        "4 channels x 2 dies, 16 KiB pages, 10 % over-provisioning, greedy GC",
+        over_provisioning=0.10, slc_cache=16, gc="greedy", wear_levelling=0,
+        timing={"read_slc": (30.0, 40.0), "program_slc": (150.0, 250.0)})
     p["hubi"] = Drive(
         name="hubi", description="hUBI-paper class MLC (2 KiB pages, 128-page blocks) with a "
         "hybrid FTL: 100 data + 28 log pages per block, single-block merge",

@@ -484,6 +484,10 @@ class HybridFTL(PageFTL):
             u = self._merge(die, lb, u)
         self._invalidate(lpn)
         self.clock += 1
+        return self._append(die, u, lpn, cause)
+
+    def _append(self, die, u, lpn, cause):
+        """Program ``lpn`` into the next page of unit ``u``; return the slot."""
         slot = self.next_slot[u]
         self.next_slot[u] = slot + 1
         g = u * self.slots + slot
@@ -502,13 +506,7 @@ class HybridFTL(PageFTL):
                 continue
             self._read(die, g, Cause.GC)
             self._invalidate(lpn)
-            slot = self.next_slot[new]
-            self.next_slot[new] = slot + 1
-            h = new * self.slots + slot
-            self.p2l[h] = lpn
-            self.l2p[lpn] = h
-            self.valid[new] += 1
-            self._program_row(die, new, slot, Cause.GC)
+            self._append(die, new, lpn, Cause.GC)
         self.state[old] = _CLOSED
         self._erase(die, old, Cause.GC)
         self.blockmap[lb] = new
