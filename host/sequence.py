@@ -1,0 +1,517 @@
+"""Sequence-aware classification of R/B# pulses: a hidden-Markov model over each die's pulses.
+
+A width window sees one pulse at a time; where upper-page programs (1.3–2.2 ms) and erases
+(~2 ms) overlap, no window can tell them apart. The order of the pulses on a die carries more:
+
+* page types follow the block's page order, so fast and slow programs alternate in a pattern
+  (MLC lower/upper, TLC lower/middle/upper);
+* an erase opens a block that programs then fill: over a run, erase pulses are about program
+  pulses ÷ pages per block, never many more;
+* reads cluster (host reads, garbage-collection reads), multi-plane programs are preceded by
+  short tDBSY pulses (one per queued plane), cache-program chains have their own rhythm.
+
+:func:`classify` fits a hidden-Markov model to the pulse sequences of the probed dies: one
+hidden state per pulse class (short classes found in the data, one program state per page type,
+an erase state), Gaussian emissions in ``log2(width)``, and a transition matrix learned by
+expectation–maximisation (Baum–Welch) on the capture itself. The structure enters as a
+constraint in every M-step: the expected erase count may not exceed
+``programs ÷ pages_per_block`` by more than ``erase_slack`` (plus two blocks for the open ones),
+which is what stops an "erase" state from swallowing the slow programs. The forward–backward
+posteriors give, per die, the expected number of pulses of each class and the posterior variance
+of the program count — the classification part of the interval the WA engine reports.
+
+Pulses are given per die as widths (and optionally start times) in ticks; everything here works
+in ``log2(width / µs)``. numpy does the forward–backward passes, batched over the dies.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
+    "PROGRAM_KINDS",
+]
+
+#: Operation time ranges (µs) that name the short states; program/erase ranges come from the
+#: geometry's ``[timing]`` or these.
+SEQUENCE_HINTS = {"multiplane": (0.2, 1.5), "cache": (1.5, 12.0), "read": (12.0, 150.0),
+                  "program": (150.0, 2300.0), "erase": (1500.0, 10000.0)}
+
+#: State kinds that write pages (one page per pulse, times Mp).
+PROGRAM_KINDS = ("program",)
+
+_SIGMA_MIN = 0.02   # octaves: the narrowest seed
+_FLOOR = 1e-9       # outlier likelihood so that no pulse is impossible under every state
+_BINS_PER_OCTAVE = 32
+_SMOOTH = 1.0       # bins: Gaussian smoothing of the emission histograms
+
+
+class SequenceError(ValueError):
+    """The pulse sequences cannot be classified (too few pulses, bad input)."""
+
+
+class _Grid:
+    """Bins of ``log2(width / µs)`` shared by every state's emission histogram."""
+
+    def __init__(self, lo, hi):
+        self.lo = math.floor(lo * _BINS_PER_OCTAVE) / _BINS_PER_OCTAVE
+        self.step = 1.0 / _BINS_PER_OCTAVE
+        self.n = int(math.ceil((hi - self.lo) / self.step)) + 1
+        radius = int(4 * _SMOOTH) + 1
+        k = np.exp(-0.5 * (np.arange(-radius, radius + 1) / _SMOOTH) ** 2)
+        self.kernel = k / k.sum()
+
+    def index(self, x):
+        return np.clip(((x - self.lo) / self.step).astype(np.int64), 0, self.n - 1)
+
+    def centres(self):
+        return self.lo + (np.arange(self.n) + 0.5) * self.step
+
+
+@dataclass
+class State:
+    """One hidden state: a pulse class and its width distribution.
+
+    The distribution is a smoothed histogram over ``log2(width / µs)`` (:class:`_Grid`), kept
+    inside the state's ``support`` (octaves): no parametric shape is assumed, so uniform or
+    skewed timing distributions fit as well as log-normal ones. ``mu`` and ``sigma`` summarise
+    it (octaves).
+    """
+
+    name: str
+    kind: str  # "program", "erase", "read", "cache", "multiplane"
+    mu: float
+    sigma: float
+    support: tuple = (-math.inf, math.inf)
+    dens: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def center_us(self):
+        return 2.0 ** self.mu
+
+    def seed(self, grid):
+        c = grid.centres()
+        z = (c - self.mu) / self.sigma
+        d = np.exp(-0.5 * z * z)
+        self._limit(grid, d)
+
+    def _limit(self, grid, d):
+        c = grid.centres()
+        d = np.where((c >= self.support[0]) & (c <= self.support[1]), d, 0.0)
+        total = d.sum()
+        if total <= 0:
+            d = np.zeros(grid.n)
+            d[grid.index(np.array([self.mu]))[0]] = 1.0
+            total = 1.0
+        self.dens = d / total
+
+    def update(self, grid, idx, w):
+        h = np.bincount(idx, weights=w, minlength=grid.n)
+        tw = h.sum()
+        if tw < 1e-6:
+            return
+        c = grid.centres()
+        self.mu = float((h * c).sum() / tw)
+        self.sigma = max(float(np.sqrt((h * (c - self.mu) ** 2).sum() / tw)), _SIGMA_MIN / 4)
+        self._limit(grid, np.convolve(h, grid.kernel, mode="same") + 1e-6 * tw / grid.n)
+
+    def to_dict(self):
+        return {"name": self.name, "kind": self.kind, "center_us": self.center_us,
+                "sigma_octaves": self.sigma,
+                "support_us": [2.0 ** v if math.isfinite(v) else None for v in self.support]}
+
+
+@dataclass
+class DieResult:
+    """Posterior counts of one die (or one probed line)."""
+
+    pulses: int
+    expected: dict  # state name -> expected pulses
+    program_pulses: float  # expected program pulses (posterior mean)
+    program_var: float  # posterior variance of the program-pulse count
+    erase_pulses: float
+    multiplane_pages: float  # extra pages announced by tDBSY pulses before programs
+    erase_cap: float | None  # the structural cap on erases in force, if any
+
+    def to_dict(self):
+        return {"pulses": self.pulses, "expected": self.expected,
+                "program_pulses": self.program_pulses,
+                "program_sd": math.sqrt(self.program_var),
+                "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
+                "erase_cap": self.erase_cap}
+
+
+@dataclass
+class SequenceResult:
+    """What :func:`classify` found: the model and the posterior counts per die."""
+
+    states: list
+    transitions: np.ndarray
+    dies: dict  # key (channel) -> DieResult
+    loglik: float
+    iterations: int
+    pages_per_block: int | None
+    erase_capped: bool
+    notes: list = field(default_factory=list)
+    balanced: bool = False
+
+    def state(self, name):
+        return next(s for s in self.states if s.name == name)
+
+    def to_dict(self):
+        names = [s.name for s in self.states]
+        return {"model": "hmm", "states": [s.to_dict() for s in self.states],
+                "transitions": {a: {b: float(self.transitions[i, j])
+                                    for j, b in enumerate(names)} for i, a in enumerate(names)},
+                "dies": {str(k): d.to_dict() for k, d in self.dies.items()},
+                "loglik": self.loglik, "iterations": self.iterations,
+                "pages_per_block": self.pages_per_block, "erase_capped": self.erase_capped,
+                "notes": self.notes}
+
+
+# Initialisation ----------------------------------------------------------------------------
+
+
+def _peaks(x, lo, hi, *, per_octave=16, smooth=1.5, merge=0.6, min_share=0.005):
+    """Cluster the values ``x`` (octaves) in ``[lo, hi)``: ``[(centre, sd, count)]``."""
+    x = x[(x >= lo) & (x < hi)]
+    if x.size == 0:
+        return []
+    nb = max(4, int(math.ceil((hi - lo) * per_octave)))
+    counts, edges = np.histogram(x, bins=nb, range=(lo, hi))
+    radius = max(1, int(3 * smooth))
+    k = np.exp(-0.5 * (np.arange(-radius, radius + 1) / smooth) ** 2)
+    s = np.convolve(counts.astype(float), k / k.sum(), mode="same")
+    peaks = [b for b in range(nb) if s[b] > 0 and (b == 0 or s[b] > s[b - 1])
+             and (b == nb - 1 or s[b] >= s[b + 1])]
+    changed = True
+    while changed and len(peaks) > 1:
+        changed = False
+        best = None
+        for a, c in zip(peaks, peaks[1:], strict=False):
+            ratio = s[a:c + 1].min() / min(s[a], s[c])
+            if ratio > merge and (best is None or ratio > best[0]):
+                best = (ratio, a, c)
+        if best:
+            _, a, c = best
+            peaks.remove(a if s[a] < s[c] else c)
+            changed = True
+    cuts = [0] + [a + int(np.argmin(s[a:c + 1])) for a, c in zip(peaks, peaks[1:],
+                                                                 strict=False)] + [nb]
+    out = []
+    for lo_b, hi_b in zip(cuts, cuts[1:], strict=False):
+        sel = x[(x >= edges[lo_b]) & (x < edges[hi_b] if hi_b < nb else x <= edges[-1])]
+        if sel.size < max(3, min_share * x.size):
+            continue
+        out.append((float(np.median(sel)), max(float(sel.std()), _SIGMA_MIN), int(sel.size)))
+    return out
+
+
+def _nearest(center_us, hints, kinds):
+    def dist(name):
+        lo, hi = hints[name]
+        v = math.log(center_us)
+        if math.log(lo) <= v <= math.log(hi):
+            return 0.0
+        return min(abs(v - math.log(lo)), abs(v - math.log(hi)))
+    return min(kinds, key=dist)
+
+
+def _initial_states(x, hints, page_types):
+    """Seed the states from the clusters of all pulses and the timing hints.
+
+    Clusters below the program range become short states named by the nearest hint
+    (``multiplane``, ``cache``, ``read``); clusters inside it are program page types (or
+    ``page_types`` quantile slices of the program pulses); a cluster above it is the erase,
+    else an erase state is seeded at the hinted time. Each state's support is its cluster
+    widened by 4 spreads (the erase: its hinted range), so that states do not wander.
+    """
+    plo = math.log2(hints["program"][0])
+    phi = math.log2(hints["program"][1])
+    elo, ehi = (math.log2(v) for v in hints["erase"])
+    xmin, xmax = float(x.min()) - 0.5, float(x.max()) + 0.5
+    states = []
+    short = [k for k in ("multiplane", "cache", "read") if k in hints]
+    used = {}
+    for c, sd, _n in _peaks(x, xmin, plo):
+        kind = _nearest(2 ** c, hints, short)
+        used[kind] = used.get(kind, 0) + 1
+        name = kind if used[kind] == 1 else f"{kind}_{used[kind]}"
+        sd = min(max(sd, _SIGMA_MIN), 0.5)
+        states.append(State(name, kind, c, sd, (c - 4 * sd, min(c + 4 * sd, plo + 0.25))))
+    long_peaks = _peaks(x, plo, max(ehi, xmax))
+    prog = [p for p in long_peaks if p[0] < phi]
+    erase = [p for p in long_peaks if p[0] >= phi]
+    sel = np.sort(x[(x >= plo) & (x < phi)])
+    if page_types is not None and sel.size:
+        prog = []
+        for t in range(page_types):
+            part = sel[t * sel.size // page_types:(t + 1) * sel.size // page_types]
+            if part.size:
+                prog.append((float(np.median(part)), float(part.std()), part.size))
+    if not prog and sel.size:
+        prog = [(float(np.median(sel)), float(sel.std()), sel.size)]
+    for t, (c, sd, _n) in enumerate(sorted(prog)):
+        sd = max(sd, 0.03)
+        states.append(State(f"program_{t + 1}" if len(prog) > 1 else "program", "program",
+                            c, sd, (max(c - 4 * sd, plo - 0.25), c + 4 * sd)))
+    if erase:
+        c, sd, _n = max(erase, key=lambda p: p[2])
+        sd = max(sd, _SIGMA_MIN)
+    else:
+        c, sd = 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4)
+    states.append(State("erase", "erase", c, sd, (elo - 0.1, ehi + 0.1)))
+    return states
+
+
+# Forward-backward --------------------------------------------------------------------------
+
+
+def _emissions(idx, states):
+    """Emission likelihoods ``(…, K)`` of the pulses in grid bins ``idx``."""
+    table = np.stack([s.dens for s in states], axis=1)  # (bins, K)
+    return table[idx] + _FLOOR
+
+
+def _forward_backward(idx, mask, states, A, pi, f, want_xi=True):
+    """Batched scaled forward–backward over padded sequences.
+
+    ``idx`` is ``(T, D)`` grid bins (padded), ``mask`` ``(T, D)`` True where a pulse exists,
+    ``f`` the posterior-regularisation factors. Returns ``(gamma (T, D, K), xi_sum (K, K))``.
+    """
+    T, D = idx.shape
+    K = len(states)
+    B = _emissions(idx, states) * f
+    B[~mask] = 1.0
+    alpha = np.empty((T, D, K))
+    c = np.empty((T, D))
+    a = pi[None, :] * B[0]
+    c[0] = a.sum(axis=1)
+    alpha[0] = a / c[0][:, None]
+    for t in range(1, T):
+        a = (alpha[t - 1] @ A) * B[t]
+        c[t] = a.sum(axis=1)
+        alpha[t] = a / c[t][:, None]
+    beta = np.ones((D, K))
+    gamma = np.empty((T, D, K))
+    gamma[T - 1] = alpha[T - 1]
+    xi = np.zeros((K, K))
+    for t in range(T - 2, -1, -1):
+        bb = B[t + 1] * beta / c[t + 1][:, None]
+        if want_xi:
+            m = mask[t + 1]
+            if m.any():
+                xi += alpha[t][m].T @ bb[m]
+        beta = bb @ A.T
+        g = alpha[t] * beta
+        gamma[t] = g / g.sum(axis=1, keepdims=True)
+    if want_xi:
+        xi *= A
+    return gamma, xi
+
+
+def _pad(seqs):
+    T = max(len(s) for s in seqs)
+    out = np.zeros((T, len(seqs)), dtype=np.int64)
+    mask = np.zeros((T, len(seqs)), dtype=bool)
+    for d, s in enumerate(seqs):
+        out[:len(s), d] = s
+        mask[:len(s), d] = True
+    return out, mask
+
+
+# The model ----------------------------------------------------------------------------------
+
+
+def _tilt(f, counts, kinds, *, cap=None, balance=False):
+    """One step of the posterior-regularisation factors ``f`` (one per state).
+
+    The posterior of the class assignments is projected onto the assignments that obey the
+    structure (posterior regularisation): the KL projection of a posterior onto constraints on
+    expected counts multiplies each state's likelihood by a factor and renormalises. Targets:
+    with ``balance``, every program state the mean of the program states (a block's page order
+    programs each page type equally often); the erase state at most ``cap``.
+    """
+    f = f.copy()
+    pj = [j for j, k in enumerate(kinds) if k == "program"]
+    hit = False
+    if balance and len(pj) > 1:
+        mean = counts[pj].mean()
+        for j in pj:
+            if counts[j] > 1e-9:
+                f[j] *= mean / counts[j]
+    if cap is not None:
+        e = kinds.index("erase")
+        if counts[e] > cap * (1 + 1e-9):
+            f[e] *= max(cap, 1e-3) / counts[e]
+            hit = True
+        elif f[e] < 1 and counts[e] > 1e-9:
+            f[e] = min(1.0, f[e] * cap / counts[e])
+    return f / f.max(), hit
+
+
+def _project(b, hc, weights, f, kinds, cap_for, balance, steps=500):
+    """Iterate :func:`_tilt` to the projection of the posteriors ``b`` of bins holding ``hc``
+    pulses; return ``(posteriors, f, capped)``."""
+    hit = False
+    for _ in range(steps):
+        g = b * (weights * f)
+        g /= g.sum(axis=1, keepdims=True)
+        counts = (g * hc[:, None]).sum(axis=0)
+        f_new, hit = _tilt(f, counts, kinds, cap=cap_for(counts), balance=balance)
+        if np.allclose(f_new, f, rtol=1e-7, atol=0):
+            break
+        f = f_new
+    return g, f, hit
+
+
+def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
+             balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
+             hmm_iterations=0):
+    """Classify each die's pulses with a constrained mixture / hidden-Markov model.
+
+    Parameters
+    ----------
+    pulses : dict of key to sequence of int
+        Per die (or probed line) the widths of its measured pulses in ticks, in order.
+    tick_seconds : float
+    pages_per_block : int, optional
+        Enables the structural cap on erases (``programs ÷ pages_per_block``).
+    hints : dict of str to (float, float), optional
+        Operation time ranges in µs (``program``, ``erase``, ``read``, …); defaults
+        :data:`SEQUENCE_HINTS`.
+    page_types : int, optional
+        Number of program page types (1 SLC, 2 MLC, 3 TLC); default: the clusters found.
+    balance : bool or "auto"
+        Hold the page types to equal counts (the page order of a block programs each type
+        equally often). ``"auto"``: when 2 or 3 program clusters are found whose counts are
+        within 25 % of each other.
+    erase_slack : float
+        Relative slack of the erase cap.
+    train_pulses : int
+        Fit the emissions on at most this many pulses per die (the posteriors use all).
+    iterations, hmm_iterations : int
+        EM iterations of the constrained mixture, then Baum–Welch iterations of the
+        hidden-Markov model seeded by it (0: the mixture's posteriors).
+
+    Returns
+    -------
+    SequenceResult
+    """
+    if not tick_seconds > 0:
+        raise SequenceError(f"tick must be positive, not {tick_seconds!r}")
+    h = dict(SEQUENCE_HINTS)
+    if hints:
+        h.update({k: v for k, v in hints.items() if k in h})
+    tick_us = tick_seconds * 1e6
+    keys = [k for k, w in pulses.items() if len(w)]
+    if not keys:
+        raise SequenceError("no per-pulse widths: sequence-aware classification needs the "
+                            "pulse sequence (import a recording or capture with traces)")
+    seqs = []
+    for k in keys:
+        w = np.asarray(pulses[k], dtype=float)
+        if (w <= 0).any():
+            raise SequenceError(f"line {k}: pulse widths must be positive ticks")
+        seqs.append(np.log2(w * tick_us))
+    total = sum(s.size for s in seqs)
+    if total < 50:
+        raise SequenceError(f"only {total} pulses: too few for sequence-aware classification")
+    allx = np.concatenate(seqs)
+    states = _initial_states(allx, h, page_types)
+    grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()),
+                                              math.log2(h["erase"][1])) + 0.5)
+    for st in states:
+        st.seed(grid)
+    kinds = [st.kind for st in states]
+    names = [st.name for st in states]
+    K = len(states)
+    pj = [j for j, kd in enumerate(kinds) if kd == "program"]
+    ej = kinds.index("erase")
+    train = [grid.index(s[:train_pulses]) for s in seqs]
+    # The mixture works on bin counts: every pulse of a bin has the same posterior.
+    hist = np.bincount(np.concatenate([grid.index(s) for s in seqs]), minlength=grid.n)
+    hist = hist.astype(float)
+    occupied = np.nonzero(hist)[0]
+    hc = hist[occupied]
+    b = _emissions(occupied, states)
+    weights = np.bincount(np.argmax(b, axis=1), weights=hc, minlength=K) + 1.0
+    if balance == "auto":
+        pc = weights[pj]
+        balance = 2 <= len(pj) <= 3 and pc.max() <= 1.25 * pc.min()
+    balance = bool(balance and len(pj) > 1)
+    if pages_per_block:
+        weights[ej] = max(1.0, weights[pj].sum() / pages_per_block)
+    weights /= weights.sum()
+    f = np.ones(K)
+    capped = False
+    n_dies = len(seqs)
+
+    def cap_for(counts):
+        if not pages_per_block:
+            return None
+        return (1 + erase_slack) * counts[pj].sum() / pages_per_block + 2 * n_dies
+
+    it = 0
+    for it in range(1, iterations + 1):  # noqa: B007 (reported)
+        b = _emissions(occupied, states)
+        g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+        capped = capped or hit
+        old = np.stack([st.dens for st in states])
+        for j, st in enumerate(states):
+            st.update(grid, occupied, g[:, j] * hc)
+        # The weights are the model's; the structure acts on the posteriors through f.
+        p = b * weights
+        weights = (p / p.sum(axis=1, keepdims=True) * hc[:, None]).sum(axis=0) / hc.sum()
+        if np.abs(np.stack([st.dens for st in states]) - old).max() < 1e-7:
+            break
+    A = np.tile(weights, (K, 1))
+    pi = weights.copy()
+    if hmm_iterations:
+        pidx, mask = _pad(train)
+        for _ in range(hmm_iterations):
+            gamma, xi = _forward_backward(pidx, mask, states, A, pi, f)
+            g = gamma[mask]
+            counts = g.sum(axis=0)
+            f, hit = _tilt(f, counts, kinds, cap=cap_for(counts), balance=balance)
+            capped = capped or hit
+            for j, st in enumerate(states):
+                st.update(grid, pidx[mask], g[:, j])
+            A = xi + 1e-6
+            A /= A.sum(axis=1, keepdims=True)
+            pi = gamma[0][mask[0]].sum(axis=0) + 1e-6
+            pi /= pi.sum()
+    # Posteriors on every pulse, die by die (bounded memory).
+    dies = {}
+    notes = []
+    mj = [j for j, kd in enumerate(kinds) if kd == "multiplane"]
+    for k, s in zip(keys, seqs, strict=True):
+        sidx = grid.index(s)
+        if hmm_iterations:
+            pidx, mask = _pad([sidx])
+            g = _forward_backward(pidx, mask, states, A, pi, f, want_xi=False)[0][:, 0, :]
+        else:
+            g = _emissions(sidx, states) * (weights * f)
+            g /= g.sum(axis=1, keepdims=True)
+        expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
+        pprog = g[:, pj].sum(axis=1)
+        mp_pages = 0.0
+        if mj:
+            # A tDBSY pulse queues one more plane for the next program pulse.
+            pm = g[:, mj].sum(axis=1)
+            mp_pages = float((pm * np.append(pprog[1:], 0.0)).sum())
+        cap = None
+        if pages_per_block:
+            cap = (1 + erase_slack) * float(pprog.sum()) / pages_per_block + 2
+        dies[k] = DieResult(int(s.size), expected, float(pprog.sum()),
+                            float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()),
+                            mp_pages, cap)
+    if capped:
+        notes.append("the erase state was held to the structural cap (programs ÷ pages per "
+                     "block): the widths alone would have called more pulses erases")
+    if balance:
+        notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
+    return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
+                          balanced=balance)
