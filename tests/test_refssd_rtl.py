@@ -11,7 +11,7 @@ from cocotb_tests.runner import run_bench
 from rbscope import refssd
 from rbscope.gateware.nand_emu import EmuParams
 from rbscope.gateware.rb_sniffer import Counter
-from rbscope.geometry import ClassifierPreset
+from rbscope.presets import Preset
 
 #: The emulated dies: 2 dies (one per channel) x 2 planes x 8 blocks x 8 pages.
 GEOMETRY = {"dies": 2, "page_bytes": 64, "spare_bytes": 8, "pages_per_block": 8,
@@ -23,7 +23,7 @@ CONFIG = {"prescaler": 2, "t_wb": 2,
                     "RCBSY": 4, "RST": 8, "FEAT": 3},
           "page_types": [0, 1]}
 WINDOWS = [[2, 6], [8, 20], [40, 120], [150, 300]]  # dbsy, read, program, erase (ticks)
-NAMES = ("dbsy", "read", "program", "erase")
+NAMES = ("cache", "read", "program", "erase")  # "cache": the short tDBSY pulses here
 
 
 def tiny_drive():
@@ -60,8 +60,7 @@ def test_model_and_rtl_back_ends_count_the_same(cocotb_build_dir, tmp_path):
     rtl = json.loads(result.read_text())
 
     # Model back end: a tick of 1 µs makes the drive's µs timing the emulator's ticks.
-    preset = ClassifierPreset(tuple((n, lo, hi) for n, (lo, hi) in zip(NAMES, WINDOWS,
-                                                                           strict=True)))
+    preset = Preset(tuple((n, lo, hi) for n, (lo, hi) in zip(NAMES, WINDOWS, strict=True)))
     m = refssd.to_measurement(run, preset=preset, clock_ns=1000)
     k = len(NAMES)
     for die in range(drive.dies):
