@@ -13,6 +13,8 @@
 4. The capture becomes a Measurement and the WA engine computes WA with its interval, with the
    bundled SSD-v windows, which is printed beside the FTL's true WA. The device's counts are also
    checked against the bit-exact reference model of the gateware.
+5. The report (``rbscope report``'s HTML: WA, interval, per-die counts, histograms) is written
+   next to the capture, with the true WA in its notes.
 
 Usage: ``python -m rbscope.demo [--workload NAME] [--volume BYTES] [--blocks N] [--seed N]
 [--capture FILE]``.
@@ -147,7 +149,18 @@ def main(argv=None):
              "  (the interval does NOT hold the truth: classification error is not in it yet)"))
     for w in r.warnings:
         print(f"  warning: {w}")
-    print(f"\n  next: rbscope analyze {capture_path} --geometry ssd-v --logical "
+    report_path = capture_path.with_suffix(".html")
+    try:
+        from .report import ReportError, analyse_run, build_report, write_report
+        rr = analyse_run(m, run.geometry, from_bytes(run.logical_bytes), drive=drive.name,
+                         workload=args.workload,
+                         notes=[f"reference SSD, {args.state} state: true WA {t.wa_true:.4f} "
+                                f"(the FTL's own count of programmed pages)"])
+        write_report(build_report([rr], title="rbscope demo: the reference SSD"), report_path)
+        print(f"\n  report: {report_path}")
+    except (ImportError, ReportError) as exc:
+        print(f"\n  (no report: {exc})")
+    print(f"  next: rbscope analyze {capture_path} --geometry ssd-v --logical "
           f"{run.logical_bytes}")
     return 0 if equal else 1
 

@@ -25,6 +25,8 @@ def test_demo_tiny(capsys, tmp_path):
     programs = sum(c.classes[m.class_names.index("program")] for c in m.counts)
     assert measured == pytest.approx(programs * 4096 / run.logical_bytes, abs=5e-4)
     assert (tmp_path / "demo.rbcap").stat().st_size > 0
+    html = (tmp_path / "demo.html").read_text()
+    assert "true WA" in html
 
 
 def test_demo_rejects_a_bad_workload_name(capsys):
