@@ -115,10 +115,18 @@ def run_job(job, measure=None):
 
 
 def summary(rows):
-    """Coverage and error statistics of the rows, overall and by write share."""
+    """Error and coverage statistics: overall, by write share, by drive × write share, by
+    state."""
+    groups = {"all": rows}
+    for share in ("100", "50"):
+        groups[f"{share}% writes"] = [r for r in rows if f"-{share}%-" in r["workload"]]
+    for d in dict.fromkeys(r["drive"] for r in rows):
+        for share in ("100", "50"):
+            groups[f"{d}, {share}% writes"] = [r for r in rows if r["drive"] == d
+                                               and f"-{share}%-" in r["workload"]]
+    for state in ("initial", "steady"):
+        groups[f"{state} state"] = [r for r in rows if r["state"] == state]
     out = {}
-    groups = {"all": rows, "100% writes": [r for r in rows if "-100%-" in r["workload"]],
-              "50% writes": [r for r in rows if "-50%-" in r["workload"]]}
     for name, rs in groups.items():
         if not rs:
             continue
@@ -126,8 +134,21 @@ def summary(rows):
         out[name] = {"rows": len(rs), "median_re": res[len(res) // 2], "max_re": res[-1],
                      "below_1pct": sum(r < 0.01 for r in res) / len(rs),
                      "below_10pct": sum(r < 0.10 for r in res) / len(rs),
-                     "covered": sum(r["covered"] for r in rs) / len(rs)}
+                     "covered": sum(r["covered"] for r in rs) / len(rs),
+                     "conf_covered": sum(bool(r.get("conf_covered")) for r in rs) / len(rs)}
     return out
+
+
+def summary_markdown(s):
+    """The summary as a Markdown table."""
+    lines = ["| rows | n | median \\|RE_WA\\| | max | < 1 % | < 10 % | interval covers | 95 % "
+             "interval covers |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, v in s.items():
+        lines.append(f"| {name} | {v['rows']} | {100 * v['median_re']:.2f} % | "
+                     f"{100 * v['max_re']:.1f} % | {100 * v['below_1pct']:.0f} % | "
+                     f"{100 * v['below_10pct']:.0f} % | {100 * v['covered']:.0f} % | "
+                     f"{100 * v['conf_covered']:.0f} % |")
+    return lines
 
 
 def markdown(rows):
@@ -191,7 +212,7 @@ def main(argv=None):
                        "drives": {k: [v[0], v[1]] for k, v in DRIVES.items()}}, f, indent=1)
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
-            f.write("\n".join(markdown(rows)) + "\n")
+            f.write("\n".join(summary_markdown(s) + [""] + markdown(rows)) + "\n")
     return 0
 
 

@@ -443,3 +443,32 @@ def test_hybrid_preset_runs_through_simulate():
     # 4 KiB writes on 2 KiB pages: two pages per request, then merges.
     assert run.truth.wa_true > 2
     run.ftl.check()
+
+
+def exact_measure(run):
+    """A stand-in for a better classifier: reports the truth (for the swap test below)."""
+    t = run.truth.wa_true
+    return {"wa": t, "lo": t * 0.99, "hi": t * 1.01}
+
+
+def test_accuracy_benchmark_measurement_is_swappable(monkeypatch):
+    import importlib.util
+
+    from rbscope.geometry import EXAMPLES
+
+    path = EXAMPLES.parent.parent / "benchmarks" / "accuracy.py"
+    spec = importlib.util.spec_from_file_location("accuracy_bench", path)
+    acc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(acc)
+    for name in acc.DRIVES:
+        assert acc.drive(name).dies >= 4
+    assert len(acc.jobs()) == 4 * 40 * 2
+    monkeypatch.setitem(acc.DRIVES, "tiny", ("ssd-v", {"blocks_per_plane": 32,
+                                                       "pages_per_block": 32}))
+    job = {"drive": "tiny", "workload": "4K-SQ-100%-W-4KiB-align", "state": "initial", "seed": 1}
+    row = acc.run_job(job, "tests.test_refssd:exact_measure")
+    assert row["re"] == 0 and row["covered"]
+    row = acc.run_job(job)  # the default: rbscope analyze's path, SSD-v windows
+    assert row["wa_true"] == pytest.approx(1.0) and 0.85 < row["wa_measured"] < 1.0
+    s = acc.summary([row])
+    assert s["all"]["rows"] == 1 and s["100% writes"]["below_10pct"] == 1
