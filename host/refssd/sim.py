@@ -160,7 +160,8 @@ def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0
         Write the buffer back at the end (as a host's final fsync).
     ftl : PageFTL, optional
         Continue on this FTL (its state is kept, its counters are zeroed; ``precondition`` is
-        ignored): consecutive sub-tests of one experiment. ``Run.ftl`` is the FTL.
+        not applied, only recorded): consecutive sub-tests of one experiment, or a state
+        prepared once and copied. ``Run.ftl`` is the FTL.
     """
     drive = load_drive(drive)
     if not isinstance(workload, Workload):
