@@ -46,7 +46,8 @@ TCBSY_US = (1.5, 40.0)
 PROGRAM_KINDS = ("program",)
 
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
-_FLOOR = 1e-9       # outlier likelihood so that no pulse is impossible under every state
+_FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
+_F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
 _BINS_PER_OCTAVE = 32
 _SMOOTH = 1.0       # bins: Gaussian smoothing of the emission histograms
 
@@ -342,46 +343,86 @@ def _pad(seqs):
 # The model ----------------------------------------------------------------------------------
 
 
-def _tilt(f, counts, kinds, *, cap=None, balance=False):
-    """One step of the posterior-regularisation factors ``f`` (one per state).
+def _targets(counts, kinds, *, cap=None, balance=False):
+    """The ratios ``target / count`` the structure asks of each state (1: unconstrained).
 
-    The posterior of the class assignments is projected onto the assignments that obey the
-    structure (posterior regularisation): the KL projection of a posterior onto constraints on
-    expected counts multiplies each state's likelihood by a factor and renormalises. Targets:
-    with ``balance``, every program state the mean of the program states (a block's page order
-    programs each page type equally often); the erase state at most ``cap``.
+    With ``balance``, every program state should hold the mean of the program states (a block's
+    page order programs each page type equally often); the erase state at most ``cap``.
     """
-    f = f.copy()
+    r = np.ones(len(kinds))
     pj = [j for j, k in enumerate(kinds) if k == "program"]
     hit = False
     if balance and len(pj) > 1:
         mean = counts[pj].mean()
         for j in pj:
             if counts[j] > 1e-9:
-                f[j] *= mean / counts[j]
+                r[j] = mean / counts[j]
     if cap is not None:
         e = kinds.index("erase")
         if counts[e] > cap * (1 + 1e-9):
-            f[e] *= max(cap, 1e-3) / counts[e]
+            r[e] = max(cap, 1e-3) / counts[e]
             hit = True
-        elif f[e] < 1 and counts[e] > 1e-9:
-            f[e] = min(1.0, f[e] * cap / counts[e])
-    return f / f.max(), hit
+    return r, hit
 
 
-def _project(b, hc, weights, f, kinds, cap_for, balance, steps=500):
-    """Iterate :func:`_tilt` to the projection of the posteriors ``b`` of bins holding ``hc``
-    pulses; return ``(posteriors, f, capped)``."""
-    hit = False
-    for _ in range(steps):
-        g = b * (weights * f)
+def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
+    """Project the posteriors of bins ``b`` (holding ``hc`` pulses) onto the structure.
+
+    Posterior regularisation: the KL projection of a posterior onto constraints on expected
+    counts multiplies each state's likelihood by a factor ``f_j`` and renormalises. The factors
+    are found one constrained state at a time (each state's count grows with its own factor)
+    by bisection on ``log f_j``, sweeping until the targets of :func:`_targets` hold. A state
+    whose count does not respond to its factor (no other state claims its widths) is left
+    alone. Returns ``(posteriors, f, capped)``.
+    """
+    lf = np.log(f)
+    pj = [j for j, k in enumerate(kinds) if k == "program"]
+    e = kinds.index("erase")
+
+    def post(lf):
+        g = b * (weights * np.exp(lf - lf.max()))
         g /= g.sum(axis=1, keepdims=True)
-        counts = (g * hc[:, None]).sum(axis=0)
-        f_new, hit = _tilt(f, counts, kinds, cap=cap_for(counts), balance=balance)
-        if np.allclose(f_new, f, rtol=1e-7, atol=0):
+        return g, (g * hc[:, None]).sum(axis=0)
+
+    g, counts = post(lf)
+    hit = False
+    for _ in range(sweeps):
+        cap = cap_for(counts)
+        targets = {}
+        if balance and len(pj) > 1:
+            for j in pj:
+                targets[j] = counts[pj].mean()
+        if cap is not None and (counts[e] > cap * (1 + 1e-9) or lf[e] < 0):
+            targets[e] = min(cap, counts[e]) if lf[e] >= 0 else cap
+            hit = hit or counts[e] > cap * (1 + 1e-9)
+        worst = max((abs(counts[j] - t) / max(t, 1.0) for j, t in targets.items()),
+                    default=0.0)
+        if worst < tol:
             break
-        f = f_new
-    return g, f, hit
+        for j, t in targets.items():
+            lo, hi = lf[j] - 30.0, lf[j] + 30.0
+            if j == e:
+                hi = min(hi, 0.0)  # the cap only ever lowers the erase factor
+            probe = lf.copy()
+            probe[j] = lf[j] + 1.0
+            up = post(probe)[1][j]
+            probe[j] = lf[j] - 1.0
+            down = post(probe)[1][j]
+            if abs(up - down) < 1e-6 * max(counts[j], 1.0):
+                continue  # nothing to move
+            for _b in range(40):
+                mid = 0.5 * (lo + hi)
+                probe[j] = mid
+                c = post(probe)[1][j]
+                if c < t:
+                    lo = mid
+                else:
+                    hi = mid
+            lf[j] = 0.5 * (lo + hi)
+            g, counts = post(lf)
+    lf = np.clip(lf - lf.max(), math.log(_F_MIN), 0.0)
+    g, counts = post(lf)
+    return g, np.exp(lf), hit
 
 
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack):
@@ -526,11 +567,16 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         old = np.stack([st.dens for st in states])
         for j, st in enumerate(states):
             st.update(grid, occupied, g[:, j] * hc)
-        # The weights are the model's; the structure acts on the posteriors through f.
-        p = b * weights
-        weights = (p / p.sum(axis=1, keepdims=True) * hc[:, None]).sum(axis=0) / hc.sum()
+        # The weights follow the projected posteriors (a constrained M-step); f then only
+        # carries what the next E-step still needs to meet the structure.
+        weights = (g * hc[:, None]).sum(axis=0) / hc.sum()
+        f = np.ones(K)
         if np.abs(np.stack([st.dens for st in states]) - old).max() < 1e-7:
             break
+    b = _emissions(occupied, states)
+    f = np.ones(K)
+    _g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+    capped = capped or hit
     A = np.tile(weights, (K, 1))
     pi = weights.copy()
     if hmm_iterations:
@@ -539,7 +585,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             gamma, xi = _forward_backward(pidx, mask, states, A, pi, f)
             g = gamma[mask]
             counts = g.sum(axis=0)
-            f, hit = _tilt(f, counts, kinds, cap=cap_for(counts), balance=balance)
+            r, hit = _targets(counts, kinds, cap=cap_for(counts), balance=balance)
+            f = np.maximum(f * r / (f * r).max(), _F_MIN)
             capped = capped or hit
             for j, st in enumerate(states):
                 st.update(grid, pidx[mask], g[:, j])
