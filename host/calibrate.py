@@ -28,7 +28,7 @@ Everything is in ticks internally and reported in µs.
 import math
 from dataclasses import dataclass
 
-from .geometry import ClassifierPreset
+from .presets import Preset
 
 __all__ = [
     "DEFAULT_HINTS", "Component", "Cluster", "Calibration", "CalibrationError", "find_clusters",
@@ -213,7 +213,7 @@ class Calibration:
 
     clusters: list
     components: list
-    preset: ClassifierPreset
+    preset: Preset
     boundaries: list  # (between, and, µs, how)
     overlap: dict  # expected erases in the program window, programs outside it
     tick_seconds: float
@@ -356,7 +356,7 @@ def calibrate(histogram, params, tick_seconds, *, hints=None, glitch_us=0.2, smo
     windows = []
     for (name, _), a, b in zip(groups, cuts, cuts[1:], strict=False):
         windows.append((name, _round_us(a * us), _round_us(b * us)))
-    preset = ClassifierPreset(tuple(windows), glitch_us)
+    preset = Preset(tuple(windows), glitch_us)
     overlap = {}
     wins = {n: (lo / us, hi / us) for n, lo, hi in windows}
     if "program" in wins:

@@ -27,12 +27,15 @@ import zlib
 from array import array
 from dataclasses import dataclass, field
 
+from rbscope.gateware.link.protocol import config_from_registers
+
 from . import __version__
 from .protocol import (
     Counters,
     Histogram,
     Info,
     LinkStats,
+    Snapshot,
     Status,
     Trace,
     decode_frame_bytes,
@@ -41,8 +44,8 @@ from .protocol import (
 
 __all__ = [
     "MAGIC", "FORMAT_VERSION", "RecordKind", "CaptureRecord", "CaptureWriter", "CaptureReader",
-    "CaptureError", "SnapshotRow", "SnapshotSeries", "HistogramAccumulator",
-    "capture_to_measurement", "config_from_registers", "iter_records", "CHUNK_SIZE",
+    "CaptureError", "SnapshotSeries", "HistogramAccumulator",
+    "capture_to_measurement", "iter_records", "CHUNK_SIZE",
     "MAX_SERIES",
 ]
 
@@ -172,25 +175,6 @@ class CaptureWriter:
 # Reading -----------------------------------------------------------------------------------------
 
 
-def config_from_registers(params, registers):
-    """Return the :class:`SnifferConfig` the register values ``{name: value}`` describe."""
-    from rbscope.gateware.rb_sniffer.params import SnifferConfig
-
-    regs = registers
-    enable = 0
-    for i in range((params.channels + 31) // 32):
-        enable |= regs.get(f"CHANNEL_ENABLE_{i}", 0xFFFFFFFF) << (32 * i)
-    windows = tuple((regs.get(f"WINDOW_{k}_LO", 0), regs.get(f"WINDOW_{k}_HI", 0))
-                    for k in range(params.classes))
-    return SnifferConfig(
-        prescaler=regs.get("PRESCALER", 1),
-        glitch_ticks=regs.get("GLITCH_TICKS", 1),
-        windows=windows,
-        idle_ticks=regs.get("IDLE_TICKS_LO", 0) | regs.get("IDLE_TICKS_HI", 0) << 32,
-        enable=enable,
-    ).validate(params)
-
-
 class HistogramAccumulator:
     """Rebuild exact histogram totals from successive reads of wrapping ``hist_bits`` bins.
 
@@ -224,19 +208,6 @@ class HistogramAccumulator:
             totals[b] += (value - raw[b]) % mod
             raw[b] = value
         self.timestamp[ch] = frame.timestamp
-
-
-@dataclass
-class SnapshotRow:
-    """One complete snapshot: STATUS and the COUNTERS of every channel, with host time."""
-
-    time_ns: int
-    status: Status
-    counters: dict  # channel -> Counters
-
-    @property
-    def timestamp(self):
-        return self.status.timestamp
 
 
 def _scan(buf, pos, base, errors, final, skip):
@@ -346,7 +317,7 @@ class CaptureReader:
     keep_traces : bool
         Keep every TRACE frame in :attr:`traces` (otherwise only :attr:`trace_count`).
     on_snapshot : callable, optional
-        Called with each complete :class:`SnapshotRow`, in file order, as it is read.
+        Called with each complete :class:`~rbscope.protocol.Snapshot`, in file order, as it is read.
     chunk_size : int
         Bytes read at a time.
 
@@ -460,12 +431,12 @@ class CaptureReader:
                 self.hist = HistogramAccumulator(self.params)
             elif isinstance(frame, Status):
                 self._flush_pending()
-                self._pending = SnapshotRow(rec.time_ns, frame, {})
+                self._pending = (rec.time_ns, frame, {})
             elif isinstance(frame, Counters):
                 self.latest[frame.channel] = frame
                 p = self._pending
-                if p is not None and frame.snapshot == p.status.snapshot:
-                    p.counters[frame.channel] = frame
+                if p is not None and frame.snapshot == p[1].snapshot:
+                    p[2][frame.channel] = frame
                     self._flush_pending()
             elif isinstance(frame, Histogram):
                 if self.hist is not None:
@@ -491,9 +462,13 @@ class CaptureReader:
             self.events.append((rec.time_ns, rec.data))
 
     def _flush_pending(self):
-        p = self._pending
-        if p is not None and self.params is not None and len(p.counters) == self.params.channels:
+        if self._pending is None or self.params is None:
+            return
+        time_ns, status, counters = self._pending
+        n = self.params.channels
+        if all(ch in counters for ch in range(n)):
             self._pending = None
+            p = Snapshot(status, [counters[ch] for ch in range(n)], time_ns)
             self.last_snapshot = p
             self.snapshot_count += 1
             if self.keep_snapshots:
@@ -552,7 +527,8 @@ class CaptureReader:
 class SnapshotSeries:
     """The snapshot time series of the last epoch, in bounded memory.
 
-    Feed it every complete :class:`SnapshotRow` in order (``CaptureReader(on_snapshot=...)``).
+    Feed it every complete :class:`~rbscope.protocol.Snapshot` in order
+    (``CaptureReader(on_snapshot=...)``).
     It keeps the timestamp and the counter words of every ``stride``-th snapshot of the current
     epoch as one compact ``array('Q')`` per kept snapshot (no frame objects), starting with
     ``stride = every``; whenever more than ``max_points`` are kept it drops every other one and
@@ -576,14 +552,14 @@ class SnapshotSeries:
         self.stride = self.every
         self.count = 0  # snapshots of the current epoch seen
         self.first = None
-        self.last_row = None  # the latest snapshot (a SnapshotRow)
+        self.last_row = None  # the latest snapshot (a Snapshot)
         self.kept = []  # [(index, timestamp, words)]
 
     @staticmethod
     def _words(row):
         out = array("Q")
-        for ch in sorted(row.counters):
-            out.extend(row.counters[ch].counters)
+        for counters in row.counters:
+            out.extend(counters.counters)
         return out
 
     def add(self, row):
@@ -624,8 +600,7 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     at most ``max_snapshots`` remain, plus the last one; ``provenance["snapshot_stride"]``
     says how many device snapshots one kept snapshot stands for.
     """
-    from .measurement import Measurement, Probe
-    from .measurement import Snapshot as MSnapshot
+    from .measurement import Measurement, Probe, SeriesPoint
     from .model import ChannelCounts
 
     series = SnapshotSeries(max_snapshots, snapshot_every)
@@ -640,20 +615,11 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     last_epoch = series.epoch
     t0 = series.first.timestamp
     width = params.counters_per_channel
-    k = params.classes
 
     def counts_of(words, with_hist):
-        out = []
-        for ch in range(params.channels):
-            c = words[ch * width:(ch + 1) * width]
-            cc = ChannelCounts.zeros(params)
-            cc.classes = list(c[:k])
-            (cc.unclassified, cc.glitch, cc.overlong, cc.partial, cc.dropped,
-             cc.busy_ticks) = c[k:k + 6]
-            if not with_hist:
-                cc.histogram = []
-            out.append(cc)
-        return out
+        hist = [0] * params.hist_bins if with_hist else ()
+        return [ChannelCounts.from_row(params, words[ch * width:(ch + 1) * width], hist)
+                for ch in range(params.channels)]
 
     rows = series.rows()
     counts = counts_of(rows[-1][1], True)
@@ -665,7 +631,7 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     for timestamp, words in rows:
         ts = timestamp - t0
         if ts > last_ts:
-            snaps.append(MSnapshot(ts, counts_of(words, False)))
+            snaps.append(SeriesPoint(ts, counts_of(words, False)))
             last_ts = ts
     last = series.last_row.status
     quiet = last.timestamp - last.quiet_since if last.quiescent else None

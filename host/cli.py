@@ -6,13 +6,19 @@ each. Commands that produce data take ``--json`` for a machine-readable result o
 Subcommands
 -----------
 ``verilog``
-    Write the gateware's Verilog (calls :func:`rbscope.gateware.export.write_all`).
+    Write the gateware's Verilog at any size (:mod:`rbscope.verilog_cli`).
 ``analyze``, ``calibrate``
     Write amplification and class windows from counts, VCD or sigrok recordings
     (:mod:`rbscope.analyze_cli`).
+``report``
+    A self-contained HTML (and PDF) report of one or more runs, and drive comparisons
+    (:mod:`rbscope.report_cli`).
 ``info``, ``configure``, ``capture``, ``dump``
     Talk to a device over a serial port or pty, record captures, print them
     (:mod:`rbscope.link_cli`).
+``selftest``
+    Check an emulator build's sniffer counts against its emulated dies' ground truth
+    (:mod:`rbscope.selftest`).
 
 Exit codes
 ----------
@@ -31,7 +37,6 @@ Exit codes
 """
 
 import argparse
-import json
 import sys
 
 from . import __version__
@@ -51,54 +56,10 @@ program, erase, ...) and counts them; the host turns those counts into reports.
 """
 
 _EPILOG = """\
-commands to come:
-  demo        run the sniffer on a simulated pulse train and show what it counts
-  report      turn a capture into a self-contained HTML report
-
 Run `rbscope COMMAND --help` for the options of one command.
 
 exit codes: 0 success, 1 failure, 2 usage error, 3 device or port error, 4 device timeout
 """
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {value}")
-    return value
-
-
-def _cmd_verilog(args: argparse.Namespace) -> int:
-    try:
-        # Imported here: Amaranth and the gateware are only needed by this command.
-        from rbscope.gateware.export import write_all
-    except ImportError as exc:
-        print(f"rbscope verilog: the gateware export is not available ({exc})", file=sys.stderr)
-        return EXIT_USAGE
-
-    options = {}
-    if args.channels is not None:
-        options["channels"] = args.channels
-    if args.classes is not None:
-        options["classes"] = args.classes
-    try:
-        paths = write_all(args.outdir, **options)
-    except ValueError as exc:
-        print(f"rbscope verilog: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        print(f"rbscope verilog: cannot write to {args.outdir}: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-
-    if args.json:
-        print(json.dumps({"written": [str(path) for path in paths]}))
-    else:
-        for path in paths:
-            print(path)
-    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,27 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rbscope {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
 
-    verilog = commands.add_parser(
-        "verilog",
-        help="write the gateware's Verilog",
-        description=(
-            "Write the Verilog of every top-level design (the R/B# sniffer) to OUTDIR, for "
-            "use with other simulators or vendor tools. Build-time options choose the size of "
-            "the design; the defaults are those of rbscope.gateware.export.write_all."
-        ),
-        epilog="example: rbscope verilog --channels 8 --classes 4 build/",
-    )
-    verilog.add_argument("outdir", metavar="OUTDIR", help="directory to write into (created)")
-    verilog.add_argument(
-        "--channels", type=_positive_int, metavar="N", help="number of R/B# inputs to watch"
-    )
-    verilog.add_argument(
-        "--classes", type=_positive_int, metavar="K", help="number of pulse-width classes"
-    )
-    verilog.add_argument(
-        "--json", action="store_true", help="print the written paths as a JSON object"
-    )
-    verilog.set_defaults(handler=_cmd_verilog)
+    from .verilog_cli import add_verilog_parser
+
+    add_verilog_parser(commands)
 
     # Imported here so that `rbscope --help` and `rbscope verilog` do not load the WA engine.
     from .analyze_cli import add_analyze_parser, add_calibrate_parser, add_sample_sysfs_parser
@@ -141,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_parser(commands)
     add_sample_sysfs_parser(commands)
 
+    from .report_cli import add_report_parser
+
+    add_report_parser(commands)
+
     from .link_cli import add_link_parsers
 
     add_link_parsers(commands)
@@ -148,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .sim_cli import add_sim_parser
 
     add_sim_parser(commands)
+
+    from .selftest import add_selftest_parser
+
+    add_selftest_parser(commands)
     return parser
 
 

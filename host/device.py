@@ -32,10 +32,11 @@ from rbscope.gateware.link.protocol import (
     EmuLink,
     Opcode,
     StatusFlags,
+    config_from_registers,
     register_map,
 )
 
-from .capture import HistogramAccumulator, config_from_registers
+from .capture import HistogramAccumulator
 from .protocol import (
     NO_TAG,
     Command,
@@ -47,6 +48,7 @@ from .protocol import (
     LinkStats,
     Response,
     ResponseStatus,
+    Snapshot,
     Status,
     Truth,
     encode_command,
@@ -54,7 +56,7 @@ from .protocol import (
 
 __all__ = [
     "Device", "DeviceError", "CommandError", "DeviceTimeout", "PortError", "DeviceChanged",
-    "Snapshot", "DEFAULT_BAUDRATE",
+    "DEFAULT_BAUDRATE",
 ]
 
 #: The link rate of real boards (FTDI bridge, 8N1).
@@ -99,28 +101,6 @@ class CommandError(DeviceError):
         elif address is not None and opcode in (Opcode.READ_REG, Opcode.WRITE_REG):
             where = f" on address 0x{address:04x}"
         super().__init__(f"{op}{where} failed: {st}")
-
-
-@dataclass
-class Snapshot:
-    """A complete snapshot: the STATUS frame and one COUNTERS frame per channel."""
-
-    status: Status
-    counters: list  # index = channel
-    time_ns: int = 0
-    arrival: int = field(default=0, repr=False)  # frames received before it completed
-
-    @property
-    def timestamp(self):
-        return self.status.timestamp
-
-    @property
-    def epoch(self):
-        return self.status.epoch
-
-    @property
-    def solicited(self):
-        return self.status.solicited
 
 
 @dataclass

@@ -31,13 +31,14 @@ from rbscope.gateware.link.protocol import (
     Access,
     FrameType,
     Opcode,
+    ResponseStatus,
     StatusFlags,
+    config_from_registers,
     register_map,
+    register_values,
 )
-from rbscope.gateware.link.protocol import Status as RStatus
 from rbscope.gateware.rb_sniffer.params import Counter
 
-from .capture import config_from_registers
 from .model import SYNC_LATENCY, ChannelCounts, ChannelTracker, SnifferModel
 from .protocol import NO_TAG, Command, FrameDecoder, encode_frame, encode_payload, info_values
 
@@ -53,25 +54,6 @@ class LinkFaults:
     garbage: float = 0.0  #: send 1–20 random bytes before a frame
     rx_flip: float = 0.0  #: flip one random bit of a command received
     seed: int = 0
-
-
-def _field_width(params, reg):
-    f = reg.field
-    if f == "prescaler":
-        return params.prescaler_bits
-    if f == "glitch_ticks":
-        return params.glitch_bits
-    if f == "idle_ticks":
-        return min(32, params.timestamp_bits - reg.shift)
-    if f.startswith("windows."):
-        return params.width_bits
-    if f == "enable":
-        return min(32, params.channels - reg.shift)
-    if f == "link.trace_enable":
-        return 1
-    if f == "link.hist_period":
-        return 16
-    return 32
 
 
 class FakeDevice:
@@ -124,7 +106,7 @@ class FakeDevice:
         self.regmap = {r.address: r for r in register_map(params, snapshot_period=period)}
         self.regs = {r.name: r.reset for r in self.regmap.values()}
         if config is not None:
-            self._load_config(config.validate(params))
+            self.regs.update(register_values(params, config))
         self._lock = threading.RLock()
         self._master = self._slave = None
         self.path = None
@@ -283,17 +265,6 @@ class FakeDevice:
 
     # Model ---------------------------------------------------------------------------------------
 
-    def _load_config(self, config):
-        self.regs["PRESCALER"] = config.prescaler
-        self.regs["GLITCH_TICKS"] = config.glitch_ticks
-        self.regs["IDLE_TICKS_LO"] = config.idle_ticks & 0xFFFFFFFF
-        self.regs["IDLE_TICKS_HI"] = config.idle_ticks >> 32
-        for i in range((self.params.channels + 31) // 32):
-            self.regs[f"CHANNEL_ENABLE_{i}"] = (config.enable >> (32 * i)) & 0xFFFFFFFF
-        for k, (lo, hi) in enumerate(config.windows):
-            self.regs[f"WINDOW_{k}_LO"] = lo
-            self.regs[f"WINDOW_{k}_HI"] = hi
-
     @property
     def config(self):
         return config_from_registers(self.params, self.regs)
@@ -368,14 +339,7 @@ class FakeDevice:
             c = ChannelCounts.zeros(p)
         else:
             c = self._trackers[ch].counts
-        b = self._baseline[ch]
-        out = ChannelCounts.zeros(p)
-        out.classes = [x - y for x, y in zip(c.classes, b.classes, strict=True)]
-        for name in ("unclassified", "glitch", "overlong", "partial", "dropped", "busy_ticks"):
-            setattr(out, name, getattr(c, name) - getattr(b, name))
-        mod = 1 << p.hist_bits
-        out.histogram = [(x - y) % mod for x, y in zip(c.histogram, b.histogram, strict=True)]
-        return out
+        return c.minus(self._baseline[ch], p)
 
     # Frames out ----------------------------------------------------------------------------------
 
@@ -420,7 +384,7 @@ class FakeDevice:
 
     def _status_values(self, solicited):
         flags = 0
-        idle = self.regs["IDLE_TICKS_LO"] | self.regs["IDLE_TICKS_HI"] << 32
+        idle = self.config.idle_ticks
         if self._lows == 0 and self._ts - self._ready_since >= idle:
             flags |= StatusFlags.QUIESCENT
         if self.regs["TRACE_ENABLE"]:
@@ -500,11 +464,11 @@ class FakeDevice:
         bad = stats.errors + stats.no_params - before
         for _ in range(bad):
             self.rx_errors += 1
-            self._respond(NO_TAG, 0, RStatus.BAD_FRAME)
+            self._respond(NO_TAG, 0, ResponseStatus.BAD_FRAME)
         for frame in frames:
             if not isinstance(frame, Command):
                 self.rx_errors += 1
-                self._respond(NO_TAG, 0, RStatus.BAD_FRAME)
+                self._respond(NO_TAG, 0, ResponseStatus.BAD_FRAME)
                 continue
             self.rx_frames += 1
             self._command(frame)
@@ -513,52 +477,46 @@ class FakeDevice:
         op, tag, addr, value = cmd.opcode, cmd.tag, cmd.address, cmd.value
         self._advance(self._now_cycle())
         if op == Opcode.PING:
-            self._respond(tag, op, RStatus.OK)
+            self._respond(tag, op, ResponseStatus.OK)
         elif op == Opcode.READ_INFO:
-            self._respond(tag, op, RStatus.OK)
+            self._respond(tag, op, ResponseStatus.OK)
             self._send_info()
         elif op == Opcode.READ_REG:
             reg = self.regmap.get(addr)
             if reg is None:
-                self._respond(tag, op, RStatus.BAD_ADDRESS, addr)
+                self._respond(tag, op, ResponseStatus.BAD_ADDRESS, addr)
             else:
-                self._respond(tag, op, RStatus.OK, addr, self.regs[reg.name])
+                self._respond(tag, op, ResponseStatus.OK, addr, self.regs[reg.name])
         elif op == Opcode.WRITE_REG:
             reg = self.regmap.get(addr)
             if reg is None:
-                self._respond(tag, op, RStatus.BAD_ADDRESS, addr)
+                self._respond(tag, op, ResponseStatus.BAD_ADDRESS, addr)
             elif reg.access is not Access.RW:
-                self._respond(tag, op, RStatus.READ_ONLY, addr)
-            elif value >= 1 << _field_width(self.params, reg):
-                self._respond(tag, op, RStatus.BAD_VALUE, addr)
+                self._respond(tag, op, ResponseStatus.READ_ONLY, addr)
+            elif value >= 1 << reg.bits:
+                self._respond(tag, op, ResponseStatus.BAD_VALUE, addr)
             else:
                 if reg.name == "PRESCALER":
                     self._advance(self._now_cycle())
                 self.regs[reg.name] = value
                 if reg.name == "SNAPSHOT_PERIOD":
                     self._next_snapshot = self._cycle + value if value else None
-                self._respond(tag, op, RStatus.OK, addr, value)
+                self._respond(tag, op, ResponseStatus.OK, addr, value)
         elif op == Opcode.SNAPSHOT:
-            self._respond(tag, op, RStatus.OK)
+            self._respond(tag, op, ResponseStatus.OK)
             self._send_snapshot(solicited=True)
         elif op == Opcode.READ_HISTOGRAMS:
-            self._respond(tag, op, RStatus.OK)
+            self._respond(tag, op, ResponseStatus.OK)
             self._send_histograms()
         elif op == Opcode.CLEAR:
             self.epoch = (self.epoch + 1) & 0xFFFF
             if self._trackers is None and self.start_mode == "clear":
                 self._start_stimulus()
             else:
-                self._baseline = [self._copy(self._trackers[ch].counts) if self._trackers
+                self._baseline = [self._trackers[ch].counts.copy() if self._trackers
                                   else ChannelCounts.zeros(self.params)
                                   for ch in range(self.params.channels)]
                 self.hist_preload = 0
-            self._respond(tag, op, RStatus.OK, 0, self.epoch)
+            self._respond(tag, op, ResponseStatus.OK, 0, self.epoch)
         else:
-            self._respond(tag, op, RStatus.UNKNOWN_OPCODE)
-
-    @staticmethod
-    def _copy(c):
-        return ChannelCounts(list(c.classes), c.unclassified, c.glitch, c.overlong, c.partial,
-                             c.dropped, c.busy_ticks, list(c.histogram))
-
+            self._respond(tag, op, ResponseStatus.UNKNOWN_OPCODE)

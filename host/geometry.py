@@ -42,16 +42,14 @@ its NAND. ``examples/geometry/`` holds the four drives of the RB-Explorer paper.
 Every loader error is a :class:`GeometryError` naming the file and the offending key.
 """
 
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rbscope.gateware.rb_sniffer.params import SnifferConfig
+from .presets import CLASS_NAMES, Preset, PresetError, from_table
 
 __all__ = [
-    "GeometryError", "Geometry", "ClassifierPreset", "DEFAULT_PRESET", "load_geometry",
-    "load_preset", "parse_geometry", "parse_preset", "example_geometries", "format_preset",
+    "GeometryError", "Geometry", "load_geometry", "parse_geometry", "example_geometries",
 ]
 
 PROGRAM_MODELS = ("single-plane", "multi-plane")
@@ -69,15 +67,17 @@ def _where(source, key):
 
 
 def _int(source, key, value, lo=1):
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise GeometryError(f"{_where(source, key)} must be an integer >= {lo}, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= 1 << 48:
+        raise GeometryError(f"{_where(source, key)} must be an integer from {lo} to 2**48, "
+                            f"not {value!r}")
     return value
 
 
 def _num(source, key, value, lo=0.0):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < lo:
-        raise GeometryError(f"{_where(source, key)} must be a number >= {lo}, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not lo <= value <= 1e15:
+        raise GeometryError(f"{_where(source, key)} must be a number from {lo} to 1e15, "
+                            f"not {value!r}")
     return float(value)
 
 
@@ -114,79 +114,6 @@ def _no_unknown(source, table, name, allowed):
 
 
 @dataclass(frozen=True)
-class ClassifierPreset:
-    """Named class windows and glitch filter in microseconds.
-
-    Parameters
-    ----------
-    windows : tuple of (str, float, float)
-        ``(name, lo_us, hi_us)`` half-open windows in priority order (first match wins).
-    glitch_us : float
-        Low pulses shorter than this are glitches.
-    """
-
-    windows: tuple
-    glitch_us: float = 0.0
-
-    def __post_init__(self):
-        names = [w[0] for w in self.windows]
-        if len(set(names)) != len(names):
-            raise GeometryError(f"classifier window names must be unique, not {names!r}")
-        for name, lo, hi in self.windows:
-            if not 0 <= lo < hi:
-                raise GeometryError(f"classifier.windows.{name} must have 0 <= lo < hi, "
-                                    f"not [{lo}, {hi}]")
-
-    @property
-    def names(self):
-        return tuple(w[0] for w in self.windows)
-
-    def to_config(self, params, tick_seconds, *, prescaler=1, idle_ticks=None, enable=-1):
-        """Return ``(SnifferConfig, class_names, notes)`` for ``params`` at ``tick_seconds``.
-
-        A window edge ``x`` µs becomes ``round(x / tick)`` ticks; an upper edge beyond the width
-        counter becomes ``2**width_bits - 1`` (every classifiable width). ``notes`` lists what had
-        to be clamped. ``idle_ticks`` defaults to one second of ticks (clamped).
-        """
-        if len(self.windows) > params.classes:
-            raise GeometryError(f"the preset has {len(self.windows)} windows but the sniffer "
-                                f"has only {params.classes} classes")
-        notes = []
-        tick_us = tick_seconds * 1e6
-        windows = []
-        for name, lo, hi in self.windows:
-            tlo, thi = round(lo / tick_us), round(hi / tick_us)
-            if thi > params.max_width:
-                if tlo < params.max_width:
-                    notes.append(f"window {name}: upper edge {hi} µs is beyond the width counter "
-                                 f"({params.max_width} ticks); clamped")
-                thi = min(thi, params.max_width)
-                tlo = min(tlo, params.max_width)
-            if tlo == thi and lo < hi:
-                notes.append(f"window {name} [{lo}, {hi}) µs is empty at a {tick_us:g} µs tick")
-            windows.append((tlo, thi))
-        glitch = round(self.glitch_us / tick_us)
-        gmax = (1 << params.glitch_bits) - 1
-        if glitch > gmax:
-            notes.append(f"glitch filter {self.glitch_us} µs is {glitch} ticks; clamped to {gmax}")
-            glitch = gmax
-        if idle_ticks is None:
-            idle_ticks = max(1, round(1.0 / tick_seconds))
-        idle_ticks = min(idle_ticks, (1 << params.timestamp_bits) - 1)
-        config = SnifferConfig(prescaler=prescaler, glitch_ticks=glitch, windows=tuple(windows),
-                               idle_ticks=idle_ticks, enable=enable)
-        return config.validate(params), self.names, notes
-
-
-#: Windows used when neither a geometry nor a preset gives any: a generic MLC die (µs).
-DEFAULT_PRESET = ClassifierPreset(
-    windows=(("cache", 1.5, 12.0), ("read", 12.0, 150.0), ("program", 150.0, 2300.0),
-             ("erase", 2300.0, 20000.0)),
-    glitch_us=0.2,
-)
-
-
-@dataclass(frozen=True)
 class Geometry:
     """The layout of an SSD's flash array, as the WA engine needs it.
 
@@ -207,7 +134,7 @@ class Geometry:
     warranty_years : float or None
     timing : dict of str to (float, float)
         Operation time ranges in µs.
-    classifier : ClassifierPreset or None
+    classifier : Preset or None
     description : str
     """
 
@@ -226,7 +153,7 @@ class Geometry:
     pe_cycles: int | None = None
     warranty_years: float | None = None
     timing: dict = field(default_factory=dict)
-    classifier: ClassifierPreset | None = None
+    classifier: Preset | None = None
     description: str = ""
 
     def __post_init__(self):
@@ -281,22 +208,10 @@ class Geometry:
         }
 
 
-def _parse_classifier(source, table):
-    _no_unknown(source, table, "[classifier]", ("glitch_us", "windows", "tick_ns"))
-    windows_t = _table(source, table, "windows", required=True)
-    windows = []
-    for name, value in windows_t.items():
-        lo, hi = _range(source, f"classifier.windows.{name}", value)
-        if not lo < hi:
-            raise GeometryError(f"{_where(source, f'classifier.windows.{name}')} must have "
-                                f"lo < hi, not {value!r}")
-        windows.append((name, lo, hi))
-    if not windows:
-        raise GeometryError(f"{_where(source, 'classifier.windows')} has no window")
-    glitch = _num(source, "classifier.glitch_us", table.get("glitch_us", 0.0))
+def _parse_classifier(source, table, name):
     try:
-        return ClassifierPreset(tuple(windows), glitch)
-    except GeometryError as exc:
+        return from_table(name, table, where="classifier")
+    except PresetError as exc:
         raise GeometryError(f"{source}: {exc}") from None
 
 
@@ -315,6 +230,9 @@ def _load_toml(text_or_path, source):
         return tomllib.loads(text), source
     except tomllib.TOMLDecodeError as exc:
         raise GeometryError(f"{source or 'TOML'}: invalid TOML: {exc}") from None
+    except (RecursionError, ValueError) as exc:  # 1000-deep arrays, 4301-digit integers
+        raise GeometryError(f"{source or 'TOML'}: invalid TOML: "
+                            f"{str(exc) or type(exc).__name__}") from None
 
 
 def parse_geometry(text, source=""):
@@ -359,10 +277,13 @@ def parse_geometry(text, source=""):
                                         endurance["warranty_years"])
     timing = {}
     for key, value in _table(source, doc, "timing").items():
+        if key not in CLASS_NAMES:
+            raise GeometryError(f"{_where(source, 'timing.' + key)} is not a class; allowed: "
+                                f"{', '.join(CLASS_NAMES)}")
         timing[key] = _range(source, f"timing.{key}", value)
     classifier = None
     if "classifier" in doc:
-        classifier = _parse_classifier(source, _table(source, doc, "classifier"))
+        classifier = _parse_classifier(source, _table(source, doc, "classifier"), name)
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise GeometryError(f"{_where(source, 'description')} must be a string")
@@ -384,33 +305,8 @@ def load_geometry(path):
     return parse_geometry(p, str(path))
 
 
-def parse_preset(text, source=""):
-    """Parse a TOML document with a ``[classifier]`` table (a preset or a geometry file)."""
-    doc, source = _load_toml(text, source)
-    table = _table(source, doc, "classifier", required=True)
-    return _parse_classifier(source, table)
-
-
-def load_preset(path):
-    """Load the classifier preset of a preset or geometry file."""
-    return parse_preset(Path(path), str(path))
-
-
 def example_geometries():
     """Return ``{name: path}`` of the bundled example geometries."""
     if not EXAMPLES.is_dir():
         return {}
     return {p.stem: p for p in sorted(EXAMPLES.glob("*.toml"))}
-
-
-def format_preset(preset, comments=()):
-    """Return a preset as TOML text (a ``[classifier]`` table), with leading ``# comments``."""
-    lines = [f"# {c}" if c else "#" for c in comments]
-    if lines:
-        lines.append("")
-    lines += ["[classifier]", f"glitch_us = {preset.glitch_us:.6g}", "",
-              "[classifier.windows]  # half-open [lo, hi) in microseconds, first match wins"]
-    for name, lo, hi in preset.windows:
-        key = name if name.replace("_", "").replace("-", "").isalnum() else f'"{name}"'
-        lines.append(f"{key} = [{lo:.6g}, {hi:.6g}]")
-    return "\n".join(lines) + "\n"

@@ -101,6 +101,8 @@ def _preset_from_args(args):
 
 @_device_errors("configure")
 def _cmd_configure(args):
+    from rbscope.gateware.link.protocol import config_from_registers
+
     from .presets import PRESETS
     if args.list:
         if args.json:
@@ -131,9 +133,9 @@ def _cmd_configure(args):
         else:
             print(f"preset {preset.name}: {preset.description}")
             print(f"tick {tick * 1e6:g} µs (prescaler {back['PRESCALER']})")
-            for k in range(dev.params.classes):
-                lo, hi = back.get(f"WINDOW_{k}_LO", 0), back.get(f"WINDOW_{k}_HI", 0)
-                name = preset.class_names[k] if k < len(preset.class_names) else f"class{k}"
+            config = config_from_registers(dev.params, {**dev.registers, **back})
+            for k, (lo, hi) in enumerate(config.windows):
+                name = preset.names[k] if k < len(preset.names) else f"class{k}"
                 state = (f"[{lo}, {hi}) ticks = [{lo * tick * 1e6:g}, {hi * tick * 1e6:g}) µs"
                          if lo < hi else "off")
                 print(f"  {name:<11} {state}")
@@ -149,6 +151,7 @@ def _cmd_configure(args):
 def _cmd_capture(args):
     from .capture import CaptureWriter
     from .live import LiveView
+    from .presets import identify
     from .protocol import Status
 
     stop = {"why": None}
@@ -179,14 +182,19 @@ def _cmd_capture(args):
         for _, d in reversed(dev.events):
             if isinstance(d, dict) and d.get("class_names"):
                 names = d["class_names"]
-        tick = max(dev.registers.get("PRESCALER", 1), 1) / dev.info.clock_hz
+        config = dev.config
+        tick = max(config.prescaler, 1) / dev.info.clock_hz
         if not names:
-            # No preset was applied in this session: name each window by its bounds (ticks),
-            # as read from the device, rather than guess what it is for.
-            regs = dev.registers
-            names = tuple(f"[{regs.get(f'WINDOW_{k}_LO', 0)},{regs.get(f'WINDOW_{k}_HI', 0)})"
-                          for k in range(dev.params.classes))
-        view = LiveView(dev.params, tick, names,
+            # No preset was applied in this session: recognise a built-in preset from the
+            # windows the device holds, else name each window by its bounds (µs) rather than
+            # guess what it is for.
+            preset = identify(dev.params, dev.info.clock_hz, dev.registers)
+            if preset is not None:
+                names = tuple(preset.class_names)
+            else:
+                names = tuple(f"[{lo * tick * 1e6:g},{hi * tick * 1e6:g})µs" if lo < hi else ""
+                              for lo, hi in config.windows)
+        view = LiveView(dev.params, tick, names, idle_seconds=config.idle_ticks * tick or None,
                         json=args.json, stream=sys.stdout if args.json else sys.stderr)
         start = time.monotonic()
         end = None if args.duration is None else start + args.duration
@@ -214,6 +222,7 @@ def _cmd_capture(args):
         if args.trace:
             dev.enable_trace(False)
         view.update(final, dev.stats, force=True, extra=f"{writer.records} records")
+        view.close()
         writer.event("stop", reason=stop["why"], link=dev.stats.to_dict(),
                      queue_overflow=dev.queue_overflow)
         if not args.json:

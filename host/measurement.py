@@ -28,7 +28,7 @@ The contract (also in ``docs/wa.md``)
   enabled line had been ready at its end (the RB-Explorer method reads after long quiescence;
   ``None`` if unknown) and ``may_drop`` whether the gateware could have dropped events that the
   counts do not show (``counts[i].dropped`` counts the drops it knows of).
-* ``snapshots`` (optional) is a time series of cumulative counts: :class:`Snapshot` objects with
+* ``snapshots`` (optional) is a time series of cumulative counts: :class:`SeriesPoint` objects with
   increasing device timestamps (ticks since the start) and one ``ChannelCounts`` per channel
   whose ``histogram`` may be empty. The final counts need not repeat as a snapshot.
 * ``pulses`` (optional) maps a channel to the widths (ticks) of its measured pulses (the
@@ -46,16 +46,14 @@ from dataclasses import dataclass, field
 
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
 
-from .model import ChannelCounts
+from .model import FIXED_COUNTERS, ChannelCounts
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MeasurementError", "Probe", "Snapshot", "Measurement"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "MeasurementError", "Probe", "SeriesPoint", "Measurement"]
 
 #: Value of the ``format`` member of a saved measurement.
 FORMAT = "rbscope.measurement"
 #: Version of the saved format this code writes (and the highest it reads).
 FORMAT_VERSION = 1
-
-_FIXED = ("unclassified", "glitch", "overlong", "partial", "dropped", "busy_ticks")
 
 
 class MeasurementError(ValueError):
@@ -116,8 +114,9 @@ class Probe:
 
 
 @dataclass
-class Snapshot:
-    """Cumulative counts of every channel at one device timestamp (ticks since the start)."""
+class SeriesPoint:
+    """One point of a measurement's time series: cumulative counts of every channel at one
+    device timestamp (ticks since the start)."""
 
     timestamp: int
     counts: list
@@ -125,7 +124,7 @@ class Snapshot:
 
 def _counts_to_json(counts, with_histogram=True):
     out = {"classes": list(counts.classes)}
-    for name in _FIXED:
+    for name in FIXED_COUNTERS:
         out[name] = getattr(counts, name)
     if with_histogram:
         out["histogram"] = {str(b): n for b, n in enumerate(counts.histogram) if n}
@@ -139,7 +138,7 @@ def _counts_from_json(obj, where, params, with_histogram=True):
                                f"not {classes!r}")
     counts = ChannelCounts.zeros(params)
     counts.classes = [_int(f"{where}.classes[{k}]", v) for k, v in enumerate(classes)]
-    for name in _FIXED:
+    for name in FIXED_COUNTERS:
         setattr(counts, name, _int(f"{where}.{name}", _get(obj, name, where)))
     hist = obj.get("histogram", {}) if with_histogram else {}
     if not isinstance(hist, dict):
@@ -180,7 +179,7 @@ class Measurement:
     duration_ticks : int
     quiet_ticks : int or None
     may_drop : bool
-    snapshots : list of Snapshot
+    snapshots : list of SeriesPoint
     pulses : dict of int to sequence of int
     pulses_truncated : bool
     provenance : dict
@@ -235,8 +234,8 @@ class Measurement:
             self.quiet_ticks = _int("quiet_ticks", self.quiet_ticks)
         last = -1
         for j, snap in enumerate(self.snapshots):
-            if not isinstance(snap, Snapshot) or len(snap.counts) != n:
-                raise MeasurementError(f"snapshots[{j}] must be a Snapshot with {n} channels")
+            if not isinstance(snap, SeriesPoint) or len(snap.counts) != n:
+                raise MeasurementError(f"snapshots[{j}] must be a SeriesPoint with {n} channels")
             if snap.timestamp <= last:
                 raise MeasurementError(f"snapshots[{j}].timestamp {snap.timestamp} does not "
                                        f"increase (follows {last})")
@@ -374,7 +373,7 @@ class Measurement:
             sc = _get(so, "counts", where)
             if not isinstance(sc, list):
                 raise MeasurementError(f"{where}.counts must be a list")
-            snapshots.append(Snapshot(ts, [
+            snapshots.append(SeriesPoint(ts, [
                 _counts_from_json(o, f"{where}.counts[{i}]", params,
                                   with_histogram="histogram" in o)
                 for i, o in enumerate(sc)]))
@@ -417,6 +416,16 @@ class Measurement:
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_json())
             f.write("\n")
+
+    @classmethod
+    def open(cls, path, **options):
+        """Return the measurement of any source: a saved measurement, a capture file, a VCD or
+        a sigrok session (``options``: see :func:`rbscope.sources.open_measurement`; the
+        import's notes are in ``provenance["notes"]``)."""
+        from .sources import open_measurement
+        m, notes = open_measurement(path, **options)
+        m.provenance.setdefault("notes", list(notes))
+        return m
 
     @classmethod
     def load(cls, path):

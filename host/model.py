@@ -23,6 +23,8 @@ import operator
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rbscope.gateware.rb_sniffer.params import (
     Counter,
     EventKind,
@@ -35,11 +37,13 @@ __all__ = [
     "SYNC_LATENCY",
     "Train",
     "ChannelCounts",
+    "FIXED_COUNTERS",
     "PulseRecord",
     "ModelResult",
     "ChannelTracker",
     "QuiescenceTracker",
     "SnifferModel",
+    "hist_bin_array",
 ]
 
 #: Cycles from a pin change to the synchronised level: ``lvl(t) = pin(t - SYNC_LATENCY)``.
@@ -78,6 +82,17 @@ def _check_cycle(name, cycle):
     return value
 
 
+def hist_bin_array(widths, sub_bits):
+    """Vectorised :func:`~rbscope.gateware.rb_sniffer.params.hist_bin` of non-negative widths."""
+    w = np.asarray(widths, dtype=np.int64)
+    # frexp is exact for integers below 2**53: w = m * 2**x with 0.5 <= m < 1, so e = x - 1.
+    e = np.frexp(w.astype(np.float64))[1].astype(np.int64) - 1
+    big = w >= (1 << sub_bits)
+    shift = np.where(big, e - sub_bits, 0)
+    mantissa = (w >> shift) & ((1 << sub_bits) - 1)
+    return np.where(big, ((e - sub_bits + 1) << sub_bits) + mantissa, w)
+
+
 # Data ----------------------------------------------------------------------------------------
 
 
@@ -101,6 +116,10 @@ class Train:
 
     def __post_init__(self):
         self.initial = _check_level("initial", self.initial)
+
+
+#: The :class:`ChannelCounts` attribute of each fixed :class:`Counter`, in counter order.
+FIXED_COUNTERS = tuple(c.name.lower() for c in Counter)
 
 
 @dataclass
@@ -139,6 +158,20 @@ class ChannelCounts:
         """Return the (exact) value of the fixed counter ``counter``."""
         return getattr(self, Counter(counter).name.lower())
 
+    def copy(self, *, histogram=True):
+        """Return an independent copy (with an empty histogram unless ``histogram``)."""
+        return ChannelCounts(list(self.classes), **{n: getattr(self, n) for n in FIXED_COUNTERS},
+                             histogram=list(self.histogram) if histogram else [])
+
+    def minus(self, base, params):
+        """Return ``self - base`` counter by counter (histogram bins modulo ``hist_bits``)."""
+        mod = 1 << params.hist_bits
+        return ChannelCounts(
+            [x - y for x, y in zip(self.classes, base.classes, strict=True)],
+            **{n: getattr(self, n) - getattr(base, n) for n in FIXED_COUNTERS},
+            histogram=[(x - y) % mod for x, y in zip(self.histogram, base.histogram,
+                                                      strict=True)])
+
     def row(self, params):
         """Return the channel's counter-RAM row as the gateware lays it out.
 
@@ -164,6 +197,32 @@ class ChannelCounts:
         for counter in Counter:
             words[params.classes + counter] = self.counter(counter) & mask
         return words
+
+    @classmethod
+    def from_row(cls, params, row, histogram=()):
+        """Return the counts of a counter-RAM row read from the gateware (the inverse of
+        :meth:`row`, for counts that have not wrapped).
+
+        Parameters
+        ----------
+        params : SnifferParams
+        row : sequence of int
+            At least the ``params.counters_per_channel`` words of :meth:`row`'s layout.
+        histogram : sequence of int
+            The channel's ``params.hist_bins`` bins, or empty.
+        """
+        _check_params(params)
+        row = [operator.index(v) for v in row]
+        if len(row) < params.counters_per_channel:
+            raise ValueError(f"a counter row of {params.classes} classes has "
+                             f"{params.counters_per_channel} words, not {len(row)}")
+        histogram = [operator.index(v) for v in histogram]
+        if histogram and len(histogram) != params.hist_bins:
+            raise ValueError(f"histogram must have {params.hist_bins} bins, not "
+                             f"{len(histogram)}")
+        fixed = {name: row[params.classes + c]
+                 for c, name in zip(Counter, FIXED_COUNTERS, strict=True)}
+        return cls(classes=row[:params.classes], histogram=histogram, **fixed)
 
 
 @dataclass(slots=True)
@@ -477,6 +536,129 @@ class ChannelTracker:
         else:
             self._start = cycle
             self._saturations = 0
+
+    def change_many(self, cycles, levels):
+        """Apply many level changes at once, with numpy: the batch form of :meth:`change`.
+
+        The counts, the state and ``may_drop`` end up exactly as after calling :meth:`change` for
+        each pair in turn. Pulses that reach the saturation width, and a first pulse whose start
+        was not observed, go through :meth:`change` itself; the others are counted in bulk.
+
+        Parameters
+        ----------
+        cycles : numpy.ndarray of int64
+            Strictly increasing cycles, the first after the previous change and not before a
+            cycle already passed to :meth:`advance`.
+        levels : numpy.ndarray
+            The new levels (0 or 1); repeating the current level is allowed.
+
+        Returns
+        -------
+        (starts, ends, widths) : tuple of numpy.ndarray of int64
+            The pulses measured and not glitches (the ``END`` events that are not glitches, the
+            ones the gateware traces), in order: first low cycle, end cycle, width in ticks.
+        """
+        cycles = np.asarray(cycles, dtype=np.int64)
+        levels = np.asarray(levels)
+        empty = np.zeros(0, dtype=np.int64)
+        if not len(cycles):
+            return empty, empty, empty
+        if len(levels) != len(cycles):
+            raise ValueError(f"{len(cycles)} cycles but {len(levels)} levels")
+        self._check_time("change", int(cycles[0]))
+        if cycles[0] <= self._last_change or (len(cycles) > 1 and np.any(np.diff(cycles) <= 0)):
+            raise ValueError(f"changes must have increasing cycles after {self._last_change} on "
+                             f"channel {self.channel}")
+        if np.any((levels != 0) & (levels != 1)):
+            raise ValueError(f"levels must be 0 or 1 on channel {self.channel}")
+        last = int(cycles[-1])
+        prev = np.empty_like(levels)
+        prev[0] = self._level
+        prev[1:] = levels[:-1]
+        keep = levels != prev
+        c, lv = cycles[keep], levels[keep]
+        if not self.enabled or not len(c):
+            if len(c):
+                self._level = int(lv[-1])
+            if self._start is not None and self._saturations:
+                self.advance(last)
+            self._last_change = self._now = last
+            return empty, empty, empty
+        parts = []  # (starts, ends, widths) of the measured pulses, in order
+        k = 0
+        # The slow cases one by one: a pulse already saturating, or one low since cycle 0.
+        while k < len(c) and ((self._start is not None and (self._saturations or self._start == 0))
+                              or c[k] == 0):
+            self._apply_tracked(int(c[k]), int(lv[k]), parts)
+            k += 1
+        c, lv = c[k:], lv[k:]
+        period = self._period
+        if len(c):
+            rises = c[lv == 1]
+            falls = c[lv == 0]
+            starts = falls if self._start is None else np.concatenate(
+                ([self._start], falls)).astype(np.int64)
+            n = len(rises)
+            ticks = rises // period - starts[:n] // period
+            if n and ticks.max() >= self._max:
+                for cyc, lev in zip(c.tolist(), lv.tolist(), strict=True):  # rare: saturation
+                    self._apply_tracked(cyc, lev, parts)
+            else:
+                parts.append(self._count_ends(starts[:n], rises, ticks))
+                self._level = int(lv[-1])
+                if len(starts) > n:
+                    self._start, self._saturations = int(starts[-1]), 0
+                else:
+                    self._start = None
+        self._last_change = self._now = last
+        if self._start is not None and self._saturations:
+            self._saturate(last, [])
+        parts = [p for p in parts if len(p[0])]
+        if not parts:
+            return empty, empty, empty
+        if len(parts) == 1:
+            return parts[0]
+        return tuple(np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(3))
+
+    def _apply_tracked(self, cycle, level, parts):
+        # _apply, collecting the measured pulse it may end as a (starts, ends, widths) part.
+        start = self._start
+        out = []
+        self._apply(cycle, level, out)
+        glitch = self.params.classes + Counter.GLITCH
+        for r in out:
+            if r.kind is EventKind.END and r.index != glitch:
+                parts.append((np.array([start], dtype=np.int64),
+                              np.array([r.end_cycle], dtype=np.int64),
+                              np.array([r.width], dtype=np.int64)))
+
+    def _count_ends(self, starts, ends, widths):
+        # Bulk form of _end/_emit for armed pulses that never saturated.
+        counts = self.counts
+        real = widths >= self._glitch
+        counts.glitch += int(len(widths) - np.count_nonzero(real))
+        starts, ends, widths = starts[real], ends[real], widths[real]
+        if not len(widths):
+            return starts, ends, widths
+        k = len(self._windows)
+        index = np.full(len(widths), k, dtype=np.int64)
+        for j in reversed(range(k)):  # the lowest-numbered window containing the width wins
+            lo, hi = self._windows[j]
+            index[(widths >= lo) & (widths < hi)] = j
+        per = np.bincount(index, minlength=k + 1)
+        for j in range(k):
+            counts.classes[j] += int(per[j])
+        counts.unclassified += int(per[k])
+        counts.busy_ticks += int(widths.sum())
+        bins = hist_bin_array(widths, self.params.hist_sub_bits)
+        hist = np.bincount(bins, minlength=self.params.hist_bins)
+        for b in np.flatnonzero(hist).tolist():
+            counts.histogram[b] = (counts.histogram[b] + int(hist[b])) & self._hist_mask
+        if (self._last_event is not None and int(ends[0]) - self._last_event < self._gap) or (
+                len(ends) > 1 and int(np.diff(ends).min()) < self._gap):
+            self.may_drop = True
+        self._last_event = int(ends[-1])
+        return starts, ends, widths
 
     def advance(self, cycle):
         """Emit the events that fall before ``cycle`` with no further level change.

@@ -1,32 +1,34 @@
-"""NAND family presets for the emulator, from the timings of docs (domain guide §2).
+"""NAND families for the emulator (geometry and busy times from published timings).
 
-A preset holds a family's geometry and its busy times in microseconds; :meth:`Preset.params`
-gives the build-time :class:`EmuParams` and :meth:`Preset.config` converts the times to ticks
-for a clock frequency, a prescaler and an optional time scale (simulations divide every time by
-``scale`` so milliseconds of NAND time take thousands of cycles).
+A :class:`NandFamily` holds a family's geometry and its busy times in microseconds;
+:meth:`NandFamily.params` gives the build-time :class:`EmuParams` and :meth:`NandFamily.config`
+converts the times to ticks for a clock frequency, a prescaler and an optional time scale
+(simulations divide every time by ``scale`` so milliseconds of NAND time take thousands of cycles).
 """
 
 from dataclasses import dataclass, field
 
 from rbscope.gateware.nand_emu.params import BusyTime, EmuConfig, EmuParams
 
-__all__ = ["Preset", "PRESETS", "preset", "us_to_ticks"]
+from .presets import us_to_ticks as _us_to_ticks
+
+__all__ = ["NandFamily", "PRESETS", "preset", "us_to_ticks"]
 
 
 def us_to_ticks(us, clock_hz, prescaler=1, scale=1.0):
     """Return ``us`` microseconds (divided by ``scale``) in ticks of ``prescaler`` cycles.
 
-    Rounds to the nearest tick; a non-zero time never becomes 0 ticks.
+    Rounds to the nearest tick (:func:`rbscope.presets.us_to_ticks`); a non-zero time never
+    becomes 0 ticks.
     """
     if clock_hz <= 0 or prescaler < 1 or scale <= 0:
         raise ValueError(f"need clock_hz > 0, prescaler >= 1, scale > 0; got {clock_hz!r}, "
                          f"{prescaler!r}, {scale!r}")
-    ticks = round(us * 1e-6 * clock_hz / prescaler / scale)
-    return max(ticks, 1) if us > 0 else 0
+    return _us_to_ticks(us, prescaler * scale / clock_hz, nonzero=True)
 
 
 @dataclass(frozen=True)
-class Preset:
+class NandFamily:
     """A NAND family: geometry, busy times (µs) and the tPROG page-type map.
 
     ``t_prog_us`` lists the program time per page type (lower, upper, extra, fast);
@@ -87,20 +89,20 @@ class Preset:
 _MLC_PAIRS = (0, 1)  # lower / upper pages alternate (a simplification of real MLC maps)
 
 PRESETS = {p.name: p for p in (
-    Preset("ssd-v-mlc34", "RB-Explorer SSD-v (Intel MD332, 34 nm MLC)", 4096, 128, 128, 2048, 2,
+    NandFamily("ssd-v-mlc34", "RB-Explorer SSD-v (Intel MD332, 34 nm MLC)", 4096, 128, 128, 2048, 2,
            2, t_r_us=50, t_prog_us=(400, 1400), t_bers_us=2000, page_types=_MLC_PAIRS,
            jitter_us={"PROG0": 128, "PROG1": 512}),
-    Preset("ssd-m-mlc25", "RB-Explorer SSD-M (Micron 25 nm MLC, Crucial m4)", 4096, 224, 256,
+    NandFamily("ssd-m-mlc25", "RB-Explorer SSD-M (Micron 25 nm MLC, Crucial m4)", 4096, 224, 256,
            2048, 2, 2, t_r_us=75, t_prog_us=(500, 1800), t_bers_us=3800, page_types=_MLC_PAIRS),
-    Preset("ssd-s-slc34", "RB-Explorer SSD-S (34 nm SLC)", 4096, 224, 64, 4096, 2, 1,
+    NandFamily("ssd-s-slc34", "RB-Explorer SSD-S (34 nm SLC)", 4096, 224, 64, 4096, 2, 1,
            t_r_us=25, t_prog_us=(250,), t_bers_us=2000),
-    Preset("agrawal-slc", "Agrawal et al. SLC", 4096, 128, 64, 2048, 2, 1,
+    NandFamily("agrawal-slc", "Agrawal et al. SLC", 4096, 128, 64, 2048, 2, 1,
            t_r_us=25, t_prog_us=(200,), t_bers_us=1500),
-    Preset("hubi-mlc", "hUBI paper, Huawei MLC", 2048, 64, 128, 2048, 2, 2,
+    NandFamily("hubi-mlc", "hUBI paper, Huawei MLC", 2048, 64, 128, 2048, 2, 2,
            t_r_us=50, t_prog_us=(800, 800), t_bers_us=1500, page_types=_MLC_PAIRS),
-    Preset("samsung-k9", "Samsung K9 (Kuo thesis)", 2048, 64, 64, 1024, 2, 1,
+    NandFamily("samsung-k9", "Samsung K9 (Kuo thesis)", 2048, 64, 64, 1024, 2, 1,
            t_r_us=20, t_prog_us=(200,), t_bers_us=1500),
-    Preset("tlc-mqsim", "modern TLC (MQSim defaults)", 16384, 1024, 256, 1024, 2, 3,
+    NandFamily("tlc-mqsim", "modern TLC (MQSim defaults)", 16384, 1024, 256, 1024, 2, 3,
            t_r_us=75, t_prog_us=(750, 750, 750), t_bers_us=3800, page_types=(0, 1, 2, 0)),
 )}
 

@@ -34,22 +34,20 @@ from rbscope.gateware.link.protocol import (
     PROTOCOL_VERSION,
     FrameType,
     Opcode,
+    ResponseStatus,
     StatusFlags,
 )
 from rbscope.gateware.rb_sniffer.params import Counter, EventKind, SnifferParams
 
 __all__ = [
-    "ProtocolError", "LinkStats", "Frame", "Info", "Status", "Counters", "Histogram", "Trace",
-    "Truth", "info_values",
+    "ProtocolError", "LinkStats", "Frame", "Info", "Status", "Snapshot", "Counters", "Histogram",
+    "Trace", "Truth", "info_values",
     "Response", "Command", "FrameDecoder", "LinkMonitor", "LinkEvent", "compile_layout",
     "compile_encoder", "stuff", "unstuff", "encode_frame", "encode_payload", "encode_command",
     "frame_bytes", "decode_frame_bytes", "params_from_info", "HEADER_BYTES", "CRC_BYTES",
     "NO_TAG", "ResponseStatus",
 ]
 
-#: The command outcome enumeration of the wire protocol (``protocol.Status``), renamed here so it
-#: does not clash with the STATUS frame class :class:`Status`.
-ResponseStatus = wire.Status
 
 HEADER_BYTES = wire.layout_bytes(HEADER)
 CRC_BYTES = 4
@@ -407,6 +405,30 @@ class Command(Frame):
     value: int = 0
 
     TYPE = FrameType.COMMAND
+
+
+@dataclass
+class Snapshot:
+    """A complete snapshot: the STATUS frame and one COUNTERS frame per channel, in channel
+    order (``time_ns``: host time of its STATUS; ``arrival``: frames received before it
+    completed, on a live link)."""
+
+    status: Status
+    counters: list  # index = channel
+    time_ns: int = 0
+    arrival: int = field(default=0, repr=False)  # frames received before it completed
+
+    @property
+    def timestamp(self):
+        return self.status.timestamp
+
+    @property
+    def epoch(self):
+        return self.status.epoch
+
+    @property
+    def solicited(self):
+        return self.status.solicited
 
 
 _CLASSES = {cls.TYPE: cls for cls in (Info, Status, Counters, Histogram, Trace, Truth, Response,

@@ -56,6 +56,11 @@ def add_sim_parser(commands):
                      help="test only: unplug the port at this device time (s)")
     sim.add_argument("--vanish-for", type=float, default=0.5, metavar="S",
                      help="test only: how long the port stays away (device s, default 0.5)")
+    sim.add_argument("--emulator", type=int, metavar="DIES",
+                     help="build the NAND emulator in loopback instead: DIES emulated dies "
+                          "(1-8), sniffer channel i watching die i, driven by the on-chip "
+                          "traffic generator (for `rbscope selftest PORT`); --channels, "
+                          "--mix, --truth and the workload options then do not apply")
     sim.add_argument("--json", action="store_true", help="print events as JSON lines")
     sim.set_defaults(handler=_cmd_sim)
 
@@ -85,6 +90,23 @@ def default_setup(channels, duration_s, seed, mix=None):
     return params, config, random_trains(spec, seed)
 
 
+def emulator_setup(dies):
+    """Return (params, config, trains, emulator) of the simulated emulator build.
+
+    ``dies`` emulated dies of the default geometry in loopback, one sniffer channel per die;
+    the R/B# pins are idle (the gateware ignores them).
+    """
+    from .gateware.nand_emu import EmuParams
+    from .gateware.rb_sniffer import SnifferConfig, SnifferParams
+    from .model import Train
+
+    if not isinstance(dies, int) or not 1 <= dies <= 8:
+        raise ValueError(f"--emulator must be from 1 to 8 dies, not {dies}")
+    params = SnifferParams(channels=dies)
+    config = SnifferConfig(prescaler=1, glitch_ticks=1, windows=DEFAULT_WINDOWS_US)
+    return params, config, [Train(1, []) for _ in range(dies)], EmuParams(dies=dies)
+
+
 def truth_json(result, params):
     from .gateware.rb_sniffer import Counter
     return {
@@ -108,9 +130,15 @@ def _cmd_sim(args):
             text = " ".join(f"{k}={v}" for k, v in fields.items())
             print(f"rbscope sim: {event} {text}".rstrip(), flush=True)
 
+    emulator = None
     try:
-        params, config, trains = default_setup(args.channels, args.duration, args.seed,
-                                               args.mix)
+        if args.emulator is not None:
+            if args.truth or args.mix:
+                raise ValueError("--truth and --mix do not apply to an --emulator build")
+            params, config, trains, emulator = emulator_setup(args.emulator)
+        else:
+            params, config, trains = default_setup(args.channels, args.duration, args.seed,
+                                                   args.mix)
     except ValueError as exc:
         print(f"rbscope sim: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -118,7 +146,7 @@ def _cmd_sim(args):
         params, config, trains, snapshot_ms=args.snapshot_ms, link=args.link,
         flip_rate=args.flip_rate, drop_rate=args.drop_rate,
         vanish_at=int(args.vanish_at * DEFAULT_CLOCK_HZ),
-        vanish_for=int(args.vanish_for * DEFAULT_CLOCK_HZ), seed=args.seed)
+        vanish_for=int(args.vanish_for * DEFAULT_CLOCK_HZ), seed=args.seed, emulator=emulator)
     if args.truth:
         end = int(args.duration * DEFAULT_CLOCK_HZ)
         with open(args.truth, "w") as f:
@@ -138,8 +166,12 @@ def _cmd_sim(args):
         device.close()
         say("interrupted")
         return EXIT_INTERRUPTED
-    say("running", port=port, channels=params.channels, clock_hz=DEFAULT_CLOCK_HZ,
-        hint="connect with: rbscope info " + port)
+    if emulator is not None:
+        say("running", port=port, emulated_dies=emulator.dies, clock_hz=DEFAULT_CLOCK_HZ,
+            hint="check it with: rbscope selftest " + port)
+    else:
+        say("running", port=port, channels=params.channels, clock_hz=DEFAULT_CLOCK_HZ,
+            hint="connect with: rbscope info " + port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:

@@ -20,7 +20,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -239,8 +238,3 @@ class SimDevice:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def main(argv=None):  # pragma: no cover - thin CLI wrapper, see rbscope.cli
-    from .cli import main as cli_main
-    return cli_main(["sim", *(sys.argv[1:] if argv is None else argv)])

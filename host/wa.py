@@ -46,6 +46,7 @@ import math
 from dataclasses import dataclass, field
 
 from .logical import LogicalVolume
+from .model import FIXED_COUNTERS
 
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
@@ -343,7 +344,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
                     for i in range(measurement.params.classes)
                     if measurement.config.windows[i][0] < measurement.config.windows[i][1]}
     other = {f: sum(getattr(measurement.counts[ch], f) for ch in channels)
-             for f in ("unclassified", "glitch", "overlong", "partial", "dropped", "busy_ticks")}
+             for f in FIXED_COUNTERS}
     _warn(measurement, geometry, channels, k, rows, dies_probed, dies, other, class_totals,
           warnings)
 

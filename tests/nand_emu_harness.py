@@ -2,7 +2,7 @@
 
 A minimal ONFI host at the pin level: every WE#/RE# level lasts ``hold`` clock cycles (the
 emulator's synchronisers need at least one sample of each level). The cocotb driver
-(``cocotb_tests/onfi_driver.py``) is the full, timing-mode-aware one; this one keeps the
+(``rbscope.cocotb.onfi``) is the full, timing-mode-aware one; this one keeps the
 Amaranth-simulator unit tests short.
 """
 
@@ -98,6 +98,8 @@ class EmuBench:
         ctx.set(dut.read_req.payload, {"die": self.die if die is None else die,
                                        "index": EmuCounter(counter)})
         ctx.set(dut.read_req.valid, 1)
+        while not ctx.get(dut.read_req.ready):  # the counter bank answers when it gets there
+            await ctx.tick()
         await ctx.tick()
         ctx.set(dut.read_req.valid, 0)
         ctx.set(dut.read_resp.ready, 1)

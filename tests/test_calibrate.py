@@ -15,9 +15,9 @@ from rbscope.calibrate import (
     overlap_correction,
 )
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.geometry import load_preset
 from rbscope.measurement import Measurement
 from rbscope.model import ChannelCounts
+from rbscope.presets import load_toml
 
 TICK = 1e-7  # 0.1 µs
 PARAMS = SnifferParams(channels=1)
@@ -153,7 +153,7 @@ def test_cli_calibrate_writes_preset_and_decides_mp(tmp_path, capsys):
                      "--logical", "2GiB", "--mp-candidates", "1,2"]) == 0
     text = capsys.readouterr().out
     assert "Mp: 2" in text and "proposed windows" in text and "|" in text
-    preset = load_preset(out)
+    preset = load_toml(out)["preset"]
     assert preset.names == ("read", "program", "erase")
     assert cli.main(["calibrate", str(src), "--geometry", "ssd-m", "--json",
                      "--logical", "3GiB"]) == 0

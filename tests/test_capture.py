@@ -286,7 +286,7 @@ def test_bounded_reader_keeps_no_per_snapshot_objects(tmp_path):
 def test_snapshot_series_is_bounded_and_evenly_spaced():
     def row(n, epoch=1):
         status = hp.Status(0, b"", timestamp=10 * n, epoch=epoch)
-        return cap.SnapshotRow(0, status, {0: hp.Counters(0, b"", channel=0, counters=(n,))})
+        return hp.Snapshot(status, [hp.Counters(0, b"", channel=0, counters=(n,))], 0)
     s = cap.SnapshotSeries(max_points=8)
     for n in range(1000):
         s.add(row(n))

@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
@@ -34,7 +33,7 @@ def test_help_teaches():
     assert proc.returncode == 0
     assert "Ready/Busy#" in proc.stdout
     assert "verilog" in proc.stdout
-    assert "commands to come" in proc.stdout
+    assert "report" in proc.stdout and "analyze" in proc.stdout
     assert "exit codes" in proc.stdout
 
 
@@ -62,28 +61,62 @@ def test_verilog_reports_missing_export(monkeypatch, capsys, tmp_path):
     assert "gateware export is not available" in capsys.readouterr().err
 
 
-def test_verilog_passes_options_to_write_all(monkeypatch, capsys, tmp_path):
+def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):
     calls = []
 
-    def write_all(outdir, **options):
-        calls.append((outdir, options))
-        return [tmp_path / "design.v"]
+    def write_top(top, outdir, **options):
+        calls.append((top, outdir, options))
+        return tmp_path / f"{top}.v"
 
     fake = types.ModuleType("rbscope.gateware.export")
-    fake.write_all = write_all
+    fake.write_top = write_top
     monkeypatch.setitem(sys.modules, "rbscope.gateware.export", fake)
-    assert cli.main(["verilog", "--channels", "3", "--classes", "2", "--json", "out"]) == 0
-    assert calls == [("out", {"channels": 3, "classes": 2})]
-    assert json.loads(capsys.readouterr().out) == {"written": [str(tmp_path / "design.v")]}
+    argv = ["verilog", "--top", "sniffer", "--channels", "3", "--windows", "7", "--width-bits",
+            "16", "--timescale", "none", "--json", "out"]
+    assert cli.main(argv) == 0
+    ((top, outdir, options),) = calls
+    assert (top, outdir, options["timescale"], options["name"]) == ("sniffer", "out", None, None)
+    params = options["sniffer"]
+    assert (params.channels, params.classes, params.width_bits) == (3, 7, 16)
+    out = json.loads(capsys.readouterr().out)
+    assert out["written"] == [str(tmp_path / "sniffer.v")]
+    assert out["tops"]["sniffer"]["sniffer"]["classes"] == 7
 
+    calls.clear()
+    assert cli.main(["verilog", "--windows", "2", "--top", "sniffer", "out"]) == 0
+    assert calls[0][2]["sniffer"].classes == 5  # max(5, windows), as rbscope analyze builds
+    calls.clear()
     assert cli.main(["verilog", "out"]) == 0
-    assert calls[-1] == ("out", {})  # the export module owns the defaults
+    assert [c[0] for c in calls] == ["sniffer", "emulator", "loopback", "device"]
+    assert calls[2][2]["sniffer"].channels == calls[2][2]["emulator"].dies == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--top", "sniffer", "--width-bits", "12"], "width_bits must be an integer from 16"),
+    (["--top", "loopback", "--channels", "3", "--dies", "2"], "one channel per die"),
+    (["--name", "x"], "--name needs exactly one --top"),
+    (["--top", "emulator", "--page-bytes", "100"], "page_bytes"),
+])
+def test_verilog_bad_parameters_are_usage_errors(argv, message, capsys, tmp_path):
+    assert cli.main(["verilog", *argv, str(tmp_path / "out")]) == cli.EXIT_USAGE
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_verilog_help_creates_nothing(tmp_path):
+    for argv in (["verilog", "--help"], ["-m", "rbscope.gateware.export", "--help"]):
+        cmd = ["-m", "rbscope.cli", *argv] if argv[0] == "verilog" else argv
+        proc = subprocess.run([sys.executable, *cmd], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "max(5, N)" in proc.stdout and "--width-bits" in proc.stdout
+        assert list(tmp_path.iterdir()) == []
 
 
 def test_verilog_writes_real_design(tmp_path):
-    proc = rbscope_cmd("verilog", "--channels", "2", str(tmp_path))
+    proc = rbscope_cmd("verilog", "--top", "sniffer", "--channels", "2", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    written = [line for line in proc.stdout.splitlines() if line]
-    assert written, "no path printed"
-    for path in written:
-        assert "module" in Path(path).read_text()
+    assert proc.stdout.splitlines() == [str(tmp_path / "rb_sniffer.v")]
+    text = (tmp_path / "rb_sniffer.v").read_text()
+    assert "`timescale 1ns/1ps" in text and "module rb_sniffer(" in text
+    assert "input [1:0] rb;" in text

@@ -121,7 +121,10 @@ def test_ctrl_c_leaves_a_complete_file(fake, tmp_path):
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if out.exists() and len(CaptureReader(out).snapshots) >= 2:
+            # The capture may exist and still be empty for an instant (created, preamble not
+            # yet written): poll again then.
+            if out.exists() and out.stat().st_size > 64 and \
+                    len(CaptureReader(out).snapshots) >= 2:
                 break
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
@@ -140,24 +143,51 @@ def test_ctrl_c_leaves_a_complete_file(fake, tmp_path):
 def test_live_view_redraws_on_a_tty_and_prints_lines_otherwise():
     import io
 
-    from rbscope.device import Snapshot
     from rbscope.live import LiveView
-    from rbscope.protocol import Counters, LinkStats, Status
+    from rbscope.protocol import Counters, LinkStats, Snapshot, Status, StatusFlags
 
-    def snap(ts, n):
+    def snap(ts, n, quiet_since=0, quiescent=False):
         row = tuple([n] * PARAMS.counters_per_channel)
-        return Snapshot(Status(0, b"", timestamp=ts), [Counters(0, b"", channel=ch,
-                                                                counters=row)
-                                                       for ch in range(PARAMS.channels)])
+        return Snapshot(Status(0, b"", timestamp=ts, quiet_since=quiet_since,
+                               flags=StatusFlags.QUIESCENT if quiescent else 0),
+                        [Counters(0, b"", channel=ch, counters=row)
+                         for ch in range(PARAMS.channels)])
     tty = io.StringIO()
-    view = LiveView(PARAMS, 1e-6, ("read", "program"), stream=tty, tty=True, interval=0)
+    view = LiveView(PARAMS, 1e-6, ("read", "program"), stream=tty, tty=True, interval=0,
+                    idle_seconds=0.01, width=140)
     view.update(snap(1000, 0), LinkStats())
+    first = len(tty.getvalue())
     view.update(snap(2000, 5), LinkStats())
-    text = tty.getvalue()
-    assert "\x1b[4F" in text  # moved back over the 4 lines drawn (status, heading, 2 channels)
-    assert "5 5.0k/s" in text and "program" in text
+    redraw = tty.getvalue()[first:]
+    assert "\x1b[" in redraw  # redrawn in place over the first drawing
+    assert "5.0k/s" in redraw and "program" in redraw and "read" in redraw
+    assert "busy" in redraw  # the counts moved: no countdown
+    # Counts still, every line ready since t = 1500 µs: 3.5 ms of the 10 ms idle time left.
+    view.update(snap(8000, 5, quiet_since=1500), LinkStats())
+    assert "idle 6.5 ms of 10.0 ms: quiescent in 3.5 ms unless a line goes busy" in \
+        tty.getvalue()
+    before = len(tty.getvalue())
+    view.update(snap(9000, 5, quiet_since=1500, quiescent=True), LinkStats())
+    view.close()
+    last = tty.getvalue()[before:]
+    assert "quiescent" in last and "unless a line goes busy" not in last and "idle " not in last
     plain = io.StringIO()
     view = LiveView(PARAMS, 1e-6, ("read",), stream=plain, tty=False, interval=0)
     view.update(snap(1000, 3), LinkStats(crc_errors=2))
     assert "\x1b" not in plain.getvalue()
     assert "2 errors" in plain.getvalue() and "read=6" in plain.getvalue()
+
+
+def test_quiescence_countdown():
+    from types import SimpleNamespace as S
+
+    from rbscope.live import quiescence
+    st = S(timestamp=10_000_000, quiet_since=4_000_000, quiescent=False)
+    # 6 s idle of the 300 s RB-Explorer waits: 294 s (4 min 54 s) left.
+    text, left = quiescence(st, 300.0, 1e-6, moving=False)
+    assert left == pytest.approx(294.0) and "4 min 54 s" in text
+    assert quiescence(st, 300.0, 1e-6, moving=True) == ("busy", None)
+    assert quiescence(S(timestamp=1, quiet_since=0, quiescent=True), 300.0, 1e-6,
+                      moving=False) == ("quiescent", 0.0)
+    text, left = quiescence(st, None, 1e-6, moving=False)
+    assert left is None and text == "idle 6.0 s"

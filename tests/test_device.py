@@ -83,7 +83,7 @@ def test_known_stimulus_gives_exact_counts_and_capture(tmp_path):
         assert dev.stats.errors == 0 and dev.stats.lost_frames == 0
     r = CaptureReader(path)
     assert r.truncated == 0 and r.errors == []
-    assert [c.counters for c in r.snapshots[-1].counters.values()] == [
+    assert [c.counters for c in r.snapshots[-1].counters] == [
         c.counters for c in snap.counters]
     m = capture_to_measurement(path)
     exp = fake.expected()

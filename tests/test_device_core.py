@@ -110,7 +110,7 @@ def test_info_registers_and_errors():
         out["cfg"] = ctx.get(b.dut.sniffer.cfg)
 
     b.run(bench)
-    assert out["ping"] == (protocol.Status.OK, 0xDEADBEEF)
+    assert out["ping"] == (protocol.ResponseStatus.OK, 0xDEADBEEF)
     header, info = out["info"]
     assert header.type == protocol.FrameType.INFO
     assert (info.channels, info.classes, info.hist_bins, info.counter_bits) == (3, 5, 176, 48)
@@ -118,7 +118,7 @@ def test_info_registers_and_errors():
     assert info.uart_divisor == 4
     assert info.build_id == build_id(P, CLOCK_HZ, 4, "unit-test")
     assert bytes(info.board).rstrip(b"\0") == b"unit-test"
-    ok = protocol.Status.OK
+    ok = protocol.ResponseStatus.OK
     assert out["PRESCALER"] == (ok, 3)
     assert out["WINDOW_2_HI"] == (ok, 0xABCDEF)
     assert out["GLITCH_TICKS"] == (ok, 0xFF)  # 8-bit register: read back truncated
@@ -126,10 +126,10 @@ def test_info_registers_and_errors():
     assert out["IDLE_TICKS_HI"] == (ok, 7)
     assert out["read_window"] == (ok, 0xABCDEF)
     assert out["id"] == (ok, protocol.ID_MAGIC)
-    assert out["write_id"] == protocol.Status.READ_ONLY
-    assert out["bad_address"] == protocol.Status.BAD_ADDRESS
-    assert out["bad_opcode"] == protocol.Status.UNKNOWN_OPCODE
-    assert out["corrupt"] == (protocol.Status.BAD_FRAME, 0xFFFF)
+    assert out["write_id"] == protocol.ResponseStatus.READ_ONLY
+    assert out["bad_address"] == protocol.ResponseStatus.BAD_ADDRESS
+    assert out["bad_opcode"] == protocol.ResponseStatus.UNKNOWN_OPCODE
+    assert out["corrupt"] == (protocol.ResponseStatus.BAD_FRAME, 0xFFFF)
     cfg = out["cfg"]
     assert cfg.prescaler == 3 and cfg.windows[2].hi == 0xABCDEF and cfg.glitch_ticks == 0xFF
     assert cfg.idle_ticks == (7 << 32) | 1_000_000
@@ -198,7 +198,7 @@ def test_snapshot_histograms_clear_and_trace_match_model(trace):
     for ch in range(P.channels):
         assert hist[ch][:P.hist_bins] == model.channels[ch].histogram
         assert not any(hist[ch][P.hist_bins:])
-    assert out["clear"] == (protocol.Status.OK, 1)
+    assert out["clear"] == (protocol.ResponseStatus.OK, 1)
     (_, status2), *rows2 = out["after_clear"]
     assert status2.epoch == 1
     assert all(not any(c.counters) for _, c in rows2)

@@ -194,7 +194,7 @@ def test_command_decoder_accepts_good_and_flags_bad_frames():
                                 payload.command.address, payload.command.value))
 
     run(dut, feed, processes=[take])
-    ok, bad = protocol.Status.OK, protocol.Status.BAD_FRAME
+    ok, bad = protocol.ResponseStatus.OK, protocol.ResponseStatus.BAD_FRAME
     assert [r[0] for r in results] == [bad, ok, bad, bad, bad, bad, bad, bad, ok]
     assert results[1][1:] == (0x1234, protocol.Opcode.WRITE_REG, 0x0101, 0xC0DBC0DB)
     assert results[8][1:] == (0xFFFE, protocol.Opcode.CLEAR, 7, 0xDB)

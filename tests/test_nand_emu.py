@@ -279,6 +279,8 @@ def test_traffic_generator_drives_the_emulator():
                       EmuCounter.BLOCK_ERASES, EmuCounter.FAILED, EmuCounter.ILLEGAL):
                 ctx.set(emu.read_req.payload, {"die": die, "index": c})
                 ctx.set(emu.read_req.valid, 1)
+                while not ctx.get(emu.read_req.ready):
+                    await ctx.tick()
                 await ctx.tick()
                 ctx.set(emu.read_req.valid, 0)
                 got[c.name] = ctx.get(emu.read_resp.payload)

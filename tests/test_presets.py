@@ -4,7 +4,6 @@ import pytest
 
 from rbscope.gateware.rb_sniffer.params import SnifferParams
 from rbscope.presets import (
-    CLASS_NAMES,
     PRESETS,
     Preset,
     PresetError,
@@ -28,8 +27,8 @@ def test_presets_convert_for_real_clocks(name, clock_hz):
     regs = preset.registers(P16, clock_hz)
     tick = regs["PRESCALER"] / clock_hz
     assert abs(tick - preset.tick_us * 1e-6) <= 0.5 / clock_hz
-    program = CLASS_NAMES.index("program")
-    lo, hi = preset.windows["program"]
+    program = preset.names.index("program")
+    lo, hi = preset.window("program")
     assert regs[f"WINDOW_{program}_LO"] == round(lo * 1e-6 / tick)
     assert regs[f"WINDOW_{program}_HI"] == round(hi * 1e-6 / tick)
     config = preset.config(P16, clock_hz)
@@ -49,7 +48,7 @@ def test_window_too_long_for_the_width_counter():
 def test_prescaler_too_wide():
     p = SnifferParams(channels=1, prescaler_bits=8)
     with pytest.raises(PresetError, match="prescaler of 1000"):
-        Preset("slow", "", {}, tick_us=10).registers(p, 100_000_000)
+        Preset(name="slow", tick_us=10).registers(p, 100_000_000)
 
 
 def test_fewer_classes_than_the_preset_sets():
@@ -74,8 +73,8 @@ idle_s = 60
 erase = [3000, 12000]
 """)
     user = load_toml(f)
-    assert user["tlc3d"].windows == {"read": (40, 120), "program": (400, 3000)}
-    assert user["derived"].windows["erase"] == (3000, 12000)
+    assert user["tlc3d"].windows == (("read", 40, 120), ("program", 400, 3000))
+    assert user["derived"].window("erase") == (3000, 12000)
     assert user["derived"].tick_us == 0.5 and user["derived"].idle_s == 60
     assert get_preset("derived", user) is user["derived"]
 
@@ -83,9 +82,9 @@ erase = [3000, 12000]
 @pytest.mark.parametrize("text, message", [
     ('[preset.x]\ntick = 1\n', r"preset.x.tick is not a preset field; allowed: base, "),
     ('[preset.x.windows]\nprog = [1, 2]\n', r"preset.x.windows.prog is not a class; allowed: "
-                                            r"read, program, erase, cache_busy, reset"),
+                                            r"read, program, erase, cache, reset"),
     ('[preset.x.windows]\nread = [5]\n', r"windows.read must be \[lo, hi\] in µs"),
-    ('[preset.x.windows]\nread = [50, 5]\n', r"windows.read lo 50 is above hi 5"),
+    ('[preset.x.windows]\nread = [50, 5]\n', r"preset.x.windows.read lo 50 is not below hi 5"),
     ('[preset.x]\ntick_us = -1\n', r"tick_us must be a positive number"),
     ('[preset.x]\nbase = "zzz"\n', r"preset.x.base = 'zzz' is not a preset"),
     ('[presets.x]\n', r"unknown top-level key 'presets'"),
@@ -101,7 +100,7 @@ def test_toml_validation_names_the_field(tmp_path, text, message):
 def test_overrides():
     preset, regs = apply_overrides(PRESETS["slc34nm"], [
         "program=120:800", "tick_us=0.05", "WINDOW_4_LO=0x10"])
-    assert preset.windows["program"] == (120, 800) and preset.tick_us == 0.05
+    assert preset.window("program") == (120, 800) and preset.tick_us == 0.05
     assert regs == {"WINDOW_4_LO": 16}
     for bad, msg in [("program", "NAME=VALUE"), ("program=1", "LO:HI"),
                      ("tick_us=fast", "number"), ("PRESCALER=x", "integers"),

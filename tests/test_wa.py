@@ -8,7 +8,7 @@ import pytest
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
 from rbscope.geometry import Geometry, load_geometry
 from rbscope.logical import LogicalVolume, from_bytes
-from rbscope.measurement import Measurement, MeasurementError, Probe, Snapshot
+from rbscope.measurement import Measurement, MeasurementError, Probe, SeriesPoint
 from rbscope.model import ChannelCounts, SnifferModel, Train
 from rbscope.wa import Interval, WAError, compute_wa, decide_mp, wa_series
 
@@ -197,7 +197,7 @@ def test_series_and_json():
         c = ChannelCounts.zeros(params)
         c.classes[2] = n
         c.histogram = []
-        return Snapshot(ts, [c])
+        return SeriesPoint(ts, [c])
 
     m.snapshots = [snap(1_000_000, 100), snap(2_000_000, 250)]
     m.duration_ticks = 3_000_000

@@ -252,7 +252,7 @@ class LinkController(wiring.Component):
         def respond(status, value=0):
             m.d.sync += [
                 resp_pending.eq(1),
-                resp_data.tag.eq(Mux(status == protocol.Status.BAD_FRAME, 0xFFFF, cmd.tag)),
+                resp_data.tag.eq(Mux(status == protocol.ResponseStatus.BAD_FRAME, 0xFFFF, cmd.tag)),
                 resp_data.opcode.eq(cmd.opcode),
                 resp_data.status.eq(status),
                 resp_data.address.eq(cmd.address),
@@ -263,23 +263,23 @@ class LinkController(wiring.Component):
             with m.State("WAIT"):
                 with m.If(self.command.valid & ~resp_pending):
                     m.d.comb += self.command.ready.eq(1)
-                    with m.If(self.command.payload.status != protocol.Status.OK):
-                        respond(protocol.Status.BAD_FRAME)
+                    with m.If(self.command.payload.status != protocol.ResponseStatus.OK):
+                        respond(protocol.ResponseStatus.BAD_FRAME)
                     with m.Else():
                         with m.Switch(cmd.opcode):
                             with m.Case(protocol.Opcode.PING):
-                                respond(protocol.Status.OK, cmd.value)
+                                respond(protocol.ResponseStatus.OK, cmd.value)
                             with m.Case(protocol.Opcode.READ_INFO):
-                                respond(protocol.Status.OK)
+                                respond(protocol.ResponseStatus.OK)
                                 m.d.sync += info_pending.eq(1)
                             with m.Case(protocol.Opcode.READ_REG):
-                                respond(Mux(address_ok, protocol.Status.OK,
-                                            protocol.Status.BAD_ADDRESS), read_value)
+                                respond(Mux(address_ok, protocol.ResponseStatus.OK,
+                                            protocol.ResponseStatus.BAD_ADDRESS), read_value)
                             with m.Case(protocol.Opcode.WRITE_REG):
                                 with m.If(~address_ok):
-                                    respond(protocol.Status.BAD_ADDRESS)
+                                    respond(protocol.ResponseStatus.BAD_ADDRESS)
                                 with m.Elif(~writable):
-                                    respond(protocol.Status.READ_ONLY, read_value)
+                                    respond(protocol.ResponseStatus.READ_ONLY, read_value)
                                 with m.Else():
                                     with m.Switch(cmd.address):
                                         for address, (reg, target) in targets.items():
@@ -288,26 +288,26 @@ class LinkController(wiring.Component):
                                                     m.d.sync += target.eq(cmd.value)
                                     m.next = "WRITTEN"
                             with m.Case(protocol.Opcode.SNAPSHOT):
-                                respond(protocol.Status.OK)
+                                respond(protocol.ResponseStatus.OK)
                                 m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
                             with m.Case(protocol.Opcode.READ_HISTOGRAMS):
-                                respond(protocol.Status.OK)
+                                respond(protocol.ResponseStatus.OK)
                                 m.d.sync += hist_request.eq(1)
                             if self.emu is not None:
                                 with m.Case(protocol.Opcode.READ_TRUTH):
-                                    respond(protocol.Status.OK)
+                                    respond(protocol.ResponseStatus.OK)
                                     m.d.sync += truth_request.eq(1)
                             with m.Case(protocol.Opcode.CLEAR):
                                 m.next = "CLEAR_WAIT"
                             with m.Default():
-                                respond(protocol.Status.UNKNOWN_OPCODE)
+                                respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
                 # Answer with the value as read back (a field narrower than 32 bits truncates).
                 m.d.sync += [
                     resp_pending.eq(1),
                     resp_data.tag.eq(cmd.tag),
                     resp_data.opcode.eq(cmd.opcode),
-                    resp_data.status.eq(protocol.Status.OK),
+                    resp_data.status.eq(protocol.ResponseStatus.OK),
                     resp_data.address.eq(cmd.address),
                     resp_data.value.eq(read_value),
                 ]
@@ -325,7 +325,7 @@ class LinkController(wiring.Component):
                         resp_pending.eq(1),
                         resp_data.tag.eq(cmd.tag),
                         resp_data.opcode.eq(cmd.opcode),
-                        resp_data.status.eq(protocol.Status.OK),
+                        resp_data.status.eq(protocol.ResponseStatus.OK),
                         resp_data.address.eq(0),
                         resp_data.value.eq(self.sniffer_status.epoch),
                     ]

@@ -112,7 +112,7 @@ class FrameEncoder(wiring.Component):
 
 def decoded_command_layout():
     """A command frame as decoded: its status (OK or BAD_FRAME) and, if OK, its contents."""
-    return data.StructLayout({"status": protocol.Status, "command": protocol.COMMAND})
+    return data.StructLayout({"status": protocol.ResponseStatus, "command": protocol.COMMAND})
 
 
 class CommandDecoder(wiring.Component):
@@ -180,7 +180,8 @@ class CommandDecoder(wiring.Component):
                         m.d.sync += [
                             self.command.valid.eq(1),
                             self.command.payload.status.eq(
-                                Mux(ok, protocol.Status.OK, protocol.Status.BAD_FRAME)),
+                                Mux(ok, protocol.ResponseStatus.OK,
+                                    protocol.ResponseStatus.BAD_FRAME)),
                             self.command.payload.command.eq(command),
                         ]
                 m.d.sync += [count.eq(0), escape.eq(0), broken.eq(0)]

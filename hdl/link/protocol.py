@@ -36,14 +36,15 @@ from dataclasses import dataclass, replace
 
 from amaranth.lib import data, enum
 
-from ..rb_sniffer.params import SnifferParams
+from ..rb_sniffer.params import SnifferConfig, SnifferParams
 
 __all__ = [
     "PROTOCOL_VERSION", "GATEWARE_VERSION", "FRAME_END", "FRAME_ESC", "ESC_END", "ESC_ESC",
     "CRC_ALGORITHM", "HIST_CHUNK", "ID_MAGIC", "BOARD_NAME_BYTES",
-    "FrameType", "Opcode", "Status", "StatusFlags", "Access", "Register",
+    "FrameType", "Opcode", "ResponseStatus", "StatusFlags", "Access", "Register",
     "HEADER", "COMMAND", "RESPONSE", "info_layout", "status_layout", "counters_layout",
-    "histogram_layout", "trace_layout", "truth_layout", "register_map", "payload_layout",
+    "histogram_layout", "trace_layout", "truth_layout", "register_map", "register_values",
+    "config_from_registers", "payload_layout",
     "layout_bytes", "EmuLink", "EMU_COUNTERS", "EMU_COUNTER_BITS",
 ]
 
@@ -92,7 +93,7 @@ class Opcode(enum.IntEnum, shape=8):
     READ_TRUTH = 0x07  # RESPONSE, then one TRUTH frame per emulated die (UNKNOWN_OPCODE if none)
 
 
-class Status(enum.IntEnum, shape=8):
+class ResponseStatus(enum.IntEnum, shape=8):
     """Outcome of a command, in its RESPONSE."""
 
     OK = 0x00
@@ -133,7 +134,7 @@ COMMAND = data.StructLayout({
 RESPONSE = data.StructLayout({
     "tag": 16,
     "opcode": 8,
-    "status": Status,
+    "status": ResponseStatus,
     "address": 16,
     "value": 32,
 })
@@ -330,6 +331,17 @@ class Register:
     shift: int = 0
     reset: int = 0
     doc: str = ""
+    #: Meaningful bits: the gateware keeps only these, so a host must refuse wider values.
+    bits: int = 32
+
+    def check(self, value):
+        """Return ``value`` if it fits this register, else raise ``ValueError`` saying why."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{self.name}: a register value is an integer, not {value!r}")
+        if not 0 <= value < 1 << self.bits:
+            raise ValueError(f"{self.name} holds {self.bits} bit(s): 0 … {(1 << self.bits) - 1}"
+                             f", not {value}")
+        return value
 
 
 def register_map(params, *, snapshot_period=0, config=None, emu=None):
@@ -344,18 +356,66 @@ def register_map(params, *, snapshot_period=0, config=None, emu=None):
     regs = _registers(params, snapshot_period) + _emu_registers(emu)
     if config is None:
         return regs
+    values = register_values(params, config)
+    return [replace(reg, reset=values[reg.name]) if reg.name in values else reg for reg in regs]
+
+
+def _config_field(reg):
+    """``(SnifferConfig attribute, window index or None, 0 for lo / 1 for hi)`` of a sniffer
+    register; ``None`` for a link or emulator register."""
+    if reg.field.startswith(("link.", "emu.")):
+        return None
+    parts = reg.field.split(".")
+    if parts[0] == "windows":
+        return "windows", int(parts[1]), 0 if parts[2] == "lo" else 1
+    return parts[0], None, None
+
+
+def register_values(params, config):
+    """Return ``{register name: value}`` of the sniffer registers that hold ``config``.
+
+    The one translation from a :class:`SnifferConfig` to registers (derived from
+    :func:`register_map`); ``config`` is validated against ``params`` first (``ValueError``).
+    """
+    _check(params)
     config = config.validate(params)
-    out = []
-    for reg in regs:
-        if reg.field.startswith(("link.", "emu.")):
-            out.append(reg)
+    out = {}
+    for reg in _registers(params, 0):
+        where = _config_field(reg)
+        if where is None:
             continue
-        parts = reg.field.split(".")
-        value = getattr(config, parts[0])
-        if parts[0] == "windows":
-            value = value[int(parts[1])][0 if parts[2] == "lo" else 1]
-        out.append(replace(reg, reset=(value >> reg.shift) & 0xFFFF_FFFF))
+        name, k, edge = where
+        value = getattr(config, name)
+        if k is not None:
+            value = value[k][edge]
+        out[reg.name] = (value >> reg.shift) & ((1 << reg.bits) - 1)
     return out
+
+
+def config_from_registers(params, registers):
+    """Return the :class:`SnifferConfig` that register values ``{name: value}`` describe.
+
+    The inverse of :func:`register_values`. A register missing from ``registers`` takes its
+    reset value; a value that is not an integer or does not fit the register raises
+    ``ValueError`` naming it (nothing is truncated).
+    """
+    _check(params)
+    if not isinstance(registers, dict):
+        raise ValueError(f"register values must be a {{name: value}} object, not "
+                         f"{type(registers).__name__}")
+    fields = {"prescaler": 0, "glitch_ticks": 0, "idle_ticks": 0, "enable": 0}
+    windows = [[0, 0] for _ in range(params.classes)]
+    for reg in _registers(params, 0):
+        where = _config_field(reg)
+        if where is None:
+            continue
+        value = reg.check(registers.get(reg.name, reg.reset)) << reg.shift
+        name, k, edge = where
+        if k is None:
+            fields[name] |= value
+        else:
+            windows[k][edge] |= value
+    return SnifferConfig(windows=tuple(map(tuple, windows)), **fields).validate(params)
 
 
 def _emu_registers(emu):
@@ -367,13 +427,15 @@ def _emu_registers(emu):
     for i in range((emu.cfg_bits + 31) // 32):
         regs.append(Register(f"EMU_CFG_{i}", 0x1000 + i, Access.RW, "emu.cfg", 32 * i,
                              reset=(emu.cfg_reset >> 32 * i) & 0xFFFF_FFFF,
-                             doc="emulator configuration, bits 32i… of its packed layout"))
+                             doc="emulator configuration, bits 32i… of its packed layout",
+                             bits=min(32, emu.cfg_bits - 32 * i)))
     for i in range((emu.traffic_bits + 31) // 32):
         regs.append(Register(f"TRAFFIC_CFG_{i}", 0x1040 + i, Access.RW, "emu.traffic", 32 * i,
                              reset=(emu.traffic_reset >> 32 * i) & 0xFFFF_FFFF,
-                             doc="traffic generator programme, bits 32i… of its packed layout"))
+                             doc="traffic generator programme, bits 32i… of its packed layout",
+                             bits=min(32, emu.traffic_bits - 32 * i)))
     regs += [
-        Register("TRAFFIC_CONTROL", 0x1050, Access.RW, "emu.control",
+        Register("TRAFFIC_CONTROL", 0x1050, Access.RW, "emu.control", bits=2,
                  doc="write 1: start the traffic generator; 2: stop it (reads back 0 after)"),
         Register("TRAFFIC_BUSY", 0x1051, Access.RO, "emu.busy", doc="1 while it runs"),
         Register("TRAFFIC_STEPS", 0x1052, Access.RO, "emu.steps",
@@ -385,27 +447,32 @@ def _emu_registers(emu):
 def _registers(params, snapshot_period):
     regs = [
         Register("ID", 0x0000, Access.RO, "link.id", reset=ID_MAGIC, doc='"RBSC"'),
-        Register("PRESCALER", 0x0001, Access.RW, "prescaler", reset=1,
+        Register("PRESCALER", 0x0001, Access.RW, "prescaler", reset=1, bits=params.prescaler_bits,
                  doc="system clock cycles per tick (0 acts as 1)"),
         Register("GLITCH_TICKS", 0x0002, Access.RW, "glitch_ticks", reset=1,
+                 bits=params.glitch_bits,
                  doc="lows shorter than this many ticks are glitches"),
         Register("IDLE_TICKS_LO", 0x0003, Access.RW, "idle_ticks", 0, reset=1_000_000,
                  doc="quiescence: ticks all lines must stay ready (low 32 bits)"),
-        Register("IDLE_TICKS_HI", 0x0004, Access.RW, "idle_ticks", 32, doc="(high bits)"),
+        Register("IDLE_TICKS_HI", 0x0004, Access.RW, "idle_ticks", 32, doc="(high bits)",
+                 bits=params.timestamp_bits - 32),
         Register("SNAPSHOT_PERIOD", 0x0005, Access.RW, "link.snapshot_period",
                  reset=snapshot_period, doc="system clock cycles between snapshots; 0: off"),
-        Register("HIST_PERIOD", 0x0006, Access.RW, "link.hist_period", reset=0,
+        Register("HIST_PERIOD", 0x0006, Access.RW, "link.hist_period", reset=0, bits=16,
                  doc="send histograms after every N-th periodic snapshot; 0: on request only"),
-        Register("TRACE_ENABLE", 0x0007, Access.RW, "link.trace_enable", reset=0,
+        Register("TRACE_ENABLE", 0x0007, Access.RW, "link.trace_enable", reset=0, bits=1,
                  doc="1: send a TRACE frame per pulse while the link has room"),
     ]
     for i in range((params.channels + 31) // 32):
         mask = (1 << min(32, params.channels - 32 * i)) - 1
         regs.append(Register(f"CHANNEL_ENABLE_{i}", 0x0010 + i, Access.RW, "enable", 32 * i,
-                             reset=mask, doc=f"enable bits of channels {32 * i}…"))
+                             reset=mask, doc=f"enable bits of channels {32 * i}…",
+                             bits=min(32, params.channels - 32 * i)))
     for k in range(params.classes):
         regs.append(Register(f"WINDOW_{k}_LO", 0x0100 + 2 * k, Access.RW, f"windows.{k}.lo",
-                             doc=f"class {k} window start (ticks, inclusive)"))
+                             doc=f"class {k} window start (ticks, inclusive)",
+                             bits=params.width_bits))
         regs.append(Register(f"WINDOW_{k}_HI", 0x0101 + 2 * k, Access.RW, f"windows.{k}.hi",
-                             doc=f"class {k} window end (ticks, exclusive)"))
+                             doc=f"class {k} window end (ticks, exclusive)",
+                             bits=params.width_bits))
     return regs

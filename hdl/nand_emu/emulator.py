@@ -1,10 +1,11 @@
 """The NAND emulator: a bus front end, ``dies`` emulated dies and the ground-truth read port."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import BusFrontEnd
+from .counters import CounterBank
 from .fsm import Die
 from .layouts import bus_signature_members, config_layout, read_request_layout
 from .params import EmuParams
@@ -105,20 +106,10 @@ class NandEmulator(wiring.Component):
                           & Array(die.data_out_en for die in dies)[sel]),
         ]
 
-        # Ground-truth read port: one registered response per request.
-        resp_valid = Signal()
-        resp = Signal(p.counter_bits)
-        counters = Array(Array(die.counters[c] for c in range(len(die.counters)))
-                         for die in dies)
-        req = self.read_req.payload
-        m.d.comb += [
-            self.read_req.ready.eq(~resp_valid | self.read_resp.ready),
-            self.read_resp.valid.eq(resp_valid),
-            self.read_resp.payload.eq(resp),
-        ]
-        with m.If(self.read_req.valid & self.read_req.ready):
-            m.d.sync += [resp_valid.eq(1),
-                         resp.eq(Mux(req.die < n, counters[req.die][req.index], 0))]
-        with m.Elif(self.read_resp.ready):
-            m.d.sync += resp_valid.eq(0)
+        # Ground truth: every die's counters in one RAM with one shared adder.
+        m.submodules.counters = bank = CounterBank(p)
+        for i, die in enumerate(dies):
+            m.d.comb += bank.inc[i].eq(die.inc)
+        wiring.connect(m, wiring.flipped(self.read_req), bank.read_req)
+        wiring.connect(m, bank.read_resp, wiring.flipped(self.read_resp))
         return m

@@ -3,11 +3,15 @@
 The exact behaviour, its deviations from ONFI and the reasons are in ``docs/nand_emu.md``.
 """
 
+import functools
+import operator
+
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .counters import inc_bits
 from .layouts import config_layout
 from .onfi_rom import id_bytes, parameter_page
 from .params import BusyTime, EmuCounter, EmuParams, Storage
@@ -104,8 +108,9 @@ class Die(wiring.Component):
         The die has something to output (a status, ID, parameter, feature or page byte).
     status : Out(8)
         The status register (SR[0] FAIL, SR[1] FAILC, SR[5] ARDY, SR[6] RDY, SR[7] WP#).
-    counters : Out(ArrayLayout(counter_bits, len(EmuCounter)))
-        Ground-truth counters (cumulative, reset-less: a logic reset does not erase them).
+    inc : Out(ArrayLayout(inc_bits, len(EmuCounter)))
+        How much each ground-truth counter grows in this cycle (combinational). The counters
+        themselves live in the emulator's :class:`~.counters.CounterBank`.
     """
 
     def __init__(self, params, index=0):
@@ -121,7 +126,7 @@ class Die(wiring.Component):
             "wp": In(1, init=1),
             "cfg": In(config_layout(params)),
             "rb_low": Out(1), "data_out": Out(8), "data_out_en": Out(1), "status": Out(8),
-            "counters": Out(data.ArrayLayout(params.counter_bits, len(EmuCounter))),
+            "inc": Out(data.ArrayLayout(inc_bits(params), len(EmuCounter))),
         })
 
     def elaborate(self, platform):  # noqa: C901 (one FSM, kept in one place on purpose)
@@ -187,16 +192,16 @@ class Die(wiring.Component):
             lfsr.seed.eq(cfg.seed ^ (0x9E3779B9 * self.index & 0xFFFFFFFF)),
         ]
 
-        counters = [Signal(p.counter_bits, name=f"count_{c.name.lower()}", reset_less=True)
-                    for c in EmuCounter]
-        incs = {c: [] for c in EmuCounter}
-        for c, reg in zip(EmuCounter, counters, strict=True):
-            m.d.comb += self.counters[c].eq(reg)
+        # Counter increments by source group. The increments of one group are mutually exclusive
+        # (the branches of one command strobe, of one completion, of the background program), so
+        # a group's increments are OR-ed; the groups' are added.
+        incs = {c: {} for c in EmuCounter}
+        group = ["done"]
 
         def count(counter, amount=1):
-            incs[counter].append((Signal(pages_w, name=f"inc_{counter.name.lower()}"), amount))
-            sig, value = incs[counter][-1]
-            m.d.comb += sig.eq(value)
+            sig = Signal(pages_w, name=f"inc_{counter.name.lower()}_{group[0]}")
+            incs[counter].setdefault(group[0], []).append(sig)
+            m.d.comb += sig.eq(amount)
 
         # ---- Status ---------------------------------------------------------------------------
 
@@ -322,25 +327,31 @@ class Die(wiring.Component):
         req_row = Signal(row_w)
         reset_cmd = Signal()
 
-        jitter = Signal(p.ticks_bits + 1)
-        sel_time = Signal(BusyTime)
-        if p.jitter_bits:
-            m.d.comb += jitter.eq(lfsr.value[:p.jitter_bits] & cfg.jitter[sel_time])
+        # Busy times are looked up (an 11-way choice and the jitter addition) one cycle ahead,
+        # into registers: `prep` is low in the cycle after anything they depend on changed (a
+        # new operation, a reset, an LFSR draw), and a busy period starts only when it is high.
+        # So tWB lasts at least 2 cycles (t_wb 0 and 1 act as 2).
+        def busy_ticks(time):
+            jitter = lfsr.value[:p.jitter_bits] & cfg.jitter[time] if p.jitter_bits else 0
+            return cfg.times[time] + jitter
+
+        prep = Signal()
         load_ticks = Signal(p.ticks_bits + 1)
-        m.d.comb += [
-            sel_time.eq(op_time),
-            load_ticks.eq(cfg.times[sel_time] + jitter),
+        load_zero = Signal()
+        m.d.sync += [
+            load_ticks.eq(busy_ticks(op_time)),
+            load_zero.eq(busy_ticks(op_time) == 0),
+            prep.eq(~(req | reset_cmd | lfsr.step)),
         ]
         # The background array program of a cache program (its page type from `op_row`).
         type_bits = (p.page_type_slots - 1).bit_length()
         array_time = Signal(BusyTime)
-        array_jitter = Signal(p.ticks_bits + 1)
         array_ticks = Signal(p.ticks_bits + 1)
+        array_zero = Signal()
         m.d.comb += array_time.eq(
             BusyTime.PROG0 + cfg.page_types[op_row[:type_bits] if type_bits else 0])
-        if p.jitter_bits:
-            m.d.comb += array_jitter.eq(lfsr.value[:p.jitter_bits] & cfg.jitter[array_time])
-        m.d.comb += array_ticks.eq(cfg.times[array_time] + array_jitter)
+        m.d.sync += [array_ticks.eq(busy_ticks(array_time)),
+                     array_zero.eq(busy_ticks(array_time) == 0)]
         needs_copy = Const(0)
         if p.storage == Storage.ARRAY:
             needs_copy = (op == Op.PROG) | (op == Op.CACHE)
@@ -352,12 +363,12 @@ class Die(wiring.Component):
                 with m.If(wb_count <= 1):
                     with m.If(atimer.busy):
                         m.d.sync += [phase.eq(Phase.WAIT), pin_low.eq(1)]
-                    with m.Else():
+                    with m.Elif(prep):
                         m.d.comb += load.eq(1)
                 with m.Else():
                     m.d.sync += wb_count.eq(wb_count - 1)
             with m.Case(Phase.WAIT):
-                with m.If(~atimer.busy):
+                with m.If(~atimer.busy & prep):
                     m.d.comb += load.eq(1)
             with m.Case(Phase.BUSY):
                 with m.If(timer.done):
@@ -366,10 +377,10 @@ class Die(wiring.Component):
                     m.d.comb += complete.eq(1)
         with m.If(load):
             m.d.comb += [timer.start.eq(1), timer.ticks.eq(load_ticks), copy_start.eq(needs_copy)]
-            m.d.sync += tdone.eq(load_ticks == 0)
+            m.d.sync += tdone.eq(load_zero)
             if p.jitter_bits:
                 m.d.comb += lfsr.step.eq(1)
-            with m.If((load_ticks == 0) & ~needs_copy):
+            with m.If(load_zero & ~needs_copy):
                 m.d.comb += complete.eq(1)
             with m.Else():
                 m.d.sync += [phase.eq(Phase.BUSY), pin_low.eq(1)]
@@ -390,7 +401,7 @@ class Die(wiring.Component):
                     if p.jitter_bits:
                         m.d.comb += lfsr.step.eq(1)
                     m.d.sync += array_pages.eq(op_pages)
-                    with m.If(array_ticks == 0):
+                    with m.If(array_zero):
                         count(EmuCounter.PAGE_PROGRAMS, op_pages)
                         count(EmuCounter.PROGRAM_OPS)
                 with m.Case(Op.RCACHE):
@@ -400,9 +411,11 @@ class Die(wiring.Component):
                     count(EmuCounter.ERASE_OPS)
                 with m.Case(Op.FEAT):
                     count(EmuCounter.FEATURE_OPS)
+        group[0] = "array"
         with m.If(atimer.done):
             count(EmuCounter.PAGE_PROGRAMS, array_pages)
             count(EmuCounter.PROGRAM_OPS)
+        group[0] = "cmd"  # everything below happens on a command strobe
 
         with m.If(req):
             m.d.sync += [
@@ -666,8 +679,11 @@ class Die(wiring.Component):
 
         # ---- Counters -------------------------------------------------------------------------
 
-        for c, reg in zip(EmuCounter, counters, strict=True):
+        limit = (1 << len(self.inc[0])) - 1
+        for c in EmuCounter:
             if incs[c]:
-                total_inc = sum(sig for sig, _ in incs[c])
-                m.d.sync += reg.eq(reg + total_inc)
+                most = len(incs[c]) * ((1 << pages_w) - 1)
+                assert most <= limit, f"{c.name}: {most} per cycle exceeds the increment width"
+                m.d.comb += self.inc[c].eq(
+                    sum(functools.reduce(operator.or_, sigs) for sigs in incs[c].values()))
         return m

@@ -65,21 +65,28 @@ class BusyTimer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         remaining = Signal(self.ticks_bits)
+        last = Signal()  # remaining == 1, kept as a flag (no wide compare on the done path)
+        # The prescaler counts down to zero from `prescaler - 1`, looked up one cycle ahead
+        # (the prescaler is configuration: it does not change while a die is busy).
         pc = Signal(self.prescaler_bits)
+        reload = Signal(self.prescaler_bits)
+        m.d.sync += reload.eq(Mux(self.prescaler == 0, 0, self.prescaler - 1))
         tick = Signal()
         m.d.comb += [
-            tick.eq(pc + 1 >= self.prescaler),
-            self.done.eq(self.busy & tick & (remaining == 1)),
+            tick.eq(pc == 0),
+            self.done.eq(self.busy & tick & last),
         ]
         with m.If(self.abort):
             m.d.sync += self.busy.eq(0)
         with m.Elif(self.start):
-            m.d.sync += [remaining.eq(self.ticks), pc.eq(0), self.busy.eq(self.ticks != 0)]
+            m.d.sync += [remaining.eq(self.ticks), last.eq(self.ticks == 1),
+                         pc.eq(Mux(self.prescaler == 0, 0, self.prescaler - 1)),
+                         self.busy.eq(self.ticks != 0)]
         with m.Elif(self.busy):
-            m.d.sync += pc.eq(Mux(tick, 0, pc + 1))
+            m.d.sync += pc.eq(Mux(tick, reload, pc - 1))
             with m.If(tick):
-                m.d.sync += remaining.eq(remaining - 1)
-                with m.If(remaining == 1):
+                m.d.sync += [remaining.eq(remaining - 1), last.eq(remaining == 2)]
+                with m.If(last):
                     m.d.sync += self.busy.eq(0)
         return m
 

@@ -152,7 +152,9 @@ class TrafficGenerator(wiring.Component):
                     with m.Else():
                         m.d.comb += advance_group.eq(1)
             with m.If(advance_group):
-                m.d.sync += [group.eq(group + 1), page.eq(0), stage.eq(_Stage.PROGRAM)]
+                # An erase-only programme (no pages) erases every group, not just the first.
+                m.d.sync += [group.eq(group + 1), page.eq(0),
+                             stage.eq(Mux(cfg.pages == 0, _Stage.ERASE, _Stage.PROGRAM))]
                 with m.If(group + 1 >= cfg.blocks):
                     m.d.sync += [group.eq(0), loop.eq(loop + 1)]
                     with m.If((cfg.loops != 0) & (loop + 1 >= cfg.loops)):

@@ -12,7 +12,24 @@ from amaranth.lib import enum
 
 __all__ = [
     "Counter", "EventKind", "Space", "SnifferParams", "SnifferConfig", "hist_bin", "hist_bin_lo",
+    "DEFAULT_CLASSES", "classes_for_windows",
 ]
+
+#: Class windows of the default build: read, program, erase, cache busy, reset.
+DEFAULT_CLASSES = 5
+
+
+def classes_for_windows(windows):
+    """Return the class count K of a sniffer that holds ``windows`` class windows.
+
+    ``max(DEFAULT_CLASSES, windows)``: the default build's five windows, more when a preset has
+    more. ``rbscope analyze`` builds its model with this K, and K sets where the fixed counters
+    sit in a row (``K + Counter``), so RTL built with the same K gives rows that compare
+    directly with the model's.
+    """
+    if not isinstance(windows, int) or isinstance(windows, bool) or windows < 0:
+        raise ValueError(f"windows must be a non-negative integer, not {windows!r}")
+    return max(DEFAULT_CLASSES, windows)
 
 
 class Space(enum.IntEnum, shape=1):
@@ -100,7 +117,7 @@ class SnifferParams:
     """
 
     channels: int
-    classes: int = 5
+    classes: int = DEFAULT_CLASSES
     width_bits: int = 24
     counter_bits: int = 48
     hist_sub_bits: int = 3

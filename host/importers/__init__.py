@@ -34,10 +34,10 @@ Time base (exact definitions)
 import operator
 from array import array
 
-from rbscope.gateware.rb_sniffer.params import EventKind
+import numpy as np
 
-from ..measurement import Measurement, Probe, Snapshot
-from ..model import SYNC_LATENCY, ChannelCounts, ChannelTracker
+from ..measurement import Measurement, Probe, SeriesPoint
+from ..model import SYNC_LATENCY, ChannelTracker
 
 __all__ = ["RecordingError", "StreamClassifier", "parse_time", "format_time"]
 
@@ -77,11 +77,18 @@ def format_time(seconds):
     return f"{seconds:g} s"
 
 
+#: Buffered edges after which :meth:`StreamClassifier.edge` hands them to the model in bulk.
+FLUSH_EDGES = 1 << 16
+
+
 class StreamClassifier:
     """Feed pin edges of several channels to the bit-exact model; collect a Measurement.
 
-    Edges come in non-decreasing cycle order across channels (several per cycle allowed; the last
-    one of a channel in a cycle wins).
+    Edges come either one at a time with :meth:`edge` (non-decreasing cycle order across
+    channels, several per cycle allowed, the last one of a channel in a cycle wins; they are
+    buffered and applied in bulk) or as per-channel numpy arrays with :meth:`feed`. Either way the
+    model's :meth:`~rbscope.model.ChannelTracker.change_many` counts them, so the cost per edge is
+    a few numpy operations, not a Python call.
 
     Parameters
     ----------
@@ -94,24 +101,32 @@ class StreamClassifier:
     class_names : tuple of str
     probes : list of Probe
     snapshot_cycles : int or None
-        Record a :class:`Snapshot` every this many cycles.
+        Record a :class:`SeriesPoint` every this many cycles.
     max_pulses : int
-        Keep the widths of at most this many measured pulses (0: none).
+        Keep the widths of at most this many measured pulses (0: none). When the cap is reached
+        inside one batch, which channels' widths are kept follows channel order within it.
+    on_pulses : callable, optional
+        Called as ``on_pulses(channel, starts, ends, widths)`` with the measured pulses (numpy
+        arrays, ``lvl`` cycles and ticks) of each batch: the opcode tap labels them.
+    on_edge : callable, optional
+        Called as ``on_edge(cycle, channel, level)`` for every pin change fed (in cycle order,
+        to replay the recording elsewhere, e.g. into RTL: :mod:`rbscope.cocotb.rb`). The pin
+        levels before cycle 0 end up in the measurement's ``provenance["initial"]``.
     """
 
     def __init__(self, params, config, clock_seconds, initial, *, class_names=(), probes=(),
-                 snapshot_cycles=None, max_pulses=1_000_000):
+                 snapshot_cycles=None, max_pulses=1_000_000, on_pulses=None, on_edge=None):
         self.params = params
         self.config = config.validate(params)
         self.clock_seconds = clock_seconds
         self.class_names = class_names
         self.probes = list(probes) or [Probe(f"ch{i}") for i in range(params.channels)]
         initial = [operator.index(v) for v in initial]
+        self.initial = initial
+        self.on_edge = on_edge
         self.trackers = [ChannelTracker(params, self.config, i, initial=lvl)
                          for i, lvl in enumerate(initial)]
-        self._pending = [None] * params.channels  # (cycle, level) not yet applied
-        self._low_since = [0 if (t.enabled and lvl == 0) else None
-                           for t, lvl in zip(self.trackers, initial, strict=True)]
+        self._pin = list(initial)  # pin level after the edges applied so far
         self._last_high = 0  # lvl cycle at which the last low run of any channel ended
         self.snapshot_cycles = snapshot_cycles
         self._next_snapshot = snapshot_cycles if snapshot_cycles else None
@@ -120,67 +135,115 @@ class StreamClassifier:
         self.pulses = {i: array("Q") for i in range(params.channels)} if max_pulses else {}
         self._kept = 0
         self.pulses_truncated = False
+        self.on_pulses = on_pulses
         self._last_cycle = -1
+        self._done = 0  # every edge before this pin cycle has been applied
+        self._buf = [([], []) for _ in range(params.channels)]
+        self._buffered = 0
         self.edges = 0
 
-    def _record(self, channel, records):
-        if not self.max_pulses:
-            return
-        glitch = self.params.classes + 1
-        for r in records:
-            if r.kind is EventKind.END and r.index != glitch:
-                if self._kept >= self.max_pulses:
-                    self.pulses_truncated = True
-                    return
-                self.pulses[channel].append(r.width)
-                self._kept += 1
-
-    def _apply(self, channel, cycle, level):
+    def _apply(self, channel, cycles, levels):
+        # Pin changes (numpy, pin cycles) of one channel → the tracker (lvl cycles).
         tracker = self.trackers[channel]
-        lvl_cycle = cycle + SYNC_LATENCY
-        records = tracker.change(lvl_cycle, level)
-        if records:
-            self._record(channel, records)
-        if tracker.enabled:
-            if level == 0 and self._low_since[channel] is None:
-                self._low_since[channel] = lvl_cycle
-            elif level == 1 and self._low_since[channel] is not None:
-                self._low_since[channel] = None
-                self._last_high = max(self._last_high, lvl_cycle)
-
-    def _flush_before(self, lvl_limit):
-        for ch, pend in enumerate(self._pending):
-            if pend is not None and pend[0] + SYNC_LATENCY < lvl_limit:
-                self._apply(ch, *pend)
-                self._pending[ch] = None
+        starts, ends, widths = tracker.change_many(cycles + SYNC_LATENCY, levels)
+        if len(widths):
+            if self.max_pulses:
+                room = self.max_pulses - self._kept
+                if len(widths) > room:
+                    self.pulses_truncated = True
+                if room > 0:
+                    kept = widths[:room]
+                    self.pulses[channel].extend(kept.astype(np.uint64).tolist())
+                    self._kept += len(kept)
+            if self.on_pulses is not None:
+                self.on_pulses(channel, starts, ends, widths)
+        if tracker.enabled and len(levels):
+            prev = np.empty_like(levels)
+            prev[0] = self._pin[channel]
+            prev[1:] = levels[:-1]
+            rises = cycles[(levels == 1) & (prev == 0)]
+            if len(rises):
+                self._last_high = max(self._last_high, int(rises[-1]) + SYNC_LATENCY)
+        if len(levels):
+            self._pin[channel] = int(levels[-1])
 
     def _snapshot(self, boundary):
-        self._flush_before(boundary)
         counts = []
-        for ch, tracker in enumerate(self.trackers):
-            records = tracker.advance(boundary)
-            if records:
-                self._record(ch, records)
-            c = tracker.counts
-            counts.append(ChannelCounts(classes=list(c.classes), unclassified=c.unclassified,
-                                        glitch=c.glitch, overlong=c.overlong, partial=c.partial,
-                                        dropped=c.dropped, busy_ticks=c.busy_ticks))
+        for tracker in self.trackers:
+            tracker.advance(boundary)
+            counts.append(tracker.counts.copy(histogram=False))
         period = max(self.config.prescaler, 1)
-        self.snapshots.append(Snapshot(boundary // period, counts))
+        self.snapshots.append(SeriesPoint(boundary // period, counts))
+
+    def feed(self, limit, changes):
+        """Apply every pin change before pin cycle ``limit`` (and pass each to ``on_edge``).
+
+        Parameters
+        ----------
+        limit : int
+            No later change will be before this cycle.
+        changes : sequence of (numpy.ndarray, numpy.ndarray)
+            Per channel, the cycles (increasing, at least the previous ``limit``, below
+            ``limit``) and new levels of its pin.
+        """
+        if limit < self._done:
+            raise ValueError(f"limit {limit} is before the previous one {self._done}")
+        if self._buffered:
+            self._flush()
+        changes = [(np.asarray(c, dtype=np.int64), np.asarray(lv, dtype=np.int8))
+                   for c, lv in changes]
+        for ch, (c, _) in enumerate(changes):
+            if len(c) and (c[0] < self._done or c[-1] >= limit):
+                raise ValueError(f"channel {ch}: changes at cycles {c[0]}…{c[-1]} are outside "
+                                 f"[{self._done}, {limit})")
+        if self.on_edge is not None:
+            merged = sorted((int(cy), ch, int(lv)) for ch, (c, lvs) in enumerate(changes)
+                            for cy, lv in zip(c, lvs, strict=True))
+            for cycle, ch, level in merged:
+                self.on_edge(cycle, ch, level)
+        self._feed(limit, changes)
+
+    def _feed(self, limit, changes):
+        pos = [0] * len(changes)
+        # A snapshot at boundary B counts the changes whose lvl cycle is before B.
+        while self._next_snapshot is not None and self._next_snapshot <= limit:
+            boundary = self._next_snapshot
+            for ch, (c, lv) in enumerate(changes):
+                k = int(np.searchsorted(c, boundary - SYNC_LATENCY, side="left"))
+                if k > pos[ch]:
+                    self._apply(ch, c[pos[ch]:k], lv[pos[ch]:k])
+                    pos[ch] = k
+            self._snapshot(boundary)
+            self._next_snapshot += self.snapshot_cycles
+        for ch, (c, lv) in enumerate(changes):
+            if pos[ch] < len(c):
+                self._apply(ch, c[pos[ch]:], lv[pos[ch]:])
+        self._done = limit
+
+    def _flush(self):
+        arrays = [(np.array(cs, dtype=np.int64), np.array(ls, dtype=np.int8))
+                  for cs, ls in self._buf]
+        self._buf = [([], []) for _ in self._buf]
+        self._buffered = 0
+        self._feed(self._last_cycle + 1, arrays)
 
     def edge(self, cycle, channel, level):
         """Record that the pin of ``channel`` has ``level`` from ``cycle`` on."""
         if cycle < self._last_cycle:
             raise ValueError(f"edges must come in cycle order: {cycle} after {self._last_cycle}")
+        if cycle > self._last_cycle and self._buffered >= FLUSH_EDGES:
+            self._flush()
         self._last_cycle = cycle
-        while self._next_snapshot is not None and cycle >= self._next_snapshot:
-            self._snapshot(self._next_snapshot)
-            self._next_snapshot += self.snapshot_cycles
-        pend = self._pending[channel]
-        if pend is not None and pend[0] != cycle:
-            self._apply(channel, *pend)
-        self._pending[channel] = (cycle, level)
+        cs, ls = self._buf[channel]
+        if cs and cs[-1] == cycle:
+            ls[-1] = level
+        else:
+            cs.append(cycle)
+            ls.append(level)
+            self._buffered += 1
         self.edges += 1
+        if self.on_edge is not None:
+            self.on_edge(cycle, channel, level)
 
     def finish(self, cycles, provenance):
         """Close the recording of ``cycles`` cycles; return the :class:`Measurement`."""
@@ -188,16 +251,15 @@ class StreamClassifier:
             raise ValueError(f"the recording length {cycles} must exceed the last edge cycle "
                              f"{self._last_cycle}")
         end = cycles + SYNC_LATENCY
-        while self._next_snapshot is not None and self._next_snapshot < end:
-            self._snapshot(self._next_snapshot)
-            self._next_snapshot += self.snapshot_cycles
-        self._flush_before(end + 1)
-        for ch, tracker in enumerate(self.trackers):
-            records = tracker.finish(end)
-            if records:
-                self._record(ch, records)
+        if self._buffered:
+            self._flush()
+        # Snapshots at boundaries before `end`; every change is before `cycles`.
+        self._feed(max(end - 1, self._done), [(np.zeros(0, np.int64), np.zeros(0, np.int8))]
+                   * len(self.trackers))
+        for tracker in self.trackers:
+            tracker.finish(end)
         period = max(self.config.prescaler, 1)
-        if any(s is not None for s in self._low_since):
+        if any(t.enabled and t.low for t in self.trackers):
             quiet = 0
         else:
             quiet = end // period - self._last_high // period
@@ -208,4 +270,5 @@ class StreamClassifier:
             probes=self.probes, duration_ticks=end // period, quiet_ticks=quiet,
             may_drop=any(t.may_drop for t in self.trackers), snapshots=self.snapshots,
             pulses={ch: w for ch, w in self.pulses.items() if w},
-            pulses_truncated=self.pulses_truncated, provenance=provenance)
+            pulses_truncated=self.pulses_truncated,
+            provenance={**provenance, "initial": list(self.initial)})

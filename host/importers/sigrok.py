@@ -21,10 +21,14 @@ import os
 import re
 import zipfile
 
+import numpy as np
+
 from ..measurement import Probe
+from ..tap_model import PIN_WE, strobes_at
 from . import RecordingError, StreamClassifier
 
-__all__ = ["read_metadata", "import_sr", "parse_samplerate"]
+__all__ = ["read_metadata", "import_sr", "parse_samplerate", "samples", "pin_changes",
+           "bus_strobes"]
 
 CHUNK = 1 << 22  # bytes read from a zip member at a time (rounded down to whole samples)
 
@@ -40,6 +44,74 @@ def parse_samplerate(text, where="samplerate"):
     if rate <= 0:
         raise RecordingError(f"{where} {text!r} must be positive")
     return rate
+
+
+_DTYPES = {1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}
+
+
+def samples(data, unitsize):
+    """Return the samples of ``data`` (little-endian words of ``unitsize`` bytes) as unsigned
+    integers (the narrowest numpy type that holds them)."""
+    if unitsize in _DTYPES:
+        return np.frombuffer(data, dtype=_DTYPES[unitsize])
+    raw = np.frombuffer(data, dtype=np.uint8).reshape(-1, unitsize).astype(np.uint64)
+    out = np.zeros(len(raw), dtype=np.uint64)
+    for k in range(unitsize):
+        out |= raw[:, k] << np.uint64(8 * k)
+    return out
+
+
+def pin_changes(values, prev, bits, base):
+    """Per selected bit, the cycles and new levels where it changes within ``values``.
+
+    Parameters
+    ----------
+    values : numpy.ndarray of unsigned integers
+        Consecutive samples; sample ``i`` is cycle ``base + i``.
+    prev : int
+        The sample before ``values[0]``.
+    bits : sequence of int
+        Bit positions, one per channel.
+
+    Returns
+    -------
+    list of (numpy.ndarray, numpy.ndarray)
+        Per bit: the cycles (int64) and the levels (int8) from those cycles on.
+    """
+    # Only the samples that differ from their predecessor can change a bit: the runs of equal
+    # samples are skipped in bulk.
+    at = np.flatnonzero(values[1:] != values[:-1]) + 1
+    if values[0] != prev:
+        at = np.concatenate(([0], at))
+    new = values[at].astype(np.int64)
+    old = np.where(at > 0, values[at - 1], values.dtype.type(prev)).astype(np.int64)
+    out = []
+    for b in bits:
+        level = ((new >> b) & 1).astype(np.int8)
+        moved = level != ((old >> b) & 1)
+        out.append((at[moved].astype(np.int64) + base, level[moved]))
+    return out
+
+
+def bus_strobes(values, prev, bus_pins, base, targets, last=None):
+    """The bus strobes of the WE# rising edges within ``values`` (sample ``i`` = cycle base+i).
+
+    ``bus_pins`` maps sample bits to the tap model's pin bits: ``[(sample_bit, pin_bit)]``.
+    """
+    we_bit = next(b for b, pin in bus_pins if pin == PIN_WE)
+    we = (values >> values.dtype.type(we_bit)) & values.dtype.type(1)
+    before = np.empty_like(values)
+    before[0] = prev
+    before[1:] = values[:-1]
+    we_before = (before >> values.dtype.type(we_bit)) & values.dtype.type(1)
+    at = np.flatnonzero((we == 1) & (we_before == 0))
+    if not len(at):
+        return []
+    raw = before[at].astype(np.int64)
+    words = np.zeros(len(at), dtype=np.int64)
+    for bit, pin in bus_pins:
+        words |= ((raw >> bit) & 1) << pin
+    return strobes_at(at + base, words, targets, last)
 
 
 class SrMetadata:
@@ -123,11 +195,12 @@ def _select(meta, signals, name):
 
 
 def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=None,
-              snapshot_seconds=None, max_pulses=1_000_000, progress=None):
+              snapshot_seconds=None, max_pulses=1_000_000, progress=None, bus=None,
+              tap_for=None, on_edge=None):
     """Classify the R/B# lines of a sigrok session through the bit-exact model.
 
     Parameters are those of :func:`rbscope.importers.vcd.import_vcd`, except that the clock is
-    the sample rate; ``signals`` are probe names (or bit numbers from 0).
+    the sample rate; ``signals`` and the ``bus`` signals are probe names (or bit numbers from 0).
     """
     name = str(path)
     try:
@@ -139,6 +212,10 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
         raise RecordingError(f"{name}: not a zip archive (sigrok session): {exc}") from None
     with zf:
         meta = read_metadata(zf, name)
+        if bus is not None and not signals:
+            # Every named probe that is not a bus signal is an R/B# line.
+            taken = {sig for sig, _ in bus.pins()}
+            signals = [v for _, v in sorted(meta.probes.items()) if v not in taken]
         selected = _select(meta, signals, name)
         clock = 1.0 / meta.samplerate
         prescaler = 1
@@ -154,10 +231,19 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
         mask = 0
         for bit in bits:
             mask |= 1 << bit
-        run = re.compile(b"(" + b"." * u + b")\\1*", re.DOTALL)
+        tap = bus_pins = None
+        if bus is not None:
+            try:
+                tap = tap_for(params)
+            except ValueError as exc:
+                raise RecordingError(f"{name}: {exc}") from None
+            bus_pins = [(_select(meta, [sig], name)[0][0], pin) for sig, pin in bus.pins()]
+            for bit, _ in bus_pins:
+                mask |= 1 << bit
+            last_strobe = None
         total_samples = sum(zf.getinfo(m).file_size for m in meta.members) // u
         classifier = None
-        prev = None
+        prev = None  # the last sample of the previous chunk (masked)
         sample = 0  # index of the next sample
         done = 0
         for member in meta.members:
@@ -181,27 +267,30 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
                     if not data:
                         break
                     offset += len(data)
+                    values = samples(data, u)
+                    values = values & values.dtype.type(mask)
                     if classifier is None:
-                        first = int.from_bytes(data[:u], "little")
-                        prev = first & mask
+                        first = int(values[0])
+                        prev = first
                         classifier = StreamClassifier(
                             params, config, clock, [(first >> b) & 1 for b in bits],
                             class_names=class_names, probes=_probes(selected, probes),
                             snapshot_cycles=(max(1, round(snapshot_seconds * meta.samplerate))
                                              if snapshot_seconds else None),
-                            max_pulses=max_pulses)
-                    edge = classifier.edge
-                    base = sample
-                    for m in run.finditer(data):
-                        value = int.from_bytes(m.group(1), "little") & mask
-                        if value != prev:
-                            changed = value ^ prev
-                            cycle = base + m.start() // u
-                            for ch, b in enumerate(bits):
-                                if (changed >> b) & 1:
-                                    edge(cycle, ch, (value >> b) & 1)
-                            prev = value
-                    sample += len(data) // u
+                            max_pulses=max_pulses, on_pulses=tap and tap.label,
+                            on_edge=on_edge)
+                    n = len(values)
+                    if tap is not None:
+                        # Bus cycles first: a pulse's label depends on the strobes before it.
+                        for st in bus_strobes(values, prev, bus_pins, sample, tap.params.targets,
+                                              last_strobe):
+                            tap.strobe(st)
+                            last_strobe = st
+                    changes = pin_changes(values, prev, bits, sample)
+                    classifier.feed(sample + n, changes)
+                    classifier.edges += sum(len(c) for c, _ in changes)
+                    prev = int(values[-1])
+                    sample += n
                     done += len(data)
                     if progress is not None:
                         progress(done, total_samples * u)
@@ -213,6 +302,8 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
         "signals": [label for _, label in selected], "cycles": sample,
         "edges": classifier.edges, "members": len(meta.members), "warnings": [],
     }
+    if tap is not None:
+        provenance["bus"] = {"signals": [sig for sig, _ in bus.pins()], "strobes": tap.strobes}
     return classifier.finish(sample, provenance)
 
 

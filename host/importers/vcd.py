@@ -29,6 +29,7 @@ import re
 
 from ..measurement import Probe
 from ..model import SYNC_LATENCY
+from ..tap_model import PIN_CE, PIN_WE, BusDecoder
 from . import TIME_UNITS, RecordingError, StreamClassifier
 
 __all__ = ["VcdHeader", "read_header", "import_vcd", "write_vcd", "default_clock"]
@@ -208,7 +209,7 @@ def _ratio(what, value, unit, name):
 
 def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=None,
                unknown="hold", probes=None, snapshot_seconds=None, max_pulses=1_000_000,
-               progress=None):
+               progress=None, bus=None, tap_for=None, on_edge=None):
     """Classify the R/B# lines of a VCD file through the bit-exact model.
 
     Parameters
@@ -235,6 +236,15 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
         Per-pulse widths kept at most.
     progress : callable, optional
         Called as ``progress(bytes_read, total_bytes)`` now and then.
+    on_edge : callable, optional
+        Called as ``on_edge(cycle, channel, level)`` for every pin change on the cycle grid
+        (see :class:`~rbscope.importers.StreamClassifier`).
+    bus : rbscope.tap_model.BusSignals, optional
+        The bus signals of the channel whose dies ``signals`` are (die ``d`` = line ``d``): the
+        opcode tap's model then labels every measured pulse (see ``docs/opcode_tap.md``).
+    tap_for : callable
+        With ``bus``: ``tap_for(params) -> TapLabeller`` for the sniffer parameters in use; the
+        caller keeps the labeller to read its counts and labelled pulses.
 
     Returns
     -------
@@ -250,6 +260,11 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
         raise RecordingError(f"{name}: cannot open: {exc.strerror}") from None
     with f:
         header = read_header(f, name)
+        if bus is not None and not signals:
+            taken = {sig for sig, _ in bus.pins()}
+            signals = [var.name for var in header.variables
+                       if var.size == 1 and var.name.split(".")[-1] not in taken
+                       and var.name not in taken]
         selected = _select(header, signals, name)
         clock = default_clock(header.timescale) if clock is None else clock
         k = _ratio("clock period", clock, header.timescale, name)
@@ -260,6 +275,19 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
         by_ident = {}
         for ch, (var, pos, _label) in enumerate(selected):
             by_ident.setdefault(var.ident, []).append((ch, pos))
+        tap = decoder = None
+        bus_by_ident = {}
+        bus_level = {}
+        if bus is not None:
+            try:
+                tap = tap_for(params)
+            except ValueError as exc:
+                raise RecordingError(f"{name}: {exc}") from None
+            for sig, pin in bus.pins():
+                (var, pos, _label), = _select(header, [sig], name)
+                bus_by_ident.setdefault(var.ident, []).append((pin, pos, var.size))
+                # Idle bus until the recording says otherwise: WE# and CE# high.
+                bus_level[pin] = 1 if pin == PIN_WE or pin >= PIN_CE else 0
         nch = len(selected)
         level = [None] * nch  # pin level (None: unknown so far)
         xcount = [0] * nch
@@ -287,7 +315,7 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
         last_cycle = 0
 
         def start():
-            nonlocal classifier
+            nonlocal classifier, decoder
             initial = []
             for ch in range(nch):
                 if level[ch] is None:
@@ -301,12 +329,32 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             classifier = StreamClassifier(
                 params, config, clock, initial, class_names=class_names,
                 probes=_probes(selected, probes), snapshot_cycles=snap,
-                max_pulses=max_pulses)
+                max_pulses=max_pulses, on_pulses=tap and tap.label,
+                on_edge=on_edge)
+            if tap is not None:
+                decoder = BusDecoder(tap.params.targets,
+                                     initial=sum(v << pin for pin, v in bus_level.items()))
 
         warnings = []
 
+        def set_bus(targets, value):
+            for pin, pos, size in targets:
+                c = bit_of(value, pos, size)
+                new = 0 if c == "0" else 1 if c in "1z" else bus_level[pin]
+                if new == bus_level[pin]:
+                    continue
+                bus_level[pin] = new
+                if decoder is not None:
+                    strobe = decoder.change((now - t0) // k, pin, new)
+                    if strobe is not None:
+                        tap.strobe(strobe)
+
         def set_value(ident, value):
             nonlocal last_cycle
+            if bus_by_ident:
+                bus_targets = bus_by_ident.get(ident)
+                if bus_targets is not None:
+                    set_bus(bus_targets, value)
             targets = by_ident.get(ident)
             if targets is None:
                 return
@@ -361,6 +409,11 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                     if classifier is None and (t - t0) // k >= 1:
                         start()  # the levels of cycle 0 are the levels before it
                     now = t
+                    if decoder is not None:
+                        # Strobes before a pulse's start label it: commit the bus's past cycles.
+                        strobe = decoder.advance((t - t0) // k)
+                        if strobe is not None:
+                            tap.strobe(strobe)
                 elif c in "01xXzZ":
                     if len(word) < 2:
                         raise RecordingError(f"{name}: line {lineno}: value {word!r} has no "
@@ -394,6 +447,10 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             raise RecordingError(f"{name}: no timestamp in the value-change section")
         if classifier is None:
             start()
+        if decoder is not None:
+            strobe = decoder.finish()
+            if strobe is not None:
+                tap.strobe(strobe)
         cycles = max((now - t0) // k, last_cycle + 1)  # whole cycles, as sigrok counts
         for ch in range(nch):
             if xcount[ch]:
@@ -406,6 +463,9 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             "model_cycles": cycles + SYNC_LATENCY, "edges": classifier.edges,
             "warnings": warnings,
         }
+        if tap is not None:
+            provenance["bus"] = {"signals": [sig for sig, _ in bus.pins()],
+                                 "strobes": tap.strobes}
         if progress is not None:
             progress(total, total)
         return classifier.finish(cycles, provenance)

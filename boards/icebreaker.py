@@ -1,0 +1,44 @@
+"""iCEBreaker (iCE40UP5K-SG48): 16 R/B# channels at 48 MHz.
+
+Probe header: PMOD1A pins 1–4, 7–10 are R/B# channels 0–7 and PMOD1B the same pins channels
+8–15. PMOD2 (8 more pins, channels 16–23, or the bus tap) is free only with the break-off
+LED/button section removed. There are not enough pins for the emulator's ONFI bus (15 pins) beside
+R/B# inputs; an emulator build runs in loopback. Pins are 3.3 V LVCMOS with the FPGA's pull-up on,
+so an unconnected channel idles ready (high).
+
+Clock: the 12 MHz oscillator into an SB_PLL40_PAD, 48 MHz out (12 × 64 / 16). UART: the FTDI's
+second channel (pins 6/9), 3 Mbaud (divisor 16). LEDs: green = link traffic, red = R/B# activity.
+"""
+
+import sys
+
+from amaranth.build import Attrs
+from amaranth_boards.icebreaker import ICEBreakerPlatform
+
+from .top import BoardMixin
+
+__all__ = ["ICEBreaker"]
+
+_PMOD_PINS = (1, 2, 3, 4, 7, 8, 9, 10)
+
+
+class ICEBreaker(BoardMixin, ICEBreakerPlatform):
+    """The iCEBreaker with rbscope's probe header, PLL and LEDs."""
+
+    board_name = "icebreaker"
+    target_hz = 48_000_000
+    default_channels = 16
+    header = BoardMixin.header_from_connectors(
+        ICEBreakerPlatform.connectors,
+        [("pmod", conn, pin) for conn in (0, 1, 2) for pin in _PMOD_PINS])
+    led_link = ("led_g", 0)
+    led_activity = ("led_r", 0)
+    io_attrs = Attrs(IO_STANDARD="SB_LVCMOS", PULLUP=1)
+
+    def create_clock(self, m):
+        return self.ice40_pll(m, ("clk12", 0))
+
+
+if __name__ == "__main__":
+    from .build import main
+    sys.exit(main(["icebreaker", *sys.argv[1:]]))

@@ -1,0 +1,197 @@
+"""Build-time parameters and the definitions shared by the ONFI bus tap and the host.
+
+Nothing here elaborates gateware, so the host model, the importers and the register decoders use
+these very definitions: the opcode classes, which confirm command sets which class, the counter
+spaces and their index arithmetic. See ``docs/opcode_tap.md`` for the semantics.
+"""
+
+from dataclasses import dataclass
+
+from amaranth.lib import enum
+
+from ..rb_sniffer.params import SnifferParams
+
+__all__ = [
+    "OpClass", "PlaneKind", "TapSpace", "TapParams", "TapConfig", "CONFIRM_CLASS",
+    "TARGET_CLASSES", "CLASS_SLOTS", "MAX_PLANES",
+]
+
+
+class OpClass(enum.IntEnum, shape=4):
+    """The class of operation a die's busy pulse belongs to: the command that started it."""
+
+    NONE = 0  # no confirm command seen for this die yet
+    PROGRAM = 1  # 10h
+    CACHE_PROGRAM = 2  # 15h
+    MP_QUEUE = 3  # 11h (multi-plane queue, tDBSY)
+    ERASE = 4  # D0h
+    ERASE_QUEUE = 5  # D1h (multi-plane erase queue, tDBSY)
+    READ = 6  # 30h
+    READ_CACHE = 7  # 31h (sequential or random cache read)
+    READ_CACHE_END = 8  # 3Fh
+    READ_MP = 9  # 32h (multi-plane read queue)
+    COPYBACK_READ = 10  # 35h
+    RESET = 11  # FFh, FCh (synchronous reset), FAh (reset LUN)
+    SET_FEATURES = 12  # EFh
+    GET_FEATURES = 13  # EEh
+    PARAM_PAGE = 14  # ECh
+
+
+#: Which confirm (or busy-starting) command byte sets which class.
+CONFIRM_CLASS = {
+    0x10: OpClass.PROGRAM, 0x15: OpClass.CACHE_PROGRAM, 0x11: OpClass.MP_QUEUE,
+    0xD0: OpClass.ERASE, 0xD1: OpClass.ERASE_QUEUE,
+    0x30: OpClass.READ, 0x31: OpClass.READ_CACHE, 0x3F: OpClass.READ_CACHE_END,
+    0x32: OpClass.READ_MP, 0x35: OpClass.COPYBACK_READ,
+    0xFF: OpClass.RESET, 0xFC: OpClass.RESET, 0xFA: OpClass.RESET,
+    0xEF: OpClass.SET_FEATURES, 0xEE: OpClass.GET_FEATURES, 0xEC: OpClass.PARAM_PAGE,
+}
+
+#: Classes whose command addresses the whole target (every LUN): they carry no row address.
+TARGET_CLASSES = frozenset({OpClass.RESET, OpClass.SET_FEATURES, OpClass.GET_FEATURES,
+                            OpClass.PARAM_PAGE})
+
+#: Counter words per die in the per-class spaces (one per possible class value).
+CLASS_SLOTS = 16
+
+#: Most planes one multi-plane operation can count (three queued 11h/D1h, then the final one).
+MAX_PLANES = 4
+
+
+class PlaneKind(enum.IntEnum, shape=2):
+    """Which final confirm a plane count belongs to (row of the ``PLANES`` space)."""
+
+    PROGRAM = 0  # 10h
+    CACHE_PROGRAM = 1  # 15h
+    ERASE = 2  # D0h
+
+
+class TapSpace(enum.IntEnum, shape=2):
+    """Which counter space a read request addresses."""
+
+    OPS = 0  # confirm commands per die and class: index die * 16 + class
+    PLANES = 1  # final confirms per die, kind and plane count: die * 16 + kind * 4 + planes - 1
+    PULSES = 2  # measured (END) busy pulses per die and class: die * 16 + class
+    HIST = 3  # width histogram per class (all dies): class << bin_bits | bin
+
+
+@dataclass(frozen=True)
+class TapParams:
+    """Build-time parameters of the ONFI bus tap of one NAND channel.
+
+    Parameters
+    ----------
+    targets : int
+        CE# inputs of the channel (1 … 8).
+    luns : int
+        LUNs (dies) per target, 1, 2 or 4. Die ``d = target * luns + lun``.
+    sniffer : SnifferParams
+        Parameters of the R/B# sniffer whose trace the tap labels (histogram binning, width).
+    first_channel : int
+        Sniffer channel that watches die 0; die ``d`` is channel ``first_channel + d``.
+    counter_bits : int
+        Width of the operation and pulse counters (32 … 64; they wrap, the host diffs reads).
+    hist_bits : int
+        Width of a histogram bin (16 … 48; wraps).
+    """
+
+    targets: int = 1
+    luns: int = 1
+    sniffer: SnifferParams = None
+    first_channel: int = 0
+    counter_bits: int = 48
+    hist_bits: int = 32
+
+    def __post_init__(self):
+        def check(name, lo, hi):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+                raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value!r}")
+
+        check("targets", 1, 8)
+        if self.luns not in (1, 2, 4):
+            raise ValueError(f"luns must be 1, 2 or 4, not {self.luns!r}")
+        check("counter_bits", 32, 64)
+        check("hist_bits", 16, 48)
+        check("first_channel", 0, 255)
+        if self.sniffer is None:
+            object.__setattr__(self, "sniffer", SnifferParams(channels=self.dies))
+        if not isinstance(self.sniffer, SnifferParams):
+            raise TypeError(f"sniffer must be a SnifferParams, not {self.sniffer!r}")
+        if self.first_channel + self.dies > self.sniffer.channels:
+            raise ValueError(f"the tap's {self.dies} dies from channel {self.first_channel} do "
+                             f"not fit the sniffer's {self.sniffer.channels} channels")
+
+    @property
+    def dies(self):
+        """Dies watched: ``targets * luns``."""
+        return self.targets * self.luns
+
+    @property
+    def lun_bits(self):
+        """Bits of a LUN number (0 for one LUN per target)."""
+        return (self.luns - 1).bit_length()
+
+    @property
+    def die_bits(self):
+        """Bits of a die number (at least 1)."""
+        return max(1, (self.dies - 1).bit_length())
+
+    @property
+    def bin_bits(self):
+        """Bits of a histogram bin number."""
+        return (self.sniffer.hist_bins - 1).bit_length()
+
+    def depth(self, space):
+        """Words in counter ``space`` (a power of two)."""
+        if TapSpace(space) is TapSpace.HIST:
+            return CLASS_SLOTS << self.bin_bits
+        return CLASS_SLOTS << self.die_bits
+
+    @property
+    def index_bits(self):
+        """Bits of a read request's index (the largest space)."""
+        return max(self.depth(s) for s in TapSpace).bit_length() - 1
+
+    def die(self, target, lun=0):
+        """Die number of ``lun`` on ``target``."""
+        return target * self.luns + lun
+
+    @staticmethod
+    def class_index(die, op_class):
+        """Index of (die, class) in the ``OPS`` and ``PULSES`` spaces."""
+        return die * CLASS_SLOTS + int(op_class)
+
+    @staticmethod
+    def planes_index(die, kind, planes):
+        """Index in the ``PLANES`` space of final confirms of ``kind`` with ``planes`` planes."""
+        if not 1 <= planes <= MAX_PLANES:
+            raise ValueError(f"planes must be from 1 to {MAX_PLANES}, not {planes!r}")
+        return die * CLASS_SLOTS + int(PlaneKind(kind)) * MAX_PLANES + planes - 1
+
+    def hist_index(self, op_class, bin_):
+        """Index in the ``HIST`` space of histogram ``bin_`` of ``op_class``."""
+        return int(op_class) << self.bin_bits | bin_
+
+
+@dataclass(frozen=True)
+class TapConfig:
+    """Run-time configuration of the tap.
+
+    Parameters
+    ----------
+    lun_shift : int
+        Bit position of the LUN number in the 24-bit row address (0 … 23); ignored with one LUN
+        per target. From the parameter page: the row address holds page, block, then LUN bits.
+    """
+
+    lun_shift: int = 0
+
+    def validate(self, params):
+        """Return this configuration checked against ``params`` (``ValueError`` names the field)."""
+        if not isinstance(params, TapParams):
+            raise TypeError(f"params must be a TapParams, not {params!r}")
+        v = self.lun_shift
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 23:
+            raise ValueError(f"lun_shift must be an integer from 0 to 23, not {v!r}")
+        return self

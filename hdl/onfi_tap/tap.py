@@ -1,0 +1,336 @@
+"""The ONFI bus tap: label every busy pulse of a channel's dies with the command that started it.
+
+The tap only listens: every bus pin is an input. It decodes bus cycles exactly as the emulator's
+front end does (:class:`~rbscope.gateware.nand_emu.bus.BusFrontEnd`: two-flip-flop synchronisers,
+the byte of a cycle taken from the last sample with WE# still low), follows the addressed LUN of
+each target, and keeps
+
+* a *tag* per die: the class (:class:`~.params.OpClass`) of the last busy-starting command sent to
+  it, captured into ``pulse_tag`` when the die's R/B# falls (for the sniffer's optional tag input);
+* counters of confirm commands per die and class, and of final confirms per plane count;
+* from the sniffer's trace, the measured pulses per die and class and a width histogram per class.
+
+See ``docs/opcode_tap.md`` for the exact semantics and the interface modes this supports.
+"""
+
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.cdc import FFSynchronizer
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..nand_emu.bus import BusFrontEnd
+from ..rb_sniffer.blocks import LogBinner
+from ..rb_sniffer.params import EventKind
+from ..rb_sniffer.sniffer import TraceSignature
+from .params import (
+    CONFIRM_CLASS,
+    MAX_PLANES,
+    TARGET_CLASSES,
+    OpClass,
+    PlaneKind,
+    TapParams,
+    TapSpace,
+)
+
+__all__ = ["CounterBank", "OnfiTap", "config_layout", "read_request_layout"]
+
+
+def _check(params):
+    if not isinstance(params, TapParams):
+        raise TypeError(f"Tap parameters must be a TapParams, not {params!r}")
+    return params
+
+
+def config_layout(params):
+    """Run-time configuration of the tap."""
+    _check(params)
+    return data.StructLayout({"lun_shift": 5})
+
+
+def read_request_layout(params):
+    """A read of one counter word: ``space`` and ``index`` (see :class:`~.params.TapSpace`)."""
+    _check(params)
+    return data.StructLayout({"space": TapSpace, "index": params.index_bits})
+
+
+class CounterBank(wiring.Component):
+    """A RAM of counters with one read-modify-write update per cycle and a read port.
+
+    Parameters
+    ----------
+    depth : int
+        Counter words (power of two).
+    width : int
+        Bits per counter (counters wrap).
+    inc_bits : int
+        Bits of an increment.
+
+    Members
+    -------
+    upd_valid, upd_addr, upd_inc : In
+        Add ``upd_inc`` to word ``upd_addr`` (one per cycle, back to back allowed).
+    rd_req : In(stream.Signature(addr))
+        Read requests; accepted in cycles without an update.
+    rd_resp : Out(stream.Signature(width))
+        The word read, one per request.
+    """
+
+    def __init__(self, depth, width, inc_bits=1):
+        if not isinstance(depth, int) or depth < 2 or depth & (depth - 1):
+            raise ValueError(f"depth must be a power of two of at least 2, not {depth!r}")
+        self.depth, self.width = depth, width
+        abits = (depth - 1).bit_length()
+        super().__init__({
+            "upd_valid": In(1), "upd_addr": In(abits), "upd_inc": In(inc_bits),
+            "rd_req": In(stream.Signature(abits)),
+            "rd_resp": Out(stream.Signature(width)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mem = mem = Memory(shape=self.width, depth=self.depth, init=[])
+        wr = mem.write_port()
+        # Transparent: an update of the word written in the same cycle must see the new value.
+        rd = mem.read_port(transparent_for=(wr,))
+        p_valid = Signal()
+        p_addr = Signal.like(self.upd_addr)
+        p_inc = Signal.like(self.upd_inc)
+        r_pending = Signal()
+        take = self.rd_req.valid & ~self.upd_valid & ~self.rd_resp.valid & ~r_pending
+        m.d.comb += [
+            self.rd_req.ready.eq(take),
+            rd.addr.eq(Mux(self.upd_valid, self.upd_addr, self.rd_req.payload)),
+            wr.addr.eq(p_addr),
+            wr.data.eq(rd.data + p_inc),
+            wr.en.eq(p_valid),
+        ]
+        m.d.sync += [
+            p_valid.eq(self.upd_valid), p_addr.eq(self.upd_addr), p_inc.eq(self.upd_inc),
+            r_pending.eq(take),
+        ]
+        with m.If(r_pending):
+            m.d.sync += [self.rd_resp.valid.eq(1), self.rd_resp.payload.eq(rd.data)]
+        with m.Elif(self.rd_resp.ready):
+            m.d.sync += self.rd_resp.valid.eq(0)
+        return m
+
+
+class OnfiTap(wiring.Component):
+    """Passive tap of one NAND channel's bus: opcode tags and counts per die.
+
+    Parameters
+    ----------
+    params : TapParams
+
+    Members
+    -------
+    ce_n : In(targets)
+        CE# of each target (asynchronous).
+    cle, ale, we_n : In(1)
+        The control pins (asynchronous).
+    io : In(8)
+        DQ[7:0] (asynchronous).
+    rb : In(dies)
+        Each die's R/B# (the same pins the sniffer watches; 1 = ready).
+    cfg : In(config_layout)
+        Run-time configuration (``lun_shift``).
+    trace : In(TraceSignature(sniffer))
+        The sniffer's trace: END records of the tap's channels are counted per class.
+    tag : Out(ArrayLayout(OpClass, dies))
+        Per die, the class of the last busy-starting command addressed to it.
+    pulse_tag : Out(ArrayLayout(OpClass, dies))
+        Per die, ``tag`` as it was when the die's synchronised R/B# last fell (the class of the
+        pulse in progress or of the last one): the sniffer's per-channel tag input.
+    read_req : In(stream.Signature(read_request_layout))
+    read_resp : Out(stream.Signature(counter_bits))
+        Counter reads (one response per request, in order).
+    """
+
+    def __init__(self, params):
+        p = self.params = _check(params)
+        super().__init__({
+            "ce_n": In(p.targets, init=(1 << p.targets) - 1),
+            "cle": In(1), "ale": In(1), "we_n": In(1, init=1), "io": In(8),
+            "rb": In(p.dies, init=(1 << p.dies) - 1),
+            "cfg": In(config_layout(p)),
+            "trace": In(TraceSignature(p.sniffer)),
+            "tag": Out(data.ArrayLayout(OpClass, p.dies)),
+            "pulse_tag": Out(data.ArrayLayout(OpClass, p.dies)),
+            "read_req": In(stream.Signature(read_request_layout(p))),
+            "read_resp": Out(stream.Signature(p.counter_bits)),
+        })
+
+    def elaborate(self, platform):  # noqa: C901 (the decoder reads best in one place)
+        m = Module()
+        p = self.params
+        nd, nl = p.dies, p.luns
+
+        # ---- Bus cycles: the emulator's front end, so both latch the same bytes -------------
+        # Its RE# and WP# inputs stay at their idle levels: the tap never needs them.
+        m.submodules.bus = bus = BusFrontEnd(p.targets)
+        m.d.comb += [
+            bus.ce_n.eq(self.ce_n), bus.cle.eq(self.cle), bus.ale.eq(self.ale),
+            bus.we_n.eq(self.we_n), bus.io.eq(self.io),
+        ]
+        byte = bus.byte
+
+        # Decode the command byte once for all targets.
+        is_conf = Signal()
+        conf_class = Signal(OpClass)
+        with m.Switch(byte):
+            for opcode, op_class in CONFIRM_CLASS.items():
+                with m.Case(opcode):
+                    m.d.comb += [is_conf.eq(1), conf_class.eq(op_class)]
+        target_wide = Signal()
+        m.d.comb += target_wide.eq(Cat(conf_class == c for c in TARGET_CLASSES).any())
+
+        # ---- Per die: tags and multi-plane queues -------------------------------------------
+
+        tags = [Signal(OpClass, name=f"tag_{d}") for d in range(nd)]
+        queued = [Signal(2, name=f"queued_{d}") for d in range(nd)]  # 11h since the last 10h/15h
+        equeued = [Signal(2, name=f"equeued_{d}") for d in range(nd)]  # D1h since the last D0h
+        for d in range(nd):
+            m.d.comb += self.tag[d].eq(tags[d])
+
+        # Counter updates from the bus: at most one confirm per strobe is counted (a command
+        # sent to several targets at once is counted on the lowest-numbered one).
+        ops_valid = Signal()
+        ops_addr = Signal((p.depth(TapSpace.OPS) - 1).bit_length())
+        pl_valid = Signal()
+        pl_addr = Signal((p.depth(TapSpace.PLANES) - 1).bit_length())
+
+        for t in reversed(range(p.targets)):
+            sel = bus.sel[t]
+            arun = Signal(2, name=f"arun_{t}")  # address cycles in a row (saturates at 3)
+            abuf = Signal(24, name=f"abuf_{t}")  # the last three address bytes: a row address
+            lun = Signal(range(nl), name=f"lun_{t}")  # the LUN last addressed
+            lun_now = Signal(range(nl), name=f"lun_now_{t}")
+            if nl > 1:
+                row_lun = (abuf >> self.cfg.lun_shift)[:p.lun_bits]
+                m.d.comb += lun_now.eq(Mux(arun == 3, row_lun, lun))
+            with m.If(sel & bus.addr):
+                m.d.sync += [
+                    arun.eq(Mux(arun == 3, 3, arun + 1)),
+                    abuf.eq(Cat(abuf[8:], byte)),
+                ]
+            with m.If(sel & (bus.cmd | bus.din)):
+                # A run of at least three address cycles ended: it carried a row address.
+                m.d.sync += [arun.eq(0), lun.eq(lun_now)]
+                if nl > 1:
+                    with m.If(bus.cmd & (byte == 0xF1)):
+                        m.d.sync += lun.eq(0)
+                    with m.If(bus.cmd & (byte == 0xF2)):
+                        m.d.sync += lun.eq(1)
+
+            strobe = sel & bus.cmd & is_conf
+            for lun_i in range(nl):
+                d = p.die(t, lun_i)
+                hit = strobe & (target_wide | (lun_now == lun_i))
+                with m.If(hit):
+                    m.d.sync += tags[d].eq(conf_class)
+                    with m.Switch(conf_class):
+                        with m.Case(OpClass.MP_QUEUE):
+                            m.d.sync += queued[d].eq(Mux(queued[d] == 3, 3, queued[d] + 1))
+                        with m.Case(OpClass.PROGRAM, OpClass.CACHE_PROGRAM):
+                            m.d.sync += queued[d].eq(0)
+                        with m.Case(OpClass.ERASE_QUEUE):
+                            m.d.sync += equeued[d].eq(Mux(equeued[d] == 3, 3, equeued[d] + 1))
+                        with m.Case(OpClass.ERASE):
+                            m.d.sync += equeued[d].eq(0)
+                        with m.Case(OpClass.RESET):
+                            m.d.sync += [queued[d].eq(0), equeued[d].eq(0)]
+            # Counted once per target: target-wide commands on LUN 0.
+            count_die = Signal(p.die_bits, name=f"count_die_{t}")
+            m.d.comb += count_die.eq(t * nl + Mux(target_wide, 0, lun_now))
+            with m.If(strobe):
+                planes = Signal(range(MAX_PLANES), name=f"planes_{t}")  # planes - 1
+                kind = Signal(PlaneKind, name=f"kind_{t}")
+                m.d.comb += [
+                    ops_valid.eq(1),
+                    ops_addr.eq(Cat(conf_class, count_die)),
+                    planes.eq(Array(queued)[count_die]),
+                    kind.eq(PlaneKind.PROGRAM),
+                ]
+                with m.Switch(conf_class):
+                    with m.Case(OpClass.PROGRAM):
+                        m.d.comb += pl_valid.eq(1)
+                    with m.Case(OpClass.CACHE_PROGRAM):
+                        m.d.comb += [pl_valid.eq(1), kind.eq(PlaneKind.CACHE_PROGRAM)]
+                    with m.Case(OpClass.ERASE):
+                        m.d.comb += [pl_valid.eq(1), kind.eq(PlaneKind.ERASE),
+                                     planes.eq(Array(equeued)[count_die])]
+                m.d.comb += pl_addr.eq(Cat(planes, kind, count_die))
+
+        # ---- R/B#: capture the tag at each pulse start, keep it for the pulse's END record ---
+
+        lvl = Signal(nd, init=(1 << nd) - 1)
+        # R/B# is asynchronous: the same two-flip-flop synchroniser as the sniffer's, so the tap
+        # sees each pulse start and end on the very cycles the sniffer's front end does.
+        m.submodules.rb_sync = FFSynchronizer(self.rb, lvl, init=(1 << nd) - 1)
+        lvl_prev = Signal(nd, init=(1 << nd) - 1)
+        m.d.sync += lvl_prev.eq(lvl)
+        ended = [Signal(OpClass, name=f"ended_{d}") for d in range(nd)]
+        for d in range(nd):
+            with m.If(~lvl[d] & lvl_prev[d]):
+                m.d.sync += self.pulse_tag[d].eq(tags[d])
+            with m.If(lvl[d] & ~lvl_prev[d]):
+                m.d.sync += ended[d].eq(self.pulse_tag[d])
+
+        # ---- Trace: pulses per die and class, width histogram per class ---------------------
+
+        tr = self.trace.payload
+        die = Signal(range(max(nd, 2)))
+        m.d.comb += die.eq(tr.channel - p.first_channel)
+        ours = (tr.channel >= p.first_channel) & (tr.channel < p.first_channel + nd)
+        counted = self.trace.valid & (tr.kind == EventKind.END) & ours
+        # An END record follows its pulse's end within one scanner round, before the channel's
+        # next pulse can end (or the sniffer would have dropped it): `ended` is that pulse's tag.
+        tr_class = Signal(OpClass)
+        m.d.comb += tr_class.eq(Array(ended)[die])
+        m.submodules.binner = binner = LogBinner(p.sniffer)
+        m.d.comb += binner.width.eq(tr.width)
+
+        # ---- Counter banks and the read port ------------------------------------------------
+
+        banks = {
+            TapSpace.OPS: CounterBank(p.depth(TapSpace.OPS), p.counter_bits),
+            TapSpace.PLANES: CounterBank(p.depth(TapSpace.PLANES), p.counter_bits),
+            TapSpace.PULSES: CounterBank(p.depth(TapSpace.PULSES), p.counter_bits),
+            TapSpace.HIST: CounterBank(p.depth(TapSpace.HIST), p.hist_bits),
+        }
+        for space, bank in banks.items():
+            m.submodules[f"bank_{space.name.lower()}"] = bank
+        m.d.comb += [
+            banks[TapSpace.OPS].upd_valid.eq(ops_valid),
+            banks[TapSpace.OPS].upd_addr.eq(ops_addr),
+            banks[TapSpace.OPS].upd_inc.eq(1),
+            banks[TapSpace.PLANES].upd_valid.eq(pl_valid),
+            banks[TapSpace.PLANES].upd_addr.eq(pl_addr),
+            banks[TapSpace.PLANES].upd_inc.eq(1),
+            banks[TapSpace.PULSES].upd_valid.eq(counted),
+            banks[TapSpace.PULSES].upd_addr.eq(Cat(tr_class, die[:p.die_bits])),
+            banks[TapSpace.PULSES].upd_inc.eq(1),
+            banks[TapSpace.HIST].upd_valid.eq(counted),
+            banks[TapSpace.HIST].upd_addr.eq(Cat(binner.bin[:p.bin_bits], tr_class)),
+            banks[TapSpace.HIST].upd_inc.eq(1),
+        ]
+        # One request in flight; its bank answers, the others stay idle.
+        req = self.read_req.payload
+        busy = Signal()
+        for s, bank in banks.items():
+            abits = len(bank.rd_req.payload)
+            m.d.comb += [
+                bank.rd_req.payload.eq(req.index[:abits]),
+                bank.rd_req.valid.eq(self.read_req.valid & ~busy & (req.space == s)),
+                bank.rd_resp.ready.eq(1),
+            ]
+            with m.If(bank.rd_req.valid & bank.rd_req.ready):
+                m.d.comb += self.read_req.ready.eq(1)
+                m.d.sync += busy.eq(1)
+            with m.If(bank.rd_resp.valid):
+                m.d.sync += [self.read_resp.valid.eq(1),
+                             self.read_resp.payload.eq(bank.rd_resp.payload)]
+        with m.If(self.read_resp.valid & self.read_resp.ready):
+            m.d.sync += [self.read_resp.valid.eq(0), busy.eq(0)]
+        return m

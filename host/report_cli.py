@@ -1,0 +1,179 @@
+"""The ``rbscope report`` subcommand: a self-contained HTML report (and its PDF).
+
+Each source is analysed exactly as ``rbscope analyze`` would analyse it with the same options
+(the options are ``analyze``'s own), and the report shows every run; several sources, or a
+``--study`` file naming drives and workloads, add the side-by-side comparison ranked by WA and
+by projected endurance. Exit codes: 0 success, 1 failure (an input that cannot be read or
+analysed, a browser that fails), 2 usage error.
+"""
+
+import argparse
+import copy
+import json
+import sys
+from pathlib import Path
+
+from . import analyze_cli as ac
+from . import logical as lg
+from .geometry import GeometryError, load_geometry
+from .importers import RecordingError
+from .measurement import MeasurementError
+from .wa import WAError
+
+__all__ = ["add_report_parser", "cmd_report", "run_from_namespace"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+_FAILURES = (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError)
+
+
+def add_report_parser(subparsers):
+    """Register ``rbscope report`` on ``subparsers``."""
+    p = subparsers.add_parser(
+        "report", help="write a self-contained HTML (and PDF) report of one or more runs",
+        description=(
+            "Analyse each SOURCE as `rbscope analyze` does (same options) and write one HTML "
+            "file that needs nothing else to view: the WA with its interval and what the "
+            "interval holds, NAND bytes, programs, erases and reads per die, endurance, "
+            "pulse-width histograms with the class windows, rates and WA over time, a per-die "
+            "comparison, geometry, windows and provenance, with CSV and JSON exports of every "
+            "table. Several sources (or a --study file) add the procurement view: a "
+            "side-by-side table ranked by WA and by projected endurance. --pdf prints the same "
+            "report with headless Chromium."),
+        epilog=("examples:\n"
+                "  rbscope report run.rbcap --geometry ssd-v --logical 2GiB -o run.html\n"
+                "  rbscope report a.rbcap b.rbcap --label 'drive A' --label 'drive B' \\\n"
+                "      --geometry ssd-m --fio fio.json -o compare.html --pdf compare.pdf\n"
+                "  rbscope report --study candidates.toml -o candidates.html\n"
+                "the study format is described in docs/report.md.\n"
+                "exit codes: 0 success, 1 failure, 2 usage error"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sources", nargs="*", metavar="SOURCE",
+                   help="captures, measurements (.json), VCDs or sigrok sessions")
+    p.add_argument("--study", metavar="TOML",
+                   help="a study file naming every run (instead of SOURCEs)")
+    p.add_argument("-o", "--output", required=True, metavar="HTML", help="the report to write")
+    p.add_argument("--pdf", metavar="PDF", help="also print the report to this PDF")
+    p.add_argument("--browser", metavar="EXE",
+                   help="the headless browser for --pdf (default: chromium on PATH)")
+    p.add_argument("--title", help="the report's title (default: the study's, or a generic one)")
+    p.add_argument("--label", action="append", default=[], metavar="TEXT",
+                   help="the name of each SOURCE in the report, in order (repeat)")
+    p.add_argument("--drive", action="append", default=[], metavar="TEXT",
+                   help="the drive of each SOURCE (default: the geometry's name; repeat)")
+    p.add_argument("--workload", action="append", default=[], metavar="TEXT",
+                   help="the workload of each SOURCE (repeat)")
+    ac._add_source_options(p, positional=False)
+    ac._add_logical_options(p)
+    g = p.add_argument_group("WA")
+    g.add_argument("--mp", type=int, metavar="N",
+                   help="pages per program pulse (default: the geometry's)")
+    g.add_argument("--program-class", default="program", metavar="NAME|K",
+                   help="the window of program pulses (default: 'program')")
+    g.add_argument("--logical-series", metavar="CSV",
+                   help="host bytes over time ('seconds,cumulative bytes'), for WA over time")
+    p.set_defaults(handler=cmd_report, fio_bw_log=None, overlap_correct=False, series=False,
+                   save_measurement=None)
+    return p
+
+
+def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_series=None):
+    """Load and analyse one source given ``analyze``-style options; return a ReportRun."""
+    from .report import analyse_run
+    if not ns.geometry:
+        raise ac.UsageError(f"{ns.source}: a geometry is needed (--geometry FILE or a bundled "
+                            f"name: ssd-v, ssd-i, ssd-m, ssd-s)")
+    geometry = load_geometry(ns.geometry)
+    if ns.mp is not None and ns.mp < 1:
+        raise ac.UsageError(f"--mp must be a positive integer, not {ns.mp}")
+    logical = ac._logical(ns)
+    m, notes = ac.load_source(ns, geometry)
+    series = None
+    if logical_series:
+        series = ac._read_series(logical_series)
+    elif getattr(ns, "fio_bw_log", None):
+        series = lg.read_fio_bw_log(ns.fio_bw_log)
+    if logical is None:
+        notes = list(notes) + ["no host write volume given: physical volume only, no WA"]
+    return analyse_run(m, geometry, logical, label=label, drive=drive, workload=workload,
+                       mp=ns.mp, program_class=ns.program_class, logical_series=series,
+                       notes=notes)
+
+
+def _pick(values, i, what, n):
+    if not values:
+        return None
+    if len(values) != n:
+        raise ac.UsageError(f"give --{what} once per SOURCE ({n}), not {len(values)} times")
+    return values[i]
+
+
+def _runs(args):
+    from .report.study import analyze_namespace, load_study
+    if args.study:
+        if args.sources:
+            raise ac.UsageError("give SOURCEs or --study, not both")
+        study = load_study(args.study)
+        runs = []
+        for i, sr in enumerate(study.runs):
+            where = f"{args.study}: run {i + 1}"
+            ns = analyze_namespace(sr.argv, where)
+            try:
+                runs.append(run_from_namespace(ns, label=sr.label, drive=sr.drive,
+                                               workload=sr.workload,
+                                               logical_series=sr.logical_series))
+            except ac.UsageError as exc:
+                raise ac.UsageError(f"{where}: {exc}") from None
+            except _FAILURES as exc:
+                raise type(exc)(f"{where}: {exc}") from None
+        return runs, study.title
+    if not args.sources:
+        raise ac.UsageError("give one or more SOURCEs, or --study")
+    n = len(args.sources)
+    runs = []
+    for i, source in enumerate(args.sources):
+        ns = copy.copy(args)
+        ns.source = source
+        runs.append(run_from_namespace(
+            ns, label=_pick(args.label, i, "label", n), drive=_pick(args.drive, i, "drive", n),
+            workload=_pick(args.workload, i, "workload", n) or "",
+            logical_series=args.logical_series))
+    labels = [r.label for r in runs]
+    if len(set(labels)) != len(labels):
+        # Same drive and workload twice: tell the runs apart by their files.
+        for r, source in zip(runs, args.sources, strict=True):
+            r.label = f"{r.label} ({Path(source).name})"
+    return runs, None
+
+
+def cmd_report(args):
+    """Handle ``rbscope report``; return the exit code."""
+    from .report import ReportError, build_report, write_report
+    try:
+        runs, study_title = _runs(args)
+        title = args.title or study_title or (
+            "rbscope write-amplification report" if len(runs) == 1 else
+            "rbscope write-amplification comparison")
+        report = build_report(runs, title=title)
+        paths = write_report(report, args.output, pdf_path=args.pdf, browser=args.browser)
+    except ac.UsageError as exc:
+        print(f"rbscope report: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ReportError, *_FAILURES) as exc:
+        print(f"rbscope report: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as exc:  # a source that vanished or cannot be read
+        name = f"{exc.filename}: " if exc.filename else ""
+        print(f"rbscope report: {name}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    if args.json:
+        print(json.dumps({
+            "html": str(paths[0]), "pdf": str(paths[1]) if len(paths) > 1 else None,
+            "runs": [{"label": r.label, "drive": r.drive, "workload": r.workload,
+                      "wa": r.result.wa.to_dict() if r.logical_given else None,
+                      "wa_95": r.interval95.to_dict() if r.interval95 else None,
+                      "tbw_bytes": r.tbw} for r in runs]}, indent=2))
+    else:
+        for path in paths:
+            print(path)
+    return EXIT_OK

@@ -1,0 +1,337 @@
+"""Reports: the HTML is complete and self-contained, renders in a real browser, prints to PDF,
+and a comparison ranks its drives correctly; study files and bad input give clear errors."""
+
+import base64
+import csv
+import heapq
+import io
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+from matplotlib import image
+
+from rbscope.cli import main
+from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.geometry import load_geometry
+from rbscope.importers import StreamClassifier
+from rbscope.logical import from_bytes
+from rbscope.report import ReportError, analyse_run, build_report, render_html
+from rbscope.report.tables import Column, Table
+from rbscope.stimulus import TrainSpec, random_trains
+
+CLOCK = 1e-6  # one model cycle stands for 1 µs, so the SSD-v windows apply as they are
+
+
+def make_measurement(seed, *, channels=4, cycles=400_000, snapshot_cycles=50_000):
+    """A measurement of synthetic MLC traffic through the bit-exact model, with snapshots."""
+    g = load_geometry("ssd-v")
+    params = SnifferParams(channels=channels)
+    config, names, _ = g.classifier.to_config(params, CLOCK)
+    trains = random_trains(TrainSpec(channels=channels, cycles=cycles, gap=(5, 40)), seed)
+    sc = StreamClassifier(params, config, CLOCK, [t.initial for t in trains],
+                          class_names=names, snapshot_cycles=snapshot_cycles)
+    edges = heapq.merge(*([(c, ch, lvl) for c, lvl in t.edges] for ch, t in enumerate(trains)))
+    for cycle, ch, level in edges:
+        sc.edge(cycle, ch, level)
+    return sc.finish(cycles, {"source": "simulation", "path": f"synthetic-{seed}"})
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Two saved measurements: the second programs the same pages for a larger host volume."""
+    d = tmp_path_factory.mktemp("report")
+    m = make_measurement(1)
+    path = d / "a.json"
+    m.save(path)
+    return d, path, m
+
+
+class _Doc(HTMLParser):
+    """Collect the tables, figures, links and resource references of an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.svgs, self.links, self.refs = [], 0, [], []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.tables.append(a.get("data-table"))
+        if tag == "svg":
+            self.svgs += 1
+        if tag == "a" and "href" in a:
+            self.links.append(a)
+        for key in ("src", "href", "xlink:href", "data", "action", "srcset"):
+            if key in a and tag != "a":
+                self.refs.append((tag, key, a[key]))
+        if tag in ("script", "link", "iframe", "img", "object", "embed"):
+            self.refs.append((tag, "tag", str(a)))
+
+
+def parse(html):
+    doc = _Doc()
+    doc.feed(html)
+    return doc
+
+
+def export(doc, name, kind):
+    """Decode the data: link of table ``name``'s CSV or JSON export."""
+    for a in doc.links:
+        if a.get("download") == f"{name}.{kind}":
+            head, data = a["href"].split(",", 1)
+            assert head.startswith("data:") and head.endswith(";base64")
+            return base64.b64decode(data).decode()
+    raise AssertionError(f"no {kind} export of table {name}")
+
+
+def assert_self_contained(html, doc):
+    # Nothing is loaded from elsewhere: no scripts, stylesheets or images by reference, no CSS
+    # url() or @import, and every link is an in-page anchor or a data: export.
+    external = [r for r in doc.refs if not (r[1] == "xlink:href" and r[2].startswith("#"))]
+    assert external == [], external
+    assert "@import" not in html and not re.search(r"url\((?!#)", html)
+    for a in doc.links:
+        assert a["href"].startswith(("#", "data:")), a
+
+
+def test_single_run_report_is_complete_and_self_contained(saved, tmp_path):
+    d, path, m = saved
+    logical = 3_000_000_000
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "--geometry", "ssd-v", "--logical", str(logical),
+                 "--workload", "synthetic MLC", "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    doc = parse(html)
+    assert_self_contained(html, doc)
+    assert doc.tables == ["summary", "run0_per_die", "run0_windows", "run0_geometry",
+                          "run0_provenance"]
+    # Figures: histograms (all lines + 4 lines in one figure), over time, per die.
+    assert doc.svgs >= 3
+    assert "pulse width (µs)" in html and "write amplification" in html
+    # The summary's exported numbers are the WA engine's, not a re-computation.
+    rows = list(csv.DictReader(io.StringIO(export(doc, "summary", "csv"))))
+    g = load_geometry("ssd-v")
+    expect = analyse_run(m, g, from_bytes(logical)).result
+    assert len(rows) == 1
+    assert float(rows[0]["wa"]) == pytest.approx(expect.wa.value, rel=1e-12)
+    assert float(rows[0]["nand_bytes"]) == pytest.approx(expect.physical_bytes.value)
+    assert rows[0]["workload"] == "synthetic MLC" and rows[0]["drive"] == "SSD-v"
+    per_die = json.loads(export(doc, "run0_per_die", "json"))["rows"]
+    k = m.class_index("program")
+    assert [r["program"] for r in per_die] == [m.counts[ch].classes[k] for ch in m.enabled]
+    windows = json.loads(export(doc, "run0_windows", "json"))["rows"]
+    assert [w["class"] for w in windows] == [n for n in m.class_names if n]
+    # The interval is explained, the geometry and the source are named.
+    assert "Every die was probed" in html and "RB-Explorer validation SSD" in html
+    assert "synthetic-1" in html
+
+
+def _two_runs(m):
+    g = load_geometry("ssd-v")
+    programs = sum(m.counts[ch].classes[m.class_index("program")] for ch in m.enabled)
+    nand = programs * g.page_size
+    # The same NAND work for two host volumes: WA 0.8 (drive B) and 1.6 (drive A).
+    a = analyse_run(m, g, from_bytes(int(nand / 1.6)), drive="drive A", workload="w")
+    b = analyse_run(m, g, from_bytes(int(nand / 0.8)), drive="drive B", workload="w")
+    return a, b
+
+
+def test_comparison_ranks_by_wa_and_endurance(saved):
+    _, _, m = saved
+    a, b = _two_runs(m)
+    assert a.result.wa.value == pytest.approx(1.6, rel=1e-3)
+    report = build_report([a, b])
+    by_wa, by_life = report.rankings
+    assert [r[1] for r in by_wa.rows] == [b.label, a.label]
+    assert [r[0] for r in by_wa.rows] == [1, 2]
+    # The same rating, so the drive with half the WA lasts twice as long.
+    assert [r[1] for r in by_life.rows] == [b.label, a.label]
+    assert by_life.rows[0][2] == pytest.approx(2 * by_life.rows[1][2], rel=1e-3)
+    html = render_html(report)
+    doc = parse(html)
+    assert doc.tables[:3] == ["summary", "ranking_wa", "ranking_endurance"]
+    assert doc.tables.count("run1_per_die") == 1
+    assert_self_contained(html, doc)
+
+
+def test_ranking_says_when_intervals_overlap(saved):
+    _, _, m = saved
+    g = load_geometry("ssd-v")
+    programs = sum(m.counts[ch].classes[m.class_index("program")] for ch in m.enabled)
+    nand = programs * g.page_size
+    close = [analyse_run(m, g, from_bytes(int(nand / w)), drive=f"d{w}") for w in (1.0, 1.001)]
+    far = analyse_run(m, g, from_bytes(int(nand / 3.0)), drive="far")
+    # Widen the first two runs' intervals to overlap (as a coarse host counter would).
+    from rbscope.logical import LogicalVolume
+    close = [analyse_run(m, g, LogicalVolume(int(nand / w * 0.98), int(nand / w * 1.02)),
+                         drive=f"d{w}") for w in (1.0, 1.001)]
+    by_wa, _ = build_report([far, *close]).rankings
+    assert [r[1] for r in by_wa.rows] == ["d1.0", "d1.001", "far"]
+    assert [r[5] for r in by_wa.rows] == ["no (overlaps)", "yes", "–"]
+
+
+def _browser_ok():
+    return shutil.which("chromium") is not None
+
+
+def _ink(png):
+    """Share of pixels that are not (near) white, and the number of distinct grey levels."""
+    px = image.imread(str(png))[..., :3]
+    grey = px.mean(axis=2)
+    return float((grey < 0.9).mean()), len(set((grey * 32).astype(int).ravel().tolist()))
+
+
+def test_report_renders_in_chromium_and_prints_to_pdf(saved, tmp_path):
+    # The bootstrap installs Debian's chromium and poppler-utils; without them this must fail.
+    assert _browser_ok(), "chromium is not installed (make bootstrap installs it)"
+    assert shutil.which("pdftoppm"), "pdftoppm is not installed (make bootstrap installs it)"
+    _, path, m = saved
+    a, b = _two_runs(m)
+    from rbscope.report import write_report
+    from rbscope.report.browser import html_to_png
+    html, pdf = write_report(build_report([a, b]), tmp_path / "c.html", pdf_path=tmp_path / "c.pdf")
+    png = html_to_png(html, tmp_path / "c.png", width=1200, height=1600)
+    ink, levels = _ink(png)
+    assert 0.02 < ink < 0.9 and levels > 8, (ink, levels)
+    assert pdf.read_bytes().startswith(b"%PDF")
+    subprocess.run(["pdftoppm", "-r", "40", "-png", "-f", "1", "-l", "2", str(pdf),
+                    str(tmp_path / "page")], check=True, timeout=120)
+    pages = sorted(tmp_path.glob("page-*.png"))
+    assert len(pages) == 2  # a summary page and at least one run page
+    for page in pages:
+        ink, levels = _ink(page)
+        assert ink > 0.01 and levels > 4, (page.name, ink, levels)
+
+
+def test_study_file_rebuilds_the_comparison(saved, tmp_path):
+    d, path, m = saved
+    g = load_geometry("ssd-v")
+    programs = sum(m.counts[ch].classes[m.class_index("program")] for ch in m.enabled)
+    nand = programs * g.page_size
+    shutil.copy(path, tmp_path / "a.json")
+    study = tmp_path / "study.toml"
+    study.write_text(f"""
+title = "Two candidates"
+[defaults]
+geometry = "ssd-v"
+workload = "4K-RD-100%-W-4KiB-align"
+
+[[run]]
+drive = "Vendor A"
+source = "a.json"
+logical = {int(nand / 2)}
+
+[[run]]
+drive = "Vendor B"
+source = "a.json"
+logical = "{int(nand)}"
+probe = ["0=0:0:0", "1=1:0:0", "2=2:0:0", "3=3:0:0"]
+""", encoding="utf-8")
+    out = tmp_path / "s.html"
+    assert main(["report", "--study", str(study), "-o", str(out), "--json"]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert "<title>Two candidates</title>" in html
+    doc = parse(html)
+    ranked = json.loads(export(doc, "ranking_wa", "json"))["rows"]
+    assert [r["run"] for r in ranked] == ["Vendor B — 4K-RD-100%-W-4KiB-align",
+                                          "Vendor A — 4K-RD-100%-W-4KiB-align"]
+    assert ranked[0]["wa"] == pytest.approx(1.0, rel=1e-6)
+    assert ranked[1]["wa"] == pytest.approx(2.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("[[run]]\nsource = 'a.json'\ncolour = 'red'\n", "unknown key(s) colour"),
+    ("[[run]]\ngeometry = 'ssd-v'\n", "source is missing"),
+    ("title = 3\n[[run]]\nsource = 'a.json'\n", "title"),
+    ("[[run]]\nsource = 'a.json'\nlogical = 1\nfio = 'x.json'\n", "give one logical volume"),
+    ("[[run]]\nsource = 'a.json'\nsysfs = ['x']\n", "sysfs must be a list [before, after]"),
+    ("x = [[[[[[1]]]]]]\n", "unknown key(s) x"),
+    ("[[run\n", "not valid TOML"),
+    ("", "one or more [[run]]"),
+])
+def test_bad_study_files_give_clear_errors(tmp_path, capsys, body, message):
+    study = tmp_path / "bad.toml"
+    study.write_text(body, encoding="utf-8")
+    assert main(["report", "--study", str(study), "-o", str(tmp_path / "x.html")]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_bad_options_in_a_study_run_name_the_run(saved, tmp_path, capsys):
+    d, path, _ = saved
+    study = tmp_path / "s.toml"
+    study.write_text(f"[[run]]\nsource = '{path}'\ngeometry = 'ssd-v'\n"
+                     f"options = ['--no-such-option']\n", encoding="utf-8")
+    assert main(["report", "--study", str(study), "-o", str(tmp_path / "x.html")]) == 1
+    err = capsys.readouterr().err
+    assert "run 1" in err and "--no-such-option" in err
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["-o", "x.html"], 2, "give one or more SOURCEs"),
+    (["{src}", "-o", "x.html"], 2, "a geometry is needed"),
+    (["{src}", "{src}", "--label", "one", "--geometry", "ssd-v", "-o", "x.html"], 2,
+     "give --label once per SOURCE (2)"),
+    (["{src}", "--study", "s.toml", "-o", "x.html"], 2, "not both"),
+    (["missing.json", "--geometry", "ssd-v", "-o", "x.html"], 1, "missing.json"),
+    (["{src}", "--geometry", "ssd-v", "--logical", "2 GiB", "-o", "/no/such/dir/x.html"], 1,
+     "cannot write"),
+    (["{src}", "--geometry", "ssd-v", "--mp", "0", "-o", "x.html"], 2, "--mp"),
+])
+def test_report_usage_errors(saved, tmp_path, monkeypatch, capsys, argv, code, message):
+    _, path, _ = saved
+    monkeypatch.chdir(tmp_path)
+    argv = [a.replace("{src}", str(path)) for a in argv]
+    assert main(["report", *argv]) == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_same_drive_twice_gets_distinct_labels(saved, tmp_path):
+    _, path, _ = saved
+    other = tmp_path / "b.json"
+    shutil.copy(path, other)
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), str(other), "--geometry", "ssd-v", "--logical", "1GB",
+                 "-o", str(out)]) == 0
+    doc = parse(out.read_text(encoding="utf-8"))
+    rows = json.loads(export(doc, "summary", "json"))["rows"]
+    assert [r["run"] for r in rows] == ["SSD-v (a.json)", "SSD-v (b.json)"]
+
+
+def test_without_a_host_volume_the_report_gives_no_wa(saved, tmp_path):
+    _, path, _ = saved
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "--geometry", "ssd-v", "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    rows = json.loads(export(parse(html), "summary", "json"))["rows"]
+    assert rows[0]["wa"] is None and rows[0]["nand_bytes"] > 0
+    assert "no host write volume given" in html
+
+
+def test_table_exports_keep_exact_values():
+    t = Table("t", "T", [Column("name", "name", "text"), Column("wa", "WA", "wa"),
+                         Column("n", "n"), Column("hidden", "h", show=False)])
+    t.add("a, \"quoted\"", 1.234567891, 10**12, float("inf"))
+    assert t.formatted() == [["a, \"quoted\"", "1.2346", "1,000,000,000,000"]]
+    assert list(csv.reader(io.StringIO(t.to_csv()))) == [
+        ["name", "wa", "n", "hidden"], ["a, \"quoted\"", "1.234567891", "1000000000000", ""]]
+    assert json.loads(t.to_json())["rows"] == [
+        {"name": "a, \"quoted\"", "wa": 1.234567891, "n": 10**12, "hidden": None}]
+    with pytest.raises(ValueError, match="2 cells for 4 columns"):
+        t.add(1, 2)
+
+
+def test_duplicate_labels_and_empty_reports_are_refused(saved):
+    _, _, m = saved
+    a, b = _two_runs(m)
+    b.label = a.label
+    with pytest.raises(ReportError, match="unique"):
+        build_report([a, b])
+    with pytest.raises(ReportError, match="at least one run"):
+        build_report([])

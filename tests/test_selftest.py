@@ -1,0 +1,95 @@
+"""``rbscope selftest`` against the simulated emulator build (the gateware in Verilator).
+
+The device is exactly what ``rbscope sim --emulator 2`` runs; the command line is called as a
+user would, on the device's pty.
+"""
+
+import json
+
+import pytest
+
+from rbscope import selftest as st
+from rbscope.cli import main
+from rbscope.fake_device import FakeDevice
+from rbscope.gateware.nand_emu.params import EmuCounter
+from rbscope.gateware.rb_sniffer import SnifferParams
+from rbscope.sim_cli import emulator_setup
+from rbscope.simdevice import SimDevice
+
+from .conftest import REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def sim_port():
+    params, config, trains, emu = emulator_setup(2)
+    with SimDevice(params, config, trains, build_root=REPO_ROOT / "build" / "sim-tests",
+                   emulator=emu) as sim:
+        yield str(sim.link)
+
+
+def test_selftest_passes_on_the_simulated_emulator(sim_port, capsys):
+    assert main(["selftest", sim_port, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["result"] == "PASS"
+    assert result["dies"] == 2
+    checks = {(c["die"], c["what"]): c for c in result["checks"]}
+    assert all(c["ok"] for c in checks.values())
+    # The mix really ran: programs single- and two-plane, reads, erases, tDBSY pulses.
+    for die in range(2):
+        assert checks[die, "program pulses = PROGRAM_OPS"]["sniffer"] > 0
+        pages = checks[die, "program pulses x Mp = PAGE_PROGRAMS"]
+        assert pages["truth"] > checks[die, "program pulses = PROGRAM_OPS"]["truth"]
+        assert checks[die, "read pulses = PAGE_READS"]["sniffer"] > 0
+        assert checks[die, "multi-plane tDBSY pulses"]["sniffer"] > 0
+        assert checks[die, "erase pulses x Mp = BLOCK_ERASES"]["truth"] > \
+            checks[die, "erase pulses = ERASE_OPS"]["truth"]
+    # Die 1 ran one more programme than die 0.
+    assert checks[1, "read pulses = PAGE_READS"]["truth"] > \
+        checks[0, "read pulses = PAGE_READS"]["truth"]
+    assert [r["steps"] for r in result["runs"]] == [r["expected_steps"] for r in result["runs"]]
+
+    # A second run on the same device passes too (the erase pass starts from a clean state),
+    # and the human table names every die and says PASS.
+    assert main(["selftest", sim_port]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("PASS")
+    assert "program pulses x Mp = PAGE_PROGRAMS" in out and "\n  1  " in out
+
+
+def test_selftest_fails_when_the_sniffer_misclassifies(sim_port, capsys, monkeypatch):
+    # Windows that put the slow (upper-page) programs outside the program class: the sniffer's
+    # counts no longer equal the ground truth, and the self-test must say so.
+    monkeypatch.setitem(st.WINDOWS, "program", (40, 80))
+    assert main(["selftest", sim_port]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out.splitlines()[-1]
+    failing = [line for line in out.splitlines() if line.endswith("FAIL")
+               and "program pulses = PROGRAM_OPS" in line]
+    assert len(failing) == 2  # both dies
+
+
+def test_selftest_refuses_a_device_without_emulator(capsys):
+    with FakeDevice(SnifferParams(channels=2), board="no-emulator") as fake:
+        assert main(["selftest", fake.path, "--timeout", "0.3"]) == 3
+    err = capsys.readouterr().err
+    assert "not an emulator build" in err
+
+
+def test_programme_expectations_are_consistent():
+    emu = st.emulator_candidates(2)[1]
+    runs = st.selftest_programme(emu)
+    names = [n for n, _ in runs]
+    assert any("two-plane" in n for n in names)
+    # The erase pass covers every block the other runs program.
+    erase = runs[0][1]
+    for _, t in runs[1:]:
+        span = t.blocks * (emu.planes if t.multi_plane else 1)
+        assert erase.first_block <= t.first_block
+        assert t.first_block + span <= erase.first_block + erase.blocks
+    e = st.expected_counts(emu, runs[2][1], 0)
+    assert e["truth"][EmuCounter.PAGE_PROGRAMS] == 2 * e["truth"][EmuCounter.PROGRAM_OPS]
+
+
+def test_geometry_option_is_checked(capsys):
+    assert main(["selftest", "/dev/null", "--geometry", "planes"]) == 2
+    assert "KEY=N" in capsys.readouterr().err
