@@ -24,6 +24,7 @@ from .geometry import GeometryError, load_geometry
 from .importers import RecordingError, format_time, parse_time
 from .measurement import MeasurementError
 from .presets import DEFAULT_PRESET, PresetError, format_preset, resolve_preset
+from .sequence import SequenceError, classify_measurement
 from .sources import SourceOptionError, open_measurement
 from .wa import WAError, compute_wa, decide_mp, wa_series
 
@@ -119,8 +120,9 @@ def _add_source_options(p, *, positional=True):
                    help="sniffer width counter bits, 16 … 32 (default 24)")
     g.add_argument("--snapshot", type=_duration, metavar="PERIOD",
                    help="record cumulative snapshots at this period (for --series)")
-    g.add_argument("--max-pulses", type=integer(0), default=1_000_000, metavar="N",
-                   help="keep at most N per-pulse widths (default 1000000; 0: none)")
+    g.add_argument("--max-pulses", type=integer(0), default=10_000_000, metavar="N",
+                   help="keep at most N per-pulse widths for the sequence classifier "
+                        "(default 10000000; 0: none)")
     g.add_argument("--save-measurement", metavar="JSON",
                    help="also save the measurement, to analyse again without re-importing")
     p.add_argument("--probe", action="append", type=_probe, default=[],
@@ -240,6 +242,15 @@ def add_analyze_parser(subparsers):
                    help="pages per program pulse (default: the geometry's)")
     g.add_argument("--program-class", default="program", metavar="NAME|K",
                    help="the window of program pulses (default: 'program')")
+    g.add_argument("--classifier", choices=("auto", "sequence", "windows"), default="auto",
+                   help="how pulses become programs: 'sequence' classifies each die's pulse "
+                        "sequence (page-type balance, erase cap, tDBSY-announced programs) and "
+                        "puts its uncertainty in the 95 %% interval; 'windows' counts the "
+                        "program window as exact; 'auto' (default): sequence, from per-pulse "
+                        "widths or else the histograms, falling back to windows")
+    g.add_argument("--write-only", action="store_true",
+                   help="the workload only wrote (enables the read-pulse and cache-program "
+                        "checks)")
     g.add_argument("--overlap-correct", action="store_true",
                    help="correct the program count for erases inside the program window and "
                         "programs outside it, from a mixture fit of the width histogram")
@@ -318,19 +329,23 @@ def cmd_analyze(args):
                 ls = lg.read_fio_bw_log(args.fio_bw_log)
             series = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
                                logical_series=ls)
-        result = None
-        if logical is not None:
-            result = compute_wa(m, geometry, logical, mp=args.mp,
-                                program_class=args.program_class, correction=correction)
-        else:
-            # Physical volume only: a zero-width placeholder logical volume of 1 byte.
-            result = compute_wa(m, geometry, lg.LogicalVolume(1, 1, "none"), mp=args.mp,
-                                program_class=args.program_class, correction=correction)
+        seq = None
+        if args.classifier != "windows" and correction is None:
+            try:
+                seq = classify_measurement(m, geometry)
+            except SequenceError as exc:
+                if args.classifier == "sequence":
+                    raise
+                notes.append(f"sequence classifier not used ({exc}); window counts instead")
+        lv = logical if logical is not None else lg.LogicalVolume(1, 1, "none")
+        # Without a logical volume: the physical volume only (a placeholder of 1 byte).
+        result = compute_wa(m, geometry, lv, mp=args.mp, program_class=args.program_class,
+                            correction=correction, sequence=seq, write_only=args.write_only)
     except (SourceOptionError, PresetError) as exc:
         _err("analyze", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
-            cal.CalibrationError) as exc:
+            cal.CalibrationError, SequenceError) as exc:
         _err("analyze", exc)
         return EXIT_FAILURE
     if args.json:
@@ -387,10 +402,18 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
     windows = "  ".join(f"{k} [{lo * 1e6:g}, {hi * 1e6:g})"
                         for k, (lo, hi) in m.windows_seconds().items())
     print(f"windows  {windows} µs")
+    if r.classifier != "windows":
+        c = r.classification or {}
+        states = "  ".join(f"{st['name']} ~{st['center_us']:.4g}" for st in c.get("states", []))
+        print(f"classes  {r.classifier} classifier: {states} µs")
+        for note in c.get("notes", []):
+            print(f"         {note}")
     print()
     names = list(r.class_totals)
     header = f"  {'line':<20} {'dies':>4} " + "".join(f"{n:>10}" for n in names) + \
-        f"{'unclass.':>10}{'partial':>9}{'dropped':>9}" + (f"{'WA(die)':>9}" if logical else "")
+        f"{'unclass.':>10}{'partial':>9}{'dropped':>9}" + \
+        (f"{'programs':>11}" if r.classifier != "windows" else "") + \
+        (f"{'WA(die)':>9}" if logical else "")
     print(header)
     per_die = dict(r.per_die)
     k_of = {n or str(i): i for i, n in enumerate(m.class_names)}
@@ -399,6 +422,8 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
         line = f"  {row.name[-20:]:<20} {row.dies:>4} " + \
             "".join(f"{c.classes[k_of[n]]:>10}" for n in names) + \
             f"{c.unclassified:>10}{c.partial:>9}{c.dropped:>9}"
+        if r.classifier != "windows":
+            line += f"{row.estimate:>11.1f}"
         if logical:
             line += f"{per_die[row.name]:>9.3f}"
         print(line)
@@ -426,11 +451,15 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
         flag = "" if m.provenance.get("complete", True) else \
             "  (INCOMPLETE CAPTURE: see the warnings)"
         print(f"WRITE AMPLIFICATION            {wa.value:.4f}  [{wa.lo:.4f}, {hi}]{flag}")
-        if r.wa_confidence is not None and r.dies_probed < r.dies:
+        if r.wa_confidence is not None:
             ci = r.wa_confidence
             chi = "∞" if not math.isfinite(ci.hi) else f"{ci.hi:.4f}"
-            print(f"  95 % with sampling of dies   [{ci.lo:.4f}, {chi}]  "
+            print(f"  95 % interval                [{ci.lo:.4f}, {chi}]  "
                   f"({r.dies_probed} of {r.dies} dies probed)")
+        if r.interval_includes:
+            print(f"  it includes: {'; '.join(r.interval_includes)}")
+        if r.interval_excludes:
+            print(f"  it does NOT include: {'; '.join(r.interval_excludes)}")
         spread = r.spread
         if spread and len(r.per_die) > 1:
             print(f"single-die estimates           {spread[0]:.4f} … {spread[1]:.4f}")
