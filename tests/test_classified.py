@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from rbscope.cli import main
 from rbscope.classified import export_classified_vcd, gtkwave_filter, timescale_for
+from rbscope.cli import main
 from rbscope.importers.vcd import write_vcd
 from rbscope.presets import Preset
 from rbscope.sources import open_measurement
