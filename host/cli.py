@@ -84,10 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_parser(commands)
     add_sample_sysfs_parser(commands)
 
-    from .report_cli import add_export_parser, add_report_parser
+    from .report_cli import add_export_parser, add_report_parser, add_sigrok_parser
 
     add_report_parser(commands)
     add_export_parser(commands)
+    add_sigrok_parser(commands)
 
     from .link_cli import add_link_parsers
 

@@ -22,8 +22,8 @@ from .presets import PresetError
 from .sources import SourceOptionError
 from .wa import WAError
 
-__all__ = ["add_report_parser", "add_export_parser", "cmd_report", "cmd_export_vcd",
-           "run_from_namespace"]
+__all__ = ["add_report_parser", "add_export_parser", "add_sigrok_parser", "cmd_report",
+           "cmd_export_vcd", "run_from_namespace", "sigrok_decoder_dir"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -246,3 +246,31 @@ def cmd_export_vcd(args):
             print(f"{m.probes[ch].name or ch}: {counts or 'no measured pulse'}")
         print(f"written {result.path}")
     return EXIT_OK
+
+
+# sigrok-decoder --------------------------------------------------------------------------------
+
+
+def sigrok_decoder_dir():
+    """The directory holding rbscope's libsigrokdecode protocol decoder (``rbscope_rb``)."""
+    from importlib import resources
+    return Path(str(resources.files("rbscope").joinpath("sigrok_decoders")))
+
+
+def add_sigrok_parser(subparsers):
+    """Register ``rbscope sigrok-decoder`` on ``subparsers``."""
+    p = subparsers.add_parser(
+        "sigrok-decoder", help="where rbscope's sigrok protocol decoder (R/B# classes) is",
+        description=(
+            "Print the directory of rbscope's libsigrokdecode protocol decoder 'rbscope_rb', "
+            "which classifies the busy pulses of an R/B# line by width (as the sniffer does) "
+            "so that PulseView and sigrok-cli show the classes live. Point SIGROKDECODE_DIR at "
+            "it."),
+        epilog=("examples:\n"
+                "  export SIGROKDECODE_DIR=$(rbscope sigrok-decoder)\n"
+                "  sigrok-cli -i run.sr -P rbscope_rb:rb=D0:windows=read=12-150/"
+                "program=150-1950 -A rbscope_rb\n"
+                "  pulseview run.sr   # add the 'R/B# classes' decoder to a channel"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(handler=lambda args: print(sigrok_decoder_dir()) or EXIT_OK)
+    return p

@@ -1,9 +1,12 @@
 """Classified-pulse VCD export: what GTKWave and PulseView show equals what the model counts, and
 the export imports again to the same counts (directly, and through sigrok-cli)."""
 
+import os
 import re
 import shutil
 import subprocess
+import sys
+from collections import Counter
 
 import pytest
 
@@ -144,3 +147,31 @@ def test_timescale_for():
 
 def test_gtkwave_filter_names_codes():
     assert gtkwave_filter({1: "read", 6: "unclassified"}) == "0 -\n1 read\n6 unclassified\n"
+
+
+def test_sigrok_protocol_decoder_counts_like_the_model(tmp_path):
+    # The decoder runs inside the real sigrok-cli (libsigrokdecode) on a session made by sigrok
+    # itself; with a 1 MHz sample rate and whole-µs windows its classes equal the model's.
+    assert shutil.which("sigrok-cli"), "sigrok-cli is not installed (make bootstrap installs it)"
+    trains = random_trains(TrainSpec(channels=1, cycles=200_000, gap=(1, 60), glitch_rate=0.1,
+                                     low_at_reset=frozenset({0})), seed=9)
+    vcd, sr = tmp_path / "r.vcd", tmp_path / "r.sr"
+    with open(vcd, "w") as f:
+        write_vcd(f, trains, timescale="1 us", end=200_000)
+    subprocess.run(["sigrok-cli", "-I", "vcd", "-i", str(vcd), "-o", str(sr)], check=True,
+                   timeout=300, capture_output=True)
+    decoder_dir = subprocess.run([sys.executable, "-m", "rbscope.cli", "sigrok-decoder"],
+                                 check=True, text=True, capture_output=True).stdout.strip()
+    windows = "/".join(f"{n}={lo:g}-{hi:g}" for n, lo, hi in PRESET.windows)
+    proc = subprocess.run(
+        ["sigrok-cli", "-i", str(sr), "-P", f"rbscope_rb:rb=rb0:windows={windows}:glitch_us=2",
+         "-A", "rbscope_rb"], check=True, text=True, capture_output=True, timeout=300,
+        env={**os.environ, "SIGROKDECODE_DIR": decoder_dir})
+    seen = Counter(line.split()[1] for line in proc.stdout.splitlines() if line.strip())
+    m, _ = open_measurement(sr, preset=PRESET)
+    c = m.counts[0]
+    expect = {n: c.classes[j] for j, n in enumerate(m.class_names) if n and c.classes[j]}
+    expect.update({k: v for k, v in (("unclassified", c.unclassified), ("glitch", c.glitch),
+                                     ("partial", c.partial)) if v})
+    assert c.partial == 1 and c.glitch > 0
+    assert dict(seen) == expect
