@@ -36,11 +36,7 @@ def long_capture(tmp, hours, pdf):
     res.update(hours=hours, capture_bytes=gen["bytes"], frames=gen["frames"],
                html_bytes=out.stat().st_size if out.exists() else None)
     if pdf and res["returncode"] == 0:
-        from rbscope.report.browser import html_to_pdf
-        t = time.perf_counter()
-        html_to_pdf(out, Path(tmp) / "long.pdf")
-        res["pdf_s"] = time.perf_counter() - t
-        res["pdf_bytes"] = (Path(tmp) / "long.pdf").stat().st_size
+        _pdf(res, out, Path(tmp) / "long.pdf")
     path.unlink()
     return res
 
@@ -62,15 +58,25 @@ def comparison(tmp, drives, pdf):
     (Path(tmp) / "study.toml").write_text("\n".join(study) + "\n")
     out = Path(tmp) / "compare.html"
     args = ["report", "--study", str(Path(tmp) / "study.toml"), "-o", str(out), "--json"]
-    if pdf:
-        args += ["--pdf", str(Path(tmp) / "compare.pdf")]
     res, stdout = run_cli(args, limit_gb=12)
     res.update(drives=drives, generate_s=generate,
                html_bytes=out.stat().st_size if out.exists() else None)
     if res["returncode"] == 0:
         ranked = sorted(json.loads(stdout)["runs"], key=lambda r: r["wa"]["value"])
         res["ranking"] = [r["label"] for r in ranked]
+        if pdf:
+            _pdf(res, out, Path(tmp) / "compare.pdf")
     return res
+
+
+def _pdf(res, html, pdf):
+    # Printed apart from the report command: Chromium reserves far more address space than the
+    # report's own cap allows.
+    from rbscope.report.browser import html_to_pdf
+    t = time.perf_counter()
+    html_to_pdf(html, pdf)
+    res["pdf_s"] = time.perf_counter() - t
+    res["pdf_bytes"] = pdf.stat().st_size
 
 
 def main():
@@ -95,7 +101,8 @@ def main():
     else:
         for name, r in rows.items():
             if isinstance(r, dict):
-                print(f"{name}: {r['wall_s']:.1f} s, peak RSS {r['peak_rss_mib']:.0f} MiB, "
+                print(f"{name}: {r['wall_s']:.1f} s wall, {r['user_s'] + r['sys_s']:.1f} s CPU, "
+                      f"peak RSS {r['peak_rss_mib']:.0f} MiB, "
                       f"HTML {r['html_bytes'] or 0:,} B, exit {r['returncode']}"
                       + (f", PDF {r['pdf_s']:.1f} s" if "pdf_s" in r else ""))
     return 0
