@@ -195,15 +195,20 @@ def _progress(quiet):
     return show
 
 
+def source_options(args, geometry):
+    """Return the keyword arguments of :func:`rbscope.sources.open_measurement` that the
+    source options in ``args`` stand for."""
+    return dict(fmt=args.format, preset=_preset(args, geometry), windows=args.window,
+                glitch_us=args.glitch, signals=args.signal, clock=args.clock, tick=args.tick,
+                unknown=args.x_as, width_bits=args.width_bits, snapshot_seconds=args.snapshot,
+                max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet),
+                bus=getattr(args, "bus", None), tap_for=getattr(args, "tap_for", None))
+
+
 def load_source(args, geometry):
     """Return the :class:`Measurement` of ``args.source`` and the notes of its import (and
     save it to ``--save-measurement``)."""
-    m, notes = open_measurement(
-        args.source, fmt=args.format, preset=_preset(args, geometry), windows=args.window,
-        glitch_us=args.glitch, signals=args.signal, clock=args.clock, tick=args.tick,
-        unknown=args.x_as, width_bits=args.width_bits, snapshot_seconds=args.snapshot,
-        max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet),
-        bus=getattr(args, "bus", None), tap_for=getattr(args, "tap_for", None))
+    m, notes = open_measurement(args.source, **source_options(args, geometry))
     if args.save_measurement:
         try:
             m.save(args.save_measurement)

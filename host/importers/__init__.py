@@ -39,7 +39,7 @@ import numpy as np
 from ..measurement import Measurement, Probe, SeriesPoint
 from ..model import SYNC_LATENCY, ChannelTracker
 
-__all__ = ["RecordingError", "StreamClassifier", "parse_time", "format_time"]
+__all__ = ["RecordingError", "StreamClassifier", "parse_time", "format_time", "chain"]
 
 #: Units of time accepted on the command line and in VCD timescales, in seconds.
 TIME_UNITS = {"s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12, "fs": 1e-15}
@@ -83,6 +83,20 @@ MAX_SNAPSHOTS = 100_000
 
 #: Buffered edges after which :meth:`StreamClassifier.edge` hands them to the model in bulk.
 FLUSH_EDGES = 1 << 16
+
+
+def chain(*callbacks):
+    """Return one callable that calls each of ``callbacks`` that is not None, or None."""
+    given = [c for c in callbacks if c is not None]
+    if not given:
+        return None
+    if len(given) == 1:
+        return given[0]
+
+    def call(*args):
+        for c in given:
+            c(*args)
+    return call
 
 
 class StreamClassifier:

@@ -32,7 +32,7 @@ import numpy as np
 from ..measurement import Probe
 from ..model import SYNC_LATENCY
 from ..tap_model import PIN_CE, PIN_WE, BusDecoder
-from . import TIME_UNITS, RecordingError, StreamClassifier
+from . import TIME_UNITS, RecordingError, StreamClassifier, chain
 
 __all__ = ["VcdHeader", "read_header", "import_vcd", "write_vcd", "default_clock"]
 
@@ -216,7 +216,8 @@ def _ratio(what, value, unit, name):
 
 def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=None,
                unknown="hold", probes=None, snapshot_seconds=None, max_pulses=1_000_000,
-               progress=None, bus=None, tap_for=None, on_edge=None):
+               progress=None, bus=None, tap_for=None, on_edge=None,
+               on_pulses=None):
     """Classify the R/B# lines of a VCD file through the bit-exact model.
 
     Parameters
@@ -252,6 +253,9 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
     tap_for : callable
         With ``bus``: ``tap_for(params) -> TapLabeller`` for the sniffer parameters in use; the
         caller keeps the labeller to read its counts and labelled pulses.
+    on_pulses : callable, optional
+        Called as ``on_pulses(channel, starts, ends, widths)`` with every batch of measured
+        pulses (see :class:`~rbscope.importers.StreamClassifier`): e.g. to export them classified.
 
     Returns
     -------
@@ -336,7 +340,7 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             classifier = StreamClassifier(
                 params, config, clock, initial, class_names=class_names,
                 probes=_probes(selected, probes), snapshot_cycles=snap,
-                max_pulses=max_pulses, on_pulses=tap and tap.label,
+                max_pulses=max_pulses, on_pulses=chain(tap and tap.label, on_pulses),
                 on_edge=on_edge)
             if tap is not None:
                 decoder = BusDecoder(tap.params.targets,
