@@ -19,6 +19,7 @@ fifty times faster than going through Amaranth's ``data.Const`` objects. The tes
 two agree on every layout; the layouts themselves are never restated here.
 """
 
+import collections
 import enum as py_enum
 import zlib
 from dataclasses import dataclass, field, fields
@@ -165,24 +166,37 @@ def compile_encoder(layout):
     return build(layout, 0, "")
 
 
-_decoders = {}
-_encoders = {}
+class _Bounded(collections.OrderedDict):
+    """A cache of at most ``size`` entries, least recently used first out."""
+
+    def __init__(self, size, make):
+        super().__init__()
+        self.size = size
+        self.make = make
+
+    def get_or_make(self, key):
+        try:
+            self.move_to_end(key)
+            return self[key]
+        except KeyError:
+            self[key] = value = self.make(key)
+            while len(self) > self.size:
+                self.popitem(last=False)
+            return value
+
+
+# Per distinct device parameters, a few layouts: bounded, since INFO frames (from a corrupt link
+# or a fuzzer) may describe any number of parameter sets.
+_decoders = _Bounded(128, compile_layout)
+_encoders = _Bounded(128, compile_encoder)
 
 
 def _decoder(layout):
-    try:
-        return _decoders[layout]
-    except KeyError:
-        _decoders[layout] = fn = compile_layout(layout)
-        return fn
+    return _decoders.get_or_make(layout)
 
 
 def _encoder(layout):
-    try:
-        return _encoders[layout]
-    except KeyError:
-        _encoders[layout] = fn = compile_encoder(layout)
-        return fn
+    return _encoders.get_or_make(layout)
 
 
 # Frames ------------------------------------------------------------------------------------------
@@ -485,15 +499,12 @@ class _TypeTable:
 
 
 _HEADER_DECODE = _decoder(HEADER)
-_TABLES = {}
+#: Decoder tables of the parameter sets seen last (bounded, as above).
+_TABLES = _Bounded(16, _TypeTable)
 
 
 def _table(params):
-    try:
-        return _TABLES[params]
-    except KeyError:
-        _TABLES[params] = t = _TypeTable(params)
-        return t
+    return _TABLES.get_or_make(params)
 
 
 # Framing -----------------------------------------------------------------------------------------
@@ -674,7 +685,10 @@ class FrameDecoder:
             if self._overflow:
                 stats.discarded_bytes += len(part)
                 if not last:
+                    # The END after the discarded run is a frame boundary: what follows is
+                    # a frame, exactly as if the run had come in the same call.
                     self._overflow = False
+                    self._synced = True
                 continue
             if last:  # no END after it yet
                 if len(buf) + len(part) > self._max_stuffed:
