@@ -54,7 +54,8 @@ def tool_versions():
     return out
 
 
-def run(configs, seed, build_dir):
+def run(configs, seed, build_dir, json_path=None):
+    """Build every configuration; with ``json_path``, save the rows after each build."""
     rows = []
     for board, channels, dies in configs:
         print(f"building {board}, {channels} channels, {dies} emulated dies …", flush=True)
@@ -73,6 +74,8 @@ def run(configs, seed, build_dir):
                          "channels": channels, "emulator": dies, "utilisation": {},
                          "fmax_mhz": 0.0, "target_mhz": board_class(board).target_hz / 1e6,
                          "met": False, "seconds": 0.0, "error": str(exc)})
+        if json_path:
+            Path(json_path).write_text(json.dumps(rows, indent=1))
     return rows
 
 
@@ -135,7 +138,21 @@ def main(argv=None):
     parser.add_argument("--build-dir", default=str(ROOT / "build" / "capacity"))
     parser.add_argument("--json", help="also write the raw results here")
     parser.add_argument("--no-write", action="store_true", help="do not touch the docs")
+    parser.add_argument("--config", action="append", metavar="BOARD:CHANNELS:DIES",
+                        help="one configuration (repeatable; replaces the default list)")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="build nothing: write the table from the results of earlier runs "
+                             "(--json files, e.g. of runs made in parallel)")
     args = parser.parse_args(argv)
+    command = "python benchmarks/capacity.py " + shlex.join(argv if argv is not None
+                                                            else sys.argv[1:])
+    if args.merge:
+        rows = [row for path in args.merge for row in json.loads(Path(path).read_text())]
+        text = table(rows, tool_versions(), command.strip())
+        print(text)
+        if not args.no_write:
+            write_section(text)
+        return 0
     configs = DEFAULT
     if args.channels or args.emulator:
         boards = args.board or list(BOARDS)
@@ -143,11 +160,12 @@ def main(argv=None):
         configs += [(b, d, d) for b in boards for d in (args.emulator or [])]
     elif args.board:
         configs = [c for c in DEFAULT if c[0] in args.board]
-    rows = run(configs, args.seed, args.build_dir)
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
-    command = "python benchmarks/capacity.py " + shlex.join(argv if argv is not None
-                                                            else sys.argv[1:])
+    if args.config:
+        configs = []
+        for text in args.config:
+            board, channels, dies = text.split(":")
+            configs.append((board, int(channels), int(dies)))
+    rows = run(configs, args.seed, args.build_dir, args.json)
     text = table(rows, tool_versions(), command.strip())
     print(text)
     if not args.no_write:
