@@ -220,7 +220,7 @@ cycles later (the next service slot of the scanner). A bad channel or bin reads 
 
 
 def _section(key, design, module, params_text, notes=""):
-    lines = [f"## `{key}`: module `{module}`", "", f"Default build: {params_text}.", "",
+    lines = [f"## `{key}`: module `{module}`", "", f"Built by {params_text}.", "",
              *_port_table(design)]
     maps = _bit_maps(design)
     if maps:
