@@ -31,9 +31,11 @@ class TimeBase(wiring.Component):
     Members
     -------
     prescaler : In(prescaler_bits)
-        Cycles per tick; 0 behaves as 1. A new value takes effect at the next tick.
+        Cycles per tick; 0 behaves as 1. A new value is seen one cycle later (the tick is a
+        register computed a cycle ahead) and takes effect at the next tick.
     tick : Out(1)
-        High for one cycle every ``prescaler`` cycles (combinational).
+        High for one cycle every ``prescaler`` cycles, from flip-flops (it enables every
+        channel's width counter, so it must not come out of a comparator).
     timestamp : Out(timestamp_bits)
         Ticks since reset.
     """
@@ -49,11 +51,19 @@ class TimeBase(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        # `next_count` holds the prescaler count plus one, so that the tick is one comparison of
-        # two registers (no incrementer in front of it): tick = count + 1 >= prescaler.
+        # tick(t) = count(t) + 1 >= P, with count returning to 0 on a tick. `next_count` holds
+        # count + 1; the comparison for cycle t + 1 is made on cycle t and registered.
         next_count = Signal(p.prescaler_bits + 1, init=1)
-        m.d.comb += self.tick.eq(next_count >= self.prescaler)
-        m.d.sync += next_count.eq(Mux(self.tick, 1, next_count + 1))
+        ahead = Signal()  # the registered comparison; 0 during reset
+        # Cycle 0 (the first after reset) ticks when P <= 1: `first` is 1 during reset and on
+        # cycle 0, so `first_tick` holds P <= 1 on cycle 0 (and on cycle 1, harmlessly: with
+        # P <= 1 every cycle ticks).
+        first = Signal(init=1)
+        first_tick = Signal(reset_less=True)
+        m.d.sync += [first.eq(0), first_tick.eq(first & (self.prescaler <= 1))]
+        m.d.comb += self.tick.eq(ahead | first_tick)
+        following = Mux(self.tick, 1, next_count + 1)
+        m.d.sync += [next_count.eq(following), ahead.eq(following >= self.prescaler)]
         # The timestamp and its successor are both kept, so the tick only selects between two
         # registers and no long carry chain hangs off it.
         successor = Signal(p.timestamp_bits, init=1)
@@ -182,9 +192,16 @@ class FrontEnd(wiring.Component):
                 m.d.comb += lost_inc.eq(1)
         with m.Elif(self.take_event):
             m.d.sync += box.valid.eq(0)
+        # The side counts add their increments a cycle late (registered), which keeps the
+        # emit logic and the counters' carry chains in separate cycles. A count taken by the
+        # pipeline in that cycle is not lost: it stays for the next SIDE job.
+        lost_late = Signal()
+        glitch_late = Signal()
         m.d.sync += [
-            box.lost.eq(Mux(self.take_side, 0, box.lost) + lost_inc),
-            box.glitches.eq(Mux(self.take_side, 0, box.glitches) + glitch_inc),
+            lost_late.eq(lost_inc),
+            glitch_late.eq(glitch_inc),
+            box.lost.eq(Mux(self.take_side, 0, box.lost) + lost_late),
+            box.glitches.eq(Mux(self.take_side, 0, box.glitches) + glitch_late),
         ]
         return m
 
