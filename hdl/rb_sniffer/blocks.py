@@ -127,6 +127,7 @@ class FrontEnd(wiring.Component):
         low_prev = Signal()
         saturated = Signal()
         count = Signal(p.width_bits)
+        count_zero = Signal(init=1)  # count == 0, kept as a flag (cheaper than a wide OR)
 
         emit = Signal()
         emit_kind = Signal(EventKind)
@@ -149,13 +150,13 @@ class FrontEnd(wiring.Component):
                         emit_kind.eq(Mux(saturated, EventKind.BUSY, EventKind.OVERLONG)),
                         emit_width.eq(p.max_width),
                     ]
-                    m.d.sync += [count.eq(0), saturated.eq(1)]
+                    m.d.sync += [count.eq(0), count_zero.eq(1), saturated.eq(1)]
                 with m.Else():
-                    m.d.sync += count.eq(count + 1)
+                    m.d.sync += [count.eq(count + 1), count_zero.eq(0)]
         with m.Elif(low_prev):
             m.d.comb += emit_width.eq(count)
             with m.If(saturated):
-                m.d.comb += [emit.eq(count != 0), emit_kind.eq(EventKind.BUSY)]
+                m.d.comb += [emit.eq(~count_zero), emit_kind.eq(EventKind.BUSY)]
             with m.Elif(armed & self.enable):
                 # glitch_ticks is narrow: compare its bits and check that the rest are zero
                 # (cheaper than a full-width comparison in every channel).
@@ -168,7 +169,7 @@ class FrontEnd(wiring.Component):
                     m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.END)]
             with m.Else():
                 m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.PARTIAL)]
-            m.d.sync += [count.eq(0), saturated.eq(0)]
+            m.d.sync += [count.eq(0), count_zero.eq(1), saturated.eq(0)]
 
         box = self.mailbox
         # The event's kind and width need no reset (only `valid` says whether they mean
