@@ -38,14 +38,18 @@ class TimeBase(wiring.Component):
         channel's width counter, so it must not come out of a comparator).
     timestamp : Out(timestamp_bits)
         Ticks since reset.
+    ticks : Out(copies)
+        Copies of ``tick``, each from its own flip-flops, to split its fan-out.
     """
 
-    def __init__(self, params):
+    def __init__(self, params, copies=1):
         self.params = _check_params(params)
+        self.copies = copies
         super().__init__({
             "prescaler": In(params.prescaler_bits),
             "tick": Out(1),
             "timestamp": Out(params.timestamp_bits),
+            "ticks": Out(copies),
         })
 
     def elaborate(self, platform):
@@ -63,7 +67,13 @@ class TimeBase(wiring.Component):
         m.d.sync += [first.eq(0), first_tick.eq(first & (self.prescaler <= 1))]
         m.d.comb += self.tick.eq(ahead | first_tick)
         following = Mux(self.tick, 1, next_count + 1)
-        m.d.sync += [next_count.eq(following), ahead.eq(following >= self.prescaler)]
+        due = following >= self.prescaler
+        m.d.sync += [next_count.eq(following), ahead.eq(due)]
+        for k in range(self.copies):
+            ahead_k = Signal(name=f"ahead_{k}")
+            first_k = Signal(name=f"first_tick_{k}", reset_less=True)
+            m.d.sync += [ahead_k.eq(due), first_k.eq(first & (self.prescaler <= 1))]
+            m.d.comb += self.ticks[k].eq(ahead_k | first_k)
         # The timestamp and its successor are both kept, so the tick only selects between two
         # registers and no long carry chain hangs off it.
         successor = Signal(p.timestamp_bits, init=1)
