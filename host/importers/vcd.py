@@ -32,7 +32,7 @@ import numpy as np
 from ..measurement import Probe
 from ..model import SYNC_LATENCY
 from ..tap_model import PIN_CE, PIN_WE, BusDecoder
-from . import TIME_UNITS, RecordingError, StreamClassifier
+from . import TIME_UNITS, RecordingError, StreamClassifier, chain
 
 __all__ = ["VcdHeader", "read_header", "import_vcd", "write_vcd", "default_clock"]
 
@@ -55,6 +55,10 @@ class VcdHeader:
         self.timescale = timescale
         self.variables = variables
         self.body_line = body_line  # first line of the value-change section
+
+
+#: Widest ``$var`` accepted (bits): far beyond any bus a logic analyser records.
+MAX_VAR_BITS = 1 << 20
 
 
 def read_header(f, name="VCD"):
@@ -102,9 +106,9 @@ def read_header(f, name="VCD"):
                 raise RecordingError(f"{name}: line {lineno}: $var needs type, size, identifier "
                                      f"and name, got {' '.join(body)!r}")
             _, size, ident, ref = body[:4]
-            if not size.isdigit() or int(size) < 1:
-                raise RecordingError(f"{name}: line {lineno}: $var {ref}: size {size!r} is not a "
-                                     f"positive integer")
+            if not size.isdigit() or len(size) > 7 or not 1 <= int(size) <= MAX_VAR_BITS:
+                raise RecordingError(f"{name}: line {lineno}: $var {ref}: size {size[:20]!r} "
+                                     f"is not an integer from 1 to {MAX_VAR_BITS}")
             size = int(size)
             rest = "".join(body[4:])
             if "[" in ref:  # reference and bit-select written together: rb[3]
@@ -112,7 +116,8 @@ def read_header(f, name="VCD"):
                 rest = "[" + sel + rest
             msb, lsb = size - 1, 0
             full = ".".join(scope + [ref])
-            m = re.fullmatch(r"\[(-?\d+)(?::(-?\d+))?\]", rest) if rest else None
+            # Bit indexes of at most 10 digits (longer ones are not a bit range: a name).
+            m = re.fullmatch(r"\[(-?\d{1,10})(?::(-?\d{1,10}))?\]", rest) if rest else None
             if m and abs(int(m.group(1)) - int(m.group(2) or m.group(1))) + 1 == size:
                 msb = int(m.group(1))
                 lsb = int(m.group(2)) if m.group(2) is not None else msb
@@ -166,7 +171,7 @@ def _select(header, signals, name):
         return out
     out = []
     for sig in signals:
-        m = re.fullmatch(r"(.*?)\[(-?\d+)\]", sig)
+        m = re.fullmatch(r"(.*?)\[(-?\d{1,10})\]", sig)
         base, index = (m.group(1), int(m.group(2))) if m else (sig, None)
         found = None
         for var in header.variables:
@@ -211,7 +216,8 @@ def _ratio(what, value, unit, name):
 
 def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=None,
                unknown="hold", probes=None, snapshot_seconds=None, max_pulses=1_000_000,
-               progress=None, bus=None, tap_for=None, on_edge=None):
+               progress=None, bus=None, tap_for=None, on_edge=None,
+               on_pulses=None):
     """Classify the R/B# lines of a VCD file through the bit-exact model.
 
     Parameters
@@ -247,6 +253,9 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
     tap_for : callable
         With ``bus``: ``tap_for(params) -> TapLabeller`` for the sniffer parameters in use; the
         caller keeps the labeller to read its counts and labelled pulses.
+    on_pulses : callable, optional
+        Called as ``on_pulses(channel, starts, ends, widths)`` with every batch of measured
+        pulses (see :class:`~rbscope.importers.StreamClassifier`): e.g. to export them classified.
 
     Returns
     -------
@@ -331,7 +340,7 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             classifier = StreamClassifier(
                 params, config, clock, initial, class_names=class_names,
                 probes=_probes(selected, probes), snapshot_cycles=snap,
-                max_pulses=max_pulses, on_pulses=tap and tap.label,
+                max_pulses=max_pulses, on_pulses=chain(tap and tap.label, on_pulses),
                 on_edge=on_edge)
             if tap is not None:
                 decoder = BusDecoder(tap.params.targets,
