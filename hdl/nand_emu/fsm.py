@@ -223,19 +223,19 @@ class Die(wiring.Component):
         bs_wr = bstate.write_port()
         bs_rule = bstate.read_port(transparent_for=(bs_wr,))
         bs_out = bstate.read_port(transparent_for=(bs_wr,))
-        # The RAM's output is slow (several ns on ECP5): both read ports are copied into
-        # registers before any logic uses them. The rule port is addressed with the row the
-        # address cycle is writing (`row_next`), so its state is registered two cycles after
-        # the last address cycle, before the earliest possible confirm (WE# rising edges are
-        # at least two cycles apart after the synchroniser). Writes happen only at confirms, and
-        # every confirm follows address cycles of its own row, so the copy is never stale then.
-        rule_state = Signal(p.page_bits + 1)
-        out_state = Signal(p.page_bits + 1)
+        # The RAM's output is slow (about 6 ns on ECP5): every use of it is one comparison
+        # straight into a register (a bare copy would be merged into the RAM's read port by
+        # synthesis, leaving the slow output in front of the logic). The rule port is addressed
+        # with the row the address cycle is writing (`row_next`), so its comparisons are
+        # registered two cycles after the last address cycle, before the earliest possible
+        # confirm (WE# rising edges are at least two cycles apart after the synchroniser).
+        # Writes happen only at confirms, and every confirm follows address cycles of its own
+        # row, so the results are never stale then. The output port's comparison lags `out_row`
+        # by one cycle, which a data output (after tR) never sees.
         m.d.comb += [
             bs_rule.addr.eq(block_of(row_next)),
             bs_out.addr.eq(block_of(out_row_next)),
         ]
-        m.d.sync += [rule_state.eq(bs_rule.data), out_state.eq(bs_out.data)]
 
         def is_bad(block):
             hits = [entry.valid & (entry.block == block) for entry in cfg.bad_blocks]
@@ -244,13 +244,17 @@ class Die(wiring.Component):
         rule_block = block_of(row)
         rule_page = page_of(row)
         rule_bad = Signal()
-        m.d.sync += rule_bad.eq(is_bad(rule_block))  # valid two cycles after the address
+        rule_next_page = Signal()  # the page is the block's next one (in order, erased)
+        rule_programmed = Signal()  # the page was programmed since the erase
         out_bad = Signal()
         out_erased = Signal()
-        m.d.comb += [
-            out_bad.eq(is_bad(block_of(out_row))),
-            out_erased.eq(page_of(out_row) >= out_state),
+        m.d.sync += [
+            rule_bad.eq(is_bad(rule_block)),
+            rule_next_page.eq(rule_page == bs_rule.data),
+            rule_programmed.eq(rule_page < bs_rule.data),
+            out_erased.eq(page_of(out_row) >= bs_out.data),
         ]
+        m.d.comb += out_bad.eq(is_bad(block_of(out_row)))
 
         # ---- Storage --------------------------------------------------------------------------
 
@@ -462,7 +466,7 @@ class Die(wiring.Component):
         prog_ok = Signal()
         erase_ok = Signal()
         m.d.comb += [
-            prog_ok.eq(self.wp & ~rule_bad & (rule_page == rule_state)),
+            prog_ok.eq(self.wp & ~rule_bad & rule_next_page),
             erase_ok.eq(self.wp & ~rule_bad),
         ]
 
@@ -473,7 +477,7 @@ class Die(wiring.Component):
             with m.Elif(rule_bad):
                 count(EmuCounter.FAIL_BAD_BLOCK)
             if is_program:
-                with m.Elif(rule_page < rule_state):
+                with m.Elif(rule_programmed):
                     count(EmuCounter.FAIL_NOT_ERASED)
                 with m.Else():
                     count(EmuCounter.FAIL_ORDER)
