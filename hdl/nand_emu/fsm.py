@@ -341,31 +341,33 @@ class Die(wiring.Component):
         req_row = Signal(row_w)
         reset_cmd = Signal()
 
-        # Busy times are looked up (an 11-way choice and the jitter addition) one cycle ahead,
-        # into registers: `prep` is low in the cycle after anything they depend on changed (a
-        # new operation, a reset, an LFSR draw), and a busy period starts only when it is high.
-        # So tWB lasts at least 2 cycles (t_wb 0 and 1 act as 2).
-        def busy_ticks(time):
-            jitter = lfsr.value[:p.jitter_bits] & cfg.jitter[time] if p.jitter_bits else 0
-            return cfg.times[time] + jitter
+        # Busy times are looked up ahead, into registers, in two stages: (1) the base time and
+        # the jitter of the selected busy time (11-way choices); (2) their sum, and whether it
+        # is zero (both parts zero: no overflow). `prep` is low for two cycles after anything
+        # they depend on changed (a new operation, a reset, an LFSR draw), and a busy period
+        # starts only when it is high. So tWB lasts at least 3 cycles (t_wb 0 to 2 act as 3).
+        def busy_ticks(time, name):
+            base = Signal(p.ticks_bits, name=f"{name}_base")
+            jit = Signal(max(p.jitter_bits, 1), name=f"{name}_jitter")
+            ticks = Signal(p.ticks_bits + 1, name=f"{name}_ticks")
+            zero = Signal(name=f"{name}_zero")
+            m.d.sync += base.eq(cfg.times[time])
+            if p.jitter_bits:
+                m.d.sync += jit.eq(lfsr.value[:p.jitter_bits] & cfg.jitter[time])
+            m.d.sync += [ticks.eq(base + jit), zero.eq((base == 0) & (jit == 0))]
+            return ticks, zero
 
+        changed = req | reset_cmd | lfsr.step
+        prep1 = Signal()
         prep = Signal()
-        load_ticks = Signal(p.ticks_bits + 1)
-        load_zero = Signal()
-        m.d.sync += [
-            load_ticks.eq(busy_ticks(op_time)),
-            load_zero.eq(busy_ticks(op_time) == 0),
-            prep.eq(~(req | reset_cmd | lfsr.step)),
-        ]
+        m.d.sync += [prep1.eq(~changed), prep.eq(prep1 & ~changed)]
+        load_ticks, load_zero = busy_ticks(op_time, "load")
         # The background array program of a cache program (its page type from `op_row`).
         type_bits = (p.page_type_slots - 1).bit_length()
         array_time = Signal(BusyTime)
-        array_ticks = Signal(p.ticks_bits + 1)
-        array_zero = Signal()
-        m.d.comb += array_time.eq(
+        m.d.sync += array_time.eq(
             BusyTime.PROG0 + cfg.page_types[op_row[:type_bits] if type_bits else 0])
-        m.d.sync += [array_ticks.eq(busy_ticks(array_time)),
-                     array_zero.eq(busy_ticks(array_time) == 0)]
+        array_ticks, array_zero = busy_ticks(array_time, "array")
         needs_copy = Const(0)
         if p.storage == Storage.ARRAY:
             needs_copy = (op == Op.PROG) | (op == Op.CACHE)
