@@ -15,19 +15,22 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import calibrate as cal
 from . import logical as lg
+from .argtypes import integer
 from .geometry import GeometryError, load_geometry
 from .importers import RecordingError, format_time, parse_time
 from .measurement import MeasurementError
 from .presets import DEFAULT_PRESET, PresetError, format_preset, resolve_preset
+from .sequence import SequenceError, classify_measurement
 from .sources import SourceOptionError, open_measurement
 from .wa import WAError, compute_wa, decide_mp, wa_series
 
-__all__ = ["add_analyze_parser", "add_calibrate_parser", "cmd_analyze", "cmd_calibrate",
-           "load_source"]
+__all__ = ["Analysis", "add_analyze_parser", "add_calibrate_parser", "analyse", "cmd_analyze",
+           "cmd_calibrate", "load_source", "source_options"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -66,11 +69,22 @@ def _probe(text):
                                          f"0=0:0:0), not {text!r}") from None
 
 
+def _size(text):
+    try:
+        lg.parse_size(text)
+    except lg.LogicalSourceError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _duration(text):
     try:
-        return parse_time(text)
+        value = parse_time(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if not value <= 1e6:
+        raise argparse.ArgumentTypeError(f"duration {text!r} is longer than 10^6 s")
+    return value
 
 
 def _add_source_options(p, *, positional=True):
@@ -103,12 +117,13 @@ def _add_source_options(p, *, positional=True):
                                               "(repeat, in priority order)")
     g.add_argument("--glitch", type=float, metavar="US",
                    help="glitch filter in µs (default: the preset's)")
-    g.add_argument("--width-bits", type=int, default=24, metavar="W",
+    g.add_argument("--width-bits", type=integer(16, 32), default=24, metavar="W",
                    help="sniffer width counter bits, 16 … 32 (default 24)")
     g.add_argument("--snapshot", type=_duration, metavar="PERIOD",
                    help="record cumulative snapshots at this period (for --series)")
-    g.add_argument("--max-pulses", type=int, default=1_000_000, metavar="N",
-                   help="keep at most N per-pulse widths (default 1000000; 0: none)")
+    g.add_argument("--max-pulses", type=integer(0), default=10_000_000, metavar="N",
+                   help="keep at most N per-pulse widths for the sequence classifier "
+                        "(default 10000000; 0: none)")
     g.add_argument("--save-measurement", metavar="JSON",
                    help="also save the measurement, to analyse again without re-importing")
     p.add_argument("--probe", action="append", type=_probe, default=[],
@@ -124,7 +139,8 @@ def _add_source_options(p, *, positional=True):
 def _add_logical_options(p):
     g = p.add_argument_group("logical volume (bytes the host wrote; give one)")
     x = g.add_mutually_exclusive_group()
-    x.add_argument("--logical", metavar="BYTES", help="a byte count: 2147483648, 2GiB, 2GB…")
+    x.add_argument("--logical", metavar="BYTES", type=_size,
+                   help="a byte count: 2147483648, 2GiB, 2GB… (units spelled exactly)")
     x.add_argument("--fio", metavar="JSON", help="fio --output-format=json output")
     x.add_argument("--sysfs", nargs=2, metavar=("BEFORE", "AFTER"),
                    help="two copies of /sys/block/<dev>/stat")
@@ -132,7 +148,7 @@ def _add_logical_options(p):
                    help="two smartctl -A (or -j -A) outputs")
     x.add_argument("--nvme", nargs=2, metavar=("BEFORE", "AFTER"),
                    help="two nvme smart-log (or -o json) outputs")
-    g.add_argument("--lba-bytes", type=int, default=512, metavar="N",
+    g.add_argument("--lba-bytes", type=int, default=None, metavar="N",
                    help="bytes per unit of ATA attribute 241 (default 512)")
 
 
@@ -144,7 +160,8 @@ def _logical(args):
     if args.sysfs:
         return lg.read_sysfs_stat(*args.sysfs)
     if args.smartctl:
-        return lg.read_smartctl(*args.smartctl, lba_bytes=args.lba_bytes)
+        return lg.read_smartctl(*args.smartctl,
+                                lba_bytes=512 if args.lba_bytes is None else args.lba_bytes)
     if args.nvme:
         return lg.read_nvme_smart_log(*args.nvme)
     return None
@@ -179,14 +196,20 @@ def _progress(quiet):
     return show
 
 
+def source_options(args, geometry):
+    """Return the keyword arguments of :func:`rbscope.sources.open_measurement` that the
+    source options in ``args`` stand for."""
+    return dict(fmt=args.format, preset=_preset(args, geometry), windows=args.window,
+                glitch_us=args.glitch, signals=args.signal, clock=args.clock, tick=args.tick,
+                unknown=args.x_as, width_bits=args.width_bits, snapshot_seconds=args.snapshot,
+                max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet),
+                bus=getattr(args, "bus", None), tap_for=getattr(args, "tap_for", None))
+
+
 def load_source(args, geometry):
     """Return the :class:`Measurement` of ``args.source`` and the notes of its import (and
     save it to ``--save-measurement``)."""
-    m, notes = open_measurement(
-        args.source, fmt=args.format, preset=_preset(args, geometry), windows=args.window,
-        glitch_us=args.glitch, signals=args.signal, clock=args.clock, tick=args.tick,
-        unknown=args.x_as, width_bits=args.width_bits, snapshot_seconds=args.snapshot,
-        max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet))
+    m, notes = open_measurement(args.source, **source_options(args, geometry))
     if args.save_measurement:
         try:
             m.save(args.save_measurement)
@@ -225,6 +248,15 @@ def add_analyze_parser(subparsers):
                    help="pages per program pulse (default: the geometry's)")
     g.add_argument("--program-class", default="program", metavar="NAME|K",
                    help="the window of program pulses (default: 'program')")
+    g.add_argument("--classifier", choices=("auto", "sequence", "windows"), default="auto",
+                   help="how pulses become programs: 'sequence' classifies each die's pulse "
+                        "sequence (page-type balance, erase cap, tDBSY-announced programs) and "
+                        "puts its uncertainty in the 95 %% interval; 'windows' counts the "
+                        "program window as exact; 'auto' (default): sequence, from per-pulse "
+                        "widths or else the histograms, falling back to windows")
+    g.add_argument("--write-only", action="store_true",
+                   help="the workload only wrote (enables the read-pulse and cache-program "
+                        "checks)")
     g.add_argument("--overlap-correct", action="store_true",
                    help="correct the program count for erases inside the program window and "
                         "programs outside it, from a mixture fit of the width histogram")
@@ -267,6 +299,62 @@ def _read_series(path):
     return rows
 
 
+@dataclass
+class Analysis:
+    """What one ``rbscope analyze`` computes (also what ``rbscope report`` shows of a run)."""
+
+    measurement: object
+    geometry: object
+    logical: object  # LogicalVolume or None: physical volume only
+    result: object  # WAResult
+    notes: list
+    series: list | None = None
+    evidence: dict | None = None
+
+
+def analyse(args, geometry, *, series=None):
+    """Load ``args.source`` and compute its WA exactly as ``rbscope analyze`` does.
+
+    ``series`` (default ``args.series``) also computes the time series. Raises the loaders' and
+    the engine's errors, and :class:`UsageError` for a probe outside ``geometry``.
+    """
+    for index, dies in args.probe:
+        for loc in dies:
+            try:
+                geometry.check_location(loc)
+            except GeometryError as exc:
+                raise UsageError(f"--probe {index}: {exc}") from None
+    logical = _logical(args)
+    m, notes = load_source(args, geometry)
+    if args.smartctl and args.lba_bytes is None:
+        notes.append("ATA attribute 241 (Total_LBAs_Written) taken in 512-byte units, the "
+                     "usual unit: give --lba-bytes if the drive's vendor documents another")
+    correction = evidence = None
+    if args.overlap_correct:
+        correction, evidence = cal.overlap_correction(
+            m, args.program_class, hints=cal.hints_from_geometry(geometry))
+    rows = None
+    if args.series if series is None else series:
+        ls = _read_series(args.logical_series) if args.logical_series else None
+        if args.fio_bw_log:
+            ls = lg.read_fio_bw_log(args.fio_bw_log)
+        rows = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
+                         logical_series=ls)
+    seq = None
+    if args.classifier != "windows" and correction is None:
+        try:
+            seq = classify_measurement(m, geometry)
+        except SequenceError as exc:
+            if args.classifier == "sequence":
+                raise
+            notes.append(f"sequence classifier not used ({exc}); window counts instead")
+    lv = logical if logical is not None else lg.LogicalVolume(1, 1, "none")
+    # Without a logical volume: the physical volume only (a placeholder of 1 byte).
+    result = compute_wa(m, geometry, lv, mp=args.mp, program_class=args.program_class,
+                        correction=correction, sequence=seq, write_only=args.write_only)
+    return Analysis(m, geometry, logical, result, notes, rows, evidence)
+
+
 def cmd_analyze(args):
     """Handle ``rbscope analyze``; return the exit code."""
     try:
@@ -281,37 +369,20 @@ def cmd_analyze(args):
         _err("analyze", f"--mp must be a positive integer, not {args.mp}")
         return EXIT_USAGE
     try:
-        logical = _logical(args)
-        m, notes = load_source(args, geometry)
-        correction = evidence = None
-        if args.overlap_correct:
-            correction, evidence = cal.overlap_correction(
-                m, args.program_class, hints=cal.hints_from_geometry(geometry))
-        series = None
-        if args.series:
-            ls = _read_series(args.logical_series) if args.logical_series else None
-            if args.fio_bw_log:
-                ls = lg.read_fio_bw_log(args.fio_bw_log)
-            series = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
-                               logical_series=ls)
-        result = None
-        if logical is not None:
-            result = compute_wa(m, geometry, logical, mp=args.mp,
-                                program_class=args.program_class, correction=correction)
-        else:
-            # Physical volume only: a zero-width placeholder logical volume of 1 byte.
-            result = compute_wa(m, geometry, lg.LogicalVolume(1, 1, "none"), mp=args.mp,
-                                program_class=args.program_class, correction=correction)
+        a = analyse(args, geometry)
     except (SourceOptionError, PresetError) as exc:
         _err("analyze", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
-            cal.CalibrationError) as exc:
+            cal.CalibrationError, SequenceError) as exc:
         _err("analyze", exc)
         return EXIT_FAILURE
+    m, logical, result, notes = a.measurement, a.logical, a.result, a.notes
+    series, evidence = a.series, a.evidence
     if args.json:
         out = {"source": m.provenance, "measurement": _summary(m), "geometry": geometry.to_dict(),
-               "notes": notes}
+               "notes": notes, "complete": m.provenance.get("complete", True),
+               "missing": m.provenance.get("missing", [])}
         data = result.to_dict()
         if logical is None:
             for key in ("wa", "logical_bytes", "per_die_wa", "per_die_spread"):
@@ -362,10 +433,18 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
     windows = "  ".join(f"{k} [{lo * 1e6:g}, {hi * 1e6:g})"
                         for k, (lo, hi) in m.windows_seconds().items())
     print(f"windows  {windows} µs")
+    if r.classifier != "windows":
+        c = r.classification or {}
+        states = "  ".join(f"{st['name']} ~{st['center_us']:.4g}" for st in c.get("states", []))
+        print(f"classes  {r.classifier} classifier: {states} µs")
+        for note in c.get("notes", []):
+            print(f"         {note}")
     print()
     names = list(r.class_totals)
     header = f"  {'line':<20} {'dies':>4} " + "".join(f"{n:>10}" for n in names) + \
-        f"{'unclass.':>10}{'partial':>9}{'dropped':>9}" + (f"{'WA(die)':>9}" if logical else "")
+        f"{'unclass.':>10}{'partial':>9}{'dropped':>9}" + \
+        (f"{'programs':>11}" if r.classifier != "windows" else "") + \
+        (f"{'WA(die)':>9}" if logical else "")
     print(header)
     per_die = dict(r.per_die)
     k_of = {n or str(i): i for i, n in enumerate(m.class_names)}
@@ -374,6 +453,8 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
         line = f"  {row.name[-20:]:<20} {row.dies:>4} " + \
             "".join(f"{c.classes[k_of[n]]:>10}" for n in names) + \
             f"{c.unclassified:>10}{c.partial:>9}{c.dropped:>9}"
+        if r.classifier != "windows":
+            line += f"{row.estimate:>11.1f}"
         if logical:
             line += f"{per_die[row.name]:>9.3f}"
         print(line)
@@ -398,12 +479,18 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
               f"{lv.detail})")
         wa = r.wa
         hi = "∞" if not math.isfinite(wa.hi) else f"{wa.hi:.4f}"
-        print(f"WRITE AMPLIFICATION            {wa.value:.4f}  [{wa.lo:.4f}, {hi}]")
-        if r.wa_confidence is not None and r.dies_probed < r.dies:
+        flag = "" if m.provenance.get("complete", True) else \
+            "  (INCOMPLETE CAPTURE: see the warnings)"
+        print(f"WRITE AMPLIFICATION            {wa.value:.4f}  [{wa.lo:.4f}, {hi}]{flag}")
+        if r.wa_confidence is not None:
             ci = r.wa_confidence
             chi = "∞" if not math.isfinite(ci.hi) else f"{ci.hi:.4f}"
-            print(f"  95 % with sampling of dies   [{ci.lo:.4f}, {chi}]  "
+            print(f"  95 % interval                [{ci.lo:.4f}, {chi}]  "
                   f"({r.dies_probed} of {r.dies} dies probed)")
+        if r.interval_includes:
+            print(f"  it includes: {'; '.join(r.interval_includes)}")
+        if r.interval_excludes:
+            print(f"  it does NOT include: {'; '.join(r.interval_excludes)}")
         spread = r.spread
         if spread and len(r.per_die) > 1:
             print(f"single-die estimates           {spread[0]:.4f} … {spread[1]:.4f}")

@@ -15,16 +15,22 @@ from pathlib import Path
 
 from . import analyze_cli as ac
 from . import logical as lg
+from .calibrate import CalibrationError
 from .geometry import GeometryError, load_geometry
 from .importers import RecordingError
 from .measurement import MeasurementError
+from .presets import PresetError
+from .sequence import SequenceError
+from .sources import SourceOptionError
 from .wa import WAError
 
-__all__ = ["add_report_parser", "cmd_report", "run_from_namespace"]
+__all__ = ["add_report_parser", "add_export_parser", "add_sigrok_parser", "cmd_report",
+           "cmd_export_vcd", "run_from_namespace", "sigrok_decoder_dir"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
-_FAILURES = (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError)
+_FAILURES = (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
+             CalibrationError, SequenceError)
 
 
 def add_report_parser(subparsers):
@@ -72,13 +78,19 @@ def add_report_parser(subparsers):
                    help="the window of program pulses (default: 'program')")
     g.add_argument("--logical-series", metavar="CSV",
                    help="host bytes over time ('seconds,cumulative bytes'), for WA over time")
+    g.add_argument("--classifier", choices=("auto", "sequence", "windows"), default="auto",
+                   help="as for `rbscope analyze` (default auto: sequence-aware when the "
+                        "source has per-pulse widths)")
+    g.add_argument("--write-only", action="store_true",
+                   help="as for `rbscope analyze`: the host only wrote during the run")
     p.set_defaults(handler=cmd_report, fio_bw_log=None, overlap_correct=False, series=False,
                    save_measurement=None)
     return p
 
 
 def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_series=None):
-    """Load and analyse one source given ``analyze``-style options; return a ReportRun."""
+    """Load and analyse one source given ``analyze``-style options, exactly as ``rbscope
+    analyze`` would; return a ReportRun."""
     from .report import analyse_run
     if not ns.geometry:
         raise ac.UsageError(f"{ns.source}: a geometry is needed (--geometry FILE or a bundled "
@@ -86,18 +98,18 @@ def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_serie
     geometry = load_geometry(ns.geometry)
     if ns.mp is not None and ns.mp < 1:
         raise ac.UsageError(f"--mp must be a positive integer, not {ns.mp}")
-    logical = ac._logical(ns)
-    m, notes = ac.load_source(ns, geometry)
+    a = ac.analyse(ns, geometry, series=False)
     series = None
     if logical_series:
         series = ac._read_series(logical_series)
     elif getattr(ns, "fio_bw_log", None):
         series = lg.read_fio_bw_log(ns.fio_bw_log)
-    if logical is None:
-        notes = list(notes) + ["no host write volume given: physical volume only, no WA"]
-    return analyse_run(m, geometry, logical, label=label, drive=drive, workload=workload,
-                       mp=ns.mp, program_class=ns.program_class, logical_series=series,
-                       notes=notes)
+    notes = list(a.notes)
+    if a.logical is None:
+        notes.append("no host write volume given: physical volume only, no WA")
+    return analyse_run(a.measurement, geometry, a.logical, result=a.result, label=label,
+                       drive=drive, workload=workload, program_class=ns.program_class,
+                       logical_series=series, notes=notes)
 
 
 def _pick(values, i, what, n):
@@ -122,7 +134,7 @@ def _runs(args):
                 runs.append(run_from_namespace(ns, label=sr.label, drive=sr.drive,
                                                workload=sr.workload,
                                                logical_series=sr.logical_series))
-            except ac.UsageError as exc:
+            except (SourceOptionError, PresetError) as exc:
                 raise ac.UsageError(f"{where}: {exc}") from None
             except _FAILURES as exc:
                 raise type(exc)(f"{where}: {exc}") from None
@@ -156,7 +168,7 @@ def cmd_report(args):
             "rbscope write-amplification comparison")
         report = build_report(runs, title=title)
         paths = write_report(report, args.output, pdf_path=args.pdf, browser=args.browser)
-    except ac.UsageError as exc:
+    except (SourceOptionError, PresetError) as exc:
         print(f"rbscope report: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (ReportError, *_FAILURES) as exc:
@@ -177,3 +189,97 @@ def cmd_report(args):
         for path in paths:
             print(path)
     return EXIT_OK
+
+
+# export-vcd ------------------------------------------------------------------------------------
+
+
+def add_export_parser(subparsers):
+    """Register ``rbscope export-vcd`` on ``subparsers``."""
+    p = subparsers.add_parser(
+        "export-vcd", help="write a recording's pulses, classified, as a VCD for GTKWave or "
+                           "PulseView",
+        description=(
+            "Import a VCD or sigrok recording as `rbscope analyze` does (same options) and "
+            "write a VCD with, per R/B# line, the recorded pin and a NAME_class signal that "
+            "holds the class code of every measured pulse while it lasts (the codes are listed "
+            "in the file's $comment). --onehot adds one 1-bit signal per class, the form "
+            "sigrok's VCD input (and so PulseView) reads; --gtkwave-filter writes a translate "
+            "file that shows the codes by name in GTKWave."),
+        epilog=("examples:\n"
+                "  rbscope export-vcd run.sr --geometry ssd-v -o run-classes.vcd --onehot\n"
+                "  gtkwave run-classes.vcd   # with: rbscope export-vcd ... --gtkwave-filter "
+                "classes.txt\n"
+                "  sigrok-cli -I vcd -i run-classes.vcd -o run-classes.sr && pulseview "
+                "run-classes.sr\n"
+                "exit codes: 0 success, 1 failure, 2 usage error"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ac._add_source_options(p)
+    p.add_argument("-o", "--output", required=True, metavar="VCD", help="the VCD to write")
+    p.add_argument("--onehot", action="store_true",
+                   help="also one 1-bit signal per class (for sigrok / PulseView)")
+    p.add_argument("--gtkwave-filter", metavar="FILE",
+                   help="also write a GTKWave translate filter naming the class codes")
+    p.set_defaults(handler=cmd_export_vcd)
+    return p
+
+
+def cmd_export_vcd(args):
+    """Handle ``rbscope export-vcd``; return the exit code."""
+    from .classified import export_classified_vcd, gtkwave_filter
+    try:
+        geometry = load_geometry(args.geometry) if args.geometry else None
+        options = ac.source_options(args, geometry)
+        result = export_classified_vcd(args.source, args.output, onehot=args.onehot, **options)
+        if args.gtkwave_filter:
+            try:
+                Path(args.gtkwave_filter).write_text(gtkwave_filter(result.codes),
+                                                     encoding="utf-8")
+            except OSError as exc:
+                raise RecordingError(f"{args.gtkwave_filter}: cannot write: "
+                                     f"{exc.strerror}") from None
+    except (SourceOptionError, PresetError) as exc:
+        print(f"rbscope export-vcd: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except _FAILURES as exc:
+        print(f"rbscope export-vcd: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    m = result.measurement
+    if args.json:
+        print(json.dumps({"output": str(result.path), "codes": result.codes,
+                          "lines": [{"name": m.probes[ch].name, "pulses": result.counts[ch]}
+                                    for ch in range(m.params.channels)]}, indent=2))
+    else:
+        for ch in range(m.params.channels):
+            counts = ", ".join(f"{n} {c:,}" for n, c in sorted(result.counts[ch].items()))
+            print(f"{m.probes[ch].name or ch}: {counts or 'no measured pulse'}")
+        print(f"written {result.path}")
+    return EXIT_OK
+
+
+# sigrok-decoder --------------------------------------------------------------------------------
+
+
+def sigrok_decoder_dir():
+    """The directory holding rbscope's libsigrokdecode protocol decoder (``rbscope_rb``)."""
+    from importlib import resources
+    return Path(str(resources.files("rbscope").joinpath("sigrok_decoders")))
+
+
+def add_sigrok_parser(subparsers):
+    """Register ``rbscope sigrok-decoder`` on ``subparsers``."""
+    p = subparsers.add_parser(
+        "sigrok-decoder", help="where rbscope's sigrok protocol decoder (R/B# classes) is",
+        description=(
+            "Print the directory of rbscope's libsigrokdecode protocol decoder 'rbscope_rb', "
+            "which classifies the busy pulses of an R/B# line by width (as the sniffer does) "
+            "so that PulseView and sigrok-cli show the classes live. Point SIGROKDECODE_DIR at "
+            "it."),
+        epilog=("examples:\n"
+                "  export SIGROKDECODE_DIR=$(rbscope sigrok-decoder)\n"
+                "  sigrok-cli -i run.sr -P rbscope_rb:rb=D0:windows=read=12-150/"
+                "program=150-1950 -A rbscope_rb\n"
+                "  pulseview run.sr   # add the 'R/B# classes' decoder to a channel"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(handler=lambda args: print(sigrok_decoder_dir()) or EXIT_OK)
+    return p

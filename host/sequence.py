@@ -31,7 +31,7 @@ import numpy as np
 
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
-    "PROGRAM_KINDS",
+    "PROGRAM_KINDS", "TCBSY_US", "classify_measurement",
 ]
 
 #: Operation time ranges (µs) that name the short states; program/erase ranges come from the
@@ -39,11 +39,15 @@ __all__ = [
 SEQUENCE_HINTS = {"multiplane": (0.2, 1.5), "cache": (1.5, 12.0), "read": (12.0, 150.0),
                   "program": (150.0, 2300.0), "erase": (1500.0, 10000.0)}
 
+#: tCBSY of a cache program (80h…15h): a few µs to ~35 µs, among the read widths (µs).
+TCBSY_US = (1.5, 40.0)
+
 #: State kinds that write pages (one page per pulse, times Mp).
 PROGRAM_KINDS = ("program",)
 
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
-_FLOOR = 1e-9       # outlier likelihood so that no pulse is impossible under every state
+_FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
+_F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
 _BINS_PER_OCTAVE = 32
 _SMOOTH = 1.0       # bins: Gaussian smoothing of the emission histograms
 
@@ -134,13 +138,21 @@ class DieResult:
     erase_pulses: float
     multiplane_pages: float  # extra pages announced by tDBSY pulses before programs
     erase_cap: float | None  # the structural cap on erases in force, if any
+    announced: float = 0.0  # short pulses counted as programs (a tDBSY announced them)
+    ambiguous_short: float = 0.0  # unannounced short pulses in the tCBSY range
+
+    @property
+    def pages(self):
+        """Pages programmed: program pulses plus the planes their tDBSY pulses queued."""
+        return self.program_pulses + self.multiplane_pages
 
     def to_dict(self):
         return {"pulses": self.pulses, "expected": self.expected,
                 "program_pulses": self.program_pulses,
                 "program_sd": math.sqrt(self.program_var),
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
-                "erase_cap": self.erase_cap}
+                "pages": self.pages, "erase_cap": self.erase_cap,
+                "announced_short": self.announced, "ambiguous_short": self.ambiguous_short}
 
 
 @dataclass
@@ -156,6 +168,12 @@ class SequenceResult:
     erase_capped: bool
     notes: list = field(default_factory=list)
     balanced: bool = False
+    mode: str = "sequence"  # "sequence" (per-pulse order) or "mixture" (histograms only)
+
+    @property
+    def page_types(self):
+        """Number of program states (page types)."""
+        return sum(1 for s in self.states if s.kind == "program")
 
     def state(self, name):
         return next(s for s in self.states if s.name == name)
@@ -168,7 +186,7 @@ class SequenceResult:
                 "dies": {str(k): d.to_dict() for k, d in self.dies.items()},
                 "loglik": self.loglik, "iterations": self.iterations,
                 "pages_per_block": self.pages_per_block, "erase_capped": self.erase_capped,
-                "notes": self.notes}
+                "balanced": self.balanced, "mode": self.mode, "notes": self.notes}
 
 
 # Initialisation ----------------------------------------------------------------------------
@@ -325,51 +343,135 @@ def _pad(seqs):
 # The model ----------------------------------------------------------------------------------
 
 
-def _tilt(f, counts, kinds, *, cap=None, balance=False):
-    """One step of the posterior-regularisation factors ``f`` (one per state).
+def _targets(counts, kinds, *, cap=None, balance=False):
+    """The ratios ``target / count`` the structure asks of each state (1: unconstrained).
 
-    The posterior of the class assignments is projected onto the assignments that obey the
-    structure (posterior regularisation): the KL projection of a posterior onto constraints on
-    expected counts multiplies each state's likelihood by a factor and renormalises. Targets:
-    with ``balance``, every program state the mean of the program states (a block's page order
-    programs each page type equally often); the erase state at most ``cap``.
+    With ``balance``, every program state should hold the mean of the program states (a block's
+    page order programs each page type equally often); the erase state at most ``cap``.
     """
-    f = f.copy()
+    r = np.ones(len(kinds))
     pj = [j for j, k in enumerate(kinds) if k == "program"]
     hit = False
     if balance and len(pj) > 1:
         mean = counts[pj].mean()
         for j in pj:
             if counts[j] > 1e-9:
-                f[j] *= mean / counts[j]
+                r[j] = mean / counts[j]
     if cap is not None:
         e = kinds.index("erase")
         if counts[e] > cap * (1 + 1e-9):
-            f[e] *= max(cap, 1e-3) / counts[e]
+            r[e] = max(cap, 1e-3) / counts[e]
             hit = True
-        elif f[e] < 1 and counts[e] > 1e-9:
-            f[e] = min(1.0, f[e] * cap / counts[e])
-    return f / f.max(), hit
+    return r, hit
 
 
-def _project(b, hc, weights, f, kinds, cap_for, balance, steps=500):
-    """Iterate :func:`_tilt` to the projection of the posteriors ``b`` of bins holding ``hc``
-    pulses; return ``(posteriors, f, capped)``."""
-    hit = False
-    for _ in range(steps):
-        g = b * (weights * f)
+def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
+    """Project the posteriors of bins ``b`` (holding ``hc`` pulses) onto the structure.
+
+    Posterior regularisation: the KL projection of a posterior onto constraints on expected
+    counts multiplies each state's likelihood by a factor ``f_j`` and renormalises. The factors
+    are found one constrained state at a time (each state's count grows with its own factor)
+    by bisection on ``log f_j``, sweeping until the targets of :func:`_targets` hold. A state
+    whose count does not respond to its factor (no other state claims its widths) is left
+    alone. Returns ``(posteriors, f, capped)``.
+    """
+    lf = np.log(f)
+    pj = [j for j, k in enumerate(kinds) if k == "program"]
+    e = kinds.index("erase")
+
+    def post(lf):
+        g = b * (weights * np.exp(lf - lf.max()))
         g /= g.sum(axis=1, keepdims=True)
-        counts = (g * hc[:, None]).sum(axis=0)
-        f_new, hit = _tilt(f, counts, kinds, cap=cap_for(counts), balance=balance)
-        if np.allclose(f_new, f, rtol=1e-7, atol=0):
+        return g, (g * hc[:, None]).sum(axis=0)
+
+    g, counts = post(lf)
+    hit = False
+    for _ in range(sweeps):
+        cap = cap_for(counts)
+        targets = {}
+        if balance and len(pj) > 1:
+            for j in pj:
+                targets[j] = counts[pj].mean()
+        if cap is not None and (counts[e] > cap * (1 + 1e-9) or lf[e] < 0):
+            targets[e] = min(cap, counts[e]) if lf[e] >= 0 else cap
+            hit = hit or counts[e] > cap * (1 + 1e-9)
+        worst = max((abs(counts[j] - t) / max(t, 1.0) for j, t in targets.items()),
+                    default=0.0)
+        if worst < tol:
             break
-        f = f_new
-    return g, f, hit
+        for j, t in targets.items():
+            lo, hi = lf[j] - 30.0, lf[j] + 30.0
+            if j == e:
+                hi = min(hi, 0.0)  # the cap only ever lowers the erase factor
+            probe = lf.copy()
+            probe[j] = lf[j] + 1.0
+            up = post(probe)[1][j]
+            probe[j] = lf[j] - 1.0
+            down = post(probe)[1][j]
+            if abs(up - down) < 1e-6 * max(counts[j], 1.0):
+                continue  # nothing to move
+            for _b in range(40):
+                mid = 0.5 * (lo + hi)
+                probe[j] = mid
+                c = post(probe)[1][j]
+                if c < t:
+                    lo = mid
+                else:
+                    hi = mid
+            lf[j] = 0.5 * (lo + hi)
+            g, counts = post(lf)
+    lf = np.clip(lf - lf.max(), math.log(_F_MIN), 0.0)
+    g, counts = post(lf)
+    return g, np.exp(lf), hit
+
+
+def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack):
+    """Counts of one die from its posteriors ``g``, with the order rules applied.
+
+    * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
+      that follows: a short pulse right after one is not a read but the tCBSY of a cache
+      program heading a chain (R/B# shows only tCBSY while the array programs), so it counts
+      as a program pulse (``announced``).
+    * Each program pulse writes one page plus one per tDBSY pulse queued right before it
+      (``extra_pages``): Mp measured pulse by pulse.
+    * Short pulses in the tCBSY range that nothing announces may be reads or cache programs
+      (``ambiguous_short``); the WA engine keeps them in the interval when the capture shows
+      cache programs.
+    """
+    pprog = g[:, pj].sum(axis=1)
+    pshort = g[:, sj].sum(axis=1) if sj else np.zeros(len(x))
+    announced = np.zeros(len(x))
+    extra = 0.0
+    if mj:
+        pm = g[:, mj].sum(axis=1)
+        prev = np.concatenate([[0.0], pm[:-1]])
+        announced = pshort * prev
+        pprog = pprog + announced
+        # Expected run of tDBSY pulses right before each pulse: R(i) = pm(i-1) (1 + R(i-1)).
+        run = np.zeros(len(x))
+        acc = 0.0
+        for i in range(1, len(x)):  # a short recurrence; vectorising it buys little
+            acc = prev[i] * (1.0 + acc)
+            run[i] = acc
+        extra = float((pprog * run).sum())
+    ambiguous = float((pshort * (1 - announced) * (x <= cbsy_hi)).sum())
+    # A cache-program chain ends with a 10h program; on a die whose programs are multi-plane
+    # only the chains of single-plane programs (unannounced long programs) can hide a head.
+    plong = g[:, pj].sum(axis=1)
+    if mj:
+        ambiguous = min(ambiguous, float((plong * (1 - prev)).sum()))
+    cap = None
+    if pages_per_block:
+        cap = (1 + erase_slack) * float(pprog.sum()) / pages_per_block + 2
+    expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
+    return DieResult(int(len(x)), expected, float(pprog.sum()),
+                     float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()), extra, cap,
+                     float(announced.sum()), ambiguous)
 
 
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
-             hmm_iterations=0):
+             hmm_iterations=0, ordered=True):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -387,7 +489,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     balance : bool or "auto"
         Hold the page types to equal counts (the page order of a block programs each type
         equally often). ``"auto"``: when 2 or 3 program clusters are found whose counts are
-        within 25 % of each other.
+        within 50 % of each other.
     erase_slack : float
         Relative slack of the erase cap.
     train_pulses : int
@@ -395,6 +497,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     iterations, hmm_iterations : int
         EM iterations of the constrained mixture, then Baum–Welch iterations of the
         hidden-Markov model seeded by it (0: the mixture's posteriors).
+    ordered : bool
+        The widths are in pulse order (False for widths rebuilt from histograms: no order rule
+        is applied).
 
     Returns
     -------
@@ -440,7 +545,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     weights = np.bincount(np.argmax(b, axis=1), weights=hc, minlength=K) + 1.0
     if balance == "auto":
         pc = weights[pj]
-        balance = 2 <= len(pj) <= 3 and pc.max() <= 1.25 * pc.min()
+        balance = 2 <= len(pj) <= 3 and pc.max() <= 1.5 * pc.min()
     balance = bool(balance and len(pj) > 1)
     if pages_per_block:
         weights[ej] = max(1.0, weights[pj].sum() / pages_per_block)
@@ -462,11 +567,16 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         old = np.stack([st.dens for st in states])
         for j, st in enumerate(states):
             st.update(grid, occupied, g[:, j] * hc)
-        # The weights are the model's; the structure acts on the posteriors through f.
-        p = b * weights
-        weights = (p / p.sum(axis=1, keepdims=True) * hc[:, None]).sum(axis=0) / hc.sum()
+        # The weights follow the projected posteriors (a constrained M-step); f then only
+        # carries what the next E-step still needs to meet the structure.
+        weights = (g * hc[:, None]).sum(axis=0) / hc.sum()
+        f = np.ones(K)
         if np.abs(np.stack([st.dens for st in states]) - old).max() < 1e-7:
             break
+    b = _emissions(occupied, states)
+    f = np.ones(K)
+    _g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+    capped = capped or hit
     A = np.tile(weights, (K, 1))
     pi = weights.copy()
     if hmm_iterations:
@@ -475,7 +585,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             gamma, xi = _forward_backward(pidx, mask, states, A, pi, f)
             g = gamma[mask]
             counts = g.sum(axis=0)
-            f, hit = _tilt(f, counts, kinds, cap=cap_for(counts), balance=balance)
+            r, hit = _targets(counts, kinds, cap=cap_for(counts), balance=balance)
+            f = np.maximum(f * r / (f * r).max(), _F_MIN)
             capped = capped or hit
             for j, st in enumerate(states):
                 st.update(grid, pidx[mask], g[:, j])
@@ -486,7 +597,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     # Posteriors on every pulse, die by die (bounded memory).
     dies = {}
     notes = []
-    mj = [j for j, kd in enumerate(kinds) if kd == "multiplane"]
+    mj = [j for j, kd in enumerate(kinds) if kd == "multiplane"] if ordered else []
+    sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache")]
+    cbsy_hi = math.log2(TCBSY_US[1])
     for k, s in zip(keys, seqs, strict=True):
         sidx = grid.index(s)
         if hmm_iterations:
@@ -495,19 +608,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         else:
             g = _emissions(sidx, states) * (weights * f)
             g /= g.sum(axis=1, keepdims=True)
-        expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
-        pprog = g[:, pj].sum(axis=1)
-        mp_pages = 0.0
-        if mj:
-            # A tDBSY pulse queues one more plane for the next program pulse.
-            pm = g[:, mj].sum(axis=1)
-            mp_pages = float((pm * np.append(pprog[1:], 0.0)).sum())
-        cap = None
-        if pages_per_block:
-            cap = (1 + erase_slack) * float(pprog.sum()) / pages_per_block + 2
-        dies[k] = DieResult(int(s.size), expected, float(pprog.sum()),
-                            float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()),
-                            mp_pages, cap)
+        dies[k] = _die_result(s, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block,
+                              erase_slack)
     if capped:
         notes.append("the erase state was held to the structural cap (programs ÷ pages per "
                      "block): the widths alone would have called more pulses erases")
@@ -515,3 +617,59 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance)
+
+
+def classify_measurement(measurement, geometry=None, channels=None, *, hints=None, **kw):
+    """Classify a :class:`~rbscope.measurement.Measurement`'s lines; keys are channels.
+
+    With per-pulse widths (``measurement.pulses``, complete) the pulses keep their order
+    (``mode "sequence"``); otherwise each channel's width histogram stands in for its pulses,
+    one pulse per count at the bin's geometric centre, without order (``mode "mixture"``: the
+    constrained mixture, which still holds the page types equal and the erases to their cap).
+
+    Parameters
+    ----------
+    measurement : Measurement
+    geometry : Geometry, optional
+        Gives ``pages_per_block`` and the ``[timing]`` hints.
+    channels : sequence of int, optional
+        Default: every enabled channel.
+    hints : dict, optional
+        Timing hints (µs); default from the geometry.
+    **kw
+        Passed to :func:`classify`.
+    """
+    channels = measurement.enabled if channels is None else list(channels)
+    if hints is None and geometry is not None:
+        hints = dict(geometry.timing)
+    ppb = kw.pop("pages_per_block", None)
+    if ppb is None and geometry is not None:
+        ppb = geometry.pages_per_block
+    have = all(len(measurement.pulses.get(ch, ())) for ch in channels)
+    if have and not measurement.pulses_truncated:
+        pulses = {ch: measurement.pulses[ch] for ch in channels}
+        mode = "sequence"
+    else:
+        params = measurement.params
+        pulses = {}
+        for ch in channels:
+            hist = measurement.counts[ch].histogram
+            widths = []
+            for b, n in enumerate(hist):
+                if not n:
+                    continue
+                lo = max(params.hist_bin_lo(b), 1)
+                hi = params.hist_bin_lo(b + 1) if b + 1 < params.hist_bins else params.max_width
+                widths.append(np.full(n, math.sqrt(lo * max(hi - 1, lo))))
+            pulses[ch] = np.concatenate(widths) if widths else np.zeros(0)
+        mode = "mixture"
+        kw["hmm_iterations"] = 0
+        kw["ordered"] = False
+    hints = {k: (max(lo, 1e-3), max(hi, lo * 1.01, 1e-3)) for k, (lo, hi) in
+             (hints or {}).items()}
+    result = classify(pulses, measurement.tick_seconds, pages_per_block=ppb, hints=hints, **kw)
+    result.mode = mode
+    if mode == "mixture":
+        result.notes.append("no per-pulse widths: the width histograms were classified without "
+                            "the order of the pulses (a constrained mixture)")
+    return result

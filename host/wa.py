@@ -127,6 +127,9 @@ class ChannelPrograms:
     programs: int
     unknown: int  # partial + dropped: pulses of unknown width
     corrected: float | None = None  # programs after overlap correction, if asked
+    class_var: float = 0.0  # posterior variance of the program count (sequence classifier)
+    class_slack: float = 0.0  # structural slack of the program count, both ways
+    class_up: float = 0.0  # pulses that may be programs on top (cache-program ambiguity)
 
     @property
     def estimate(self):
@@ -135,7 +138,8 @@ class ChannelPrograms:
     def to_dict(self):
         return {"channel": self.channel, "name": self.name, "dies": self.dies,
                 "programs": self.programs, "unknown": self.unknown,
-                "corrected": self.corrected}
+                "corrected": self.corrected, "class_sd": math.sqrt(self.class_var),
+                "class_slack": self.class_slack, "class_up": self.class_up}
 
 
 @dataclass
@@ -158,6 +162,11 @@ class WAResult:
     warnings: list = field(default_factory=list)
     wa_confidence: Interval | None = None  # 95 %, with the sampling of dies
     endurance: Endurance | None = None
+    classifier: str = "windows"  # "windows", "sequence" (per-pulse order) or "mixture"
+    interval_includes: tuple = ()  # what the 95 % interval accounts for
+    interval_excludes: tuple = ()  # what it does not
+    checks: list = field(default_factory=list)  # plausibility checks that failed
+    classification: dict | None = None  # the sequence classifier's evidence
 
     @property
     def spread(self):
@@ -180,6 +189,11 @@ class WAResult:
             "class_totals": self.class_totals, "other_totals": self.other_totals,
             "warnings": self.warnings,
             "wa_confidence_95": self.wa_confidence.to_dict() if self.wa_confidence else None,
+            "classifier": self.classifier,
+            "interval_includes": list(self.interval_includes),
+            "interval_excludes": list(self.interval_excludes),
+            "checks": self.checks,
+            "classification": self.classification,
             "endurance": self.endurance.to_dict() if self.endurance else None,
         }
 
@@ -205,8 +219,27 @@ def _check_positive_int(name, value):
     return value
 
 
+def _sequence_row(row, die, mp, balanced, page_types):
+    """Fill a row's estimate and classification uncertainty from a sequence-classified die."""
+    measured_mp = die.program_pulses > 0 and die.multiplane_pages > 0.01 * die.program_pulses
+    per_pulse = 1.0 / mp if measured_mp else 1.0  # pages measured -> pulse equivalents
+    pages = die.pages if measured_mp else die.program_pulses
+    row.corrected = pages * per_pulse
+    row.class_var = die.program_var * per_pulse ** 2
+    if balanced:
+        # Page types are equal over whole blocks; open blocks (host and GC streams) at the
+        # edges of the capture leave each type up to 2 pages apart.
+        slack = 2 * 2 * page_types
+    else:
+        # Nothing pins the erase count: it may be anything up to its structural cap.
+        hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
+        slack = max(die.erase_pulses, hi_e - die.erase_pulses)
+    row.class_slack = slack * per_pulse * (1 + (mp - 1) * measured_mp)
+    row.class_up = die.ambiguous_short * per_pulse * mp
+
+
 def compute_wa(measurement, geometry, logical, *, mp=None, program_class="program",
-               channels=None, correction=None):
+               channels=None, correction=None, sequence=None, write_only=False):
     """Compute the write amplification of a measurement.
 
     Parameters
@@ -223,6 +256,12 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     correction : dict of int to float, optional
         Overlap-corrected program counts per channel
         (:func:`rbscope.calibrate.overlap_correction`).
+    sequence : SequenceResult, optional
+        The sequence-aware classification of every used channel's pulses
+        (:func:`rbscope.sequence.classify`, keyed by channel): its program pages replace the
+        window counts, and its posterior and structural slack enter the 95 % interval.
+    write_only : bool
+        The workload wrote only (enables the read-pulse and WA < 1 checks).
 
     Returns
     -------
@@ -233,6 +272,9 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     if logical.hi == 0:
         raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
     mp = geometry.pages_per_pulse if mp is None else _check_positive_int("mp", mp)
+    if mp > geometry.planes_per_die:
+        raise WAError(f"Mp {mp} contradicts the geometry: a {geometry.planes_per_die}-plane die "
+                      f"programs at most {geometry.planes_per_die} pages per pulse")
     k = program_class_index(measurement, program_class)
     name_of = measurement.class_names[k] or str(k)
     enabled = measurement.enabled
@@ -263,6 +305,11 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         corrected = None if correction is None else correction.get(ch)
         rows.append(ChannelPrograms(ch, probe.name, probe.die_count, c.classes[k],
                                     c.partial + c.dropped, corrected))
+        if sequence is not None:
+            if ch not in sequence.dies:
+                raise WAError(f"line {probe.name or ch}: no pulse sequence was classified")
+            _sequence_row(rows[-1], sequence.dies[ch], mp, sequence.balanced,
+                          sequence.page_types)
         if probe.die_count > 1:
             warnings.append(f"{probe.name}: a wired-OR line of {probe.die_count} dies; pulses of "
                             f"different dies that overlap merge into one, so programs are "
@@ -277,6 +324,9 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     hi_count = sum(r.programs + r.unknown for r in rows)
     lo_count = min(raw, est)
     hi_count = max(hi_count, est)
+    if sequence is not None:  # the windows' count is no bound of the classifier's estimate
+        lo_count = est
+        hi_count = est + sum(r.unknown for r in rows)
     pulses = Interval(est * scale, lo_count * scale, hi_count * scale)
     unit = mp * geometry.page_size
     physical = pulses.scale(unit)
@@ -298,33 +348,177 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     _warn(measurement, geometry, channels, k, rows, dies_probed, dies, other, class_totals,
           warnings)
 
-    # The sampling of dies: each probed line is a sample of the per-die program count.
-    confidence = None
+    # The 95 % interval: the bounds above, widened by the sampling of dies and, with the
+    # sequence classifier, by the classification (posterior, structural slack, cache programs).
+    includes = ["partial and dropped pulses", "logical-volume resolution"]
+    excludes = []
+    sampling = None
     if dies_probed == dies:
-        confidence = wa
+        sampling = 0.0
+        includes.append("every die probed (no die sampling)")
     elif len(rows) >= 2:
         samples = [r.estimate / r.dies for r in rows]
         mean = sum(samples) / len(samples)
         sd = math.sqrt(sum((x - mean) ** 2 for x in samples) / (len(samples) - 1))
         fpc = math.sqrt(max(0.0, (dies - dies_probed) / (dies - 1)))
-        margin = t_quantile(len(samples) - 1) * dies * sd / math.sqrt(len(samples)) * fpc
-        lo_p = max(0.0, pulses.lo - margin) * unit
-        hi_p = (pulses.hi + margin) * unit
-        confidence = Interval(wa.value, min(lo_p / logical.hi, wa.value),
-                              max(hi_p / logical.lo if logical.lo else math.inf, wa.value))
+        sampling = t_quantile(len(samples) - 1) * dies * sd / math.sqrt(len(samples)) * fpc
+        includes.append("die sampling (Student t)")
     else:
         warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown, so "
                         f"no confidence interval for the sampling of dies (probe two or more)")
+        excludes.append("die sampling (one probed line)")
+    class_sd = math.sqrt(sum(r.class_var for r in rows)) * scale
+    class_slack = sum(r.class_slack for r in rows) * scale
+    cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
+                                                                wa.value)
+    class_up = sum(r.class_up for r in rows) * scale if cache_suspected else 0.0
+    if sequence is not None:
+        includes += ["classification posterior", "structural slack of the classification"]
+        if cache_suspected:
+            includes.append("cache-program ambiguity (short pulses that may be programs)")
+    else:
+        excludes.append("classification (window counts are taken as exact; the sequence "
+                        "classifier needs per-pulse widths)")
+    confidence = None
+    if sampling is not None:
+        margin = math.sqrt(sampling ** 2 + (1.96 * class_sd) ** 2) + class_slack
+        lo_p = max(0.0, pulses.lo - margin) * unit
+        hi_p = (pulses.hi + margin + class_up) * unit
+        confidence = Interval(wa.value, min(lo_p / logical.hi, wa.value),
+                              max(hi_p / logical.lo if logical.lo else math.inf, wa.value))
 
     erase_index = next((i for i, n in enumerate(measurement.class_names) if n == "erase"), None)
     erase_pulses = None if erase_index is None else \
         sum(measurement.counts[ch].classes[erase_index] for ch in channels) * scale
+    classification = None
+    if sequence is not None:
+        erase_pulses = sum(sequence.dies[r.channel].erase_pulses for r in rows) * scale
+        classification = sequence.to_dict()
     endurance = _endurance(geometry, physical.value, erase_pulses, mp, wa.value)
+    checks = _checks(measurement, geometry, logical, channels, rows, k, mp, scale, wa, pulses,
+                     erase_pulses, sequence, cache_suspected, write_only)
+    warnings.extend(c["message"] for c in checks)
     return WAResult(wa=wa, physical_bytes=physical, program_pulses=pulses, logical=logical,
                     mp=mp, page_size=geometry.page_size, dies=dies, dies_probed=dies_probed,
                     program_class=name_of, channels=rows, per_die=per_die,
                     class_totals=class_totals, other_totals=other, warnings=warnings,
-                    wa_confidence=confidence, endurance=endurance)
+                    wa_confidence=confidence, endurance=endurance,
+                    classifier="windows" if sequence is None else sequence.mode,
+                    interval_includes=tuple(includes), interval_excludes=tuple(excludes),
+                    checks=checks, classification=classification)
+
+
+def _cache_suspected(rows, sequence, write_only, wa):
+    """Does the capture show cache programs (80h…15h), whose R/B# shows only tCBSY?
+
+    Either tDBSY pulses announced short pulses as programs, or (in a write-only run) there are
+    more short pulses in the tCBSY range than garbage-collection reads explain.
+    """
+    dies = [sequence.dies[r.channel] for r in rows]
+    programs = sum(d.program_pulses for d in dies)
+    announced = sum(d.announced for d in dies)
+    ambiguous = sum(d.ambiguous_short for d in dies)
+    if not programs:
+        return False
+    if announced > 0.002 * programs:
+        return True
+    gc = programs * max(0.0, 1 - 1 / wa) if wa > 0 else 0.0
+    return bool(write_only and ambiguous > 1.2 * gc + 0.02 * programs)
+
+
+def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, erase_pulses,
+            sequence, cache_suspected, write_only):
+    """Plausibility checks: ``[{"check": id, "message": text}]`` for each that fails."""
+    out = []
+
+    def fail(check, message):
+        out.append({"check": check, "message": message})
+
+    has_logical = logical.source != "none"
+    if has_logical and wa.value < 0.98:
+        fail("wa_below_1", f"WA {wa.value:.3f} is below 1: the drive cannot program less than "
+                           f"the host wrote (unless it compresses or deduplicates). Programs are "
+                           f"being missed: windows cutting the program cluster, a wrong Mp, or "
+                           f"cache programs whose R/B# shows only tCBSY (tap the bus)")
+    programs = pulses.value
+    ppb = geometry.pages_per_block
+    if ppb and erase_pulses is not None and programs >= 4 * ppb:
+        expected = programs / ppb
+        if erase_pulses > 1.5 * expected + 3 * math.sqrt(expected) + 2 * len(rows) * scale:
+            fail("erase_count", f"{erase_pulses:,.0f} erase pulses, but programs ÷ pages per "
+                                f"block gives ≈{expected:,.0f}: an erase opens a block that "
+                                f"{ppb} page programs then fill, so most of these are programs "
+                                f"(the erase window holds slow programs; use the sequence "
+                                f"classifier or rbscope calibrate)")
+    # Read-class pulses in a write-only run, beyond what garbage collection explains.
+    if write_only and has_logical:
+        if sequence is not None:
+            reads = sum(v for r in rows for n, v in sequence.dies[r.channel].expected.items()
+                        if sequence.state(n).kind in ("read", "cache")) * scale
+            reads -= sum(sequence.dies[r.channel].announced for r in rows) * scale
+        else:
+            reads = sum(m.counts[ch].classes[i] for ch in channels
+                        for i, n in enumerate(m.class_names)
+                        if n in ("read", "cache", "cache_busy")) * scale
+        gc = max(0.0, programs * (1 - 1 / wa.value)) if wa.value > 0 else 0.0
+        if reads > 1.2 * gc + 0.01 * programs + 10:
+            fail("reads_in_write_run",
+                 f"{reads:,.0f} read-class pulses in a write-only run, more than garbage "
+                 f"collection explains (≤ ≈{gc:,.0f}): cache programs (80h…15h) show only "
+                 f"tCBSY, which falls among the read widths — tap the bus (opcode-aware mode)")
+    if cache_suspected:
+        amb = sum(r.class_up for r in rows) * scale / mp
+        ann = sum(sequence.dies[r.channel].announced for r in rows) * scale
+        fail("cache_programs",
+             f"cache programs (80h…15h) on this drive: R/B# shows only tCBSY for a chain's first "
+             f"page. {ann:,.0f} short pulses were counted as programs because a tDBSY announced "
+             f"them; {amb:,.0f} more short pulses may be programs or reads, and the 95 % "
+             f"interval includes them. Tap the bus (opcode-aware mode) for exact counts")
+    if sequence is not None:
+        d = [sequence.dies[r.channel] for r in rows]
+        prog = sum(x.program_pulses for x in d)
+        if prog and sum(x.multiplane_pages for x in d) > 0.01 * prog:
+            measured = sum(x.pages for x in d) / prog
+            if abs(measured - mp) > 0.1 * mp:
+                fail("mp_measured", f"tDBSY pulses show {measured:.2f} pages per program "
+                                    f"pulse, but Mp is {mp}: the measured pages are used")
+    else:
+        fail_edges = _edge_pileup(m, channels)
+        for name, edge_us in fail_edges:
+            fail("window_edge", f"widths pile up against the edge {edge_us:g} µs of window "
+                                f"{name!r}: the edge cuts through a cluster, so pulses of one "
+                                f"class fall on both sides (rbscope calibrate, or the sequence "
+                                f"classifier)")
+    return out
+
+
+def _edge_pileup(m, channels, share=0.25):
+    """Window edges with dense histogram bins on both sides: ``[(window, edge µs)]``."""
+    hist = m.histogram_total(channels)
+    params = m.params
+    if not sum(hist):
+        return []
+
+    def density(b):
+        lo = max(params.hist_bin_lo(b), 0.5)
+        hi = params.hist_bin_lo(b + 1) if b + 1 < params.hist_bins else params.max_width
+        return hist[b] / math.log2(hi / lo) if hi > lo else 0.0
+
+    peak = max(density(b) for b in range(params.hist_bins))
+    us = m.tick_seconds * 1e6
+    out = []
+    for name, (lo, hi) in zip(m.class_names, m.config.windows, strict=False):
+        if not name or lo >= hi:
+            continue
+        for edge in (lo, hi):
+            if edge <= 1 or edge >= params.max_width:
+                continue
+            below, above = params.hist_bin(edge - 1), params.hist_bin(edge)
+            if below == above:
+                continue
+            if min(density(below), density(above)) > share * peak:
+                out.append((name, edge * us))
+    return out
 
 
 def _endurance(geometry, nand_bytes, erase_pulses, mp, wa):
