@@ -50,7 +50,8 @@ from .model import FIXED_COUNTERS
 
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
-    "decide_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance", "t_quantile",
+    "decide_mp", "measured_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance",
+    "t_quantile",
 ]
 
 #: Two-sided 95 % Student-t quantiles (0.975) for 1 … 30 degrees of freedom.
@@ -600,7 +601,23 @@ class MpDecision:
                 "tolerance": self.tolerance, "reason": self.reason}
 
 
-def decide_mp(wa1, candidates=(1, 2, 4), tolerance=0.2):
+def measured_mp(sequence, tolerance=0.1):
+    """Mp read off the tDBSY pulses of a sequence classification, or None.
+
+    A multi-plane program queues each extra plane with 80h…11h, whose tDBSY pulse comes right
+    before the program pulse; :func:`rbscope.sequence.classify` counts those pages. Returns
+    ``(pages per program pulse, decided Mp or None)`` when tDBSY pulses were seen.
+    """
+    dies = list(sequence.dies.values())
+    programs = sum(d.program_pulses for d in dies)
+    if not programs or sum(d.multiplane_pages for d in dies) <= 0.01 * programs:
+        return None
+    ratio = sum(d.pages for d in dies) / programs
+    m = round(ratio)
+    return ratio, (m if m >= 1 and abs(ratio - m) <= tolerance * m else None)
+
+
+def decide_mp(wa1, candidates=(1, 2, 4), tolerance=0.2, *, planes=None):
     """Decide Mp from the WA of a sequential, incompressible calibration write computed with Mp=1.
 
     Candidate ``m`` predicts ``WA(Mp=1) ≈ 1/m`` (the drive programs each logical page once; the
@@ -615,12 +632,19 @@ def decide_mp(wa1, candidates=(1, 2, 4), tolerance=0.2):
         Possible Mp values (1 and the plane counts of the die).
     tolerance : float
         Relative tolerance (0 < tol < 1/3 keeps factor-2 candidates apart).
+    planes : int, optional
+        Planes per die: a pulse cannot program more pages than the die has planes, so larger
+        candidates are never proposed.
     """
     if not isinstance(wa1, Interval):
         wa1 = Interval(float(wa1), float(wa1), float(wa1))
     if not 0 < tolerance < 1:
         raise WAError(f"tolerance must be between 0 and 1, not {tolerance!r}")
     cands = tuple(sorted(set(_check_positive_int("candidate", c) for c in candidates)))
+    if planes is not None:
+        cands = tuple(c for c in cands if c <= planes)
+        if not cands:
+            raise WAError(f"no Mp candidate is possible on a {planes}-plane die")
     implied = 1 / wa1.value if wa1.value > 0 else math.inf
 
     def band(m):
