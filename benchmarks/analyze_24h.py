@@ -309,12 +309,10 @@ sys.exit(rc)
 """
 
 
-def run_analyze(path, logical, limit_gb=None, pythonpath=None):
-    """Run ``rbscope analyze`` in a subprocess; return wall time, its own peak RSS
-    (``VmHWM``) and its result. ``pythonpath`` runs another copy of the package
-    (e.g. the code before a change)."""
-    args = ["analyze", str(path), "--geometry", "examples/geometry/ssd-m.toml",
-            "--logical", str(logical), "--json", "--quiet"]
+def run_cli(args, limit_gb=None, pythonpath=None):
+    """Run ``rbscope ARGS`` in a subprocess; return its wall time, its own peak RSS (``VmHWM``),
+    CPU times and exit code, and its stdout. ``pythonpath`` runs another copy of the package
+    (e.g. the code before a change); ``limit_gb`` caps its address space."""
     cmd = [sys.executable, "-c", CHILD, *args]
     env = dict(os.environ)
     if pythonpath:
@@ -340,13 +338,22 @@ def run_analyze(path, logical, limit_gb=None, pythonpath=None):
     res = {"cmd": "rbscope " + " ".join(args), "wall_s": wall, "returncode": proc.returncode,
            "peak_rss_mib": int(peak[-1].split()[1]) / 1024 if peak else None,
            "user_s": ru.ru_utime, "sys_s": ru.ru_stime}
-    if proc.returncode == 0:
+    if proc.returncode != 0:
+        res["stderr"] = err.decode(errors="replace")[-600:]
+    return res, out
+
+
+def run_analyze(path, logical, limit_gb=None, pythonpath=None):
+    """Run ``rbscope analyze`` in a subprocess; return wall time, its own peak RSS
+    (``VmHWM``) and its result."""
+    args = ["analyze", str(path), "--geometry", "examples/geometry/ssd-m.toml",
+            "--logical", str(logical), "--json", "--quiet"]
+    res, out = run_cli(args, limit_gb, pythonpath)
+    if res["returncode"] == 0:
         data = json.loads(out)
         res["wa"] = data["wa"]
         res["snapshots_in_measurement"] = data["measurement"]["snapshots"]
         res["duration_s"] = data["measurement"]["duration_s"]
-    else:
-        res["stderr"] = err.decode(errors="replace")[-600:]
     return res
 
 

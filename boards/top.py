@@ -265,7 +265,6 @@ class BoardMixin:
             o_PLLOUTGLOBAL=clk,
             o_LOCK=lock,
         )
-        self.add_clock_constraint(clk, self.pll_hz)
         return lock
 
     def ecp5_pll(self, m, clk_resource):
@@ -297,7 +296,6 @@ class BoardMixin:
             o_CLKOP=clk,
             o_LOCK=lock,
         )
-        self.add_clock_constraint(clk, self.pll_hz)
         return lock
 
 

@@ -31,16 +31,13 @@ import time
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer
+from cocotb.triggers import ReadOnly, RisingEdge, Timer
 
 from cocotb_tests.runner import bench_params
+from rbscope.cocotb.rb import RbDriver
+from rbscope.cocotb.sniffer import Sniffer
 from rbscope.gateware.rb_sniffer import Counter, EventKind, SnifferConfig, SnifferParams, Space
-from rbscope.gateware.rb_sniffer.layouts import (
-    config_const,
-    read_request_layout,
-    status_layout,
-    trace_layout,
-)
+from rbscope.gateware.rb_sniffer.layouts import trace_layout
 from rbscope.model import SnifferModel, Train
 from rbscope.stimulus import TrainSpec, merge_trains, random_trains
 
@@ -75,79 +72,14 @@ def build_trains(params, scenario, cycles):
     raise ValueError(f"Unknown scenario kind {kind!r}")
 
 
-class SnifferDriver:
-    def __init__(self, dut, params):
-        self.dut = dut
-        self.params = params
-        self.req_layout = read_request_layout(params)
-
-    async def reset(self, config, initial):
-        dut = self.dut
-        # Start the clock low and one step late: a clock that starts high makes a posedge at
-        # t=0, before the combinational logic has settled, and the reset-less epoch registers
-        # would latch X (on hardware they load their init value from the bitstream).
-        dut.clk.value = 0
-        await Timer(1, unit="ns")
-        Clock(dut.clk, CLOCK_NS, unit="ns").start(start_high=False)
-        dut.cfg.value = config_const(self.params, config)
-        dut.rb.value = initial
-        dut.clear.value = 0
-        dut.read_req__valid.value = 0
-        dut.read_req__payload.value = 0
-        dut.read_resp__ready.value = 0
-        dut.rst.value = 1
-        for _ in range(RESET_CYCLES):
-            await RisingEdge(dut.clk)
-        await FallingEdge(dut.clk)
-        dut.rst.value = 0  # from here to the next rising edge is cycle 0
-
-    async def play(self, schedule, cycles):
-        """Apply the pin schedule; return at mid-cycle of cycle ``cycles``."""
-        now = 0
-        for cycle, word in schedule:
-            if cycle >= cycles:
-                break
-            if cycle > now:
-                await Timer((cycle - now) * CLOCK_NS, unit="ns")
-                now = cycle
-            self.dut.rb.value = word
-        if cycles > now:
-            await Timer((cycles - now) * CLOCK_NS, unit="ns")
-
-    async def _cycle(self):
-        await RisingEdge(self.dut.clk)
-        await FallingEdge(self.dut.clk)
-
-    async def read(self, space, channel, index):
-        dut = self.dut
-        dut.read_req__payload.value = self.req_layout.const(
-            {"space": space, "channel": channel, "index": index}).as_value().value
-        dut.read_req__valid.value = 1
-        for _ in range(1000):
-            await ReadOnly()
-            ready = int(dut.read_req__ready.value)
-            await self._cycle()
-            if ready:
-                break
-        else:
-            raise AssertionError("read request never accepted")
-        dut.read_req__valid.value = 0
-        dut.read_resp__ready.value = 1
-        for _ in range(1000):
-            await ReadOnly()
-            valid = int(dut.read_resp__valid.value)
-            value = dut.read_resp__payload.value
-            await self._cycle()
-            if valid:
-                break
-        else:
-            raise AssertionError("read response never came")
-        dut.read_resp__ready.value = 0
-        assert value.is_resolvable, f"read of {space!r} {channel}/{index} returned {value}"
-        return int(value)
-
-    def status(self):
-        return status_layout(self.params).from_bits(int(self.dut.status.value))
+async def start(dut, params, config, initial):
+    """Start the clock and reset the sniffer with ``initial`` on the pins; return its driver."""
+    # Start the clock low, first rising edge half a period later (at t = 0 nothing has settled).
+    dut.clk.value = 0
+    Clock(dut.clk, CLOCK_NS, unit="ns").start(start_high=False)
+    sniffer = Sniffer(dut, params, period_ns=CLOCK_NS)
+    await sniffer.reset(config, rb=initial, cycles=RESET_CYCLES)
+    return sniffer
 
 
 async def watch_trace(dut, params, records):
@@ -176,14 +108,13 @@ async def counts_match_reference_model(dut):
             measured = sum(counts.classes) + counts.unclassified
             assert measured == prm["expect_pulses"], f"channel {ch}: {measured} pulses"
 
-    drv = SnifferDriver(dut, params)
     initial, schedule = merge_trains(trains)
     trace = []
     if prm["check_trace"]:
         cocotb.start_soon(watch_trace(dut, params, trace))
-    await drv.reset(config, initial)
+    drv = await start(dut, params, config, initial)
     play_start = time.perf_counter()
-    await drv.play(schedule, cycles)
+    await RbDriver(dut.rb, CLOCK_NS).play_schedule(schedule, cycles)
     play_seconds = time.perf_counter() - play_start
 
     status = drv.status()
@@ -193,7 +124,7 @@ async def counts_match_reference_model(dut):
     assert status.epoch == 0 and status.clear_busy == 0
 
     # Every event emitted before `cycles` has reached the RAMs after one scanner round.
-    await Timer((2 * (params.channels + 1) + 10) * CLOCK_NS, unit="ns")
+    await Timer((drv.scanner_round + 10) * CLOCK_NS, unit="ns")
     dropped_index = params.counter_index(Counter.DROPPED)
     rows, hists = [], []
     for ch in range(params.channels):

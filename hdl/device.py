@@ -5,15 +5,57 @@
 """
 
 from amaranth.hdl import Module
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .link import protocol
 from .link.controller import LinkController
+from .link.extension import ExtPort, LinkExtension, ReadSource
 from .link.framing import CommandDecoder, FrameEncoder
 from .link.uart import UartRx, UartTx
 from .rb_sniffer import RBSniffer, SnifferParams
 
-__all__ = ["DeviceCore", "RBScopeDevice"]
+__all__ = ["DeviceCore", "RBScopeDevice", "emulator_extension"]
+
+
+def emulator_extension(emu, config=None, traffic=None):
+    """The NAND emulator's and traffic generator's part of the link (a :class:`LinkExtension`).
+
+    Parameters
+    ----------
+    emu : EmuParams
+    config : EmuConfig, optional
+        The emulator's boot configuration (default: its defaults).
+    traffic : TrafficConfig, optional
+        The traffic generator's boot programme (default: all zero).
+    """
+    from .nand_emu import layouts as emu_layouts
+    from .nand_emu.params import EmuConfig
+    if emu.counter_bits != protocol.EMU_COUNTER_BITS:
+        raise ValueError(f"The link carries {protocol.EMU_COUNTER_BITS}-bit ground-truth "
+                         f"counters; the emulator has {emu.counter_bits}")
+    config = EmuConfig() if config is None else config
+    cfg_layout = emu_layouts.config_layout(emu)
+    traffic_layout = emu_layouts.traffic_layout(emu)
+    status = emu_layouts.traffic_status_layout(emu)
+    link = protocol.EmuLink(
+        emu.dies, cfg_layout.size, traffic_layout.size, emu_layouts.config_const(emu, config),
+        0 if traffic is None else emu_layouts.traffic_const(emu, traffic))
+    rw, ro = protocol.Access.RW, protocol.Access.RO
+    ports = (
+        ExtPort("emu.cfg", link.cfg_bits, rw, link.cfg_reset),
+        ExtPort("emu.traffic", link.traffic_bits, rw, link.traffic_reset),
+        ExtPort("emu.control", 2, rw, strobe=True),
+        ExtPort("emu.busy", data.Layout.cast(status["busy"].shape).size
+                if isinstance(status["busy"].shape, data.Layout)
+                else data.Shape.cast(status["busy"].shape).width, ro),
+        ExtPort("emu.steps", data.Shape.cast(status["steps"].shape).width, ro),
+    )
+    truth = ReadSource(protocol.FrameType.TRUTH, protocol.Opcode.READ_TRUTH, units=emu.dies,
+                       unit_field="die", words=protocol.EMU_COUNTERS,
+                       word_bits=protocol.EMU_COUNTER_BITS)
+    return LinkExtension(registers=tuple(protocol.emu_registers(link)), ports=ports, emu=link,
+                         source=truth)
 
 
 class DeviceCore(wiring.Component):
@@ -59,9 +101,11 @@ class DeviceCore(wiring.Component):
         else:
             from .nand_emu.loopback import Loopback
             self.loopback = Loopback(emulator, params)  # checks channels == dies
+        extension = (emulator_extension(emulator, emu_config, traffic)
+                     if emulator is not None else None)
         self.controller = LinkController(params, clock_hz=clock_hz, uart_divisor=uart_divisor,
                                          board=board, snapshot_ms=snapshot_ms, config=config,
-                                         emu=emulator, emu_config=emu_config, traffic=traffic)
+                                         extension=extension)
         super().__init__({
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             "rx": In(stream.Signature(8)),
@@ -101,17 +145,27 @@ class DeviceCore(wiring.Component):
             wiring.connect(m, controller.read_req, loop.snf_read_req)
             wiring.connect(m, loop.snf_read_resp, controller.read_resp)
             wiring.connect(m, loop.snf_trace, controller.trace)
-            wiring.connect(m, controller.emu_read_req, loop.emu_read_req)
-            wiring.connect(m, loop.emu_read_resp, controller.emu_read_resp)
+            # The ground truth, read through the link's extension port.
+            req, resp = controller.ext_read_req, controller.ext_read_resp
+            m.d.comb += [
+                loop.emu_read_req.valid.eq(req.valid),
+                loop.emu_read_req.payload.die.eq(req.payload.unit),
+                loop.emu_read_req.payload.index.eq(req.payload.index),
+                req.ready.eq(loop.emu_read_req.ready),
+                resp.valid.eq(loop.emu_read_resp.valid),
+                resp.payload.eq(loop.emu_read_resp.payload),
+                loop.emu_read_resp.ready.eq(resp.ready),
+            ]
             m.d.comb += [
                 loop.snf_cfg.eq(controller.cfg),
                 loop.snf_clear.eq(controller.clear),
                 controller.sniffer_status.eq(loop.snf_status),
-                loop.emu_cfg.eq(controller.emu_cfg),
-                loop.traffic_cfg.eq(controller.traffic_cfg),
-                loop.traffic_start.eq(controller.traffic_start),
-                loop.traffic_stop.eq(controller.traffic_stop),
-                controller.traffic_status.eq(loop.traffic_status),
+                loop.emu_cfg.as_value().eq(controller.emu_cfg),
+                loop.traffic_cfg.as_value().eq(controller.emu_traffic),
+                loop.traffic_start.eq(controller.emu_control[0]),
+                loop.traffic_stop.eq(controller.emu_control[1]),
+                controller.emu_busy.eq(loop.traffic_status.busy),
+                controller.emu_steps.eq(loop.traffic_status.steps),
             ]
         return m
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from . import calibrate as cal
 from . import logical as lg
+from .argtypes import integer
 from .geometry import GeometryError, load_geometry
 from .importers import RecordingError, format_time, parse_time
 from .measurement import MeasurementError
@@ -67,11 +68,22 @@ def _probe(text):
                                          f"0=0:0:0), not {text!r}") from None
 
 
+def _size(text):
+    try:
+        lg.parse_size(text)
+    except lg.LogicalSourceError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _duration(text):
     try:
-        return parse_time(text)
+        value = parse_time(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if not value <= 1e6:
+        raise argparse.ArgumentTypeError(f"duration {text!r} is longer than 10^6 s")
+    return value
 
 
 def _add_source_options(p, *, positional=True):
@@ -104,11 +116,11 @@ def _add_source_options(p, *, positional=True):
                                               "(repeat, in priority order)")
     g.add_argument("--glitch", type=float, metavar="US",
                    help="glitch filter in µs (default: the preset's)")
-    g.add_argument("--width-bits", type=int, default=24, metavar="W",
+    g.add_argument("--width-bits", type=integer(16, 32), default=24, metavar="W",
                    help="sniffer width counter bits, 16 … 32 (default 24)")
     g.add_argument("--snapshot", type=_duration, metavar="PERIOD",
                    help="record cumulative snapshots at this period (for --series)")
-    g.add_argument("--max-pulses", type=int, default=10_000_000, metavar="N",
+    g.add_argument("--max-pulses", type=integer(0), default=10_000_000, metavar="N",
                    help="keep at most N per-pulse widths for the sequence classifier "
                         "(default 10000000; 0: none)")
     g.add_argument("--save-measurement", metavar="JSON",
@@ -126,7 +138,8 @@ def _add_source_options(p, *, positional=True):
 def _add_logical_options(p):
     g = p.add_argument_group("logical volume (bytes the host wrote; give one)")
     x = g.add_mutually_exclusive_group()
-    x.add_argument("--logical", metavar="BYTES", help="a byte count: 2147483648, 2GiB, 2GB…")
+    x.add_argument("--logical", metavar="BYTES", type=_size,
+                   help="a byte count: 2147483648, 2GiB, 2GB… (units spelled exactly)")
     x.add_argument("--fio", metavar="JSON", help="fio --output-format=json output")
     x.add_argument("--sysfs", nargs=2, metavar=("BEFORE", "AFTER"),
                    help="two copies of /sys/block/<dev>/stat")
@@ -134,7 +147,7 @@ def _add_logical_options(p):
                    help="two smartctl -A (or -j -A) outputs")
     x.add_argument("--nvme", nargs=2, metavar=("BEFORE", "AFTER"),
                    help="two nvme smart-log (or -o json) outputs")
-    g.add_argument("--lba-bytes", type=int, default=512, metavar="N",
+    g.add_argument("--lba-bytes", type=int, default=None, metavar="N",
                    help="bytes per unit of ATA attribute 241 (default 512)")
 
 
@@ -146,7 +159,8 @@ def _logical(args):
     if args.sysfs:
         return lg.read_sysfs_stat(*args.sysfs)
     if args.smartctl:
-        return lg.read_smartctl(*args.smartctl, lba_bytes=args.lba_bytes)
+        return lg.read_smartctl(*args.smartctl,
+                                lba_bytes=512 if args.lba_bytes is None else args.lba_bytes)
     if args.nvme:
         return lg.read_nvme_smart_log(*args.nvme)
     return None
@@ -181,14 +195,20 @@ def _progress(quiet):
     return show
 
 
+def source_options(args, geometry):
+    """Return the keyword arguments of :func:`rbscope.sources.open_measurement` that the
+    source options in ``args`` stand for."""
+    return dict(fmt=args.format, preset=_preset(args, geometry), windows=args.window,
+                glitch_us=args.glitch, signals=args.signal, clock=args.clock, tick=args.tick,
+                unknown=args.x_as, width_bits=args.width_bits, snapshot_seconds=args.snapshot,
+                max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet),
+                bus=getattr(args, "bus", None), tap_for=getattr(args, "tap_for", None))
+
+
 def load_source(args, geometry):
     """Return the :class:`Measurement` of ``args.source`` and the notes of its import (and
     save it to ``--save-measurement``)."""
-    m, notes = open_measurement(
-        args.source, fmt=args.format, preset=_preset(args, geometry), windows=args.window,
-        glitch_us=args.glitch, signals=args.signal, clock=args.clock, tick=args.tick,
-        unknown=args.x_as, width_bits=args.width_bits, snapshot_seconds=args.snapshot,
-        max_pulses=args.max_pulses, probes=args.probe, progress=_progress(args.quiet))
+    m, notes = open_measurement(args.source, **source_options(args, geometry))
     if args.save_measurement:
         try:
             m.save(args.save_measurement)
@@ -292,8 +312,17 @@ def cmd_analyze(args):
         _err("analyze", f"--mp must be a positive integer, not {args.mp}")
         return EXIT_USAGE
     try:
+        for index, dies in args.probe:
+            for loc in dies:
+                try:
+                    geometry.check_location(loc)
+                except GeometryError as exc:
+                    raise UsageError(f"--probe {index}: {exc}") from None
         logical = _logical(args)
         m, notes = load_source(args, geometry)
+        if args.smartctl and args.lba_bytes is None:
+            notes.append("ATA attribute 241 (Total_LBAs_Written) taken in 512-byte units, the "
+                         "usual unit: give --lba-bytes if the drive's vendor documents another")
         correction = evidence = None
         if args.overlap_correct:
             correction, evidence = cal.overlap_correction(
@@ -326,7 +355,8 @@ def cmd_analyze(args):
         return EXIT_FAILURE
     if args.json:
         out = {"source": m.provenance, "measurement": _summary(m), "geometry": geometry.to_dict(),
-               "notes": notes}
+               "notes": notes, "complete": m.provenance.get("complete", True),
+               "missing": m.provenance.get("missing", [])}
         data = result.to_dict()
         if logical is None:
             for key in ("wa", "logical_bytes", "per_die_wa", "per_die_spread"):
@@ -423,7 +453,9 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
               f"{lv.detail})")
         wa = r.wa
         hi = "∞" if not math.isfinite(wa.hi) else f"{wa.hi:.4f}"
-        print(f"WRITE AMPLIFICATION            {wa.value:.4f}  [{wa.lo:.4f}, {hi}]")
+        flag = "" if m.provenance.get("complete", True) else \
+            "  (INCOMPLETE CAPTURE: see the warnings)"
+        print(f"WRITE AMPLIFICATION            {wa.value:.4f}  [{wa.lo:.4f}, {hi}]{flag}")
         if r.wa_confidence is not None:
             ci = r.wa_confidence
             chi = "∞" if not math.isfinite(ci.hi) else f"{ci.hi:.4f}"

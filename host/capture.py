@@ -31,6 +31,7 @@ from rbscope.gateware.link.protocol import config_from_registers
 
 from . import __version__
 from .protocol import (
+    HEADER_BYTES,
     Counters,
     Histogram,
     Info,
@@ -58,6 +59,9 @@ TRAILER = struct.Struct("<I")
 #: Refuse records longer than this (a corrupted length field must not make the reader allocate
 #: gigabytes).
 MAX_BODY = 1 << 20
+#: Longest FRAME body (a device frame is a few hundred bytes at most); a longer FRAME record is
+#: corrupt. Also bounds the CRC work a resynchronisation can spend on one false record header.
+MAX_FRAME_BODY = 4096
 #: The reader reads files in chunks of this many bytes (it never holds the whole file).
 CHUNK_SIZE = 4 << 20
 #: Default bound on the snapshot time series :func:`capture_to_measurement` keeps.
@@ -123,6 +127,10 @@ class CaptureWriter:
             self._file = open(self.path, "r+b")
             self._file.truncate(good)
             self._file.seek(good)
+            # A new session in an existing file: what the reader checks for a stop record.
+            self._write(RecordKind.EVENT, json.dumps({
+                "event": "start", "rbscope": __version__, "host": socket.gethostname(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **(meta or {})}).encode())
         else:
             self._file = open(self.path, "wb")
             self._file.write(PREAMBLE.pack(MAGIC, FORMAT_VERSION))
@@ -210,60 +218,87 @@ class HistogramAccumulator:
         self.timestamp[ch] = frame.timestamp
 
 
+_KINDS = (RecordKind.HEADER, RecordKind.FRAME, RecordKind.CONFIG, RecordKind.EVENT)
+
+
+def _plausible(kind, length):
+    """Whether a record header could be real (cheap checks before any CRC work)."""
+    if kind == RecordKind.FRAME:
+        return HEADER_BYTES <= length <= MAX_FRAME_BODY
+    return kind in _KINDS and 2 <= length <= MAX_BODY
+
+
+def _plausible_body(kind, length, buf, start, avail):
+    """Whether the body of a record starting at ``start`` could be real, from what ``buf``
+    holds up to ``avail``: a FRAME's own header states its payload length; the other kinds are
+    JSON objects. O(1): keeps the CRC work of a resynchronisation linear in the file size."""
+    if avail <= start:
+        return True
+    if kind == RecordKind.FRAME:
+        if avail < start + HEADER_BYTES:
+            return True
+        return int.from_bytes(buf[start + 4:start + 6], "little") == length - HEADER_BYTES
+    if buf[start] != 0x7B:  # "{"
+        return False
+    return avail < start + length or buf[start + length - 1] == 0x7D  # "}"
+
+
+def _skip(buf, pos, base, skip, why):
+    """Start (or continue) a run of garbage at ``pos``; return the next candidate position."""
+    if skip[0] is None:
+        skip[0] = (base + pos, why)
+    nxt = buf.find(SYNC, pos + 1)
+    return len(buf) if nxt < 0 else nxt
+
+
+def _end_run(skip, errors, at):
+    if skip[0] is not None:
+        start, why = skip[0]
+        if errors is not None:
+            errors.append(f"offset {start}: {why}; skipped {at - start} bytes to {at}")
+        skip[0] = None
+
+
 def _scan(buf, pos, base, errors, final, skip):
     """Yield the complete, valid records of ``buf[pos:]`` (offsets ``base`` + position).
 
     Returns the position up to which ``buf`` is consumed: the start of the first incomplete
     record (the caller keeps the rest and appends the next chunk), or ``len(buf)`` when the end
     is garbage without a sync byte. ``final`` says no more data follows. ``skip`` (a one-element
-    list) carries the start offset of a run of garbage across chunks, so that one corrupt region
-    gives one error message however many chunks it spans.
+    list) carries the start of a run of garbage across chunks: a run is everything between two
+    valid records that is not one, and gives one error message when it ends, so the messages
+    and offsets do not depend on how the file is cut into chunks. Every decision is taken only
+    once the bytes it depends on are in ``buf``; the CRC work per candidate record is bounded
+    (:data:`MAX_FRAME_BODY`, or a JSON body's first and last bytes checked first).
     """
     n = len(buf)
     size = RECORD.size
     while pos < n:
+        if buf[pos] != SYNC:  # decided on one byte, however few follow
+            pos = _skip(buf, pos, base, skip, "no record starts here (bad sync, kind or length)")
+            continue
         if n - pos < size:
             break
         sync, kind, length, time_ns = RECORD.unpack_from(buf, pos)
-        if sync != SYNC or length > MAX_BODY:
-            if skip[0] is None:
-                skip[0] = base + pos
-            nxt = buf.find(SYNC, pos + 1)
-            if nxt < 0:
-                if final and errors is not None:
-                    errors.append(f"offset {skip[0]}: no record starts here (bad sync or "
-                                  f"length); skipped to {base + n}")
-                return n
-            if errors is not None:
-                errors.append(f"offset {skip[0]}: no record starts here (bad sync or length); "
-                              f"skipped to {base + nxt}")
-            skip[0] = None
-            pos = nxt
+        if not _plausible(kind, length):
+            pos = _skip(buf, pos, base, skip, "no record starts here (bad sync, kind or length)")
             continue
         end = pos + size + length + TRAILER.size
+        if not _plausible_body(kind, length, buf, pos + size, min(n, end - TRAILER.size)):
+            pos = _skip(buf, pos, base, skip, "no record starts here (implausible body)")
+            continue
         if end > n:
-            break
-        if skip[0] is not None:  # a run of garbage from the previous chunk ends here
-            if errors is not None:
-                errors.append(f"offset {skip[0]}: no record starts here (bad sync or length); "
-                              f"skipped to {base + pos}")
-            skip[0] = None
+            break  # wait for more (at the end of the file: the truncated tail)
         body = bytes(buf[pos + size:pos + size + length])
         (crc,) = TRAILER.unpack_from(buf, pos + size + length)
         if zlib.crc32(body, zlib.crc32(buf[pos + 1:pos + size])) != crc:
-            if errors is not None:
-                errors.append(f"offset {base + pos}: record CRC mismatch; skipped")
-            nxt = buf.find(SYNC, pos + 1)
-            if nxt < 0:
-                return n
-            pos = nxt
+            pos = _skip(buf, pos, base, skip, "record CRC mismatch")
             continue
+        _end_run(skip, errors, base + pos)
         yield base + pos, kind, time_ns, body
         pos = end
-    if final and skip[0] is not None and errors is not None:
-        errors.append(f"offset {skip[0]}: no record starts here (bad sync or length); "
-                      f"skipped to {base + pos}")
-        skip[0] = None
+    if final:
+        _end_run(skip, errors, base + pos)
     return pos
 
 
@@ -318,6 +353,9 @@ class CaptureReader:
         Keep every TRACE frame in :attr:`traces` (otherwise only :attr:`trace_count`).
     on_snapshot : callable, optional
         Called with each complete :class:`~rbscope.protocol.Snapshot`, in file order, as it is read.
+    on_device : callable, optional
+        Called (no arguments) when an INFO frame shows another device than the one before
+        (a file appended to by a second writer): the records that follow are that device's.
     chunk_size : int
         Bytes read at a time.
 
@@ -338,12 +376,13 @@ class CaptureReader:
     """
 
     def __init__(self, path, *, keep_records=True, keep_snapshots=True, keep_traces=True,
-                 on_snapshot=None, chunk_size=CHUNK_SIZE):
+                 on_snapshot=None, on_device=None, chunk_size=CHUNK_SIZE):
         self.path = os.fspath(path)
         self.keep_records = keep_records
         self.keep_snapshots = keep_snapshots
         self.keep_traces = keep_traces
         self.on_snapshot = on_snapshot
+        self.on_device = on_device
         self.chunk_size = chunk_size
         self.read()
 
@@ -398,6 +437,10 @@ class CaptureReader:
         self.hist = None
         self.frame_count = 0
         self.record_count = 0
+        self.device_snapshots = 0  # complete snapshots of the last device
+        self.devices = 0  # distinct devices (INFO with other parameters or build) seen
+        self.session = None  # the last session: {"offset", "stop"}
+        self.last_time_ns = None
         gen = iter_records(self.path, errors=self.errors, chunk_size=self.chunk_size)
         while True:
             try:
@@ -407,6 +450,7 @@ class CaptureReader:
                 break
             rec = CaptureRecord(kind, time_ns, offset, body)
             self._apply(rec)
+            self.last_time_ns = time_ns
             self.record_count += 1
             if self.keep_records:
                 self.records.append(rec)
@@ -423,12 +467,24 @@ class CaptureReader:
             self.frame_count += 1
             if isinstance(frame, Info):
                 try:
-                    self.params = params_from_info(frame)
+                    params = params_from_info(frame)
                 except ValueError as exc:
                     self.errors.append(f"offset {rec.offset}: {exc}")
                     return
+                old = self.info
+                if (old is None or params != self.params or old.build_id != frame.build_id
+                        or old.board_name != frame.board_name):
+                    # Another device (appended by a second writer): its records stand apart.
+                    self.devices += 1
+                    self.params = params
+                    self.hist = HistogramAccumulator(params)
+                    self.latest = {}
+                    self._pending = None
+                    self.last_snapshot = None
+                    self.device_snapshots = 0
+                    if self.on_device is not None and self.devices > 1:
+                        self.on_device()
                 self.info = frame
-                self.hist = HistogramAccumulator(self.params)
             elif isinstance(frame, Status):
                 self._flush_pending()
                 self._pending = (rec.time_ns, frame, {})
@@ -446,20 +502,36 @@ class CaptureReader:
                 if self.keep_traces:
                     self.traces.append(frame)
             return
+        what = RecordKind.names.get(rec.kind, rec.kind)
         try:
             rec.data = json.loads(rec.body)
-        except ValueError:
-            self.errors.append(f"offset {rec.offset}: {RecordKind.names.get(rec.kind, rec.kind)}"
-                               f" record is not valid JSON")
+        except (ValueError, RecursionError):
+            self.errors.append(f"offset {rec.offset}: {what} record is not valid JSON")
+            return
+        if not isinstance(rec.data, dict):
+            self.errors.append(f"offset {rec.offset}: {what} record is not a JSON object")
+            rec.data = None
             return
         if rec.kind == RecordKind.HEADER:
             self.header = rec.data
+            self.session = {"offset": rec.offset, "stop": None}
         elif rec.kind == RecordKind.CONFIG:
-            regs = rec.data.get("registers", {}) if isinstance(rec.data, dict) else {}
+            regs = rec.data.get("registers")
+            if not isinstance(regs, dict) or not all(
+                    isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                    and 0 <= v < 1 << 32 for k, v in regs.items()):
+                self.errors.append(f"offset {rec.offset}: config record does not hold "
+                                   f"registers {{NAME: 32-bit value}}")
+                return
             self.registers = dict(regs)
             self.config_history.append((rec.time_ns, dict(regs)))
         elif rec.kind == RecordKind.EVENT:
             self.events.append((rec.time_ns, rec.data))
+            event = rec.data.get("event")
+            if event == "start":
+                self.session = {"offset": rec.offset, "stop": None}
+            elif event == "stop" and self.session is not None:
+                self.session["stop"] = rec.data.get("reason") or "stopped"
 
     def _flush_pending(self):
         if self._pending is None or self.params is None:
@@ -471,6 +543,7 @@ class CaptureReader:
             p = Snapshot(status, [counters[ch] for ch in range(n)], time_ns)
             self.last_snapshot = p
             self.snapshot_count += 1
+            self.device_snapshots += 1
             if self.keep_snapshots:
                 self._snapshots.append(p)
             if self.on_snapshot is not None:
@@ -500,10 +573,49 @@ class CaptureReader:
 
     @property
     def config(self):
-        """The :class:`SnifferConfig` of the last CONFIG record (needs INFO)."""
+        """The :class:`SnifferConfig` of the last CONFIG record (needs INFO); raises
+        :class:`CaptureError` when the registers do not fit the device."""
         if self.params is None:
             return None
-        return config_from_registers(self.params, self.registers)
+        try:
+            return config_from_registers(self.params, self.registers)
+        except ValueError as exc:
+            raise CaptureError(f"{self.path}: the recorded registers do not fit the device: "
+                               f"{exc}") from None
+
+    def missing(self, *, recent_s=10.0):
+        """Return what the capture lacks to be complete, as sentences (empty: complete).
+
+        A capture is complete when it ends with a ``stop`` record, no record is cut or corrupt,
+        it holds one device, and the last snapshot was taken at quiescence. ``recent_s``: a
+        file modified this recently without a stop record is said to be still being written.
+        """
+        out = []
+        if self.truncated:
+            out.append(f"the file ends inside a record ({self.truncated} bytes ignored): it was "
+                       f"cut short or is still being written")
+        if self.errors:
+            out.append(f"{len(self.errors)} corrupt region(s) skipped: their records are "
+                       f"missing")
+        if self.session is None or self.session["stop"] is None:
+            try:
+                age = time.time() - os.path.getmtime(self.path)
+            except OSError:
+                age = None
+            why = ("is still being written" if age is not None and age < recent_s
+                   else "was killed or lost its end")
+            out.append(f"no stop record after the last capture session: the capture {why}; "
+                       f"counts after the last complete snapshot are missing")
+        elif self.session["stop"] not in ("quiescent", "duration"):
+            out.append(f"the capture was stopped early ({self.session['stop']})")
+        if self.devices > 1:
+            out.append(f"the file holds captures of {self.devices} devices (different INFO); "
+                       f"only the last device's records are used")
+        last = self.last_snapshot
+        if last is not None and not last.status.quiescent:
+            out.append("the device was not quiescent at the last snapshot: operations may have "
+                       "been in progress and counts may still have grown")
+        return out
 
     def summary(self):
         """Return a JSON-ready summary of the capture."""
@@ -521,6 +633,8 @@ class CaptureReader:
             "channels": self.params.channels if self.params else None,
             "last_timestamp": last.timestamp if last else None,
             "epoch": last.status.epoch if last else None,
+            "devices": self.devices,
+            "missing": self.missing(),
         }
 
 
@@ -546,6 +660,9 @@ class SnapshotSeries:
         self.max_points = max_points
         self.every = every
         self.epoch = None
+        self.device = 0
+        self.key = None
+        self.first_time_ns = None
         self._reset()
 
     def _reset(self):
@@ -562,12 +679,18 @@ class SnapshotSeries:
             out.extend(counters.counters)
         return out
 
+    def new_device(self):
+        """Another device's snapshots follow: start afresh (as a new epoch does)."""
+        self.device += 1
+
     def add(self, row):
         """Account one complete snapshot."""
-        if row.status.epoch != self.epoch:
+        if (self.device, row.status.epoch) != (self.key, self.epoch):
             self.epoch = row.status.epoch
+            self.key = self.device
             self._reset()
             self.first = row.status
+            self.first_time_ns = row.time_ns
         i = self.count
         self.count += 1
         self.last_row = row
@@ -605,11 +728,13 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
 
     series = SnapshotSeries(max_snapshots, snapshot_every)
     reader = CaptureReader(path, keep_records=False, keep_snapshots=False, keep_traces=False,
-                           on_snapshot=series, chunk_size=chunk_size)
+                           on_snapshot=series, on_device=series.new_device,
+                           chunk_size=chunk_size)
     if reader.info is None:
         raise CaptureError(f"{reader.path}: no INFO frame; cannot interpret the counters")
-    if not reader.snapshot_count:
-        raise CaptureError(f"{reader.path}: no complete snapshot")
+    if not reader.device_snapshots:
+        raise CaptureError(f"{reader.path}: no complete snapshot"
+                           + (" of the last device" if reader.snapshot_count else ""))
     params = reader.params
     config = reader.config
     last_epoch = series.epoch
@@ -637,18 +762,39 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     quiet = last.timestamp - last.quiet_since if last.quiescent else None
     info = reader.info
     prescaler = max(config.prescaler, 1)
+    missing = reader.missing()
+    warnings = [f"incomplete capture: {m}" for m in missing]
+    # The windows in force must not have changed while the counts of the epoch accumulated.
+    before = None
+    for time_ns, regs in reader.config_history:
+        try:
+            cfg = config_from_registers(params, regs)
+        except ValueError:
+            continue
+        if time_ns <= series.first_time_ns:
+            before = cfg
+        elif before is not None and (cfg.windows, cfg.prescaler) != (before.windows,
+                                                                       before.prescaler):
+            warnings.append("the class windows or the tick changed during the analysed epoch: "
+                            "counts before the change were classified with other windows "
+                            "(clear the counters after configuring)")
+            break
     names = class_names
     if names is None:
         for _, d in reversed(reader.events):
-            if isinstance(d, dict) and d.get("event") == "config" and d.get("class_names"):
-                names = tuple(d["class_names"])
+            got = d.get("class_names") if d.get("event") == "config" else None
+            if isinstance(got, list) and got and len(got) <= params.classes and all(
+                    isinstance(n, str) for n in got):
+                names = tuple(got)
                 break
     if names is None and reader.registers and info.clock_hz:
         # Configured in another session: recognise a built-in preset from the windows.
         from .presets import identify
         preset = identify(params, info.clock_hz, reader.registers)
         if preset is not None:
-            names = tuple(preset.class_names)
+            names = preset.names
+    if not info.clock_hz:
+        warnings.append("INFO gives no clock frequency: times assume a 1 µs tick")
     return Measurement(
         params=params,
         config=config,
@@ -663,5 +809,6 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
         provenance={"source": "capture", "path": reader.path, "board": info.board_name,
                     "build_id": info.build_id, "epoch": last_epoch,
                     "link_errors": reader.stats.errors,
-                    "snapshots_total": series.count, "snapshot_stride": series.stride},
+                    "snapshots_total": series.count, "snapshot_stride": series.stride,
+                    "complete": not missing, "missing": missing, "warnings": warnings},
     )

@@ -10,9 +10,9 @@ Subcommands
 ``analyze``, ``calibrate``
     Write amplification and class windows from counts, VCD or sigrok recordings
     (:mod:`rbscope.analyze_cli`).
-``report``
-    A self-contained HTML (and PDF) report of one or more runs, and drive comparisons
-    (:mod:`rbscope.report_cli`).
+``report``, ``export-vcd``
+    A self-contained HTML (and PDF) report of one or more runs, and drive comparisons; a
+    recording's pulses, classified, as a VCD for GTKWave or PulseView (:mod:`rbscope.report_cli`).
 ``info``, ``configure``, ``capture``, ``dump``
     Talk to a device over a serial port or pty, record captures, print them
     (:mod:`rbscope.link_cli`).
@@ -84,9 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibrate_parser(commands)
     add_sample_sysfs_parser(commands)
 
-    from .report_cli import add_report_parser
+    from .label_cli import add_label_parser
+
+    add_label_parser(commands)
+
+    from .report_cli import add_export_parser, add_report_parser, add_sigrok_parser
 
     add_report_parser(commands)
+    add_export_parser(commands)
+    add_sigrok_parser(commands)
 
     from .link_cli import add_link_parsers
 
@@ -113,7 +119,16 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except BrokenPipeError:
+        # `rbscope … | head`: the reader has gone; stop quietly (and keep Python from
+        # complaining when it flushes stdout at exit).
+        import os
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -33,11 +33,17 @@ from rbscope.gateware.link.protocol import (
     Opcode,
     StatusFlags,
     config_from_registers,
+    histogram_layout,
+    layout_bytes,
     register_map,
+    register_values,
 )
+from rbscope.gateware.rb_sniffer.params import SnifferConfig
 
 from .capture import HistogramAccumulator
 from .protocol import (
+    CRC_BYTES,
+    HEADER_BYTES,
     NO_TAG,
     Command,
     Counters,
@@ -56,7 +62,7 @@ from .protocol import (
 
 __all__ = [
     "Device", "DeviceError", "CommandError", "DeviceTimeout", "PortError", "DeviceChanged",
-    "DEFAULT_BAUDRATE",
+    "ConfigError", "DEFAULT_BAUDRATE",
 ]
 
 #: The link rate of real boards (FTDI bridge, 8N1).
@@ -77,6 +83,10 @@ class DeviceTimeout(DeviceError):
 
 class DeviceChanged(DeviceError):
     """After a reconnection the device is a different build or has other parameters."""
+
+
+class ConfigError(DeviceError, ValueError):
+    """A configuration that the device cannot hold (nothing was written): a usage error."""
 
 
 class CommandError(DeviceError):
@@ -187,9 +197,14 @@ class Device:
     def _open(self):
         name = self._resolve()
         try:
+            # exclusive: an flock on the port, as other serial tools take, so that a second
+            # program on the same port fails at once instead of wrecking this one's frames.
             self._serial = serial.serial_for_url(name, baudrate=self.baudrate, timeout=0.02,
-                                                 write_timeout=2.0)
-        except (OSError, serial.SerialException, ValueError) as exc:
+                                                 write_timeout=2.0, exclusive=True)
+        except (OSError, serial.SerialException, ValueError, OverflowError) as exc:
+            if "exclusively lock" in str(exc):
+                raise PortError(f"{name} is in use by another program (it holds the port's "
+                                f"lock); stop it first") from None
             raise PortError(f"cannot open {name}: {exc}") from None
         self.port_name = name
         self.decoder.reset()
@@ -450,9 +465,11 @@ class Device:
         reg = self._register(name)
         if reg.access is not Access.RW:
             raise CommandError(Opcode.WRITE_REG, ResponseStatus.READ_ONLY, reg.address, reg.name)
-        if not 0 <= int(value) < 1 << 32:
-            raise ValueError(f"{reg.name}: value must be from 0 to 2**32 - 1, not {value!r}")
-        back = self.command(Opcode.WRITE_REG, reg.address, int(value), register=reg.name).value
+        try:
+            value = reg.check(value)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        back = self.command(Opcode.WRITE_REG, reg.address, value, register=reg.name).value
         self.registers[reg.name] = back
         return back
 
@@ -471,26 +488,95 @@ class Device:
         """The :class:`SnifferConfig` of the registers last read or written."""
         return config_from_registers(self.params, self.registers)
 
-    def configure(self, registers, *, event=None):
-        """Write ``{name: value}`` to the registers; record a CONFIG record; return read-backs.
+    def check_configuration(self, registers, *, allow_overlap=False):
+        """Return ``{register name: value}`` checked against the device, or raise
+        :class:`ConfigError` naming the first problem (nothing is written).
 
-        ``event`` (a dict) is recorded as a ``config`` host event beside it (e.g. the preset
-        name and class names).
+        Every register must exist and be writable, every value must fit the register's bits
+        (no silent truncation), and the resulting class windows must not overlap (the lowest
+        window would silently take the overlap) unless ``allow_overlap``.
         """
         out = {}
         for name, value in registers.items():
-            out[self._register(name).name] = self.write_reg(name, value)
-        if self.capture is not None:
-            self.capture.config(self.read_registers())
-            self.capture.event("config", **(event or {}), written=out)
+            try:
+                reg = self._register(name)
+            except KeyError as exc:
+                raise ConfigError(exc.args[0]) from None
+            if reg.access is not Access.RW:
+                raise ConfigError(f"{reg.name} is read-only")
+            try:
+                out[reg.name] = reg.check(value)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        # The windows already on the device count too (overlaps with the ones not written).
+        for name in register_values(self.params, SnifferConfig()):
+            if name not in self.registers and name not in out:
+                self.read_reg(name)
+        try:
+            config = config_from_registers(self.params, {**self.registers, **out})
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if not allow_overlap:
+            live = [(k, lo, hi) for k, (lo, hi) in enumerate(config.windows) if lo < hi]
+            for i, (a, alo, ahi) in enumerate(live):
+                for b, blo, bhi in live[i + 1:]:
+                    if alo < bhi and blo < ahi:
+                        raise ConfigError(
+                            f"windows {a} [{alo}, {ahi}) and {b} [{blo}, {bhi}) ticks overlap: "
+                            f"window {a} would take every pulse of [{max(alo, blo)}, "
+                            f"{min(ahi, bhi)}); change one, or allow overlapping windows")
         return out
 
-    def apply_preset(self, preset, *, prescaler=None, overrides=None):
+    def configure(self, registers, *, event=None, clear=True, allow_overlap=False):
+        """Write ``{name: value}`` to the registers, atomically; return the read-backs.
+
+        Everything is checked first (:meth:`check_configuration`; :class:`ConfigError`, nothing
+        written). The registers are then written and read back; if a write fails or a read-back
+        differs, the registers written so far are restored to their previous values and the
+        error is raised, so the device never keeps half a configuration. With ``clear`` (the
+        default) the counters are then cleared, so that no count taken under the previous
+        windows is labelled with the new ones. A CONFIG record (and a ``config`` event with
+        ``event``'s members) goes into the capture.
+        """
+        values = self.check_configuration(registers, allow_overlap=allow_overlap)
+        previous = {name: self.read_reg(name) for name in values}
+        done = []
+        try:
+            for name, value in values.items():
+                done.append(name)
+                back = self.write_reg(name, value)
+                if back != value:
+                    raise DeviceError(f"{name} reads back {back} after writing {value}")
+            for name, value in values.items():
+                back = self.read_reg(name)
+                if back != value:
+                    raise DeviceError(f"{name} reads back {back} after writing {value}")
+        except DeviceError as exc:
+            failed = []
+            for name in reversed(done):
+                try:
+                    self.write_reg(name, previous[name])
+                except DeviceError:
+                    failed.append(name)
+            state = (f"could not restore {', '.join(failed)}" if failed
+                     else "the previous values were restored")
+            cls = next(c for c in (DeviceTimeout, PortError, DeviceError) if isinstance(exc, c))
+            raise cls(f"{exc}; configuration not applied ({state})") from None
+        if self.capture is not None:
+            self.capture.config(self.read_registers())
+            self.capture.event("config", **(event or {}), written=values)
+        if clear:
+            self.clear()
+        return values
+
+    def apply_preset(self, preset, *, prescaler=None, overrides=None, clear=True,
+                     allow_overlap=False):
         """Configure the sniffer from a :class:`rbscope.presets.Preset` (plus overrides)."""
         regs = preset.registers(self.params, self.info.clock_hz, prescaler=prescaler)
         regs.update(overrides or {})
         return self.configure(regs, event={"preset": preset.name,
-                                           "class_names": list(preset.class_names)})
+                                           "class_names": list(preset.names)},
+                              clear=clear, allow_overlap=allow_overlap)
 
     # Snapshots, histograms, clear ----------------------------------------------------------------
 
@@ -507,35 +593,63 @@ class Device:
         self.command(Opcode.SNAPSHOT, after=arrived)
         return box[0]
 
+    def transfer_seconds(self, nbytes):
+        """Device time the link needs to send ``nbytes`` (8N1 at ``clock_hz / uart_divisor``)."""
+        info = self.info
+        if info is None or not info.clock_hz or not info.uart_divisor:
+            return 0.0
+        return nbytes * 10 * info.uart_divisor / info.clock_hz
+
     def read_histograms(self):
         """Ask for every channel's histogram; return ``{channel: [exact bin totals]}``.
 
         The totals are rebuilt across 32-bit bin wraps from every HISTOGRAM frame received
         (periodic ones too), so call this (or enable ``HIST_PERIOD``) often enough that no bin
         grows by 2^hist_bits between two reads.
+
+        Chunks lost on the way (link errors, a host too busy to read the port) are asked for
+        again; what arrived is kept, so every request completes more of the histograms. A
+        request is given up only when no new chunk has arrived for longer than the link needs
+        to send them all in device time (and at least ``timeout``); the read fails only after
+        ``retries + 1`` requests in a row that brought nothing new.
         """
         params = self.params
         chunks = math.ceil(params.hist_bins / HIST_CHUNK)
         want = {(ch, c * HIST_CHUNK) for ch in range(params.channels) for c in range(chunks)}
         got = set()
+        frame_bytes = 2 * (HEADER_BYTES + CRC_BYTES + layout_bytes(
+            histogram_layout(params))) + 2  # worst-case stuffing
+        idle_limit = max(self.timeout, 2 * self.transfer_seconds(len(want) * frame_bytes))
+        progress = [time.monotonic()]
 
         def hook(frame):
             if isinstance(frame, Histogram):
-                got.add((frame.channel, frame.first))
+                key = (frame.channel, frame.first)
+                if key in want and key not in got:
+                    got.add(key)
+                    progress[0] = time.monotonic()
         self._hooks.append(hook)
         try:
-            for _ in range(self.retries + 1):
+            fruitless = 0
+            while fruitless <= self.retries:
+                before = len(got)
                 try:
-                    # Chunks lost to link errors are asked for again by repeating the command.
-                    self.command(Opcode.READ_HISTOGRAMS, after=lambda n: want <= got,
-                                 retries=0)
-                    break
+                    self.command(Opcode.READ_HISTOGRAMS, retries=0)
                 except DeviceTimeout:
+                    fruitless += 1
                     continue
+                progress[0] = time.monotonic()
+                while not want <= got and time.monotonic() - progress[0] < idle_limit:
+                    self.poll()
+                if want <= got:
+                    break
+                fruitless = 0 if len(got) > before else fruitless + 1
             else:
                 missing = sorted(want - got)
-                raise DeviceTimeout(f"READ_HISTOGRAMS: {len(missing)} chunks never arrived "
-                                    f"(first: channel {missing[0][0]} bin {missing[0][1]})")
+                raise DeviceTimeout(f"READ_HISTOGRAMS: {len(missing)} of {len(want)} chunks "
+                                    f"never arrived after {self.retries + 1} requests in a row "
+                                    f"brought nothing new (first missing: channel "
+                                    f"{missing[0][0]} bin {missing[0][1]})")
         finally:
             self._hooks.remove(hook)
         return {ch: list(self.hist.totals[ch]) for ch in range(params.channels)}

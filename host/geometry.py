@@ -15,7 +15,7 @@ its NAND. ``examples/geometry/`` holds the four drives of the RB-Explorer paper.
     page_size = 4096                    # data bytes per page (spare area not counted)
     spare_size = 128                    # optional, bytes
     pages_per_block = 128               # optional
-    program_model = "single-plane"      # or "multi-plane"
+    program_model = "single-plane"      # or "multi-plane"; required unless mp is given
     mp = 1                              # optional: pages per program pulse (default from the
                                         # program model: 1, or planes_per_die)
 
@@ -257,6 +257,12 @@ def parse_geometry(text, source=""):
         if key in g:
             values[key] = _int(source, f"geometry.{key}", g[key], lo=0 if key == "spare_size"
                                else 1)
+    if "program_model" not in g and "mp" not in g:
+        # Mp scales WA directly (a multi-plane drive read as single-plane halves it): no
+        # default.
+        raise GeometryError(f"{_where(source, 'geometry.program_model')} is missing: say "
+                            f"\"single-plane\" (one page per program pulse) or \"multi-plane\" "
+                            f"(planes_per_die pages per pulse), or give mp")
     model = g.get("program_model", "single-plane")
     if model not in PROGRAM_MODELS:
         raise GeometryError(f"{_where(source, 'geometry.program_model')} must be one of "

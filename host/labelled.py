@@ -30,7 +30,7 @@ import numpy as np
 from rbscope.gateware.onfi_tap.params import MAX_PLANES, OpClass, PlaneKind
 from rbscope.gateware.rb_sniffer.params import hist_bin_lo
 
-__all__ = ["FORMAT", "LabelledPulses", "LabelledError"]
+__all__ = ["FORMAT", "LabelledPulses", "LabelledError", "from_refssd"]
 
 FORMAT = "rbscope.labelled-pulses"
 VERSION = 1
@@ -88,9 +88,10 @@ class LabelledPulses:
                     for row in counts.planes],
             histograms={OpClass(c).name: {b: n for b, n in enumerate(row) if n}
                         for c, row in enumerate(counts.hist) if c < len(OpClass) and any(row)},
-            die=np.asarray(kept["die"], np.int64), start=np.asarray(kept["start"], np.int64),
-            width=np.asarray(kept["width"], np.int64),
-            op_class=np.asarray(kept["class"], np.int64),
+            die=np.frombuffer(kept["die"], np.int64).copy(),
+            start=np.frombuffer(kept["start"], np.int64).copy(),
+            width=np.frombuffer(kept["width"], np.int64).copy(),
+            op_class=np.frombuffer(kept["class"], np.int64).copy(),
             pulses_truncated=labeller.pulses_truncated)
 
     # Queries -----------------------------------------------------------------------------------
@@ -195,3 +196,72 @@ class LabelledPulses:
         except json.JSONDecodeError as exc:
             raise LabelledError(f"{path}: not JSON: {exc}") from None
         return cls.from_dict(obj)
+
+
+def from_refssd(run, channel=0, *, tick_seconds=1e-6, max_pulses=1_000_000):
+    """What the opcode tap reports on one channel of a reference-SSD run (:mod:`rbscope.refssd`).
+
+    The run's bus command stream (``run.commands``) is replayed as bus cycles — the first
+    command, its address cycles (the LUN in the row address) and the confirm command at its time
+    — through the tap's model (1 ns cycles), and each die's R/B# pulses (``run.pulses``) are
+    labelled as the gateware labels them. The dies of the channel are those whose
+    ``die_location`` is on it, in (chip, LUN) order; chips are the tap's targets.
+
+    Parameters
+    ----------
+    run : rbscope.refssd.Run
+    channel : int
+        The tapped channel.
+    tick_seconds : float
+        Tick of the widths (a whole number of nanoseconds).
+
+    Returns
+    -------
+    LabelledPulses
+    """
+    from rbscope.gateware.onfi_tap.params import TapConfig, TapParams
+    from rbscope.gateware.rb_sniffer.params import SnifferParams
+
+    from .tap_model import ADDR, CMD, Strobe, TapLabeller
+
+    drive = run.drive
+    if not 0 <= channel < drive.channels:
+        raise ValueError(f"channel must be from 0 to {drive.channels - 1}, not {channel!r}")
+    tick_ns = round(tick_seconds * 1e9)
+    if tick_ns < 1 or abs(tick_ns - tick_seconds * 1e9) > 1e-6:
+        raise ValueError(f"tick_seconds must be a whole number of ns, not {tick_seconds!r}")
+    dies = sorted((d for d in range(drive.dies) if drive.die_location(d)[0] == channel),
+                  key=lambda d: drive.die_location(d)[1:])
+    chips = 1 + max(drive.die_location(d)[1] for d in dies)
+    luns = drive.dies_per_chip
+    if luns not in (1, 2, 4) or chips > 8:
+        raise ValueError(f"the tap takes 1 to 8 targets of 1, 2 or 4 LUNs, not {chips} × {luns}")
+    lun_shift = 22  # above any page and block bits the row carries here
+    params = TapParams(targets=chips, luns=luns, sniffer=SnifferParams(channels=len(dies)))
+    lab = TapLabeller(params, TapConfig(lun_shift=lun_shift if luns > 1 else 0),
+                      max_pulses=max_pulses)
+    local = {d: params.die(*drive.die_location(d)[1:]) for d in dies}
+    cmds = run.commands[run.commands["channel"] == channel]
+    for row in cmds:
+        chip, lun = int(row["chip"]), int(row["lun"])
+        sel = 1 << chip
+        first, confirm = int(row["first"]), int(row["confirm"])
+        t = int(row["time_ns"])
+        if first != confirm:
+            lab.strobe(Strobe(t, CMD, sel, first))
+            r = lun << lun_shift | (int(row["block"]) & 0x3FFF) << 8 | int(row["page"]) & 0xFF
+            cycles = [0, 0] if first in (0x00, 0x80, 0x81) else []
+            for k, byte in enumerate(cycles + [r & 0xFF, r >> 8 & 0xFF, r >> 16 & 0xFF]):
+                lab.strobe(Strobe(t + 1 + k, ADDR, sel, byte))
+        lab.strobe(Strobe(int(row["confirm_ns"]), CMD, sel, confirm))
+    for d in dies:
+        p = run.pulses[d]
+        starts = p["start_ns"].astype(np.int64)
+        widths = p["width_ns"].astype(np.int64)
+        order = np.argsort(starts, kind="stable")
+        lab.label(local[d], starts[order], starts[order] + widths[order],
+                  widths[order] // tick_ns)
+    names = [f"ch{channel}.chip{drive.die_location(d)[1]}.die{drive.die_location(d)[2]}"
+             for d in dies]
+    return LabelledPulses.from_labeller(lab, tick_seconds=tick_ns * 1e-9, clock_seconds=1e-9,
+                                        names=names)

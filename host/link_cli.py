@@ -14,6 +14,8 @@ import signal
 import sys
 import time
 
+from .argtypes import integer, number
+
 __all__ = ["add_link_parsers", "EXIT_DEVICE", "EXIT_TIMEOUT"]
 
 EXIT_OK = 0
@@ -33,10 +35,13 @@ def _device_errors(cmd):
     """Map device exceptions onto exit codes (a decorator for command handlers)."""
     def wrap(fn):
         def run(args):
-            from .device import DeviceError, DeviceTimeout
+            from .device import ConfigError, DeviceError, DeviceTimeout
             from .presets import PresetError
             try:
                 return fn(args)
+            except ConfigError as exc:
+                _err(cmd, f"invalid configuration (nothing written): {exc}")
+                return EXIT_USAGE
             except DeviceTimeout as exc:
                 _err(cmd, f"timeout: {exc}")
                 return EXIT_TIMEOUT
@@ -122,17 +127,25 @@ def _cmd_configure(args):
     with _open(args) as dev:
         values = preset.registers(dev.params, dev.info.clock_hz, prescaler=args.prescaler)
         values.update(regs)
+        epoch = None
         if args.dry_run:
-            back = values
+            back = dev.check_configuration(values, allow_overlap=args.allow_overlap)
         else:
-            back = dev.configure(values)
-        tick = back["PRESCALER"] / dev.info.clock_hz
+            back = dev.configure(values, clear=False, allow_overlap=args.allow_overlap,
+                                 event={"preset": preset.name,
+                                        "class_names": list(preset.names)})
+            if not args.no_clear:
+                # Counts taken under the previous windows must not carry the new names.
+                epoch = dev.clear()
+        tick = max(back.get("PRESCALER", dev.registers.get("PRESCALER", 1)), 1) \
+            / dev.info.clock_hz
         if args.json:
             print(json.dumps({"preset": preset.to_dict(), "registers": back,
-                              "tick_seconds": tick, "dry_run": args.dry_run}))
+                              "tick_seconds": tick, "dry_run": args.dry_run,
+                              "cleared_epoch": epoch}))
         else:
             print(f"preset {preset.name}: {preset.description}")
-            print(f"tick {tick * 1e6:g} µs (prescaler {back['PRESCALER']})")
+            print(f"tick {tick * 1e6:g} µs (prescaler {round(tick * dev.info.clock_hz)})")
             config = config_from_registers(dev.params, {**dev.registers, **back})
             for k, (lo, hi) in enumerate(config.windows):
                 name = preset.names[k] if k < len(preset.names) else f"class{k}"
@@ -141,15 +154,53 @@ def _cmd_configure(args):
                 print(f"  {name:<11} {state}")
             if args.dry_run:
                 print("(dry run: nothing written)")
+            elif epoch is not None:
+                print(f"counters cleared (epoch {epoch})")
+            else:
+                print("counters NOT cleared (--no-clear): counts taken before this "
+                      "configuration are classified with other windows")
     return EXIT_OK
 
 
 # capture ---------------------------------------------------------------------------------------
 
 
+def _snapshot_seconds(dev):
+    """Device time one snapshot (STATUS and every channel's COUNTERS) takes on the link."""
+    from rbscope.gateware.link.protocol import counters_layout, layout_bytes, status_layout
+
+    from .protocol import CRC_BYTES, HEADER_BYTES
+    frame = HEADER_BYTES + CRC_BYTES + 2  # + the two END bytes; stuffing adds ~1 %
+    size = (frame + layout_bytes(status_layout(dev.params))
+            + dev.params.channels * (frame + layout_bytes(counters_layout(dev.params))))
+    return dev.transfer_seconds(size * 1.02)
+
+
+def _capture_target_problem(path, dev):
+    """Why the capture file ``path`` cannot take ``dev``'s records (None: it can)."""
+    from .capture import CaptureError, CaptureReader
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return None
+    try:
+        old = CaptureReader(path, keep_records=False, keep_snapshots=False, keep_traces=False)
+    except CaptureError as exc:
+        return f"{path} exists and is not a capture file ({exc}); give another -o"
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    info = old.info
+    if info is not None and (old.params != dev.params or info.build_id != dev.info.build_id
+                             or info.board_name != dev.info.board_name):
+        return (f"{path} holds a capture of another device ({info.board_name}, build "
+                f"0x{info.build_id:08x}, {info.channels} channels); this one is "
+                f"{dev.info.board_name}, build 0x{dev.info.build_id:08x}, "
+                f"{dev.info.channels} channels: write to another file")
+    return None
+
+
 @_device_errors("capture")
 def _cmd_capture(args):
-    from .capture import CaptureWriter
+    from .capture import CaptureError, CaptureWriter
+    from .device import DeviceError
     from .live import LiveView
     from .presets import identify
     from .protocol import Status
@@ -158,49 +209,75 @@ def _cmd_capture(args):
 
     def on_sigterm(signum, frame):
         stop["why"] = "terminated"
+    def on_sigint(signum, frame):
+        # The first Ctrl-C ends the capture cleanly (final snapshot, histograms, stop record)
+        # wherever it lands, even while it starts; a second one interrupts at once.
+        if stop["why"] == "interrupted":
+            raise KeyboardInterrupt
+        stop["why"] = "interrupted"
     old_term = signal.signal(signal.SIGTERM, on_sigterm)
-    try:
-        writer = CaptureWriter(args.output, fsync=args.fsync,
-                               meta={"port": str(args.port), "argv": sys.argv[1:]})
-    except OSError as exc:
-        _err("capture", f"cannot write {args.output}: {exc}")
-        return EXIT_FAILURE
-    dev = None
+    old_int = signal.signal(signal.SIGINT, on_sigint)
+    dev = writer = None
+    restore = {}
     try:
         dev = _open(args, reconnect_timeout=args.reconnect_timeout)
+        settings = {}
         if args.snapshot_ms is not None:
-            dev.write_reg("SNAPSHOT_PERIOD",
-                          max(1, round(args.snapshot_ms * dev.info.clock_hz / 1000)))
+            period = round(args.snapshot_ms * dev.info.clock_hz / 1000)
+            if args.snapshot_ms and not period:
+                period = 1
+            need = _snapshot_seconds(dev)
+            # Snapshots may fill at most 80 % of the link: commands and histograms need room.
+            if period and period / dev.info.clock_hz < 1.25 * need:
+                _err("capture", f"--snapshot-ms {args.snapshot_ms:g}: one snapshot takes "
+                                f"{need * 1e3:.3g} ms of this link; give at least "
+                                f"{1.25 * need * 1e3:.3g} ms (or 0: off)")
+                return EXIT_USAGE
+            settings["SNAPSHOT_PERIOD"] = period
         if args.hist_every is not None:
-            dev.write_reg("HIST_PERIOD", args.hist_every)
+            settings["HIST_PERIOD"] = args.hist_every
         if args.trace:
-            dev.enable_trace(True)
-        dev.attach_capture(writer)  # INFO and the registers first: the file describes itself
-        if args.clear:
-            dev.clear()
-        names = ()
-        for _, d in reversed(dev.events):
-            if isinstance(d, dict) and d.get("class_names"):
-                names = d["class_names"]
-        config = dev.config
-        tick = max(config.prescaler, 1) / dev.info.clock_hz
-        if not names:
-            # No preset was applied in this session: recognise a built-in preset from the
-            # windows the device holds, else name each window by its bounds (µs) rather than
-            # guess what it is for.
-            preset = identify(dev.params, dev.info.clock_hz, dev.registers)
-            if preset is not None:
-                names = tuple(preset.class_names)
-            else:
-                names = tuple(f"[{lo * tick * 1e6:g},{hi * tick * 1e6:g})µs" if lo < hi else ""
-                              for lo, hi in config.windows)
-        view = LiveView(dev.params, tick, names, idle_seconds=config.idle_ticks * tick or None,
-                        json=args.json, stream=sys.stdout if args.json else sys.stderr)
-        start = time.monotonic()
-        end = None if args.duration is None else start + args.duration
-        stop["why"] = None
-        seen = None
+            settings["TRACE_ENABLE"] = 1
+        problem = _capture_target_problem(args.output, dev)
+        if problem:
+            _err("capture", problem)
+            return EXIT_FAILURE
         try:
+            writer = CaptureWriter(args.output, fsync=args.fsync,
+                                   meta={"port": str(args.port), "argv": sys.argv[1:]})
+        except (OSError, CaptureError) as exc:
+            _err("capture", f"cannot write {args.output}: {exc}")
+            return EXIT_FAILURE
+        for name in settings:
+            restore[name] = dev.read_reg(name)
+        for name, value in settings.items():
+            dev.write_reg(name, value)
+        dev.attach_capture(writer)  # INFO and the registers first: the file describes itself
+        view = None
+        try:
+            if args.clear:
+                dev.clear()
+            names = ()
+            for _, d in reversed(dev.events):
+                if isinstance(d, dict) and d.get("class_names"):
+                    names = d["class_names"]
+            config = dev.config
+            tick = max(config.prescaler, 1) / dev.info.clock_hz
+            if not names:
+                # No preset was applied in this session: recognise a built-in preset from the
+                # windows the device holds, else name each window by its bounds (µs) rather than
+                # guess what it is for.
+                preset = identify(dev.params, dev.info.clock_hz, dev.registers)
+                if preset is not None:
+                    names = preset.names
+                else:
+                    names = tuple(f"[{lo * tick * 1e6:g},{hi * tick * 1e6:g})µs" if lo < hi else ""
+                                  for lo, hi in config.windows)
+            view = LiveView(dev.params, tick, names, idle_seconds=config.idle_ticks * tick or None,
+                            json=args.json, stream=sys.stdout if args.json else sys.stderr)
+            start = time.monotonic()
+            end = None if args.duration is None else start + args.duration
+            seen = None
             for _, frame in dev.frames():
                 if isinstance(frame, Status) or frame is None:
                     snap = dev.latest_snapshot
@@ -219,10 +296,9 @@ def _cmd_capture(args):
         # Final, complete counts: a solicited snapshot and the histograms.
         final = dev.snapshot()
         dev.read_histograms()
-        if args.trace:
-            dev.enable_trace(False)
-        view.update(final, dev.stats, force=True, extra=f"{writer.records} records")
-        view.close()
+        if view is not None:
+            view.update(final, dev.stats, force=True, extra=f"{writer.records} records")
+            view.close()
         writer.event("stop", reason=stop["why"], link=dev.stats.to_dict(),
                      queue_overflow=dev.queue_overflow)
         if not args.json:
@@ -230,13 +306,23 @@ def _cmd_capture(args):
                   file=sys.stderr)
         return EXIT_OK
     except KeyboardInterrupt:
-        writer.event("stop", reason="interrupted during start or stop")
+        if writer is not None:
+            writer.event("stop", reason="interrupted during start or stop")
         return EXIT_FAILURE
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int)
         if dev is not None:
+            # This capture's link settings end with it (also when it failed): the device is
+            # left as it was found.
+            for name, value in restore.items():
+                try:
+                    dev.write_reg(name, value)
+                except DeviceError as exc:
+                    _err("capture", f"could not restore {name} = {value}: {exc}")
             dev.close()
-        writer.close()
+        if writer is not None:
+            writer.close()
 
 
 # dump ------------------------------------------------------------------------------------------
@@ -292,28 +378,15 @@ def _cmd_dump(args):
 # parsers ---------------------------------------------------------------------------------------
 
 
-def _nonneg_float(text):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
-    if not v >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, not {text}")
-    return v
-
-
-def _nonneg_int(text):
-    try:
-        v = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, not {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {v}")
-    return v
+_nonneg_float = number(0)
+_positive_int = integer(1)
+_nonneg_int = integer(0)
+_baud = integer(1, 50_000_000)
 
 
 def _port_options(p):
-    p.add_argument("--baud", type=int, default=3_000_000, help="link rate (default 3000000)")
+    p.add_argument("--baud", type=_baud, default=3_000_000,
+                   help="link rate, 1 … 50000000 (default 3000000)")
     p.add_argument("--timeout", type=_nonneg_float, default=0.5,
                    help="seconds to wait for an answer before retrying (default 0.5)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
@@ -346,9 +419,16 @@ def add_link_parsers(commands):
     conf.add_argument("--set", metavar="NAME=VALUE", action="append",
                       help="override a preset field or a register (repeatable)")
     conf.add_argument("--from-toml", metavar="FILE", help="user presets ([preset.NAME] tables)")
-    conf.add_argument("--prescaler", type=int, metavar="N",
+    conf.add_argument("--prescaler", type=_positive_int, metavar="N",
                       help="use this prescaler instead of the preset's tick")
-    conf.add_argument("--dry-run", action="store_true", help="show, do not write")
+    conf.add_argument("--dry-run", action="store_true", help="check and show, do not write")
+    conf.add_argument("--no-clear", action="store_true",
+                      help="keep the counters (by default they are cleared after writing, so "
+                           "that no count taken under the old windows is labelled with the "
+                           "new ones)")
+    conf.add_argument("--allow-overlap", action="store_true",
+                      help="accept overlapping windows (the lowest-numbered one takes the "
+                           "overlap)")
     conf.add_argument("--list", action="store_true", help="list the built-in presets")
     _port_options(conf)
     conf.set_defaults(handler=_cmd_configure)

@@ -39,10 +39,11 @@ __all__ = [
 #: Bytes per NVMe "data unit" (1000 × 512 bytes).
 NVME_DATA_UNIT = 512_000
 
+#: Byte units, spelled exactly (``B`` is a byte; ``b`` would be a bit, ``m`` milli: a unit
+#: that could mean either is refused, since it would scale WA by 8 or by 1000).
 _UNITS = {
-    "": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
-    "gb": 1000**3, "t": 1000**4, "tb": 1000**4, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30,
-    "tib": 1 << 40, "s": 512,
+    "": 1, "B": 1, "kB": 1000, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "TB": 1000**4,
+    "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "s": 512,
 }
 
 
@@ -92,10 +93,19 @@ class LogicalVolume:
 def parse_size(text):
     """Parse a byte count such as ``2147483648``, ``2GiB``, ``2 GB``, ``4096s`` (sectors)."""
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
+    if m and m.group(2) not in _UNITS:
+        unit = m.group(2)
+        close = [u for u in _UNITS if u and u.lower() == unit.lower()]
+        if close or unit.lower() in ("k", "m", "g", "t", "ki", "mi", "gi", "ti"):
+            raise LogicalSourceError(
+                f"byte count {text!r}: the unit {unit!r} is ambiguous (b is a bit, m is milli, "
+                f"a bare prefix may be 1000 or 1024); write it exactly: B, kB, MB, GB, TB "
+                f"(powers of 1000), KiB, MiB, GiB, TiB (powers of 1024) or s (512-byte "
+                f"sectors)")
+    if not m or m.group(2) not in _UNITS:
         raise LogicalSourceError(f"byte count {text!r} is not a number with an optional unit "
                                  f"(B, kB, MB, GB, TB, KiB, MiB, GiB, TiB, s = 512-byte sectors)")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    value = float(m.group(1)) * _UNITS[m.group(2)]
     if value != int(value):
         raise LogicalSourceError(f"byte count {text!r} is not a whole number of bytes")
     return int(value)

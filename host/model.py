@@ -36,6 +36,7 @@ from rbscope.gateware.rb_sniffer.params import (
 __all__ = [
     "SYNC_LATENCY",
     "Train",
+    "window_index_array",
     "ChannelCounts",
     "FIXED_COUNTERS",
     "PulseRecord",
@@ -80,6 +81,18 @@ def _check_cycle(name, cycle):
     if value < 0:
         raise ValueError(f"{name} must be a non-negative integer, not {cycle!r}")
     return value
+
+
+def window_index_array(widths, windows):
+    """Return the class of each width (ticks) as the classifier assigns it: the index of the
+    lowest-numbered half-open window ``[lo, hi)`` containing it, ``len(windows)`` for none."""
+    widths = np.asarray(widths, dtype=np.int64)
+    k = len(windows)
+    index = np.full(len(widths), k, dtype=np.int64)
+    for j in reversed(range(k)):  # the lowest-numbered window containing the width wins
+        lo, hi = windows[j]
+        index[(widths >= lo) & (widths < hi)] = j
+    return index
 
 
 def hist_bin_array(widths, sub_bits):
@@ -641,10 +654,7 @@ class ChannelTracker:
         if not len(widths):
             return starts, ends, widths
         k = len(self._windows)
-        index = np.full(len(widths), k, dtype=np.int64)
-        for j in reversed(range(k)):  # the lowest-numbered window containing the width wins
-            lo, hi = self._windows[j]
-            index[(widths >= lo) & (widths < hi)] = j
+        index = window_index_array(widths, self._windows)
         per = np.bincount(index, minlength=k + 1)
         for j in range(k):
             counts.classes[j] += int(per[j])

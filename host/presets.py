@@ -144,8 +144,6 @@ class Preset:
         """The window names, in window order."""
         return tuple(w[0] for w in self.windows)
 
-    class_names = names
-
     def window(self, name):
         """Return ``(lo_us, hi_us)`` of the window ``name`` (``KeyError`` if there is none)."""
         for key, lo, hi in self.windows:
@@ -177,6 +175,11 @@ class Preset:
             raise PresetError(f"{where} sets {len(self.windows)} windows "
                               f"({', '.join(self.names)}) but the sniffer has only "
                               f"{params.classes} classes")
+        pmax = (1 << params.prescaler_bits) - 1
+        if isinstance(prescaler, bool) or not isinstance(prescaler, int) or \
+                not 1 <= prescaler <= pmax:
+            raise PresetError(f"a tick of {prescaler!r} clock cycles does not fit the "
+                              f"sniffer's prescaler (1 … {pmax} cycles)")
         notes = []
         tick_us = tick_seconds * 1e6
         windows = []

@@ -19,6 +19,7 @@ fifty times faster than going through Amaranth's ``data.Const`` objects. The tes
 two agree on every layout; the layouts themselves are never restated here.
 """
 
+import collections
 import enum as py_enum
 import zlib
 from dataclasses import dataclass, field, fields
@@ -165,24 +166,37 @@ def compile_encoder(layout):
     return build(layout, 0, "")
 
 
-_decoders = {}
-_encoders = {}
+class _Bounded(collections.OrderedDict):
+    """A cache of at most ``size`` entries, least recently used first out."""
+
+    def __init__(self, size, make):
+        super().__init__()
+        self.size = size
+        self.make = make
+
+    def get_or_make(self, key):
+        try:
+            self.move_to_end(key)
+            return self[key]
+        except KeyError:
+            self[key] = value = self.make(key)
+            while len(self) > self.size:
+                self.popitem(last=False)
+            return value
+
+
+# Per distinct device parameters, a few layouts: bounded, since INFO frames (from a corrupt link
+# or a fuzzer) may describe any number of parameter sets.
+_decoders = _Bounded(128, compile_layout)
+_encoders = _Bounded(128, compile_encoder)
 
 
 def _decoder(layout):
-    try:
-        return _decoders[layout]
-    except KeyError:
-        _decoders[layout] = fn = compile_layout(layout)
-        return fn
+    return _decoders.get_or_make(layout)
 
 
 def _encoder(layout):
-    try:
-        return _encoders[layout]
-    except KeyError:
-        _encoders[layout] = fn = compile_encoder(layout)
-        return fn
+    return _encoders.get_or_make(layout)
 
 
 # Frames ------------------------------------------------------------------------------------------
@@ -485,15 +499,12 @@ class _TypeTable:
 
 
 _HEADER_DECODE = _decoder(HEADER)
-_TABLES = {}
+#: Decoder tables of the parameter sets seen last (bounded, as above).
+_TABLES = _Bounded(16, _TypeTable)
 
 
 def _table(params):
-    try:
-        return _TABLES[params]
-    except KeyError:
-        _TABLES[params] = t = _TypeTable(params)
-        return t
+    return _TABLES.get_or_make(params)
 
 
 # Framing -----------------------------------------------------------------------------------------
@@ -533,22 +544,11 @@ def encode_frame(frame_type, payload, seq=0, version=PROTOCOL_VERSION):
 
 def info_values(params, *, clock_hz, prescaler=1, uart_divisor=4, build_id=0, board=""):
     """The fields of an INFO frame describing a device built with ``params`` (for test
-    devices and synthetic captures; the gateware sends the same fields)."""
-    name = board.encode("ascii")[:wire.BOARD_NAME_BYTES].ljust(wire.BOARD_NAME_BYTES, b"\0")
-    prescaler = max(prescaler, 1)
-    return {
-        "protocol_version": PROTOCOL_VERSION,
-        "gateware_version": wire.GATEWARE_VERSION[0] << 8 | wire.GATEWARE_VERSION[1],
-        "channels": params.channels, "classes": params.classes, "row": params.row,
-        "width_bits": params.width_bits, "counter_bits": params.counter_bits,
-        "hist_sub_bits": params.hist_sub_bits, "hist_bins": params.hist_bins,
-        "hist_bits": params.hist_bits, "timestamp_bits": params.timestamp_bits,
-        "glitch_bits": params.glitch_bits, "prescaler_bits": params.prescaler_bits,
-        "clock_hz": clock_hz, "prescaler": prescaler,
-        "tick_period_ps": prescaler * 10**12 // clock_hz, "uart_divisor": uart_divisor,
-        "build_id": build_id, "board": list(name),
-        "emu_dies": 0, "emu_cfg_bits": 0, "emu_traffic_bits": 0,
-    }
+    devices and synthetic captures): the gateware's own definition, :func:`wire.info_values`
+    (a board name longer than the field is cut)."""
+    board = board.encode("ascii")[:wire.BOARD_NAME_BYTES].decode("ascii")
+    return wire.info_values(params, clock_hz=clock_hz, prescaler=max(prescaler, 1),
+                            uart_divisor=uart_divisor, build_id=build_id, board=board)
 
 
 def encode_payload(params, frame_type, values):
@@ -685,7 +685,10 @@ class FrameDecoder:
             if self._overflow:
                 stats.discarded_bytes += len(part)
                 if not last:
+                    # The END after the discarded run is a frame boundary: what follows is
+                    # a frame, exactly as if the run had come in the same call.
                     self._overflow = False
+                    self._synced = True
                 continue
             if last:  # no END after it yet
                 if len(buf) + len(part) > self._max_stuffed:

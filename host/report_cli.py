@@ -18,9 +18,12 @@ from . import logical as lg
 from .geometry import GeometryError, load_geometry
 from .importers import RecordingError
 from .measurement import MeasurementError
+from .presets import PresetError
+from .sources import SourceOptionError
 from .wa import WAError
 
-__all__ = ["add_report_parser", "cmd_report", "run_from_namespace"]
+__all__ = ["add_report_parser", "add_export_parser", "add_sigrok_parser", "cmd_report",
+           "cmd_export_vcd", "run_from_namespace", "sigrok_decoder_dir"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -122,7 +125,7 @@ def _runs(args):
                 runs.append(run_from_namespace(ns, label=sr.label, drive=sr.drive,
                                                workload=sr.workload,
                                                logical_series=sr.logical_series))
-            except ac.UsageError as exc:
+            except (SourceOptionError, PresetError) as exc:
                 raise ac.UsageError(f"{where}: {exc}") from None
             except _FAILURES as exc:
                 raise type(exc)(f"{where}: {exc}") from None
@@ -156,7 +159,7 @@ def cmd_report(args):
             "rbscope write-amplification comparison")
         report = build_report(runs, title=title)
         paths = write_report(report, args.output, pdf_path=args.pdf, browser=args.browser)
-    except ac.UsageError as exc:
+    except (SourceOptionError, PresetError) as exc:
         print(f"rbscope report: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (ReportError, *_FAILURES) as exc:
@@ -177,3 +180,97 @@ def cmd_report(args):
         for path in paths:
             print(path)
     return EXIT_OK
+
+
+# export-vcd ------------------------------------------------------------------------------------
+
+
+def add_export_parser(subparsers):
+    """Register ``rbscope export-vcd`` on ``subparsers``."""
+    p = subparsers.add_parser(
+        "export-vcd", help="write a recording's pulses, classified, as a VCD for GTKWave or "
+                           "PulseView",
+        description=(
+            "Import a VCD or sigrok recording as `rbscope analyze` does (same options) and "
+            "write a VCD with, per R/B# line, the recorded pin and a NAME_class signal that "
+            "holds the class code of every measured pulse while it lasts (the codes are listed "
+            "in the file's $comment). --onehot adds one 1-bit signal per class, the form "
+            "sigrok's VCD input (and so PulseView) reads; --gtkwave-filter writes a translate "
+            "file that shows the codes by name in GTKWave."),
+        epilog=("examples:\n"
+                "  rbscope export-vcd run.sr --geometry ssd-v -o run-classes.vcd --onehot\n"
+                "  gtkwave run-classes.vcd   # with: rbscope export-vcd ... --gtkwave-filter "
+                "classes.txt\n"
+                "  sigrok-cli -I vcd -i run-classes.vcd -o run-classes.sr && pulseview "
+                "run-classes.sr\n"
+                "exit codes: 0 success, 1 failure, 2 usage error"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ac._add_source_options(p)
+    p.add_argument("-o", "--output", required=True, metavar="VCD", help="the VCD to write")
+    p.add_argument("--onehot", action="store_true",
+                   help="also one 1-bit signal per class (for sigrok / PulseView)")
+    p.add_argument("--gtkwave-filter", metavar="FILE",
+                   help="also write a GTKWave translate filter naming the class codes")
+    p.set_defaults(handler=cmd_export_vcd)
+    return p
+
+
+def cmd_export_vcd(args):
+    """Handle ``rbscope export-vcd``; return the exit code."""
+    from .classified import export_classified_vcd, gtkwave_filter
+    try:
+        geometry = load_geometry(args.geometry) if args.geometry else None
+        options = ac.source_options(args, geometry)
+        result = export_classified_vcd(args.source, args.output, onehot=args.onehot, **options)
+        if args.gtkwave_filter:
+            try:
+                Path(args.gtkwave_filter).write_text(gtkwave_filter(result.codes),
+                                                     encoding="utf-8")
+            except OSError as exc:
+                raise RecordingError(f"{args.gtkwave_filter}: cannot write: "
+                                     f"{exc.strerror}") from None
+    except (SourceOptionError, PresetError) as exc:
+        print(f"rbscope export-vcd: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except _FAILURES as exc:
+        print(f"rbscope export-vcd: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    m = result.measurement
+    if args.json:
+        print(json.dumps({"output": str(result.path), "codes": result.codes,
+                          "lines": [{"name": m.probes[ch].name, "pulses": result.counts[ch]}
+                                    for ch in range(m.params.channels)]}, indent=2))
+    else:
+        for ch in range(m.params.channels):
+            counts = ", ".join(f"{n} {c:,}" for n, c in sorted(result.counts[ch].items()))
+            print(f"{m.probes[ch].name or ch}: {counts or 'no measured pulse'}")
+        print(f"written {result.path}")
+    return EXIT_OK
+
+
+# sigrok-decoder --------------------------------------------------------------------------------
+
+
+def sigrok_decoder_dir():
+    """The directory holding rbscope's libsigrokdecode protocol decoder (``rbscope_rb``)."""
+    from importlib import resources
+    return Path(str(resources.files("rbscope").joinpath("sigrok_decoders")))
+
+
+def add_sigrok_parser(subparsers):
+    """Register ``rbscope sigrok-decoder`` on ``subparsers``."""
+    p = subparsers.add_parser(
+        "sigrok-decoder", help="where rbscope's sigrok protocol decoder (R/B# classes) is",
+        description=(
+            "Print the directory of rbscope's libsigrokdecode protocol decoder 'rbscope_rb', "
+            "which classifies the busy pulses of an R/B# line by width (as the sniffer does) "
+            "so that PulseView and sigrok-cli show the classes live. Point SIGROKDECODE_DIR at "
+            "it."),
+        epilog=("examples:\n"
+                "  export SIGROKDECODE_DIR=$(rbscope sigrok-decoder)\n"
+                "  sigrok-cli -i run.sr -P rbscope_rb:rb=D0:windows=read=12-150/"
+                "program=150-1950 -A rbscope_rb\n"
+                "  pulseview run.sr   # add the 'R/B# classes' decoder to a channel"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(handler=lambda args: print(sigrok_decoder_dir()) or EXIT_OK)
+    return p

@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 
 from .gateware.link.protocol import Access, EmuLink, register_map
 from .gateware.nand_emu.layouts import config_layout, traffic_const, traffic_layout
-from .gateware.nand_emu.params import EmuConfig, EmuCounter, EmuParams, TrafficConfig
+from .gateware.nand_emu.params import (
+    EmuConfig,
+    EmuCounter,
+    EmuParams,
+    TrafficConfig,
+    standard_builds,
+)
 from .gateware.rb_sniffer import Counter, SnifferConfig
 
 __all__ = [
@@ -54,14 +60,10 @@ class SelftestError(Exception):
 
 
 def emulator_candidates(dies):
-    """The emulator builds the self-test knows, for ``dies`` emulated dies.
-
-    Board builds and ``rbscope sim --emulator`` use the default geometry; the test suite's
-    simulated devices use a small one. A build with another geometry is named on the command
-    line (``--geometry``).
-    """
-    small = dict(page_bytes=64, spare_bytes=8, pages_per_block=8, blocks_per_plane=8, planes=2)
-    return [EmuParams(dies=dies), EmuParams(dies=dies, **small)]
+    """The emulator builds the self-test knows, for ``dies`` emulated dies (board builds and
+    ``rbscope sim --emulator`` use the default or the lean die, the test suite a small one; a
+    build with another geometry is named on the command line, ``--geometry``)."""
+    return standard_builds(dies)
 
 
 def identify_emulator(info, geometry=None):
@@ -134,6 +136,10 @@ def selftest_programme(emu):
                      TrafficConfig(dies=everyone, first_block=mp_first, blocks=2,
                                    pages=max(1, pages // 2), reads=0, loops=1, multi_plane=True,
                                    erase=True, phase_cycles=PHASE_CYCLES, wb_wait=WB_WAIT)))
+    runs.append(("cache programs (15h) and erases",
+                 TrafficConfig(dies=everyone, first_block=0, blocks=2, pages=min(6, pages),
+                               reads=0, loops=1, erase=True, cache=True,
+                               phase_cycles=PHASE_CYCLES, wb_wait=WB_WAIT)))
     part = 0b10 if emu.dies > 1 else 0b1
     if emu.dies > 2:
         part = sum(1 << d for d in range(1, emu.dies, 2))
@@ -152,24 +158,34 @@ def expected_counts(emu, traffic, die):
     programs = groups * traffic.pages
     erases = groups * int(traffic.erase)
     reads = programs * traffic.reads
+    # A cache programme confirms every page of a block but its last with 15h. Only the first
+    # 15h of a block shows a bare tCBSY pulse; the others wait for the previous page's array
+    # program first, and the final 10h for it and its own tPROG: widths that depend on the
+    # bus timing, so only the number of pulses is predicted, not their classes.
+    cache_ops = groups * max(traffic.pages - 1, 0) if traffic.cache else 0
     return {
-        "pulses": {"dbsy": (programs + erases) * (mp - 1), "cbsy": 0, "read": reads,
+        "pulses": {"dbsy": (programs + erases) * (mp - 1),
+                   "cbsy": groups if cache_ops else 0, "read": reads,
                    "program": programs, "erase": erases},
         "truth": {EmuCounter.PROGRAM_OPS: programs, EmuCounter.PAGE_PROGRAMS: programs * mp,
                   EmuCounter.ERASE_OPS: erases, EmuCounter.BLOCK_ERASES: erases * mp,
-                  EmuCounter.PAGE_READS: reads, EmuCounter.CACHE_OPS: 0},
+                  EmuCounter.PAGE_READS: reads, EmuCounter.CACHE_OPS: cache_ops},
         "mp": mp,
         "steps": programs * mp + reads + erases * mp,
+        "all_pulses": (programs + erases) * mp + reads,
     }
 
 
 def worst_case_ticks(emu, emu_config, traffic):
     """An upper bound of a run's duration in ticks (busy times, jitter and bus cycles)."""
-    e = expected_counts(emu, traffic, 0)  # per enabled die; dies work in parallel
+    # Per enabled die (they work in parallel; every enabled die does the same).
+    die = (traffic.dies & -traffic.dies).bit_length() - 1 if traffic.dies else 0
+    e = expected_counts(emu, traffic, die)
     dies = bin(traffic.dies).count("1")
     t = emu_config.times
     pulses = e["pulses"]
-    busy = (pulses["program"] * (max(t["PROG0"], t["PROG1"]) + PROG_JITTER)
+    prog = (max(t["PROG0"], t["PROG1"]) + PROG_JITTER) * (2 if traffic.cache else 1)
+    busy = (pulses["program"] * prog
             + pulses["erase"] * t["BERS"] + pulses["read"] * t["R"]
             + pulses["dbsy"] * t["DBSY"])
     bus_cycles = e["steps"] * dies * (7 * 2 * traffic.phase_cycles + 4) + e["steps"] * 300
@@ -316,6 +332,24 @@ def run_selftest(dev, *, geometry=None, log=None):
             truth = {c: after[1][die][c] - before[1][die][c] for c in EmuCounter}
             pulses = {name_: row[i] for i, name_ in enumerate(CLASSES)}
             mp = e["mp"]
+            if traffic.cache:
+                everything = sum(row[:k]) + row[k + Counter.UNCLASSIFIED] + \
+                    row[k + Counter.OVERLONG]
+                add(die, "cache run: R/B# pulses = operations", everything, None,
+                    e["all_pulses"])
+                add(die, "cache run: bare tCBSY pulses", pulses["cbsy"], None,
+                    e["pulses"]["cbsy"])
+                add(die, "cache run: 15h = CACHE_OPS", None, truth[EmuCounter.CACHE_OPS],
+                    e["truth"][EmuCounter.CACHE_OPS])
+                add(die, "cache run: PAGE_PROGRAMS", None, truth[EmuCounter.PAGE_PROGRAMS],
+                    e["truth"][EmuCounter.PAGE_PROGRAMS])
+                add(die, "cache run: erase pulses = ERASE_OPS", pulses["erase"],
+                    truth[EmuCounter.ERASE_OPS], e["truth"][EmuCounter.ERASE_OPS])
+                for counter in (Counter.PARTIAL, Counter.DROPPED):
+                    add(die, f"sniffer {counter.name.lower()}", row[k + counter], None, 0)
+                for counter in (EmuCounter.FAILED, EmuCounter.ILLEGAL, EmuCounter.ABORTED):
+                    add(die, f"die {counter.name.lower()}", None, truth[counter], 0)
+                continue
             add(die, "program pulses = PROGRAM_OPS", pulses["program"],
                 truth[EmuCounter.PROGRAM_OPS], e["truth"][EmuCounter.PROGRAM_OPS])
             add(die, "program pulses x Mp = PAGE_PROGRAMS", pulses["program"] * mp,

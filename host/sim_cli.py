@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -132,6 +133,13 @@ def _cmd_sim(args):
 
     emulator = None
     try:
+        if args.link is not None:
+            parent = os.path.dirname(os.path.abspath(args.link))
+            if not os.path.isdir(parent):
+                raise ValueError(f"--link {args.link}: the directory {parent} does not exist")
+            if os.path.isdir(args.link):
+                raise ValueError(f"--link {args.link} is a directory; give the path of the "
+                                 f"link to create")
         if args.emulator is not None:
             if args.truth or args.mix:
                 raise ValueError("--truth and --mix do not apply to an --emulator build")

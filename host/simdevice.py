@@ -179,6 +179,9 @@ class SimDevice:
 
     def start(self, timeout=30):
         """Build if needed, start the simulation and return the port path."""
+        if self.link is not None and not Path(self.link).absolute().parent.is_dir():
+            raise SimError(f"cannot publish the port at {self.link}: the directory "
+                           f"{Path(self.link).absolute().parent} does not exist")
         binary = self.build()
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="rbscope-sim-")

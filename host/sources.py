@@ -68,7 +68,8 @@ def _check_probes(probes, channels, source):
 
 def open_measurement(path, *, fmt="auto", preset=None, windows=None, glitch_us=None,
                      signals=(), clock=None, tick=None, unknown="hold", width_bits=24,
-                     snapshot_seconds=None, max_pulses=1_000_000, probes=(), progress=None):
+                     snapshot_seconds=None, max_pulses=1_000_000, probes=(), progress=None,
+                     bus=None, tap_for=None, on_edge=None, on_pulses=None):
     """Return ``(Measurement, notes)`` of the source ``path``.
 
     Parameters
@@ -85,11 +86,21 @@ def open_measurement(path, *, fmt="auto", preset=None, windows=None, glitch_us=N
         Import options of recordings (see :func:`rbscope.importers.vcd.import_vcd`).
     probes : sequence of (line, dies)
         The dies on each sniffer line; a line outside the source's lines is an error.
+    bus, tap_for
+        The opcode tap: the recording's bus signals and the labeller factory (see
+        :func:`rbscope.importers.vcd.import_vcd`); recordings only.
+    on_edge, on_pulses : callable, optional
+        Recordings only: called with every pin change and every batch of measured pulses (see
+        :class:`~rbscope.importers.StreamClassifier`).
     """
     fmt = detect_format(path, fmt)
     notes = []
     recording_only = {"signals": signals, "clock": clock, "tick": tick, "windows": windows,
-                      "glitch": glitch_us, "snapshot": snapshot_seconds}
+                      "glitch": glitch_us, "snapshot": snapshot_seconds, "bus-*": bus}
+    hooks = {k: v for k, v in (("on_edge", on_edge), ("on_pulses", on_pulses)) if v}
+    if hooks and fmt not in ("vcd", "sr"):
+        raise SourceOptionError(f"{path}: single pulses need a recording (VCD or sigrok), "
+                                f"not a {'saved measurement' if fmt == 'json' else 'capture'}")
     if fmt in ("json", "capture"):
         given = [k for k, v in recording_only.items() if v]
         if given:
@@ -142,7 +153,9 @@ def open_measurement(path, *, fmt="auto", preset=None, windows=None, glitch_us=N
         lines[index] = dies
     common = dict(params_for=params_for, preset_config=preset_config, signals=list(signals),
                   tick=tick, probes=lines, snapshot_seconds=snapshot_seconds,
-                  max_pulses=max_pulses, progress=progress)
+                  max_pulses=max_pulses, progress=progress, **hooks)
+    if bus is not None:
+        common.update(bus=bus, tap_for=tap_for)
     if fmt == "vcd":
         from .importers.vcd import import_vcd
         m = import_vcd(path, clock=clock, unknown=unknown, **common)

@@ -61,10 +61,6 @@ def _positive_int(text):
     return value
 
 
-def _dest(name):
-    return name.replace("-", "_")
-
-
 def add_verilog_parser(subparsers):
     """Register ``rbscope verilog`` on ``subparsers``."""
     p = subparsers.add_parser(

@@ -22,11 +22,14 @@ def pin_schedule(trains):
 
 
 class SnifferBench:
-    """A sniffer inside a reset wrapper, with helpers for async testbenches."""
+    """A sniffer inside a reset wrapper, with helpers for async testbenches.
 
-    def __init__(self, params):
+    Keyword arguments beyond ``params`` go to :class:`RBSniffer` (e.g. ``hist_ram``).
+    """
+
+    def __init__(self, params, **sniffer_kw):
         self.params = params
-        self.dut = RBSniffer(params)
+        self.dut = RBSniffer(params, **sniffer_kw)
         self.rst = Signal()
         self.top = Module()
         self.top.submodules.dut = ResetInserter(self.rst)(self.dut)

@@ -79,11 +79,11 @@ def test_timeout_exit_code(fake, capsys):
 def test_capture_duration_then_dump(fake, capsys, tmp_path):
     out = tmp_path / "c.rbcap"
     assert cli.main(["capture", fake.path, "-o", str(out), "--duration", "0.5",
-                     "--snapshot-ms", "10", "--trace"]) == 0
+                     "--snapshot-ms", "30", "--trace"]) == 0
     err = capsys.readouterr().err
     assert "duration" in err and "link:" in err  # plain lines: stderr is not a TTY here
     r = CaptureReader(out)
-    assert r.truncated == 0 and r.info is not None and r.registers["SNAPSHOT_PERIOD"] == 10_000
+    assert r.truncated == 0 and r.info is not None and r.registers["SNAPSHOT_PERIOD"] == 30_000
     assert len(r.snapshots) >= 10 and r.traces
     assert r.events[-1][1]["event"] == "stop"
     assert cli.main(["dump", str(out), "--json"]) == 0
@@ -99,7 +99,7 @@ def test_capture_duration_then_dump(fake, capsys, tmp_path):
 def test_capture_json_lines_until_quiescent(fake, capsys, tmp_path):
     out = tmp_path / "q.rbcap"
     assert cli.main(["capture", fake.path, "-o", str(out), "--until-quiescent", "--json",
-                     "--snapshot-ms", "20", "--duration", "20"]) == 0
+                     "--snapshot-ms", "30", "--duration", "20"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert lines[-1]["quiescent"] is True
     exp = fake.expected()

@@ -6,7 +6,14 @@ import time
 import pytest
 
 from rbscope.capture import CaptureReader, CaptureWriter, capture_to_measurement
-from rbscope.device import CommandError, Device, DeviceChanged, DeviceTimeout, PortError
+from rbscope.device import (
+    CommandError,
+    ConfigError,
+    Device,
+    DeviceChanged,
+    DeviceTimeout,
+    PortError,
+)
 from rbscope.fake_device import FakeDevice, LinkFaults
 from rbscope.gateware.link.protocol import Opcode
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
@@ -59,8 +66,13 @@ def test_info_registers_and_errors():
         with pytest.raises(CommandError, match=r"WRITE_REG on register ID \(0x0000\) failed: "
                                                r"READ_ONLY"):
             dev.write_reg("ID", 1)
-        with pytest.raises(CommandError, match="GLITCH_TICKS.*BAD_VALUE"):
+        # Values that do not fit are refused before anything is sent ...
+        with pytest.raises(ConfigError, match=r"GLITCH_TICKS holds 8 bit\(s\)"):
             dev.write_reg("GLITCH_TICKS", 1 << 20)
+        # ... and a device refuses them too.
+        reg = dev._register("GLITCH_TICKS")
+        with pytest.raises(CommandError, match="WRITE_REG on address 0x0002 failed: BAD_VALUE"):
+            dev.command(Opcode.WRITE_REG, reg.address, 1 << 20)
         with pytest.raises(CommandError, match="READ_REG on address 0x7777 failed: BAD_ADDRESS"):
             dev.command(Opcode.READ_REG, 0x7777)
         with pytest.raises(KeyError, match="no register named 'NOPE'"):
@@ -107,14 +119,20 @@ def test_exact_counts_through_a_corrupted_link():
 
 
 def test_histogram_totals_survive_32_bit_wraps():
+    from rbscope.model import Train
     cycles = 200_000
-    with FakeDevice(PARAMS, trains(cycles, seed=3), cycles, config=CONFIG,
-                    snapshot_period=0) as fake, Device(fake.path, timeout=0.3) as dev:
-        fake.hist_preload = (1 << 32) - 3  # bins start just below the wrap
-        fake._test_preload = (1 << 32) - 3
+    # One second of ready lines first, so that the clear and the first read of the preloaded
+    # bins happen before any pulse, however busy the machine is.
+    idle = 1_000_000
+    shifted = [Train(1, [(c + idle, level) for c, level in t.edges])
+               for t in trains(cycles, seed=3)]
+    with FakeDevice(PARAMS, shifted, cycles + idle, config=CONFIG, snapshot_period=0,
+                    start="now") as fake, Device(fake.path, timeout=0.3) as dev:
         dev.clear()
-        first = dev.read_histograms()
-        assert all(v >= (1 << 32) - 3 for v in first[0])
+        fake.hist_preload = fake._test_preload = (1 << 32) - 3  # just below the wrap
+        dev.read_histograms()
+        assert fake._cycle - fake._stim_start < idle, "the first read came after a pulse"
+        assert all(v == (1 << 32) - 3 for v in dev.hist.raw[0])
         run_to_end(dev, fake)
         assert_exact(dev, fake)
         # Some bins did wrap on the device (the raw values restarted from 0).
@@ -219,7 +237,8 @@ def test_preset_configuration_and_trace_stream():
     preset = get_preset("mlc34nm")
     with FakeDevice(PARAMS, trains(cycles, seed=8), cycles, snapshot_period=0,
                     clock_hz=1_000_000) as fake, Device(fake.path, timeout=0.3) as dev:
-        dev.apply_preset(preset, prescaler=1)  # 1 µs ticks, so the scaled trains classify
+        # 1 µs ticks, so the scaled trains classify; the stimulus starts at the clear below.
+        dev.apply_preset(preset, prescaler=1, clear=False)
         assert dev.config == preset.config(PARAMS, 1_000_000, prescaler=1)
         dev.enable_trace()
         dev.clear()

@@ -87,6 +87,8 @@ def test_info_registers_and_errors():
                             ("CHANNEL_ENABLE_0", 0xFF), ("IDLE_TICKS_HI", 7)):
             resp, _ = await b.command(ctx, 10, OP.WRITE_REG, REGS[name].address, value)
             out[name] = (resp.status, resp.value)
+        resp, [(_, info)] = await b.command(ctx, 3, OP.READ_INFO, extra=1)
+        out["info_after"] = info
         resp, _ = await b.command(ctx, 11, OP.READ_REG, REGS["WINDOW_2_HI"].address)
         out["read_window"] = (resp.status, resp.value)
         resp, _ = await b.command(ctx, 12, OP.READ_REG, REGS["ID"].address)
@@ -118,6 +120,16 @@ def test_info_registers_and_errors():
     assert info.uart_divisor == 4
     assert info.build_id == build_id(P, CLOCK_HZ, 4, "unit-test")
     assert bytes(info.board).rstrip(b"\0") == b"unit-test"
+    # INFO is exactly the shared definition (the one test devices use too).
+    expected = protocol.info_values(P, clock_hz=CLOCK_HZ, prescaler=1, uart_divisor=4,
+                                    build_id=build_id(P, CLOCK_HZ, 4, "unit-test"),
+                                    board="unit-test")
+    assert {name: ([int(x) for x in info[name]] if name == "board" else int(info[name]))
+            for name, _ in protocol.info_layout(P)} == expected
+    # After PRESCALER = 3, INFO follows it, with the tick computed as the host computes it.
+    after = out["info_after"]
+    assert after.prescaler == 3
+    assert after.tick_period_ps == protocol.tick_period_ps(3, CLOCK_HZ) == 3_000_000
     ok = protocol.ResponseStatus.OK
     assert out["PRESCALER"] == (ok, 3)
     assert out["WINDOW_2_HI"] == (ok, 0xABCDEF)

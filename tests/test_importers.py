@@ -347,3 +347,45 @@ def test_cli_analyze_reads_capture_files(tmp_path, capsys):
     assert out["wa"]["value"] == pytest.approx(programs * 2 * 4096 / 32768)
     path.write_bytes(path.read_bytes()[:20])
     assert cli.main(["analyze", str(path), "--geometry", "ssd-v", "--format", "capture"]) == 1
+
+
+@pytest.mark.parametrize("clock, tick, one_line, unknown", [
+    (1, None, False, "hold"), (7, None, True, "hold"), (5, 15, False, "high"),
+    (3, None, True, "low")])
+def test_vcd_fast_path_equals_word_loop(tmp_path, trains, monkeypatch, clock, tick, one_line,
+                                        unknown):
+    """Small chunks send most of the file through the numpy path; big ones through the loop."""
+    import rbscope.importers.vcd as vcd_mod
+
+    path = tmp_path / "t.vcd"
+    with open(path, "w") as f:
+        write_vcd(f, trains, end=120_000, one_line=one_line)
+    text = path.read_text()
+    # Unknown values and a comment in the middle exercise the fallbacks.
+    lines = text.splitlines()
+    body = next(i for i, line in enumerate(lines) if "$enddefinitions" in line) + 8
+    lines.insert(body + 500, "x!")
+    lines.insert(body + 900, "$comment mid-file $end")
+    lines.insert(body + 5000, "X\"")
+    path.write_text("\n".join(lines) + "\n")
+    _, kw, _ = setup(4)
+    scanned = []
+    scan = vcd_mod._scan_scalars
+    monkeypatch.setattr(vcd_mod, "_scan_scalars",
+                        lambda text: scanned.append(scan(text) is not None) or scan(text))
+    runs = []
+    for chunk in (1 << 30, 500, 1024 + 7):
+        monkeypatch.setattr(vcd_mod, "CHUNK", chunk)
+        runs.append(import_vcd(path, clock=clock * 1e-9, tick=tick and tick * 1e-9,
+                               unknown=unknown, snapshot_seconds=20e-6, **kw))
+    assert sum(scanned) > 40 and not all(scanned)  # both paths ran
+    ref = runs[0]
+    for m in runs[1:]:
+        assert m.counts == ref.counts
+        assert m.pulses == ref.pulses
+        assert [(s.timestamp, s.counts) for s in m.snapshots] == \
+            [(s.timestamp, s.counts) for s in ref.snapshots]
+        for key in ("edges", "cycles", "last_time", "warnings"):
+            assert m.provenance[key] == ref.provenance[key], key
+        assert (m.duration_ticks, m.quiet_ticks, m.may_drop) == \
+            (ref.duration_ticks, ref.quiet_ticks, ref.may_drop)

@@ -34,6 +34,13 @@ def test_parse_size_rejects(text):
         parse_size(text)
 
 
+@pytest.mark.parametrize("text", ["2Gb", "2gb", "2G", "2mb", "2MiB".lower(), "3k"])
+def test_parse_size_refuses_ambiguous_units(text):
+    # 2Gb once read as 2 GB: a unit that could mean bits, milli or 1000/1024 is refused.
+    with pytest.raises(LogicalSourceError, match="ambiguous"):
+        parse_size(text)
+
+
 FIO = {"fio version": "fio-3.33", "jobs": [
     {"jobname": "a", "write": {"io_bytes": 1 << 30, "io_kbytes": 1 << 20}},
     {"jobname": "b", "write": {"io_kbytes": 1024}}]}

@@ -99,3 +99,28 @@ def test_builtin_presets_use_the_class_names():
     for preset in PRESETS.values():
         assert set(preset.names) <= set(CLASS_NAMES)
     assert set(DEFAULT_PRESET.names) <= set(CLASS_NAMES)
+
+
+def test_measurement_open_reads_every_source(tmp_path):
+    from rbscope.measurement import Measurement
+    from rbscope.sources import SourceOptionError
+    params = SnifferParams(channels=2)
+    counts = [ChannelCounts.zeros(params) for _ in range(2)]
+    counts[1].classes[1] = 42
+    config = SnifferConfig(windows=((10, 100), (100, 3000)))
+    saved = tmp_path / "m.json"
+    Measurement(params, config, 1e-6, counts, ("read", "program")).save(saved)
+    m = Measurement.open(saved)
+    assert m.counts[1].classes[1] == 42 and m.provenance["notes"] == []
+    # A name without a suffix is recognised by its content.
+    plain = tmp_path / "measurement"
+    plain.write_bytes(saved.read_bytes())
+    assert Measurement.open(plain).counts[1].classes[1] == 42
+    with pytest.raises(SourceOptionError, match="--tick is for VCD and sigrok recordings"):
+        Measurement.open(saved, tick=1e-6)
+    vcd = tmp_path / "r.vcd"
+    vcd.write_text("$timescale 1ns $end\n$var wire 1 ! rb $end\n$enddefinitions $end\n"
+                   "#0\n1!\n#1000\n0!\n#300000\n1!\n#400000\n")
+    m = Measurement.open(vcd, probes=[(0, ((0, 0, 0),))])
+    assert m.counts[0].classes[m.class_index("program")] == 1
+    assert m.probes[0].dies == ((0, 0, 0),)

@@ -281,3 +281,12 @@ def test_reset_epoch_and_build_detection():
     (ev,) = mon.observe(hp.Info(1, b"", **info_values(params, build_id=1)))
     assert ev.kind == "build"
     assert mon.stats.resets == 2 and mon.stats.epoch_changes == 1
+
+
+def test_tick_period_is_one_definition_for_gateware_and_host():
+    # 48 MHz, prescaler 3: the rounded period (20 833 ps) times 3, on both sides.
+    assert wire.clock_period_ps(48_000_000) == 20_833
+    assert wire.tick_period_ps(3, 48_000_000) == 62_499
+    assert wire.tick_period_ps(0, 48_000_000) == 20_833  # 0 acts as 1
+    info = hp.info_values(SnifferParams(channels=4), clock_hz=48_000_000, prescaler=3)
+    assert info["tick_period_ps"] == wire.tick_period_ps(3, 48_000_000)

@@ -11,7 +11,7 @@ import pytest
 from rbscope import selftest as st
 from rbscope.cli import main
 from rbscope.fake_device import FakeDevice
-from rbscope.gateware.nand_emu.params import EmuCounter
+from rbscope.gateware.nand_emu.params import SMALL_GEOMETRY, EmuCounter, EmuParams
 from rbscope.gateware.rb_sniffer import SnifferParams
 from rbscope.sim_cli import emulator_setup
 from rbscope.simdevice import SimDevice
@@ -76,7 +76,7 @@ def test_selftest_refuses_a_device_without_emulator(capsys):
 
 
 def test_programme_expectations_are_consistent():
-    emu = st.emulator_candidates(2)[1]
+    emu = EmuParams(dies=2, **SMALL_GEOMETRY)
     runs = st.selftest_programme(emu)
     names = [n for n, _ in runs]
     assert any("two-plane" in n for n in names)

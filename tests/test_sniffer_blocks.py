@@ -347,6 +347,8 @@ def test_parameters_are_validated_with_the_offending_value():
         SnifferParams(channels=0)
     with pytest.raises(ValueError, match="classes"):
         SnifferParams(channels=4, classes=11)
+    with pytest.raises(ValueError, match="tag_bits must be an integer from 0 to 4, not 5"):
+        SnifferParams(channels=4, tag_bits=5)
     with pytest.raises(TypeError, match="not 'x'"):
         mailbox_layout("x")
     with pytest.raises(ValueError, match=r"windows\[1\].hi"):

@@ -1,16 +1,20 @@
 """The link controller: register file, command execution and frame serialisation.
 
-Frames are serialised field by field from the layouts of ``protocol.py``: every field of a
-payload layout is bound here to a value (a constant, a register, a live status signal, or a word
-read from the sniffer's read port) and sent least significant byte first. A layout change in
-``protocol.py`` therefore changes the gateware and the host decoder together; a field left
-unbound is an elaboration error.
+Frames are serialised byte by byte from the layouts of ``protocol.py``. At elaboration, every
+field of every payload layout is bound to a value (a constant, a register, a latched status
+value, or a word read from the sniffer's read port or an extension's) and the frames are
+compiled into a *frame programme*: one ROM entry per byte, saying where the byte comes from
+(a constant, byte ``k`` of the table of variable bytes, or the next byte of a word read from a
+read port). A small walker steps through the ROM, one byte per entry, so the logic does not
+grow with the number of frame fields: the only wide multiplexer left is the registered one that
+picks a variable byte. A layout change in ``protocol.py`` therefore changes the gateware and the
+host decoder together; a field left unbound is an elaboration error.
 """
 
 import hashlib
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -19,9 +23,10 @@ from ..rb_sniffer.layouts import status_layout as sniffer_status_layout
 from ..rb_sniffer.params import SnifferParams, Space
 from ..rb_sniffer.sniffer import TraceSignature
 from . import protocol
+from .extension import LinkExtension
 from .framing import FrameByte, decoded_command_layout
 
-__all__ = ["LinkController", "build_id"]
+__all__ = ["LinkController", "build_id", "link_registers"]
 
 
 def build_id(params, clock_hz, uart_divisor, board):
@@ -31,12 +36,20 @@ def build_id(params, clock_hz, uart_divisor, board):
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
 
 
-class _Read:
-    """A field whose value is read word by word: from the sniffer (``space`` a :class:`Space`)
-    or, with ``space=None``, from the emulator's ground-truth port (``channel`` is the die)."""
+def link_registers(params, *, snapshot_period=0, config=None, extension=None):
+    """The registers of a link: :func:`protocol.register_map`'s and the extension's.
 
-    def __init__(self, space, channel, index):
-        self.space, self.channel, self.index = space, channel, index
+    Raises ``ValueError`` when an extension register takes an address already in use.
+    """
+    registers = protocol.register_map(params, snapshot_period=snapshot_period, config=config)
+    if extension is not None:
+        registers += list(extension.registers)
+    addresses = [reg.address for reg in registers]
+    if len(set(addresses)) != len(addresses):
+        taken = sorted({a for a in addresses if addresses.count(a) > 1})
+        raise ValueError(f"Extension registers collide with the link's addresses "
+                         f"{', '.join(f'0x{a:04X}' for a in taken)}")
+    return registers
 
 
 class LinkController(wiring.Component):
@@ -55,11 +68,9 @@ class LinkController(wiring.Component):
         Default period of unsolicited snapshots.
     config : SnifferConfig, optional
         The sniffer configuration the device boots with (reset values of its registers).
-    emu : EmuParams, optional
-        A NAND emulator on the same chip: adds its registers, the traffic generator's, the
-        READ_TRUTH command and the ports below.
-    emu_config, traffic : EmuConfig, TrafficConfig, optional
-        Their boot configuration.
+    extension : LinkExtension, optional
+        Registers, ports, INFO fields and a read source of another block on the chip (the NAND
+        emulator plugs in this way: ``rbscope.gateware.device.emulator_extension``).
 
     Members
     -------
@@ -77,12 +88,12 @@ class LinkController(wiring.Component):
     read_req, read_resp : the sniffer's read port (this controller is its only user).
     trace : In(TraceSignature)
         The sniffer's trace strobe.
-    emu_cfg, traffic_cfg, traffic_start, traffic_stop, traffic_status, emu_read_req,
-    emu_read_resp : (with ``emu`` only) the emulator's and traffic generator's ports.
+    <port>, ext_read_req, ext_read_resp : (with ``extension`` only) one port per
+        :class:`~.extension.ExtPort`, and the read source's port.
     """
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
-                 config=None, emu=None, emu_config=None, traffic=None):
+                 config=None, extension=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -91,6 +102,8 @@ class LinkController(wiring.Component):
         if board_bytes is None or len(board_bytes) > protocol.BOARD_NAME_BYTES:
             raise ValueError(f"Board name must be an ASCII string of at most "
                              f"{protocol.BOARD_NAME_BYTES} characters, not {board!r}")
+        if extension is not None and not isinstance(extension, LinkExtension):
+            raise TypeError(f"Link extension must be a LinkExtension, not {extension!r}")
         self.params = params
         self.clock_hz = clock_hz
         self.uart_divisor = uart_divisor
@@ -99,23 +112,17 @@ class LinkController(wiring.Component):
         if self.snapshot_period >= 1 << 32:
             raise ValueError(f"Snapshot period of {snapshot_ms} ms does not fit 32 bits of "
                              f"clock cycles at {clock_hz} Hz")
-        self.emu = emu
-        self.emu_link = (protocol.EmuLink.from_params(emu, emu_config, traffic)
-                         if emu is not None else None)
-        self.registers = protocol.register_map(params, snapshot_period=self.snapshot_period,
-                                               config=config, emu=self.emu_link)
+        self.extension = extension if extension is not None else LinkExtension()
+        ext = self.extension
+        self.registers = link_registers(params, snapshot_period=self.snapshot_period,
+                                        config=config, extension=ext)
         ports = {}
-        if emu is not None:
-            from ..nand_emu import layouts as emu_layouts
-            ports = {
-                "emu_cfg": Out(emu_layouts.config_layout(emu)),
-                "traffic_cfg": Out(emu_layouts.traffic_layout(emu)),
-                "traffic_start": Out(1),
-                "traffic_stop": Out(1),
-                "traffic_status": In(emu_layouts.traffic_status_layout(emu)),
-                "emu_read_req": Out(stream.Signature(emu_layouts.read_request_layout(emu))),
-                "emu_read_resp": In(stream.Signature(emu.counter_bits)),
-            }
+        for port in ext.ports:
+            ports[port.port_name] = (Out(port.width, init=port.reset)
+                                     if port.access is protocol.Access.RW else In(port.width))
+        if ext.source is not None:
+            ports["ext_read_req"] = Out(stream.Signature(ext.source.request_layout))
+            ports["ext_read_resp"] = In(stream.Signature(ext.source.word_bits))
         super().__init__({
             **ports,
             "command": In(stream.Signature(decoded_command_layout())),
@@ -134,10 +141,9 @@ class LinkController(wiring.Component):
 
     def _register_target(self, reg, cfg, link):
         """The signal slice a register reads and writes."""
-        if reg.field.startswith(("link.", "emu.")):
+        if reg.field in link:
             target = link[reg.field]
-            return target[reg.shift:reg.shift + 32] if reg.field in ("emu.cfg", "emu.traffic") \
-                else target
+            return target[reg.shift:reg.shift + 32] if len(target) > 32 else target
         value = cfg
         for part in reg.field.split("."):
             value = value[int(part)] if part.isdigit() else getattr(value, part)
@@ -148,37 +154,34 @@ class LinkController(wiring.Component):
         m = Module()
         p = self.params
         n = p.channels
+        ext = self.extension
 
-        # Link-level registers (and the emulator's, when there is one).
+        # Link-level registers, and the extension's (bound to its ports).
         link = {
             "link.id": Const(protocol.ID_MAGIC, 32),
             "link.snapshot_period": Signal(32, init=self.snapshot_period),
             "link.hist_period": Signal(16),
             "link.trace_enable": Signal(),
         }
-        if self.emu is not None:
-            emu_link = self.emu_link
-            link.update({
-                "emu.cfg": Signal(emu_link.cfg_bits, init=emu_link.cfg_reset),
-                "emu.traffic": Signal(emu_link.traffic_bits, init=emu_link.traffic_reset),
-                "emu.control": Signal(2),
-                "emu.busy": self.traffic_status.busy,
-                "emu.steps": self.traffic_status.steps,
-            })
-            # TRAFFIC_CONTROL is a pair of strobes: a write sets it for one cycle (the write
-            # statement below, in the command FSM, overrides this clear).
-            m.d.sync += link["emu.control"].eq(0)
-            m.d.comb += [
-                self.emu_cfg.as_value().eq(link["emu.cfg"]),
-                self.traffic_cfg.as_value().eq(link["emu.traffic"]),
-                self.traffic_start.eq(link["emu.control"][0]),
-                self.traffic_stop.eq(link["emu.control"][1]),
-            ]
+        strobes = []
+        for port in ext.ports:
+            signal = getattr(self, port.port_name)
+            if port.access is protocol.Access.RW:
+                held = Signal(port.width, init=port.reset, name=f"reg_{port.port_name}")
+                m.d.comb += signal.eq(held)
+                link[port.field] = held
+                if port.strobe:
+                    # A pair of strobes: a write sets it for one cycle (the write statement in
+                    # the command FSM below overrides this clear).
+                    strobes.append(held)
+            else:
+                link[port.field] = signal
+        m.d.sync += [held.eq(0) for held in strobes]
         # The sniffer's configuration registers, initialised from the register map's resets.
         layout = config_layout(p)
         init_value = 0
         for reg in self.registers:
-            if not reg.field.startswith(("link.", "emu.")):
+            if reg.field not in link:
                 width = min(32, self._field_width(reg) - reg.shift)
                 init_value |= (reg.reset & ((1 << width) - 1)) << self._cfg_offset(reg)
         cfg_reg = layout(Signal(layout.size, init=init_value, name="cfg_reg"))
@@ -186,7 +189,7 @@ class LinkController(wiring.Component):
         targets = {reg.address: (reg, self._register_target(reg, cfg_reg, link))
                    for reg in self.registers}
 
-        # ---- counters of the link itself ----------------------------------------------------
+    # ---- counters of the link itself ----------------------------------------------------
         rx_frames = Signal(32)
         rx_errors = Signal(32)
         with m.If(self.rx_good):
@@ -201,23 +204,25 @@ class LinkController(wiring.Component):
         trace_lost_total = Signal(32)
         m.submodules.trace_lost = trace_lost = Memory(shape=32, depth=max(2, n), init=[])
         tl_wr = trace_lost.write_port()
-        tl_rmw = trace_lost.read_port()
-        tl_frame = trace_lost.read_port()
+        # One read port (one block RAM less on the iCE40): it reads the channel of a record
+        # being dropped, else the channel of the COUNTERS frame (latched into tl_frame).
+        tl_rd = trace_lost.read_port()
+        tl_frame = Signal(32)
         lost_pending = Signal()
         lost_channel = Signal(p.channel_bits)
         push = self.trace.valid & link["link.trace_enable"]
         m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
                      trace_fifo.w_en.eq(push)]
-        m.d.sync += lost_pending.eq(push & ~trace_fifo.w_rdy)
-        with m.If(push & ~trace_fifo.w_rdy):
+        lost_now = push & ~trace_fifo.w_rdy
+        m.d.sync += lost_pending.eq(lost_now)
+        with m.If(lost_now):
             m.d.sync += [trace_lost_total.eq(trace_lost_total + 1),
                          lost_channel.eq(self.trace.payload.channel)]
         # Read-modify-write of the channel's loss counter: read now, write next cycle. Trace
         # strobes are at least two cycles apart, so no two updates overlap.
         m.d.comb += [
-            tl_rmw.addr.eq(self.trace.payload.channel),
             tl_wr.addr.eq(lost_channel),
-            tl_wr.data.eq(tl_rmw.data + 1),
+            tl_wr.data.eq(tl_rd.data + 1),
             tl_wr.en.eq(lost_pending),
         ]
 
@@ -233,26 +238,33 @@ class LinkController(wiring.Component):
         resp_pending = Signal()
         resp_data = Signal(resp)
         info_pending = Signal()
-        truth_request = Signal()
+        ext_request = Signal()
         snap_request = Signal()  # set by the timer or a command, taken by the frame builder
         snap_solicited = Signal()
         hist_request = Signal()
         clear_epoch = Signal(16)
 
         cmd = self.command.payload.command
+        # The register read multiplexer is registered: a command's address is decoded in the
+        # cycle it arrives (WAIT) and used in the next (EXECUTE); the decoder holds the command
+        # until it is taken.
         read_value = Signal(32)
         address_ok = Signal()
         writable = Signal()
+        m.d.sync += [read_value.eq(0), address_ok.eq(0), writable.eq(0)]
         with m.Switch(cmd.address):
             for address, (reg, target) in targets.items():
                 with m.Case(address):
-                    m.d.comb += [read_value.eq(target), address_ok.eq(1),
+                    m.d.sync += [read_value.eq(0 if reg.field in [s.field for s in ext.ports
+                                                                  if s.strobe] else target),
+                                 address_ok.eq(1),
                                  writable.eq(reg.access is protocol.Access.RW)]
 
         def respond(status, value=0):
             m.d.sync += [
                 resp_pending.eq(1),
-                resp_data.tag.eq(Mux(status == protocol.ResponseStatus.BAD_FRAME, 0xFFFF, cmd.tag)),
+                resp_data.tag.eq(Mux(status == protocol.ResponseStatus.BAD_FRAME, 0xFFFF,
+                                     cmd.tag)),
                 resp_data.opcode.eq(cmd.opcode),
                 resp_data.status.eq(status),
                 resp_data.address.eq(cmd.address),
@@ -262,46 +274,52 @@ class LinkController(wiring.Component):
         with m.FSM(name="command"):
             with m.State("WAIT"):
                 with m.If(self.command.valid & ~resp_pending):
-                    m.d.comb += self.command.ready.eq(1)
-                    with m.If(self.command.payload.status != protocol.ResponseStatus.OK):
-                        respond(protocol.ResponseStatus.BAD_FRAME)
-                    with m.Else():
-                        with m.Switch(cmd.opcode):
-                            with m.Case(protocol.Opcode.PING):
-                                respond(protocol.ResponseStatus.OK, cmd.value)
-                            with m.Case(protocol.Opcode.READ_INFO):
+                    m.next = "EXECUTE"
+            with m.State("EXECUTE"):
+                m.next = "WAIT"
+                m.d.comb += self.command.ready.eq(1)
+                with m.If(self.command.payload.status != protocol.ResponseStatus.OK):
+                    respond(protocol.ResponseStatus.BAD_FRAME)
+                with m.Else():
+                    with m.Switch(cmd.opcode):
+                        with m.Case(protocol.Opcode.PING):
+                            respond(protocol.ResponseStatus.OK, cmd.value)
+                        with m.Case(protocol.Opcode.READ_INFO):
+                            respond(protocol.ResponseStatus.OK)
+                            m.d.sync += info_pending.eq(1)
+                        with m.Case(protocol.Opcode.READ_REG):
+                            respond(Mux(address_ok, protocol.ResponseStatus.OK,
+                                        protocol.ResponseStatus.BAD_ADDRESS), read_value)
+                        with m.Case(protocol.Opcode.WRITE_REG):
+                            with m.If(~address_ok):
+                                respond(protocol.ResponseStatus.BAD_ADDRESS)
+                            with m.Elif(~writable):
+                                respond(protocol.ResponseStatus.READ_ONLY, read_value)
+                            with m.Else():
+                                with m.Switch(cmd.address):
+                                    for address, (reg, target) in targets.items():
+                                        if reg.access is protocol.Access.RW:
+                                            with m.Case(address):
+                                                m.d.sync += target.eq(cmd.value)
+                                m.next = "WRITTEN"
+                        with m.Case(protocol.Opcode.SNAPSHOT):
+                            respond(protocol.ResponseStatus.OK)
+                            m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
+                        with m.Case(protocol.Opcode.READ_HISTOGRAMS):
+                            respond(protocol.ResponseStatus.OK)
+                            m.d.sync += hist_request.eq(1)
+                        if ext.source is not None:
+                            with m.Case(ext.source.opcode):
                                 respond(protocol.ResponseStatus.OK)
-                                m.d.sync += info_pending.eq(1)
-                            with m.Case(protocol.Opcode.READ_REG):
-                                respond(Mux(address_ok, protocol.ResponseStatus.OK,
-                                            protocol.ResponseStatus.BAD_ADDRESS), read_value)
-                            with m.Case(protocol.Opcode.WRITE_REG):
-                                with m.If(~address_ok):
-                                    respond(protocol.ResponseStatus.BAD_ADDRESS)
-                                with m.Elif(~writable):
-                                    respond(protocol.ResponseStatus.READ_ONLY, read_value)
-                                with m.Else():
-                                    with m.Switch(cmd.address):
-                                        for address, (reg, target) in targets.items():
-                                            if reg.access is protocol.Access.RW:
-                                                with m.Case(address):
-                                                    m.d.sync += target.eq(cmd.value)
-                                    m.next = "WRITTEN"
-                            with m.Case(protocol.Opcode.SNAPSHOT):
-                                respond(protocol.ResponseStatus.OK)
-                                m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
-                            with m.Case(protocol.Opcode.READ_HISTOGRAMS):
-                                respond(protocol.ResponseStatus.OK)
-                                m.d.sync += hist_request.eq(1)
-                            if self.emu is not None:
-                                with m.Case(protocol.Opcode.READ_TRUTH):
-                                    respond(protocol.ResponseStatus.OK)
-                                    m.d.sync += truth_request.eq(1)
-                            with m.Case(protocol.Opcode.CLEAR):
-                                m.next = "CLEAR_WAIT"
-                            with m.Default():
-                                respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
+                                m.d.sync += ext_request.eq(1)
+                        with m.Case(protocol.Opcode.CLEAR):
+                            m.next = "CLEAR_WAIT"
+                        with m.Default():
+                            respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
+                # (The registered read multiplexer catches up with the write.)
+                m.next = "READ_BACK"
+            with m.State("READ_BACK"):
                 # Answer with the value as read back (a field narrower than 32 bits truncates).
                 m.d.sync += [
                     resp_pending.eq(1),
@@ -356,141 +374,211 @@ class LinkController(wiring.Component):
         snapshot_no = Signal(16)
         snap_channel = Signal(p.channel_bits)
         hist_channel = Signal(p.channel_bits)
-        hist_first = Signal(16)
-        truth_die = Signal(8)
-        word = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK) + 1))
-        shift = Signal(64)
-        left = Signal(range(9))
-        loaded = Signal()
+        hist_first = Signal(range(p.hist_bins + protocol.HIST_CHUNK))
+        source = ext.source
+        unit = Signal(range(max(2, source.units))) if source is not None else None
         trace_head = Signal(trace_shape)
         m.d.comb += trace_head.as_value().eq(trace_fifo.r_data)
 
         status = self.sniffer_status
         snap_flag_bits = Cat(status.quiescent, status.clear_busy, link["link.trace_enable"],
                              snap_solicited)
-        # A snapshot's header describes one instant: its fields are latched together when the
-        # snapshot starts, not sampled one by one as the bytes go out.
-        status_layout = protocol.status_layout(p)
-        snap_latch = {name: Signal(field.shape, name=f"snap_{name}")
-                      for name, field in status_layout}
-        snap_now = {
-            "snapshot": snapshot_no, "timestamp": status.timestamp,
-            "quiet_since": status.quiet_since, "epoch": status.epoch,
-            "flags": snap_flag_bits, "rx_frames": rx_frames, "rx_errors": rx_errors,
-            "trace_lost": trace_lost_total,
-        }
+        # A snapshot's header describes the sniffer at one instant. Its time and epoch are the
+        # frame's (latched as every frame starts, below) and the snapshot number does not change
+        # until the last COUNTERS frame; the sniffer's quiet_since and the flags are latched when
+        # the snapshot starts. The link's own counters are each copied whole into the word
+        # register as their first byte goes out (_Latch), so no count is torn between bytes.
+        snap_now = {"quiet_since": status.quiet_since, "flags": snap_flag_bits}
+        snap_latch = {name: Signal(len(value), name=f"snap_{name}")
+                      for name, value in snap_now.items()}
+        snap_fields = {"snapshot": snapshot_no, "timestamp": frame_timestamp,
+                       "epoch": frame_epoch, **snap_latch, "rx_frames": _Latch(rx_frames),
+                       "rx_errors": _Latch(rx_errors), "trace_lost": _Latch(trace_lost_total)}
 
+        FT = protocol.FrameType
+        info_starting = Signal()
+        info_fields, tick_busy = self._info_fields(m, cfg_reg.prescaler, info_starting)
         frames = {
-            protocol.FrameType.RESPONSE: {name: resp_data[name] for name in
-                                          ("tag", "opcode", "status", "address", "value")},
-            protocol.FrameType.INFO: self._info_fields(link),
-            protocol.FrameType.STATUS: snap_latch,
-            protocol.FrameType.COUNTERS: {
+            FT.RESPONSE: {name: resp_data[name] for name in
+                          ("tag", "opcode", "status", "address", "value")},
+            FT.INFO: info_fields,
+            FT.STATUS: snap_fields,
+            FT.COUNTERS: {
                 "snapshot": snapshot_no, "channel": snap_channel, "epoch": frame_epoch,
-                "timestamp": frame_timestamp, "trace_lost": tl_frame.data,
-                "counters": _Read(Space.COUNTERS, snap_channel, None),
+                "timestamp": frame_timestamp, "trace_lost": tl_frame,
+                "counters": _READ,
             },
-            protocol.FrameType.HISTOGRAM: {
+            FT.HISTOGRAM: {
                 "channel": hist_channel, "first": hist_first, "epoch": frame_epoch,
-                "timestamp": frame_timestamp,
-                "bins": _Read(Space.HISTOGRAM, hist_channel, hist_first),
+                "timestamp": frame_timestamp, "bins": _READ,
             },
-            protocol.FrameType.TRUTH: {
-                "die": truth_die, "timestamp": frame_timestamp,
-                "counters": _Read(None, truth_die, None),
-            },
-            protocol.FrameType.TRACE: {
+            FT.TRACE: {
                 "channel": trace_head.channel, "kind": trace_head.kind,
                 "index": trace_head.index, "width": trace_head.width,
                 "timestamp": trace_head.timestamp,
             },
         }
-        m.d.comb += tl_frame.addr.eq(snap_channel)
+        if source is not None:
+            fields = {source.unit_field: unit, "timestamp": frame_timestamp}
+            for name, _ in protocol.payload_layout(p, source.frame_type):
+                fields.setdefault(name, _READ)
+            frames[source.frame_type] = fields
+        m.d.comb += tl_rd.addr.eq(Mux(lost_now, self.trace.payload.channel, snap_channel))
 
-        def steps_of(ftype):
-            layout = protocol.payload_layout(p, ftype)
-            values = frames[ftype]
-            bound = set(values)
-            fields = [name for name, _ in layout]
-            if bound != set(fields):
-                raise ValueError(f"{ftype.name}: fields {sorted(set(fields) - bound)} unbound, "
-                                 f"{sorted(bound - set(fields))} unknown")
-            length = protocol.layout_bytes(layout)
-            header = [
-                (Const(int(ftype), 8), 1), (Const(protocol.PROTOCOL_VERSION, 8), 1),
-                (seq, 2), (Const(length, 16), 2),
-            ]
-            steps = list(header)
-            for name, field in layout:
-                value = values[name]
-                if isinstance(value, _Read):
-                    elem_bytes = (data.Shape.cast(field.shape.elem_shape).width + 7) // 8
-                    steps.append((value, elem_bytes, field.shape.length))
-                    continue
-                nbytes = data.Layout.cast(field.shape).size // 8 if isinstance(
-                    field.shape, data.Layout) else data.Shape.cast(field.shape).width // 8
-                value = value.as_value() if hasattr(value, "as_value") else value
-                for offset in range(0, nbytes, 8):
-                    steps.append((value[8 * offset:8 * min(nbytes, offset + 8)],
-                                  min(8, nbytes - offset)))
-            return steps
+        # Compile the frames into the programme ROM (one entry per byte) and the table of
+        # variable bytes.
+        program = _FrameProgram(p)
+        program._seq = seq
+        for ftype, values in frames.items():
+            program.add_frame(ftype, values)
+        program.finish()
+        entry_layout = program.entry_layout
+        m.submodules.program = rom = Memory(shape=entry_layout.size, depth=len(program.rom),
+                                            init=program.rom)
+        rom_rd = rom.read_port()
+        pc = Signal(range(len(program.rom)))
+        m.d.comb += rom_rd.addr.eq(pc)
+        entry = entry_layout(rom_rd.data)
+        ftype = Signal(FT, init=FT.RESPONSE)
+        obyte = Signal(8)
+        olast = Signal()
+        word_bits = max(p.counter_bits, p.hist_bits,
+                        source.word_bits if source is not None else 0)
+        word = Signal(word_bits)
+        word_index = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK,
+                                      source.words if source is not None else 0) + 1))
+        requested = Signal()
+
+        # Read ports: the sniffer's (counters, histogram bins) and the extension's.
+        is_hist = ftype == FT.HISTOGRAM
+        m.d.comb += [
+            self.read_req.payload.space.eq(Mux(is_hist, Space.HISTOGRAM, Space.COUNTERS)),
+            self.read_req.payload.channel.eq(Mux(is_hist, hist_channel, snap_channel)),
+            self.read_req.payload.index.eq(Mux(is_hist, hist_first + word_index, word_index)),
+        ]
+        ports = [(FT.COUNTERS, self.read_req, self.read_resp),
+                 (FT.HISTOGRAM, self.read_req, self.read_resp)]
+        if source is not None:
+            m.d.comb += [self.ext_read_req.payload.unit.eq(unit),
+                         self.ext_read_req.payload.index.eq(word_index)]
+            ports.append((source.frame_type, self.ext_read_req, self.ext_read_resp))
+
+        def start(frame):
+            m.d.sync += [ftype.eq(frame), pc.eq(program.start[frame]), word_index.eq(0)]
+            m.next = "FETCH"
 
         with m.FSM(name="frames") as frames_fsm:
             with m.State("IDLE"):
                 with m.If(clear_pending):
                     pass
                 with m.Elif(resp_pending):
-                    m.next = "RESPONSE_0"
+                    start(FT.RESPONSE)
                 with m.Elif(info_pending):
-                    m.next = "INFO_0"
+                    m.d.comb += info_starting.eq(1)
+                    m.next = "INFO_TICK"
                 with m.Elif(snap_request):
                     m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
                     m.d.sync += [snap_latch[name].eq(value) for name, value in snap_now.items()]
-                    m.next = "STATUS_0"
+                    start(FT.STATUS)
                 with m.Elif(hist_request):
                     m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
-                    m.next = "HISTOGRAM_0"
-                if self.emu is not None:
-                    with m.Elif(truth_request):
-                        m.d.sync += [truth_request.eq(0), truth_die.eq(0)]
-                        m.next = "TRUTH_0"
+                    start(FT.HISTOGRAM)
+                if source is not None:
+                    with m.Elif(ext_request):
+                        m.d.sync += [ext_request.eq(0), unit.eq(0)]
+                        start(source.frame_type)
                 with m.Elif(trace_fifo.r_rdy):
-                    m.next = "TRACE_0"
-
-            if self.emu is None:
-                del frames[protocol.FrameType.TRUTH]
-            for ftype in frames:
-                steps = steps_of(ftype)
-                for i, step in enumerate(steps):
-                    last_step = i == len(steps) - 1
-                    nxt = f"{ftype.name}_{i + 1}" if not last_step else f"{ftype.name}_DONE"
-                    with m.State(f"{ftype.name}_{i}"):
-                        if isinstance(step[0], _Read):
-                            self._read_step(m, step, shift, left, loaded, word, nxt, last_step)
-                        else:
-                            self._value_step(m, step, shift, left, loaded, nxt, last_step)
-                with m.State(f"{ftype.name}_DONE"):
-                    m.d.sync += seq.eq(seq + 1)
-                    m.next = "IDLE"
-                    if ftype == protocol.FrameType.RESPONSE:
+                    start(FT.TRACE)
+            with m.State("INFO_TICK"):
+                # INFO's tick period is computed from the prescaler as the frame starts.
+                with m.If(~tick_busy):
+                    start(FT.INFO)
+            with m.State("FETCH"):
+                # The ROM's read port answers one cycle after the address. The loss counter of
+                # the snapshot's channel is latched here too, unless the read port served a
+                # dropped record in the previous cycle (then one more cycle: drops are at least
+                # two cycles apart).
+                with m.If(~lost_pending):
+                    m.d.sync += tl_frame.eq(tl_rd.data)
+                    m.next = "EXEC"
+            with m.State("EXEC"):
+                m.d.sync += olast.eq(entry.last)
+                with m.Switch(entry.kind):
+                    with m.Case(_Source.CONST):
+                        m.d.sync += [obyte.eq(entry.arg[:8]), pc.eq(pc + 1)]
+                        m.next = "SEND"
+                    with m.Case(_Source.VAR):
+                        with m.Switch(entry.arg):
+                            for k, byte in enumerate(program.var_bytes):
+                                with m.Case(k):
+                                    m.d.sync += obyte.eq(byte)
+                        m.d.sync += pc.eq(pc + 1)
+                        m.next = "SEND"
+                    with m.Case(_Source.READ):
+                        # One word's bytes are programmed once: after the word's last byte the
+                        # walker jumps back for the next word of the array (``arg`` holds the
+                        # word count less one and the jump).
+                        more = entry.word_last & (word_index != entry.arg[:_COUNT_BITS])
+                        next_pc = Mux(more, pc - entry.arg[_COUNT_BITS:], pc + 1)
+                        m.d.sync += olast.eq(entry.last & ~more)
+                        with m.If(entry.word_last):
+                            m.d.sync += word_index.eq(word_index + 1)
+                        with m.If(~entry.word_first):
+                            m.d.sync += [obyte.eq(word[:8]), word.eq(word >> 8), pc.eq(next_pc)]
+                            m.next = "SEND"
+                        with m.Elif(entry.arg != 0):
+                            # First byte of a latched value: copy it whole into the word.
+                            with m.Switch(entry.arg):
+                                for k, value in enumerate(program.latches, start=1):
+                                    with m.Case(k):
+                                        m.d.sync += [obyte.eq(value[:8]), word.eq(value >> 8)]
+                            m.d.sync += pc.eq(pc + 1)
+                            m.next = "SEND"
+                        with m.Else():
+                            # First byte of a word: read it from the frame's read port.
+                            m.d.sync += word_index.eq(word_index)
+                            for frame, req, resp in ports:
+                                with m.If(ftype == frame):
+                                    with m.If(~requested):
+                                        m.d.comb += req.valid.eq(1)
+                                        with m.If(req.ready):
+                                            m.d.sync += requested.eq(1)
+                                    with m.Else():
+                                        m.d.comb += resp.ready.eq(1)
+                                        with m.If(resp.valid):
+                                            m.d.sync += [obyte.eq(resp.payload[:8]),
+                                                         word.eq(resp.payload >> 8),
+                                                         requested.eq(0), pc.eq(next_pc)]
+                                            with m.If(entry.word_last):
+                                                m.d.sync += word_index.eq(word_index + 1)
+                                            m.next = "SEND"
+            with m.State("SEND"):
+                m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
+                             self.body.payload.last.eq(olast)]
+                with m.If(self.body.ready):
+                    with m.If(olast):
+                        m.next = "DONE"
+                    with m.Else():
+                        m.next = "EXEC"
+            with m.State("DONE"):
+                m.d.sync += seq.eq(seq + 1)
+                m.next = "IDLE"
+                with m.Switch(ftype):
+                    with m.Case(FT.RESPONSE):
                         m.d.sync += resp_pending.eq(0)
-                    elif ftype == protocol.FrameType.INFO:
+                    with m.Case(FT.INFO):
                         m.d.sync += info_pending.eq(0)
-                    elif ftype == protocol.FrameType.TRACE:
+                    with m.Case(FT.TRACE):
                         m.d.comb += trace_fifo.r_en.eq(1)
-                    elif ftype == protocol.FrameType.STATUS:
+                    with m.Case(FT.STATUS):
                         m.next = "SNAP_NEXT"
-                    elif ftype == protocol.FrameType.COUNTERS:
+                    with m.Case(FT.COUNTERS):
                         m.d.sync += snap_channel.eq(snap_channel + 1)
                         with m.If(snap_channel == n - 1):
                             m.d.sync += snapshot_no.eq(snapshot_no + 1)
                         with m.Else():
                             m.next = "SNAP_NEXT"
-                    elif ftype == protocol.FrameType.TRUTH:
-                        with m.If(truth_die != self.emu.dies - 1):
-                            m.d.sync += truth_die.eq(truth_die + 1)
-                            m.next = "TRUTH_NEXT"
-                    elif ftype == protocol.FrameType.HISTOGRAM:
+                    with m.Case(FT.HISTOGRAM):
                         m.next = "HIST_NEXT"
                         with m.If(hist_first + protocol.HIST_CHUNK >= p.hist_bins):
                             m.d.sync += [hist_first.eq(0), hist_channel.eq(hist_channel + 1)]
@@ -498,22 +586,27 @@ class LinkController(wiring.Component):
                                 m.next = "IDLE"
                         with m.Else():
                             m.d.sync += hist_first.eq(hist_first + protocol.HIST_CHUNK)
-            # Between the frames of a burst (snapshot, histograms, ground truth), a pending
-            # response goes first, so the host never waits long for a command's answer; nothing
-            # starts while a clear is pending.
-            bursts = {"SNAP_NEXT": "COUNTERS_0", "HIST_NEXT": "HISTOGRAM_0"}
-            if self.emu is not None:
-                bursts["TRUTH_NEXT"] = "TRUTH_0"
+                    if source is not None:
+                        with m.Case(source.frame_type):
+                            with m.If(unit != source.units - 1):
+                                m.d.sync += unit.eq(unit + 1)
+                                m.next = "EXT_NEXT"
+            # Between the frames of a burst (snapshot, histograms, an extension's frames), a
+            # pending response goes first, so the host never waits long for a command's answer;
+            # nothing starts while a clear is pending.
+            bursts = {"SNAP_NEXT": FT.COUNTERS, "HIST_NEXT": FT.HISTOGRAM}
+            if source is not None:
+                bursts["EXT_NEXT"] = source.frame_type
             for state, resume in bursts.items():
                 with m.State(state):
                     with m.If(clear_pending):
                         pass
                     with m.Elif(resp_pending):
-                        m.next = "RESPONSE_0"
+                        start(FT.RESPONSE)
                     with m.Else():
-                        m.next = resume
+                        start(resume)
         # Between frames, keep the frame time and epoch current; they freeze when a frame starts
-        # (its first byte is loaded in the cycle after leaving these states).
+        # (its first byte is fetched in the cycle after leaving these states).
         between = ["IDLE", *bursts]
         m.d.comb += frame_idle.eq(Cat(frames_fsm.ongoing(state) for state in between).any())
         with m.If(frame_idle):
@@ -543,89 +636,175 @@ class LinkController(wiring.Component):
                 shape = field.shape
         return offset + reg.shift
 
-    def _info_fields(self, link):
-        p = self.params
-        prescaler = self.cfg.prescaler
-        period_ps = round(1e12 / self.clock_hz)
-        board = self.board.encode("ascii").ljust(protocol.BOARD_NAME_BYTES, b"\0")
-        return {
-            "protocol_version": Const(protocol.PROTOCOL_VERSION, 8),
-            "gateware_version": Const(protocol.GATEWARE_VERSION[0] << 8 |
-                                      protocol.GATEWARE_VERSION[1], 16),
-            "channels": Const(p.channels, 16),
-            "classes": Const(p.classes, 8),
-            "row": Const(p.row, 8),
-            "width_bits": Const(p.width_bits, 8),
-            "counter_bits": Const(p.counter_bits, 8),
-            "hist_sub_bits": Const(p.hist_sub_bits, 8),
-            "hist_bins": Const(p.hist_bins, 16),
-            "hist_bits": Const(p.hist_bits, 8),
-            "timestamp_bits": Const(p.timestamp_bits, 8),
-            "glitch_bits": Const(p.glitch_bits, 8),
-            "prescaler_bits": Const(p.prescaler_bits, 8),
-            "clock_hz": Const(self.clock_hz, 32),
-            "prescaler": prescaler,
-            # Informational (rounded clock period); the exact tick is prescaler / clock_hz.
-            "tick_period_ps": (Mux(prescaler == 0, 1, prescaler) * period_ps)[:48],
-            "uart_divisor": Const(self.uart_divisor, 16),
-            "build_id": Const(build_id(p, self.clock_hz, self.uart_divisor, self.board), 32),
-            "board": Const(int.from_bytes(board, "little"), 8 * protocol.BOARD_NAME_BYTES),
-            "emu_dies": Const(self.emu_link.dies if self.emu_link else 0, 8),
-            "emu_cfg_bits": Const(self.emu_link.cfg_bits if self.emu_link else 0, 16),
-            "emu_traffic_bits": Const(self.emu_link.traffic_bits if self.emu_link else 0, 16),
-        }
+    def _info_fields(self, m, prescaler, start):
+        """INFO's fields (:func:`protocol.info_values`, the prescaler and tick live) and a
+        signal high while the tick is being computed after ``start``."""
+        ext = self.extension
+        info = protocol.info_values(
+            self.params, clock_hz=self.clock_hz, prescaler=0, uart_divisor=self.uart_divisor,
+            build_id=build_id(self.params, self.clock_hz, self.uart_divisor, self.board),
+            board=self.board, emu=ext.emu)
+        info.update(ext.info)
+        layout = protocol.info_layout(self.params)
+        fields = {name: Const(value if name != "board" else
+                              int.from_bytes(bytes(value), "little"),
+                              data.Layout.cast(layout[name].shape).size
+                              if isinstance(layout[name].shape, data.Layout)
+                              else layout[name].shape)
+                  for name, value in info.items()}
+        fields["prescaler"] = prescaler
+        fields["tick_period_ps"], busy = self._tick_period(m, prescaler, start)
+        return fields, busy
 
-    def _emit(self, m, shift, left, loaded, last, done):
-        """Send the loaded value's bytes, least significant first; ``last`` marks the frame's
-        final byte; ``done()`` adds the statements for when the value's last byte is taken."""
-        m.d.comb += [
-            self.body.valid.eq(1),
-            self.body.payload.data.eq(shift[:8]),
-            self.body.payload.last.eq((left == 1) & last),
-        ]
-        with m.If(self.body.ready):
-            m.d.sync += [shift.eq(shift >> 8), left.eq(left - 1)]
-            with m.If(left == 1):
-                m.d.sync += loaded.eq(0)
-                done()
+    def _tick_period(self, m, prescaler, start):
+        """INFO's ``tick_period_ps`` (:func:`protocol.tick_period_ps`) of the live prescaler.
 
-    def _value_step(self, m, step, shift, left, loaded, nxt, last_step):
-        value, nbytes = step
-        with m.If(~loaded):
-            m.d.sync += [shift.eq(value), left.eq(nbytes), loaded.eq(1)]
-        with m.Else():
-            def done():
-                m.next = nxt
-            self._emit(m, shift, left, loaded, Const(last_step), done)
+        A constant times the register, computed serially when ``start`` is high (the INFO frame
+        waits for it): one shift and one add per prescaler bit, most significant first, and each
+        48-bit add in three 16-bit steps with the carry registered between them, so no long
+        carry chain limits the clock. Returns ``(value, busy)``.
+        """
+        width = len(prescaler)
+        period = protocol.clock_period_ps(self.clock_hz)
+        reset = next(reg.reset for reg in self.registers if reg.field == "prescaler")
+        acc = Signal(48, init=protocol.tick_period_ps(reset, self.clock_hz))
+        multiplier = Signal(width)
+        step = Signal(range(width + 1))
+        phase = Signal(range(4))
+        carry = Signal()
+        busy = Signal()
+        m.d.comb += busy.eq(step != 0)
+        addend = Signal(48)
+        m.d.comb += addend.eq(Mux(multiplier[-1], period, 0))
+        with m.If(start):
+            m.d.sync += [acc.eq(0), multiplier.eq(Mux(prescaler == 0, 1, prescaler)),
+                         step.eq(width), phase.eq(0)]
+        with m.Elif(busy):
+            with m.Switch(phase):
+                with m.Case(0):
+                    m.d.sync += [acc.eq(acc << 1), carry.eq(0), phase.eq(1)]
+                for chunk in range(3):
+                    with m.Case(chunk + 1):
+                        lo, hi = 16 * chunk, 16 * chunk + 16
+                        total = acc[lo:hi] + addend[lo:hi] + carry
+                        m.d.sync += [acc[lo:hi].eq(total[:16]), carry.eq(total[16])]
+                        if chunk < 2:
+                            m.d.sync += phase.eq(chunk + 2)
+                        else:
+                            m.d.sync += [phase.eq(0), multiplier.eq(multiplier << 1),
+                                         step.eq(step - 1)]
+        return acc, busy
 
-    def _read_step(self, m, step, shift, left, loaded, word, nxt, last_step):
-        read, nbytes, count = step
-        requested = Signal(name="requested_" + (read.space.name.lower() if read.space is not None
-                                                else "truth"))
-        index = word if read.index is None else read.index + word
-        if read.space is None:  # the emulator's ground truth
-            req, resp = self.emu_read_req, self.emu_read_resp
-            fields = [req.payload.die.eq(read.channel), req.payload.index.eq(index)]
-        else:
-            req, resp = self.read_req, self.read_resp
-            fields = [req.payload.space.eq(read.space), req.payload.channel.eq(read.channel),
-                      req.payload.index.eq(index)]
-        with m.If(~loaded):
-            with m.If(~requested):
-                m.d.comb += [req.valid.eq(1), *fields]
-                with m.If(req.ready):
-                    m.d.sync += requested.eq(1)
-            with m.Else():
-                m.d.comb += resp.ready.eq(1)
-                with m.If(resp.valid):
-                    m.d.sync += [shift.eq(resp.payload), left.eq(nbytes),
-                                 loaded.eq(1), requested.eq(0)]
-        with m.Else():
-            # Emit this word; then read the next word of the array, or go to the next step.
-            def done():
-                with m.If(word == count - 1):
-                    m.d.sync += word.eq(0)
-                    m.next = nxt
-                with m.Else():
-                    m.d.sync += word.eq(word + 1)
-            self._emit(m, shift, left, loaded, (word == count - 1) & last_step, done)
+
+class _Source(enum.Enum, shape=2):
+    """Where a byte of a frame comes from (a frame-programme ROM entry's ``kind``)."""
+
+    CONST = 0  # ``arg`` is the byte
+    VAR = 1  # byte ``arg`` of the table of variable bytes
+    READ = 2  # the next byte of a word read from the frame's read port (or, ``arg != 0`` on
+    # a first byte, of latch ``arg`` copied whole into the word)
+
+
+#: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the jump back).
+_COUNT_BITS = 5
+
+class _Latch:
+    """A field copied whole into the walker's word register as its first byte goes out."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+#: Marks a field read word by word from the frame's read port.
+_READ = object()
+
+
+class _FrameProgram:
+    """The frame programme: one ROM entry per byte of every frame, from the protocol layouts."""
+
+    def __init__(self, params):
+        self.params = params
+        self.rom = []
+        self.start = {}
+        self.var_bytes = []
+        self.latches = []
+        self._var_keys = {}
+        self._entries = []
+
+    def _var(self, value, byte):
+        key = (id(value), byte)
+        if key not in self._var_keys:
+            self._var_keys[key] = len(self.var_bytes)
+            self.var_bytes.append(value[8 * byte:8 * byte + 8])
+        return self._var_keys[key]
+
+    def _value_bytes(self, value, nbytes):
+        if isinstance(value, int):
+            value = Const(value, 8 * nbytes)
+        value = value.as_value() if hasattr(value, "as_value") else value
+        if isinstance(value, Const):
+            return [(_Source.CONST, (value.value >> 8 * b) & 0xFF) for b in range(nbytes)]
+        out = []
+        for b in range(nbytes):
+            if 8 * b >= len(value):  # a narrow value: its high bytes are zero
+                out.append((_Source.CONST, 0))
+            else:
+                out.append((_Source.VAR, self._var(value, b)))
+        return out
+
+    def add_frame(self, ftype, values):
+        """Append the programme of frame ``ftype`` whose payload fields are bound to
+        ``values`` (a value, or ``_READ`` for an array read word by word)."""
+        layout = protocol.payload_layout(self.params, ftype)
+        bound = set(values)
+        fields = [name for name, _ in layout]
+        if bound != set(fields):
+            raise ValueError(f"{ftype.name}: fields {sorted(set(fields) - bound)} unbound, "
+                             f"{sorted(bound - set(fields))} unknown")
+        steps = []  # (kind, arg, word_first, word_last)
+        length = protocol.layout_bytes(layout)
+        header = {"type": int(ftype), "version": protocol.PROTOCOL_VERSION, "seq": self._seq,
+                  "length": length}
+        for name, field in protocol.HEADER:
+            nbytes = data.Shape.cast(field.shape).width // 8
+            steps += [(k, a, 0, 0) for k, a in self._value_bytes(header[name], nbytes)]
+        for name, field in layout:
+            value = values[name]
+            if isinstance(value, _Latch):
+                self.latches.append(value.value)
+                nbytes = data.Shape.cast(field.shape).width // 8
+                steps += [(_Source.READ, len(self.latches) if b == 0 else 0, int(b == 0), 0)
+                          for b in range(nbytes)]
+                continue
+            if value is _READ:
+                elem_bytes = data.Shape.cast(field.shape.elem_shape).width // 8
+                count = field.shape.length
+                if count > 1 << _COUNT_BITS or not 2 <= elem_bytes <= 8:
+                    raise ValueError(f"{ftype.name}.{name}: {count} words of {elem_bytes} bytes "
+                                     f"do not fit the frame programme's loop")
+                # One word, repeated by the walker (see the READ case of the walker).
+                loop = (count - 1) | (elem_bytes - 1) << _COUNT_BITS
+                steps += [(_Source.READ, loop if b == elem_bytes - 1 else 0, int(b == 0),
+                           int(b == elem_bytes - 1)) for b in range(elem_bytes)]
+                continue
+            size = (data.Layout.cast(field.shape).size if isinstance(field.shape, data.Layout)
+                    else data.Shape.cast(field.shape).width)
+            steps += [(k, a, 0, 0) for k, a in self._value_bytes(value, size // 8)]
+        self.start[ftype] = len(self._entries)
+        for i, step in enumerate(steps):
+            self._entries.append((*step, int(i == len(steps) - 1)))
+
+    _seq = None  # set by the controller: the frame sequence number
+
+    @property
+    def entry_layout(self):
+        arg_bits = max(8, (len(self.var_bytes) - 1).bit_length())
+        return data.StructLayout({"kind": _Source, "arg": arg_bits, "word_first": 1,
+                                  "word_last": 1, "last": 1})
+
+    def finish(self):
+        """Pack the entries into ROM words."""
+        layout = self.entry_layout
+        self.rom = [layout.const({"kind": kind, "arg": arg, "word_first": first,
+                                  "word_last": wlast, "last": last}).as_value().value
+                    for kind, arg, first, wlast, last in self._entries]

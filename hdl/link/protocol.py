@@ -45,7 +45,8 @@ __all__ = [
     "HEADER", "COMMAND", "RESPONSE", "info_layout", "status_layout", "counters_layout",
     "histogram_layout", "trace_layout", "truth_layout", "register_map", "register_values",
     "config_from_registers", "payload_layout",
-    "layout_bytes", "EmuLink", "EMU_COUNTERS", "EMU_COUNTER_BITS",
+    "layout_bytes", "EmuLink", "EMU_COUNTERS", "EMU_COUNTER_BITS", "emu_registers",
+    "clock_period_ps", "tick_period_ps", "info_values",
 ]
 
 PROTOCOL_VERSION = 1
@@ -256,7 +257,9 @@ class EmuLink:
 
     The emulator's configuration and the traffic generator's are exposed as 32-bit slices of
     their packed layouts (``rbscope.gateware.nand_emu.layouts``); the host packs an ``EmuConfig``
-    or ``TrafficConfig`` with the build's ``EmuParams`` and writes the slices.
+    or ``TrafficConfig`` with the build's ``EmuParams`` and writes the slices. The gateware side
+    makes one from an ``EmuParams`` (``rbscope.gateware.device.emulator_extension``), so that
+    this module and the link need not know the emulator.
     """
 
     dies: int
@@ -266,26 +269,57 @@ class EmuLink:
     traffic_reset: int = 0
 
     @classmethod
-    def from_params(cls, emu, config=None, traffic=None):
-        """Describe an emulator built with ``emu`` (an ``EmuParams``), booting with ``config``
-        (an ``EmuConfig``, default its defaults) and ``traffic`` (a ``TrafficConfig``)."""
-        from ..nand_emu import layouts as emu_layouts
-        from ..nand_emu.params import EmuConfig
-        if emu.counter_bits != EMU_COUNTER_BITS:
-            raise ValueError(f"The link carries {EMU_COUNTER_BITS}-bit ground-truth counters; "
-                             f"the emulator has {emu.counter_bits}")
-        config = EmuConfig() if config is None else config
-        traffic_reset = 0 if traffic is None else emu_layouts.traffic_const(emu, traffic)
-        return cls(emu.dies, emu_layouts.config_layout(emu).size,
-                   emu_layouts.traffic_layout(emu).size,
-                   emu_layouts.config_const(emu, config), traffic_reset)
-
-    @classmethod
     def from_info(cls, info):
         """From an INFO frame's fields; ``None`` when the device has no emulator."""
         if not info.emu_dies:
             return None
         return cls(info.emu_dies, info.emu_cfg_bits, info.emu_traffic_bits)
+
+
+def clock_period_ps(clock_hz):
+    """The system clock period in whole picoseconds (rounded to nearest)."""
+    if not isinstance(clock_hz, int) or clock_hz <= 0:
+        raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
+    return (2 * 10**12 + clock_hz) // (2 * clock_hz)
+
+
+def tick_period_ps(prescaler, clock_hz):
+    """INFO's ``tick_period_ps``: the prescaler (0 acts as 1) times the rounded clock period.
+
+    Informational: the exact tick is ``prescaler / clock_hz``. The gateware computes this very
+    product (a constant times its PRESCALER register), and test devices report it too.
+    """
+    return max(1, prescaler) * clock_period_ps(clock_hz)
+
+
+def info_values(params, *, clock_hz, prescaler=1, uart_divisor=4, build_id=0, board="",
+                emu=None):
+    """The fields of the INFO frame of a device built with ``params``.
+
+    The one definition of INFO's contents: the gateware sends these values (``prescaler`` and
+    ``tick_period_ps`` follow its PRESCALER register), and test devices and synthetic captures
+    use them. ``emu`` is the build's :class:`EmuLink`, if any.
+    """
+    _check(params)
+    name = board.encode("ascii")
+    if len(name) > BOARD_NAME_BYTES:
+        raise ValueError(f"Board name must be at most {BOARD_NAME_BYTES} ASCII characters, "
+                         f"not {board!r}")
+    return {
+        "protocol_version": PROTOCOL_VERSION,
+        "gateware_version": GATEWARE_VERSION[0] << 8 | GATEWARE_VERSION[1],
+        "channels": params.channels, "classes": params.classes, "row": params.row,
+        "width_bits": params.width_bits, "counter_bits": params.counter_bits,
+        "hist_sub_bits": params.hist_sub_bits, "hist_bins": params.hist_bins,
+        "hist_bits": params.hist_bits, "timestamp_bits": params.timestamp_bits,
+        "glitch_bits": params.glitch_bits, "prescaler_bits": params.prescaler_bits,
+        "clock_hz": clock_hz, "prescaler": prescaler,
+        "tick_period_ps": tick_period_ps(prescaler, clock_hz), "uart_divisor": uart_divisor,
+        "build_id": build_id, "board": list(name.ljust(BOARD_NAME_BYTES, b"\0")),
+        "emu_dies": emu.dies if emu else 0,
+        "emu_cfg_bits": emu.cfg_bits if emu else 0,
+        "emu_traffic_bits": emu.traffic_bits if emu else 0,
+    }
 
 
 def layout_bytes(layout):
@@ -353,7 +387,7 @@ def register_map(params, *, snapshot_period=0, config=None, emu=None):
     ``emu``, an :class:`EmuLink`, adds the NAND emulator's and traffic generator's registers.
     """
     _check(params)
-    regs = _registers(params, snapshot_period) + _emu_registers(emu)
+    regs = _registers(params, snapshot_period) + emu_registers(emu)
     if config is None:
         return regs
     values = register_values(params, config)
@@ -418,7 +452,9 @@ def config_from_registers(params, registers):
     return SnifferConfig(windows=tuple(map(tuple, windows)), **fields).validate(params)
 
 
-def _emu_registers(emu):
+def emu_registers(emu):
+    """The registers of a build's NAND emulator (``emu`` an :class:`EmuLink`; none for
+    ``None``)."""
     if emu is None:
         return []
     if not isinstance(emu, EmuLink):

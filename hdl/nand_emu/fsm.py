@@ -109,7 +109,7 @@ class Die(wiring.Component):
     status : Out(8)
         The status register (SR[0] FAIL, SR[1] FAILC, SR[5] ARDY, SR[6] RDY, SR[7] WP#).
     inc : Out(ArrayLayout(inc_bits, len(EmuCounter)))
-        How much each ground-truth counter grows in this cycle (combinational). The counters
+        How much each ground-truth counter grew in the previous cycle (registered). The counters
         themselves live in the emulator's :class:`~.counters.CounterBank`.
     """
 
@@ -152,6 +152,7 @@ class Die(wiring.Component):
         col = Signal(col_w)
         col_next = Signal(col_w)
         row = Signal(row_w)  # row of the command being assembled
+        row_next = Signal(row_w)  # what `row` becomes at the end of this cycle
         out_row = Signal(row_w)  # page the data output reads
         out_row_next = Signal(row_w)
         read_row = Signal(row_w)  # page in the data register (read cache)
@@ -222,10 +223,19 @@ class Die(wiring.Component):
         bs_wr = bstate.write_port()
         bs_rule = bstate.read_port(transparent_for=(bs_wr,))
         bs_out = bstate.read_port(transparent_for=(bs_wr,))
+        # The RAM's output is slow (several ns on ECP5): both read ports are copied into
+        # registers before any logic uses them. The rule port is addressed with the row the
+        # address cycle is writing (`row_next`), so its state is registered two cycles after
+        # the last address cycle, before the earliest possible confirm (WE# rising edges are
+        # at least two cycles apart after the synchroniser). Writes happen only at confirms, and
+        # every confirm follows address cycles of its own row, so the copy is never stale then.
+        rule_state = Signal(p.page_bits + 1)
+        out_state = Signal(p.page_bits + 1)
         m.d.comb += [
-            bs_rule.addr.eq(block_of(row)),
+            bs_rule.addr.eq(block_of(row_next)),
             bs_out.addr.eq(block_of(out_row_next)),
         ]
+        m.d.sync += [rule_state.eq(bs_rule.data), out_state.eq(bs_out.data)]
 
         def is_bad(block):
             hits = [entry.valid & (entry.block == block) for entry in cfg.bad_blocks]
@@ -234,12 +244,12 @@ class Die(wiring.Component):
         rule_block = block_of(row)
         rule_page = page_of(row)
         rule_bad = Signal()
-        m.d.comb += rule_bad.eq(is_bad(rule_block))
+        m.d.sync += rule_bad.eq(is_bad(rule_block))  # valid two cycles after the address
         out_bad = Signal()
         out_erased = Signal()
         m.d.comb += [
             out_bad.eq(is_bad(block_of(out_row))),
-            out_erased.eq(page_of(out_row) >= bs_out.data),
+            out_erased.eq(page_of(out_row) >= out_state),
         ]
 
         # ---- Storage --------------------------------------------------------------------------
@@ -452,7 +462,7 @@ class Die(wiring.Component):
         prog_ok = Signal()
         erase_ok = Signal()
         m.d.comb += [
-            prog_ok.eq(self.wp & ~rule_bad & (rule_page == bs_rule.data)),
+            prog_ok.eq(self.wp & ~rule_bad & (rule_page == rule_state)),
             erase_ok.eq(self.wp & ~rule_bad),
         ]
 
@@ -463,7 +473,7 @@ class Die(wiring.Component):
             with m.Elif(rule_bad):
                 count(EmuCounter.FAIL_BAD_BLOCK)
             if is_program:
-                with m.Elif(rule_page < bs_rule.data):
+                with m.Elif(rule_page < rule_state):
                     count(EmuCounter.FAIL_NOT_ERASED)
                 with m.Else():
                     count(EmuCounter.FAIL_ORDER)
@@ -508,8 +518,8 @@ class Die(wiring.Component):
                 if kind == "cache":
                     count(EmuCounter.CACHE_OPS)
 
-        m.d.comb += [col_next.eq(col), out_row_next.eq(out_row)]
-        m.d.sync += [col.eq(col_next), out_row.eq(out_row_next)]
+        m.d.comb += [col_next.eq(col), out_row_next.eq(out_row), row_next.eq(row)]
+        m.d.sync += [col.eq(col_next), out_row.eq(out_row_next), row.eq(row_next)]
         busy_ok = Signal()  # command allowed while RDY = 0
         m.d.comb += busy_ok.eq((self.byte == Opcode.RESET) | (self.byte == Opcode.STATUS)
                                | (self.byte == Opcode.STATUS_ENH))
@@ -626,7 +636,7 @@ class Die(wiring.Component):
                     with m.If(acount == 1):
                         m.d.comb += col_next.eq(Cat(abytes[0], self.byte))
                     with m.If(acount == 4):
-                        m.d.sync += row.eq(row5)
+                        m.d.comb += row_next.eq(row5)
                         with m.If(cmd == Opcode.PROGRAM):
                             m.d.sync += prog_ready.eq(1)
                 with m.Case(Opcode.CHANGE_READ_COL, Opcode.CHANGE_WRITE_COL):
@@ -634,7 +644,7 @@ class Die(wiring.Component):
                         m.d.comb += col_next.eq(Cat(abytes[0], self.byte))
                 with m.Case(Opcode.ERASE):
                     with m.If(acount == 2):
-                        m.d.sync += row.eq(row3)
+                        m.d.comb += row_next.eq(row3)
                 with m.Case(Opcode.STATUS_ENH):
                     with m.If(acount == 2):
                         # One LUN per target: the LUN address selects this die's status.
@@ -684,6 +694,10 @@ class Die(wiring.Component):
             if incs[c]:
                 most = len(incs[c]) * ((1 << pages_w) - 1)
                 assert most <= limit, f"{c.name}: {most} per cycle exceeds the increment width"
-                m.d.comb += self.inc[c].eq(
+                # Registered (the counts lag by a cycle, and the decoder's paths end here) and
+                # reset-less like the counters: a logic reset loses no increment.
+                reg = Signal(len(self.inc[c]), name=f"inc_{c.name.lower()}", reset_less=True)
+                m.d.sync += reg.eq(
                     sum(functools.reduce(operator.or_, sigs) for sigs in incs[c].values()))
+                m.d.comb += self.inc[c].eq(reg)
         return m

@@ -76,6 +76,7 @@ def traffic_layout(params):
         "loops": 16,
         "multi_plane": 1,
         "erase": 1,
+        "cache": 1,
         "phase_cycles": 4,
         "wb_wait": 8,
     })
@@ -89,7 +90,8 @@ def traffic_const(params, config):
     return traffic_layout(params).const({
         "dies": c.dies, "first_block": c.first_block, "blocks": c.blocks, "pages": c.pages,
         "reads": c.reads, "loops": c.loops, "multi_plane": int(c.multi_plane),
-        "erase": int(c.erase), "phase_cycles": c.phase_cycles, "wb_wait": c.wb_wait,
+        "erase": int(c.erase), "cache": int(c.cache), "phase_cycles": c.phase_cycles,
+        "wb_wait": c.wb_wait,
     }).as_value().value
 
 

@@ -10,8 +10,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..rb_sniffer import RBSniffer, SnifferParams
-from ..rb_sniffer import layouts as sniffer_layouts
-from ..rb_sniffer.sniffer import TraceSignature
+from ..rb_sniffer.sniffer import SnifferSignature
 from .emulator import NandEmulator
 from .layouts import (
     bus_signature_members,
@@ -65,12 +64,9 @@ class Loopback(wiring.Component):
             "traffic_cfg": In(traffic_layout(params)),
             "traffic_start": In(1), "traffic_stop": In(1),
             "traffic_status": Out(traffic_status_layout(params)),
-            "snf_cfg": In(sniffer_layouts.config_layout(sniffer)),
-            "snf_clear": In(1),
-            "snf_read_req": In(stream.Signature(sniffer_layouts.read_request_layout(sniffer))),
-            "snf_read_resp": Out(stream.Signature(sniffer.counter_bits)),
-            "snf_status": Out(sniffer_layouts.status_layout(sniffer)),
-            "snf_trace": Out(TraceSignature(sniffer)),
+            # The sniffer's ports, prefixed: one definition (SnifferSignature) for both tops.
+            **{f"snf_{name}": member
+               for name, member in SnifferSignature(sniffer).members.items()},
         })
 
     def elaborate(self, platform):

@@ -11,7 +11,7 @@ from amaranth.lib import enum
 
 __all__ = [
     "BusyTime", "EmuCounter", "Storage", "EmuParams", "EmuConfig", "TrafficConfig",
-    "pattern_byte", "PAGE_TYPES",
+    "pattern_byte", "PAGE_TYPES", "LEAN", "SMALL_GEOMETRY", "standard_builds",
 ]
 
 #: Page types of the tPROG map: index into the four ``PROG*`` busy times.
@@ -360,6 +360,10 @@ class TrafficConfig:
         Bit mask of dies to drive.
     first_block, blocks, pages, reads, loops : int
     multi_plane, erase : bool
+    cache : bool
+        Cache programs: every page of a block but the last is confirmed with 15h (the last with
+        10h). Single-plane, and without reads (a read waits for the array, which a cache
+        program keeps busy).
     phase_cycles : int
         Cycles of each WE# level (1 … 15).
     wb_wait : int
@@ -375,6 +379,7 @@ class TrafficConfig:
     loops: int = 1
     multi_plane: bool = False
     erase: bool = True
+    cache: bool = False
     phase_cycles: int = 2
     wb_wait: int = 16
 
@@ -393,4 +398,25 @@ class TrafficConfig:
         value("wb_wait", self.wb_wait, 1, 255)
         if self.multi_plane and params.planes == 1:
             raise ValueError("multi_plane needs an emulator with more than one plane")
+        if self.cache and (self.multi_plane or self.reads):
+            raise ValueError("cache programs are single-plane and without reads")
         return self
+
+
+#: Build options of the smaller die for small FPGAs (the iCE40UP5K): no jitter, no bad-block
+#: list, 4 page-type slots, 16-bit busy times (up to 1.3 ms in µs ticks at 48 MHz).
+LEAN = dict(jitter_bits=0, bad_block_slots=0, page_type_slots=4, ticks_bits=16)
+
+#: The geometry of the test suite's small simulated dies (fast to simulate).
+SMALL_GEOMETRY = dict(page_bytes=64, spare_bytes=8, pages_per_block=8, blocks_per_plane=8,
+                      planes=2)
+
+
+def standard_builds(dies):
+    """The emulator builds a host can expect, for ``dies`` dies: the default die, the lean die
+    (:data:`LEAN`) and the small simulated die (:data:`SMALL_GEOMETRY`).
+
+    Board builds use the first two; the host identifies which from INFO's layout sizes.
+    """
+    return [EmuParams(dies=dies), EmuParams(dies=dies, **LEAN),
+            EmuParams(dies=dies, **SMALL_GEOMETRY)]

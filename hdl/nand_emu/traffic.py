@@ -98,7 +98,9 @@ class TrafficGenerator(wiring.Component):
 
         # The step's bus cycles: (is_command, byte), `last` marks the confirm.
         first = Mux(erase_like, 0x60, Mux(kind == Step.READ, 0x00, 0x80))
-        confirm = Array([Const(0x11, 8), Const(0x10, 8), Const(0x30, 8), Const(0xD1, 8),
+        # Cache programs: 15h for every page of the block but its last, which ends with 10h.
+        program_confirm = Mux(cfg.cache & (page + 1 < cfg.pages), 0x15, 0x10)
+        confirm = Array([Const(0x11, 8), program_confirm, Const(0x30, 8), Const(0xD1, 8),
                          Const(0xD0, 8)])[kind]
         seq_len = Mux(erase_like, 5, 7)
         addr_bytes = Mux(erase_like,

@@ -57,6 +57,11 @@ def read_request_layout(params):
 class CounterBank(wiring.Component):
     """A RAM of counters with one read-modify-write update per cycle and a read port.
 
+    Four pipeline stages (registered update, address, registered RAM data, add and write) keep
+    the update's source logic out of the RAM's address path and the RAM's output out of the
+    adder's; the two writes still in flight are forwarded to a later update of the same word. A
+    read is an update that adds zero and answers with the value.
+
     Parameters
     ----------
     depth : int
@@ -73,7 +78,7 @@ class CounterBank(wiring.Component):
     rd_req : In(stream.Signature(addr))
         Read requests; accepted in cycles without an update.
     rd_resp : Out(stream.Signature(width))
-        The word read, one per request.
+        The word read, one per request (three cycles after it is taken).
     """
 
     def __init__(self, depth, width, inc_bits=1):
@@ -91,26 +96,64 @@ class CounterBank(wiring.Component):
         m = Module()
         m.submodules.mem = mem = Memory(shape=self.width, depth=self.depth, init=[])
         wr = mem.write_port()
-        # Transparent: an update of the word written in the same cycle must see the new value.
-        rd = mem.read_port(transparent_for=(wr,))
-        p_valid = Signal()
-        p_addr = Signal.like(self.upd_addr)
-        p_inc = Signal.like(self.upd_inc)
-        r_pending = Signal()
-        take = self.rd_req.valid & ~self.upd_valid & ~self.rd_resp.valid & ~r_pending
+        rd = mem.read_port()
+        abits = len(self.upd_addr)
+        pending = Signal(2)  # reads in the pipeline (at most one at a time)
+        # Input stage: the update is registered first (the decoder's logic stays out of the
+        # RAM's address path).
+        i_valid = Signal()
+        i_addr, i_inc = Signal(abits), Signal.like(self.upd_inc)
+        m.d.sync += [i_valid.eq(self.upd_valid), i_addr.eq(self.upd_addr),
+                     i_inc.eq(self.upd_inc)]
+        take = self.rd_req.valid & ~i_valid & ~self.rd_resp.valid & (pending == 0)
+        m.d.comb += self.rd_req.ready.eq(take)
+
+        # Stage A: address the RAM.
+        a_valid, a_read = Signal(), Signal()
+        a_addr, a_inc = Signal(abits), Signal.like(self.upd_inc)
+        m.d.comb += rd.addr.eq(Mux(i_valid, i_addr, self.rd_req.payload))
+        m.d.sync += [
+            a_valid.eq(i_valid | take), a_read.eq(take),
+            a_addr.eq(rd.addr), a_inc.eq(Mux(i_valid, i_inc, 0)),
+        ]
+        with m.If(take):
+            m.d.sync += pending.eq(1)
+        # Stage B: the RAM's data, registered.
+        b_valid, b_read = Signal(), Signal()
+        b_addr, b_inc = Signal(abits), Signal.like(self.upd_inc)
+        b_data = Signal(self.width)
+
+        # Stage C (next): add and write. The RAM read of this word missed the writes of the
+        # cycle it was read in and of the next one; which of them hit the word is decided here,
+        # a cycle ahead, so that no comparator sits before the adder.
+        w1_valid, w1_addr = Signal(), Signal(abits)
+        w1_data, w2_data = Signal(self.width), Signal(self.width)
+        use_w1, use_w2 = Signal(), Signal()
+        m.d.sync += [
+            b_valid.eq(a_valid), b_read.eq(a_read), b_addr.eq(a_addr), b_inc.eq(a_inc),
+            b_data.eq(rd.data),
+            # The write now (stage C) is w1 next cycle; the write of last cycle becomes w2.
+            use_w1.eq(b_valid & (b_addr == a_addr)),
+            use_w2.eq(w1_valid & (w1_addr == a_addr)),
+        ]
+        old = Signal(self.width)
+        with m.If(use_w1):
+            m.d.comb += old.eq(w1_data)
+        with m.Elif(use_w2):
+            m.d.comb += old.eq(w2_data)
+        with m.Else():
+            m.d.comb += old.eq(b_data)
+        new = Signal(self.width)
         m.d.comb += [
-            self.rd_req.ready.eq(take),
-            rd.addr.eq(Mux(self.upd_valid, self.upd_addr, self.rd_req.payload)),
-            wr.addr.eq(p_addr),
-            wr.data.eq(rd.data + p_inc),
-            wr.en.eq(p_valid),
+            new.eq(old + b_inc),
+            wr.addr.eq(b_addr), wr.data.eq(new), wr.en.eq(b_valid),
         ]
         m.d.sync += [
-            p_valid.eq(self.upd_valid), p_addr.eq(self.upd_addr), p_inc.eq(self.upd_inc),
-            r_pending.eq(take),
+            w1_valid.eq(b_valid), w1_addr.eq(b_addr), w1_data.eq(new),
+            w2_data.eq(w1_data),
         ]
-        with m.If(r_pending):
-            m.d.sync += [self.rd_resp.valid.eq(1), self.rd_resp.payload.eq(rd.data)]
+        with m.If(b_valid & b_read):
+            m.d.sync += [self.rd_resp.valid.eq(1), self.rd_resp.payload.eq(old), pending.eq(0)]
         with m.Elif(self.rd_resp.ready):
             m.d.sync += self.rd_resp.valid.eq(0)
         return m
@@ -173,7 +216,13 @@ class OnfiTap(wiring.Component):
             bus.ce_n.eq(self.ce_n), bus.cle.eq(self.cle), bus.ale.eq(self.ale),
             bus.we_n.eq(self.we_n), bus.io.eq(self.io),
         ]
-        byte = bus.byte
+        # One register stage between the front end and the decoder (timing); R/B# below gets
+        # the same stage, so strobes and pulse starts keep their order cycle for cycle.
+        cyc = Signal(data.StructLayout({"cmd": 1, "addr": 1, "din": 1, "sel": p.targets,
+                                        "byte": 8}))
+        m.d.sync += [cyc.cmd.eq(bus.cmd), cyc.addr.eq(bus.addr), cyc.din.eq(bus.din),
+                     cyc.sel.eq(bus.sel), cyc.byte.eq(bus.byte)]
+        byte = cyc.byte
 
         # Decode the command byte once for all targets.
         is_conf = Signal()
@@ -201,7 +250,7 @@ class OnfiTap(wiring.Component):
         pl_addr = Signal((p.depth(TapSpace.PLANES) - 1).bit_length())
 
         for t in reversed(range(p.targets)):
-            sel = bus.sel[t]
+            sel = cyc.sel[t]
             arun = Signal(2, name=f"arun_{t}")  # address cycles in a row (saturates at 3)
             abuf = Signal(24, name=f"abuf_{t}")  # the last three address bytes: a row address
             lun = Signal(range(nl), name=f"lun_{t}")  # the LUN last addressed
@@ -209,21 +258,21 @@ class OnfiTap(wiring.Component):
             if nl > 1:
                 row_lun = (abuf >> self.cfg.lun_shift)[:p.lun_bits]
                 m.d.comb += lun_now.eq(Mux(arun == 3, row_lun, lun))
-            with m.If(sel & bus.addr):
+            with m.If(sel & cyc.addr):
                 m.d.sync += [
                     arun.eq(Mux(arun == 3, 3, arun + 1)),
                     abuf.eq(Cat(abuf[8:], byte)),
                 ]
-            with m.If(sel & (bus.cmd | bus.din)):
+            with m.If(sel & (cyc.cmd | cyc.din)):
                 # A run of at least three address cycles ended: it carried a row address.
                 m.d.sync += [arun.eq(0), lun.eq(lun_now)]
                 if nl > 1:
-                    with m.If(bus.cmd & (byte == 0xF1)):
+                    with m.If(cyc.cmd & (byte == 0xF1)):
                         m.d.sync += lun.eq(0)
-                    with m.If(bus.cmd & (byte == 0xF2)):
+                    with m.If(cyc.cmd & (byte == 0xF2)):
                         m.d.sync += lun.eq(1)
 
-            strobe = sel & bus.cmd & is_conf
+            strobe = sel & cyc.cmd & is_conf
             for lun_i in range(nl):
                 d = p.die(t, lun_i)
                 hit = strobe & (target_wide | (lun_now == lun_i))
@@ -268,8 +317,10 @@ class OnfiTap(wiring.Component):
         # R/B# is asynchronous: the same two-flip-flop synchroniser as the sniffer's, so the tap
         # sees each pulse start and end on the very cycles the sniffer's front end does.
         m.submodules.rb_sync = FFSynchronizer(self.rb, lvl, init=(1 << nd) - 1)
+        lvl_d = Signal(nd, init=(1 << nd) - 1)  # the decoder's register stage, for R/B#
         lvl_prev = Signal(nd, init=(1 << nd) - 1)
-        m.d.sync += lvl_prev.eq(lvl)
+        m.d.sync += [lvl_d.eq(lvl), lvl_prev.eq(lvl_d)]
+        lvl = lvl_d
         ended = [Signal(OpClass, name=f"ended_{d}") for d in range(nd)]
         for d in range(nd):
             with m.If(~lvl[d] & lvl_prev[d]):

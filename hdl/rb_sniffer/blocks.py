@@ -5,14 +5,14 @@ Amaranth simulator. :class:`~.sniffer.RBSniffer` joins them around the shared co
 Exact semantics: ``docs/architecture.md``, section "The R/B# sniffer".
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import mailbox_layout, window_layout
 from .params import Counter, EventKind, SnifferParams
 
-__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence"]
+__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "first_window"]
 
 
 def _check_params(params):
@@ -48,12 +48,17 @@ class TimeBase(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        count = Signal(self.params.prescaler_bits)
-        m.d.comb += self.tick.eq(count + 1 >= self.prescaler)
-        m.d.sync += [
-            count.eq(Mux(self.tick, 0, count + 1)),
-            self.timestamp.eq(self.timestamp + self.tick),
-        ]
+        p = self.params
+        # `next_count` holds the prescaler count plus one, so that the tick is one comparison of
+        # two registers (no incrementer in front of it): tick = count + 1 >= prescaler.
+        next_count = Signal(p.prescaler_bits + 1, init=1)
+        m.d.comb += self.tick.eq(next_count >= self.prescaler)
+        m.d.sync += next_count.eq(Mux(self.tick, 1, next_count + 1))
+        # The timestamp and its successor are both kept, so the tick only selects between two
+        # registers and no long carry chain hangs off it.
+        successor = Signal(p.timestamp_bits, init=1)
+        with m.If(self.tick):
+            m.d.sync += [self.timestamp.eq(successor), successor.eq(successor + 1)]
         return m
 
 
@@ -83,11 +88,15 @@ class FrontEnd(wiring.Component):
         occupy the event slot, so ringing after a pulse cannot cost the next pulse.
     low : Out(1)
         The channel is enabled and busy (for quiescence detection).
+    tag : In(tag_bits)
+        Only with ``tag_bits > 0``: the opcode class a bus tap latched for this channel. It is
+        sampled on the first low cycle of a pulse and rides with the pulse's events
+        (``mailbox.tag``).
     """
 
     def __init__(self, params):
         self.params = _check_params(params)
-        super().__init__({
+        members = {
             "lvl": In(1, init=1),
             "enable": In(1),
             "tick": In(1),
@@ -96,7 +105,10 @@ class FrontEnd(wiring.Component):
             "take_side": In(1),
             "mailbox": Out(mailbox_layout(params)),
             "low": Out(1),
-        })
+        }
+        if params.tag_bits:
+            members["tag"] = In(params.tag_bits)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
@@ -135,7 +147,12 @@ class FrontEnd(wiring.Component):
             with m.If(saturated):
                 m.d.comb += [emit.eq(count != 0), emit_kind.eq(EventKind.BUSY)]
             with m.Elif(armed & self.enable):
-                with m.If(count < self.glitch_ticks):
+                # glitch_ticks is narrow: compare its bits and check that the rest are zero
+                # (cheaper than a full-width comparison in every channel).
+                gb = p.glitch_bits
+                short = (count[:gb] < self.glitch_ticks) if gb >= p.width_bits else (
+                    (count[gb:] == 0) & (count[:gb] < self.glitch_ticks))
+                with m.If(short):
                     m.d.comb += glitch_inc.eq(1)
                 with m.Else():
                     m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.END)]
@@ -144,10 +161,23 @@ class FrontEnd(wiring.Component):
             m.d.sync += [count.eq(0), saturated.eq(0)]
 
         box = self.mailbox
+        # The event's kind and width need no reset (only `valid` says whether they mean
+        # anything): fewer flip-flops on the reset net.
+        box_kind = Signal(EventKind, reset_less=True)
+        box_width = Signal(p.width_bits, reset_less=True)
+        m.d.comb += [box.kind.eq(box_kind), box.width.eq(box_width)]
+        if p.tag_bits:
+            pulse_tag = Signal(p.tag_bits, reset_less=True)
+            box_tag = Signal(p.tag_bits, reset_less=True)
+            with m.If(self.low & ~low_prev):
+                m.d.sync += pulse_tag.eq(self.tag)
+            m.d.comb += box.tag.eq(box_tag)
         lost_inc = Signal()
         with m.If(emit):
             with m.If(~box.valid | self.take_event):
-                m.d.sync += [box.valid.eq(1), box.kind.eq(emit_kind), box.width.eq(emit_width)]
+                m.d.sync += [box.valid.eq(1), box_kind.eq(emit_kind), box_width.eq(emit_width)]
+                if p.tag_bits:
+                    m.d.sync += box_tag.eq(pulse_tag)
             with m.Else():
                 m.d.comb += lost_inc.eq(1)
         with m.Elif(self.take_event):
@@ -157,6 +187,20 @@ class FrontEnd(wiring.Component):
             box.glitches.eq(Mux(self.take_side, 0, box.glitches) + glitch_inc),
         ]
         return m
+
+
+def first_window(m, match, index, params):
+    """Drive ``index`` (combinationally) with the first set bit of ``match``.
+
+    ``match[k]`` says the width is in window ``k``; with none set, ``index`` is the row index of
+    ``UNCLASSIFIED``. The lowest-numbered window wins.
+    """
+    # An If/Elif chain is a priority encoder.
+    for k in range(params.classes):
+        with (m.If(match[k]) if k == 0 else m.Elif(match[k])):
+            m.d.comb += index.eq(k)
+    with m.Else():
+        m.d.comb += index.eq(params.counter_index(Counter.UNCLASSIFIED))
 
 
 class Classifier(wiring.Component):
@@ -170,6 +214,9 @@ class Classifier(wiring.Component):
     -------
     width : In(width_bits)
     windows : In(ArrayLayout(window_layout, classes))
+    match : Out(classes)
+        Bit ``k``: ``lo_k <= width < hi_k``. (The sniffer registers these and finds the first
+        one a cycle later, with :func:`first_window`.)
     index : Out(row_bits)
         The first window ``k`` with ``lo <= width < hi``; else ``K + UNCLASSIFIED``. (Glitches
         are filtered in the front ends and never reach the classifier.)
@@ -180,20 +227,15 @@ class Classifier(wiring.Component):
         super().__init__({
             "width": In(params.width_bits),
             "windows": In(data.ArrayLayout(window_layout(params), params.classes)),
+            "match": Out(params.classes),
             "index": Out(params.row_bits),
         })
 
     def elaborate(self, platform):
         m = Module()
-        p = self.params
-        # The first matching window wins: an If/Elif chain is a priority encoder.
-        for k in range(p.classes):
-            window = self.windows[k]
-            cond = (window.lo <= self.width) & (self.width < window.hi)
-            with (m.If(cond) if k == 0 else m.Elif(cond)):
-                m.d.comb += self.index.eq(k)
-        with m.Else():
-            m.d.comb += self.index.eq(p.counter_index(Counter.UNCLASSIFIED))
+        m.d.comb += self.match.eq(Cat((w.lo <= self.width) & (self.width < w.hi)
+                                      for w in self.windows))
+        first_window(m, self.match, self.index, self.params)
         return m
 
 

@@ -84,24 +84,31 @@ def read_request_layout(params):
 
 
 def trace_layout(params):
-    """One record per front-end event (END, PARTIAL, OVERLONG, BUSY), as classified."""
+    """One record per front-end event (END, PARTIAL, OVERLONG, BUSY), as classified (with the
+    pulse's tag in a ``tag_bits`` build)."""
     _check(params)
-    return data.StructLayout({
+    fields = {
         "channel": params.channel_bits,
         "kind": EventKind,
         "index": params.row_bits,
         "width": params.width_bits,
         "timestamp": params.timestamp_bits,
-    })
+    }
+    if params.tag_bits:
+        fields["tag"] = params.tag_bits
+    return data.StructLayout(fields)
 
 
 def mailbox_layout(params):
     """A channel's pending event and its side counts: events lost to a full mailbox, glitches."""
     _check(params)
-    return data.StructLayout({
+    fields = {
         "valid": 1,
         "kind": EventKind,
         "width": params.width_bits,
         "lost": params.lost_bits,
         "glitches": params.lost_bits,
-    })
+    }
+    if params.tag_bits:
+        fields["tag"] = params.tag_bits  # sampled when the pulse started
+    return data.StructLayout(fields)

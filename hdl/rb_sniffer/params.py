@@ -114,6 +114,11 @@ class SnifferParams:
     glitch_bits : int
         Width of the glitch filter register: glitches are shorter than ``2**glitch_bits - 1``
         ticks at most (4 … 16). Narrow, because every channel compares against it.
+    tag_bits : int
+        Width of the per-channel tag input of an opcode-aware build (0 … 4; 0, the default,
+        means no tag). A pulse's tag is sampled when it starts; a tag ``t`` with
+        ``1 <= t <= classes`` counts the pulse in class ``t - 1`` whatever its width, tag 0 (or
+        a larger one) leaves it to the windows. See docs/architecture.md.
     """
 
     channels: int
@@ -125,6 +130,7 @@ class SnifferParams:
     timestamp_bits: int = 48
     prescaler_bits: int = 16
     glitch_bits: int = 8
+    tag_bits: int = 0
 
     def __post_init__(self):
         def check(name, lo, hi):
@@ -142,6 +148,7 @@ class SnifferParams:
         check("timestamp_bits", 48, 64)
         check("prescaler_bits", 8, 24)
         check("glitch_bits", 4, 16)
+        check("tag_bits", 0, 4)
         # Counters, bins and timestamps travel as whole bytes in the link's frames.
         for name in ("counter_bits", "hist_bits", "timestamp_bits"):
             if getattr(self, name) % 8:

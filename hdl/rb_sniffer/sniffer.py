@@ -4,25 +4,32 @@ See ``docs/architecture.md`` ("The R/B# sniffer") for the exact semantics this i
 the reasons for its structure.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .blocks import Classifier, FrontEnd, LogBinner, Quiescence, TimeBase
+from .blocks import Classifier, FrontEnd, LogBinner, Quiescence, TimeBase, first_window
 from .layouts import (
     EPOCH_BITS,
     config_layout,
     index_bits,
-    mailbox_layout,
     read_request_layout,
     status_layout,
     trace_layout,
 )
 from .params import Counter, EventKind, SnifferParams, Space
+from .ram import RAM_KINDS, SinglePortRAM, pick_ram_kind
 
-__all__ = ["RBSniffer", "TraceSignature"]
+__all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TICK_GROUP"]
+
+#: Channels whose mailboxes are merged by one first-level OR gate of the scanner.
+SCAN_GROUP = 8
+
+#: Channels served by one copy of the tick prescaler (the tick enables every width counter; a
+#: copy per group keeps its fan-out short). The copies run in lock step.
+TICK_GROUP = 16
 
 
 class _Job:
@@ -42,30 +49,20 @@ class TraceSignature(wiring.Signature):
         super().__init__({"valid": Out(1), "payload": Out(trace_layout(params))})
 
 
-class RBSniffer(wiring.Component):
-    """Measure, classify and count the busy pulses of ``channels`` R/B# lines.
+class SnifferSignature(wiring.Signature):
+    """The sniffer's register-side ports, from the sniffer's point of view.
 
-    Parameters
-    ----------
-    params : SnifferParams
-        Build-time parameters (channel count, class count, widths).
+    One definition for every component that exposes a sniffer: :class:`RBSniffer` itself (with
+    the ``rb`` pins beside it) and the emulator's loopback top (with each member prefixed).
 
     Members
     -------
-    rb : In(channels)
-        The R/B# pins, asynchronous to the clock (1 = ready).
     cfg : In(config_layout)
-        Run-time configuration: prescaler, glitch filter, class windows, idle time, enables.
     clear : In(1)
-        Strobe: start a new epoch (all counters and bins read as zero from then on).
     read_req : In(stream.Signature(read_request_layout))
-        Requests to read one counter or one histogram bin.
     read_resp : Out(stream.Signature(counter_bits))
-        The value read, one per request, in order.
     status : Out(status_layout)
-        Timestamp, quiescence, epoch number, clear in progress.
     trace : Out(TraceSignature)
-        One strobe per front-end event as the pipeline classifies it.
     """
 
     def __init__(self, params):
@@ -73,7 +70,6 @@ class RBSniffer(wiring.Component):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         self.params = params
         super().__init__({
-            "rb": In(params.channels, init=(1 << params.channels) - 1),
             "cfg": In(config_layout(params)),
             "clear": In(1),
             "read_req": In(stream.Signature(read_request_layout(params))),
@@ -82,14 +78,80 @@ class RBSniffer(wiring.Component):
             "trace": Out(TraceSignature(params)),
         })
 
+
+class RBSniffer(wiring.Component):
+    """Measure, classify and count the busy pulses of ``channels`` R/B# lines.
+
+    Parameters
+    ----------
+    params : SnifferParams
+        Build-time parameters (channel count, class count, widths).
+    hist_ram : str
+        Where the histogram lives: ``"memory"`` (a generic :class:`Memory`: simulation, ECP5)
+        or ``"spram"`` (the iCE40UP's ``SB_SPRAM256KA``; scrubbed at power-up, during which
+        ``status.clear_busy`` is high and the channels are held disabled). The default,
+        ``"auto"``, picks ``"spram"`` when elaborated for an iCE40UP platform whose SPRAM can
+        hold the histogram, else ``"memory"``.
+    spram_block : callable, optional
+        Stand-in for the SPRAM primitive (a simulation model), see
+        :class:`~.ram.SinglePortRAM`.
+
+    Members
+    -------
+    rb : In(channels)
+        The R/B# pins, asynchronous to the clock (1 = ready).
+    tag : In(channels * tag_bits)
+        Only with ``params.tag_bits > 0``: per channel (``tag_bits`` bits each, channel 0 in the
+        low bits), the opcode class a bus tap latched, in the clock domain. Sampled on the first
+        low cycle of a pulse (the synchronised level's), it selects the pulse's class: tag ``t``
+        in ``1 … classes`` counts it in class ``t - 1``; other tags leave it to the windows.
+    cfg, clear, read_req, read_resp, status, trace :
+        The members of :class:`SnifferSignature`: run-time configuration; the clear strobe
+        (start a new epoch); the read port of one counter or histogram bin per request; the
+        status (timestamp, quiescence, epoch, clear in progress); one trace strobe per
+        front-end event as the pipeline classifies it.
+    """
+
+    def __init__(self, params, *, hist_ram="auto", spram_block=None):
+        if not isinstance(params, SnifferParams):
+            raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
+        if hist_ram not in ("auto", *RAM_KINDS):
+            raise ValueError(f"hist_ram must be one of auto, {', '.join(RAM_KINDS)}, "
+                             f"not {hist_ram!r}")
+        self.params = params
+        self.hist_ram = hist_ram
+        self.spram_block = spram_block
+        members = {
+            "rb": In(params.channels, init=(1 << params.channels) - 1),
+            **SnifferSignature(params).members,
+        }
+        if params.tag_bits:
+            members["tag"] = In(params.channels * params.tag_bits)
+        super().__init__(members)
+
     def elaborate(self, platform):
         m = Module()
         p = self.params
         n = p.channels
-        cb, hb = p.counter_bits, p.hist_bits
+        cb, hb, wb, lb = p.counter_bits, p.hist_bits, p.width_bits, p.lost_bits
         a_depth = n << p.row_bits
         h_depth = p.hist_bins << p.channel_bits
         scrub_end = max(a_depth, h_depth)
+        # Pointer values past the last word are no-op jobs: the next epoch flip waits until the
+        # last real scrub write has landed (see "Clear" in docs/architecture.md).
+        scrub_stop = scrub_end + 3
+        hist_ram = pick_ram_kind(self.hist_ram, platform, h_depth)
+        boot_scrub = hist_ram == "spram"
+
+        # ---- Epochs, boot and the clear scrubber ---------------------------------------------
+        # Reset-less: a logic reset must not resurrect or lose counts; only `clear` erases them.
+
+        epoch_bit = Signal(reset_less=True)
+        epoch = Signal(EPOCH_BITS, reset_less=True)
+        clear_pending = Signal(reset_less=True)
+        scrubbing = Signal(reset_less=True, init=boot_scrub)
+        booting = Signal(reset_less=True, init=boot_scrub)  # scrub writes zeros
+        scrub_ptr = Signal(range(scrub_stop + 1), reset_less=True)
 
         # ---- Time base, synchroniser, front ends, quiescence --------------------------------
 
@@ -101,17 +163,70 @@ class RBSniffer(wiring.Component):
         # (metastability); init=1 because a line idles ready.
         m.submodules.sync = FFSynchronizer(self.rb, lvl, init=(1 << n) - 1)
 
+        # The scanner: a one-hot token visits N channel slots and one service slot, two cycles
+        # each; phase 0 is a slot's first cycle. Reset-less: the rotation needs no reset.
+        phase = Signal(reset_less=True)
+        m.d.sync += phase.eq(~phase)
+        token = Signal(n + 1, init=1, reset_less=True)
+        with m.If(phase):
+            m.d.sync += token.eq(token.rotate_left(1))
+
+        # Every channel decides at its own slot what the pipeline takes from its mailbox, and
+        # puts it on an OR tree (zeros elsewhere): groups of SCAN_GROUP channels are merged and
+        # registered (cycle c0), then the groups are merged (c1). The token is a flip-flop per
+        # channel, so nothing shared fans out to every channel.
+        tb = p.tag_bits
+        offer = data.StructLayout({
+            "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
+            "tag": tb,
+        })
+        ticks = [timebase]
+        for k in range(1, -(-n // TICK_GROUP)):
+            replica = TimeBase(p)
+            m.submodules[f"tick_{k}"] = replica
+            m.d.comb += replica.prescaler.eq(self.cfg.prescaler)
+            ticks.append(replica)
         front_ends = []
-        for i in range(n):
-            fe = FrontEnd(p)
-            m.submodules[f"front_end_{i}"] = fe
-            m.d.comb += [
-                fe.lvl.eq(lvl[i]),
-                fe.enable.eq(self.cfg.enable[i]),
-                fe.tick.eq(timebase.tick),
-                fe.glitch_ticks.eq(self.cfg.glitch_ticks),
-            ]
-            front_ends.append(fe)
+        groups = []
+        side_half = 1 << (lb - 1)
+        for g in range(0, n, SCAN_GROUP):
+            merged = 0
+            for i in range(g, min(g + SCAN_GROUP, n)):
+                fe = FrontEnd(p)
+                m.submodules[f"front_end_{i}"] = fe
+                m.d.comb += [
+                    fe.lvl.eq(lvl[i]),
+                    fe.enable.eq(self.cfg.enable[i] & ~booting),
+                    fe.tick.eq(ticks[i // TICK_GROUP].tick),
+                    fe.glitch_ticks.eq(self.cfg.glitch_ticks),
+                ]
+                if tb:
+                    m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
+                front_ends.append(fe)
+                box = fe.mailbox
+                # Side counts are served when there is no event, or before they reach half
+                # their range (they grow by at most N+1 between two visits: no overflow).
+                side_any = (box.lost != 0) | (box.glitches != 0)
+                side_urgent = (box.lost >= side_half) | (box.glitches >= side_half)
+                mine = token[i] & ~phase
+                take_side = mine & side_any & (side_urgent | ~box.valid)
+                take_event = mine & box.valid & ~take_side
+                m.d.comb += [fe.take_event.eq(take_event), fe.take_side.eq(take_side)]
+                item = Signal(offer, name=f"offer_{i}")
+                m.d.comb += [
+                    item.event.eq(take_event),
+                    item.side.eq(take_side),
+                    item.kind.eq(Mux(take_event, box.kind, 0)),
+                    item.width.eq(Mux(take_event, box.width, 0)),
+                    item.lost.eq(Mux(take_side, box.lost, 0)),
+                    item.glitches.eq(Mux(take_side, box.glitches, 0)),
+                ]
+                if tb:
+                    m.d.comb += item.tag.eq(Mux(take_event, box.tag, 0))
+                merged = merged | item.as_value()
+            group = Signal(offer.size, name=f"group_{g // SCAN_GROUP}", reset_less=True)
+            m.d.sync += group.eq(merged)
+            groups.append(group)
 
         m.submodules.quiescence = quiet = Quiescence(p)
         m.d.comb += [
@@ -120,16 +235,6 @@ class RBSniffer(wiring.Component):
             quiet.timestamp.eq(timebase.timestamp),
             quiet.idle_ticks.eq(self.cfg.idle_ticks),
         ]
-
-        # ---- Epochs and the clear scrubber --------------------------------------------------
-        # Reset-less: a logic reset must not resurrect or lose counts; only `clear` erases them.
-
-        epoch_bit = Signal(reset_less=True)
-        epoch = Signal(EPOCH_BITS, reset_less=True)
-        clear_pending = Signal(reset_less=True)
-        scrubbing = Signal(reset_less=True)
-        scrub_ptr = Signal(range(scrub_end + 1), reset_less=True)
-
         m.d.comb += [
             self.status.timestamp.eq(timebase.timestamp),
             self.status.quiet_since.eq(quiet.quiet_since),
@@ -138,55 +243,67 @@ class RBSniffer(wiring.Component):
             self.status.clear_busy.eq(clear_pending | scrubbing),
         ]
 
-        # ---- Scanner: N channel slots and one service slot of two cycles each ---------------
-
-        phase = Signal()  # 0: first cycle of a slot
-        m.d.sync += phase.eq(~phase)
-        scan = Signal(range(n + 1))
-        with m.If(~phase):
+        # The channel index follows the token two cycles late (c2).
+        scan = Signal(range(n + 1), reset_less=True)
+        scan_c1 = Signal(range(n + 1), reset_less=True)
+        scan_c2 = Signal(range(n + 1), reset_less=True)
+        with m.If(phase):
             m.d.sync += scan.eq(Mux(scan == n, 0, scan + 1))
+        m.d.sync += [scan_c1.eq(scan), scan_c2.eq(scan_c1)]
 
-        box = mailbox_layout(p)(Array(fe.mailbox.as_value() for fe in front_ends)[scan])
-        channel_slot = scan != n
-        # Side counts are served when there is no event, or before they reach half their range
-        # (they grow by at most N+1 between two visits, so they can never overflow).
-        side_half = 1 << (p.lost_bits - 1)
-        side_any = (box.lost != 0) | (box.glitches != 0)
-        side_urgent = (box.lost >= side_half) | (box.glitches >= side_half)
-        serve_side = channel_slot & side_any & (side_urgent | ~box.valid)
-        serve_event = channel_slot & box.valid & ~serve_side
-        for i, fe in enumerate(front_ends):
-            this = ~phase & (scan == i)
-            m.d.comb += [
-                fe.take_event.eq(this & serve_event),
-                fe.take_side.eq(this & serve_side),
-            ]
+        # ---- c1: merge the groups -------------------------------------------------------------
 
-        # Read requests: one in flight at a time.
+        s0 = Signal(offer, reset_less=True)
+        merged = 0
+        for group in groups:
+            merged = merged | group
+        m.d.sync += s0.eq(merged)
+
+        # ---- c2 (phase 0): arbitration with the service jobs; window comparisons ------------
+
         read_busy = Signal()
-        service = ~phase & ~serve_event & ~serve_side
-        take_read = service & self.read_req.valid & ~read_busy & ~self.read_resp.valid
+        is_slot = ~phase  # c2 of some slot
+        free = ~s0.event & ~s0.side
+        take_read = is_slot & free & self.read_req.valid & ~read_busy & ~self.read_resp.valid
         m.d.comb += self.read_req.ready.eq(take_read)
-        take_scrub = service & ~take_read & scrubbing
+        take_scrub = is_slot & free & ~take_read & scrubbing
 
-        # ---- S0: select the slot's job ------------------------------------------------------
+        s1_job = Signal(_Job.SHAPE, init=_Job.NONE, reset_less=True)
+        s1_channel = Signal(p.channel_bits, reset_less=True)
+        s1_width = Signal(wb, reset_less=True)
+        s1_glitches = Signal(lb, reset_less=True)
+        s1_space = Signal(Space, reset_less=True)
+        s1_index = Signal(index_bits(p), reset_less=True)
+        s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
+        s1_epoch = Signal(reset_less=True)
+        s1_match = Signal(p.classes, reset_less=True)
+        s1_tag = Signal(tb, reset_less=True)
+        m.submodules.classifier = classifier = Classifier(p)
+        m.d.comb += [classifier.width.eq(s0.width), classifier.windows.eq(self.cfg.windows)]
 
-        s1_job = Signal(_Job.SHAPE, init=_Job.NONE)
-        s1_channel = Signal(p.channel_bits)
-        s1_width = Signal(p.width_bits)
-        s1_glitches = Signal(p.lost_bits)
-        s1_space = Signal(Space)
-        s1_index = Signal(index_bits(p))
-        s1_ptr = Signal(range(scrub_end + 1))
+        # The epoch a job counts in: the bit in force when it is arbitrated, carried with the
+        # job to its normalisation and its writes. A flip applies to the job arbitrated with it.
+        next_epoch = Signal()
+        flip = Signal()
+        m.d.comb += [
+            flip.eq(is_slot & ~take_scrub & clear_pending & ~scrubbing),
+            next_epoch.eq(epoch_bit ^ flip),
+        ]
 
-        with m.If(~phase):
-            m.d.sync += s1_channel.eq(scan)
-            with m.If(serve_side):
-                m.d.sync += [
-                    s1_job.eq(_Job.SIDE), s1_width.eq(box.lost), s1_glitches.eq(box.glitches),
-                ]
-            with m.Elif(serve_event):
-                m.d.sync += [s1_job.eq(box.kind), s1_width.eq(box.width)]
+        with m.If(is_slot):
+            m.d.sync += [
+                s1_channel.eq(scan_c2),
+                s1_epoch.eq(next_epoch),
+                # Only one of width (events) and lost (side jobs) is non-zero.
+                s1_width.eq(s0.width | s0.lost),
+                s1_glitches.eq(s0.glitches),
+                s1_match.eq(classifier.match),
+                s1_tag.eq(s0.tag),
+            ]
+            with m.If(s0.side):
+                m.d.sync += s1_job.eq(_Job.SIDE)
+            with m.Elif(s0.event):
+                m.d.sync += s1_job.eq(s0.kind)
             with m.Elif(take_read):
                 req = self.read_req.payload
                 m.d.sync += [
@@ -200,35 +317,33 @@ class RBSniffer(wiring.Component):
             with m.Else():
                 m.d.sync += s1_job.eq(_Job.NONE)
 
-        # Clear: flip the epoch only at the start of a slot (phase 0) so that no job is caught
-        # between its count write (S3, phase 1) and its busy write (S4, phase 0).
         with m.If(self.clear):
             m.d.sync += clear_pending.eq(1)
-        with m.If(~phase):
-            with m.If(take_scrub):
-                m.d.sync += scrub_ptr.eq(scrub_ptr + 1)
-                # The last pointer value is a no-op job: the next flip can then only happen after
-                # the last real scrub job has written (its S3 precedes this job's S0).
-                with m.If(scrub_ptr == scrub_end):
-                    m.d.sync += scrubbing.eq(0)
-            with m.Elif(clear_pending & ~scrubbing):
-                m.d.sync += [
-                    clear_pending.eq(self.clear),
-                    epoch_bit.eq(~epoch_bit),
-                    epoch.eq(epoch + 1),
-                    scrubbing.eq(1),
-                    scrub_ptr.eq(0),
-                ]
+        with m.If(take_scrub):
+            m.d.sync += scrub_ptr.eq(scrub_ptr + 1)
+            with m.If(scrub_ptr == scrub_stop):
+                m.d.sync += [scrubbing.eq(0), booting.eq(0)]
+        with m.Elif(flip):
+            m.d.sync += [
+                clear_pending.eq(self.clear),
+                epoch_bit.eq(~epoch_bit),
+                epoch.eq(epoch + 1),
+                scrubbing.eq(1),
+                scrub_ptr.eq(0),
+            ]
 
-        # ---- S1: classify, bin, form addresses (phase 1) ------------------------------------
+        # ---- c3 (phase 1): first window, log-bin, form addresses --------------------------
 
-        m.submodules.classifier = classifier = Classifier(p)
         m.submodules.binner = binner = LogBinner(p)
-        m.d.comb += [
-            classifier.width.eq(s1_width),
-            classifier.windows.eq(self.cfg.windows),
-            binner.width.eq(s1_width),
-        ]
+        m.d.comb += binner.width.eq(s1_width)
+        class_index = Signal(p.row_bits)
+        by_window = Signal(p.row_bits)
+        first_window(m, s1_match, by_window, p)
+        m.d.comb += class_index.eq(by_window)
+        if tb:
+            # A tag 1 … K names the class; the bus tap knows the operation.
+            with m.If((s1_tag != 0) & (s1_tag <= p.classes)):
+                m.d.comb += class_index.eq(s1_tag - 1)
 
         def counter_addr(channel, index):
             return Cat(Const(index, p.row_bits) if isinstance(index, int) else index[:p.row_bits],
@@ -237,165 +352,192 @@ class RBSniffer(wiring.Component):
         def hist_addr(bin_, channel):
             return Cat(channel[:p.channel_bits], bin_)
 
-        # J: the job in S2 (phase 0) and S3 (phase 1), loaded at the end of S1.
-        j_cnt_addr = Signal(range(a_depth))
-        j_cnt_inc = Signal(p.width_bits)
-        j_cnt_we = Signal()
-        j_acc_addr = Signal(range(a_depth))
-        j_acc_add = Signal(p.width_bits)
-        j_acc_we = Signal()
-        j_h_addr = Signal(range(h_depth))
-        j_h_inc = Signal()
-        j_h_we = Signal()
-        j_read = Signal()
-        j_space = Signal(Space)
-        j_bad = Signal()
-
+        # J: the job at c4 and c5, loaded at the end of c3.
+        job = data.StructLayout({
+            "cnt_addr": range(a_depth), "cnt_inc": lb, "cnt_we": 1,
+            "acc_addr": range(a_depth), "acc_add": wb, "acc_we": 1,
+            "h_addr": range(h_depth), "h_inc": 1, "h_we": 1,
+            "read": 1, "space": Space, "bad": 1, "scrub": 1, "epoch": 1, "zero": 1,
+        })
+        j = Signal(job, reset_less=True)
         is_event = s1_job <= _Job.BUSY
         with m.If(phase):
             m.d.sync += [
-                j_cnt_we.eq(0), j_cnt_inc.eq(0),
-                j_acc_we.eq(0), j_acc_add.eq(0),
-                j_h_we.eq(0), j_h_inc.eq(0),
-                j_read.eq(0), j_bad.eq(0),
-                j_acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
-                j_h_addr.eq(hist_addr(binner.bin, s1_channel)),
+                j.cnt_we.eq(0), j.cnt_inc.eq(0),
+                j.acc_we.eq(0), j.acc_add.eq(0),
+                j.h_we.eq(0), j.h_inc.eq(0),
+                j.read.eq(0), j.bad.eq(0), j.scrub.eq(0), j.zero.eq(0),
+                j.epoch.eq(s1_epoch),
+                j.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
+                j.h_addr.eq(hist_addr(binner.bin, s1_channel)),
             ]
             with m.Switch(s1_job):
                 with m.Case(_Job.END):
                     m.d.sync += [
-                        j_cnt_addr.eq(counter_addr(s1_channel, classifier.index)),
-                        j_cnt_we.eq(1), j_cnt_inc.eq(1),
-                        j_acc_we.eq(1), j_acc_add.eq(s1_width),
-                        j_h_we.eq(1), j_h_inc.eq(1),
+                        j.cnt_addr.eq(counter_addr(s1_channel, class_index)),
+                        j.cnt_we.eq(1), j.cnt_inc.eq(1),
+                        j.acc_we.eq(1), j.acc_add.eq(s1_width),
+                        j.h_we.eq(1), j.h_inc.eq(1),
                     ]
                 with m.Case(_Job.PARTIAL, _Job.OVERLONG):
                     index = Mux(s1_job == _Job.PARTIAL, p.counter_index(Counter.PARTIAL),
                                 p.counter_index(Counter.OVERLONG))
                     m.d.sync += [
-                        j_cnt_addr.eq(counter_addr(s1_channel, index)),
-                        j_cnt_we.eq(1), j_cnt_inc.eq(1),
-                        j_acc_we.eq(1), j_acc_add.eq(s1_width),
+                        j.cnt_addr.eq(counter_addr(s1_channel, index)),
+                        j.cnt_we.eq(1), j.cnt_inc.eq(1),
+                        j.acc_we.eq(1), j.acc_add.eq(s1_width),
                     ]
                 with m.Case(_Job.BUSY):
-                    m.d.sync += [j_acc_we.eq(1), j_acc_add.eq(s1_width)]
+                    m.d.sync += [j.acc_we.eq(1), j.acc_add.eq(s1_width)]
                 with m.Case(_Job.SIDE):
-                    # Two counts in one job: DROPPED in the count step (S3), GLITCH in the
-                    # second read-modify-write step (S4) that events use for busy time.
+                    # Two counts in one job: DROPPED in the first read-modify-write, GLITCH in
+                    # the second one that events use for busy time.
                     m.d.sync += [
-                        j_cnt_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.DROPPED))),
-                        j_cnt_we.eq(1), j_cnt_inc.eq(s1_width),
-                        j_acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.GLITCH))),
-                        j_acc_we.eq(1), j_acc_add.eq(s1_glitches),
+                        j.cnt_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.DROPPED))),
+                        j.cnt_we.eq(1), j.cnt_inc.eq(s1_width),
+                        j.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.GLITCH))),
+                        j.acc_we.eq(1), j.acc_add.eq(s1_glitches),
                     ]
                 with m.Case(_Job.READ):
                     bad = (s1_channel >= n) | ((s1_space == Space.HISTOGRAM) &
                                                (s1_index >= p.hist_bins))
                     m.d.sync += [
-                        j_read.eq(1), j_space.eq(s1_space), j_bad.eq(bad),
-                        j_cnt_addr.eq(Mux(bad, 0, counter_addr(s1_channel, s1_index))),
-                        j_h_addr.eq(Mux(bad, 0, hist_addr(s1_index, s1_channel))),
+                        j.read.eq(1), j.space.eq(s1_space), j.bad.eq(bad),
+                        j.cnt_addr.eq(Mux(bad, 0, counter_addr(s1_channel, s1_index))),
+                        j.h_addr.eq(Mux(bad, 0, hist_addr(s1_index, s1_channel))),
                     ]
                 with m.Case(_Job.SCRUB):
-                    # Rewrite each word once with its normalised value (adding zero).
+                    # Rewrite each word once with its normalised value (adding zero); at boot,
+                    # with zero.
                     m.d.sync += [
-                        j_cnt_addr.eq(s1_ptr), j_cnt_we.eq(s1_ptr < a_depth),
-                        j_h_addr.eq(s1_ptr), j_h_we.eq(s1_ptr < h_depth),
+                        j.scrub.eq(1), j.zero.eq(booting),
+                        j.cnt_addr.eq(s1_ptr), j.cnt_we.eq(s1_ptr < a_depth),
+                        j.h_addr.eq(s1_ptr), j.h_we.eq(s1_ptr < h_depth),
                     ]
 
-        # Trace: one record per front-end event, registered at the end of S1.
-        with m.If(phase & is_event):
-            m.d.sync += [
-                self.trace.valid.eq(1),
-                self.trace.payload.channel.eq(s1_channel),
-                self.trace.payload.kind.eq(s1_job),
-                self.trace.payload.width.eq(s1_width),
-                self.trace.payload.timestamp.eq(timebase.timestamp),
-                self.trace.payload.index.eq(Mux(
-                    s1_job == _Job.END, classifier.index,
-                    Mux(s1_job == _Job.PARTIAL, p.counter_index(Counter.PARTIAL),
-                        Mux(s1_job == _Job.OVERLONG, p.counter_index(Counter.OVERLONG),
-                            p.counter_index(Counter.BUSY_TICKS))))),
-            ]
-        with m.Else():
-            m.d.sync += self.trace.valid.eq(0)
+        # Trace: one record per front-end event, straight from the c3 registers (the consumer
+        # registers what it keeps).
+        m.d.comb += [
+            self.trace.valid.eq(phase & is_event),
+            self.trace.payload.channel.eq(s1_channel),
+            self.trace.payload.kind.eq(s1_job),
+            self.trace.payload.width.eq(s1_width),
+            self.trace.payload.timestamp.eq(timebase.timestamp),
+        ]
+        if tb:
+            m.d.comb += self.trace.payload.tag.eq(s1_tag)
+        m.d.comb += [
+            self.trace.payload.index.eq(Mux(
+                s1_job == _Job.END, class_index,
+                Mux(s1_job == _Job.PARTIAL, p.counter_index(Counter.PARTIAL),
+                    Mux(s1_job == _Job.OVERLONG, p.counter_index(Counter.OVERLONG),
+                        p.counter_index(Counter.BUSY_TICKS))))),
+        ]
 
-        # J4: the job in S4 (phase 0), loaded from J at the end of S3.
-        j4_acc_addr = Signal.like(j_acc_addr)
-        j4_acc_add = Signal.like(j_acc_add)
-        j4_acc_we = Signal()
+        # J2: the job at c6 and c7, loaded from J at the end of c5.
+        j2 = Signal(job, reset_less=True)
         with m.If(phase):
-            m.d.sync += [
-                j4_acc_addr.eq(j_acc_addr),
-                j4_acc_add.eq(j_acc_add),
-                j4_acc_we.eq(j_acc_we),
-            ]
+            m.d.sync += j2.eq(j)
 
-        # ---- Counter RAM: {tag, value}; 1 read + 1 write per cycle --------------------------
+        # ---- Counter RAM: {value, tag}; one read and one write per cycle ---------------------
+        # A job reads its first word (count) at c4 and its second (busy time) at c5; each read
+        # word is normalised and registered (q) the next cycle, and written back plus the
+        # increment the cycle after: counts at c6, busy time at c7. No adder follows a RAM output
+        # in the same cycle.
 
         counter_word = data.StructLayout({"value": cb, "tag": 1})
         m.submodules.counters = counters = Memory(shape=counter_word, depth=a_depth, init=[])
         a_wr = counters.write_port()
-        # Transparent: a service job reading a busy word in the cycle the previous job's S4
-        # writes it must see the new value, or its scrub write would undo that update.
-        a_rd = counters.read_port(transparent_for=(a_wr,))
+        a_rd = counters.read_port()
 
-        def normalised(word, tag, width):
-            # A word written in another epoch reads as zero.
-            return Mux(tag == epoch_bit, word, Const(0, width))
+        w_addr = Signal(range(a_depth), reset_less=True)
+        w_en = Signal(reset_less=True)
+        w_inc = Signal(wb, reset_less=True)
+        w_tag = Signal(reset_less=True)
+        q = Signal(cb, reset_less=True)
+        # The job whose read data arrives this cycle: J's first word at c5, J2's second at c6.
+        q_epoch = Mux(phase, j.epoch, j2.epoch)
+        q_zero = Mux(phase, j.zero, j2.zero)
+        m.d.comb += a_rd.addr.eq(Mux(phase, j.acc_addr, j.cnt_addr))
+        read_value = Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0)
+        m.d.sync += q.eq(read_value)
+        # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
+        # only ever gains the carry out of the lower part. Its successor is formed the cycle the
+        # word is read, and the write cycle adds `width_bits` bits and picks one of the two.
+        split = wb
+        q_hi_next = Signal(cb - split, reset_less=True)
+        m.d.sync += q_hi_next.eq(read_value[split:] + 1)
+        low_sum = Signal(split + 1)
+        m.d.comb += low_sum.eq(q[:split] + w_inc)
+        write_value = Cat(low_sum[:split], Mux(low_sum[split], q_hi_next, q[split:]))
 
-        a_value = Signal(cb)
-        m.d.comb += a_value.eq(normalised(a_rd.data.value, a_rd.data.tag, cb))
-        m.d.comb += [
-            a_rd.addr.eq(Mux(phase, j_acc_addr, j_cnt_addr)),
-            a_wr.data.tag.eq(epoch_bit),
-        ]
-        with m.If(phase):  # S3: count update of J
-            m.d.comb += [
-                a_wr.addr.eq(j_cnt_addr),
-                a_wr.data.value.eq(a_value + j_cnt_inc),
-                a_wr.en.eq(j_cnt_we),
+        # A scrub job reads its word at c4 and writes it at c6; the job before it writes at c4
+        # (count) and c5 (busy time), after the scrub's read. If that was the same word in the
+        # same epoch, the scrub's value is stale and that write has scrubbed the word already:
+        # the scrub skips its write. (Jobs of one channel are a scanner round apart, so events
+        # never meet such a hazard; a read may return a value one job old.)
+        a_hit = Signal(reset_less=True)
+        a_hit_now = w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)
+        with m.If(~phase):
+            m.d.sync += a_hit.eq(a_hit_now)
+        with m.If(phase):  # load the c6 write: J's count update
+            m.d.sync += [
+                w_addr.eq(j.cnt_addr), w_inc.eq(j.cnt_inc), w_tag.eq(j.epoch),
+                w_en.eq(j.cnt_we & ~(j.scrub & (a_hit | a_hit_now))),
             ]
-        with m.Else():  # S4: busy-time update of J4
-            m.d.comb += [
-                a_wr.addr.eq(j4_acc_addr),
-                a_wr.data.value.eq(a_value + j4_acc_add),
-                a_wr.en.eq(j4_acc_we),
+        with m.Else():  # load the c7 write: J2's busy-time update
+            m.d.sync += [
+                w_addr.eq(j2.acc_addr), w_inc.eq(j2.acc_add), w_tag.eq(j2.epoch),
+                w_en.eq(j2.acc_we),
             ]
-
-        # ---- Histogram RAM and its tags: single-port use (read in S2, write in S3) ----------
-
-        m.submodules.histogram = histogram = Memory(shape=hb, depth=h_depth, init=[])
-        m.submodules.histogram_tags = histogram_tags = Memory(shape=1, depth=h_depth, init=[])
-        h_wr = histogram.write_port()
-        h_rd = histogram.read_port()
-        t_wr = histogram_tags.write_port()
-        t_rd = histogram_tags.read_port()
-        h_value = Signal(hb)
         m.d.comb += [
-            h_rd.addr.eq(j_h_addr), h_wr.addr.eq(j_h_addr),
-            t_rd.addr.eq(j_h_addr), t_wr.addr.eq(j_h_addr),
-            h_value.eq(normalised(h_rd.data, t_rd.data, hb)),
-            h_wr.data.eq(h_value + j_h_inc),
-            t_wr.data.eq(epoch_bit),
-            h_wr.en.eq(phase & j_h_we),
-            t_wr.en.eq(phase & j_h_we),
+            a_wr.addr.eq(w_addr), a_wr.en.eq(w_en),
+            a_wr.data.value.eq(write_value), a_wr.data.tag.eq(w_tag),
         ]
 
-        # ---- Read responses (captured in S3) -----------------------------------------------
+        # ---- Histogram RAM: {value, tag}, single port: read at c4, written at c7 -------------
 
-        with m.If(phase & j_read):
+        hist_word = data.StructLayout({"value": hb, "tag": 1})
+        m.submodules.histogram = hist = SinglePortRAM(
+            hist_word.size, h_depth, kind=hist_ram, spram_block=self.spram_block)
+        h_rd = hist_word(hist.rdata)
+        qh = Signal(hb, reset_less=True)
+        hs = Signal(hb, reset_less=True)
+        hw_addr = Signal(range(h_depth), reset_less=True)
+        hw_en = Signal(reset_less=True)
+        hw_tag = Signal(reset_less=True)
+        h_hit = Signal(reset_less=True)
+        with m.If(phase):  # c5: J's read data; the write of the job before lands now
+            m.d.sync += [
+                qh.eq(Mux((h_rd.tag == j.epoch) & ~j.zero, h_rd.value, 0)),
+                h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch)),
+            ]
+        with m.Else():  # c6: J2's sum, for the write at c7
+            m.d.sync += [
+                hs.eq(qh + j2.h_inc), hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch),
+                hw_en.eq(j2.h_we & ~(j2.scrub & h_hit)),
+            ]
+        h_write = phase & hw_en
+        m.d.comb += [
+            hist.addr.eq(Mux(h_write, hw_addr, j.h_addr)),
+            hist.we.eq(h_write),
+            hist.wdata.eq(Cat(hs, hw_tag)),
+        ]
+
+        # ---- Read responses (captured at c6) -------------------------------------------------
+
+        with m.If(~phase & j2.read):
             m.d.sync += [
                 self.read_resp.valid.eq(1),
                 self.read_resp.payload.eq(Mux(
-                    j_bad, 0, Mux(j_space == Space.HISTOGRAM, h_value, a_value))),
+                    j2.bad, 0, Mux(j2.space == Space.HISTOGRAM, qh, q))),
             ]
         with m.Elif(self.read_resp.ready):
             m.d.sync += self.read_resp.valid.eq(0)
-        # A request is in flight from its acceptance (S0) to its response (end of S3).
+        # A request is in flight from its acceptance (c2) to its response (end of c6).
         with m.If(take_read):
             m.d.sync += read_busy.eq(1)
-        with m.Elif(phase & j_read):
+        with m.Elif(~phase & j2.read):
             m.d.sync += read_busy.eq(0)
 
         return m

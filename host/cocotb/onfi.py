@@ -1,9 +1,9 @@
 """A reusable cocotb host driver for an ONFI asynchronous (SDR) NAND bus.
 
-Nothing here depends on rbscope: give it the handles of the bus signals of any design (a NAND
-model, a device emulator, a controller's PHY under test) and it performs bus cycles with the
-interface timings of an ONFI timing mode (mode 0 by default), waits for ready by R/B# or by
-status polling, and offers the common operations::
+Nothing here depends on rbscope's gateware: give it the handles of the bus signals of any
+design (a NAND model, a device emulator, a controller's PHY under test) and it performs bus
+cycles with the interface timings of an ONFI timing mode (mode 0 by default), waits for ready
+by R/B# or by status polling, and offers the common operations::
 
     pins = OnfiPins(ce_n=dut.ce_n, cle=dut.cle, ale=dut.ale, we_n=dut.we_n, re_n=dut.re_n,
                     wp_n=dut.wp_n, io_in=dut.io_i, io_out=dut.io_o, io_oe=dut.io_oe, rb=dut.rb)
@@ -29,14 +29,17 @@ import dataclasses
 from cocotb.triggers import First, ReadOnly, Timer, ValueChange
 from cocotb.utils import get_sim_time
 
+from rbscope.onfi import STATUS_ARDY, STATUS_FAIL, STATUS_FAILC, STATUS_RDY, STATUS_WP_N
+
 __all__ = ["OnfiTiming", "MODE0", "MODE1", "MODE2", "OnfiPins", "OnfiDriver", "OnfiTimeout",
            "SR_FAIL", "SR_FAILC", "SR_ARDY", "SR_RDY", "SR_WP_N"]
 
-SR_FAIL = 1 << 0
-SR_FAILC = 1 << 1
-SR_ARDY = 1 << 5
-SR_RDY = 1 << 6
-SR_WP_N = 1 << 7
+#: Status register bits (defined once, in :mod:`rbscope.onfi`).
+SR_FAIL = STATUS_FAIL
+SR_FAILC = STATUS_FAILC
+SR_ARDY = STATUS_ARDY
+SR_RDY = STATUS_RDY
+SR_WP_N = STATUS_WP_N
 
 
 class OnfiTimeout(AssertionError):

@@ -177,11 +177,16 @@ class RbDriver:
         Wakes the Python side only at pin changes (timers, no per-cycle edges), so the
         simulator runs at its own speed in between.
         """
+        await self.play_schedule(recording.schedule,
+                                 recording.cycles if cycles is None else cycles)
+
+    async def play_schedule(self, schedule, cycles):
+        """Apply ``[(cycle, rb word)]`` (as :func:`rbscope.stimulus.merge_trains` makes);
+        return in cycle ``cycles``."""
         from cocotb.triggers import Timer
 
-        cycles = recording.cycles if cycles is None else cycles
         now = 0
-        for cycle, word in recording.schedule:
+        for cycle, word in schedule:
             if cycle >= cycles:
                 break
             if cycle > now:

@@ -108,31 +108,31 @@ class Sniffer:
         dut.read_req__payload.value = self._request.const(
             {"space": space, "channel": channel, "index": index}).as_value().value
         dut.read_req__valid.value = 1
-        for _ in range(timeout_cycles):
-            await ReadOnly()
-            accepted = int(dut.read_req__ready.value)
-            await RisingEdge(dut.clk)
-            await FallingEdge(dut.clk)
-            if accepted:
-                break
-        else:
-            raise SnifferTimeout(f"read request {space!r} {channel}/{index} never accepted")
+        await self._transfer(dut.read_req__ready, timeout_cycles,
+                             f"read request {space!r} {channel}/{index} never accepted")
         dut.read_req__valid.value = 0
         dut.read_resp__ready.value = 1
-        for _ in range(timeout_cycles):
-            await ReadOnly()
-            valid = int(dut.read_resp__valid.value)
-            value = dut.read_resp__payload.value
-            await RisingEdge(dut.clk)
-            await FallingEdge(dut.clk)
-            if valid:
-                break
-        else:
-            raise SnifferTimeout(f"read of {space!r} {channel}/{index} never answered")
+        value = await self._transfer(dut.read_resp__valid, timeout_cycles,
+                                     f"read of {space!r} {channel}/{index} never answered")
         dut.read_resp__ready.value = 0
         if not value.is_resolvable:
             raise AssertionError(f"read of {space!r} {channel}/{index} returned {value}")
         return int(value)
+
+    async def _transfer(self, flag, timeout_cycles, what):
+        """Wait for a rising edge at which ``flag`` (the other side's ``ready`` or ``valid``)
+        is high, so that the transfer happens on it; return ``read_resp__payload`` as sampled
+        just before that edge, at the falling edge after it."""
+        dut = self.dut
+        for _ in range(timeout_cycles):
+            await ReadOnly()
+            high = int(flag.value)
+            value = dut.read_resp__payload.value
+            await RisingEdge(dut.clk)
+            await FallingEdge(dut.clk)
+            if high:
+                return value
+        raise SnifferTimeout(what)
 
     async def read_channel(self, channel, histogram=True):
         """Return the :class:`~rbscope.model.ChannelCounts` of ``channel`` as read."""

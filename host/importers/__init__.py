@@ -39,7 +39,7 @@ import numpy as np
 from ..measurement import Measurement, Probe, SeriesPoint
 from ..model import SYNC_LATENCY, ChannelTracker
 
-__all__ = ["RecordingError", "StreamClassifier", "parse_time", "format_time"]
+__all__ = ["RecordingError", "StreamClassifier", "parse_time", "format_time", "chain"]
 
 #: Units of time accepted on the command line and in VCD timescales, in seconds.
 TIME_UNITS = {"s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12, "fs": 1e-15}
@@ -77,8 +77,26 @@ def format_time(seconds):
     return f"{seconds:g} s"
 
 
+#: Most snapshots an import records (each holds every channel's counts): a longer series is
+#: refused before it is built, rather than exhausting memory on a recording's time jump.
+MAX_SNAPSHOTS = 100_000
+
 #: Buffered edges after which :meth:`StreamClassifier.edge` hands them to the model in bulk.
 FLUSH_EDGES = 1 << 16
+
+
+def chain(*callbacks):
+    """Return one callable that calls each of ``callbacks`` that is not None, or None."""
+    given = [c for c in callbacks if c is not None]
+    if not given:
+        return None
+    if len(given) == 1:
+        return given[0]
+
+    def call(*args):
+        for c in given:
+            c(*args)
+    return call
 
 
 class StreamClassifier:
@@ -205,6 +223,13 @@ class StreamClassifier:
 
     def _feed(self, limit, changes):
         pos = [0] * len(changes)
+        if self._next_snapshot is not None and self._next_snapshot <= limit:
+            coming = (limit - self._next_snapshot) // self.snapshot_cycles + 1
+            if len(self.snapshots) + coming > MAX_SNAPSHOTS:
+                raise RecordingError(
+                    f"a snapshot every {self.snapshot_cycles} cycles makes more than "
+                    f"{MAX_SNAPSHOTS} snapshots by cycle {limit}; give a longer --snapshot "
+                    f"period")
         # A snapshot at boundary B counts the changes whose lvl cycle is before B.
         while self._next_snapshot is not None and self._next_snapshot <= limit:
             boundary = self._next_snapshot
@@ -219,6 +244,7 @@ class StreamClassifier:
             if pos[ch] < len(c):
                 self._apply(ch, c[pos[ch]:], lv[pos[ch]:])
         self._done = limit
+        self._last_cycle = max(self._last_cycle, limit - 1)
 
     def _flush(self):
         arrays = [(np.array(cs, dtype=np.int64), np.array(ls, dtype=np.int8))

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..measurement import Probe
 from ..tap_model import PIN_WE, strobes_at
-from . import RecordingError, StreamClassifier
+from . import RecordingError, StreamClassifier, chain
 
 __all__ = ["read_metadata", "import_sr", "parse_samplerate", "samples", "pin_changes",
            "bus_strobes"]
@@ -196,7 +196,7 @@ def _select(meta, signals, name):
 
 def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=None,
               snapshot_seconds=None, max_pulses=1_000_000, progress=None, bus=None,
-              tap_for=None, on_edge=None):
+              tap_for=None, on_edge=None, on_pulses=None):
     """Classify the R/B# lines of a sigrok session through the bit-exact model.
 
     Parameters are those of :func:`rbscope.importers.vcd.import_vcd`, except that the clock is
@@ -277,7 +277,8 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
                             class_names=class_names, probes=_probes(selected, probes),
                             snapshot_cycles=(max(1, round(snapshot_seconds * meta.samplerate))
                                              if snapshot_seconds else None),
-                            max_pulses=max_pulses, on_pulses=tap and tap.label,
+                            max_pulses=max_pulses,
+                            on_pulses=chain(tap and tap.label, on_pulses),
                             on_edge=on_edge)
                     n = len(values)
                     if tap is not None:

@@ -27,10 +27,12 @@ import math
 import os
 import re
 
+import numpy as np
+
 from ..measurement import Probe
 from ..model import SYNC_LATENCY
 from ..tap_model import PIN_CE, PIN_WE, BusDecoder
-from . import TIME_UNITS, RecordingError, StreamClassifier
+from . import TIME_UNITS, RecordingError, StreamClassifier, chain
 
 __all__ = ["VcdHeader", "read_header", "import_vcd", "write_vcd", "default_clock"]
 
@@ -53,6 +55,10 @@ class VcdHeader:
         self.timescale = timescale
         self.variables = variables
         self.body_line = body_line  # first line of the value-change section
+
+
+#: Widest ``$var`` accepted (bits): far beyond any bus a logic analyser records.
+MAX_VAR_BITS = 1 << 20
 
 
 def read_header(f, name="VCD"):
@@ -100,9 +106,9 @@ def read_header(f, name="VCD"):
                 raise RecordingError(f"{name}: line {lineno}: $var needs type, size, identifier "
                                      f"and name, got {' '.join(body)!r}")
             _, size, ident, ref = body[:4]
-            if not size.isdigit() or int(size) < 1:
-                raise RecordingError(f"{name}: line {lineno}: $var {ref}: size {size!r} is not a "
-                                     f"positive integer")
+            if not size.isdigit() or len(size) > 7 or not 1 <= int(size) <= MAX_VAR_BITS:
+                raise RecordingError(f"{name}: line {lineno}: $var {ref}: size {size[:20]!r} "
+                                     f"is not an integer from 1 to {MAX_VAR_BITS}")
             size = int(size)
             rest = "".join(body[4:])
             if "[" in ref:  # reference and bit-select written together: rb[3]
@@ -110,7 +116,8 @@ def read_header(f, name="VCD"):
                 rest = "[" + sel + rest
             msb, lsb = size - 1, 0
             full = ".".join(scope + [ref])
-            m = re.fullmatch(r"\[(-?\d+)(?::(-?\d+))?\]", rest) if rest else None
+            # Bit indexes of at most 10 digits (longer ones are not a bit range: a name).
+            m = re.fullmatch(r"\[(-?\d{1,10})(?::(-?\d{1,10}))?\]", rest) if rest else None
             if m and abs(int(m.group(1)) - int(m.group(2) or m.group(1))) + 1 == size:
                 msb = int(m.group(1))
                 lsb = int(m.group(2)) if m.group(2) is not None else msb
@@ -164,7 +171,7 @@ def _select(header, signals, name):
         return out
     out = []
     for sig in signals:
-        m = re.fullmatch(r"(.*?)\[(-?\d+)\]", sig)
+        m = re.fullmatch(r"(.*?)\[(-?\d{1,10})\]", sig)
         base, index = (m.group(1), int(m.group(2))) if m else (sig, None)
         found = None
         for var in header.variables:
@@ -209,7 +216,8 @@ def _ratio(what, value, unit, name):
 
 def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=None,
                unknown="hold", probes=None, snapshot_seconds=None, max_pulses=1_000_000,
-               progress=None, bus=None, tap_for=None, on_edge=None):
+               progress=None, bus=None, tap_for=None, on_edge=None,
+               on_pulses=None):
     """Classify the R/B# lines of a VCD file through the bit-exact model.
 
     Parameters
@@ -245,6 +253,9 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
     tap_for : callable
         With ``bus``: ``tap_for(params) -> TapLabeller`` for the sniffer parameters in use; the
         caller keeps the labeller to read its counts and labelled pulses.
+    on_pulses : callable, optional
+        Called as ``on_pulses(channel, starts, ends, widths)`` with every batch of measured
+        pulses (see :class:`~rbscope.importers.StreamClassifier`): e.g. to export them classified.
 
     Returns
     -------
@@ -329,7 +340,7 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             classifier = StreamClassifier(
                 params, config, clock, initial, class_names=class_names,
                 probes=_probes(selected, probes), snapshot_cycles=snap,
-                max_pulses=max_pulses, on_pulses=tap and tap.label,
+                max_pulses=max_pulses, on_pulses=chain(tap and tap.label, on_pulses),
                 on_edge=on_edge)
             if tap is not None:
                 decoder = BusDecoder(tap.params.targets,
@@ -377,13 +388,119 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                     classifier.edge(cycle, ch, new)
                     last_cycle = cycle
 
-        for line in f:
-            lineno += 1
-            read_bytes += len(line)
+        # Fast path: a chunk of plain scalar changes ("#t", "0!", "1\"" …) is tokenised and
+        # decoded with numpy and its edges go to the model in bulk; anything else (vectors,
+        # $ commands, reals, long identifiers, errors) goes through the word loop below, which
+        # defines the behaviour.
+        fast = None
+        keys = {}
+        if bus is None and all(pos is None for _var, pos, _label in selected):
+            for ch, (var, _pos, _label) in enumerate(selected):
+                ident = var.ident.encode("ascii", "replace")
+                if len(ident) > 7:
+                    keys = None
+                    break
+                keys.setdefault(int.from_bytes(ident, "little"), []).append(ch)
+
+        def fast_chunk(text):
+            nonlocal now, last_cycle
+            out = _scan_scalars(text)
+            if out is None:
+                return False
+            ts_at, ts_val, vc_at, vc_char, vc_key = out
+            if len(ts_val) and (ts_val[0] < now or np.any(np.diff(ts_val) < 0)):
+                return False  # time goes back: the word loop reports where
+            last_ts = np.searchsorted(ts_at, vc_at) - 1
+            times = np.where(last_ts >= 0, ts_val[np.maximum(last_ts, 0)], now)
+            cycles = (times - t0) // k
+            chunk_last = int((int(ts_val[-1]) if len(ts_val) else now) - t0) // k
+            per_channel = []
+            for key, chs in keys.items():
+                hit = vc_key == key
+                if not hit.any():
+                    continue
+                c = vc_char[hit]
+                cyc = cycles[hit]
+                lev = np.where(c == ord("0"), 0, 1).astype(np.int8)
+                unknown = (c == ord("x")) | (c == ord("X"))
+                for ch in chs:
+                    xcount[ch] += int(unknown.sum())
+                if unknown.any():
+                    if xval is None:
+                        cyc, lev = cyc[~unknown], lev[~unknown]
+                    else:
+                        lev = np.where(unknown, xval, lev).astype(np.int8)
+                for ch in chs:
+                    per_channel.append((ch, cyc, lev))
+            head_limit = classifier._last_cycle
+            changes = [(np.zeros(0, np.int64), np.zeros(0, np.int8)) for _ in range(nch)]
+            tails = []
+            for ch, cyc, lev in per_channel:
+                prev = np.empty_like(lev)
+                if not len(lev):
+                    continue
+                prev[0] = level[ch]
+                prev[1:] = lev[:-1]
+                moved = lev != prev
+                cyc, lev = cyc[moved], lev[moved]
+                if not len(lev):
+                    continue
+                classifier.edges += len(lev)
+                level[ch] = int(lev[-1])
+                last_cycle = max(last_cycle, int(cyc[-1]))
+                # The last of several changes in one cycle wins.
+                keep = np.ones(len(cyc), dtype=bool)
+                keep[:-1] = cyc[1:] != cyc[:-1]
+                cyc, lev = cyc[keep], lev[keep]
+                # Cycles the buffered edges may still reach, and the chunk's last cycle (the
+                # next chunk may continue it), go through edge(); the rest in bulk.
+                lo = int(np.searchsorted(cyc, head_limit, side="right"))
+                hi = int(np.searchsorted(cyc, chunk_last, side="left"))
+                for c_, l_ in zip(cyc[:lo].tolist(), lev[:lo].tolist(), strict=True):
+                    classifier.edge(c_, ch, l_)
+                    classifier.edges -= 1
+                changes[ch] = (cyc[lo:hi], lev[lo:hi])
+                tails.append((ch, cyc[hi:], lev[hi:]))
+            if chunk_last > classifier._last_cycle:
+                classifier.feed(chunk_last, changes)
+            else:  # everything is at the buffered cycle
+                for ch, (cyc, lev) in enumerate(changes):
+                    for c_, l_ in zip(cyc.tolist(), lev.tolist(), strict=True):
+                        classifier.edge(c_, ch, l_)
+                        classifier.edges -= 1
+            for ch, cyc, lev in tails:
+                for c_, l_ in zip(cyc.tolist(), lev.tolist(), strict=True):
+                    classifier.edge(c_, ch, l_)
+                    classifier.edges -= 1
+            if len(ts_val):
+                now = int(ts_val[-1])
+            return True
+
+        if keys:
+            fast = fast_chunk
+
+        def words_of(text):
+            nonlocal lineno
+            for line in text.splitlines():
+                lineno += 1
+                yield from line.split()
+
+        while True:
+            # Small reads until the model starts (the first cycle's levels), then whole chunks.
+            text = f.read(CHUNK if classifier is not None else min(CHUNK, 1 << 16))
+            if not text:
+                break
+            if not text.endswith("\n"):
+                text += f.readline()
+            read_bytes += len(text)
             if progress is not None and read_bytes >= next_progress:
                 progress(read_bytes, total)
                 next_progress += 1 << 24
-            for word in line.split():
+            if (fast is not None and classifier is not None and not skipping
+                    and pending_value is None and fast(text)):
+                lineno += text.count("\n")
+                continue
+            for word in words_of(text):
                 if skipping:
                     if word == "$end":
                         skipping = False
@@ -431,8 +548,8 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                         raise RecordingError(f"{name}: line {lineno}: bad vector value "
                                              f"{word!r}")
                     pending_value = value
-                elif c in "rR":
-                    pending_value = _SKIP  # a real value: skip its identifier
+                elif c in "rRsS":
+                    pending_value = _SKIP  # a real or string value: skip its identifier
                 elif word == "$comment":
                     skipping = True
                 elif word.startswith("$"):
@@ -472,6 +589,57 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
 
 
 _SKIP = "\0skip"
+
+#: Characters of VCD text read at a time (the import's memory bound, with the model's batches).
+CHUNK = 1 << 22
+
+_WS = np.zeros(256, dtype=bool)
+_WS[[9, 10, 11, 12, 13, 32]] = True
+_VALUE = np.zeros(256, dtype=bool)
+_VALUE[[ord(c) for c in "01xXzZ"]] = True
+
+
+def _token_bytes(a, starts, lens):
+    """Yield ``(j, inside, byte)``: byte ``j >= 1`` of every token (where ``inside``)."""
+    for j in range(1, int(lens.max()) if len(lens) else 1):
+        yield j, j < lens, a[np.minimum(starts + j, len(a) - 1)].astype(np.int64)
+
+
+def _scan_scalars(text):
+    """Tokenise a chunk of plain scalar value changes with numpy.
+
+    Returns ``(timestamp token index, timestamps, change token index, value char, identifier
+    key)`` (identifiers of at most 7 bytes packed little-endian), or None when the chunk holds
+    anything else.
+    """
+    data = text.encode("ascii", "replace")
+    a = np.frombuffer(data, dtype=np.uint8)
+    if not len(a):
+        return None
+    ws = _WS[a]
+    starts = np.flatnonzero(~ws & np.concatenate(([True], ws[:-1])))
+    ends = np.flatnonzero(~ws & np.concatenate((ws[1:], [True]))) + 1
+    first = a[starts]
+    lens = ends - starts
+    is_ts = first == ord("#")
+    is_vc = _VALUE[first]
+    if not np.all(is_ts | is_vc) or np.any(lens < 2):
+        return None
+    ts_s, ts_l = starts[is_ts], lens[is_ts]
+    vc_s, vc_l = starts[is_vc], lens[is_vc]
+    if (len(ts_l) and ts_l.max() > 19) or (len(vc_l) and vc_l.max() > 8):
+        return None
+    ts_val = np.zeros(len(ts_s), dtype=np.int64)
+    for _j, inside, byte in _token_bytes(a, ts_s, ts_l):
+        d = byte - ord("0")
+        if np.any(inside & ((d < 0) | (d > 9))):
+            return None
+        ts_val = np.where(inside, ts_val * 10 + d, ts_val)
+    key = np.zeros(len(vc_s), dtype=np.int64)
+    for j, inside, byte in _token_bytes(a, vc_s, vc_l):
+        key = np.where(inside, key | (byte << (8 * (j - 1))), key)
+    token = np.arange(len(starts))
+    return token[is_ts], ts_val, token[is_vc], first[is_vc], key
 
 
 def _probes(selected, probes):

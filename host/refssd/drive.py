@@ -194,6 +194,16 @@ class Drive:
     multi_plane : bool
         Programs and erases address one block in every plane at once (Mp = planes).
     cache_program, cache_read : bool
+    slc_cache : int
+        Erase units per die run in SLC mode as a write cache in front of MLC/TLC (0: none).
+    ftl : str
+        ``"page"`` (:class:`~rbscope.refssd.ftl.PageFTL`) or ``"hybrid"``
+        (:class:`~rbscope.refssd.ftl.HybridFTL`, hUBI-like: each block holds
+        ``pages_per_block - hybrid_log_pages`` data pages and a log area of
+        ``hybrid_log_pages``; over-provisioning is then the log area plus two spare blocks
+        per die, and ``over_provisioning`` is not used).
+    hybrid_log_pages : int
+        Log pages per block of the hybrid FTL.
     bus_mb_s : float
         Channel data rate (MB/s) for data in and out.
     timing : dict of str to (float, float)
@@ -227,6 +237,9 @@ class Drive:
     multi_plane: bool = False
     cache_program: bool = False
     cache_read: bool = False
+    slc_cache: int = 0
+    ftl: str = "page"
+    hybrid_log_pages: int = 0
     bus_mb_s: float = 40.0
     timing: dict = field(default_factory=dict)
     power_on: bool = True
@@ -252,7 +265,7 @@ class Drive:
         if self.gc not in ("greedy", "cost-benefit"):
             raise RefSSDError(f"drive {self.name}: gc must be greedy or cost-benefit, "
                               f"not {self.gc!r}")
-        for key in ("wear_levelling", "write_buffer"):
+        for key in ("wear_levelling", "write_buffer", "slc_cache"):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise RefSSDError(f"drive {self.name}: {key} must be an integer >= 0, "
@@ -281,8 +294,23 @@ class Drive:
         if self.logical_pages < 1:
             raise RefSSDError(f"drive {self.name}: no logical space left after "
                               f"over-provisioning")
-        spare = units - math.ceil(self.logical_pages / self.dies / self.pages_per_block
-                                  / self.mp)
+        if self.ftl not in ("page", "hybrid"):
+            raise RefSSDError(f"drive {self.name}: ftl must be page or hybrid, not {self.ftl!r}")
+        if self.ftl == "hybrid":
+            if self.multi_plane or self.slc_cache:
+                raise RefSSDError(f"drive {self.name}: the hybrid FTL supports neither "
+                                  f"multi-plane programs nor an SLC cache")
+            if not 0 < self.hybrid_log_pages < self.pages_per_block:
+                raise RefSSDError(f"drive {self.name}: hybrid_log_pages must be between 1 and "
+                                  f"pages_per_block - 1, not {self.hybrid_log_pages!r}")
+            return
+        if self.slc_cache and self.cell == "slc":
+            raise RefSSDError(f"drive {self.name}: an SLC cache needs MLC or TLC cells")
+        spare = units - self.slc_cache - math.ceil(self.logical_pages / self.dies
+                                                   / self.pages_per_block / self.mp)
+        if self.slc_cache == 1:
+            raise RefSSDError(f"drive {self.name}: an SLC cache needs at least 2 units per die "
+                              f"(one open while the oldest migrates)")
         if spare < self.gc_free_units + self.open_streams + 1:
             raise RefSSDError(
                 f"drive {self.name}: {units} blocks per die with {self.over_provisioning:.1%} "
@@ -314,7 +342,11 @@ class Drive:
 
     @property
     def logical_pages(self):
-        """Pages the host can address: the physical pages over (1 + over-provisioning)."""
+        """Pages the host can address: the physical pages over (1 + over-provisioning); for the
+        hybrid FTL the data areas of all blocks but two per die."""
+        if self.ftl == "hybrid":
+            return (self.dies * (self.units_per_die - 2)
+                    * (self.pages_per_block - self.hybrid_log_pages))
         return int(self.physical_pages / (1 + self.over_provisioning))
 
     @property
@@ -408,6 +440,12 @@ def _presets():
         channels=4, planes_per_die=2, blocks_per_plane=4096, pages_per_block=128,
         page_size=4096, cell="mlc", over_provisioning=16 / 14.0 - 1, write_buffer=32 * 1024,
         bus_mb_s=40.0, user_geometry_name="ssd-v")
+    p["ssd-i"] = Drive(
+        name="ssd-i", description="RB-Explorer's SSD-I (Intel X25-V 40 GB class): 34 nm MLC, 5 "
+        "channels x 1 chip x 2 dies x 2 planes, single-plane programs, the OP-sweep drive",
+        channels=5, dies_per_chip=2, planes_per_die=2, blocks_per_plane=2048,
+        pages_per_block=128, page_size=4096, cell="mlc", over_provisioning=40 / 37.2 - 1,
+        write_buffer=32 * 1024, bus_mb_s=40.0, user_geometry_name="ssd-i")
     p["mlc-2plane"] = Drive(
         name="mlc-2plane", description="SSD-M class: 25 nm MLC, 8 channels x 1 chip x 2 dies x "
         "2 planes, two-plane programs and erases, 1 MiB write buffer",
@@ -428,6 +466,20 @@ def _presets():
                 "read_upper": (70.0, 95.0), "program_lower": (400.0, 700.0),
                 "program_middle": (1200.0, 1800.0), "program_upper": (2500.0, 4000.0),
                 "erase": (3000.0, 4500.0)},
+        user_windows="calibrated")
+    p["tlc-slc"] = p["tlc-gc"].with_(
+        name="tlc-slc", description="TLC with an SLC write cache (16 SLC-mode blocks per die), "
+        "4 channels x 2 dies, 16 KiB pages, 10 % over-provisioning, greedy GC",
+        over_provisioning=0.10, slc_cache=16, gc="greedy", wear_levelling=0,
+        timing={"read_slc": (30.0, 40.0), "program_slc": (150.0, 250.0)})
+    p["hubi"] = Drive(
+        name="hubi", description="hUBI-paper class MLC (2 KiB pages, 128-page blocks) with a "
+        "hybrid FTL: 100 data + 28 log pages per block, single-block merge",
+        channels=4, planes_per_die=1, blocks_per_plane=2048, pages_per_block=128,
+        page_size=2048, cell="mlc", ftl="hybrid", hybrid_log_pages=28,
+        timing={"read_lower": (40.0, 50.0), "read_upper": (45.0, 60.0),
+                "program_lower": (300.0, 600.0), "program_upper": (900.0, 1500.0),
+                "erase": (1400.0, 1600.0)},
         user_windows="calibrated")
     p["cache-prog"] = Drive(
         name="cache-prog", description="MLC with cache programs (80h-15h chains) and cache "
@@ -466,9 +518,10 @@ def preset(name, **changes):
 _SECTIONS = {
     "array": ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
               "blocks_per_plane", "pages_per_block", "page_size", "cell"),
-    "firmware": ("over_provisioning", "gc", "gc_free_units", "open_streams", "wear_levelling",
-                 "write_buffer", "multi_plane", "cache_program", "cache_read", "bus_mb_s",
-                 "power_on"),
+    "firmware": ("ftl", "hybrid_log_pages", "over_provisioning", "gc", "gc_free_units",
+                 "open_streams", "wear_levelling",
+                 "write_buffer", "multi_plane", "cache_program", "cache_read", "slc_cache",
+                 "bus_mb_s", "power_on"),
     "user": ("geometry", "windows"),
 }
 

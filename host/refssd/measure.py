@@ -10,15 +10,15 @@ bundled geometry's, or those ``rbscope calibrate`` proposes from the recording.
 
 import numpy as np
 
-from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
 
 from .. import calibrate as cal
-from ..geometry import DEFAULT_PRESET
 from ..importers import StreamClassifier
 from ..importers.vcd import write_vcd as _write_vcd
 from ..logical import from_bytes
 from ..measurement import Probe
 from ..model import Train
+from ..presets import DEFAULT_PRESET
 from ..wa import compute_wa
 from .drive import RefSSDError
 
@@ -59,13 +59,13 @@ def user_preset(run):
 
 
 def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits=24,
-                   quiet_s=1.0, max_pulses=0):
+                   max_pulses=0):
     """Classify the run's R/B# pulses through the bit-exact sniffer model.
 
     Parameters
     ----------
     run : Run
-    preset : ClassifierPreset, optional
+    preset : rbscope.presets.Preset, optional
         Windows (default :func:`user_preset`).
     dies : sequence of int, optional
         Dies whose R/B# is probed, one sniffer line each (default: all).
@@ -73,8 +73,8 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
         Recording clock; the tick is one clock (prescaler 1), as ``rbscope analyze`` defaults.
     width_bits : int
         The sniffer's width counter (``analyze --width-bits``, default 24).
-    quiet_s : float
-        Ready time recorded after the last pulse (the method reads after quiescence).
+    The recording ends the preset's idle time (``idle_s``, clamped to the timestamp) after the
+    last pulse: the method reads after quiescence.
     max_pulses : int
         Keep the widths of at most this many pulses in ``Measurement.pulses``.
     """
@@ -86,7 +86,7 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
         if not 0 <= d < run.drive.dies:
             raise RefSSDError(f"die {d} is not a die of {run.drive.name} (0 … "
                               f"{run.drive.dies - 1})")
-    params = SnifferParams(channels=len(dies), classes=max(5, len(preset.windows)),
+    params = SnifferParams(channels=len(dies), classes=classes_for_windows(len(preset.windows)),
                            width_bits=width_bits)
     tick = clock_ns * 1e-9
     config, names, _ = preset.to_config(params, tick)
@@ -106,7 +106,7 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
                         strict=True):
         edge(c, ch, v)
     last = int(cyc.max()) if len(cyc) else 0
-    end = last + 1 + round(quiet_s * 1e9 / clock_ns)
+    end = last + 2 + config.idle_ticks
     return sc.finish(end, {"source": "simulation", "refssd": run.drive.name,
                            "workload": run.workload, "precondition": run.precondition,
                            "seed": run.seed})

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .drive import Drive, RefSSDError, load_drive
-from .ftl import Cause, PageFTL
+from .ftl import Cause, make_ftl
 from .timing import NandOp, schedule
 from .workload import READ, TRIM, WRITE, Workload
 
@@ -19,7 +19,7 @@ __all__ = ["Truth", "Run", "simulate", "precondition_ftl", "PRECONDITIONS"]
 #: state).
 PRECONDITIONS = ("fresh", "initial", "steady")
 
-_CAUSES = ("host", "gc", "rmw", "wl", "pad")
+_CAUSES = ("host", "gc", "rmw", "wl", "pad", "slc")
 
 
 @dataclass
@@ -32,7 +32,8 @@ class Truth:
     host_pages_written : float
         Host bytes written over the page size.
     pages_programmed : dict of str to int
-        NAND pages programmed by cause (``host``, ``gc``, ``rmw``, ``wl``, ``pad``) and ``total``.
+        NAND pages programmed by cause (``host``, ``gc``, ``rmw``, ``wl``, ``pad``, ``slc``) and
+        ``total``.
     program_operations : int
         Program operations (a multi-plane program is one operation of Mp pages).
     erases : dict of str to int
@@ -85,6 +86,8 @@ class Run:
     seed : int
     stats : dict
         Run times: ``ftl_s``, ``timing_s``, ``operations``, ``pulses``.
+    ftl : PageFTL
+        The FTL after the run (to continue with ``simulate(..., ftl=run.ftl)``).
     """
 
     drive: Drive
@@ -98,6 +101,7 @@ class Run:
     end_ns: int
     seed: int
     stats: dict = field(default_factory=dict)
+    ftl: object = field(default=None, repr=False)
 
     def die_location(self, die):
         return self.drive.die_location(die)
@@ -137,7 +141,7 @@ def _counts(row):
 
 
 def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0,
-             flush=True):
+             flush=True, ftl=None):
     """Run ``workload`` on ``drive``; return a :class:`Run`.
 
     Parameters
@@ -154,13 +158,22 @@ def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0
         Random 4 KiB overwrites of the logical space for ``steady``.
     flush : bool
         Write the buffer back at the end (as a host's final fsync).
+    ftl : PageFTL, optional
+        Continue on this FTL (its state is kept, its counters are zeroed; ``precondition`` is
+        not applied, only recorded): consecutive sub-tests of one experiment, or a state
+        prepared once and copied. ``Run.ftl`` is the FTL.
     """
     drive = load_drive(drive)
     if not isinstance(workload, Workload):
         raise RefSSDError(f"workload must be a Workload, not {workload!r}")
     t0 = time.perf_counter()
-    ftl = PageFTL(drive)
-    precondition_ftl(ftl, precondition, seed=seed, steady_passes=steady_passes)
+    if ftl is None:
+        ftl = make_ftl(drive)
+        precondition_ftl(ftl, precondition, seed=seed, steady_passes=steady_passes)
+    else:
+        if ftl.drive != drive:
+            raise RefSSDError("ftl belongs to another drive")
+        ftl.reset_counts()
     t1 = time.perf_counter()
     write, read, trim = ftl.write, ftl.read, ftl.trim
     for op, off, size in zip(workload.ops.tolist(), workload.offsets.tolist(),
@@ -201,4 +214,4 @@ def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0
              "pulses_per_s": len(ops) / (t3 - t2) if t3 > t2 else None}
     return Run(drive=drive, workload=workload.name, precondition=precondition,
                pulses=pulses, commands=commands, truth=truth, geometry=drive.user_geometry(),
-               logical_bytes=written, end_ns=int(end_ns), seed=seed, stats=stats)
+               logical_bytes=written, end_ns=int(end_ns), seed=seed, stats=stats, ftl=ftl)

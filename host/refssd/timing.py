@@ -137,7 +137,7 @@ def _expand(drive, log, rng):
     rows["block"] = f["unit"][idx]
     rows["page"] = np.where(k == FtlOp.ERASE, -1, f["row"][idx])
     rows["cause"] = f["cause"][idx]
-    plane = np.where(planes[idx] > 1, pos, 0)
+    plane = np.where(planes[idx] > 1, pos, f["plane"][idx])
     # Base busy times (ns) and the array time of each pulse (programs and reads).
     base = np.zeros(len(idx), dtype=np.int64)
     array_ns = np.zeros(len(idx), dtype=np.int64)

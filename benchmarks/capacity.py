@@ -1,0 +1,159 @@
+"""Capacity after place and route: channels against LUT/FF/RAM use and Fmax, per board.
+
+Usage::
+
+    nice -n 5 .venv/bin/python benchmarks/capacity.py [--board B ...] [--channels N ...]
+        [--emulator DIES ...] [--seed S] [--no-write] [--json results.json]
+
+Builds every configuration with the PyPI tools (``rbscope.boards.build``, the same code as
+``make bitstream``), one after the other, with a fixed placer seed, and writes the table into
+``docs/benchmarks.md`` under "Capacity after place and route" (replacing that section), with the
+date, the tool versions and the exact command. The largest channel count that fits the part and
+meets the clock, among those tried, is stated per board. Slow: minutes per build.
+"""
+
+import argparse
+import datetime
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from rbscope.boards.build import BOARDS, board_class, build, tool_env
+from rbscope.boards.top import BoardError
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "benchmarks.md"
+HEADING = "## Capacity after place and route"
+
+#: Default configurations: (board, channels, emulated dies).
+DEFAULT = [
+    ("icebreaker", 8, 0), ("icebreaker", 16, 0), ("icebreaker", 2, 2),
+    ("ulx3s", 32, 0), ("ulx3s", 56, 0), ("ulx3s", 2, 2),
+    ("ecpix5", 64, 0), ("ecpix5", 2, 2),
+]
+
+
+def tool_versions():
+    """Versions of the tools, as they print them."""
+    from importlib.metadata import version
+
+    import amaranth
+    env = tool_env()
+    out = {"amaranth": amaranth.__version__, "amaranth-boards": version("amaranth-boards")}
+    for var in ("YOSYS", "NEXTPNR_ICE40", "NEXTPNR_ECP5"):
+        tool = env.get(var, var.lower())
+        try:
+            text = subprocess.run([tool, "--version"], capture_output=True, text=True,
+                                  timeout=600).stdout.strip().splitlines()
+            out[Path(tool).name] = text[0] if text else "?"
+        except OSError as exc:
+            out[Path(tool).name] = f"unavailable ({exc})"
+    return out
+
+
+def run(configs, seed, build_dir):
+    rows = []
+    for board, channels, dies in configs:
+        print(f"building {board}, {channels} channels, {dies} emulated dies …", flush=True)
+        try:
+            result = build(board, channels=channels, emulator=dies, seed=seed,
+                           build_dir=build_dir)
+            print(result.summary(), flush=True)
+            rows.append({"board": board, "device": result.device, "channels": channels,
+                         "emulator": dies, "utilisation": result.utilisation,
+                         "fmax_mhz": result.fmax_hz / 1e6,
+                         "target_mhz": result.target_hz / 1e6, "met": result.timing_met,
+                         "seconds": result.seconds, "error": ""})
+        except BoardError as exc:
+            print(f"  failed: {exc}", flush=True)
+            rows.append({"board": board, "device": board_class(board).device,
+                         "channels": channels, "emulator": dies, "utilisation": {},
+                         "fmax_mhz": 0.0, "target_mhz": board_class(board).target_hz / 1e6,
+                         "met": False, "seconds": 0.0, "error": str(exc)})
+    return rows
+
+
+def _cell(util, kind):
+    if kind not in util:
+        return "–"
+    used, avail = util[kind]
+    return f"{used:,} / {avail:,}".replace(",", " ")
+
+
+def table(rows, versions, command):
+    lines = [HEADING, "",
+             f"Measured {datetime.date.today().isoformat()} with `{command}` (nextpnr's "
+             f"`--report` after place and route; placer seed fixed). Tools: "
+             + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".", "",
+             "| board | part | R/B# channels | emulated dies | logic (LC or LUT4) | FF | "
+             "block RAM | SPRAM | Fmax | clock | result |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        u = {k: tuple(v) for k, v in r["utilisation"].items()}
+        logic = _cell(u, "LC") if "LC" in u else _cell(u, "LUT4")
+        if r["error"]:
+            result = "does not build: " + r["error"].split(": ", 1)[-1][:120]
+        else:
+            result = "meets timing" if r["met"] else "**timing not met**"
+        lines.append(
+            f"| {r['board']} | {r['device']} | {r['channels'] if not r['emulator'] else '–'} | "
+            f"{r['emulator'] or '–'} | {logic} | {_cell(u, 'FF')} | {_cell(u, 'BRAM')} | "
+            f"{_cell(u, 'SPRAM')} | "
+            + (f"{r['fmax_mhz']:.1f} MHz" if r["fmax_mhz"] else "–")
+            + f" | {r['target_mhz']:.0f} MHz | {result} |")
+    lines += ["", "Largest R/B# channel count tried that fits its part and meets its clock:", ""]
+    for board in dict.fromkeys(r["board"] for r in rows):
+        ok = [r["channels"] for r in rows
+              if r["board"] == board and r["met"] and not r["emulator"]]
+        lines.append(f"- {board}: " + (f"{max(ok)} channels" if ok else
+                                        "none of the configurations tried"))
+    return "\n".join(lines) + "\n"
+
+
+def write_section(text):
+    doc = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    pattern = re.compile(rf"^{re.escape(HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(doc):
+        doc = pattern.sub(lambda _: text + "\n", doc)
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text
+    DOC.write_text(doc)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--board", action="append", choices=sorted(BOARDS),
+                        help="only this board (repeatable)")
+    parser.add_argument("--channels", type=int, action="append",
+                        help="channel counts to build (repeatable; default: a fixed list)")
+    parser.add_argument("--emulator", type=int, action="append", default=None,
+                        help="emulated dies of the loopback builds (repeatable)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--build-dir", default=str(ROOT / "build" / "capacity"))
+    parser.add_argument("--json", help="also write the raw results here")
+    parser.add_argument("--no-write", action="store_true", help="do not touch the docs")
+    args = parser.parse_args(argv)
+    configs = DEFAULT
+    if args.channels or args.emulator:
+        boards = args.board or list(BOARDS)
+        configs = [(b, c, 0) for b in boards for c in (args.channels or [])]
+        configs += [(b, d, d) for b in boards for d in (args.emulator or [])]
+    elif args.board:
+        configs = [c for c in DEFAULT if c[0] in args.board]
+    rows = run(configs, args.seed, args.build_dir)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    command = "python benchmarks/capacity.py " + shlex.join(argv if argv is not None
+                                                            else sys.argv[1:])
+    text = table(rows, tool_versions(), command.strip())
+    print(text)
+    if not args.no_write:
+        write_section(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,395 @@
+"""A seeded mutation fuzzer for rbscope's parsers, and one target per parser.
+
+Each target takes ``(rng, data)`` — a mutated input — and raises :class:`FuzzFailure` when the
+parser misbehaves: an exception other than the project's own error type, a corrupted frame
+accepted, a result that depends on how the input was cut into chunks, or too much work for the
+input's size. ``tests/test_fuzz.py`` runs a few hundred inputs per target in the default suite
+and many more in a ``slow`` test; a long run from the command line::
+
+    .venv/bin/python tests/fuzzing.py --target all -n 1000000 --seed 1
+
+prints, per target, how many inputs ran and every failure (with the seed that reproduces it).
+"""
+
+import argparse
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+import zlib
+
+from rbscope.capture import CaptureError, CaptureReader, CaptureWriter, capture_to_measurement
+from rbscope.gateware.link.protocol import FrameType, StatusFlags
+from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.geometry import GeometryError, parse_geometry
+from rbscope.importers import RecordingError
+from rbscope.measurement import MeasurementError
+from rbscope.presets import PresetError, parse_toml
+from rbscope.protocol import (
+    FrameDecoder,
+    encode_frame,
+    encode_payload,
+    frame_bytes,
+    info_values,
+    stuff,
+)
+from rbscope.sources import SourceOptionError, open_measurement
+
+__all__ = ["FuzzFailure", "TARGETS", "mutate", "case", "run"]
+
+
+#: Where inputs are written (memory-backed when the system has one).
+_TMP = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+class FuzzFailure(AssertionError):
+    """The parser misbehaved on one input."""
+
+
+# Mutation ----------------------------------------------------------------------------------------
+
+_INTERESTING = (b"\x00", b"\xff", b"\xc0", b"\xdb", b"\xa5", b"{", b"}", b"[", b"]", b"#", b"$",
+                b"\n", b" ", b"=", b"\"", b"9" * 30, b"9" * 4301, b"[" * 1000, b"-1", b"1e308",
+                b"1e400", b"nan", b"$end", b"$var", b"#99999999999", b"#" + b"9" * 20)
+
+
+def mutate(rng, data, pool=()):
+    """Return ``data`` changed by 1 … 4 random edits (bit flips, byte edits, insertions of
+    interesting tokens, deletions, duplications, splices with ``pool`` inputs)."""
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(8)
+        n = len(out)
+        if op == 0 and n:
+            i = rng.randrange(n)
+            out[i] ^= 1 << rng.randrange(8)
+        elif op == 1 and n:
+            out[rng.randrange(n)] = rng.randrange(256)
+        elif op == 2:
+            i = rng.randint(0, n)
+            out[i:i] = rng.choice(_INTERESTING)
+        elif op == 3 and n:
+            i = rng.randrange(n)
+            del out[i:i + rng.randint(1, 64)]
+        elif op == 4 and n:
+            i = rng.randrange(n)
+            j = min(n, i + rng.randint(1, 256))
+            out[j:j] = out[i:j] * rng.randint(1, 3)
+        elif op == 5:
+            i = rng.randint(0, n)
+            out[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 200)))
+        elif op == 6 and pool:
+            other = rng.choice(pool)
+            if other:
+                a = rng.randrange(len(other))
+                i = rng.randint(0, n)
+                out[i:i] = other[a:a + rng.randint(1, 400)]
+        elif op == 7 and n:
+            # A digit run replaced by a huge or odd number.
+            i = rng.randrange(n)
+            out[i:i + 1] = rng.choice((b"4" * 4301, b"99999999999", b"1e308", b"-5", b"0"))
+    return bytes(out)
+
+
+class _Deadline:
+    """Raise :class:`FuzzFailure` if the body uses more than ``seconds`` of CPU time (a hang;
+    CPU rather than wall-clock time, so that a loaded machine does not look like a hang)."""
+
+    def __init__(self, seconds, what):
+        self.seconds = seconds
+        self.what = what
+
+    def _alarm(self, signum, frame):
+        raise FuzzFailure(f"{self.what}: still running after {self.seconds} s of CPU (a hang)")
+
+    def __enter__(self):
+        self.old = signal.signal(signal.SIGVTALRM, self._alarm)
+        signal.setitimer(signal.ITIMER_VIRTUAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc):
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, self.old)
+
+
+# UART decoder ------------------------------------------------------------------------------------
+
+_P = SnifferParams(channels=3)
+
+
+def _uart_frames():
+    info = encode_payload(None, FrameType.INFO, info_values(_P, clock_hz=48_000_000))
+    status = encode_payload(_P, FrameType.STATUS, {
+        "snapshot": 1, "timestamp": 0xC0DB, "epoch": 0xDBC0, "flags": 1})
+    counters = encode_payload(_P, FrameType.COUNTERS, {
+        "snapshot": 1, "channel": 2, "timestamp": 5,
+        "counters": [0xC0C0DBDB] * _P.counters_per_channel})
+    return [encode_frame(t, p, seq) for seq, (t, p) in enumerate(
+        ((FrameType.INFO, info), (FrameType.STATUS, status), (FrameType.COUNTERS, counters)))]
+
+
+_UART_FRAMES = _uart_frames()
+_UART_SEED = b"".join(_UART_FRAMES)
+
+
+def _decode(chunks):
+    d = FrameDecoder()
+    out = []
+    for c in chunks:
+        out += d.feed(c)
+    return [f.raw for f in out], d.stats
+
+
+def fuzz_uart(rng, data):
+    """No exception; every frame returned stands, stuffed and with its CRC, in the input (no
+    corrupted frame is accepted); the frames do not depend on how the bytes are cut."""
+    whole, stats = _decode([data])
+    for raw in whole:
+        if stuff(raw + zlib.crc32(raw).to_bytes(4, "little")) not in data:
+            raise FuzzFailure(f"a frame that is not in the input was accepted: {raw.hex()}")
+    cuts = sorted(rng.randrange(len(data) + 1) for _ in range(rng.randint(1, 8)))
+    chunks = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    split, _ = _decode(chunks)
+    if split != whole:
+        raise FuzzFailure(f"{len(whole)} frames in one call, {len(split)} in chunks {cuts}")
+    if stats.bytes != len(data):
+        raise FuzzFailure("the decoder lost count of the bytes fed")
+
+
+# Capture reader ----------------------------------------------------------------------------------
+
+
+def _capture_seed():
+    path = tempfile.mktemp(suffix=".rbcap")
+    try:
+        with CaptureWriter(path, meta={"port": "fuzz"}) as w:
+            w.raw_frame(frame_bytes(FrameType.INFO, encode_payload(
+                None, FrameType.INFO, info_values(_P, clock_hz=1_000_000))), time_ns=1)
+            w.config({"PRESCALER": 1, "WINDOW_0_LO": 10, "WINDOW_0_HI": 100,
+                      "WINDOW_1_LO": 100, "WINDOW_1_HI": 3000}, time_ns=2)
+            w.event("config", time_ns=2, preset="fuzz", class_names=["read", "program"])
+            for n in range(3):
+                w.raw_frame(frame_bytes(FrameType.STATUS, encode_payload(_P, FrameType.STATUS, {
+                    "snapshot": n, "timestamp": 1000 * (n + 1), "epoch": 1,
+                    "flags": int(StatusFlags.QUIESCENT)}), n), time_ns=10 + n)
+                for ch in range(_P.channels):
+                    w.raw_frame(frame_bytes(FrameType.COUNTERS, encode_payload(
+                        _P, FrameType.COUNTERS, {
+                            "snapshot": n, "channel": ch, "timestamp": 1000 * (n + 1),
+                            "counters": [n + ch] * _P.counters_per_channel})), time_ns=10 + n)
+            w.raw_frame(frame_bytes(FrameType.HISTOGRAM, encode_payload(
+                _P, FrameType.HISTOGRAM, {"channel": 0, "first": 0, "epoch": 1,
+                                          "timestamp": 9000, "bins": [3] * 16})), time_ns=20)
+            w.event("stop", reason="quiescent", time_ns=30)
+        with open(path, "rb") as f:
+            return f.read()
+    finally:
+        os.unlink(path)
+
+
+_CAPTURE_SEED = _capture_seed()
+
+
+def _read_all(path, chunk):
+    r = CaptureReader(path, chunk_size=chunk)
+    return ([(x.offset, x.kind, x.body) for x in r.records], r.errors, r.end, r.truncated)
+
+
+def fuzz_capture(rng, data):
+    """Only CaptureError (not a capture), the same records, errors and end offset at every chunk
+    size, work linear in the size, and capture_to_measurement ending in the project's errors."""
+    fd, path = tempfile.mkstemp(suffix=".rbcap", dir=_TMP)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        t = time.process_time()
+        try:
+            ref = _read_all(path, 1 << 22)
+        except CaptureError:
+            return
+        spent = time.process_time() - t
+        if spent > 0.5 + len(data) / 2e5:
+            raise FuzzFailure(f"{len(data)} bytes took {spent:.2f} s to read")
+        for chunk in ((1,) if rng.random() < 0.1 else ()) + (7, rng.randint(2, 300)):
+            got = _read_all(path, chunk)
+            if got != ref:
+                raise FuzzFailure(f"chunk size {chunk}: {got[1:]} != {ref[1:]}")
+        try:
+            capture_to_measurement(path)
+        except (CaptureError, MeasurementError):
+            pass
+    finally:
+        os.unlink(path)
+
+
+# VCD importer ------------------------------------------------------------------------------------
+
+_VCD_SEED = b"""$date today $end
+$timescale 1 ns $end
+$scope module top $end
+$var wire 1 ! rb0 $end
+$var wire 2 " bus [1:0] $end
+$var wire 1 # rb2 [3] $end
+$upscope $end
+$enddefinitions $end
+#0
+1!
+b11 "
+1#
+#100
+0!
+#20000
+1!
+b01 "
+#40000
+0#
+#900000
+1#
+x!
+#1000000
+"""
+
+
+def fuzz_vcd(rng, data):
+    """Only the importers' errors; bounded time (no tick-by-tick walk over time jumps)."""
+    fd, path = tempfile.mkstemp(suffix=".vcd", dir=_TMP)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        snapshot = rng.choice((None, None, 1e-6, 1e-3))
+        with _Deadline(10, f"VCD of {len(data)} bytes (snapshot {snapshot})"):
+            try:
+                open_measurement(path, fmt="vcd", snapshot_seconds=snapshot,
+                                 max_pulses=rng.choice((0, 100)))
+            except (RecordingError, MeasurementError, SourceOptionError, PresetError):
+                pass
+    finally:
+        os.unlink(path)
+
+
+# TOML: geometry and presets ----------------------------------------------------------------------
+
+_TOML_SEED = b"""name = "Fuzz"
+description = "a drive"
+
+[geometry]
+channels = 2
+chips_per_channel = 1
+dies_per_chip = 2
+planes_per_die = 2
+page_size = 4096
+pages_per_block = 128
+program_model = "multi-plane"
+
+[capacity]
+raw_gb = 16
+user_gb = 14.0
+
+[timing]
+read = [20, 50]
+program = [200, 2200]
+erase = 2000
+
+[classifier]
+glitch_us = 0.2
+[classifier.windows]
+read = [10, 150]
+program = [150, 2300]
+erase = [2300, 10000]
+
+[preset.mine]
+base = "mlc34nm"
+tick_us = 0.1
+idle_s = 300
+[preset.mine.windows]
+program = [300, 2500]
+"""
+
+
+def fuzz_toml(rng, data):
+    """Only GeometryError / PresetError, from loading and from converting to ticks."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    try:
+        g = parse_geometry(text.split("[preset.")[0], "fuzz.toml")
+        presets = [g.classifier] if g.classifier is not None else []
+    except GeometryError:
+        presets = []
+    try:
+        presets += parse_toml(text, "fuzz.toml").values()
+    except PresetError:
+        pass
+    params = SnifferParams(channels=1, width_bits=rng.choice((16, 24, 32)))
+    for p in presets:
+        for tick in (1e-9, 1e-7, 1e-3):
+            try:
+                p.to_config(params, tick, prescaler=rng.choice((1, 100)))
+                p.registers(params, rng.choice((1_000_000, 48_000_000)))
+            except PresetError:
+                pass
+
+
+TARGETS = {
+    "uart": (fuzz_uart, _UART_SEED),
+    "capture": (fuzz_capture, _CAPTURE_SEED),
+    "vcd": (fuzz_vcd, _VCD_SEED),
+    "toml": (fuzz_toml, _TOML_SEED),
+}
+
+
+def case(target, s):
+    """The input of seed ``s`` for ``target`` and the generator the target then uses."""
+    rng = random.Random(s)
+    base = TARGETS[target][1]
+    return rng, mutate(rng, base, [base])
+
+
+def run(target, n, seed, *, report=None):
+    """Run ``n`` mutated inputs of ``target``; return the list of ``(seed, failure)``."""
+    fn = TARGETS[target][0]
+    failures = []
+    for i in range(n):
+        s = seed * 1_000_003 + i
+        rng, data = case(target, s)
+        try:
+            fn(rng, data)
+        except FuzzFailure as exc:
+            failures.append((s, str(exc)))
+        except Exception as exc:  # the parser raised something else: a traceback
+            failures.append((s, f"{type(exc).__name__}: {exc}"[:500]))
+        if report is not None and failures and failures[-1][0] == s:
+            print(f"{target}: FAILURE seed {s}: {failures[-1][1][:300]}", flush=True)
+        if report is not None and (i + 1) % report == 0:
+            print(f"{target}: {i + 1} inputs, {len(failures)} failures", flush=True)
+    return failures
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="all", choices=["all", *TARGETS])
+    ap.add_argument("-n", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    targets = list(TARGETS) if args.target == "all" else [args.target]
+    total = 0
+    for t in targets:
+        start = time.monotonic()
+        failures = run(t, args.n, args.seed, report=max(1, min(args.n // 10, 10_000)))
+        total += len(failures)
+        print(f"{t}: {args.n} inputs in {time.monotonic() - start:.0f} s, "
+              f"{len(failures)} failures", flush=True)
+        seen = set()
+        for s, msg in failures:
+            key = msg.split(":")[0]
+            if key not in seen:
+                seen.add(key)
+                print(f"  seed {s}: {msg}")
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

