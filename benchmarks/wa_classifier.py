@@ -28,9 +28,9 @@ import numpy as np
 
 from rbscope import calibrate as cal
 from rbscope import refssd
-from rbscope.geometry import DEFAULT_PRESET
 from rbscope.logical import from_bytes
 from rbscope.measurement import Measurement
+from rbscope.presets import DEFAULT_PRESET
 from rbscope.refssd.measure import to_measurement
 from rbscope.sequence import classify_measurement
 from rbscope.wa import compute_wa

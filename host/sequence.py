@@ -408,8 +408,8 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
             up = post(probe)[1][j]
             probe[j] = lf[j] - 1.0
             down = post(probe)[1][j]
-            if abs(up - down) < 1e-6 * max(counts[j], 1.0):
-                continue  # nothing to move
+            if abs(up - down) < 1e-3 * max(abs(counts[j] - t), 1.0):
+                continue  # nothing (that matters) to move
             for _b in range(40):
                 mid = 0.5 * (lo + hi)
                 probe[j] = mid
@@ -420,9 +420,7 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
                     hi = mid
             lf[j] = 0.5 * (lo + hi)
             g, counts = post(lf)
-    lf = np.clip(lf - lf.max(), math.log(_F_MIN), 0.0)
-    g, counts = post(lf)
-    return g, np.exp(lf), hit
+    return g, np.exp(lf - lf.max()), hit
 
 
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack):
