@@ -140,6 +140,7 @@ class DieResult:
     erase_cap: float | None  # the structural cap on erases in force, if any
     announced: float = 0.0  # short pulses counted as programs (a tDBSY announced them)
     ambiguous_short: float = 0.0  # unannounced short pulses in the tCBSY range
+    undecided: float = 0.0  # Σ min(p, 1 - p) of the program posteriors
 
     @property
     def pages(self):
@@ -185,8 +186,9 @@ class SequenceResult:
                                     for j, b in enumerate(names)} for i, a in enumerate(names)},
                 "dies": {str(k): d.to_dict() for k, d in self.dies.items()},
                 "loglik": self.loglik, "iterations": self.iterations,
-                "pages_per_block": self.pages_per_block, "erase_capped": self.erase_capped,
-                "balanced": self.balanced, "mode": self.mode, "notes": self.notes}
+                "pages_per_block": self.pages_per_block,
+                "erase_capped": bool(self.erase_capped), "balanced": bool(self.balanced),
+                "mode": self.mode, "notes": self.notes}
 
 
 # Initialisation ----------------------------------------------------------------------------
@@ -253,12 +255,25 @@ def _initial_states(x, hints, page_types):
     states = []
     short = [k for k in ("multiplane", "cache", "read") if k in hints]
     used = {}
-    for c, sd, _n in _peaks(x, xmin, plo):
-        kind = _nearest(2 ** c, hints, short)
+    peaks = _peaks(x, xmin, plo)
+    kinds = [_nearest(2 ** c, hints, short) for c, _sd, _n in peaks]
+    # The short states share the widths below the programs: each owns its cluster and reaches
+    # towards its neighbours (the outer ones to the ends) — halfway, but not more than half an
+    # octave beyond its kind's hinted range — so that a pulse too rare to make a cluster of its
+    # own (a cache program's tCBSY among tDBSY and reads) still has a state.
+    cuts = [xmin]
+    for i in range(len(peaks) - 1):
+        cut = 0.5 * (peaks[i][0] + peaks[i + 1][0])
+        if kinds[i] != kinds[i + 1]:
+            cut = min(cut, math.log2(hints[kinds[i]][1]) + 0.5)
+        cuts.append(cut)
+    cuts.append(plo + 0.25)
+    for i, (c, sd, _n) in enumerate(peaks):
+        kind = kinds[i]
         used[kind] = used.get(kind, 0) + 1
         name = kind if used[kind] == 1 else f"{kind}_{used[kind]}"
         sd = min(max(sd, _SIGMA_MIN), 0.5)
-        states.append(State(name, kind, c, sd, (c - 4 * sd, min(c + 4 * sd, plo + 0.25))))
+        states.append(State(name, kind, c, sd, (cuts[i], cuts[i + 1])))
     long_peaks = _peaks(x, plo, max(ehi, xmax))
     prog = [p for p in long_peaks if p[0] < phi]
     erase = [p for p in long_peaks if p[0] >= phi]
@@ -464,7 +479,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
     return DieResult(int(len(x)), expected, float(pprog.sum()),
                      float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()), extra, cap,
-                     float(announced.sum()), ambiguous)
+                     float(announced.sum()), ambiguous,
+                     float(np.minimum(pprog, 1 - pprog).sum()))
 
 
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
@@ -487,7 +503,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     balance : bool or "auto"
         Hold the page types to equal counts (the page order of a block programs each type
         equally often). ``"auto"``: when 2 or 3 program clusters are found whose counts are
-        within 50 % of each other.
+        within 50 % of each other (the erase seed counted with its nearest program state).
     erase_slack : float
         Relative slack of the erase cap.
     train_pulses : int
@@ -541,8 +557,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     hc = hist[occupied]
     b = _emissions(occupied, states)
     weights = np.bincount(np.argmax(b, axis=1), weights=hc, minlength=K) + 1.0
-    if balance == "auto":
-        pc = weights[pj]
+    if balance == "auto" and pj:
+        # Seeds split the overlap of the slowest page type and the erases arbitrarily: count
+        # the erase seed with its nearest program state before comparing the page types.
+        pc = weights[pj].copy()
+        pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pj]))] += weights[ej]
         balance = 2 <= len(pj) <= 3 and pc.max() <= 1.5 * pc.min()
     balance = bool(balance and len(pj) > 1)
     if pages_per_block:

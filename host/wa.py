@@ -220,7 +220,7 @@ def _check_positive_int(name, value):
     return value
 
 
-def _sequence_row(row, die, mp, balanced, page_types):
+def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     """Fill a row's estimate and classification uncertainty from a sequence-classified die."""
     measured_mp = die.program_pulses > 0 and die.multiplane_pages > 0.01 * die.program_pulses
     per_pulse = 1.0 / mp if measured_mp else 1.0  # pages measured -> pulse equivalents
@@ -235,6 +235,10 @@ def _sequence_row(row, die, mp, balanced, page_types):
         # Nothing pins the erase count: it may be anything up to its structural cap.
         hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
         slack = max(die.erase_pulses, hi_e - die.erase_pulses)
+    if mode == "mixture":
+        # Histogram bins, not pulses: every pulse of a bin shares one posterior, so the pulses
+        # the posterior leaves undecided may all go either way.
+        slack = max(slack, die.undecided)
     row.class_slack = slack * per_pulse * (1 + (mp - 1) * measured_mp)
     row.class_up = die.ambiguous_short * per_pulse * mp
 
@@ -310,7 +314,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
             if ch not in sequence.dies:
                 raise WAError(f"line {probe.name or ch}: no pulse sequence was classified")
             _sequence_row(rows[-1], sequence.dies[ch], mp, sequence.balanced,
-                          sequence.page_types)
+                          sequence.page_types, sequence.mode)
         if probe.die_count > 1:
             warnings.append(f"{probe.name}: a wired-OR line of {probe.die_count} dies; pulses of "
                             f"different dies that overlap merge into one, so programs are "
@@ -515,8 +519,10 @@ def _edge_pileup(m, channels, share=0.25):
             if edge <= 1 or edge >= params.max_width:
                 continue
             below, above = params.hist_bin(edge - 1), params.hist_bin(edge)
-            if below == above:
-                continue
+            if below == above:  # the edge cuts a bin: look at its neighbours
+                below, above = below - 1, above + 1
+                if below < 0 or above >= params.hist_bins:
+                    continue
             if min(density(below), density(above)) > share * peak:
                 out.append((name, edge * us))
     return out
