@@ -385,11 +385,11 @@ def erase_plausible(erases, programs, pages_per_block):
 
     An erase opens a block that ``pages_per_block`` page programs then fill: over a run the
     erases are about programs ÷ pages per block (fewer on a fresh drive still using its free
-    blocks), never many more. The bound allows 50 % more, three standard deviations and the
+    blocks), never many more. The bound allows twice as many, three standard deviations and the
     blocks open at either end of the capture.
     """
     expected = programs / pages_per_block
-    return erases <= 1.5 * expected + 3 * math.sqrt(expected) + 8
+    return erases <= 2 * expected + 3 * math.sqrt(expected) + 8
 
 
 def _structure_check(comps, pages_per_block, notes):

@@ -45,6 +45,7 @@ sequential write, WA computed with ``Mp = 1`` is ≈ ``1 / Mp``.
 import math
 from dataclasses import dataclass, field
 
+from .calibrate import erase_plausible
 from .logical import LogicalVolume
 from .model import FIXED_COUNTERS
 
@@ -449,7 +450,7 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
     ppb = geometry.pages_per_block
     if ppb and erase_pulses is not None and programs >= 4 * ppb:
         expected = programs / ppb
-        if erase_pulses > 1.5 * expected + 3 * math.sqrt(expected) + 2 * len(rows) * scale:
+        if not erase_plausible(erase_pulses, programs, ppb):
             fail("erase_count", f"{erase_pulses:,.0f} erase pulses, but programs ÷ pages per "
                                 f"block gives ≈{expected:,.0f}: an erase opens a block that "
                                 f"{ppb} page programs then fill, so most of these are programs "

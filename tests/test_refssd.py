@@ -349,7 +349,8 @@ def test_measure_wa_equals_rbscope_analyze_of_the_vcd(tmp_path):
     vcd = tmp_path / "run.vcd"
     refssd.write_vcd(run, vcd)
     out = subprocess.run([sys.executable, "-m", "rbscope.cli", "analyze", str(vcd),
-                          "--geometry", "ssd-v", "--logical", str(run.logical_bytes), "--json"],
+                          "--geometry", "ssd-v", "--logical", str(run.logical_bytes), "--json",
+                          "--classifier", "windows"],
                          capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
     assert got["wa"]["value"] == pytest.approx(m["wa"], rel=1e-12)
