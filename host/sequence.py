@@ -248,7 +248,12 @@ def _initial_states(x, hints, page_types):
     else an erase state is seeded at the hinted time. Each state's support is its cluster
     widened by 4 spreads (the erase: its hinted range), so that states do not wander.
     """
+    # Short pulses and programs split halfway (in log) between the slowest read and the fastest
+    # program the hints allow: a program a little faster than its datasheet range (or a
+    # histogram bin straddling the range's edge) is still a program.
     plo = math.log2(hints["program"][0])
+    if "read" in hints and hints["read"][1] < hints["program"][0]:
+        plo = 0.5 * (math.log2(hints["read"][1]) + plo)
     phi = math.log2(hints["program"][1])
     elo, ehi = (math.log2(v) for v in hints["erase"])
     xmin, xmax = float(x.min()) - 0.5, float(x.max()) + 0.5
