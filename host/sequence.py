@@ -85,11 +85,12 @@ class State:
     """
 
     name: str
-    kind: str  # "program", "erase", "read", "cache", "multiplane"
+    kind: str  # "program", "erase", "read", "cache", "multiplane", "other"
     mu: float
     sigma: float
     support: tuple = (-math.inf, math.inf)
     dens: np.ndarray | None = field(default=None, repr=False)
+    fixed: bool = False  # keep the seeded (flat) distribution: a catch-all state
 
     @property
     def center_us(self):
@@ -112,6 +113,8 @@ class State:
         self.dens = d / total
 
     def update(self, grid, idx, w):
+        if self.fixed:
+            return
         h = np.bincount(idx, weights=w, minlength=grid.n)
         tw = h.sum()
         if tw < 1e-6:
@@ -272,13 +275,20 @@ def _initial_states(x, hints, page_types):
         if kinds[i] != kinds[i + 1]:
             cut = min(cut, math.log2(hints[kinds[i]][1]) + 0.5)
         cuts.append(cut)
-    cuts.append(plo + 0.25)
+    last = plo + 0.25
+    if kinds and kinds[-1] != "read":
+        last = min(last, math.log2(hints[kinds[-1]][1]) + 0.5)
+    cuts.append(last)
     for i, (c, sd, _n) in enumerate(peaks):
         kind = kinds[i]
         used[kind] = used.get(kind, 0) + 1
         name = kind if used[kind] == 1 else f"{kind}_{used[kind]}"
         sd = min(max(sd, _SIGMA_MIN), 0.5)
         states.append(State(name, kind, c, sd, (cuts[i], cuts[i + 1])))
+    # Short pulses no cluster claims (a reset's tRST, set features, a rare tCBSY): not programs,
+    # and not the tDBSY that would add a page to the next program.
+    states.append(State("other", "other", 0.5 * (xmin + plo), 100.0, (xmin, plo + 0.25),
+                        fixed=True))
     long_peaks = _peaks(x, plo, max(ehi, xmax))
     prog = [p for p in long_peaks if p[0] < phi]
     erase = [p for p in long_peaks if p[0] >= phi]
@@ -620,7 +630,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     dies = {}
     notes = []
     mj = [j for j, kd in enumerate(kinds) if kd == "multiplane"] if ordered else []
-    sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache")]
+    sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
     cbsy_hi = math.log2(TCBSY_US[1])
     for k, s in zip(keys, seqs, strict=True):
         sidx = grid.index(s)

@@ -241,6 +241,10 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # the posterior leaves undecided may all go either way.
         slack = max(slack, die.undecided)
     row.class_slack = slack * per_pulse * (1 + (mp - 1) * measured_mp)
+    if measured_mp:
+        # Two estimates of the pages: tDBSY-measured, and program pulses × Mp; the interval
+        # spans both (a reset or set-features pulse can pass for a tDBSY).
+        row.class_slack += abs(die.program_pulses - row.corrected)
     row.class_up = die.ambiguous_short * per_pulse * mp
 
 
