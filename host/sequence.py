@@ -607,8 +607,21 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             break
     b = _emissions(occupied, states)
     f = np.ones(K)
-    _g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+    g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
     capped = capped or hit
+    counts = (g * hc[:, None]).sum(axis=0)
+    cap = cap_for(counts)
+    if balance and cap is not None and counts[ej] > 1.05 * cap:
+        # Equal page types and the erase cap cannot both hold: the widths do not keep the page
+        # order (cache-program chains shift each pulse to the previous page's program time and
+        # double the last one). Keep the cap, drop the balance.
+        result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
+                          page_types=page_types, balance=False, erase_slack=erase_slack,
+                          train_pulses=train_pulses, iterations=iterations,
+                          hmm_iterations=hmm_iterations, ordered=ordered)
+        result.notes.append("equal page types conflict with the erase cap (cache-program "
+                            "chains?): page types not balanced")
+        return result
     A = np.tile(weights, (K, 1))
     pi = weights.copy()
     if hmm_iterations:
