@@ -15,6 +15,7 @@ import json
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import calibrate as cal
@@ -28,8 +29,8 @@ from .sequence import SequenceError, classify_measurement
 from .sources import SourceOptionError, open_measurement
 from .wa import MpDecision, WAError, compute_wa, decide_mp, measured_mp, wa_series
 
-__all__ = ["add_analyze_parser", "add_calibrate_parser", "cmd_analyze", "cmd_calibrate",
-           "load_source"]
+__all__ = ["Analysis", "add_analyze_parser", "add_calibrate_parser", "analyse", "cmd_analyze",
+           "cmd_calibrate", "load_source", "source_options"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -298,6 +299,62 @@ def _read_series(path):
     return rows
 
 
+@dataclass
+class Analysis:
+    """What one ``rbscope analyze`` computes (also what ``rbscope report`` shows of a run)."""
+
+    measurement: object
+    geometry: object
+    logical: object  # LogicalVolume or None: physical volume only
+    result: object  # WAResult
+    notes: list
+    series: list | None = None
+    evidence: dict | None = None
+
+
+def analyse(args, geometry, *, series=None):
+    """Load ``args.source`` and compute its WA exactly as ``rbscope analyze`` does.
+
+    ``series`` (default ``args.series``) also computes the time series. Raises the loaders' and
+    the engine's errors, and :class:`UsageError` for a probe outside ``geometry``.
+    """
+    for index, dies in args.probe:
+        for loc in dies:
+            try:
+                geometry.check_location(loc)
+            except GeometryError as exc:
+                raise UsageError(f"--probe {index}: {exc}") from None
+    logical = _logical(args)
+    m, notes = load_source(args, geometry)
+    if args.smartctl and args.lba_bytes is None:
+        notes.append("ATA attribute 241 (Total_LBAs_Written) taken in 512-byte units, the "
+                     "usual unit: give --lba-bytes if the drive's vendor documents another")
+    correction = evidence = None
+    if args.overlap_correct:
+        correction, evidence = cal.overlap_correction(
+            m, args.program_class, hints=cal.hints_from_geometry(geometry))
+    rows = None
+    if args.series if series is None else series:
+        ls = _read_series(args.logical_series) if args.logical_series else None
+        if args.fio_bw_log:
+            ls = lg.read_fio_bw_log(args.fio_bw_log)
+        rows = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
+                         logical_series=ls)
+    seq = None
+    if args.classifier != "windows" and correction is None:
+        try:
+            seq = classify_measurement(m, geometry)
+        except SequenceError as exc:
+            if args.classifier == "sequence":
+                raise
+            notes.append(f"sequence classifier not used ({exc}); window counts instead")
+    lv = logical if logical is not None else lg.LogicalVolume(1, 1, "none")
+    # Without a logical volume: the physical volume only (a placeholder of 1 byte).
+    result = compute_wa(m, geometry, lv, mp=args.mp, program_class=args.program_class,
+                        correction=correction, sequence=seq, write_only=args.write_only)
+    return Analysis(m, geometry, logical, result, notes, rows, evidence)
+
+
 def cmd_analyze(args):
     """Handle ``rbscope analyze``; return the exit code."""
     try:
@@ -312,40 +369,7 @@ def cmd_analyze(args):
         _err("analyze", f"--mp must be a positive integer, not {args.mp}")
         return EXIT_USAGE
     try:
-        for index, dies in args.probe:
-            for loc in dies:
-                try:
-                    geometry.check_location(loc)
-                except GeometryError as exc:
-                    raise UsageError(f"--probe {index}: {exc}") from None
-        logical = _logical(args)
-        m, notes = load_source(args, geometry)
-        if args.smartctl and args.lba_bytes is None:
-            notes.append("ATA attribute 241 (Total_LBAs_Written) taken in 512-byte units, the "
-                         "usual unit: give --lba-bytes if the drive's vendor documents another")
-        correction = evidence = None
-        if args.overlap_correct:
-            correction, evidence = cal.overlap_correction(
-                m, args.program_class, hints=cal.hints_from_geometry(geometry))
-        series = None
-        if args.series:
-            ls = _read_series(args.logical_series) if args.logical_series else None
-            if args.fio_bw_log:
-                ls = lg.read_fio_bw_log(args.fio_bw_log)
-            series = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
-                               logical_series=ls)
-        seq = None
-        if args.classifier != "windows" and correction is None:
-            try:
-                seq = classify_measurement(m, geometry)
-            except SequenceError as exc:
-                if args.classifier == "sequence":
-                    raise
-                notes.append(f"sequence classifier not used ({exc}); window counts instead")
-        lv = logical if logical is not None else lg.LogicalVolume(1, 1, "none")
-        # Without a logical volume: the physical volume only (a placeholder of 1 byte).
-        result = compute_wa(m, geometry, lv, mp=args.mp, program_class=args.program_class,
-                            correction=correction, sequence=seq, write_only=args.write_only)
+        a = analyse(args, geometry)
     except (SourceOptionError, PresetError) as exc:
         _err("analyze", exc)
         return EXIT_USAGE
@@ -353,6 +377,8 @@ def cmd_analyze(args):
             cal.CalibrationError, SequenceError) as exc:
         _err("analyze", exc)
         return EXIT_FAILURE
+    m, logical, result, notes = a.measurement, a.logical, a.result, a.notes
+    series, evidence = a.series, a.evidence
     if args.json:
         out = {"source": m.provenance, "measurement": _summary(m), "geometry": geometry.to_dict(),
                "notes": notes, "complete": m.provenance.get("complete", True),

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from . import analyze_cli as ac
 from . import logical as lg
+from .calibrate import CalibrationError
 from .geometry import GeometryError, load_geometry
 from .importers import RecordingError
 from .measurement import MeasurementError
 from .presets import PresetError
+from .sequence import SequenceError
 from .sources import SourceOptionError
 from .wa import WAError
 
@@ -27,7 +29,8 @@ __all__ = ["add_report_parser", "add_export_parser", "add_sigrok_parser", "cmd_r
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
-_FAILURES = (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError)
+_FAILURES = (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
+             CalibrationError, SequenceError)
 
 
 def add_report_parser(subparsers):
@@ -75,13 +78,19 @@ def add_report_parser(subparsers):
                    help="the window of program pulses (default: 'program')")
     g.add_argument("--logical-series", metavar="CSV",
                    help="host bytes over time ('seconds,cumulative bytes'), for WA over time")
+    g.add_argument("--classifier", choices=("auto", "sequence", "windows"), default="auto",
+                   help="as for `rbscope analyze` (default auto: sequence-aware when the "
+                        "source has per-pulse widths)")
+    g.add_argument("--write-only", action="store_true",
+                   help="as for `rbscope analyze`: the host only wrote during the run")
     p.set_defaults(handler=cmd_report, fio_bw_log=None, overlap_correct=False, series=False,
                    save_measurement=None)
     return p
 
 
 def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_series=None):
-    """Load and analyse one source given ``analyze``-style options; return a ReportRun."""
+    """Load and analyse one source given ``analyze``-style options, exactly as ``rbscope
+    analyze`` would; return a ReportRun."""
     from .report import analyse_run
     if not ns.geometry:
         raise ac.UsageError(f"{ns.source}: a geometry is needed (--geometry FILE or a bundled "
@@ -89,18 +98,18 @@ def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_serie
     geometry = load_geometry(ns.geometry)
     if ns.mp is not None and ns.mp < 1:
         raise ac.UsageError(f"--mp must be a positive integer, not {ns.mp}")
-    logical = ac._logical(ns)
-    m, notes = ac.load_source(ns, geometry)
+    a = ac.analyse(ns, geometry, series=False)
     series = None
     if logical_series:
         series = ac._read_series(logical_series)
     elif getattr(ns, "fio_bw_log", None):
         series = lg.read_fio_bw_log(ns.fio_bw_log)
-    if logical is None:
-        notes = list(notes) + ["no host write volume given: physical volume only, no WA"]
-    return analyse_run(m, geometry, logical, label=label, drive=drive, workload=workload,
-                       mp=ns.mp, program_class=ns.program_class, logical_series=series,
-                       notes=notes)
+    notes = list(a.notes)
+    if a.logical is None:
+        notes.append("no host write volume given: physical volume only, no WA")
+    return analyse_run(a.measurement, geometry, a.logical, result=a.result, label=label,
+                       drive=drive, workload=workload, program_class=ns.program_class,
+                       logical_series=series, notes=notes)
 
 
 def _pick(values, i, what, n):

@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import subprocess
+from html import escape as html_escape
 from html.parser import HTMLParser
 
 import pytest
@@ -98,9 +99,13 @@ def assert_self_contained(html, doc):
         assert a["href"].startswith(("#", "data:")), a
 
 
-def test_single_run_report_is_complete_and_self_contained(saved, tmp_path):
+def test_single_run_report_is_complete_and_self_contained(saved, tmp_path, capsys):
     d, path, m = saved
     logical = 3_000_000_000
+    # What `rbscope analyze` says of the same source and options: the report must say the same.
+    assert main(["analyze", str(path), "--geometry", "ssd-v", "--logical", str(logical),
+                 "--json"]) == 0
+    analyzed = json.loads(capsys.readouterr().out)
     out = tmp_path / "r.html"
     assert main(["report", str(path), "--geometry", "ssd-v", "--logical", str(logical),
                  "--workload", "synthetic MLC", "-o", str(out)]) == 0
@@ -112,21 +117,23 @@ def test_single_run_report_is_complete_and_self_contained(saved, tmp_path):
     # Figures: histograms (all lines + 4 lines in one figure), over time, per die.
     assert doc.svgs >= 3
     assert "pulse width (µs)" in html and "write amplification" in html
-    # The summary's exported numbers are the WA engine's, not a re-computation.
+    # The summary's exported numbers are analyze's, not a re-computation.
     rows = list(csv.DictReader(io.StringIO(export(doc, "summary", "csv"))))
-    g = load_geometry("ssd-v")
-    expect = analyse_run(m, g, from_bytes(logical)).result
     assert len(rows) == 1
-    assert float(rows[0]["wa"]) == pytest.approx(expect.wa.value, rel=1e-12)
-    assert float(rows[0]["nand_bytes"]) == pytest.approx(expect.physical_bytes.value)
+    assert float(rows[0]["wa"]) == pytest.approx(analyzed["wa"]["value"], rel=1e-12)
+    assert float(rows[0]["wa95_lo"]) == pytest.approx(analyzed["wa_confidence_95"]["lo"])
+    assert float(rows[0]["wa95_hi"]) == pytest.approx(analyzed["wa_confidence_95"]["hi"])
+    assert float(rows[0]["nand_bytes"]) == pytest.approx(analyzed["physical_bytes"]["value"])
     assert rows[0]["workload"] == "synthetic MLC" and rows[0]["drive"] == "SSD-v"
     per_die = json.loads(export(doc, "run0_per_die", "json"))["rows"]
     k = m.class_index("program")
     assert [r["program"] for r in per_die] == [m.counts[ch].classes[k] for ch in m.enabled]
     windows = json.loads(export(doc, "run0_windows", "json"))["rows"]
     assert [w["class"] for w in windows] == [n for n in m.class_names if n]
-    # The interval is explained, the geometry and the source are named.
-    assert "Every die was probed" in html and "RB-Explorer validation SSD" in html
+    # The interval is explained as analyze explains it, the geometry and the source are named.
+    for item in analyzed["interval_includes"] + analyzed["interval_excludes"]:
+        assert html_escape(item) in html
+    assert "RB-Explorer validation SSD" in html
     assert "synthetic-1" in html
 
 
@@ -239,8 +246,8 @@ probe = ["0=0:0:0", "1=1:0:0", "2=2:0:0", "3=3:0:0"]
     ranked = json.loads(export(doc, "ranking_wa", "json"))["rows"]
     assert [r["run"] for r in ranked] == ["Vendor B — 4K-RD-100%-W-4KiB-align",
                                           "Vendor A — 4K-RD-100%-W-4KiB-align"]
-    assert ranked[0]["wa"] == pytest.approx(1.0, rel=1e-6)
-    assert ranked[1]["wa"] == pytest.approx(2.0, rel=1e-6)
+    # The same pulses for half the host volume: exactly twice the WA, whatever the classifier.
+    assert ranked[1]["wa"] == pytest.approx(2 * ranked[0]["wa"], rel=1e-6)
 
 
 @pytest.mark.parametrize("body, message", [

@@ -92,19 +92,23 @@ class ReportRun:
         return None if e is None or not self.logical_given else e.tbw_bytes
 
 
-def analyse_run(measurement, geometry, logical, *, label=None, drive=None, workload="",
-                mp=None, program_class="program", logical_series=None, notes=()):
-    """Analyse a measurement as ``rbscope analyze`` does and return a :class:`ReportRun`.
+def analyse_run(measurement, geometry, logical, *, result=None, label=None, drive=None,
+                workload="", mp=None, program_class="program", logical_series=None, notes=()):
+    """Return a :class:`ReportRun` of a measurement.
 
     ``logical`` is a :class:`rbscope.logical.LogicalVolume` or None (physical volume only).
+    ``result`` is the run's :class:`~rbscope.wa.WAResult` as ``rbscope analyze`` computed it
+    (:func:`rbscope.analyze_cli.analyse`); without it the width windows' counts are used.
     """
     from ..logical import LogicalVolume
     given = logical is not None
-    result = compute_wa(measurement, geometry, logical if given else LogicalVolume(1, 1, "none"),
-                        mp=mp, program_class=program_class)
+    if result is None:
+        result = compute_wa(measurement, geometry,
+                            logical if given else LogicalVolume(1, 1, "none"), mp=mp,
+                            program_class=program_class)
     series = None
     if measurement.snapshots:
-        series = wa_series(measurement, geometry, mp=mp, program_class=program_class,
+        series = wa_series(measurement, geometry, mp=result.mp, program_class=program_class,
                            logical_series=logical_series)
     drive = drive or geometry.name
     label = label or (f"{drive} — {workload}" if workload else drive)
@@ -114,26 +118,20 @@ def analyse_run(measurement, geometry, logical, *, label=None, drive=None, workl
 
 
 def interval_note(run):
-    """Say in words what the run's intervals hold."""
+    """Say in words what the run's intervals hold (and what they do not)."""
     r = run.result
     parts = ["The bounds [lo, hi] hold every WA consistent with the counts: pulses of unknown "
              "width (cut at the capture's edges or dropped) counted as programs or not, and "
              "the resolution of the host's logical volume."]
-    if r.dies_probed >= r.dies:
-        parts.append("Every die was probed, so there is no sampling of dies.")
-    elif r.wa_confidence is not None:
-        parts.append(f"The 95 % interval adds the sampling of dies ({r.dies_probed} of "
-                     f"{r.dies} probed): a Student-t margin on the per-die spread with the "
-                     f"finite-population correction.")
+    if r.wa_confidence is not None:
+        parts.append(f"The 95 % interval ({r.dies_probed} of {r.dies} dies probed, classifier: "
+                     f"{r.classifier}) includes: "
+                     + ("; ".join(r.interval_includes) or "the bounds above") + ".")
+        if r.interval_excludes:
+            parts.append("It does not include: " + "; ".join(r.interval_excludes) + ".")
     else:
-        parts.append(f"Only {r.dies_probed} of {r.dies} dies were probed on one line: the "
-                     f"die-to-die spread is unknown and no 95 % interval is given.")
-    extra = getattr(r, "interval_includes", None)
-    if extra:
-        parts.append("It also includes: " + "; ".join(extra) + ".")
-    else:
-        parts.append("Neither holds the error of classifying pulses by width alone: an erase "
-                     "inside the program window, or a program outside it, is not in them.")
+        parts.append("No 95 % interval: " + ("; ".join(r.interval_excludes) or
+                                              "the die-to-die spread is unknown") + ".")
     return " ".join(parts)
 
 
