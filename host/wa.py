@@ -228,11 +228,14 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     pages = die.pages if measured_mp else die.program_pulses
     row.corrected = pages * per_pulse
     row.class_var = die.program_var * per_pulse ** 2
-    if balanced:
+    chains = die.program_pulses and die.announced > 0.002 * die.program_pulses
+    if balanced and not chains:
         # Page types are equal over whole blocks; open blocks (host and GC streams) at the
         # edges of the capture leave each type up to 2 pages apart.
         slack = 2 * 2 * page_types
     else:
+        # (Cache-program chains shift each pulse to the previous page's time and double the
+        # last: the page types no longer pin the erases either.)
         # Nothing pins the erase count: it may be anything up to its structural cap.
         hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
         slack = max(die.erase_pulses, hi_e - die.erase_pulses)
