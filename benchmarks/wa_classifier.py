@@ -1,7 +1,8 @@
 """R/B#-only WA on the reference SSD: plain windows against the sequence-aware classifier.
 
-Each case runs one RB-Explorer micro-benchmark on a (scaled-down) reference-SSD drive
-(:mod:`rbscope.refssd`), feeds the dies' R/B# pulses through the bit-exact sniffer model
+Each case runs one RB-Explorer micro-benchmark on a scaled reference-SSD drive
+(:mod:`rbscope.refssd`; the drives and volumes of ``benchmarks/accuracy.py``), feeds the dies'
+R/B# pulses through the bit-exact sniffer model
 (:func:`rbscope.refssd.to_measurement`, keeping every pulse width, as ``rbscope analyze`` does
 for a recording) and computes WA three ways:
 
@@ -24,6 +25,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+import accuracy  # benchmarks/accuracy.py, next to this script: its drives and volumes
 import numpy as np
 
 from rbscope import calibrate as cal
@@ -35,13 +37,8 @@ from rbscope.refssd.measure import to_measurement
 from rbscope.sequence import classify_measurement
 from rbscope.wa import compute_wa
 
-#: Drives, scaled so that a case runs in seconds to a minute on one core: (preset, changes).
-DRIVES = {
-    "ssd-v": dict(blocks_per_plane=32),
-    "mlc-2plane": dict(channels=2, blocks_per_plane=64),
-    "tlc-gc": dict(channels=1, blocks_per_plane=64),
-    "cache-prog": dict(channels=2, blocks_per_plane=64),
-}
+#: The drives: ``benchmarks/accuracy.py``'s scaled ones (the same runs as the accuracy table).
+DRIVES = tuple(accuracy.DRIVES)
 WORKLOADS = ("4K-RD-100%-W-4KiB-align", "4K-RD-50%-W-4KiB-align", "32K-SQ-100%-W-4KiB-align",
              "8K-SQ-50%-W-4KiB-align", "512B-RD-100%-W-4KiB-no-align",
              "16K-RD-50%-W-4KiB-no-align")
@@ -85,8 +82,9 @@ def run_case(case):
     """One independent job: ``(drive, workload, precondition, seed, probe)`` → a result row."""
     name, workload, precondition, seed, probe = case
     t0 = time.perf_counter()
-    drive = refssd.preset(name, **DRIVES[name])
-    wl = refssd.micro(workload, drive.logical_bytes, drive.logical_bytes // 2, seed=seed)
+    drive = accuracy.drive(name)
+    wl = refssd.micro(workload, drive.logical_bytes,
+                      int(drive.logical_bytes * accuracy.VOLUME_SHARE), seed=seed)
     run = refssd.simulate(drive, wl, seed=seed, precondition=precondition)
     dies = None if probe == "all" else list(range(0, drive.dies, 2))
     m = to_measurement(run, dies=dies, max_pulses=10**9)
@@ -100,7 +98,7 @@ def run_case(case):
     row["windows"] = _summary(w, truth)
     t2 = time.perf_counter()
     seq = classify_measurement(m, g)
-    s = compute_wa(m, g, lv, sequence=seq, write_only=workload.split("-")[2] == "100%")
+    s = compute_wa(m, g, lv, sequence=seq, write_only="-100%-W-" in workload)
     row["sequence"] = _summary(s, truth)
     row["sequence"]["checks"] = [c["check"] for c in s.checks]
     t3 = time.perf_counter()
@@ -113,6 +111,22 @@ def run_case(case):
     return row
 
 
+def measure(run, *, dies=None):
+    """The sequence classifier as ``benchmarks/accuracy.py``'s measurement step.
+
+    ``python benchmarks/accuracy.py --measure wa_classifier:measure`` fills the accuracy table
+    with R/B#-only WA from the sequence classifier (the module is found next to the script).
+    """
+    m = to_measurement(run, dies=dies, max_pulses=10**9)
+    g = run.geometry
+    r = compute_wa(m, g, from_bytes(run.logical_bytes), sequence=classify_measurement(m, g),
+                   write_only="-100%-W-" in str(run.workload))
+    c = r.wa_confidence
+    return {"wa": r.wa.value, "lo": r.wa.lo, "hi": r.wa.hi,
+            "conf_lo": None if c is None else c.lo, "conf_hi": None if c is None else c.hi,
+            "windows": "sequence", "warnings": list(r.warnings)}
+
+
 def _summary(r, truth):
     c = r.wa_confidence
     out = {"wa": r.wa.value, "re": (r.wa.value - truth) / truth}
@@ -123,11 +137,12 @@ def _summary(r, truth):
 
 def cases(quick):
     out = []
-    seeds = (1,) if quick else (1, 2)
+    # Every drive with all dies probed; ssd-v also with half of its dies (die sampling).
+    seeds = (1, 2)
     for name in DRIVES:
         for workload in (WORKLOADS[:3] if quick else WORKLOADS):
             for pre in PRECONDITIONS:
-                for seed in seeds:
+                for seed in seeds if name == "ssd-v" else seeds[:1]:
                     probe = "all" if seed == 1 else "half"
                     out.append((name, workload, pre, seed, probe))
     return out
@@ -135,7 +150,7 @@ def cases(quick):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="3 workloads, one seed")
+    ap.add_argument("--quick", action="store_true", help="3 of the 6 workloads")
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes (default 1)")
     ap.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     ap.add_argument("--drive", action="append", help="only these drives")

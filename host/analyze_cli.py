@@ -27,7 +27,7 @@ from .measurement import MeasurementError
 from .presets import DEFAULT_PRESET, PresetError, format_preset, resolve_preset
 from .sequence import SequenceError, classify_measurement
 from .sources import SourceOptionError, open_measurement
-from .wa import WAError, compute_wa, decide_mp, wa_series
+from .wa import MpDecision, WAError, compute_wa, decide_mp, measured_mp, wa_series
 
 __all__ = ["Analysis", "add_analyze_parser", "add_calibrate_parser", "analyse", "cmd_analyze",
            "cmd_calibrate", "load_source", "source_options"]
@@ -582,11 +582,11 @@ def cmd_calibrate(args):
         result = cal.calibrate(m.histogram_total(), m.params, m.tick_seconds, hints=hints,
                                glitch_us=(args.glitch if args.glitch is not None
                                           else (_preset(args, geometry)
-                                                or DEFAULT_PRESET).glitch_us))
+                                                or DEFAULT_PRESET).glitch_us),
+                               pages_per_block=geometry.pages_per_block if geometry else None)
         decision = None
         if logical is not None:
-            wa1 = compute_wa(m, geometry, logical, mp=1, program_class=args.program_class)
-            decision = decide_mp(wa1.wa, candidates, args.tolerance)
+            decision = _decide_mp(m, geometry, logical, args, candidates, notes)
     except (SourceOptionError, PresetError) as exc:
         _err("calibrate", exc)
         return EXIT_USAGE
@@ -642,6 +642,41 @@ def cmd_calibrate(args):
     for note in notes + result.notes:
         print(f"note: {note}")
     return EXIT_OK
+
+
+def _decide_mp(m, geometry, logical, args, candidates, notes):
+    """Mp from tDBSY pulses when the pulse sequence shows them, else from WA(Mp = 1).
+
+    Candidates above the die's planes are never proposed. WA(Mp = 1) counts program pulses with
+    the sequence classifier when it can (windows miss programs on cache-program drives, which
+    would suggest an Mp the die does not have).
+    """
+    planes = geometry.planes_per_die
+    dropped = [c for c in candidates if c > planes]
+    if dropped:
+        notes.append(f"Mp candidates {dropped} exceed the {planes} planes per die of "
+                     f"{geometry.name}: not considered")
+    seq = None
+    try:
+        seq = classify_measurement(m, geometry)
+    except SequenceError as exc:
+        notes.append(f"sequence classifier not used for Mp ({exc})")
+    if seq is not None:
+        found = measured_mp(seq)
+        if found is not None:
+            ratio, mp = found
+            if mp is not None and mp <= planes:
+                wa1 = compute_wa(m, geometry, logical, mp=mp, sequence=seq).wa.scale(1 / mp)
+                return MpDecision(mp, "decided", ratio, wa1, (mp,), args.tolerance,
+                                  f"tDBSY pulses (multi-plane queueing) show {ratio:.3f} pages "
+                                  f"per program pulse")
+        # WA(Mp = 1) from program pulses (not the pages the tDBSY pulses add).
+        dies = seq.dies
+        for d in dies.values():
+            d.multiplane_pages = 0.0
+    wa1 = compute_wa(m, geometry, logical, mp=1, program_class=args.program_class,
+                     sequence=seq)
+    return decide_mp(wa1.wa, candidates, args.tolerance, planes=planes)
 
 
 def add_sample_sysfs_parser(commands):

@@ -33,6 +33,7 @@ from .presets import Preset
 __all__ = [
     "DEFAULT_HINTS", "Component", "Cluster", "Calibration", "CalibrationError", "find_clusters",
     "fit_mixture", "calibrate", "overlap_correction", "ascii_histogram", "hints_from_geometry",
+    "erase_plausible",
 ]
 
 #: Typical operation times (µs) used to name clusters when no geometry gives timings.
@@ -249,7 +250,7 @@ def _name(center_us, hints):
 
 
 def calibrate(histogram, params, tick_seconds, *, hints=None, glitch_us=0.2, smooth=1.5,
-              merge=0.6, min_share=0.002):
+              merge=0.6, min_share=0.002, pages_per_block=None):
     """Propose class windows for a width histogram (ticks of ``tick_seconds``).
 
     Parameters
@@ -260,6 +261,10 @@ def calibrate(histogram, params, tick_seconds, *, hints=None, glitch_us=0.2, smo
         Operation time ranges in µs (default :data:`DEFAULT_HINTS`).
     glitch_us : float
         Glitch filter of the proposed preset.
+    pages_per_block : int, optional
+        The structure check: an erase opens a block that this many page programs fill, so an
+        "erase" component far more frequent than programs ÷ pages per block is not one (it is
+        the slow tail of the programs) and is renamed a program.
     """
     hints = dict(DEFAULT_HINTS if not hints else hints)
     total = sum(histogram)
@@ -316,6 +321,8 @@ def calibrate(histogram, params, tick_seconds, *, hints=None, glitch_us=0.2, smo
             has_erase = any(c.name == "erase" for c in comps if c not in shared)
             if not has_erase and any(c is not longest and c.name == "program" for c in comps):
                 longest.name = "erase"
+    if pages_per_block:
+        _structure_check(comps, pages_per_block, notes)
     prog = [c for c in comps if c.name == "program"]
     # Merge neighbouring components of one class into class groups, left to right.
     groups = []
@@ -371,6 +378,30 @@ def calibrate(histogram, params, tick_seconds, *, hints=None, glitch_us=0.2, smo
                    "program_pulses_fitted": prog_mass,
                    "program_window_pulses": observed}
     return Calibration(clusters, comps, preset, boundaries, overlap, tick_seconds, total, notes)
+
+
+def erase_plausible(erases, programs, pages_per_block):
+    """Can ``erases`` erase pulses go with ``programs`` program pulses?
+
+    An erase opens a block that ``pages_per_block`` page programs then fill: over a run the
+    erases are about programs ÷ pages per block (fewer on a fresh drive still using its free
+    blocks), never many more. The bound allows twice as many, three standard deviations and the
+    blocks open at either end of the capture.
+    """
+    expected = programs / pages_per_block
+    return erases <= 2 * expected + 3 * math.sqrt(expected) + 8
+
+
+def _structure_check(comps, pages_per_block, notes):
+    """Rename "erase" components the structure rules out (far too frequent) as programs."""
+    programs = sum(c.weight for c in comps if c.name == "program")
+    for c in sorted((c for c in comps if c.name == "erase"), key=lambda c: c.mu):
+        if programs and not erase_plausible(c.weight, programs, pages_per_block):
+            notes.append(f"a component at {c.center:.4g} ticks holding {c.weight:,.0f} pulses "
+                         f"cannot be erases: programs ÷ pages per block allows about "
+                         f"{programs / pages_per_block:,.0f}; it is named a program")
+            c.name = "program"
+            programs += c.weight
 
 
 def _loglik(bins, comps):

@@ -87,11 +87,12 @@ class State:
     """
 
     name: str
-    kind: str  # "program", "erase", "read", "cache", "multiplane"
+    kind: str  # "program", "erase", "read", "cache", "multiplane", "other"
     mu: float
     sigma: float
     support: tuple = (-math.inf, math.inf)
     dens: np.ndarray | None = field(default=None, repr=False)
+    fixed: bool = False  # keep the seeded (flat) distribution: a catch-all state
 
     @property
     def center_us(self):
@@ -114,6 +115,8 @@ class State:
         self.dens = d / total
 
     def update(self, grid, idx, w):
+        if self.fixed:
+            return
         h = np.bincount(idx, weights=w, minlength=grid.n)
         tw = h.sum()
         if tw < 1e-6:
@@ -142,6 +145,7 @@ class DieResult:
     erase_cap: float | None  # the structural cap on erases in force, if any
     announced: float = 0.0  # short pulses counted as programs (a tDBSY announced them)
     ambiguous_short: float = 0.0  # unannounced short pulses in the tCBSY range
+    undecided: float = 0.0  # Σ min(p, 1 - p) of the program posteriors
 
     @property
     def pages(self):
@@ -187,8 +191,9 @@ class SequenceResult:
                                     for j, b in enumerate(names)} for i, a in enumerate(names)},
                 "dies": {str(k): d.to_dict() for k, d in self.dies.items()},
                 "loglik": self.loglik, "iterations": self.iterations,
-                "pages_per_block": self.pages_per_block, "erase_capped": self.erase_capped,
-                "balanced": self.balanced, "mode": self.mode, "notes": self.notes}
+                "pages_per_block": self.pages_per_block,
+                "erase_capped": bool(self.erase_capped), "balanced": bool(self.balanced),
+                "mode": self.mode, "notes": self.notes}
 
 
 # Initialisation ----------------------------------------------------------------------------
@@ -248,19 +253,44 @@ def _initial_states(x, hints, page_types):
     else an erase state is seeded at the hinted time. Each state's support is its cluster
     widened by 4 spreads (the erase: its hinted range), so that states do not wander.
     """
+    # Short pulses and programs split halfway (in log) between the slowest read and the fastest
+    # program the hints allow: a program a little faster than its datasheet range (or a
+    # histogram bin straddling the range's edge) is still a program.
     plo = math.log2(hints["program"][0])
+    if "read" in hints and hints["read"][1] < hints["program"][0]:
+        plo = 0.5 * (math.log2(hints["read"][1]) + plo)
     phi = math.log2(hints["program"][1])
     elo, ehi = (math.log2(v) for v in hints["erase"])
     xmin, xmax = float(x.min()) - 0.5, float(x.max()) + 0.5
     states = []
     short = [k for k in ("multiplane", "cache", "read") if k in hints]
     used = {}
-    for c, sd, _n in _peaks(x, xmin, plo):
-        kind = _nearest(2 ** c, hints, short)
+    peaks = _peaks(x, xmin, plo)
+    kinds = [_nearest(2 ** c, hints, short) for c, _sd, _n in peaks]
+    # The short states share the widths below the programs: each owns its cluster and reaches
+    # towards its neighbours (the outer ones to the ends) — halfway, but not more than half an
+    # octave beyond its kind's hinted range — so that a pulse too rare to make a cluster of its
+    # own (a cache program's tCBSY among tDBSY and reads) still has a state.
+    cuts = [xmin]
+    for i in range(len(peaks) - 1):
+        cut = 0.5 * (peaks[i][0] + peaks[i + 1][0])
+        if kinds[i] != kinds[i + 1]:
+            cut = min(cut, math.log2(hints[kinds[i]][1]) + 0.5)
+        cuts.append(cut)
+    last = plo + 0.25
+    if kinds and kinds[-1] != "read":
+        last = min(last, math.log2(hints[kinds[-1]][1]) + 0.5)
+    cuts.append(last)
+    for i, (c, sd, _n) in enumerate(peaks):
+        kind = kinds[i]
         used[kind] = used.get(kind, 0) + 1
         name = kind if used[kind] == 1 else f"{kind}_{used[kind]}"
         sd = min(max(sd, _SIGMA_MIN), 0.5)
-        states.append(State(name, kind, c, sd, (c - 4 * sd, min(c + 4 * sd, plo + 0.25))))
+        states.append(State(name, kind, c, sd, (cuts[i], cuts[i + 1])))
+    # Short pulses no cluster claims (a reset's tRST, set features, a rare tCBSY): not programs,
+    # and not the tDBSY that would add a page to the next program.
+    states.append(State("other", "other", 0.5 * (xmin + plo), 100.0, (xmin, plo + 0.25),
+                        fixed=True))
     long_peaks = _peaks(x, plo, max(ehi, xmax))
     prog = [p for p in long_peaks if p[0] < phi]
     erase = [p for p in long_peaks if p[0] >= phi]
@@ -410,8 +440,8 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
             up = post(probe)[1][j]
             probe[j] = lf[j] - 1.0
             down = post(probe)[1][j]
-            if abs(up - down) < 1e-6 * max(counts[j], 1.0):
-                continue  # nothing to move
+            if abs(up - down) < 1e-3 * max(abs(counts[j] - t), 1.0):
+                continue  # nothing (that matters) to move
             for _b in range(40):
                 mid = 0.5 * (lo + hi)
                 probe[j] = mid
@@ -422,9 +452,7 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
                     hi = mid
             lf[j] = 0.5 * (lo + hi)
             g, counts = post(lf)
-    lf = np.clip(lf - lf.max(), math.log(_F_MIN), 0.0)
-    g, counts = post(lf)
-    return g, np.exp(lf), hit
+    return g, np.exp(lf - lf.max()), hit
 
 
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack):
@@ -468,7 +496,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
     return DieResult(int(len(x)), expected, float(pprog.sum()),
                      float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()), extra, cap,
-                     float(announced.sum()), ambiguous)
+                     float(announced.sum()), ambiguous,
+                     float(np.minimum(pprog, 1 - pprog).sum()))
 
 
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
@@ -491,7 +520,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     balance : bool or "auto"
         Hold the page types to equal counts (the page order of a block programs each type
         equally often). ``"auto"``: when 2 or 3 program clusters are found whose counts are
-        within 50 % of each other.
+        within 50 % of each other (the erase seed counted with its nearest program state).
     erase_slack : float
         Relative slack of the erase cap.
     train_pulses : int
@@ -545,8 +574,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     hc = hist[occupied]
     b = _emissions(occupied, states)
     weights = np.bincount(np.argmax(b, axis=1), weights=hc, minlength=K) + 1.0
-    if balance == "auto":
-        pc = weights[pj]
+    if balance == "auto" and pj:
+        # Seeds split the overlap of the slowest page type and the erases arbitrarily: count
+        # the erase seed with its nearest program state before comparing the page types.
+        pc = weights[pj].copy()
+        pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pj]))] += weights[ej]
         balance = 2 <= len(pj) <= 3 and pc.max() <= 1.5 * pc.min()
     balance = bool(balance and len(pj) > 1)
     if pages_per_block:
@@ -577,8 +609,21 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             break
     b = _emissions(occupied, states)
     f = np.ones(K)
-    _g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+    g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
     capped = capped or hit
+    counts = (g * hc[:, None]).sum(axis=0)
+    cap = cap_for(counts)
+    if balance and cap is not None and counts[ej] > 1.05 * cap:
+        # Equal page types and the erase cap cannot both hold: the widths do not keep the page
+        # order (cache-program chains shift each pulse to the previous page's program time and
+        # double the last one). Keep the cap, drop the balance.
+        result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
+                          page_types=page_types, balance=False, erase_slack=erase_slack,
+                          train_pulses=train_pulses, iterations=iterations,
+                          hmm_iterations=hmm_iterations, ordered=ordered)
+        result.notes.append("equal page types conflict with the erase cap (cache-program "
+                            "chains?): page types not balanced")
+        return result
     A = np.tile(weights, (K, 1))
     pi = weights.copy()
     if hmm_iterations:
@@ -600,7 +645,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     dies = {}
     notes = []
     mj = [j for j, kd in enumerate(kinds) if kd == "multiplane"] if ordered else []
-    sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache")]
+    sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
     cbsy_hi = math.log2(TCBSY_US[1])
     for k, s in zip(keys, seqs, strict=True):
         sidx = grid.index(s)

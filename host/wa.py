@@ -45,12 +45,14 @@ sequential write, WA computed with ``Mp = 1`` is ≈ ``1 / Mp``.
 import math
 from dataclasses import dataclass, field
 
+from .calibrate import erase_plausible
 from .logical import LogicalVolume
 from .model import FIXED_COUNTERS
 
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
-    "decide_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance", "t_quantile",
+    "decide_mp", "measured_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance",
+    "t_quantile",
 ]
 
 #: Two-sided 95 % Student-t quantiles (0.975) for 1 … 30 degrees of freedom.
@@ -219,22 +221,33 @@ def _check_positive_int(name, value):
     return value
 
 
-def _sequence_row(row, die, mp, balanced, page_types):
+def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     """Fill a row's estimate and classification uncertainty from a sequence-classified die."""
     measured_mp = die.program_pulses > 0 and die.multiplane_pages > 0.01 * die.program_pulses
     per_pulse = 1.0 / mp if measured_mp else 1.0  # pages measured -> pulse equivalents
     pages = die.pages if measured_mp else die.program_pulses
     row.corrected = pages * per_pulse
     row.class_var = die.program_var * per_pulse ** 2
-    if balanced:
+    chains = die.program_pulses and die.announced > 0.002 * die.program_pulses
+    if balanced and not chains:
         # Page types are equal over whole blocks; open blocks (host and GC streams) at the
         # edges of the capture leave each type up to 2 pages apart.
         slack = 2 * 2 * page_types
     else:
+        # (Cache-program chains shift each pulse to the previous page's time and double the
+        # last: the page types no longer pin the erases either.)
         # Nothing pins the erase count: it may be anything up to its structural cap.
         hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
         slack = max(die.erase_pulses, hi_e - die.erase_pulses)
+    if mode == "mixture":
+        # Histogram bins, not pulses: every pulse of a bin shares one posterior, so the pulses
+        # the posterior leaves undecided may all go either way.
+        slack = max(slack, die.undecided)
     row.class_slack = slack * per_pulse * (1 + (mp - 1) * measured_mp)
+    if measured_mp:
+        # Two estimates of the pages: tDBSY-measured, and program pulses × Mp; the interval
+        # spans both (a reset or set-features pulse can pass for a tDBSY).
+        row.class_slack += abs(die.program_pulses - row.corrected)
     row.class_up = die.ambiguous_short * per_pulse * mp
 
 
@@ -309,7 +322,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
             if ch not in sequence.dies:
                 raise WAError(f"line {probe.name or ch}: no pulse sequence was classified")
             _sequence_row(rows[-1], sequence.dies[ch], mp, sequence.balanced,
-                          sequence.page_types)
+                          sequence.page_types, sequence.mode)
         if probe.die_count > 1:
             warnings.append(f"{probe.name}: a wired-OR line of {probe.die_count} dies; pulses of "
                             f"different dies that overlap merge into one, so programs are "
@@ -444,7 +457,7 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
     ppb = geometry.pages_per_block
     if ppb and erase_pulses is not None and programs >= 4 * ppb:
         expected = programs / ppb
-        if erase_pulses > 1.5 * expected + 3 * math.sqrt(expected) + 2 * len(rows) * scale:
+        if not erase_plausible(erase_pulses, programs, ppb):
             fail("erase_count", f"{erase_pulses:,.0f} erase pulses, but programs ÷ pages per "
                                 f"block gives ≈{expected:,.0f}: an erase opens a block that "
                                 f"{ppb} page programs then fill, so most of these are programs "
@@ -514,8 +527,10 @@ def _edge_pileup(m, channels, share=0.25):
             if edge <= 1 or edge >= params.max_width:
                 continue
             below, above = params.hist_bin(edge - 1), params.hist_bin(edge)
-            if below == above:
-                continue
+            if below == above:  # the edge cuts a bin: look at its neighbours
+                below, above = below - 1, above + 1
+                if below < 0 or above >= params.hist_bins:
+                    continue
             if min(density(below), density(above)) > share * peak:
                 out.append((name, edge * us))
     return out
@@ -600,7 +615,23 @@ class MpDecision:
                 "tolerance": self.tolerance, "reason": self.reason}
 
 
-def decide_mp(wa1, candidates=(1, 2, 4), tolerance=0.2):
+def measured_mp(sequence, tolerance=0.1):
+    """Mp read off the tDBSY pulses of a sequence classification, or None.
+
+    A multi-plane program queues each extra plane with 80h…11h, whose tDBSY pulse comes right
+    before the program pulse; :func:`rbscope.sequence.classify` counts those pages. Returns
+    ``(pages per program pulse, decided Mp or None)`` when tDBSY pulses were seen.
+    """
+    dies = list(sequence.dies.values())
+    programs = sum(d.program_pulses for d in dies)
+    if not programs or sum(d.multiplane_pages for d in dies) <= 0.01 * programs:
+        return None
+    ratio = sum(d.pages for d in dies) / programs
+    m = round(ratio)
+    return ratio, (m if m >= 1 and abs(ratio - m) <= tolerance * m else None)
+
+
+def decide_mp(wa1, candidates=(1, 2, 4), tolerance=0.2, *, planes=None):
     """Decide Mp from the WA of a sequential, incompressible calibration write computed with Mp=1.
 
     Candidate ``m`` predicts ``WA(Mp=1) ≈ 1/m`` (the drive programs each logical page once; the
@@ -615,12 +646,19 @@ def decide_mp(wa1, candidates=(1, 2, 4), tolerance=0.2):
         Possible Mp values (1 and the plane counts of the die).
     tolerance : float
         Relative tolerance (0 < tol < 1/3 keeps factor-2 candidates apart).
+    planes : int, optional
+        Planes per die: a pulse cannot program more pages than the die has planes, so larger
+        candidates are never proposed.
     """
     if not isinstance(wa1, Interval):
         wa1 = Interval(float(wa1), float(wa1), float(wa1))
     if not 0 < tolerance < 1:
         raise WAError(f"tolerance must be between 0 and 1, not {tolerance!r}")
     cands = tuple(sorted(set(_check_positive_int("candidate", c) for c in candidates)))
+    if planes is not None:
+        cands = tuple(c for c in cands if c <= planes)
+        if not cands:
+            raise WAError(f"no Mp candidate is possible on a {planes}-plane die")
     implied = 1 / wa1.value if wa1.value > 0 else math.inf
 
     def band(m):

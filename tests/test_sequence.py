@@ -1,0 +1,308 @@
+"""Sequence-aware classification: labelled pulse sequences built here, and the checks around it.
+
+The sequences follow the rules a real die obeys, built by hand from a block's page order
+(MLC L0 L1 U0 L2 U1 … U(n-1); TLC with three levels), one or two open blocks per die, an erase
+opening each block, reads in between — with the widths drawn from uniform ranges where upper
+pages and erases overlap, the case no width window can count.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rbscope import cli
+from rbscope.calibrate import calibrate, erase_plausible
+from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
+from rbscope.geometry import Geometry
+from rbscope.logical import LogicalVolume, from_bytes
+from rbscope.measurement import Measurement, Probe
+from rbscope.model import ChannelCounts
+from rbscope.sequence import SequenceError, classify, classify_measurement
+from rbscope.wa import WAError, compute_wa, decide_mp, measured_mp
+
+TICK = 1e-7  # 0.1 µs
+PPB = 64
+
+
+def page_order(levels, ppb):
+    """Page types (0 lower, 1 middle, 2 upper) of a block in program order (one-line lag)."""
+    lines = ppb // levels
+    return [s for _, s, _ in sorted((w + s, s, -w) for w in range(lines) for s in range(levels))]
+
+
+def die_sequence(rng, blocks, *, levels=2, streams=2, reads=0.3, dbsy=False, cache_heads=0.0,
+                 program=((200, 500), (1300, 2200)), erase=(1900, 2300)):
+    """Widths (µs) and labels of one die: blocks opened by an erase, filled in page order."""
+    order = page_order(levels, PPB)
+    widths, labels = [], []
+    pos = [None] * streams
+    left = blocks
+    while True:
+        open_ = [i for i, p in enumerate(pos) if p is not None]
+        if left == 0 and not open_:
+            break
+        s = int(rng.integers(streams))
+        if pos[s] is None:
+            if left == 0:
+                continue
+            if dbsy:
+                widths.append(rng.uniform(0.5, 1.0))
+                labels.append("dbsy")
+            widths.append(rng.uniform(*erase))
+            labels.append("erase")
+            pos[s] = 0
+            left -= 1
+        if rng.random() < reads:
+            widths.append(rng.uniform(25, 60))
+            labels.append("read")
+        if dbsy:
+            widths.append(rng.uniform(0.5, 1.0))
+            labels.append("dbsy")
+        if rng.random() < cache_heads:
+            widths.append(rng.uniform(3, 35))  # tCBSY: a cache program heading a chain
+            labels.append("cache_program")
+        else:
+            widths.append(rng.uniform(*program[order[pos[s]]]))
+            labels.append(f"program{order[pos[s]]}")
+        pos[s] += 1
+        if pos[s] == len(order):
+            pos[s] = None
+    return np.array(widths), labels
+
+
+def ticks(widths):
+    return np.maximum(1, np.round(np.asarray(widths) * 1e-6 / TICK)).astype(np.int64)
+
+
+def programs_of(labels):
+    return sum(1 for x in labels if x.startswith("program") or x == "cache_program")
+
+
+def make(seed=1, dies=4, blocks=40, **kw):
+    rng = np.random.default_rng(seed)
+    pulses, labels = {}, {}
+    for d in range(dies):
+        w, lab = die_sequence(rng, blocks, **kw)
+        pulses[d], labels[d] = ticks(w), lab
+    return pulses, labels
+
+
+def test_mlc_upper_pages_overlapping_erases_counted_exactly():
+    pulses, labels = make()
+    r = classify(pulses, TICK, pages_per_block=PPB,
+                 hints={"program": (150, 2300), "erase": (1800, 2400)})
+    assert r.balanced and r.page_types == 2
+    for d, lab in labels.items():
+        true = programs_of(lab)
+        got = r.dies[d].program_pulses
+        assert abs(got - true) / true < 0.002
+        assert r.dies[d].erase_pulses == pytest.approx(lab.count("erase"), abs=6)
+        # The bundled kind of window, its edge in the overlap, errs by far more.
+        us = pulses[d] * TICK * 1e6
+        assert abs(int(((us >= 150) & (us < 1950)).sum()) - true) / true > 0.05
+
+
+def test_tlc_three_page_types_balanced():
+    prog = ((400, 700), (1200, 1800), (2500, 4000))
+    pulses, labels = make(seed=2, levels=3, program=prog, erase=(3000, 4500), blocks=30)
+    r = classify(pulses, TICK, pages_per_block=PPB,
+                 hints={"program": (300, 4000), "erase": (3000, 4500)})
+    assert r.page_types == 3 and r.balanced
+    for d, lab in labels.items():
+        assert r.dies[d].program_pulses == pytest.approx(programs_of(lab), rel=0.003)
+
+
+def test_erase_cap_stops_an_erase_state_swallowing_slow_programs():
+    # No erase at all: upper pages fill the whole hinted erase range.
+    pulses, labels = make(seed=3, erase=(1900, 2300), program=((200, 500), (1500, 2300)),
+                          streams=1)
+    for d in labels:  # drop the erases from the sequences
+        keep = np.array([x != "erase" for x in labels[d]])
+        pulses[d] = pulses[d][keep]
+        labels[d] = [x for x in labels[d] if x != "erase"]
+    hints = {"program": (150, 1900), "erase": (1900, 2400)}
+    free = classify(pulses, TICK, hints=hints, balance=False)
+    capped = classify(pulses, TICK, pages_per_block=PPB, hints=hints, balance=False)
+    for d, lab in labels.items():
+        cap = capped.dies[d].erase_cap
+        assert capped.dies[d].erase_pulses <= cap + 1
+        assert capped.dies[d].erase_pulses < free.dies[d].erase_pulses
+        assert capped.dies[d].program_pulses == pytest.approx(programs_of(lab), rel=0.03)
+
+
+def test_tdbsy_pulses_give_pages_and_announce_cache_program_heads():
+    pulses, labels = make(seed=4, dbsy=True, cache_heads=0.05, blocks=30)
+    r = classify(pulses, TICK, pages_per_block=PPB)
+    for d, lab in labels.items():
+        die = r.dies[d]
+        heads = lab.count("cache_program")
+        assert die.announced == pytest.approx(heads, rel=0.05)
+        assert die.program_pulses == pytest.approx(programs_of(lab), rel=0.003)
+        # Each program pulse follows one tDBSY: two pages per program pulse.
+        assert die.pages == pytest.approx(2 * programs_of(lab), rel=0.003)
+    ratio, mp = measured_mp(r)
+    assert mp == 2 and ratio == pytest.approx(2, abs=0.01)
+
+
+def test_too_few_pulses_and_bad_input_are_clear_errors():
+    with pytest.raises(SequenceError, match="no per-pulse widths"):
+        classify({0: []}, TICK)
+    with pytest.raises(SequenceError, match="too few"):
+        classify({0: [100] * 10}, TICK)
+    with pytest.raises(SequenceError, match="positive"):
+        classify({0: [0] * 100}, TICK)
+
+
+# The WA engine with the sequence classifier -------------------------------------------------
+
+GEOM = Geometry(name="t", channels=2, chips_per_channel=1, dies_per_chip=2, planes_per_die=2,
+                page_size=4096, pages_per_block=PPB, timing={"program": (150, 2300),
+                                                              "erase": (1800, 2400)})
+NAMES = ("cache", "read", "program", "erase")
+WIN_US = ((1.5, 12), (12, 150), (150, 1950), (1950, 12000))
+
+
+def to_measurement(pulses, keep_pulses=True):
+    params = SnifferParams(channels=len(pulses))
+    windows = tuple((round(lo * 1e-6 / TICK), round(hi * 1e-6 / TICK)) for lo, hi in WIN_US)
+    config = SnifferConfig(prescaler=1, glitch_ticks=1, windows=windows, idle_ticks=100)
+    counts = []
+    for ch in range(len(pulses)):
+        c = ChannelCounts.zeros(params)
+        w = pulses[ch]
+        for k, (lo, hi) in enumerate(windows):
+            c.classes[k] = int(((w >= lo) & (w < hi)).sum())
+        for x in w:
+            c.histogram[params.hist_bin(int(x))] += 1
+        counts.append(c)
+    probes = [Probe(f"d{i}", (loc,)) for i, loc in enumerate(GEOM.die_locations())]
+    return Measurement(params, config, TICK, counts, NAMES, probes=probes[:len(pulses)],
+                       quiet_ticks=10**6,
+                       pulses={ch: list(map(int, w)) for ch, w in pulses.items()}
+                       if keep_pulses else {})
+
+
+def test_compute_wa_with_sequence_interval_holds_truth_and_says_what_it_includes():
+    pulses, labels = make(seed=5)
+    m = to_measurement(pulses)
+    true_pages = sum(programs_of(lab) for lab in labels.values())
+    logical = from_bytes(true_pages * GEOM.page_size)  # true WA = 1
+    seq = classify_measurement(m, GEOM)
+    assert seq.mode == "sequence"
+    r = compute_wa(m, GEOM, logical, sequence=seq, write_only=True)
+    assert r.classifier == "sequence"
+    assert abs(r.wa.value - 1) < 0.002
+    assert r.wa_confidence.lo <= 1 <= r.wa_confidence.hi
+    assert "classification posterior" in r.interval_includes
+    assert not r.interval_excludes
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["classifier"] == "sequence" and d["interval_includes"]
+    assert d["classification"]["balanced"] is True
+    windows = compute_wa(m, GEOM, logical)
+    assert abs(windows.wa.value - 1) > 0.01  # the windows cut the upper pages
+    assert any("classification" in x for x in windows.interval_excludes)
+    # Half the dies probed: the die sampling joins the interval.
+    half = compute_wa(m, GEOM, logical, sequence=seq, channels=[0, 1])
+    assert "die sampling (Student t)" in half.interval_includes
+
+
+def test_histograms_only_fall_back_to_the_constrained_mixture():
+    pulses, labels = make(seed=6)
+    m = to_measurement(pulses, keep_pulses=False)
+    seq = classify_measurement(m, GEOM)
+    assert seq.mode == "mixture" and seq.balanced
+    true = sum(programs_of(lab) for lab in labels.values())
+    got = sum(d.program_pulses for d in seq.dies.values())
+    assert got == pytest.approx(true, rel=0.01)
+
+
+# Plausibility checks ------------------------------------------------------------------------
+
+
+def checks(r):
+    return {c["check"] for c in r.checks}
+
+
+def test_checks_erase_count_edge_pileup_and_wa_below_one():
+    pulses, labels = make(seed=7)
+    m = to_measurement(pulses)
+    true_pages = sum(programs_of(lab) for lab in labels.values())
+    r = compute_wa(m, GEOM, from_bytes(true_pages * GEOM.page_size))
+    # The erase window [1950, …) holds the upper pages' tail: far too many "erases".
+    assert {"erase_count", "window_edge", "wa_below_1"} <= checks(r)
+    assert all(c["message"] in r.warnings for c in r.checks)
+    ok = compute_wa(m, GEOM, from_bytes(true_pages * GEOM.page_size),
+                    sequence=classify_measurement(m, GEOM))
+    assert not checks(ok)
+
+
+def test_checks_cache_programs_and_reads_in_a_write_run():
+    pulses, labels = make(seed=8, dbsy=True, cache_heads=0.05, reads=0.0)
+    m = to_measurement(pulses)
+    true_pages = 2 * sum(programs_of(lab) for lab in labels.values())
+    lv = from_bytes(true_pages * GEOM.page_size)
+    seq = classify_measurement(m, GEOM)
+    r = compute_wa(m, GEOM, lv, sequence=seq, write_only=True)
+    assert "cache_programs" in checks(r)
+    assert r.wa.value == pytest.approx(1, abs=0.005)
+    assert r.wa_confidence.lo <= 1 <= r.wa_confidence.hi
+    # Windows: the tCBSY heads count as reads in a write-only run.
+    w = compute_wa(m, GEOM, lv, write_only=True)
+    assert "reads_in_write_run" in checks(w)
+
+
+def test_mp_beyond_planes_is_refused_and_never_proposed():
+    pulses, _ = make(seed=9, blocks=10)
+    m = to_measurement(pulses)
+    with pytest.raises(WAError, match="contradicts"):
+        compute_wa(m, GEOM, from_bytes(10**8), mp=4)
+    d = decide_mp(0.26, candidates=(1, 2, 4), planes=2)
+    assert d.mp is None and 4 not in d.candidates
+    with pytest.raises(WAError, match="no Mp candidate"):
+        decide_mp(0.5, candidates=(4,), planes=2)
+
+
+def test_calibrate_never_proposes_an_erase_cluster_the_structure_rules_out():
+    rng = np.random.default_rng(10)
+    # Two program clusters and a third, frequent one at erase times: slow programs, not erases.
+    widths = np.concatenate([rng.uniform(200, 500, 5000), rng.uniform(1300, 1600, 3000),
+                             rng.normal(2050, 40, 2000)])
+    params = SnifferParams(channels=1)
+    hist = [0] * params.hist_bins
+    for w in ticks(widths):
+        hist[params.hist_bin(int(w))] += 1
+    hints = {"read": (10, 150), "program": (150, 1700), "erase": (1900, 2300)}
+    loose = calibrate(hist, params, TICK, hints=hints)
+    assert "erase" in [n for n, _, _ in loose.preset.windows]
+    strict = calibrate(hist, params, TICK, hints=hints, pages_per_block=PPB)
+    assert "erase" not in [n for n, _, _ in strict.preset.windows]
+    assert any("cannot be erases" in n for n in strict.notes)
+    assert erase_plausible(100, 64 * 100, 64) and not erase_plausible(2000, 8000, 64)
+
+
+def test_analyze_cli_sequence_default_and_mp_refusal(tmp_path, capsys):
+    pulses, labels = make(seed=11, blocks=20)
+    m = to_measurement(pulses)
+    path = tmp_path / "m.json"
+    m.save(path)
+    geo = tmp_path / "g.toml"
+    geo.write_text('name = "t"\n[geometry]\nchannels = 2\nchips_per_channel = 1\n'
+                   'dies_per_chip = 2\nplanes_per_die = 2\npage_size = 4096\n'
+                   'pages_per_block = 64\nprogram_model = "single-plane"\n[timing]\nprogram = [150, 2300]\n'
+                   'erase = [1800, 2400]\n', encoding="utf-8")
+    true_pages = sum(programs_of(lab) for lab in labels.values())
+    args = ["analyze", str(path), "--geometry", str(geo), "--logical",
+            str(true_pages * 4096)]
+    assert cli.main(args + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["classifier"] == "sequence"
+    assert math.isclose(out["wa"]["value"], 1, abs_tol=0.003)
+    assert out["wa_confidence_95"]["lo"] <= 1 <= out["wa_confidence_95"]["hi"]
+    assert cli.main(args) == 0
+    text = capsys.readouterr().out
+    assert "sequence classifier" in text and "it includes:" in text
+    assert cli.main(args + ["--mp", "4"]) == 1
+    assert "contradicts" in capsys.readouterr().err
+    assert isinstance(LogicalVolume(1, 1, "none").value, (int, float))
