@@ -703,6 +703,10 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
         for ch in channels:
             hist = measurement.counts[ch].histogram
             total = sum(hist)
+            counted = sum(measurement.counts[ch].classes) + measurement.counts[ch].unclassified
+            if counted and not total:
+                raise SequenceError(f"line {measurement.probes[ch].name or ch} has counts but "
+                                    f"no width histogram to classify")
             # Without the order of the pulses the mixture sees only each bin's share, so a long
             # capture is represented by at most MIXTURE_PULSES pulses in the same proportions
             # (memory and time stay bounded); the counts are scaled back afterwards.

@@ -319,10 +319,12 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         rows.append(ChannelPrograms(ch, probe.name, probe.die_count, c.classes[k],
                                     c.partial + c.dropped, corrected))
         if sequence is not None:
-            if ch not in sequence.dies:
+            if ch in sequence.dies:
+                _sequence_row(rows[-1], sequence.dies[ch], mp, sequence.balanced,
+                              sequence.page_types, sequence.mode)
+            elif sum(c.classes) + c.unclassified:
                 raise WAError(f"line {probe.name or ch}: no pulse sequence was classified")
-            _sequence_row(rows[-1], sequence.dies[ch], mp, sequence.balanced,
-                          sequence.page_types, sequence.mode)
+            # else: a line without a measured pulse has nothing to classify (no programs)
         if probe.die_count > 1:
             warnings.append(f"{probe.name}: a wired-OR line of {probe.die_count} dies; pulses of "
                             f"different dies that overlap merge into one, so programs are "

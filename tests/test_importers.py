@@ -288,25 +288,27 @@ def test_parse_time():
 
 def test_cli_analyze_vcd_json_and_saved_measurement(tmp_path, trains, capsys):
     vcd = tmp_path / "t.vcd"
-    with open(vcd, "w") as f:
-        write_vcd(f, trains, end=120_000)
+    with open(vcd, "w") as f:  # one cycle of the trains = 1 µs, so the windows below apply
+        write_vcd(f, trains, timescale="1 us", end=120_000)
     saved = tmp_path / "m.json"
     args = ["analyze", str(vcd), "--geometry", "ssd-v", "--clock", "1us",
             "--window", "cache=1:3", "--window", "read=3:20", "--window", "program=20:400",
             "--window", "erase=400:800", "--glitch", "1", "--logical", "1MB", "--json",
-            "--save-measurement", str(saved), "-q"]
+            "--save-measurement", str(saved), "-q", "--classifier", "windows"]
     assert cli.main(args) == 0
     out = json.loads(capsys.readouterr().out)
     m = Measurement.load(saved)
-    programs = sum(c.classes[2] for c in m.counts)
+    programs = sum(c.classes[m.class_index("program")] for c in m.counts)
+    assert programs > 0
     assert out["program_pulses"]["value"] == pytest.approx(programs * 4 / 4)
     assert out["wa"]["value"] == pytest.approx(programs * 4096 / 1e6)
     assert cli.main(["analyze", str(saved), "--geometry", "ssd-v", "--logical", "1MB",
-                     "--json"]) == 0
+                     "--json", "--classifier", "windows"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["wa"] == out["wa"]
     # Human output carries the figures.
-    assert cli.main(["analyze", str(saved), "--geometry", "ssd-v", "--logical", "1MB"]) == 0
+    assert cli.main(["analyze", str(saved), "--geometry", "ssd-v", "--logical", "1MB",
+                     "--classifier", "windows"]) == 0
     text = capsys.readouterr().out
     assert "WRITE AMPLIFICATION" in text and f"{out['wa']['value']:.4f}" in text
 
