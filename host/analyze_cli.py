@@ -30,7 +30,7 @@ from .sources import SourceOptionError, open_measurement
 from .wa import MpDecision, WAError, compute_wa, decide_mp, measured_mp, wa_series
 
 __all__ = ["Analysis", "add_analyze_parser", "add_calibrate_parser", "analyse", "cmd_analyze",
-           "cmd_calibrate", "load_source", "source_options"]
+           "cmd_calibrate", "load_source", "source_options", "wa_of"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -340,19 +340,31 @@ def analyse(args, geometry, *, series=None):
             ls = lg.read_fio_bw_log(args.fio_bw_log)
         rows = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
                          logical_series=ls)
+    result = wa_of(m, geometry, logical, mp=args.mp, program_class=args.program_class,
+                   classifier=args.classifier, write_only=args.write_only,
+                   correction=correction, notes=notes)
+    return Analysis(m, geometry, logical, result, notes, rows, evidence)
+
+
+def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",
+          write_only=False, correction=None, notes=None):
+    """The WA of a measurement as ``rbscope analyze`` computes it (classifier included).
+
+    ``logical`` None gives the physical volume only. Notes of the classifier go to ``notes``.
+    """
     seq = None
-    if args.classifier != "windows" and correction is None:
+    if classifier != "windows" and correction is None:
         try:
             seq = classify_measurement(m, geometry)
         except SequenceError as exc:
-            if args.classifier == "sequence":
+            if classifier == "sequence":
                 raise
-            notes.append(f"sequence classifier not used ({exc}); window counts instead")
+            if notes is not None:
+                notes.append(f"sequence classifier not used ({exc}); window counts instead")
     lv = logical if logical is not None else lg.LogicalVolume(1, 1, "none")
     # Without a logical volume: the physical volume only (a placeholder of 1 byte).
-    result = compute_wa(m, geometry, lv, mp=args.mp, program_class=args.program_class,
-                        correction=correction, sequence=seq, write_only=args.write_only)
-    return Analysis(m, geometry, logical, result, notes, rows, evidence)
+    return compute_wa(m, geometry, lv, mp=mp, program_class=program_class,
+                      correction=correction, sequence=seq, write_only=write_only)
 
 
 def cmd_analyze(args):

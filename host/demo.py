@@ -35,6 +35,7 @@ def _bar(done, total, width=30):
 
 def main(argv=None):
     from . import refssd
+    from .analyze_cli import wa_of
     from .capture import CaptureWriter, capture_to_measurement
     from .device import Device
     from .gateware.rb_sniffer import SnifferParams
@@ -42,7 +43,6 @@ def main(argv=None):
     from .model import Train
     from .refssd.measure import die_edges
     from .simdevice import SimDevice, SimError
-    from .wa import compute_wa
 
     parser = argparse.ArgumentParser(
         prog="rbscope-demo", description=__doc__.split("\n\n")[0],
@@ -134,25 +134,29 @@ def main(argv=None):
         m.probes[d] = Probe(f"die{d} R/B#", (run.die_location(d),))
     model = device.truth(m.duration_ticks + 1)
     equal = all(m.counts[d].classes == model.channels[d].classes for d in range(drive.dies))
-    r = compute_wa(m, run.geometry, from_bytes(run.logical_bytes))
+    notes = []
+    # The WA exactly as `rbscope analyze` computes it (sequence-aware classifier included).
+    r = wa_of(m, run.geometry, from_bytes(run.logical_bytes), write_only=True, notes=notes)
     print("\n  program pulses counted per die (over the link):  "
           + "  ".join(f"die{d} {m.counts[d].classes[names.index('program')]}"
                       for d in range(drive.dies)))
     print(f"  every class counter equals the gateware's bit-exact model: "
           f"{'yes' if equal else 'NO'}")
     err = (r.wa.value - t.wa_true) / t.wa_true
-    print(f"\n  WA measured by rbscope (R/B# only): {r.wa.value:.3f}  interval "
-          f"[{r.wa.lo:.3f}, {r.wa.hi:.3f}]")
+    iv = r.wa_confidence or r.wa
+    print(f"\n  WA measured by rbscope (R/B# only, {r.classifier} classifier): {r.wa.value:.3f}  "
+          f"95 % interval [{iv.lo:.3f}, {iv.hi:.3f}]")
     print(f"  WA true (the FTL's own count):      {t.wa_true:.3f}")
     print(f"  relative error: {100 * err:+.1f} %"
-          + ("  (the interval holds the truth)" if r.wa.lo <= t.wa_true <= r.wa.hi else
-             "  (the interval does NOT hold the truth: classification error is not in it yet)"))
-    for w in r.warnings:
+          + ("  (the interval holds the truth)" if iv.lo <= t.wa_true <= iv.hi else
+             "  (the interval does NOT hold the truth)"))
+    for w in notes + r.warnings:
         print(f"  warning: {w}")
     report_path = capture_path.with_suffix(".html")
     try:
         from .report import ReportError, analyse_run, build_report, write_report
-        rr = analyse_run(m, run.geometry, from_bytes(run.logical_bytes), drive=drive.name,
+        rr = analyse_run(m, run.geometry, from_bytes(run.logical_bytes), result=r,
+                         drive=drive.name,
                          workload=args.workload,
                          notes=[f"reference SSD, {args.state} state: true WA {t.wa_true:.4f} "
                                 f"(the FTL's own count of programmed pages)"])
