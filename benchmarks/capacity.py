@@ -46,8 +46,9 @@ def tool_versions():
     for var in ("YOSYS", "NEXTPNR_ICE40", "NEXTPNR_ECP5"):
         tool = env.get(var, var.lower())
         try:
-            text = subprocess.run([tool, "--version"], capture_output=True, text=True,
-                                  timeout=600).stdout.strip().splitlines()
+            done = subprocess.run([tool, "--version"], capture_output=True, text=True,
+                                  timeout=600)
+            text = (done.stdout.strip() or done.stderr.strip()).splitlines()
             out[Path(tool).name] = text[0] if text else "?"
         except OSError as exc:
             out[Path(tool).name] = f"unavailable ({exc})"
