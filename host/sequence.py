@@ -655,6 +655,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             g /= g.sum(axis=1, keepdims=True)
         dies[k] = _die_result(s, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block,
                               erase_slack)
+    for k, w in pulses.items():  # lines without a pulse: nothing programmed there
+        if not len(w):
+            dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
+                                2.0 if pages_per_block else None)
     if capped:
         notes.append("the erase state was held to the structural cap (programs ÷ pages per "
                      "block): the widths alone would have called more pulses erases")
@@ -697,10 +701,14 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
     else:
         params = measurement.params
         pulses = {}
+        total = max(sum(sum(measurement.counts[ch].histogram) for ch in channels), 1)
+        # Bounded memory: above 10⁶ pulses the bins are scaled down, the counts back up.
+        shrink = max(1.0, total / 1e6)
         for ch in channels:
             hist = measurement.counts[ch].histogram
             widths = []
             for b, n in enumerate(hist):
+                n = int(round(n / shrink)) if n else 0
                 if not n:
                     continue
                 lo = max(params.hist_bin_lo(b), 1)
@@ -714,6 +722,14 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
              (hints or {}).items()}
     result = classify(pulses, measurement.tick_seconds, pages_per_block=ppb, hints=hints, **kw)
     result.mode = mode
+    if mode == "mixture" and shrink > 1:
+        for d in result.dies.values():
+            for name in ("pulses", "program_pulses", "program_var", "erase_pulses",
+                         "multiplane_pages", "announced", "ambiguous_short", "undecided"):
+                setattr(d, name, getattr(d, name) * shrink)
+            d.erase_cap = None if d.erase_cap is None else d.erase_cap * shrink
+            d.expected = {k: v * shrink for k, v in d.expected.items()}
+        result.notes.append(f"histograms scaled down {shrink:.3g}× for the fit")
     if mode == "mixture":
         result.notes.append("no per-pulse widths: the width histograms were classified without "
                             "the order of the pulses (a constrained mixture)")

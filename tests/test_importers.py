@@ -294,7 +294,7 @@ def test_cli_analyze_vcd_json_and_saved_measurement(tmp_path, trains, capsys):
     args = ["analyze", str(vcd), "--geometry", "ssd-v", "--clock", "1us",
             "--window", "cache=1:3", "--window", "read=3:20", "--window", "program=20:400",
             "--window", "erase=400:800", "--glitch", "1", "--logical", "1MB", "--json",
-            "--save-measurement", str(saved), "-q"]
+            "--save-measurement", str(saved), "-q", "--classifier", "windows"]
     assert cli.main(args) == 0
     out = json.loads(capsys.readouterr().out)
     m = Measurement.load(saved)
@@ -302,11 +302,12 @@ def test_cli_analyze_vcd_json_and_saved_measurement(tmp_path, trains, capsys):
     assert out["program_pulses"]["value"] == pytest.approx(programs * 4 / 4)
     assert out["wa"]["value"] == pytest.approx(programs * 4096 / 1e6)
     assert cli.main(["analyze", str(saved), "--geometry", "ssd-v", "--logical", "1MB",
-                     "--json"]) == 0
+                     "--json", "--classifier", "windows"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["wa"] == out["wa"]
     # Human output carries the figures.
-    assert cli.main(["analyze", str(saved), "--geometry", "ssd-v", "--logical", "1MB"]) == 0
+    assert cli.main(["analyze", str(saved), "--geometry", "ssd-v", "--logical", "1MB",
+                     "--classifier", "windows"]) == 0
     text = capsys.readouterr().out
     assert "WRITE AMPLIFICATION" in text and f"{out['wa']['value']:.4f}" in text
 
@@ -337,7 +338,7 @@ def test_cli_analyze_reads_capture_files(tmp_path, capsys):
     path = tmp_path / "a.rbcap"
     _write_session(path)
     assert cli.main(["analyze", str(path), "--geometry", "ssd-v", "--logical", "32KiB",
-                     "--json"]) == 0
+                     "--json", "--classifier", "windows"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["source"]["source"] == "capture"
     # Two probed lines stand for SSD-v's 4 dies.
