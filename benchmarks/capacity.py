@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rbscope.boards.build import BOARDS, board_class, build, tool_env
+from rbscope.boards.build import BOARDS, board_class, build, parse_report, tool_env
 from rbscope.boards.top import BoardError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,8 @@ def tool_versions():
     return out
 
 
-def run(configs, seed, build_dir):
+def run(configs, seed, build_dir, json_path=None):
+    """Build every configuration; with ``json_path``, save the rows after each build."""
     rows = []
     for board, channels, dies in configs:
         print(f"building {board}, {channels} channels, {dies} emulated dies …", flush=True)
@@ -73,7 +74,56 @@ def run(configs, seed, build_dir):
                          "channels": channels, "emulator": dies, "utilisation": {},
                          "fmax_mhz": 0.0, "target_mhz": board_class(board).target_hz / 1e6,
                          "met": False, "seconds": 0.0, "error": str(exc)})
+        if json_path:
+            Path(json_path).write_text(json.dumps(rows, indent=1))
     return rows
+
+
+_NAME = re.compile(r"rbscope_(?P<board>[a-z0-9]+)_(?P<channels>\d+)ch(?:_emu(?P<dies>\d+))?$")
+
+
+def collect(build_dirs):
+    """Rows from the products of earlier builds (each ``rbscope_<board>_<N>ch[_emu<D>]``
+    directory under ``build_dirs``): nextpnr's report, or the error that stopped the build."""
+    rows = []
+    for build_dir in build_dirs:
+        for out in sorted(Path(build_dir).iterdir()):
+            match = _NAME.match(out.name)
+            if not match:
+                continue
+            board, dies = match["board"], int(match["dies"] or 0)
+            cls = board_class(board)
+            row = {"board": board, "device": cls.device, "channels": int(match["channels"]),
+                   "emulator": dies, "utilisation": {}, "fmax_mhz": 0.0,
+                   "target_mhz": cls.target_hz / 1e6, "met": False, "seconds": 0.0,
+                   "error": ""}
+            report = out / f"{out.name}.report.json"
+            log = out / f"{out.name}.tim"
+            if report.exists():
+                util, fmax, target = parse_report(json.loads(report.read_text()))
+                row.update(utilisation=util, fmax_mhz=fmax / 1e6, target_mhz=target / 1e6,
+                           met=fmax >= target)
+            elif log.exists():
+                text = log.read_text()
+                errors = [line for line in text.splitlines() if line.startswith("ERROR")]
+                if not errors:
+                    continue  # still running
+                row["error"] = errors[-1]
+                row["utilisation"] = _log_utilisation(text)
+            else:
+                continue
+            rows.append(row)
+    return rows
+
+
+def _log_utilisation(text):
+    """Cell use as nextpnr logs it before placing (also when the design does not fit)."""
+    from rbscope.boards.build import _CELLS
+    util = {}
+    for cell, used, avail in re.findall(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)", text, re.M):
+        if cell in _CELLS and int(avail):
+            util[_CELLS[cell]] = (int(used), int(avail))
+    return util
 
 
 def _cell(util, kind):
@@ -94,7 +144,11 @@ def table(rows, versions, command):
     for r in rows:
         u = {k: tuple(v) for k, v in r["utilisation"].items()}
         logic = _cell(u, "LC") if "LC" in u else _cell(u, "LUT4")
-        if r["error"]:
+        over = [k for k, (used, avail) in u.items() if used > avail]
+        if over:
+            result = "**does not fit** (" + ", ".join(
+                f"{k} {100 * u[k][0] / u[k][1]:.0f} %" for k in over) + ")"
+        elif r["error"]:
             result = "does not build: " + r["error"].split(": ", 1)[-1][:120]
         else:
             result = "meets timing" if r["met"] else "**timing not met**"
@@ -135,7 +189,25 @@ def main(argv=None):
     parser.add_argument("--build-dir", default=str(ROOT / "build" / "capacity"))
     parser.add_argument("--json", help="also write the raw results here")
     parser.add_argument("--no-write", action="store_true", help="do not touch the docs")
+    parser.add_argument("--config", action="append", metavar="BOARD:CHANNELS:DIES",
+                        help="one configuration (repeatable; replaces the default list)")
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="build nothing: write the table from the results of earlier runs "
+                             "(--json files, e.g. of runs made in parallel)")
+    parser.add_argument("--collect", nargs="+", metavar="DIR",
+                        help="build nothing: write the table from the build directories of "
+                             "earlier runs (their nextpnr reports and logs)")
     args = parser.parse_args(argv)
+    command = "python benchmarks/capacity.py " + shlex.join(argv if argv is not None
+                                                            else sys.argv[1:])
+    if args.merge or args.collect:
+        rows = [row for path in args.merge or [] for row in json.loads(Path(path).read_text())]
+        rows += collect(args.collect or [])
+        text = table(rows, tool_versions(), command.strip())
+        print(text)
+        if not args.no_write:
+            write_section(text)
+        return 0
     configs = DEFAULT
     if args.channels or args.emulator:
         boards = args.board or list(BOARDS)
@@ -143,11 +215,12 @@ def main(argv=None):
         configs += [(b, d, d) for b in boards for d in (args.emulator or [])]
     elif args.board:
         configs = [c for c in DEFAULT if c[0] in args.board]
-    rows = run(configs, args.seed, args.build_dir)
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
-    command = "python benchmarks/capacity.py " + shlex.join(argv if argv is not None
-                                                            else sys.argv[1:])
+    if args.config:
+        configs = []
+        for text in args.config:
+            board, channels, dies = text.split(":")
+            configs.append((board, int(channels), int(dies)))
+    rows = run(configs, args.seed, args.build_dir, args.json)
     text = table(rows, tool_versions(), command.strip())
     print(text)
     if not args.no_write:

@@ -88,7 +88,7 @@ def _top(board, channels, emulator, tap, emu_bus):
     return cls, RBScopeTop(params, emulator=emu, emu_bus=emu_bus, tap_targets=tap)
 
 
-def elaborate(board, *, channels=None, emulator=0, tap=0, emu_bus=False):
+def elaborate(board, *, channels=None, emulator=0, tap=0, emu_bus=True):
     """Elaborate a board build down to its netlist text (no synthesis); return the plan.
 
     Checks everything short of the tools: pins, PLL, the design. Used by the fast tests.
@@ -159,7 +159,7 @@ def parse_report(report):
     return util, fmax * 1e6, target * 1e6
 
 
-def build(board, *, channels=None, emulator=0, tap=0, emu_bus=False, seed=1,
+def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
           build_dir="build/boards", program=False, name=None):
     """Synthesise, place and route a board build; return its :class:`BuildResult`.
 
@@ -174,7 +174,8 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=False, seed=1,
     tap : int
         Targets of the bus tap whose pins are reserved (0: none).
     emu_bus : bool
-        Route the emulator's ONFI bus to the header.
+        Route the emulator's ONFI bus to the header (the default; a real NAND host controller
+        can then drive the emulated dies while the traffic generator is idle).
     seed : int
         nextpnr's placer seed (fixed, so results repeat).
     build_dir : str
@@ -248,8 +249,8 @@ def main(argv=None):
     parser.add_argument("--channels", type=int, help="R/B# channels (default: the board's)")
     parser.add_argument("--emulator", type=int, default=0, metavar="DIES",
                         help="build the NAND emulator in loopback with this many dies")
-    parser.add_argument("--emu-bus", action="store_true",
-                        help="route the emulator's ONFI bus to the header")
+    parser.add_argument("--no-emu-bus", dest="emu_bus", action="store_false",
+                        help="keep the emulator's ONFI bus off the header (loopback only)")
     parser.add_argument("--tap", type=int, default=0, metavar="TARGETS",
                         help="reserve header pins for a bus tap of this many CE# targets")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
@@ -262,8 +263,12 @@ def main(argv=None):
         if args.pins:
             cls = board_class(args.board)
             channels = cls.default_channels if args.channels is None else args.channels
+            emu_rb = 1
+            if args.emulator:
+                from ..gateware.nand_emu import EmuParams
+                emu_rb = EmuParams(dies=args.emulator).rb_count
             plan = plan_header(list(cls.header.values()), 0 if args.emulator else channels,
-                               emu_dies=args.emulator if args.emu_bus else 0,
+                               emu_dies=args.emulator if args.emu_bus else 0, emu_rb=emu_rb,
                                tap_targets=args.tap)
             labels = {pin: label for label, pin in cls.header.items()}
             print("\n".join(plan.describe(labels)))

@@ -31,9 +31,10 @@ __all__ = ["BoardError", "BoardMixin", "HeaderPlan", "RBScopeTop", "plan_header"
 #: Link rate of every board (FTDI bridge, 8N1); the UART divisor is the clock over this, rounded.
 UART_BAUD = 3_000_000
 
-#: The emulator's ONFI bus pins besides its CE# (one per die): (name, direction).
+#: The emulator's ONFI bus pins besides its CE# (one per die) and R/B# (one per die, or one
+#: wired for all): (name, direction).
 EMU_BUS_PINS = (("cle", "i"), ("ale", "i"), ("we_n", "i"), ("re_n", "i"), ("wp_n", "i"),
-                ("rb_n", "o"), ("io", "io"))
+                ("io", "io"))
 #: The bus tap's pins besides its CE# (one per target); all inputs.
 TAP_PINS = ("cle", "ale", "we_n", "io")
 
@@ -75,7 +76,7 @@ class HeaderPlan:
         return lines
 
 
-def plan_header(header, channels, *, emu_dies=0, tap_targets=0):
+def plan_header(header, channels, *, emu_dies=0, emu_rb=1, tap_targets=0):
     """Hand out the header pins of a build.
 
     Parameters
@@ -86,6 +87,8 @@ def plan_header(header, channels, *, emu_dies=0, tap_targets=0):
         R/B# inputs (0 in a loopback build, whose sniffer watches the emulated dies).
     emu_dies : int
         Emulated dies whose ONFI bus goes to the header (0: none).
+    emu_rb : int
+        The emulator's R/B# outputs (1 when the dies' are wired together, else one per die).
     tap_targets : int
         Targets (CE# lines) of the bus tap's NAND channel (0: no tap).
 
@@ -102,7 +105,8 @@ def plan_header(header, channels, *, emu_dies=0, tap_targets=0):
                         ("tap_targets", tap_targets)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise BoardError(f"{name} must be a non-negative integer, not {value!r}")
-    emu_width = {"ce_n": emu_dies, **{n: (8 if n == "io" else 1) for n, _ in EMU_BUS_PINS}}
+    emu_width = {"ce_n": emu_dies, "rb_n": emu_rb,
+                 **{n: (8 if n == "io" else 1) for n, _ in EMU_BUS_PINS}}
     tap_width = {"ce_n": tap_targets, **{n: (8 if n == "io" else 1) for n in TAP_PINS}}
     need = (channels + (sum(emu_width.values()) if emu_dies else 0)
             + (sum(tap_width.values()) if tap_targets else 0))
@@ -236,7 +240,8 @@ class BoardMixin:
                                          self.io_attrs)])
         for name, group in (("emu_bus", plan.emu_bus), ("tap", plan.tap)):
             if group:
-                dirs = dict(EMU_BUS_PINS) if name == "emu_bus" else {}
+                # R/B# is open drain (driven low or released), so its pins are bidirectional.
+                dirs = {**dict(EMU_BUS_PINS), "rb_n": "io"} if name == "emu_bus" else {}
                 self.add_resources([Resource(name, 0, *[
                     Subsignal(sig, Pins(" ".join(pins), dir=dirs.get(sig, "i")))
                     for sig, pins in group.items()], self.io_attrs)])
@@ -340,6 +345,7 @@ class RBScopeTop(Elaboratable):
         return plan_header(
             list(platform.header.values()), 0 if loopback else self.params.channels,
             emu_dies=self.emulator.dies if loopback and self.emu_bus else 0,
+            emu_rb=self.emulator.rb_count if loopback else 1,
             tap_targets=self.tap_targets)
 
     def elaborate(self, platform):
@@ -421,19 +427,16 @@ class RBScopeTop(Elaboratable):
         return m
 
     def _connect_emu_bus(self, m, platform, device):
+        # The bus inputs pass io.Buffer here; the emulator's bus front end synchronises them
+        # (two flip-flops, all with the same delay so a cycle's CLE/ALE/IO line up with WE#).
         bus = platform.request("emu_bus", 0, dir="-")
-        core = device.core
-        port = getattr(core, "emu_bus", None)
-        if port is None:
-            raise BoardError("This gateware's emulator has no external ONFI bus port yet")
-        for name, direction in (("ce_n", "i"), *EMU_BUS_PINS):
-            if direction == "io":
-                m.submodules[f"emu_{name}"] = buf = io.Buffer("io", getattr(bus, name))
-                m.d.comb += [getattr(port, name).i.eq(buf.i), buf.o.eq(getattr(port, name).o),
-                             buf.oe.eq(getattr(port, name).oe)]
-            else:
-                m.submodules[f"emu_{name}"] = buf = io.Buffer(direction, getattr(bus, name))
-                if direction == "i":
-                    m.d.comb += getattr(port, name).eq(buf.i)
-                else:
-                    m.d.comb += buf.o.eq(getattr(port, name))
+        for name in ("ce_n", "cle", "ale", "we_n", "re_n", "wp_n"):
+            m.submodules[f"emu_{name}"] = buf = io.Buffer("i", getattr(bus, name))
+            m.d.comb += getattr(device, f"emu_{name}").eq(buf.i)
+        m.submodules.emu_io = io_buf = io.Buffer("io", bus.io)
+        m.d.comb += [device.emu_io_i.eq(io_buf.i), io_buf.o.eq(device.emu_io_o),
+                     io_buf.oe.eq(device.emu_io_oe)]
+        # R/B# is open drain, as on a real die: pulled low when busy, released when ready.
+        for i in range(len(device.emu_rb)):
+            m.submodules[f"emu_rb_{i}"] = rb_buf = io.Buffer("io", bus.rb_n[i])
+            m.d.comb += [rb_buf.o.eq(0), rb_buf.oe.eq(~device.emu_rb[i])]

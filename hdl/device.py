@@ -58,6 +58,29 @@ def emulator_extension(emu, config=None, traffic=None):
                          source=truth)
 
 
+def _emu_bus_members(emulator):
+    """The emulator's ONFI bus ports, prefixed ``emu_`` (none without an emulator)."""
+    if emulator is None:
+        return {}
+    from .nand_emu.layouts import bus_signature_members
+    return {f"emu_{name}": member for name, member in bus_signature_members(emulator).items()}
+
+
+def _connect_emu_bus(m, outer, inner, *, strip):
+    """Join ``outer``'s ``emu_*`` bus ports to ``inner``'s of the same name (``strip``: without
+    the ``emu_`` prefix, as the loopback names them)."""
+    for name, member in outer.signature.members.items():
+        if name not in _BUS_NAMES:
+            continue
+        theirs = getattr(inner, name[len("emu_"):] if strip else name)
+        ours = getattr(outer, name)
+        m.d.comb += theirs.eq(ours) if member.flow is wiring.In else ours.eq(theirs)
+
+
+_BUS_NAMES = {f"emu_{name}" for name in ("ce_n", "cle", "ale", "we_n", "re_n", "wp_n", "io_i",
+                                         "io_o", "io_oe", "rb")}
+
+
 class DeviceCore(wiring.Component):
     """Sniffer, command decoder, link controller and frame encoder on byte streams.
 
@@ -80,6 +103,9 @@ class DeviceCore(wiring.Component):
 
     Members
     -------
+    emu_ce_n, emu_cle, emu_ale, emu_we_n, emu_re_n, emu_wp_n, emu_io_i, emu_io_o, emu_io_oe,
+    emu_rb : (with ``emulator`` only) the emulated dies' ONFI bus, for a real NAND host
+        controller (``rbscope.gateware.nand_emu.layouts.bus_signature_members``).
     rb : In(channels)
         The R/B# pins (unused in loopback).
     rx : In(stream.Signature(8))
@@ -107,6 +133,7 @@ class DeviceCore(wiring.Component):
                                          board=board, snapshot_ms=snapshot_ms, config=config,
                                          extension=extension)
         super().__init__({
+            **_emu_bus_members(emulator),
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             "rx": In(stream.Signature(8)),
             "tx": Out(stream.Signature(8)),
@@ -139,9 +166,10 @@ class DeviceCore(wiring.Component):
                 controller.sniffer_status.eq(sniffer.status),
             ]
         else:
-            # Loopback: the sniffer inside watches the emulated dies; the emulator's external
-            # bus pins stay idle (the on-chip traffic generator drives the dies).
+            # Loopback: the sniffer inside watches the emulated dies, driven by the on-chip
+            # traffic generator while it runs and by the external ONFI bus (emu_*) otherwise.
             m.submodules.loopback = loop = self.loopback
+            _connect_emu_bus(m, self, loop, strip=True)
             wiring.connect(m, controller.read_req, loop.snf_read_req)
             wiring.connect(m, loop.snf_read_resp, controller.read_resp)
             wiring.connect(m, loop.snf_trace, controller.trace)
@@ -185,6 +213,7 @@ class RBScopeDevice(wiring.Component):
 
     Members
     -------
+    emu_* : (with an emulator) its ONFI bus, as for :class:`DeviceCore`.
     rb : In(channels)
         The R/B# pins.
     uart_rx : In(1)
@@ -198,6 +227,7 @@ class RBScopeDevice(wiring.Component):
         self.params = params
         self.uart_divisor = uart_divisor
         super().__init__({
+            **_emu_bus_members(options.get("emulator")),
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             "uart_rx": In(1, init=1),
             "uart_tx": Out(1, init=1),
@@ -216,4 +246,5 @@ class RBScopeDevice(wiring.Component):
             self.uart_tx.eq(tx.tx),
             core.rx_error.eq(rx.error | rx.overrun),
         ]
+        _connect_emu_bus(m, self, core, strip=False)
         return m

@@ -101,7 +101,7 @@ def members_doc(component_class):
     """Return ``{member: description}`` from the ``Members`` section of a class docstring.
 
     A heading line lists one or more comma-separated names, then ``: type``; the indented
-    lines below it describe them.
+    lines below it describe them (the names after the first get "see `first`").
     """
     doc = inspect.getdoc(component_class) or ""
     match = re.search(r"^Members\n-+\n(.*?)(?:\n\S[^\n]*\n-+\n|\Z)", doc, re.S | re.M)
@@ -110,8 +110,9 @@ def members_doc(component_class):
     out, names, text = {}, [], []
 
     def flush():
-        for name in names:
-            out[name] = " ".join(text).strip()
+        # A description shared by several members is given in full for the first only.
+        for k, name in enumerate(names):
+            out[name] = " ".join(text).strip() if k == 0 else f"see `{names[0]}`"
 
     for line in match.group(1).splitlines():
         if line and not line.startswith(" "):
@@ -134,6 +135,8 @@ def _port_table(design):
         text = doc.get(p.name) or doc.get(p.member, "")
         if p.name.endswith(("__valid", "__ready")):
             text = f"handshake of `{p.member}`"
+        elif p.name != p.member and text.startswith("see `"):
+            pass
         elif p.name != p.member:
             text = f"`{p.member}`: {text}" if text else f"`{p.member}`"
         lines.append(f"| `{p.name}` | {p.direction[:-3] if p.direction == 'output' else 'in'}"
@@ -220,7 +223,7 @@ cycles later (the next service slot of the scanner). A bad channel or bin reads 
 
 
 def _section(key, design, module, params_text, notes=""):
-    lines = [f"## `{key}`: module `{module}`", "", f"Default build: {params_text}.", "",
+    lines = [f"## `{key}`: module `{module}`", "", f"Built by {params_text}.", "",
              *_port_table(design)]
     maps = _bit_maps(design)
     if maps:

@@ -189,7 +189,7 @@ def _names(names):
     """VCD-safe, unique leaf names: the last part of a dotted name, other characters as ``_``."""
     out = []
     for i, name in enumerate(names):
-        leaf = re.sub(r"[^A-Za-z0-9_\[\]]", "_", name.rsplit(".", 1)[-1]) or f"rb{i}"
+        leaf = re.sub(r"[^A-Za-z0-9_]", "_", name.rsplit(".", 1)[-1]) or f"rb{i}"
         out.append(leaf if leaf not in out else f"{leaf}_{i}")
     return out
 

@@ -43,7 +43,7 @@ def add_label_parser(subparsers):
             "of the command that started it, the operation counts by confirm command (cache "
             "programs included), the measured Mp and the width histograms per class. That file "
             "trains the R/B#-only classifier used on the other dies (docs/opcode_tap.md)."),
-        epilog="example: rbscope label tapped.sr --signal RB0 --signal RB1 --bus-ce CE0 "
+        epilog="example: rbscope label tapped.vcd --signal RB0 --signal RB1 --bus-ce CE0 "
                "--bus-ce CE1 --bus-cle CLE --bus-ale ALE --bus-we WE --bus-dq 'DQ[7:0]' "
                "-o tapped.labels.json")
     _add_source_options(p)

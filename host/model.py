@@ -47,6 +47,9 @@ __all__ = [
     "hist_bin_array",
 ]
 
+#: Saturation events of one low run listed one by one per advance; more are counted in bulk.
+_SATURATIONS_LISTED = 1024
+
 #: Cycles from a pin change to the synchronised level: ``lvl(t) = pin(t - SYNC_LATENCY)``.
 SYNC_LATENCY = 2
 
@@ -470,6 +473,22 @@ class ChannelTracker:
         # tick of a run starting at s falls on cycle (s // P + m) * P - 1; every MAX-th saturates.
         period, cmax = self._period, self._max
         tick = (self._start // period + (self._saturations + 1) * cmax) * period - 1
+        if tick < cycle:
+            # A line stuck low across a long stretch (a recording's time jump): beyond
+            # _SATURATIONS_LISTED saturations the BUSY(MAX) events, which only add busy ticks, are
+            # counted in one step rather than one by one (the counts are the same).
+            n = (cycle - 1 - tick) // (cmax * period) + 1
+            if n > _SATURATIONS_LISTED:
+                bulk = n - _SATURATIONS_LISTED
+                if self._saturations == 0:
+                    self._emit(EventKind.OVERLONG, cmax, tick, out)
+                    self._saturations = 1
+                    tick += cmax * period
+                    bulk -= 1
+                self.counts.busy_ticks += bulk * cmax
+                self._saturations += bulk
+                tick += bulk * cmax * period
+                self._last_event = tick - cmax * period
         while tick < cycle:
             kind = EventKind.OVERLONG if self._saturations == 0 else EventKind.BUSY
             self._emit(kind, cmax, tick, out)

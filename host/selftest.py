@@ -22,7 +22,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from .gateware.link.protocol import Access, EmuLink, register_map
+from .gateware.device import emulator_extension
+from .gateware.link.protocol import Access, register_map
 from .gateware.nand_emu.layouts import config_layout, traffic_const, traffic_layout
 from .gateware.nand_emu.params import (
     EmuConfig,
@@ -257,7 +258,7 @@ class SelftestResult:
 
 def _write_config(dev, emu, emu_config, config):
     regs = register_map(dev.params, config=config,
-                        emu=EmuLink.from_params(emu, emu_config))
+                        emu=emulator_extension(emu, emu_config).emu)
     names = set(dev.register_names)
     values = {r.name: r.reset for r in regs
               if r.access == Access.RW and r.name in names

@@ -50,6 +50,8 @@ _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under ev
 _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
 _BINS_PER_OCTAVE = 32
 _SMOOTH = 1.0       # bins: Gaussian smoothing of the emission histograms
+#: Most pulses per line the histogram mixture represents (see classify_measurement).
+MIXTURE_PULSES = 200_000
 
 
 class SequenceError(ValueError):
@@ -701,20 +703,26 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
     else:
         params = measurement.params
         pulses = {}
-        total = max(sum(sum(measurement.counts[ch].histogram) for ch in channels), 1)
-        # Bounded memory: above 10⁶ pulses the bins are scaled down, the counts back up.
-        shrink = max(1.0, total / 1e6)
+        scale = {}  # channel -> pulses each representative stands for
         for ch in channels:
             hist = measurement.counts[ch].histogram
+            total = sum(hist)
+            # Without the order of the pulses the mixture sees only each bin's share, so a long
+            # capture is represented by at most MIXTURE_PULSES pulses in the same proportions
+            # (memory and time stay bounded); the counts are scaled back afterwards.
+            f = min(1.0, MIXTURE_PULSES / total) if total else 1.0
             widths = []
+            kept = 0
             for b, n in enumerate(hist):
-                n = int(round(n / shrink)) if n else 0
-                if not n:
+                k = round(n * f)
+                if not k:
                     continue
                 lo = max(params.hist_bin_lo(b), 1)
                 hi = params.hist_bin_lo(b + 1) if b + 1 < params.hist_bins else params.max_width
-                widths.append(np.full(n, math.sqrt(lo * max(hi - 1, lo))))
+                widths.append(np.full(k, math.sqrt(lo * max(hi - 1, lo))))
+                kept += k
             pulses[ch] = np.concatenate(widths) if widths else np.zeros(0)
+            scale[ch] = total / kept if kept else 1.0
         mode = "mixture"
         kw["hmm_iterations"] = 0
         kw["ordered"] = False
@@ -722,14 +730,23 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
              (hints or {}).items()}
     result = classify(pulses, measurement.tick_seconds, pages_per_block=ppb, hints=hints, **kw)
     result.mode = mode
-    if mode == "mixture" and shrink > 1:
-        for d in result.dies.values():
-            for name in ("pulses", "program_pulses", "program_var", "erase_pulses",
-                         "multiplane_pages", "announced", "ambiguous_short", "undecided"):
-                setattr(d, name, getattr(d, name) * shrink)
-            d.erase_cap = None if d.erase_cap is None else d.erase_cap * shrink
-            d.expected = {k: v * shrink for k, v in d.expected.items()}
-        result.notes.append(f"histograms scaled down {shrink:.3g}× for the fit")
+    if mode == "mixture" and any(x != 1.0 for x in scale.values()):
+        for ch, die in result.dies.items():
+            x = scale.get(ch, 1.0)
+            if x == 1.0:
+                continue
+            # Counts scale with x; the posterior variance of a count (a sum of independent
+            # assignments) too.
+            die.pulses = round(die.pulses * x)
+            die.expected = {k: v * x for k, v in die.expected.items()}
+            for name in ("program_pulses", "program_var", "erase_pulses", "multiplane_pages",
+                         "announced", "ambiguous_short", "undecided"):
+                if hasattr(die, name):
+                    setattr(die, name, getattr(die, name) * x)
+            if die.erase_cap is not None:
+                die.erase_cap *= x
+        result.notes.append(f"the histograms hold more than {MIXTURE_PULSES:,} pulses per line: "
+                            f"the mixture was fitted to a proportional sample of them")
     if mode == "mixture":
         result.notes.append("no per-pulse widths: the width histograms were classified without "
                             "the order of the pulses (a constrained mixture)")

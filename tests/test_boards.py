@@ -14,8 +14,9 @@ def test_plan_hands_out_pins_in_order():
     header = [f"P{i}" for i in range(40)]
     plan = plan_header(header, 8, emu_dies=2, tap_targets=4)
     assert plan.rb == tuple(header[:8])
-    # Emulator bus: CE# per die, CLE, ALE, WE#, RE#, WP#, R/B#, DQ[7:0] = 2 + 6 + 8 pins.
+    # Emulator bus: CE# per die, R/B#, CLE, ALE, WE#, RE#, WP#, DQ[7:0] = 2 + 1 + 5 + 8 pins.
     assert plan.emu_bus["ce_n"] == ("P8", "P9")
+    assert plan.emu_bus["rb_n"] == ("P10",)
     assert plan.emu_bus["io"] == tuple(header[16:24])
     assert plan.tap["ce_n"] == tuple(header[24:28])
     assert plan.tap["io"] == tuple(header[31:39])
@@ -97,13 +98,14 @@ CONFIGS = [
     # (board, channels, emulated dies, tap targets, emulator bus on the header)
     ("icebreaker", None, 0, 0, False),
     ("icebreaker", 8, 0, 1, False),
-    ("icebreaker", None, 2, 0, False),
+    ("icebreaker", None, 2, 0, True),
     ("ulx3s", None, 0, 0, False),
     ("ulx3s", 41, 0, 4, False),
+    ("ulx3s", None, 2, 0, True),
     ("ulx3s", None, 2, 0, False),
     ("ecpix5", None, 0, 0, False),
     ("ecpix5", 32, 0, 4, False),
-    ("ecpix5", None, 2, 0, False),
+    ("ecpix5", None, 2, 0, True),
 ]
 
 

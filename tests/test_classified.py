@@ -16,6 +16,7 @@ from rbscope.importers.vcd import write_vcd
 from rbscope.presets import Preset
 from rbscope.sources import open_measurement
 from rbscope.stimulus import TrainSpec, random_trains
+from tests.test_importers import VARIANTS
 
 # One cycle of the recording is 1 µs so that the windows read in µs.
 PRESET = Preset((("cache", 2.0, 12.0), ("read", 12.0, 150.0), ("program", 150.0, 1950.0),
@@ -175,3 +176,24 @@ def test_sigrok_protocol_decoder_counts_like_the_model(tmp_path):
                                      ("partial", c.partial)) if v})
     assert c.partial == 1 and c.glitch > 0
     assert dict(seen) == expect
+
+
+def test_export_round_trip_of_scopes_xz_and_other_timescales(tmp_path):
+    # Nested scopes, a vector bit, x and z values and a 100 ps timescale in; the export names
+    # the lines by their leaves and imports again to the same counts.
+    src = tmp_path / "v.vcd"
+    src.write_text(VARIANTS.format(ts="100 ps"))
+    preset = Preset((("read", 0.001, 0.01), ("program", 0.01, 0.1)), glitch_us=0.0, name="t")
+    opts = dict(preset=preset, signals=["die0.rb", "top.die1.rb", "bus[1]"], clock=1e-10)
+    m, _ = open_measurement(src, **opts)
+    out = tmp_path / "e.vcd"
+    result = export_classified_vcd(src, out, **opts)
+    changes, scale = parse_vcd(out)
+    assert scale == "100ps"
+    assert {"rb", "rb_1", "bus_1_", "rb_class", "rb_1_class", "bus_1__class"} <= set(changes)
+    again, _ = open_measurement(out, preset=preset, signals=["rb", "rb_1", "bus_1_"],
+                                clock=1e-10)
+    assert [c.classes for c in again.counts] == [c.classes for c in m.counts]
+    assert [c.busy_ticks for c in again.counts] == [c.busy_ticks for c in m.counts] == \
+        [300, 800, 300]
+    assert [sum(n.values()) for n in result.counts] == [1, 1, 1]

@@ -66,7 +66,7 @@ def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):
 
     def write_top(top, outdir, **options):
         calls.append((top, outdir, options))
-        return tmp_path / f"{top}.v"
+        return [tmp_path / f"{top}.v"]
 
     fake = types.ModuleType("rbscope.gateware.export")
     fake.write_top = write_top
@@ -76,6 +76,7 @@ def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):
     assert cli.main(argv) == 0
     ((top, outdir, options),) = calls
     assert (top, outdir, options["timescale"], options["name"]) == ("sniffer", "out", None, None)
+    assert options["wrapper_ns"] is None
     params = options["sniffer"]
     assert (params.channels, params.classes, params.width_bits) == (3, 7, 16)
     out = json.loads(capsys.readouterr().out)
@@ -114,9 +115,12 @@ def test_verilog_help_creates_nothing(tmp_path):
 
 
 def test_verilog_writes_real_design(tmp_path):
-    proc = rbscope_cmd("verilog", "--top", "sniffer", "--channels", "2", str(tmp_path))
+    proc = rbscope_cmd("verilog", "--top", "sniffer", "--channels", "2", "--clock-wrapper", "8",
+                       str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [str(tmp_path / "rb_sniffer.v")]
+    assert proc.stdout.splitlines() == [str(tmp_path / "rb_sniffer.v"),
+                                        str(tmp_path / "rb_sniffer_clocked.v")]
+    assert "always #4 clk = ~clk;" in (tmp_path / "rb_sniffer_clocked.v").read_text()
     text = (tmp_path / "rb_sniffer.v").read_text()
     assert "`timescale 1ns/1ps" in text and "module rb_sniffer(" in text
     assert "input [1:0] rb;" in text

@@ -76,9 +76,23 @@ def test_timeout_exit_code(fake, capsys):
     assert cli.main(["info", fake.path, "--timeout", "0.05"]) == cli.EXIT_TIMEOUT == 4
 
 
-def test_capture_duration_then_dump(fake, capsys, tmp_path):
+@pytest.fixture
+def long_fake():
+    """As ``fake``, with pulses for 6 s of wall-clock time (3 s of device time at half speed),
+    so that a capture started late on a loaded machine still sees pulses to trace."""
+    cycles = 3_000_000
+    trains = random_trains(TrainSpec(channels=2, cycles=cycles), seed=11)
+    config = SnifferConfig(windows=((20, 100), (150, 2300), (2300, 4000)), glitch_ticks=3,
+                           idle_ticks=1000)
+    with FakeDevice(PARAMS, trains, cycles, config=config, snapshot_period=20_000,
+                    start="now", time_scale=0.5) as dev:
+        yield dev
+
+
+def test_capture_duration_then_dump(long_fake, capsys, tmp_path):
+    fake = long_fake
     out = tmp_path / "c.rbcap"
-    assert cli.main(["capture", fake.path, "-o", str(out), "--duration", "0.5",
+    assert cli.main(["capture", fake.path, "-o", str(out), "--duration", "1.0",
                      "--snapshot-ms", "30", "--trace"]) == 0
     err = capsys.readouterr().err
     assert "duration" in err and "link:" in err  # plain lines: stderr is not a TTY here

@@ -217,3 +217,28 @@ def test_huge_windows_do_not_overflow_the_tick_conversion():
             preset.to_config(params, 1e-12, strict=strict)
     config, _, notes = Preset((("erase", 2300, 1e15),)).to_config(params, 1e-7)
     assert config.windows[0][1] == params.max_width and notes
+
+
+def test_a_line_stuck_low_across_a_time_jump_is_counted_in_bulk(monkeypatch):
+    """A 10^15-cycle low pulse once walked its 6 × 10^7 saturations one by one."""
+    from rbscope import model
+    from rbscope.gateware.rb_sniffer.params import SnifferConfig
+    params = SnifferParams(channels=1, width_bits=16)
+    config = SnifferConfig(windows=((1, 100),))
+
+    def run(stuck):
+        t = model.ChannelTracker(params, config, 0, initial=1)
+        events = t.change(10, 0) + t.advance(stuck // 2) + t.change(stuck, 1)
+        return t.counts, events
+
+    stuck = 3000 * params.max_width + 12_345  # 3000 saturations
+    bulk_counts, bulk_events = run(stuck)
+    monkeypatch.setattr(model, "_SATURATIONS_LISTED", 10**9)
+    counts, events = run(stuck)
+    assert bulk_counts == counts and bulk_counts.overlong == 1
+    assert counts.busy_ticks == stuck - 10
+    assert bulk_events[0] == events[0] and bulk_events[-1000:] == events[-1000:]
+    monkeypatch.undo()
+    start = time.process_time()
+    huge, _ = run(10**15)
+    assert huge.busy_ticks == 10**15 - 10 and time.process_time() - start < 2

@@ -7,6 +7,7 @@ from amaranth.sim import Simulator
 
 from rbscope.gateware.onfi_tap import OnfiTap, OpClass, TapConfig, TapParams, TapSpace
 from rbscope.gateware.onfi_tap.params import CLASS_SLOTS
+from rbscope.gateware.onfi_tap.tap import config_const
 from rbscope.gateware.rb_sniffer.params import EventKind, SnifferParams
 from rbscope.model import SYNC_LATENCY
 from rbscope.tap_model import PIN_ALE, PIN_CE, PIN_CLE, PIN_IO, PIN_WE, BusDecoder, TapModel
@@ -26,6 +27,8 @@ def test_params_need_enough_sniffer_channels():
         TapParams(targets=2, sniffer=SnifferParams(channels=1))
     with pytest.raises(ValueError, match="lun_shift"):
         TapConfig(lun_shift=24).validate(TapParams())
+    with pytest.raises(ValueError, match="sniffer_tags"):
+        TapConfig(sniffer_tags={OpClass.ERASE: 16}).validate(TapParams())
 
 
 def rb_waves(dies, length, rng):
@@ -102,7 +105,7 @@ def run_random(params, config, length, seed):
     sim.add_clock(1e-8)
 
     async def bench(ctx):
-        ctx.set(dut.cfg, {"lun_shift": config.lun_shift})
+        ctx.set(dut.cfg.as_value(), config_const(params, config))
         for c in range(end):
             w = words[min(c, n - 1)]
             ctx.set(dut.we_n, w >> PIN_WE & 1)
@@ -121,6 +124,7 @@ def run_random(params, config, length, seed):
                 ctx.set(dut.trace.valid, 0)
             await ctx.tick()
         got["tags"] = [ctx.get(dut.tag[d]) for d in range(params.dies)]
+        got["sniffer_tags"] = [ctx.get(dut.sniffer_tag[d]) for d in range(params.dies)]
         for space in (TapSpace.OPS, TapSpace.PLANES, TapSpace.PULSES):
             for i in range(params.dies * CLASS_SLOTS):
                 got[space, i] = await read_word(ctx, dut, space, i)
@@ -139,11 +143,15 @@ def run_random(params, config, length, seed):
 def test_gateware_equals_model_on_a_random_bus(targets, luns, shift, seed):
     params = TapParams(targets=targets, luns=luns,
                        sniffer=SnifferParams(channels=targets * luns, width_bits=16))
-    config = TapConfig(lun_shift=shift)
+    config = TapConfig(lun_shift=shift, sniffer_tags={OpClass.PROGRAM: 2, OpClass.ERASE: 4,
+                                                      OpClass.CACHE_PROGRAM: 1,
+                                                      OpClass.READ: 15})
     got, model, _ = run_random(params, config, 3000, seed)
     assert got["tags"] == model.tag
+    table = config.tag_table()
+    assert got["sniffer_tags"] == [table[t] for t in model.tag]
     for key, value in got.items():
-        if key == "tags":
+        if key in ("tags", "sniffer_tags"):
             continue
         space, index = key
         assert value == model.counts.word(params, space, index), (space.name, index)

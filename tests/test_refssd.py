@@ -349,12 +349,26 @@ def test_measure_wa_equals_rbscope_analyze_of_the_vcd(tmp_path):
     vcd = tmp_path / "run.vcd"
     refssd.write_vcd(run, vcd)
     out = subprocess.run([sys.executable, "-m", "rbscope.cli", "analyze", str(vcd),
-                          "--geometry", "ssd-v", "--logical", str(run.logical_bytes), "--json",
-                          "--classifier", "windows"],
+                          "--geometry", "ssd-v", "--logical", str(run.logical_bytes),
+                          "--classifier", "windows", "--json"],
                          capture_output=True, text=True, check=True)
     got = json.loads(out.stdout)
     assert got["wa"]["value"] == pytest.approx(m["wa"], rel=1e-12)
     assert m["wa"] < run.truth.wa_true  # slow upper pages fall in SSD-v's erase window
+    # The sequence-aware classifier of analyze, on the same measurement; it reads the block
+    # size from the geometry, so the CLI gets SSD-v with this drive's 32 pages per block.
+    from rbscope.geometry import EXAMPLES
+
+    s = refssd.measure.measure_wa(run, classifier="sequence")
+    geo = tmp_path / "ssd-v-32.toml"
+    text = (EXAMPLES / "ssd-v.toml").read_text()
+    assert "pages_per_block = 128" in text
+    geo.write_text(text.replace("pages_per_block = 128", "pages_per_block = 32"))
+    out = subprocess.run([sys.executable, "-m", "rbscope.cli", "analyze", str(vcd),
+                          "--geometry", str(geo), "--logical", str(run.logical_bytes),
+                          "--classifier", "sequence", "--json"],
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["wa"]["value"] == pytest.approx(s["wa"], rel=1e-9)
 
 
 def test_shipped_traces_replay(tmp_path):

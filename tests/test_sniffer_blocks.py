@@ -3,6 +3,7 @@
 import random
 
 import pytest
+from amaranth.hdl import Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
 from rbscope.gateware.rb_sniffer.blocks import (
@@ -36,35 +37,52 @@ def run(dut, bench, clock=True):
 
 # ---- TimeBase ----------------------------------------------------------------------------------
 
+def run_after_reset(dut, bench, prescaler=1):
+    """Run ``bench`` on a :class:`TimeBase` after one reset cycle with ``prescaler`` set, as the
+    register file holds it; ``bench`` starts on cycle 0."""
+    rst = Signal()
+    top = Module()
+    top.submodules.dut = ResetInserter(rst)(dut)
+
+    async def wrapped(ctx):
+        ctx.set(dut.prescaler, prescaler)
+        ctx.set(rst, 1)
+        await ctx.tick()
+        ctx.set(rst, 0)
+        await bench(ctx)
+
+    run(top, wrapped)
+
+
 @pytest.mark.parametrize("prescaler", [0, 1, 2, 3, 7])
 def test_timebase_ticks_every_prescaler_cycles(prescaler):
     dut = TimeBase(P24)
     p = max(prescaler, 1)
 
     async def bench(ctx):
-        ctx.set(dut.prescaler, prescaler)
         for t in range(40):
             assert ctx.get(dut.tick) == ((t + 1) % p == 0), f"cycle {t}"
             assert ctx.get(dut.timestamp) == t // p, f"cycle {t}"
             await ctx.tick()
 
-    run(dut, bench)
+    run_after_reset(dut, bench, prescaler)
 
 
 def test_timebase_prescaler_lowered_mid_count():
     dut = TimeBase(P24)
 
     async def bench(ctx):
-        ctx.set(dut.prescaler, 10)
         await ctx.tick().repeat(6)  # pc = 6
-        ctx.set(dut.prescaler, 3)  # pc + 1 >= 3: tick at once, then every 3 cycles
+        # pc + 1 >= 3: the new value is seen one cycle later, which ticks at once; then every
+        # 3 cycles.
+        ctx.set(dut.prescaler, 3)
         ticks = []
-        for _ in range(9):
+        for _ in range(10):
             ticks.append(ctx.get(dut.tick))
             await ctx.tick()
-        assert ticks == [1, 0, 0, 1, 0, 0, 1, 0, 0]
+        assert ticks == [0, 1, 0, 0, 1, 0, 0, 1, 0, 0]
 
-    run(dut, bench)
+    run_after_reset(dut, bench, 10)
 
 
 # ---- FrontEnd ----------------------------------------------------------------------------------
@@ -218,16 +236,18 @@ def test_front_end_counts_lost_events_when_mailbox_is_full():
         for _ in range(5):
             await d.step(ctx, 0, n=2)
             await d.step(ctx, 1, n=1)
+        await ctx.tick()  # a loss is added to the count one cycle after it happens
         box = ctx.get(dut.mailbox)
         assert (box.valid, box.width, box.lost) == (1, 2, 4)  # first kept, four lost
-        # Taking the side counts in the same cycle as a new loss: lost becomes 0 + 1.
         ctx.set(dut.take_side, 1)
         await ctx.tick()
         ctx.set(dut.take_side, 0)
         assert ctx.get(dut.mailbox).lost == 0
         await d.step(ctx, 0, n=2)
-        ctx.set(dut.lvl, 1)
-        ctx.set(dut.take_side, 1)  # the pulse ends this cycle
+        ctx.set(dut.lvl, 1)  # the pulse ends this cycle: a loss
+        await ctx.tick()
+        # Taking the side counts in the cycle the loss is added: lost becomes 0 + 1.
+        ctx.set(dut.take_side, 1)
         await ctx.tick()
         ctx.set(dut.take_side, 0)
         assert ctx.get(dut.mailbox).lost == 1

@@ -385,15 +385,18 @@ class LinkController(wiring.Component):
                              snap_solicited)
         # A snapshot's header describes the sniffer at one instant. Its time and epoch are the
         # frame's (latched as every frame starts, below) and the snapshot number does not change
-        # until the last COUNTERS frame; the sniffer's quiet_since and the flags are latched when
-        # the snapshot starts. The link's own counters are each copied whole into the word
-        # register as their first byte goes out (_Latch), so no count is torn between bytes.
-        snap_now = {"quiet_since": status.quiet_since, "flags": snap_flag_bits}
+        # until the last COUNTERS frame; the sniffer's quiet_since, the flags and the total of
+        # lost trace records (which the host checks against the pulses up to that time) are
+        # latched when the snapshot starts. The link's receive counters are each copied whole
+        # into the word register as their first byte goes out (_Latch): never torn between
+        # bytes, at most a frame time later than the timestamp.
+        snap_now = {"quiet_since": status.quiet_since, "flags": snap_flag_bits,
+                    "trace_lost": trace_lost_total}
         snap_latch = {name: Signal(len(value), name=f"snap_{name}")
                       for name, value in snap_now.items()}
         snap_fields = {"snapshot": snapshot_no, "timestamp": frame_timestamp,
                        "epoch": frame_epoch, **snap_latch, "rx_frames": _Latch(rx_frames),
-                       "rx_errors": _Latch(rx_errors), "trace_lost": _Latch(trace_lost_total)}
+                       "rx_errors": _Latch(rx_errors)}
 
         FT = protocol.FrameType
         info_starting = Signal()

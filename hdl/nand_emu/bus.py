@@ -30,7 +30,8 @@ class BusFrontEnd(wiring.Component):
     ce_n, cle, ale, we_n, re_n, wp_n, io : In
         The bus pins, asynchronous to the clock.
     cmd, addr, din : Out(1)
-        Strobes (one cycle) of a command, address or data-in cycle (CLE/ALE decoded).
+        Strobes (one cycle, registered) of a command, address or data-in cycle (CLE/ALE
+        decoded), one cycle after the synchronised WE# edge is seen.
     dout : Out(1)
         Strobe of an RE# rising edge (a data-out byte was taken by the host).
     sel : Out(dies)
@@ -73,15 +74,17 @@ class BusFrontEnd(wiring.Component):
         we_rise = now["we_n"] & ~last["we_n"]
         re_rise = now["re_n"] & ~last["re_n"]
         cle, ale = last["cle"], last["ale"]
-        m.d.comb += [
+        # The strobes, byte and selects are registered (one more cycle of latency for all of
+        # them alike), so that the dies' command decoders start from flip-flops.
+        m.d.sync += [
             self.cmd.eq(we_rise & cle & ~ale),
             self.addr.eq(we_rise & ale & ~cle),
             self.din.eq(we_rise & ~cle & ~ale),
             self.dout.eq(re_rise & ~cle & ~ale),
             self.byte.eq(last["io"]),
-            self.wp.eq(now["wp_n"]),
         ]
+        m.d.comb += self.wp.eq(now["wp_n"])
         # `sel` of a WE# strobe comes from the last low-WE# sample; for RE# that sample is as
         # good (CE# is held low through the whole bus cycle).
-        m.d.comb += self.sel.eq(~last["ce_n"])
+        m.d.sync += self.sel.eq(~last["ce_n"])
         return m

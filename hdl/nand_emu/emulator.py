@@ -44,8 +44,11 @@ class NandEmulator(wiring.Component):
         Run-time configuration.
     read_req : In(stream.Signature(read_request_layout))
         Requests to read one ground-truth counter (``die``, ``index`` an :class:`EmuCounter`).
+        ``ready`` rises when the counter bank's scanner writes that counter back: within
+        ``dies * 16 + 3`` cycles.
     read_resp : Out(stream.Signature(counter_bits))
-        The counter values, one per request, in order.
+        The counter values, one per request, in order: each is the exact count of every
+        operation counted up to two cycles before its request was accepted.
     """
 
     def __init__(self, params):

@@ -223,19 +223,19 @@ class Die(wiring.Component):
         bs_wr = bstate.write_port()
         bs_rule = bstate.read_port(transparent_for=(bs_wr,))
         bs_out = bstate.read_port(transparent_for=(bs_wr,))
-        # The RAM's output is slow (several ns on ECP5): both read ports are copied into
-        # registers before any logic uses them. The rule port is addressed with the row the
-        # address cycle is writing (`row_next`), so its state is registered two cycles after
-        # the last address cycle, before the earliest possible confirm (WE# rising edges are
-        # at least two cycles apart after the synchroniser). Writes happen only at confirms, and
-        # every confirm follows address cycles of its own row, so the copy is never stale then.
-        rule_state = Signal(p.page_bits + 1)
-        out_state = Signal(p.page_bits + 1)
+        # The RAM's output is slow (about 6 ns on ECP5): every use of it is one comparison
+        # straight into a register (a bare copy would be merged into the RAM's read port by
+        # synthesis, leaving the slow output in front of the logic). The rule port is addressed
+        # with the row the address cycle is writing (`row_next`), so its comparisons are
+        # registered two cycles after the last address cycle, before the earliest possible
+        # confirm (WE# rising edges are at least two cycles apart after the synchroniser).
+        # Writes happen only at confirms, and every confirm follows address cycles of its own
+        # row, so the results are never stale then. The output port's comparison lags `out_row`
+        # by one cycle, which a data output (after tR) never sees.
         m.d.comb += [
             bs_rule.addr.eq(block_of(row_next)),
             bs_out.addr.eq(block_of(out_row_next)),
         ]
-        m.d.sync += [rule_state.eq(bs_rule.data), out_state.eq(bs_out.data)]
 
         def is_bad(block):
             hits = [entry.valid & (entry.block == block) for entry in cfg.bad_blocks]
@@ -244,13 +244,17 @@ class Die(wiring.Component):
         rule_block = block_of(row)
         rule_page = page_of(row)
         rule_bad = Signal()
-        m.d.sync += rule_bad.eq(is_bad(rule_block))  # valid two cycles after the address
+        rule_next_page = Signal()  # the page is the block's next one (in order, erased)
+        rule_programmed = Signal()  # the page was programmed since the erase
         out_bad = Signal()
         out_erased = Signal()
-        m.d.comb += [
-            out_bad.eq(is_bad(block_of(out_row))),
-            out_erased.eq(page_of(out_row) >= out_state),
+        m.d.sync += [
+            rule_bad.eq(is_bad(rule_block)),
+            rule_next_page.eq(rule_page == bs_rule.data),
+            rule_programmed.eq(rule_page < bs_rule.data),
+            out_erased.eq(page_of(out_row) >= bs_out.data),
         ]
+        m.d.comb += out_bad.eq(is_bad(block_of(out_row)))
 
         # ---- Storage --------------------------------------------------------------------------
 
@@ -337,31 +341,33 @@ class Die(wiring.Component):
         req_row = Signal(row_w)
         reset_cmd = Signal()
 
-        # Busy times are looked up (an 11-way choice and the jitter addition) one cycle ahead,
-        # into registers: `prep` is low in the cycle after anything they depend on changed (a
-        # new operation, a reset, an LFSR draw), and a busy period starts only when it is high.
-        # So tWB lasts at least 2 cycles (t_wb 0 and 1 act as 2).
-        def busy_ticks(time):
-            jitter = lfsr.value[:p.jitter_bits] & cfg.jitter[time] if p.jitter_bits else 0
-            return cfg.times[time] + jitter
+        # Busy times are looked up ahead, into registers, in two stages: (1) the base time and
+        # the jitter of the selected busy time (11-way choices); (2) their sum, and whether it
+        # is zero (both parts zero: no overflow). `prep` is low for two cycles after anything
+        # they depend on changed (a new operation, a reset, an LFSR draw), and a busy period
+        # starts only when it is high. So tWB lasts at least 3 cycles (t_wb 0 to 2 act as 3).
+        def busy_ticks(time, name):
+            base = Signal(p.ticks_bits, name=f"{name}_base")
+            jit = Signal(max(p.jitter_bits, 1), name=f"{name}_jitter")
+            ticks = Signal(p.ticks_bits + 1, name=f"{name}_ticks")
+            zero = Signal(name=f"{name}_zero")
+            m.d.sync += base.eq(cfg.times[time])
+            if p.jitter_bits:
+                m.d.sync += jit.eq(lfsr.value[:p.jitter_bits] & cfg.jitter[time])
+            m.d.sync += [ticks.eq(base + jit), zero.eq((base == 0) & (jit == 0))]
+            return ticks, zero
 
+        changed = req | reset_cmd | lfsr.step
+        prep1 = Signal()
         prep = Signal()
-        load_ticks = Signal(p.ticks_bits + 1)
-        load_zero = Signal()
-        m.d.sync += [
-            load_ticks.eq(busy_ticks(op_time)),
-            load_zero.eq(busy_ticks(op_time) == 0),
-            prep.eq(~(req | reset_cmd | lfsr.step)),
-        ]
+        m.d.sync += [prep1.eq(~changed), prep.eq(prep1 & ~changed)]
+        load_ticks, load_zero = busy_ticks(op_time, "load")
         # The background array program of a cache program (its page type from `op_row`).
         type_bits = (p.page_type_slots - 1).bit_length()
         array_time = Signal(BusyTime)
-        array_ticks = Signal(p.ticks_bits + 1)
-        array_zero = Signal()
-        m.d.comb += array_time.eq(
+        m.d.sync += array_time.eq(
             BusyTime.PROG0 + cfg.page_types[op_row[:type_bits] if type_bits else 0])
-        m.d.sync += [array_ticks.eq(busy_ticks(array_time)),
-                     array_zero.eq(busy_ticks(array_time) == 0)]
+        array_ticks, array_zero = busy_ticks(array_time, "array")
         needs_copy = Const(0)
         if p.storage == Storage.ARRAY:
             needs_copy = (op == Op.PROG) | (op == Op.CACHE)
@@ -462,7 +468,7 @@ class Die(wiring.Component):
         prog_ok = Signal()
         erase_ok = Signal()
         m.d.comb += [
-            prog_ok.eq(self.wp & ~rule_bad & (rule_page == rule_state)),
+            prog_ok.eq(self.wp & ~rule_bad & rule_next_page),
             erase_ok.eq(self.wp & ~rule_bad),
         ]
 
@@ -473,7 +479,7 @@ class Die(wiring.Component):
             with m.Elif(rule_bad):
                 count(EmuCounter.FAIL_BAD_BLOCK)
             if is_program:
-                with m.Elif(rule_page < rule_state):
+                with m.Elif(rule_programmed):
                     count(EmuCounter.FAIL_NOT_ERASED)
                 with m.Else():
                     count(EmuCounter.FAIL_ORDER)

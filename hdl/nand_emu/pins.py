@@ -26,8 +26,8 @@ pad and LUT delays of RE# falling.
 **Interface timing.** ONFI asynchronous SDR **timing mode 0** (tWP 50 ns, tWH 30 ns, tDS 40 ns,
 tCLS/tALS 50 ns, tRC 100 ns, tREA 40 ns) is supported at any build clock of 48 MHz or more:
 every WE#/RE# level must last longer than one clock period for the synchroniser to see it, and
-the next read byte is on DQ three clock periods after RE# rises. Modes 1 and 2 need a clock of
-about 80 MHz or more and are not tested; modes 3 to 5 are not supported. The parameter page
+the next read byte is on DQ four clock periods after RE# rises. Modes 1 and 2 need a clock of
+about 100 MHz or more and are not tested; modes 3 to 5 are not supported. The parameter page
 advertises mode 0 only.
 
 **Electrical.** The FPGA's banks run at 3.3 V: a host controller at 1.8 V or 1.2 V VCCQ needs

@@ -8,9 +8,9 @@ from .params import (
     TapParams,
     TapSpace,
 )
-from .tap import CounterBank, OnfiTap
+from .tap import CounterBank, OnfiTap, config_const, config_layout, read_request_layout
 
 __all__ = [
     "CONFIRM_CLASS", "CounterBank", "OnfiTap", "OpClass", "PlaneKind", "TapConfig", "TapParams",
-    "TapSpace",
+    "TapSpace", "config_const", "config_layout", "read_request_layout",
 ]

@@ -183,9 +183,15 @@ class TapConfig:
     lun_shift : int
         Bit position of the LUN number in the 24-bit row address (0 … 23); ignored with one LUN
         per target. From the parameter page: the row address holds page, block, then LUN bits.
+    sniffer_tags : dict of OpClass to int
+        The tag (0 … 15) the tap's ``sniffer_tag`` output gives the sniffer for each class: the
+        sniffer's optional tag input counts a pulse with tag ``t`` in ``1 … K`` in its class
+        ``t - 1`` whatever its width, and leaves tag 0 to its windows. Classes not given map to
+        0.
     """
 
     lun_shift: int = 0
+    sniffer_tags: dict = None
 
     def validate(self, params):
         """Return this configuration checked against ``params`` (``ValueError`` names the field)."""
@@ -194,4 +200,19 @@ class TapConfig:
         v = self.lun_shift
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 23:
             raise ValueError(f"lun_shift must be an integer from 0 to 23, not {v!r}")
+        for op_class, tag in (self.sniffer_tags or {}).items():
+            try:
+                OpClass(op_class)
+            except ValueError:
+                raise ValueError(f"sniffer_tags: {op_class!r} is not an OpClass") from None
+            if not isinstance(tag, int) or isinstance(tag, bool) or not 0 <= tag <= 15:
+                raise ValueError(f"sniffer_tags[{OpClass(op_class).name}] must be an integer "
+                                 f"from 0 to 15, not {tag!r}")
         return self
+
+    def tag_table(self):
+        """The 16-entry class → sniffer tag table the gateware holds."""
+        table = [0] * CLASS_SLOTS
+        for op_class, tag in (self.sniffer_tags or {}).items():
+            table[int(OpClass(op_class))] = tag
+        return table

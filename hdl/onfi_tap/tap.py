@@ -24,6 +24,7 @@ from ..rb_sniffer.blocks import LogBinner
 from ..rb_sniffer.params import EventKind
 from ..rb_sniffer.sniffer import TraceSignature
 from .params import (
+    CLASS_SLOTS,
     CONFIRM_CLASS,
     MAX_PLANES,
     TARGET_CLASSES,
@@ -33,7 +34,7 @@ from .params import (
     TapSpace,
 )
 
-__all__ = ["CounterBank", "OnfiTap", "config_layout", "read_request_layout"]
+__all__ = ["CounterBank", "OnfiTap", "config_const", "config_layout", "read_request_layout"]
 
 
 def _check(params):
@@ -43,9 +44,17 @@ def _check(params):
 
 
 def config_layout(params):
-    """Run-time configuration of the tap."""
+    """Run-time configuration of the tap (see :class:`~.params.TapConfig`)."""
     _check(params)
-    return data.StructLayout({"lun_shift": 5})
+    return data.StructLayout({"lun_shift": 5, "sniffer_tags": data.ArrayLayout(4, CLASS_SLOTS)})
+
+
+def config_const(params, config):
+    """Pack a :class:`~.params.TapConfig` into the integer value of :func:`config_layout`."""
+    config = config.validate(params)
+    return config_layout(params).const({
+        "lun_shift": config.lun_shift, "sniffer_tags": config.tag_table(),
+    }).as_value().value
 
 
 def read_request_layout(params):
@@ -184,7 +193,11 @@ class OnfiTap(wiring.Component):
         Per die, the class of the last busy-starting command addressed to it.
     pulse_tag : Out(ArrayLayout(OpClass, dies))
         Per die, ``tag`` as it was when the die's synchronised R/B# last fell (the class of the
-        pulse in progress or of the last one): the sniffer's per-channel tag input.
+        pulse in progress or of the last one).
+    sniffer_tag : Out(ArrayLayout(4, dies))
+        Per die, ``cfg.sniffer_tags[tag]``: for the sniffer's optional per-channel tag input,
+        which samples it at the first low cycle of a pulse (R/B# must fall at least two cycles
+        after the confirm command's WE# rising edge, far less than tWB).
     read_req : In(stream.Signature(read_request_layout))
     read_resp : Out(stream.Signature(counter_bits))
         Counter reads (one response per request, in order).
@@ -200,6 +213,7 @@ class OnfiTap(wiring.Component):
             "trace": In(TraceSignature(p.sniffer)),
             "tag": Out(data.ArrayLayout(OpClass, p.dies)),
             "pulse_tag": Out(data.ArrayLayout(OpClass, p.dies)),
+            "sniffer_tag": Out(data.ArrayLayout(4, p.dies)),
             "read_req": In(stream.Signature(read_request_layout(p))),
             "read_resp": Out(stream.Signature(p.counter_bits)),
         })
@@ -240,7 +254,8 @@ class OnfiTap(wiring.Component):
         queued = [Signal(2, name=f"queued_{d}") for d in range(nd)]  # 11h since the last 10h/15h
         equeued = [Signal(2, name=f"equeued_{d}") for d in range(nd)]  # D1h since the last D0h
         for d in range(nd):
-            m.d.comb += self.tag[d].eq(tags[d])
+            m.d.comb += [self.tag[d].eq(tags[d]),
+                         self.sniffer_tag[d].eq(self.cfg.sniffer_tags[tags[d]])]
 
         # Counter updates from the bus: at most one confirm per strobe is counted (a command
         # sent to several targets at once is counted on the lowest-numbered one).

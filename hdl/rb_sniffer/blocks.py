@@ -31,29 +31,49 @@ class TimeBase(wiring.Component):
     Members
     -------
     prescaler : In(prescaler_bits)
-        Cycles per tick; 0 behaves as 1. A new value takes effect at the next tick.
+        Cycles per tick; 0 behaves as 1. A new value is seen one cycle later (the tick is a
+        register computed a cycle ahead) and takes effect at the next tick.
     tick : Out(1)
-        High for one cycle every ``prescaler`` cycles (combinational).
+        High for one cycle every ``prescaler`` cycles, from flip-flops (it enables every
+        channel's width counter, so it must not come out of a comparator).
     timestamp : Out(timestamp_bits)
         Ticks since reset.
+    ticks : Out(copies)
+        Copies of ``tick``, each from its own flip-flops, to split its fan-out.
     """
 
-    def __init__(self, params):
+    def __init__(self, params, copies=1):
         self.params = _check_params(params)
+        self.copies = copies
         super().__init__({
             "prescaler": In(params.prescaler_bits),
             "tick": Out(1),
             "timestamp": Out(params.timestamp_bits),
+            "ticks": Out(copies),
         })
 
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        # `next_count` holds the prescaler count plus one, so that the tick is one comparison of
-        # two registers (no incrementer in front of it): tick = count + 1 >= prescaler.
+        # tick(t) = count(t) + 1 >= P, with count returning to 0 on a tick. `next_count` holds
+        # count + 1; the comparison for cycle t + 1 is made on cycle t and registered.
         next_count = Signal(p.prescaler_bits + 1, init=1)
-        m.d.comb += self.tick.eq(next_count >= self.prescaler)
-        m.d.sync += next_count.eq(Mux(self.tick, 1, next_count + 1))
+        ahead = Signal()  # the registered comparison; 0 during reset
+        # Cycle 0 (the first after reset) ticks when P <= 1: `first` is 1 during reset and on
+        # cycle 0, so `first_tick` holds P <= 1 on cycle 0 (and on cycle 1, harmlessly: with
+        # P <= 1 every cycle ticks).
+        first = Signal(init=1)
+        first_tick = Signal(reset_less=True)
+        m.d.sync += [first.eq(0), first_tick.eq(first & (self.prescaler <= 1))]
+        m.d.comb += self.tick.eq(ahead | first_tick)
+        following = Mux(self.tick, 1, next_count + 1)
+        due = following >= self.prescaler
+        m.d.sync += [next_count.eq(following), ahead.eq(due)]
+        for k in range(self.copies):
+            ahead_k = Signal(name=f"ahead_{k}")
+            first_k = Signal(name=f"first_tick_{k}", reset_less=True)
+            m.d.sync += [ahead_k.eq(due), first_k.eq(first & (self.prescaler <= 1))]
+            m.d.comb += self.ticks[k].eq(ahead_k | first_k)
         # The timestamp and its successor are both kept, so the tick only selects between two
         # registers and no long carry chain hangs off it.
         successor = Signal(p.timestamp_bits, init=1)
@@ -117,6 +137,7 @@ class FrontEnd(wiring.Component):
         low_prev = Signal()
         saturated = Signal()
         count = Signal(p.width_bits)
+        count_zero = Signal(init=1)  # count == 0, kept as a flag (cheaper than a wide OR)
 
         emit = Signal()
         emit_kind = Signal(EventKind)
@@ -139,13 +160,13 @@ class FrontEnd(wiring.Component):
                         emit_kind.eq(Mux(saturated, EventKind.BUSY, EventKind.OVERLONG)),
                         emit_width.eq(p.max_width),
                     ]
-                    m.d.sync += [count.eq(0), saturated.eq(1)]
+                    m.d.sync += [count.eq(0), count_zero.eq(1), saturated.eq(1)]
                 with m.Else():
-                    m.d.sync += count.eq(count + 1)
+                    m.d.sync += [count.eq(count + 1), count_zero.eq(0)]
         with m.Elif(low_prev):
             m.d.comb += emit_width.eq(count)
             with m.If(saturated):
-                m.d.comb += [emit.eq(count != 0), emit_kind.eq(EventKind.BUSY)]
+                m.d.comb += [emit.eq(~count_zero), emit_kind.eq(EventKind.BUSY)]
             with m.Elif(armed & self.enable):
                 # glitch_ticks is narrow: compare its bits and check that the rest are zero
                 # (cheaper than a full-width comparison in every channel).
@@ -158,7 +179,7 @@ class FrontEnd(wiring.Component):
                     m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.END)]
             with m.Else():
                 m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.PARTIAL)]
-            m.d.sync += [count.eq(0), saturated.eq(0)]
+            m.d.sync += [count.eq(0), count_zero.eq(1), saturated.eq(0)]
 
         box = self.mailbox
         # The event's kind and width need no reset (only `valid` says whether they mean
@@ -182,9 +203,16 @@ class FrontEnd(wiring.Component):
                 m.d.comb += lost_inc.eq(1)
         with m.Elif(self.take_event):
             m.d.sync += box.valid.eq(0)
+        # The side counts add their increments a cycle late (registered), which keeps the
+        # emit logic and the counters' carry chains in separate cycles. A count taken by the
+        # pipeline in that cycle is not lost: it stays for the next SIDE job.
+        lost_late = Signal()
+        glitch_late = Signal()
         m.d.sync += [
-            box.lost.eq(Mux(self.take_side, 0, box.lost) + lost_inc),
-            box.glitches.eq(Mux(self.take_side, 0, box.glitches) + glitch_inc),
+            lost_late.eq(lost_inc),
+            glitch_late.eq(glitch_inc),
+            box.lost.eq(Mux(self.take_side, 0, box.lost) + lost_late),
+            box.glitches.eq(Mux(self.take_side, 0, box.glitches) + glitch_late),
         ]
         return m
 

@@ -27,9 +27,9 @@ __all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TIC
 #: Channels whose mailboxes are merged by one first-level OR gate of the scanner.
 SCAN_GROUP = 8
 
-#: Channels served by one copy of the tick prescaler (the tick enables every width counter; a
-#: copy per group keeps its fan-out short). The copies run in lock step.
-TICK_GROUP = 16
+#: Channels served by one copy of the tick flip-flops (the tick enables every width counter; a
+#: copy per group keeps its fan-out short).
+TICK_GROUP = 8
 
 
 class _Job:
@@ -155,7 +155,7 @@ class RBSniffer(wiring.Component):
 
         # ---- Time base, synchroniser, front ends, quiescence --------------------------------
 
-        m.submodules.timebase = timebase = TimeBase(p)
+        m.submodules.timebase = timebase = TimeBase(p, copies=-(-n // TICK_GROUP))
         m.d.comb += timebase.prescaler.eq(self.cfg.prescaler)
 
         lvl = Signal(n, init=(1 << n) - 1)
@@ -180,12 +180,6 @@ class RBSniffer(wiring.Component):
             "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
             "tag": tb,
         })
-        ticks = [timebase]
-        for k in range(1, -(-n // TICK_GROUP)):
-            replica = TimeBase(p)
-            m.submodules[f"tick_{k}"] = replica
-            m.d.comb += replica.prescaler.eq(self.cfg.prescaler)
-            ticks.append(replica)
         front_ends = []
         groups = []
         side_half = 1 << (lb - 1)
@@ -197,7 +191,7 @@ class RBSniffer(wiring.Component):
                 m.d.comb += [
                     fe.lvl.eq(lvl[i]),
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
-                    fe.tick.eq(ticks[i // TICK_GROUP].tick),
+                    fe.tick.eq(timebase.ticks[i // TICK_GROUP]),
                     fe.glitch_ticks.eq(self.cfg.glitch_ticks),
                 ]
                 if tb:

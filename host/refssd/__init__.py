@@ -27,7 +27,7 @@ from .drive import (
     preset,
 )
 from .ftl import Cause, HybridFTL, PageFTL, make_ftl
-from .measure import measure_wa, to_measurement, user_preset, write_vcd
+from .measure import measure_wa, measure_wa_sequence, to_measurement, user_preset, write_vcd
 from .sim import PRECONDITIONS, Run, Truth, simulate
 from .timing import COMMAND_DTYPE, PULSE_DTYPE, NandOp
 from .workload import (
@@ -45,7 +45,7 @@ from .workload import (
 __all__ = [
     "CELL_BITS", "PRESETS", "Drive", "PageType", "RefSSDError", "load_drive", "page_types",
     "parse_drive", "preset", "Cause", "PageFTL", "HybridFTL", "make_ftl", "measure_wa",
-    "to_measurement", "user_preset",
+    "measure_wa_sequence", "to_measurement", "user_preset",
     "write_vcd", "PRECONDITIONS", "Run", "Truth", "simulate", "COMMAND_DTYPE", "PULSE_DTYPE",
     "NandOp", "MICRO_BENCHMARKS", "READ", "TRIM", "WRITE", "Workload", "micro",
     "parse_micro_name", "read_blkparse", "read_spc",

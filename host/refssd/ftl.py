@@ -6,8 +6,11 @@ keeps the true counts. It models:
 * page mapping at the page size (``l2p``: logical page → physical slot, ``p2l`` back);
 * erase units: one block, or with multi-plane programs a group of one block per plane whose
   program operations write a page in every plane at once (a *row*);
-* dynamic striping of host pages over the dies, channels first (die interleaving); a die gets
-  ``Mp`` consecutive host pages so that its rows fill;
+* static striping of logical pages over the dies, channels first (die interleaving): logical
+  page ``p`` lives on die ``(p // Mp) mod dies``, so consecutive pages go to different channels,
+  a die gets ``Mp`` consecutive pages for one multi-plane row, and every die holds exactly its
+  share of the logical space (with dynamic striping a die can drift above its share and, at
+  small over-provisioning, run out of blocks to collect);
 * one or two open units per die (hot host data; cold relocated data with ``open_streams = 2``);
 * garbage collection per die while it has fewer than ``gc_free_units`` free units: the victim is
   the closed unit with the fewest valid pages (greedy) or the best ``(1 - u) / 2u × age``
@@ -141,7 +144,6 @@ class PageFTL:
         self.open = [[None, None, None] for _ in range(self.dies)]
         self.types = [int(t) for t in d.page_types()]
         self.log = [array("q") for _ in range(self.dies)]
-        self.cursor = 0
         self.clock = 0
         self.buffer = OrderedDict()
         self.buffer_pages = d.write_buffer // d.page_size
@@ -323,13 +325,10 @@ class PageFTL:
     # Host interface -------------------------------------------------------------------------
 
     def _host_program(self, lpn, cause):
-        die = self.cursor
+        die = (lpn // self.mp) % self.dies  # static striping, channels first
         self._invalidate(lpn)
         self.clock += 1
-        g = self._place(die, _SLC_STREAM if self.drive.slc_cache else 0, lpn, cause)
-        if (g % self.slots + 1) % self.mp == 0:
-            self.cursor = (die + 1) % self.dies
-        return g
+        return self._place(die, _SLC_STREAM if self.drive.slc_cache else 0, lpn, cause)
 
     def _commit(self, lpn, mask):
         """Program logical page ``lpn`` whose sectors ``mask`` are new."""

@@ -22,7 +22,8 @@ from ..presets import DEFAULT_PRESET
 from ..wa import compute_wa
 from .drive import RefSSDError
 
-__all__ = ["to_measurement", "measure_wa", "user_preset", "write_vcd", "die_edges"]
+__all__ = ["to_measurement", "measure_wa", "measure_wa_sequence", "user_preset", "write_vcd",
+           "die_edges"]
 
 #: Default recording clock (ns): the gateware's 100 MHz, the importers' default for VCD.
 CLOCK_NS = 10
@@ -112,8 +113,12 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
                            "seed": run.seed})
 
 
-def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS):
-    """WA as ``rbscope analyze`` computes it from the run's R/B# lines (R/B#-only mode).
+def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS, classifier="windows"):
+    """WA as ``rbscope analyze --classifier windows`` computes it from the run's R/B# lines.
+
+    R/B#-only mode with plain class windows (the RB-Explorer method); ``classifier="sequence"``
+    (or ``"auto"``) applies ``analyze``'s sequence-aware classifier
+    (:func:`rbscope.sequence.classify_measurement`) to the same measurement instead.
 
     Parameters
     ----------
@@ -125,6 +130,8 @@ def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS):
         ``user_windows``.
     dies : sequence of int, optional
         Probed dies (default all).
+    classifier : str
+        ``"windows"``, ``"sequence"`` or ``"auto"``, as ``rbscope analyze --classifier``.
 
     Returns
     -------
@@ -136,7 +143,11 @@ def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS):
     geometry = run.geometry
     preset = user_preset(run)
     notes = []
-    m = to_measurement(run, preset=preset, dies=dies, clock_ns=clock_ns)
+    if classifier not in ("windows", "sequence", "auto"):
+        raise RefSSDError(f"classifier must be windows, sequence or auto, not {classifier!r}")
+    # The sequence classifier reads each die's pulses in order; windows need only the counts.
+    keep = 0 if classifier == "windows" else 50_000_000
+    m = to_measurement(run, preset=preset, dies=dies, clock_ns=clock_ns, max_pulses=keep)
     if windows == "calibrated":
         try:
             result = cal.calibrate(m.histogram_total(), m.params, m.tick_seconds,
@@ -146,10 +157,20 @@ def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS):
             notes.append(f"calibration failed ({exc}); the bundled windows were kept")
         else:
             preset = result.preset
-            m = to_measurement(run, preset=preset, dies=dies, clock_ns=clock_ns)
+            m = to_measurement(run, preset=preset, dies=dies, clock_ns=clock_ns,
+                               max_pulses=keep)
     elif windows != "bundled":
         raise RefSSDError(f"windows must be bundled or calibrated, not {windows!r}")
-    r = compute_wa(m, geometry, from_bytes(run.logical_bytes))
+    seq = None
+    if classifier != "windows":
+        from ..sequence import SequenceError, classify_measurement
+        try:
+            seq = classify_measurement(m, geometry)
+        except SequenceError as exc:
+            if classifier == "sequence":
+                raise RefSSDError(f"sequence classifier: {exc}") from None
+            notes.append(f"sequence classifier not used ({exc}); window counts instead")
+    r = compute_wa(m, geometry, from_bytes(run.logical_bytes), sequence=seq)
     conf = r.wa_confidence
     return {"wa": r.wa.value, "lo": r.wa.lo, "hi": r.wa.hi,
             "conf_lo": None if conf is None else conf.lo,
@@ -173,3 +194,9 @@ def write_vcd(run, path, *, dies=None, timescale_ns=1):
     with open(path, "w", encoding="ascii") as f:
         _write_vcd(f, trains, timescale=f"{timescale_ns} ns", names=[f"rb{d}" for d in dies],
                    scope="refssd", end=end)
+
+
+def measure_wa_sequence(run):
+    """:func:`measure_wa` with ``analyze``'s sequence-aware classifier (``--measure
+    rbscope.refssd.measure:measure_wa_sequence`` in the accuracy benchmark)."""
+    return measure_wa(run, classifier="sequence")
