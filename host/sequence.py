@@ -657,6 +657,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             g /= g.sum(axis=1, keepdims=True)
         dies[k] = _die_result(s, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block,
                               erase_slack)
+    for k, w in pulses.items():  # lines without a pulse: nothing programmed there
+        if not len(w):
+            dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
+                                2.0 if pages_per_block else None)
     if capped:
         notes.append("the erase state was held to the structural cap (programs ÷ pages per "
                      "block): the widths alone would have called more pulses erases")

@@ -339,7 +339,7 @@ def test_cli_analyze_reads_capture_files(tmp_path, capsys):
     path = tmp_path / "a.rbcap"
     _write_session(path)
     assert cli.main(["analyze", str(path), "--geometry", "ssd-v", "--logical", "32KiB",
-                     "--json"]) == 0
+                     "--json", "--classifier", "windows"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["source"]["source"] == "capture"
     # Two probed lines stand for SSD-v's 4 dies.

@@ -290,8 +290,8 @@ def test_analyze_cli_sequence_default_and_mp_refusal(tmp_path, capsys):
     geo = tmp_path / "g.toml"
     geo.write_text('name = "t"\n[geometry]\nchannels = 2\nchips_per_channel = 1\n'
                    'dies_per_chip = 2\nplanes_per_die = 2\npage_size = 4096\n'
-                   'pages_per_block = 64\nprogram_model = "single-plane"\n[timing]\nprogram = [150, 2300]\n'
-                   'erase = [1800, 2400]\n', encoding="utf-8")
+                   'pages_per_block = 64\nprogram_model = "single-plane"\n'
+                   '[timing]\nprogram = [150, 2300]\nerase = [1800, 2400]\n', encoding="utf-8")
     true_pages = sum(programs_of(lab) for lab in labels.values())
     args = ["analyze", str(path), "--geometry", str(geo), "--logical",
             str(true_pages * 4096)]
