@@ -5,7 +5,7 @@ The model consumes what the gateware sees, in cycle order:
 * bus *strobes* (command, address, data-in cycles) with the CE# selection and the byte, on the
   cycle the tap's front end emits them — :class:`BusDecoder` derives them from pin changes with
   the front end's exact rule (WE# rising at pin cycle ``c``: the strobe is on cycle
-  ``c + SYNC_LATENCY``, CLE/ALE/CE#/DQ are those of pin cycle ``c - 1``);
+  ``c + STROBE_LATENCY``, CLE/ALE/CE#/DQ are those of pin cycle ``c - 1``);
 * changes of each die's synchronised R/B# level (``lvl``, as :mod:`rbscope.model` defines it);
 * the sniffer's END records of each die (their widths in ticks).
 
@@ -31,6 +31,11 @@ from rbscope.gateware.onfi_tap.params import (
 from rbscope.gateware.rb_sniffer.params import hist_bin
 
 from .model import SYNC_LATENCY
+
+#: Cycles from a WE# rising edge on the pins to the front end's strobe: the synchroniser's, plus
+#: one because the front end registers its strobes (:class:`~rbscope.gateware.nand_emu.bus.
+#: BusFrontEnd`).
+STROBE_LATENCY = SYNC_LATENCY + 1
 
 __all__ = ["Strobe", "BusDecoder", "TapCounts", "TapModel", "CMD", "ADDR", "DIN", "PIN_WE",
            "PIN_CLE", "PIN_ALE", "PIN_IO", "PIN_CE"]
@@ -63,7 +68,7 @@ def strobe_of(cycle, word, targets):
         return None
     kind = CMD if cle else ADDR if ale else DIN
     sel = ~(word >> PIN_CE) & ((1 << targets) - 1)
-    return Strobe(cycle + SYNC_LATENCY, kind, sel, word >> PIN_IO & 0xFF)
+    return Strobe(cycle + STROBE_LATENCY, kind, sel, word >> PIN_IO & 0xFF)
 
 
 class BusDecoder:
@@ -159,7 +164,7 @@ def strobes_at(cycles, words, targets, last=None):
     out = []
     for c, w, s, k, a in zip(cycles[keep].tolist(), words[keep].tolist(), sel[keep].tolist(),
                              cle[keep].tolist(), ale[keep].tolist(), strict=True):
-        out.append(Strobe(c + SYNC_LATENCY, CMD if k else ADDR if a else DIN, s,
+        out.append(Strobe(c + STROBE_LATENCY, CMD if k else ADDR if a else DIN, s,
                           w >> PIN_IO & 0xFF))
     return out
 
