@@ -94,21 +94,12 @@ class EmuBench:
         return (await self.data_out(ctx, 1))[0]
 
     async def counter(self, ctx, counter, die=None):
-        dut = self.dut
-        ctx.set(dut.read_req.payload, {"die": self.die if die is None else die,
-                                       "index": EmuCounter(counter)})
-        ctx.set(dut.read_req.valid, 1)
-        while not ctx.get(dut.read_req.ready):  # the counter bank answers when it gets there
-            await ctx.tick()
-        await ctx.tick()
-        ctx.set(dut.read_req.valid, 0)
-        ctx.set(dut.read_resp.ready, 1)
-        while not ctx.get(dut.read_resp.valid):
-            await ctx.tick()
-        value = ctx.get(dut.read_resp.payload)
-        await ctx.tick()
-        ctx.set(dut.read_resp.ready, 0)
-        return value
+        # The counter bank answers when its scan gets there.
+        return await stream_read(ctx, self.dut.read_req, self.dut.read_resp,
+                                 {"die": self.die if die is None else die,
+                                  "index": EmuCounter(counter)})
+
+
 
     async def counters(self, ctx, die=None):
         return {c: await self.counter(ctx, c, die) for c in EmuCounter}
@@ -141,3 +132,21 @@ class EmuBench:
         await self.command(ctx, confirm)
         if wait:
             await self.wait_ready(ctx)
+
+
+async def stream_read(ctx, req, resp, payload):
+    """Send one request on the stream ``req`` and return the payload of the answer on ``resp``
+    (a counter bank's read port: the request may wait for a free cycle)."""
+    ctx.set(req.payload, payload)
+    ctx.set(req.valid, 1)
+    while not ctx.get(req.ready):
+        await ctx.tick()
+    await ctx.tick()
+    ctx.set(req.valid, 0)
+    ctx.set(resp.ready, 1)
+    while not ctx.get(resp.valid):
+        await ctx.tick()
+    value = ctx.get(resp.payload)
+    await ctx.tick()
+    ctx.set(resp.ready, 0)
+    return value

@@ -12,6 +12,7 @@ from rbscope.gateware.rb_sniffer.params import EventKind, SnifferParams
 from rbscope.model import SYNC_LATENCY
 from rbscope.tap_model import PIN_ALE, PIN_CE, PIN_CLE, PIN_IO, PIN_WE, BusDecoder, TapModel
 
+from .nand_emu_harness import stream_read
 from .tap_harness import random_program
 
 
@@ -44,19 +45,8 @@ def rb_waves(dies, length, rng):
 
 
 async def read_word(ctx, dut, space, index):
-    ctx.set(dut.read_req.payload, {"space": space, "index": index})
-    ctx.set(dut.read_req.valid, 1)
-    while not ctx.get(dut.read_req.ready):  # taken in a cycle without a counter update
-        await ctx.tick()
-    await ctx.tick()
-    ctx.set(dut.read_req.valid, 0)
-    ctx.set(dut.read_resp.ready, 1)
-    while not ctx.get(dut.read_resp.valid):
-        await ctx.tick()
-    value = ctx.get(dut.read_resp.payload)
-    await ctx.tick()
-    ctx.set(dut.read_resp.ready, 0)
-    return value
+    # Taken in a cycle without a counter update.
+    return await stream_read(ctx, dut.read_req, dut.read_resp, {"space": space, "index": index})
 
 
 def run_random(params, config, length, seed):
