@@ -123,6 +123,7 @@ def main(argv=None):
                 if snap.timestamp >= target and dev.is_quiescent():
                     break
             final = dev.snapshot()  # a final solicited snapshot into the capture
+            dev.read_histograms()  # and the width histograms, which the classifier needs
             print(f"\r    device time {final.timestamp / 1e6:6.2f} s {_bar(1, 1)} 100 % — "
                   f"quiescent")
     finally:
