@@ -124,6 +124,8 @@ def main(argv=None):
                     break
             final = dev.snapshot()  # a final solicited snapshot into the capture
             dev.read_histograms()  # and the width histograms, which the classifier needs
+            writer.event("stop", reason="quiescent", link=dev.stats.to_dict(),
+                         queue_overflow=dev.queue_overflow)  # the capture is complete
             print(f"\r    device time {final.timestamp / 1e6:6.2f} s {_bar(1, 1)} 100 % — "
                   f"quiescent")
     finally:
