@@ -98,6 +98,36 @@ def _bins(histogram, params):
     return out
 
 
+def merged_peaks(s, merge):
+    """Find the peaks of a smoothed density ``s`` (a sequence of bins) and merge those separated
+    by a shallow valley (valley / lower peak above ``merge``), the least prominent first.
+
+    Returns ``(peaks, bounds)``: the peak bins, left to right, and ``[0, valley bins…, len(s)]``,
+    so that peak ``i`` owns bins ``bounds[i] … bounds[i + 1] - 1``.
+    """
+    nb = len(s)
+    peaks = [b for b in range(nb) if s[b] > 0 and (b == 0 or s[b] > s[b - 1])
+             and (b == nb - 1 or s[b] >= s[b + 1])]
+
+    def valley(a, c):
+        return min(range(a, c + 1), key=s.__getitem__)
+
+    changed = True
+    while changed and len(peaks) > 1:
+        changed = False
+        best = None
+        for a, c in zip(peaks, peaks[1:], strict=False):
+            ratio = s[valley(a, c)] / min(s[a], s[c])
+            if ratio > merge and (best is None or ratio > best[0]):
+                best = (ratio, a, c)
+        if best:
+            _, a, c = best
+            peaks.remove(a if s[a] < s[c] else c)
+            changed = True
+    bounds = [0] + [valley(a, c) for a, c in zip(peaks, peaks[1:], strict=False)] + [nb]
+    return peaks, bounds
+
+
 def find_clusters(histogram, params, *, smooth=1.5, merge=0.6, min_share=0.002):
     """Return the clusters of a histogram (list of :class:`Cluster`), left to right."""
     nb = params.hist_bins
@@ -120,26 +150,7 @@ def find_clusters(histogram, params, *, smooth=1.5, merge=0.6, min_share=0.002):
                 acc += kv * dens[i]
                 norm += kv
         s.append(acc / norm)
-    peaks = [b for b in range(nb) if s[b] > 0 and (b == 0 or s[b] > s[b - 1])
-             and (b == nb - 1 or s[b] >= s[b + 1])]
-    # Merge peaks separated by a shallow valley, the least prominent first.
-    changed = True
-    while changed and len(peaks) > 1:
-        changed = False
-        best = None
-        for a, c in zip(peaks, peaks[1:], strict=False):
-            v = min(range(a, c + 1), key=s.__getitem__)
-            ratio = s[v] / min(s[a], s[c])
-            if ratio > merge and (best is None or ratio > best[0]):
-                best = (ratio, a, c)
-        if best:
-            _, a, c = best
-            peaks.remove(a if s[a] < s[c] else c)
-            changed = True
-    bounds = [0]
-    for a, c in zip(peaks, peaks[1:], strict=False):
-        bounds.append(min(range(a, c + 1), key=s.__getitem__))
-    bounds.append(nb)
+    peaks, bounds = merged_peaks(s, merge)
     clusters = []
     for p, lo_b, hi_b in zip(peaks, bounds, bounds[1:], strict=False):
         count = sum(histogram[lo_b:hi_b])

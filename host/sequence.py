@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .calibrate import merged_peaks
+
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
     "PROGRAM_KINDS", "TCBSY_US", "classify_measurement",
@@ -209,22 +211,7 @@ def _peaks(x, lo, hi, *, per_octave=16, smooth=1.5, merge=0.6, min_share=0.005):
     radius = max(1, int(3 * smooth))
     k = np.exp(-0.5 * (np.arange(-radius, radius + 1) / smooth) ** 2)
     s = np.convolve(counts.astype(float), k / k.sum(), mode="same")
-    peaks = [b for b in range(nb) if s[b] > 0 and (b == 0 or s[b] > s[b - 1])
-             and (b == nb - 1 or s[b] >= s[b + 1])]
-    changed = True
-    while changed and len(peaks) > 1:
-        changed = False
-        best = None
-        for a, c in zip(peaks, peaks[1:], strict=False):
-            ratio = s[a:c + 1].min() / min(s[a], s[c])
-            if ratio > merge and (best is None or ratio > best[0]):
-                best = (ratio, a, c)
-        if best:
-            _, a, c = best
-            peaks.remove(a if s[a] < s[c] else c)
-            changed = True
-    cuts = [0] + [a + int(np.argmin(s[a:c + 1])) for a, c in zip(peaks, peaks[1:],
-                                                                 strict=False)] + [nb]
+    _, cuts = merged_peaks(s.tolist(), merge)
     out = []
     for lo_b, hi_b in zip(cuts, cuts[1:], strict=False):
         sel = x[(x >= edges[lo_b]) & (x < edges[hi_b] if hi_b < nb else x <= edges[-1])]
