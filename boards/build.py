@@ -81,10 +81,11 @@ def _top(board, channels, emulator, tap, emu_bus):
     if emulator:
         from ..gateware.nand_emu import EmuParams
         emu = EmuParams(dies=emulator)
-        params = SnifferParams(channels=emulator)
+        params = SnifferParams(channels=emulator, width_bits=cls.width_bits)
     else:
         emu = None
-        params = SnifferParams(channels=cls.default_channels if channels is None else channels)
+        params = SnifferParams(channels=cls.default_channels if channels is None else channels,
+                               width_bits=cls.width_bits)
     return cls, RBScopeTop(params, emulator=emu, emu_bus=emu_bus, tap_targets=tap)
 
 

@@ -214,6 +214,9 @@ class BoardMixin:
         The UART resource through the board's FTDI.
     io_attrs : Attrs
         Electrical attributes of the probe pins.
+    width_bits : int
+        The sniffer's width counter size on this board (``SnifferParams.width_bits``): a pulse of
+        ``2**width_bits - 1`` ticks or more is overlong. Narrower on a part short of logic.
     """
 
     board_name = "board"
@@ -224,6 +227,7 @@ class BoardMixin:
     uart = ("uart", 0)
     reset_button = None
     io_attrs = Attrs()
+    width_bits = 24
 
     @classmethod
     def header_from_connectors(cls, connectors, names):
