@@ -253,7 +253,7 @@ class RBSniffer(wiring.Component):
             merged = merged | group
         m.d.sync += s0.eq(merged)
 
-        # ---- c2 (phase 0): arbitration with the service jobs; window comparisons ------------
+        # ---- c2 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
 
         # A read request is first taken into a register (ready depends on that register only),
         # so that neither direction of the handshake passes combinationally through the
@@ -280,9 +280,14 @@ class RBSniffer(wiring.Component):
         s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
         s1_epoch = Signal(reset_less=True)
         s1_match = Signal(p.classes, reset_less=True)
+        s1_bin = Signal(range(p.hist_bins), reset_less=True)
         s1_tag = Signal(tb, reset_less=True)
         m.submodules.classifier = classifier = Classifier(p)
         m.d.comb += [classifier.width.eq(s0.width), classifier.windows.eq(self.cfg.windows)]
+        # The log bin is found beside the window comparisons (its priority chain on the leading
+        # one is several LUT levels deep) and registered with them.
+        m.submodules.binner = binner = LogBinner(p)
+        m.d.comb += binner.width.eq(s0.width)
 
         # The epoch a job counts in: the bit in force when it is arbitrated, carried with the
         # job to its normalisation and its writes. A flip applies to the job arbitrated with it.
@@ -301,6 +306,7 @@ class RBSniffer(wiring.Component):
                 s1_width.eq(s0.width | s0.lost),
                 s1_glitches.eq(s0.glitches),
                 s1_match.eq(classifier.match),
+                s1_bin.eq(binner.bin),
                 s1_tag.eq(s0.tag),
             ]
             with m.If(s0.side):
@@ -335,10 +341,8 @@ class RBSniffer(wiring.Component):
                 scrub_ptr.eq(0),
             ]
 
-        # ---- c3 (phase 1): first window, log-bin, form addresses --------------------------
+        # ---- c3 (phase 1): first window, form addresses -----------------------------------
 
-        m.submodules.binner = binner = LogBinner(p)
-        m.d.comb += binner.width.eq(s1_width)
         class_index = Signal(p.row_bits)
         by_window = Signal(p.row_bits)
         first_window(m, s1_match, by_window, p)
@@ -372,7 +376,7 @@ class RBSniffer(wiring.Component):
                 j.read.eq(0), j.bad.eq(0), j.scrub.eq(0), j.zero.eq(0),
                 j.epoch.eq(s1_epoch),
                 j.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
-                j.h_addr.eq(hist_addr(binner.bin, s1_channel)),
+                j.h_addr.eq(hist_addr(s1_bin, s1_channel)),
             ]
             with m.Switch(s1_job):
                 with m.Case(_Job.END):
