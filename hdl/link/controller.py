@@ -13,7 +13,7 @@ host decoder together; a field left unbound is an elaboration error.
 
 import hashlib
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -390,30 +390,39 @@ class LinkController(wiring.Component):
         # latched when the snapshot starts. The link's receive counters are each copied whole
         # into the word register as their first byte goes out (_Latch): never torn between
         # bytes, at most a frame time later than the timestamp.
-        snap_now = {"quiet_since": status.quiet_since, "flags": snap_flag_bits,
-                    "trace_lost": trace_lost_total}
-        snap_latch = {name: Signal(len(value), name=f"snap_{name}")
-                      for name, value in snap_now.items()}
-        snap_fields = {"snapshot": snapshot_no, "timestamp": frame_timestamp,
-                       "epoch": frame_epoch, **snap_latch, "rx_frames": _Latch(rx_frames),
-                       "rx_errors": _Latch(rx_errors)}
+        #
+        # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time and
+        # epoch, the snapshot latch, the response, the tick period, and the sequence and
+        # snapshot numbers (which rotate, so that they are whole again after each frame).
+        snap_now = [status.quiet_since, snap_flag_bits, trace_lost_total]
+        snap_latch = _Shifter.of("snap_latch", snap_now)
+        seq_shift = _Shifter("seq", [16], reg=seq, rotate=True)
+        snapshot_shift = _Shifter("snapshot_no", [16], reg=snapshot_no, rotate=True)
+        epoch_shift = _Shifter("frame_epoch", [16], reg=frame_epoch)
+        time_shift = _Shifter("frame_timestamp", [p.timestamp_bits], reg=frame_timestamp)
+        resp_shift = _Shifter("resp", [field.width for _, field in resp],
+                              reg=resp_data.as_value())
+        tl_shift = _Shifter("tl_frame", [32], reg=tl_frame)
+        snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
+                       "epoch": epoch_shift[0], "quiet_since": snap_latch[0],
+                       "flags": snap_latch[1], "trace_lost": snap_latch[2],
+                       "rx_frames": _Latch(rx_frames), "rx_errors": _Latch(rx_errors)}
 
         FT = protocol.FrameType
         info_starting = Signal()
         info_fields, tick_busy = self._info_fields(m, cfg_reg.prescaler, info_starting)
         frames = {
-            FT.RESPONSE: {name: resp_data[name] for name in
-                          ("tag", "opcode", "status", "address", "value")},
+            FT.RESPONSE: {name: resp_shift[i] for i, (name, _) in enumerate(resp)},
             FT.INFO: info_fields,
             FT.STATUS: snap_fields,
             FT.COUNTERS: {
-                "snapshot": snapshot_no, "channel": snap_channel, "epoch": frame_epoch,
-                "timestamp": frame_timestamp, "trace_lost": tl_frame,
+                "snapshot": snapshot_shift[0], "channel": snap_channel,
+                "epoch": epoch_shift[0], "timestamp": time_shift[0], "trace_lost": tl_shift[0],
                 "counters": _READ,
             },
             FT.HISTOGRAM: {
-                "channel": hist_channel, "first": hist_first, "epoch": frame_epoch,
-                "timestamp": frame_timestamp, "bins": _READ,
+                "channel": hist_channel, "first": hist_first, "epoch": epoch_shift[0],
+                "timestamp": time_shift[0], "bins": _READ,
             },
             FT.TRACE: {
                 "channel": trace_head.channel, "kind": trace_head.kind,
@@ -422,7 +431,7 @@ class LinkController(wiring.Component):
             },
         }
         if source is not None:
-            fields = {source.unit_field: unit, "timestamp": frame_timestamp}
+            fields = {source.unit_field: unit, "timestamp": time_shift[0]}
             for name, _ in protocol.payload_layout(p, source.frame_type):
                 fields.setdefault(name, _READ)
             frames[source.frame_type] = fields
@@ -431,7 +440,7 @@ class LinkController(wiring.Component):
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
         program = _FrameProgram(p)
-        program._seq = seq
+        program._seq = seq_shift[0]
         for ftype, values in frames.items():
             program.add_frame(ftype, values)
         program.finish()
@@ -481,7 +490,7 @@ class LinkController(wiring.Component):
                     m.next = "INFO_TICK"
                 with m.Elif(snap_request):
                     m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
-                    m.d.sync += [snap_latch[name].eq(value) for name, value in snap_now.items()]
+                    m.d.sync += snap_latch.load(snap_now)
                     start(FT.STATUS)
                 with m.Elif(hist_request):
                     m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
@@ -515,6 +524,8 @@ class LinkController(wiring.Component):
                             for k, byte in enumerate(program.var_bytes):
                                 with m.Case(k):
                                     m.d.sync += obyte.eq(byte)
+                                    if k in program.shifters:
+                                        m.d.comb += program.shifters[k].shift.eq(1)
                         m.d.sync += pc.eq(pc + 1)
                         m.next = "SEND"
                     with m.Case(_Source.READ):
@@ -608,6 +619,9 @@ class LinkController(wiring.Component):
                         start(FT.RESPONSE)
                     with m.Else():
                         start(resume)
+        for shifter in program.shifters.values():
+            with m.If(shifter.shift):
+                m.d.sync += shifter.reg.eq(shifter.next())
         # Between frames, keep the frame time and epoch current; they freeze when a frame starts
         # (its first byte is fetched in the cycle after leaving these states).
         between = ["IDLE", *bursts]
@@ -656,7 +670,8 @@ class LinkController(wiring.Component):
                               else layout[name].shape)
                   for name, value in info.items()}
         fields["prescaler"] = prescaler
-        fields["tick_period_ps"], busy = self._tick_period(m, prescaler, start)
+        acc, busy = self._tick_period(m, prescaler, start)
+        fields["tick_period_ps"] = _Shifter("tick_period", [len(acc)], reg=acc)[0]
         return fields, busy
 
     def _tick_period(self, m, prescaler, start):
@@ -669,15 +684,16 @@ class LinkController(wiring.Component):
         """
         width = len(prescaler)
         period = protocol.clock_period_ps(self.clock_hz)
-        reset = next(reg.reset for reg in self.registers if reg.field == "prescaler")
-        acc = Signal(48, init=protocol.tick_period_ps(reset, self.clock_hz))
+        # As wide as the largest product (INFO's field is 48 bits; its high bytes are zero).
+        chunks = (min(48, width + period.bit_length()) + 15) // 16
+        acc = Signal(16 * chunks)
         multiplier = Signal(width)
         step = Signal(range(width + 1))
         phase = Signal(range(4))
         carry = Signal()
         busy = Signal()
         m.d.comb += busy.eq(step != 0)
-        addend = Signal(48)
+        addend = Signal(len(acc))
         m.d.comb += addend.eq(Mux(multiplier[-1], period, 0))
         with m.If(start):
             m.d.sync += [acc.eq(0), multiplier.eq(Mux(prescaler == 0, 1, prescaler)),
@@ -686,12 +702,12 @@ class LinkController(wiring.Component):
             with m.Switch(phase):
                 with m.Case(0):
                     m.d.sync += [acc.eq(acc << 1), carry.eq(0), phase.eq(1)]
-                for chunk in range(3):
+                for chunk in range(chunks):
                     with m.Case(chunk + 1):
                         lo, hi = 16 * chunk, 16 * chunk + 16
                         total = acc[lo:hi] + addend[lo:hi] + carry
                         m.d.sync += [acc[lo:hi].eq(total[:16]), carry.eq(total[16])]
-                        if chunk < 2:
+                        if chunk < chunks - 1:
                             m.d.sync += phase.eq(chunk + 2)
                         else:
                             m.d.sync += [phase.eq(0), multiplier.eq(multiplier << 1),
@@ -722,14 +738,82 @@ class _Latch:
 _READ = object()
 
 
+class _Shifter:
+    """A register whose bytes frames send least significant first, shifting it as they go.
+
+    Its fields (``segments``, each a whole number of bytes) lie in it in the order a frame sends
+    them. The walker sends the register's low byte and shifts it right by a byte (or, with
+    ``rotate``, rotates it, so that a counter is whole again once its frame has sent it): the
+    shift packs with the register's own flip-flops, so a shifter costs one input of the
+    variable-byte multiplexer instead of one per byte. Whoever owns the register loads it (or
+    updates it) only between the frames that send it.
+
+    Parameters
+    ----------
+    name : str
+    widths : list of int
+        Width in bits of each segment (rounded up to whole bytes).
+    reg : Value, optional
+        The register (default: a new signal as wide as the segments).
+    rotate : bool
+    """
+
+    def __init__(self, name, widths, *, reg=None, rotate=False):
+        self.seg_bytes = [(w + 7) // 8 for w in widths]
+        total = 8 * sum(self.seg_bytes)
+        self.reg = Signal(total, name=name) if reg is None else reg
+        if rotate and len(self.reg) != total:
+            raise ValueError(f"A rotating shifter of {len(self.reg)} bits has {total} bits of "
+                             f"segments")
+        self.rotate = rotate
+        self.shift = Signal(name=f"{name}_shift")
+
+    @classmethod
+    def of(cls, name, values, **kwargs):
+        """A shifter holding ``values`` (see :meth:`load`)."""
+        return cls(name, [len(Value.cast(v)) for v in values], **kwargs)
+
+    def __getitem__(self, index):
+        return _Segment(self, index)
+
+    def load(self, values):
+        """The statement loading ``values`` (one per segment) into the register."""
+        parts = []
+        for value, nbytes in zip(values, self.seg_bytes, strict=True):
+            value = Value.cast(value)
+            parts.append(value)
+            if len(value) < 8 * nbytes:
+                parts.append(Const(0, 8 * nbytes - len(value)))
+        return self.reg.eq(Cat(*parts))
+
+    def next(self):
+        """The register after one byte is sent."""
+        if self.rotate:
+            return Cat(self.reg[8:], self.reg[:8])
+        return self.reg >> 8
+
+
+class _Segment:
+    """Field ``index`` of a :class:`_Shifter`."""
+
+    def __init__(self, shifter, index):
+        self.shifter = shifter
+        self.index = index
+
+
 class _FrameProgram:
-    """The frame programme: one ROM entry per byte of every frame, from the protocol layouts."""
+    """The frame programme: one ROM entry per byte of every frame, from the protocol layouts.
+
+    ``var_bytes`` are the inputs of the walker's variable-byte multiplexer: bytes of values, and
+    the low byte of every :class:`_Shifter` (``shifters`` maps such an input to its shifter).
+    """
 
     def __init__(self, params):
         self.params = params
         self.rom = []
         self.start = {}
         self.var_bytes = []
+        self.shifters = {}
         self.latches = []
         self._var_keys = {}
         self._entries = []
@@ -741,7 +825,23 @@ class _FrameProgram:
             self.var_bytes.append(value[8 * byte:8 * byte + 8])
         return self._var_keys[key]
 
-    def _value_bytes(self, value, nbytes):
+    def _shift_input(self, shifter):
+        key = (id(shifter), None)
+        if key not in self._var_keys:
+            self._var_keys[key] = len(self.var_bytes)
+            self.shifters[len(self.var_bytes)] = shifter
+            self.var_bytes.append(shifter.reg[:8])
+        return self._var_keys[key]
+
+    def _value_bytes(self, value, nbytes, used):
+        if isinstance(value, _Segment):
+            shifter = value.shifter
+            have = shifter.seg_bytes[value.index]
+            if have > nbytes:
+                raise ValueError(f"A segment of {have} bytes does not fit a {nbytes}-byte field")
+            used.setdefault(id(shifter), (shifter, []))[1].append(value.index)
+            return ([(_Source.VAR, self._shift_input(shifter))] * have
+                    + [(_Source.CONST, 0)] * (nbytes - have))
         if isinstance(value, int):
             value = Const(value, 8 * nbytes)
         value = value.as_value() if hasattr(value, "as_value") else value
@@ -757,7 +857,8 @@ class _FrameProgram:
 
     def add_frame(self, ftype, values):
         """Append the programme of frame ``ftype`` whose payload fields are bound to
-        ``values`` (a value, or ``_READ`` for an array read word by word)."""
+        ``values`` (a value, a :class:`_Segment` of a shifter, a :class:`_Latch`, or ``_READ``
+        for an array read word by word)."""
         layout = protocol.payload_layout(self.params, ftype)
         bound = set(values)
         fields = [name for name, _ in layout]
@@ -765,12 +866,13 @@ class _FrameProgram:
             raise ValueError(f"{ftype.name}: fields {sorted(set(fields) - bound)} unbound, "
                              f"{sorted(bound - set(fields))} unknown")
         steps = []  # (kind, arg, word_first, word_last)
+        used = {}  # shifter id → (shifter, segments in the order sent)
         length = protocol.layout_bytes(layout)
         header = {"type": int(ftype), "version": protocol.PROTOCOL_VERSION, "seq": self._seq,
                   "length": length}
         for name, field in protocol.HEADER:
             nbytes = data.Shape.cast(field.shape).width // 8
-            steps += [(k, a, 0, 0) for k, a in self._value_bytes(header[name], nbytes)]
+            steps += [(k, a, 0, 0) for k, a in self._value_bytes(header[name], nbytes, used)]
         for name, field in layout:
             value = values[name]
             if isinstance(value, _Latch):
@@ -792,7 +894,14 @@ class _FrameProgram:
                 continue
             size = (data.Layout.cast(field.shape).size if isinstance(field.shape, data.Layout)
                     else data.Shape.cast(field.shape).width)
-            steps += [(k, a, 0, 0) for k, a in self._value_bytes(value, size // 8)]
+            steps += [(k, a, 0, 0) for k, a in self._value_bytes(value, size // 8, used)]
+        # A frame sends a shifter's segments in order from the first (and a rotating one whole,
+        # so that it is back in place afterwards).
+        for shifter, segments in used.values():
+            whole = list(range(len(shifter.seg_bytes)))
+            if segments != whole[:len(segments)] or (shifter.rotate and segments != whole):
+                raise ValueError(f"{ftype.name}: segments {segments} of a shifter sent out of "
+                                 f"order")
         self.start[ftype] = len(self._entries)
         for i, step in enumerate(steps):
             self._entries.append((*step, int(i == len(steps) - 1)))
