@@ -156,18 +156,21 @@ class LinkController(wiring.Component):
         n = p.channels
         ext = self.extension
 
-        # Link-level registers, and the extension's (bound to its ports).
+        # Link-level registers, and the extension's (bound to its ports). Registers keep their
+        # values through a logic reset (like the counters): the register file RAM that reads
+        # them back is not reset either, so the two always agree.
         link = {
             "link.id": Const(protocol.ID_MAGIC, 32),
-            "link.snapshot_period": Signal(32, init=self.snapshot_period),
-            "link.hist_period": Signal(16),
-            "link.trace_enable": Signal(),
+            "link.snapshot_period": Signal(32, init=self.snapshot_period, reset_less=True),
+            "link.hist_period": Signal(16, reset_less=True),
+            "link.trace_enable": Signal(reset_less=True),
         }
         strobes = []
         for port in ext.ports:
             signal = getattr(self, port.port_name)
             if port.access is protocol.Access.RW:
-                held = Signal(port.width, init=port.reset, name=f"reg_{port.port_name}")
+                held = Signal(port.width, init=port.reset, name=f"reg_{port.port_name}",
+                              reset_less=not port.strobe)
                 m.d.comb += signal.eq(held)
                 link[port.field] = held
                 if port.strobe:
@@ -184,7 +187,7 @@ class LinkController(wiring.Component):
             if reg.field not in link:
                 width = min(32, self._field_width(reg) - reg.shift)
                 init_value |= (reg.reset & ((1 << width) - 1)) << self._cfg_offset(reg)
-        cfg_reg = layout(Signal(layout.size, init=init_value, name="cfg_reg"))
+        cfg_reg = layout(Signal(layout.size, init=init_value, name="cfg_reg", reset_less=True))
         m.d.comb += self.cfg.eq(cfg_reg)
         targets = {reg.address: (reg, self._register_target(reg, cfg_reg, link))
                    for reg in self.registers}
@@ -247,18 +250,27 @@ class LinkController(wiring.Component):
         cmd = self.command.payload.command
         # The register read multiplexer is registered: a command's address is decoded in the
         # cycle it arrives (WAIT) and used in the next (EXECUTE); the decoder holds the command
-        # until it is taken.
-        read_value = Signal(32)
-        address_ok = Signal()
-        writable = Signal()
-        m.d.sync += [read_value.eq(0), address_ok.eq(0), writable.eq(0)]
+        # until it is taken. Registers are read from the register file RAM (_RegisterFile),
+        # which keeps a copy of every register as written; only the read-only registers bound
+        # to a port of an extension are read live (a registered multiplexer, empty without an
+        # extension).
+        regfile = _RegisterFile(targets, ext)
+        m.submodules.regfile = regfile_mem = regfile.memory()
+        rf_rd = regfile_mem.read_port()
+        rf_wr = regfile_mem.write_port(granularity=1)
+        m.d.comb += [rf_rd.addr.eq(regfile.index(cmd.address)), rf_wr.addr.eq(rf_rd.addr)]
+        rf_entry = regfile.layout(rf_rd.data)
+        address_ok = rf_entry.valid & (rf_entry.address == cmd.address)
+        writable = rf_entry.writable
+        live_value = Signal(32)
+        live = Signal()
+        m.d.sync += [live_value.eq(0), live.eq(0)]
         with m.Switch(cmd.address):
             for address, (reg, target) in targets.items():
-                with m.Case(address):
-                    m.d.sync += [read_value.eq(0 if reg.field in [s.field for s in ext.ports
-                                                                  if s.strobe] else target),
-                                 address_ok.eq(1),
-                                 writable.eq(reg.access is protocol.Access.RW)]
+                if regfile.is_live(reg):
+                    with m.Case(address):
+                        m.d.sync += [live_value.eq(target), live.eq(1)]
+        read_value = Mux(address_ok, Mux(live, live_value, rf_entry.value), 0)
 
         def respond(status, value=0):
             m.d.sync += [
@@ -296,6 +308,9 @@ class LinkController(wiring.Component):
                             with m.Elif(~writable):
                                 respond(protocol.ResponseStatus.READ_ONLY, read_value)
                             with m.Else():
+                                # The register file takes the register's bits only.
+                                m.d.comb += [rf_wr.en.eq(rf_entry.mask),
+                                             rf_wr.data.eq(cmd.value)]
                                 with m.Switch(cmd.address):
                                     for address, (reg, target) in targets.items():
                                         if reg.access is protocol.Access.RW:
@@ -317,7 +332,7 @@ class LinkController(wiring.Component):
                         with m.Default():
                             respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
-                # (The registered read multiplexer catches up with the write.)
+                # (The register file's read port catches up with the write.)
                 m.next = "READ_BACK"
             with m.State("READ_BACK"):
                 # Answer with the value as read back (a field narrower than 32 bits truncates).
@@ -713,6 +728,69 @@ class LinkController(wiring.Component):
                             m.d.sync += [phase.eq(0), multiplier.eq(multiplier << 1),
                                          step.eq(step - 1)]
         return acc, busy
+
+
+class _RegisterFile:
+    """The register file RAM: what register reads come from.
+
+    One entry per register, at an index made of the address bits that tell the registers apart
+    (``index``), holding the register's value as written, its address (a bad address that shares
+    a register's index reads as bad), whether it is writable, and the mask of its bits, which is
+    the RAM's bit write enable (so a register narrower than 32 bits reads back truncated, and a
+    strobe reads back 0). The register's flip-flops (the sniffer's ``cfg``, the link settings,
+    an extension's ports) are written at the same time; a read costs no multiplexer over them.
+
+    Parameters
+    ----------
+    targets : dict
+        ``{address: (Register, target value)}`` as the controller binds them.
+    ext : LinkExtension
+    """
+
+    layout = data.StructLayout({"value": 32, "mask": 32, "address": 16, "valid": 1,
+                                "writable": 1})
+
+    def __init__(self, targets, ext):
+        self.targets = targets
+        self._strobes = {port.field for port in ext.ports if port.strobe}
+        self._live = {port.field for port in ext.ports if port.access is protocol.Access.RO}
+        addresses = list(targets)
+        bits = [b for b in range(16) if len({(a >> b) & 1 for a in addresses}) > 1]
+        for bit in list(reversed(bits)):  # keep only the bits needed to tell them apart
+            trial = [b for b in bits if b != bit]
+            if len({self._pick(a, trial) for a in addresses}) == len(addresses):
+                bits = trial
+        self.bits = bits
+        self.depth = 1 << max(1, len(bits))
+
+    @staticmethod
+    def _pick(address, bits):
+        return sum(((address >> b) & 1) << i for i, b in enumerate(bits))
+
+    def index(self, address):
+        """The entry of ``address`` (a 16-bit value)."""
+        return Cat(*(address[b] for b in self.bits)) if self.bits else Const(0, 1)
+
+    def is_live(self, reg):
+        """Whether register ``reg`` is read live from a port rather than from the RAM."""
+        return reg.field in self._live
+
+    def memory(self):
+        init = [0] * self.depth
+        for address, (reg, target) in self.targets.items():
+            writable = reg.access is protocol.Access.RW
+            width = len(target)
+            if isinstance(target, Const):
+                value = target.value
+            elif reg.field in self._strobes or self.is_live(reg):
+                value = 0
+            else:
+                value = reg.reset & ((1 << width) - 1)
+            mask = (1 << width) - 1 if writable and reg.field not in self._strobes else 0
+            init[self._pick(address, self.bits)] = self.layout.const({
+                "value": value, "mask": mask, "address": address, "valid": 1,
+                "writable": writable}).as_value().value
+        return Memory(shape=self.layout.size, depth=self.depth, init=init)
 
 
 class _Source(enum.Enum, shape=2):
