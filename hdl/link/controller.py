@@ -245,7 +245,7 @@ class LinkController(wiring.Component):
         snap_request = Signal()  # set by the timer or a command, taken by the frame builder
         snap_solicited = Signal()
         hist_request = Signal()
-        clear_epoch = Signal(16)
+        clear_epoch = Signal()  # bit 0 of the epoch (it counts clears)
 
         cmd = self.command.payload.command
         # The register read multiplexer is registered: a command's address is decoded in the
@@ -254,6 +254,10 @@ class LinkController(wiring.Component):
         # which keeps a copy of every register as written; only the read-only registers bound
         # to a port of an extension are read live (a registered multiplexer, empty without an
         # extension).
+        # Writing a period restarts its down-counter (below).
+        period_written = Signal()
+        hist_written = Signal()
+        reloads = {"link.snapshot_period": period_written, "link.hist_period": hist_written}
         regfile = _RegisterFile(targets, ext)
         m.submodules.regfile = regfile_mem = regfile.memory()
         rf_rd = regfile_mem.read_port()
@@ -316,6 +320,8 @@ class LinkController(wiring.Component):
                                         if reg.access is protocol.Access.RW:
                                             with m.Case(address):
                                                 m.d.sync += target.eq(cmd.value)
+                                                if reg.field in reloads:
+                                                    m.d.comb += reloads[reg.field].eq(1)
                                 m.next = "WRITTEN"
                         with m.Case(protocol.Opcode.SNAPSHOT):
                             respond(protocol.ResponseStatus.OK)
@@ -349,11 +355,11 @@ class LinkController(wiring.Component):
                 # Only between frames, so that no frame mixes counts of two epochs.
                 with m.If(frame_idle):
                     m.d.comb += self.clear.eq(1)
-                    m.d.sync += clear_epoch.eq(self.sniffer_status.epoch)
+                    m.d.sync += clear_epoch.eq(self.sniffer_status.epoch[0])
                     m.next = "CLEARING"
             with m.State("CLEARING"):
                 m.d.comb += clear_pending.eq(1)
-                with m.If(self.sniffer_status.epoch != clear_epoch):
+                with m.If(self.sniffer_status.epoch[0] != clear_epoch):
                     m.d.sync += [
                         resp_pending.eq(1),
                         resp_data.tag.eq(cmd.tag),
@@ -367,22 +373,29 @@ class LinkController(wiring.Component):
         # payload is stable until the next frame completes, and the host sends one at a time.
 
         # ---- periodic snapshots and histograms ---------------------------------------------
-        period_count = Signal(32)
-        hist_count = Signal(16)
+        # Down-counters, reloaded from the period as they expire and when it is written: a
+        # snapshot every SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
+        period_left = Signal(32, init=self.snapshot_period)
+        hist_left = Signal(16)
         periodic = Signal()
-        with m.If((link["link.snapshot_period"] != 0) &
-                  (period_count + 1 >= link["link.snapshot_period"])):
-            m.d.sync += period_count.eq(0)
-            m.d.comb += periodic.eq(1)
-        with m.Else():
-            m.d.sync += period_count.eq(period_count + 1)
+        m.d.sync += period_left.eq(period_left - 1)
+        with m.If(period_left[1:] == 0):  # the period's last cycle (or it is 0: off)
+            m.d.sync += period_left.eq(link["link.snapshot_period"])
+            m.d.comb += periodic.eq(link["link.snapshot_period"] != 0)
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
-            with m.If(link["link.hist_period"] != 0):
-                with m.If(hist_count + 1 >= link["link.hist_period"]):
-                    m.d.sync += [hist_count.eq(0), hist_request.eq(1)]
-                with m.Else():
-                    m.d.sync += hist_count.eq(hist_count + 1)
+            m.d.sync += hist_left.eq(hist_left - 1)
+            with m.If(hist_left[1:] == 0):
+                m.d.sync += [hist_left.eq(link["link.hist_period"]),
+                             hist_request.eq(link["link.hist_period"] != 0)]
+        # (A cycle after the write, once the register holds the new period.)
+        reload_period = Signal()
+        reload_hist = Signal()
+        m.d.sync += [reload_period.eq(period_written), reload_hist.eq(hist_written)]
+        with m.If(reload_period):
+            m.d.sync += period_left.eq(link["link.snapshot_period"])
+        with m.If(reload_hist):
+            m.d.sync += hist_left.eq(link["link.hist_period"])
 
         # ---- frame builder ------------------------------------------------------------------
         seq = Signal(16)
@@ -693,40 +706,30 @@ class LinkController(wiring.Component):
         """INFO's ``tick_period_ps`` (:func:`protocol.tick_period_ps`) of the live prescaler.
 
         A constant times the register, computed serially when ``start`` is high (the INFO frame
-        waits for it): one shift and one add per prescaler bit, most significant first, and each
-        48-bit add in three 16-bit steps with the carry registered between them, so no long
-        carry chain limits the clock. Returns ``(value, busy)``.
+        waits for it): one product bit per cycle, least significant first, each from a small
+        adder of the partial sum and the constant (when the prescaler's bit is set). The bits
+        are shifted into the register the frame then sends. Returns ``(value, busy)``.
         """
         width = len(prescaler)
         period = protocol.clock_period_ps(self.clock_hz)
         # As wide as the largest product (INFO's field is 48 bits; its high bytes are zero).
-        chunks = (min(48, width + period.bit_length()) + 15) // 16
-        acc = Signal(16 * chunks)
-        multiplier = Signal(width)
-        step = Signal(range(width + 1))
-        phase = Signal(range(4))
-        carry = Signal()
+        out_bits = min(48, width + period.bit_length())
+        acc = Signal(out_bits)
+        partial = Signal(period.bit_length())
+        step = Signal(range(out_bits + 1))  # product bits left
         busy = Signal()
         m.d.comb += busy.eq(step != 0)
-        addend = Signal(len(acc))
-        m.d.comb += addend.eq(Mux(multiplier[-1], period, 0))
+        # Bit k of the multiplier, the prescaler (0 acts as 1).
+        k = Signal(range(out_bits))
+        bit = Signal()
+        m.d.comb += bit.eq((k < width) & (prescaler.bit_select(k, 1) |
+                                          ((k == 0) & (prescaler == 0))))
+        total = partial + Mux(bit, period, 0)
         with m.If(start):
-            m.d.sync += [acc.eq(0), multiplier.eq(Mux(prescaler == 0, 1, prescaler)),
-                         step.eq(width), phase.eq(0)]
+            m.d.sync += [partial.eq(0), step.eq(out_bits), k.eq(0)]
         with m.Elif(busy):
-            with m.Switch(phase):
-                with m.Case(0):
-                    m.d.sync += [acc.eq(acc << 1), carry.eq(0), phase.eq(1)]
-                for chunk in range(chunks):
-                    with m.Case(chunk + 1):
-                        lo, hi = 16 * chunk, 16 * chunk + 16
-                        total = acc[lo:hi] + addend[lo:hi] + carry
-                        m.d.sync += [acc[lo:hi].eq(total[:16]), carry.eq(total[16])]
-                        if chunk < chunks - 1:
-                            m.d.sync += phase.eq(chunk + 2)
-                        else:
-                            m.d.sync += [phase.eq(0), multiplier.eq(multiplier << 1),
-                                         step.eq(step - 1)]
+            m.d.sync += [acc.eq(Cat(acc[1:], total[0])), partial.eq(total[1:]),
+                         step.eq(step - 1), k.eq(k + 1)]
         return acc, busy
 
 
