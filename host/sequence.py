@@ -148,6 +148,7 @@ class DieResult:
     announced: float = 0.0  # short pulses counted as programs (a tDBSY announced them)
     ambiguous_short: float = 0.0  # unannounced short pulses in the tCBSY range
     undecided: float = 0.0  # Σ min(p, 1 - p) of the program posteriors
+    multiplane_pulses: float = 0.0  # expected tDBSY pulses (ordered or not)
 
     @property
     def pages(self):
@@ -160,7 +161,8 @@ class DieResult:
                 "program_sd": math.sqrt(self.program_var),
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
-                "announced_short": self.announced, "ambiguous_short": self.ambiguous_short}
+                "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
+                "multiplane_pulses": self.multiplane_pulses}
 
 
 @dataclass
@@ -294,12 +296,17 @@ def _initial_states(x, hints, page_types):
         sd = max(sd, 0.03)
         states.append(State(f"program_{t + 1}" if len(prog) > 1 else "program", "program",
                             c, sd, (max(c - 4 * sd, plo - 0.25), c + 4 * sd)))
+    lo, hi = elo - 0.1, ehi + 0.1
     if erase:
         c, sd, _n = max(erase, key=lambda p: p[2])
         sd = max(sd, _SIGMA_MIN)
+        if ehi - elo < 0.05:
+            # A datasheet often gives one typical tBERS (a point, not a range): the erase
+            # cluster found above the programs widens the support to the erases really seen.
+            lo, hi = min(lo, max(c - 3 * sd, phi)), max(hi, c + 3 * sd)
     else:
         c, sd = 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4)
-    states.append(State("erase", "erase", c, sd, (elo - 0.1, ehi + 0.1)))
+    states.append(State("erase", "erase", c, sd, (lo, hi)))
     return states
 
 
@@ -442,7 +449,7 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
     return g, np.exp(lf - lf.max()), hit
 
 
-def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack):
+def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=()):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -461,6 +468,11 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     extra = 0.0
     if mj:
         pm = g[:, mj].sum(axis=1)
+        if len(x) > 1 and pshort[0] > 0:
+            # A capture that starts at power-on shows reset (FFh), then set features (EFh),
+            # as short as a tDBSY: that pulse announces nothing.
+            pm = pm.copy()
+            pm[1] *= 1.0 - pshort[0]
         prev = np.concatenate([[0.0], pm[:-1]])
         announced = pshort * prev
         pprog = pprog + announced
@@ -484,7 +496,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     return DieResult(int(len(x)), expected, float(pprog.sum()),
                      float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()), extra, cap,
                      float(announced.sum()), ambiguous,
-                     float(np.minimum(pprog, 1 - pprog).sum()))
+                     float(np.minimum(pprog, 1 - pprog).sum()),
+                     float(g[:, list(mk)].sum()) if mk else 0.0)
 
 
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
@@ -631,7 +644,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     # Posteriors on every pulse, die by die (bounded memory).
     dies = {}
     notes = []
-    mj = [j for j, kd in enumerate(kinds) if kd == "multiplane"] if ordered else []
+    mk = [j for j, kd in enumerate(kinds) if kd == "multiplane"]
+    mj = mk if ordered else []
     sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
     cbsy_hi = math.log2(TCBSY_US[1])
     for k, s in zip(keys, seqs, strict=True):
@@ -643,7 +657,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             g = _emissions(sidx, states) * (weights * f)
             g /= g.sum(axis=1, keepdims=True)
         dies[k] = _die_result(s, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block,
-                              erase_slack)
+                              erase_slack, mk)
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
@@ -731,7 +745,7 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
             die.pulses = round(die.pulses * x)
             die.expected = {k: v * x for k, v in die.expected.items()}
             for name in ("program_pulses", "program_var", "erase_pulses", "multiplane_pages",
-                         "announced", "ambiguous_short", "undecided"):
+                         "announced", "ambiguous_short", "undecided", "multiplane_pulses"):
                 if hasattr(die, name):
                     setattr(die, name, getattr(die, name) * x)
             if die.erase_cap is not None:

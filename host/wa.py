@@ -132,6 +132,7 @@ class ChannelPrograms:
     class_var: float = 0.0  # posterior variance of the program count (sequence classifier)
     class_slack: float = 0.0  # structural slack of the program count, both ways
     class_up: float = 0.0  # pulses that may be programs on top (cache-program ambiguity)
+    hidden: float = 0.0  # program operations tDBSY pulses announce beyond the long pulses
 
     @property
     def estimate(self):
@@ -141,7 +142,8 @@ class ChannelPrograms:
         return {"channel": self.channel, "name": self.name, "dies": self.dies,
                 "programs": self.programs, "unknown": self.unknown,
                 "corrected": self.corrected, "class_sd": math.sqrt(self.class_var),
-                "class_slack": self.class_slack, "class_up": self.class_up}
+                "class_slack": self.class_slack, "class_up": self.class_up,
+                "hidden_programs": self.hidden}
 
 
 @dataclass
@@ -248,7 +250,18 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # Two estimates of the pages: tDBSY-measured, and program pulses × Mp; the interval
         # spans both (a reset or set-features pulse can pass for a tDBSY).
         row.class_slack += abs(die.program_pulses - row.corrected)
-    row.class_up = die.ambiguous_short * per_pulse * mp
+    up = die.ambiguous_short
+    if mode == "mixture" and mp > 1 and die.multiplane_pulses:
+        # Without the order, a tCBSY cannot be told from a read; but every multi-plane program
+        # or erase queues Mp - 1 planes with a tDBSY pulse, so tDBSY pulses beyond the long
+        # pulses' share count the programs that showed only a short pulse (cache programs).
+        # That count (with a tenth and two pulses of margin) bounds the ambiguity better than
+        # every short pulse in the tCBSY range, reads included.
+        row.hidden = max(0.0, die.multiplane_pulses / (mp - 1) - die.program_pulses
+                         - die.erase_pulses)
+        up = 1.1 * row.hidden + 2
+    # A hidden program is one more program operation: one pulse of Mp pages.
+    row.class_up = up
 
 
 def compute_wa(measurement, geometry, logical, *, mp=None, program_class="program",
@@ -437,6 +450,9 @@ def _cache_suspected(rows, sequence, write_only, wa):
         return False
     if announced > 0.002 * programs:
         return True
+    hidden = sum(r.hidden for r in rows)
+    if hidden > 0.002 * programs + 2 * len(rows):
+        return True
     gc = programs * max(0.0, 1 - 1 / wa) if wa > 0 else 0.0
     return bool(write_only and ambiguous > 1.2 * gc + 0.02 * programs)
 
@@ -481,8 +497,17 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
                  f"{reads:,.0f} read-class pulses in a write-only run, more than garbage "
                  f"collection explains (≤ ≈{gc:,.0f}): cache programs (80h…15h) show only "
                  f"tCBSY, which falls among the read widths — tap the bus (opcode-aware mode)")
-    if cache_suspected:
-        amb = sum(r.class_up for r in rows) * scale / mp
+    if cache_suspected and sequence.mode == "mixture":
+        hidden = sum(r.hidden for r in rows) * scale
+        fail("cache_programs",
+             f"cache programs (80h…15h) on this drive: the tDBSY pulses queue ≈{hidden:,.0f} "
+             f"more multi-plane operations than the program and erase pulses account for, so "
+             f"about that many programs showed R/B# only a short tCBSY, which width histograms "
+             f"cannot tell from reads. WA may be that much higher, and the 95 % interval "
+             f"includes it. Capture per-pulse widths (the pulse order finds them), or tap the "
+             f"bus (opcode-aware mode) for exact counts")
+    elif cache_suspected:
+        amb = sum(r.class_up for r in rows) * scale
         ann = sum(sequence.dies[r.channel].announced for r in rows) * scale
         fail("cache_programs",
              f"cache programs (80h…15h) on this drive: R/B# shows only tCBSY for a chain's first "
