@@ -50,7 +50,9 @@ PROGRAM_KINDS = ("program",)
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
 _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
 _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
-_BINS_PER_OCTAVE = 32
+#: Resolution of the emission histograms (also that of a trained classifier's file).
+BINS_PER_OCTAVE = 32
+_BINS_PER_OCTAVE = BINS_PER_OCTAVE
 _SMOOTH = 1.0       # bins: Gaussian smoothing of the emission histograms
 #: Most pulses per line the histogram mixture represents (see classify_measurement).
 MIXTURE_PULSES = 200_000
@@ -474,6 +476,15 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             pm = pm.copy()
             pm[1] *= 1.0 - pshort[0]
         prev = np.concatenate([[0.0], pm[:-1]])
+        short = x <= cbsy_hi
+        plong = pprog[~short]
+        if plong.sum() and (plong * prev[~short]).sum() > 0.9 * plong.sum():
+            # Every program on this die is multi-plane (a tDBSY before it): a short pulse
+            # without one is no cache program's head, whatever its width suggests (a trained
+            # tCBSY distribution overlaps the reads).
+            moved = pprog * (1 - prev) * short
+            pprog = pprog - moved
+            pshort = pshort + moved
         announced = pshort * prev
         pprog = pprog + announced
         # Expected run of tDBSY pulses right before each pulse: R(i) = pm(i-1) (1 + R(i-1)).
@@ -500,9 +511,37 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
                      float(g[:, list(mk)].sum()) if mk else 0.0)
 
 
+def _trained_states(trained, grid, hints):
+    """Fixed emission states from a :class:`~rbscope.trained.TrainedClassifier` on ``grid``.
+
+    Each class's labelled widths, smoothed like a learned state's, with a faint floor half an
+    octave around them (a width a little beyond the training still belongs somewhere). An erase
+    state is seeded from the hints when the labels held no erase.
+    """
+    states = []
+    for t in trained.states:
+        lo, hi = t.range_log2
+        st = State(t.name, t.kind, 0.0, 0.0, (lo - 0.5, hi + 0.5), fixed=True)
+        idx = np.arange(len(t.counts)) + t.first_bin - round(grid.lo * BINS_PER_OCTAVE)
+        h = np.bincount(np.clip(idx, 0, grid.n - 1), weights=t.counts.astype(float),
+                        minlength=grid.n)
+        c = grid.centres()
+        st.mu = float((h * c).sum() / h.sum())
+        st.sigma = max(float(np.sqrt((h * (c - st.mu) ** 2).sum() / h.sum())), _SIGMA_MIN)
+        st._limit(grid, np.convolve(h, grid.kernel, mode="same") + 1e-4 * h.sum() / grid.n)
+        states.append(st)
+    if not any(s.kind == "erase" for s in states):
+        elo, ehi = (math.log2(v) for v in hints["erase"])
+        st = State("erase", "erase", 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4),
+                   (elo - 0.1, ehi + 0.1))
+        st.seed(grid)
+        states.append(st)
+    return states
+
+
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
-             hmm_iterations=0, ordered=True):
+             hmm_iterations=0, ordered=True, trained=None):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -531,6 +570,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     ordered : bool
         The widths are in pulse order (False for widths rebuilt from histograms: no order rule
         is applied).
+    trained : rbscope.trained.TrainedClassifier, optional
+        Class width distributions learned from labelled pulses (the opcode tap's): they replace
+        the clusters found in the data as fixed emission densities (no page-type balance; the
+        erase cap and the tDBSY rules still apply).
 
     Returns
     -------
@@ -556,11 +599,20 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     if total < 50:
         raise SequenceError(f"only {total} pulses: too few for sequence-aware classification")
     allx = np.concatenate(seqs)
-    states = _initial_states(allx, h, page_types)
-    grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()),
-                                              math.log2(h["erase"][1])) + 0.5)
+    if trained is not None:
+        lo = min([float(allx.min())] + [t.range_log2[0] for t in trained.states])
+        hi = max([float(allx.max()), math.log2(h["erase"][1])]
+                 + [t.range_log2[1] for t in trained.states])
+        grid = _Grid(lo - 1.0, hi + 1.0)
+        states = _trained_states(trained, grid, h)
+        balance = False
+    else:
+        states = _initial_states(allx, h, page_types)
+        grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()),
+                                                  math.log2(h["erase"][1])) + 0.5)
     for st in states:
-        st.seed(grid)
+        if st.dens is None:
+            st.seed(grid)
     kinds = [st.kind for st in states]
     names = [st.name for st in states]
     K = len(states)
@@ -620,7 +672,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
                           page_types=page_types, balance=False, erase_slack=erase_slack,
                           train_pulses=train_pulses, iterations=iterations,
-                          hmm_iterations=hmm_iterations, ordered=ordered)
+                          hmm_iterations=hmm_iterations, ordered=ordered, trained=trained)
         result.notes.append("equal page types conflict with the erase cap (cache-program "
                             "chains?): page types not balanced")
         return result
@@ -667,6 +719,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                      "block): the widths alone would have called more pulses erases")
     if balance:
         notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
+    if trained is not None:
+        notes.append("classes with the width distributions trained on labelled pulses"
+                     + (f" ({trained.source})" if trained.source else ""))
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance)
 

@@ -52,7 +52,7 @@ from .model import FIXED_COUNTERS
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
     "decide_mp", "measured_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance",
-    "t_quantile",
+    "t_quantile", "opcode_wa", "OpcodeWA",
 ]
 
 #: Two-sided 95 % Student-t quantiles (0.975) for 1 … 30 degrees of freedom.
@@ -434,6 +434,70 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
                     classifier="windows" if sequence is None else sequence.mode,
                     interval_includes=tuple(includes), interval_excludes=tuple(excludes),
                     checks=checks, classification=classification)
+
+
+@dataclass
+class OpcodeWA:
+    """WA from the opcode tap's operation counts (:func:`opcode_wa`)."""
+
+    wa: Interval
+    pages: int  # pages programmed on the tapped dies (final 10h and 15h confirms × planes)
+    dies_tapped: int
+    dies: int
+    edge_pages: int  # pages the capture's edges may have cut, each way
+    warnings: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {"wa": self.wa.to_dict(), "pages": self.pages, "dies_tapped": self.dies_tapped,
+                "dies": self.dies, "edge_pages": self.edge_pages, "warnings": self.warnings}
+
+
+def opcode_wa(labels, geometry, logical):
+    """WA in opcode-aware mode: the pages the bus's program confirms name, not R/B# widths.
+
+    The tap counts every final program confirm (10h, and 15h of a cache program, whose R/B#
+    shows only tCBSY) with the planes its 11h queue added, so the pages programmed on each
+    tapped die are counted, not classified. The only unknowns are the operations cut at the
+    capture's edges: one per die at each edge, of up to ``planes_per_die`` pages.
+
+    Parameters
+    ----------
+    labels : sequence of rbscope.labelled.LabelledPulses
+        One per tapped channel (``rbscope label``, or :func:`rbscope.labelled.from_refssd`).
+    geometry : Geometry
+    logical : LogicalVolume
+
+    Returns
+    -------
+    OpcodeWA
+    """
+    from rbscope.gateware.onfi_tap.params import PlaneKind
+
+    if not isinstance(logical, LogicalVolume):
+        raise WAError(f"logical must be a LogicalVolume, not {logical!r}")
+    if logical.hi == 0:
+        raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
+    labels = list(labels)
+    tapped = sum(len(lab.dies) for lab in labels)
+    if not tapped:
+        raise WAError("no tapped die: opcode-aware WA needs the labels of at least one channel")
+    if tapped > geometry.dies:
+        raise WAError(f"{tapped} dies are tapped but {geometry.name} has only {geometry.dies}")
+    kinds = (PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM)
+    pages = sum(lab.pages(d, k) for lab in labels for d in range(len(lab.dies)) for k in kinds)
+    edge = 2 * tapped * geometry.planes_per_die  # one operation per die at each edge
+    warnings = []
+    scale = geometry.dies / tapped
+    if tapped < geometry.dies:
+        warnings.append(f"{tapped} of {geometry.dies} dies tapped: their pages stand for every "
+                        f"die (the full-parallelism assumption; tap every channel, or measure "
+                        f"the others by R/B# with the classifier trained on these labels)")
+    unit = geometry.page_size * scale
+    value = pages * unit / logical.value
+    lo = max(0, pages - edge) * unit / logical.hi
+    hi = (pages + edge) * unit / logical.lo if logical.lo else math.inf
+    return OpcodeWA(Interval(value, min(lo, value), max(hi, value)), pages, tapped,
+                    geometry.dies, edge, warnings)
 
 
 def _cache_suspected(rows, sequence, write_only, wa):
