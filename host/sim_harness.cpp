@@ -18,6 +18,10 @@
 // a sequence starts only when the previous one has left the bus and its die's R/B# is high
 // (and a few cycles have passed since that die's last confirm, so that its R/B# has had time
 // to fall). Records are issued in file order; each WE# level lasts one clock cycle.
+// A record with n = 0 is a barrier: once every earlier command is issued and every die is
+// ready, the harness prints "BARRIER cycle=C" and waits for SIGUSR1 (the host's go, e.g. after
+// clearing the counters); the cycles of the records after it count from the cycle the signal
+// arrived. (Commands before a barrier bring the dies into the state an SSD's FTL left them in.)
 
 #include <cerrno>
 #include <csignal>
@@ -39,7 +43,9 @@
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_go = 0;
 void on_signal(int) { g_stop = 1; }
+void on_go(int) { g_go = 1; }
 
 struct Options {
     std::string stimulus;
@@ -135,8 +141,8 @@ std::vector<Command> load_commands(const std::string& path, uint32_t* dies) {
     for (auto& c : out) {
         uint8_t n;
         if (std::fread(&c.cycle, 8, 1, f) != 1 || std::fread(&c.die, 1, 1, f) != 1 ||
-            std::fread(&n, 1, 1, f) != 1 || n == 0)
-            usage("command file: truncated or empty record");
+            std::fread(&n, 1, 1, f) != 1)
+            usage("command file: truncated record");
         c.bus.resize(n);
         for (auto& b : c.bus)
             if (std::fread(&b.first, 1, 1, f) != 1 || std::fread(&b.second, 1, 1, f) != 1 ||
@@ -157,17 +163,36 @@ struct Replay {
     size_t pos = 0;       // bus cycle within the active sequence
     unsigned half = 0;    // 0: WE# low, 1: WE# high
     uint64_t late = 0, max_late = 0, late_sum = 0;
-    bool reported = false;
+    uint64_t base = 0;          // cycle the last barrier was passed at
+    bool reported = false, waiting = false;
 
     bool done() const { return next >= cmds.size() && !active; }
 
     // Decide this cycle's pin levels. `rb` is the dies' R/B# (1 = ready) before the edge.
     template <typename Top>
     void step(uint64_t cycle, Top* top, unsigned rb, unsigned guard) {
-        if (!active && next < cmds.size()) {
+        unsigned all = (1u << guard_until.size()) - 1;
+        if (!active && next < cmds.size() && cmds[next].bus.empty()) {  // a barrier
+            bool ready = (rb & all) == all;
+            for (uint64_t g : guard_until) ready = ready && cycle >= g;
+            if (ready && !waiting) {
+                waiting = true;
+                std::printf("BARRIER cycle=%llu\n", static_cast<unsigned long long>(cycle));
+                std::fflush(stdout);
+            }
+            if (waiting && g_go) {
+                g_go = 0;
+                waiting = false;
+                base = cycle;
+                late = max_late = late_sum = 0;  // count the lateness of what follows only
+                ++next;
+            }
+        }
+        if (!active && next < cmds.size() && !cmds[next].bus.empty()) {
             const Command& c = cmds[next];
             uint64_t len = 2 * c.bus.size() - 1;  // cycles before the confirm's rising edge
-            uint64_t start = c.cycle >= len ? c.cycle - len : 0;
+            uint64_t at = base + c.cycle;
+            uint64_t start = at >= len ? at - len : 0;
             if (cycle >= start && ((rb >> c.die) & 1) && cycle >= guard_until[c.die]) {
                 active = true;
                 pos = 0;
@@ -253,6 +278,7 @@ int main(int argc, char** argv) {
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGUSR1, on_go);
 
     auto ctx = std::make_unique<VerilatedContext>();
     auto top = std::make_unique<Vrbscope_device>(ctx.get());

@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -222,6 +223,21 @@ class SimDevice:
             self.lines.append(line.rstrip("\n"))
             if line.startswith("PORT "):
                 self._port_ready.set()
+
+    def barrier(self):
+        """The cycle at which the command replay reached its barrier and waits for
+        :meth:`go` (None before that; see ``sim_harness.cpp``)."""
+        for line in list(self.lines):
+            if line.startswith("BARRIER cycle="):
+                return int(line.split("=")[1])
+        return None
+
+    def go(self):
+        """Let the command replay pass its barrier (the harness counts the following commands'
+        cycles from now)."""
+        if self.process is None or self.process.poll() is not None:
+            raise SimError("the simulated device is not running")
+        self.process.send_signal(signal.SIGUSR1)
 
     def replayed(self):
         """The harness's report once it has issued the last command of ``commands`` (a dict of

@@ -47,7 +47,7 @@ from .drive import CELL_BITS, TIMING_KEYS, PageType, RefSSDError
 from .measure import user_preset
 from .timing import NandOp
 
-__all__ = ["rtl_drive", "emulator_setup", "bus_cycles", "write_commands", "RtlResult",
+__all__ = ["rtl_drive", "emulator_setup", "bus_cycles", "preamble", "write_commands", "RtlResult",
            "run_rtl", "CYCLES_PER_US", "CMD", "ADDR", "DATA"]
 
 #: Default clock cycles per µs (the declared clock in MHz, and both prescalers): a bus cycle of
@@ -162,20 +162,65 @@ def bus_cycles(row, emu):
     raise RefSSDError(f"command {first:#04x}…{confirm:#04x} cannot be replayed")
 
 
-def write_commands(path, run, emu, cycles_per_us=CYCLES_PER_US, *, offset_us=0):
-    """Write ``run``'s command stream as the harness's command file; return the record count.
+def _emu_block(row, emu):
+    return max(int(row["block"]), 0) * emu.planes + max(int(row["plane"]), 0)
 
-    Each record's confirm is placed at ``confirm_ns`` (plus ``offset_us``) in clock cycles.
+
+def preamble(run, emu):
+    """The programs that bring fresh emulated dies into the state the FTL's blocks were in.
+
+    A preconditioned FTL starts the workload with partly programmed open blocks; the emulator
+    enforces the in-order rule, so each block whose first operation in ``run`` is a program of
+    page ``p > 0`` gets pages ``0 … p-1`` programmed first. Returns ``[(die, emu_block,
+    pages), …]``.
     """
+    seen = set()
+    out = []
+    c = run.commands
+    touch = (c["first"] == 0x80) | (c["first"] == 0x60)
+    for row in c[touch]:
+        key = (int(row["die"]), _emu_block(row, emu))
+        if key in seen:
+            continue
+        seen.add(key)
+        if row["first"] == 0x80 and row["page"] > 0:
+            out.append((*key, int(row["page"])))
+    return out
+
+
+def _record(cycle, die, bus):
+    return struct.pack("<QBB", cycle, die, len(bus)) + bytes(b for pair in bus for b in pair)
+
+
+def write_commands(path, run, emu, cycles_per_us=CYCLES_PER_US):
+    """Write the harness's command file for ``run``; return ``(preamble programs, commands)``.
+
+    The file holds the :func:`preamble` (programs issued as soon as the dies are ready), a
+    barrier, then ``run``'s command stream with each confirm at ``confirm_ns`` in clock cycles
+    counted from the barrier.
+    """
+    records = []
+    pre = preamble(run, emu)
+    # Round robin over the dies, so that they program their preamble in parallel.
+    queues = {}
+    for die, block, pages in pre:
+        queues.setdefault(die, []).extend(emu.row(block, p) for p in range(pages))
+    while any(queues.values()):
+        for die, rows in queues.items():
+            if rows:
+                r = rows.pop(0)
+                records.append(_record(0, die, [
+                    (CMD, 0x80), (ADDR, 0), (ADDR, 0), (ADDR, r & 0xFF), (ADDR, r >> 8 & 0xFF),
+                    (ADDR, r >> 16 & 0xFF), (DATA, 0x5A), (CMD, 0x10)]))
+    n_pre = len(records)
+    records.append(_record(0, 0, []))  # the barrier
     c = np.sort(run.commands, order="confirm_ns", kind="stable")
-    cycles = (c["confirm_ns"] + offset_us * 1000) * cycles_per_us // 1000
-    parts = [b"RBCMD001", struct.pack("<IIQ", emu.dies, 0, len(c))]
+    cycles = c["confirm_ns"] * cycles_per_us // 1000
     for row, cyc in zip(c, cycles.tolist(), strict=True):
-        bus = bus_cycles(row, emu)
-        parts.append(struct.pack("<QBB", cyc, int(row["die"]), len(bus)))
-        parts.append(bytes(b for pair in bus for b in pair))
-    Path(path).write_bytes(b"".join(parts))
-    return len(c)
+        records.append(_record(cyc, int(row["die"]), bus_cycles(row, emu)))
+    Path(path).write_bytes(b"RBCMD001" + struct.pack("<IIQ", emu.dies, 0, len(records))
+                           + b"".join(records))
+    return n_pre, len(c)
 
 
 @dataclass
@@ -196,6 +241,11 @@ class RtlResult:
     cycles_per_us : int
     wall_s : float
         Wall-clock time of the simulation (build excluded).
+    build_s : float
+        Time to build (or find in the cache) the simulated device.
+    preamble : int
+        Blocks the :func:`preamble` filled before the workload.
+    notes : list of str
     """
 
     measurement: object
@@ -206,6 +256,7 @@ class RtlResult:
     cycles_per_us: int
     wall_s: float
     build_s: float = 0.0
+    preamble: int = 0
     notes: list = field(default_factory=list)
 
 
@@ -256,6 +307,7 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
         idle = [Train(1, []) for _ in range(emu.dies)]
         device = SimDevice(params, config, idle, clock_hz=cycles_per_us * 1_000_000,
                            emulator=emu, emu_config=emu_config, commands=cmd_file,
+                           snapshot_ms=20,
                            build_root=build_root)
         try:
             t0 = time.monotonic()
@@ -265,28 +317,44 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
         except SimError as exc:
             device.close()
             raise RefSSDError(f"the simulated device did not start: {exc}") from None
-        target = run.end_ns // 1000 + idle_us
         t0 = time.monotonic()
+
+        def alive():
+            if device.process.poll() is not None:
+                raise RefSSDError("the simulated device exited: " + device.process.stderr.read())
+
         try:
-            with Device(port, timeout=timeout, retries=20) as dev, \
-                    CaptureWriter(capture) as writer:
-                dev.attach_capture(writer)
-                last = 0.0
-                for snap in dev.snapshots():
-                    if progress is not None and time.monotonic() - last > 1.0:
-                        progress(snap.timestamp, target)
-                        last = time.monotonic()
-                    if device.process.poll() is not None:
-                        raise RefSSDError("the simulated device exited: "
-                                          + device.process.stderr.read())
-                    if (snap.timestamp >= target and device.replayed() is not None
-                            and dev.is_quiescent()):
+            with Device(port, timeout=timeout, retries=20) as dev:
+                # 1. The preamble: every die ready at the barrier. Its pulses are not the
+                # workload's: the counters are cleared (a new epoch) before it starts.
+                for _ in dev.snapshots():
+                    alive()
+                    if device.barrier() is not None:
                         break
-                dev.snapshot()
-                dev.read_histograms()
-                truth = dev.read_truth()
-                writer.event("stop", reason="quiescent", link=dev.stats.to_dict(),
-                             queue_overflow=dev.queue_overflow)
+                start_us = device.barrier() // cycles_per_us
+                before = dev.read_truth()
+                dev.clear()
+                with CaptureWriter(capture) as writer:
+                    dev.attach_capture(writer)
+                    device.go()
+                    target = start_us + run.end_ns // 1000 + idle_us
+                    last = 0.0
+                    # 2. The workload, until the last command is issued and the device has
+                    # been quiet for idle_us after it (device time, not a wall-clock guess).
+                    for snap in dev.snapshots():
+                        alive()
+                        if progress is not None and time.monotonic() - last > 1.0:
+                            progress(max(0, snap.timestamp - start_us), target - start_us)
+                            last = time.monotonic()
+                        done = device.replayed()
+                        if (done is not None and dev.is_quiescent()
+                                and snap.timestamp >= done["cycle"] // cycles_per_us + idle_us):
+                            break
+                    dev.snapshot()
+                    dev.read_histograms()
+                    after = dev.read_truth()
+                    writer.event("stop", reason="quiescent", link=dev.stats.to_dict(),
+                                 queue_overflow=dev.queue_overflow)
             wall = time.monotonic() - t0
             replay = device.replayed()
         finally:
@@ -294,7 +362,8 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
         m = capture_to_measurement(capture, class_names=names)
     for d in range(emu.dies):
         m.probes[d] = Probe(f"die{d} R/B#", (run.die_location(d),))
-    truth = {d: {c.name: int(v[c]) for c in EmuCounter} for d, v in truth.items()}
+    truth = {d: {c.name: int(after[d][c] - before[d][c]) for c in EmuCounter}
+             for d in sorted(after)}
     return RtlResult(measurement=m, truth=truth, replay=replay, class_names=tuple(names),
                      capture=capture, cycles_per_us=cycles_per_us, wall_s=wall,
-                     build_s=build_s, notes=list(notes))
+                     build_s=build_s, preamble=len(preamble(run, emu)), notes=list(notes))
