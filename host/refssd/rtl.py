@@ -48,7 +48,7 @@ from .measure import user_preset
 from .timing import NandOp
 
 __all__ = ["rtl_drive", "emulator_setup", "bus_cycles", "preamble", "write_commands", "RtlResult",
-           "run_rtl", "CYCLES_PER_US", "CMD", "ADDR", "DATA"]
+           "run_rtl", "compare", "CYCLES_PER_US", "CMD", "ADDR", "DATA"]
 
 #: Default clock cycles per µs (the declared clock in MHz, and both prescalers): a bus cycle of
 #: two clock cycles then lasts 250 ns (ONFI timing mode 0: 100 ns).
@@ -234,8 +234,9 @@ class RtlResult:
     truth : dict of int to dict
         Per die, the emulator's ground-truth counters by ``EmuCounter`` name.
     replay : dict
-        The harness's replay report (``commands``, ``late``, ``late_cycles``, ``max_late`` in
-        clock cycles).
+        The harness's replay report: ``late`` workload commands whose confirm could not be at
+        its cycle, ``late_cycles`` their total and ``max_late`` the largest delay (clock
+        cycles), ``cycle`` when the last command was issued.
     class_names : tuple of str
     capture : Path
     cycles_per_us : int
@@ -244,7 +245,9 @@ class RtlResult:
     build_s : float
         Time to build (or find in the cache) the simulated device.
     preamble : int
-        Blocks the :func:`preamble` filled before the workload.
+        Page programs of the :func:`preamble` (before the counters were cleared).
+    commands : int
+        Command sequences of the workload replayed.
     notes : list of str
     """
 
@@ -257,6 +260,7 @@ class RtlResult:
     wall_s: float
     build_s: float = 0.0
     preamble: int = 0
+    commands: int = 0
     notes: list = field(default_factory=list)
 
 
@@ -300,7 +304,7 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
                                             idle_ticks=idle_us, strict=True)
     with tempfile.TemporaryDirectory(prefix="rbscope-rtl-") as tmp:
         cmd_file = Path(tmp) / "commands.bin"
-        write_commands(cmd_file, run, emu, cycles_per_us)
+        n_pre, n_cmd = write_commands(cmd_file, run, emu, cycles_per_us)
         capture = Path(capture) if capture else Path(tmp) / "rtl.rbcap"
         capture.parent.mkdir(parents=True, exist_ok=True)
         capture.unlink(missing_ok=True)
@@ -366,4 +370,48 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
              for d in sorted(after)}
     return RtlResult(measurement=m, truth=truth, replay=replay, class_names=tuple(names),
                      capture=capture, cycles_per_us=cycles_per_us, wall_s=wall,
-                     build_s=build_s, preamble=len(preamble(run, emu)), notes=list(notes))
+                     build_s=build_s, preamble=n_pre, commands=n_cmd, notes=list(notes))
+
+
+def compare(run, result, preset=None):
+    """Compare the RTL back end's ``result`` with the model back end on the same ``run``.
+
+    The model back end is :func:`~.measure.to_measurement` at a 1 µs clock (the RTL's tick)
+    with the same windows.
+
+    Returns
+    -------
+    dict
+        ``model``, ``rtl``: per die the class counts (``[classes…, unclassified]``);
+        ``counts_equal``: every die's every class and unclassified count agree;
+        ``histograms_equal``: the width histograms agree too; ``truth_equal``: the emulator's
+        ground truth equals the FTL's (program operations, pages programmed, erase operations,
+        page reads per die) with nothing refused, illegal or aborted; ``wa_model``, ``wa_rtl``:
+        the WA as ``rbscope analyze --classifier windows`` computes it from each back end's
+        counts; ``model_measurement``.
+    """
+    from rbscope.logical import from_bytes
+    from rbscope.wa import compute_wa
+
+    from .measure import to_measurement
+
+    preset = preset or user_preset(run)
+    model = to_measurement(run, preset=preset, clock_ns=1000)
+    rtl = result.measurement
+    dies = range(run.drive.dies)
+    mc = {d: list(model.counts[d].classes) + [model.counts[d].unclassified] for d in dies}
+    rc = {d: list(rtl.counts[d].classes) + [rtl.counts[d].unclassified] for d in dies}
+    hist = all(list(model.counts[d].histogram) == list(rtl.counts[d].histogram) for d in dies)
+    truth = True
+    for d in dies:
+        t, f = result.truth[d], run.truth.per_die[d]
+        truth &= (t["PROGRAM_OPS"] == f["program_operations"]
+                  and t["PAGE_PROGRAMS"] == f["pages_programmed"]["total"]
+                  and t["ERASE_OPS"] == f["erases"]["total"]
+                  and t["PAGE_READS"] == f["reads"]["total"]
+                  and t["FAILED"] == t["ILLEGAL"] == t["ABORTED"] == 0)
+    logical = from_bytes(run.logical_bytes)
+    wa = [compute_wa(m, run.geometry, logical).wa.value for m in (model, rtl)]
+    return {"model": mc, "rtl": rc, "counts_equal": mc == rc, "histograms_equal": hist,
+            "truth_equal": bool(truth), "wa_model": wa[0], "wa_rtl": wa[1],
+            "model_measurement": model}
