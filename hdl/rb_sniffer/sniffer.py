@@ -180,6 +180,12 @@ class RBSniffer(wiring.Component):
             "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
             "tag": tb,
         })
+        # What every front end's glitch flag needs of glitch_ticks, derived once (registered;
+        # reset-less, so it is valid from the first cycle after reset).
+        glitch_last = Signal(p.glitch_bits, reset_less=True)
+        glitch_any = Signal(reset_less=True)
+        m.d.sync += [glitch_last.eq(self.cfg.glitch_ticks - 1),
+                     glitch_any.eq(self.cfg.glitch_ticks != 0)]
         front_ends = []
         groups = []
         side_half = 1 << (lb - 1)
@@ -192,7 +198,8 @@ class RBSniffer(wiring.Component):
                     fe.lvl.eq(lvl[i]),
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
                     fe.tick.eq(timebase.ticks[i // TICK_GROUP]),
-                    fe.glitch_ticks.eq(self.cfg.glitch_ticks),
+                    fe.glitch_last.eq(glitch_last),
+                    fe.glitch_any.eq(glitch_any),
                 ]
                 if tb:
                     m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
