@@ -269,8 +269,9 @@ class RBSniffer(wiring.Component):
         pending = Signal()
         pending_req = Signal(read_request_layout(p), reset_less=True)
         m.d.comb += self.read_req.ready.eq(~pending)
-        with m.If(self.read_req.valid & ~pending):
-            m.d.sync += [pending.eq(1), pending_req.eq(self.read_req.payload)]
+        with m.If(~pending):
+            # Loaded whatever the requester offers; kept once `pending` says it was valid.
+            m.d.sync += [pending.eq(self.read_req.valid), pending_req.eq(self.read_req.payload)]
         is_slot = ~phase  # c2 of some slot
         free = ~s0.event & ~s0.side
         take_read = is_slot & free & pending & ~read_busy & ~self.read_resp.valid
