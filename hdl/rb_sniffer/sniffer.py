@@ -229,9 +229,14 @@ class RBSniffer(wiring.Component):
             m.d.sync += group.eq(merged)
             groups.append(group)
 
+        # all_ready is registered (reset-less: at cycle 0 it holds the levels seen during reset):
+        # the OR of every channel's level spans the die, and its result fans out to the
+        # quiescence counters. Quiescence therefore lags the levels by one cycle.
+        all_ready = Signal(reset_less=True)
+        m.d.sync += all_ready.eq(~Cat(fe.low for fe in front_ends).any())
         m.submodules.quiescence = quiet = Quiescence(p)
         m.d.comb += [
-            quiet.all_ready.eq(~Cat(fe.low for fe in front_ends).any()),
+            quiet.all_ready.eq(all_ready),
             quiet.tick.eq(timebase.tick),
             quiet.timestamp.eq(timebase.timestamp),
             quiet.idle_ticks.eq(self.cfg.idle_ticks),
