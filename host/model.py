@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rbscope.gateware.rb_sniffer.params import (
+    READY_LAG,
     Counter,
     EventKind,
     SnifferConfig,
@@ -720,9 +721,10 @@ class ChannelTracker:
 class QuiescenceTracker:
     """Streaming model of ``all_ready``: records the runs of cycles when no enabled channel is low.
 
-    ``all_ready`` is a register: on cycle ``t`` it says that no enabled channel was low on cycle
-    ``t - 1`` (on cycle 0, with the levels of cycle 0, which the pins held during reset). A level
-    change at cycle ``c`` therefore shows in ``all_ready`` from cycle ``c + 1``.
+    ``all_ready`` is a registered tree: on cycle ``t`` it says that no enabled channel was low on
+    cycle ``t - READY_LAG`` (before that, with the levels of cycle 0, which the pins held during
+    reset). A level change at cycle ``c`` therefore shows in ``all_ready`` from cycle
+    ``c + READY_LAG``.
 
     Feed the synchronised level changes of all channels in non-decreasing cycle order with
     :meth:`change` (changes of several channels may share a cycle), then call :meth:`finish`.
@@ -771,15 +773,15 @@ class QuiescenceTracker:
 
     def change(self, cycle, channel, level):
         """Record that ``lvl`` of ``channel`` is ``level`` from ``cycle`` on (so ``all_ready``
-        reflects it from ``cycle + 1`` on)."""
+        reflects it from ``cycle + READY_LAG`` on)."""
         if self._finished:
             raise RuntimeError("the quiescence tracker is finished; no change accepted")
-        if cycle + 1 < self._cycle:
+        if cycle + READY_LAG < self._cycle:
             raise ValueError(f"changes must come in cycle order, but {cycle!r} follows "
-                             f"{self._cycle - 1}")
-        if cycle + 1 > self._cycle:
+                             f"{self._cycle - READY_LAG}")
+        if cycle + READY_LAG > self._cycle:
             self._commit()
-            self._cycle = cycle + 1
+            self._cycle = cycle + READY_LAG
         if not self._enabled[channel]:
             return
         low = level == 0
@@ -789,10 +791,10 @@ class QuiescenceTracker:
 
     def finish(self, cycle):
         """Close the recording at ``cycle`` (the last cycle the status is wanted for)."""
-        if cycle + 1 < self._cycle:
+        if cycle + READY_LAG < self._cycle:
             raise ValueError(f"finish cycle {cycle!r} is before the last change "
-                             f"{self._cycle - 1}")
-        if self._cycle <= cycle:  # a change on `cycle` itself shows only after it
+                             f"{self._cycle - READY_LAG}")
+        if self._cycle <= cycle:  # a change shortly before `cycle` shows only after it
             self._commit()
         self._finished = True
         return self.ready

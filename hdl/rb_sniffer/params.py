@@ -12,11 +12,16 @@ from amaranth.lib import enum
 
 __all__ = [
     "Counter", "EventKind", "Space", "SnifferParams", "SnifferConfig", "hist_bin", "hist_bin_lo",
-    "DEFAULT_CLASSES", "classes_for_windows",
+    "DEFAULT_CLASSES", "classes_for_windows", "READY_LAG",
 ]
 
 #: Class windows of the default build: read, program, erase, cache busy, reset.
 DEFAULT_CLASSES = 5
+
+#: Cycles by which the quiescence logic's ``all_ready`` lags the synchronised levels: the OR of
+#: every channel's level is a registered tree (groups of channels, then the groups), as it spans
+#: the die. ``all_ready(t)`` says that no enabled channel was low on cycle ``t - READY_LAG``.
+READY_LAG = 2
 
 
 def classes_for_windows(windows):

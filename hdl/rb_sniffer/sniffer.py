@@ -19,7 +19,7 @@ from .layouts import (
     status_layout,
     trace_layout,
 )
-from .params import Counter, EventKind, SnifferParams, Space
+from .params import READY_LAG, Counter, EventKind, SnifferParams, Space
 from .ram import RAM_KINDS, SinglePortRAM, pick_ram_kind
 
 __all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TICK_GROUP"]
@@ -229,11 +229,18 @@ class RBSniffer(wiring.Component):
             m.d.sync += group.eq(merged)
             groups.append(group)
 
-        # all_ready is registered (reset-less: at cycle 0 it holds the levels seen during reset):
-        # the OR of every channel's level spans the die, and its result fans out to the
-        # quiescence counters. Quiescence therefore lags the levels by one cycle.
+        # all_ready is a registered OR tree (reset-less: after reset it holds the levels seen
+        # during reset): the channels' levels span the die, and its result fans out to the
+        # quiescence counters. Groups of SCAN_GROUP channels, then the groups: quiescence lags
+        # the levels by READY_LAG cycles.
+        lows = []
+        for g in range(0, n, SCAN_GROUP):
+            low = Signal(name=f"group_low_{g // SCAN_GROUP}", reset_less=True)
+            m.d.sync += low.eq(Cat(fe.low for fe in front_ends[g:g + SCAN_GROUP]).any())
+            lows.append(low)
         all_ready = Signal(reset_less=True)
-        m.d.sync += all_ready.eq(~Cat(fe.low for fe in front_ends).any())
+        m.d.sync += all_ready.eq(~Cat(*lows).any())
+        assert READY_LAG == 2  # the two registers above
         m.submodules.quiescence = quiet = Quiescence(p)
         m.d.comb += [
             quiet.all_ready.eq(all_ready),
