@@ -206,9 +206,16 @@ class RBSniffer(wiring.Component):
                 front_ends.append(fe)
                 box = fe.mailbox
                 # Side counts are served when there is no event, or before they reach half
-                # their range (they grow by at most N+1 between two visits: no overflow).
-                side_any = (box.lost != 0) | (box.glitches != 0)
-                side_urgent = (box.lost >= side_half) | (box.glitches >= side_half)
+                # their range (they grow by at most N+1 between two visits, and half the range
+                # is at least N+2: no overflow). Both flags are registered, a cycle old when
+                # the slot uses them (a count only grows until it is taken, so an old flag
+                # never offers empty counts; an urgent one seen a cycle late still has room).
+                side_any = Signal(name=f"side_any_{i}", reset_less=True)
+                side_urgent = Signal(name=f"side_urgent_{i}", reset_less=True)
+                m.d.sync += [
+                    side_any.eq((box.lost != 0) | (box.glitches != 0)),
+                    side_urgent.eq((box.lost >= side_half) | (box.glitches >= side_half)),
+                ]
                 mine = token[i] & ~phase
                 take_side = mine & side_any & (side_urgent | ~box.valid)
                 take_event = mine & box.valid & ~take_side
