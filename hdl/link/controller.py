@@ -14,7 +14,7 @@ host decoder together; a field left unbound is an elaboration error.
 import hashlib
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -202,8 +202,7 @@ class LinkController(wiring.Component):
 
         # ---- trace FIFO and per-channel loss counters ---------------------------------------
         trace_shape = data.Layout.cast(self.trace.payload.shape())
-        m.submodules.trace_fifo = trace_fifo = fifo.SyncFIFOBuffered(width=trace_shape.size,
-                                                                    depth=16)
+        m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
         trace_lost_total = Signal(32)
         m.submodules.trace_lost = trace_lost = Memory(shape=32, depth=max(2, n), init=[])
         tl_wr = trace_lost.write_port()
@@ -731,6 +730,57 @@ class LinkController(wiring.Component):
             m.d.sync += [acc.eq(Cat(acc[1:], total[0])), partial.eq(total[1:]),
                          step.eq(step - 1), k.eq(k + 1)]
         return acc, busy
+
+
+class _RecordFifo(wiring.Component):
+    """A FIFO whose head is read straight from its block RAM's read port.
+
+    The interface of ``amaranth.lib.fifo``'s FIFOs (``w_data``, ``w_en``, ``w_rdy``, ``r_data``,
+    ``r_rdy``, ``r_en``) with no output register: ``r_data`` is the RAM's read port, which
+    always reads the head. A record becomes readable two cycles after its write (once the port
+    has read it), and after ``r_en`` the next head is on ``r_data`` two cycles later; the walker
+    never looks sooner (a frame starts, then fetches its first programme entry).
+
+    Parameters
+    ----------
+    width : int
+    depth : int
+        A power of two.
+    """
+
+    def __init__(self, width, depth):
+        if depth & (depth - 1):
+            raise ValueError(f"FIFO depth must be a power of two, not {depth}")
+        self.width = width
+        self.depth = depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[])
+        wr = storage.write_port()
+        rd = storage.read_port()
+        bits = self.depth.bit_length()  # one more than the address: full and empty differ
+        produce = Signal(bits)
+        produced = Signal(bits)  # ``produce`` a cycle late: what the read port has seen
+        consume = Signal(bits)
+        m.d.sync += produced.eq(produce)
+        m.d.comb += [
+            self.w_rdy.eq((produce ^ consume) != self.depth),
+            self.r_rdy.eq(produced != consume),
+            wr.addr.eq(produce[:-1]), wr.data.eq(self.w_data),
+            wr.en.eq(self.w_en & self.w_rdy),
+            rd.addr.eq(consume[:-1]),
+            self.r_data.eq(rd.data),
+        ]
+        with m.If(wr.en):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(self.r_en & self.r_rdy):
+            m.d.sync += consume.eq(consume + 1)
+        return m
 
 
 class _RegisterFile:
