@@ -22,6 +22,7 @@ from ..rb_sniffer.layouts import config_layout, read_request_layout
 from ..rb_sniffer.layouts import status_layout as sniffer_status_layout
 from ..rb_sniffer.params import SnifferParams, Space
 from ..rb_sniffer.sniffer import TraceSignature
+from ..synthesis import COLLISION_FREE
 from . import protocol
 from .extension import LinkExtension
 from .framing import FrameByte, decoded_command_layout
@@ -258,7 +259,9 @@ class LinkController(wiring.Component):
         hist_written = Signal()
         reloads = {"link.snapshot_period": period_written, "link.hist_period": hist_written}
         regfile = _RegisterFile(targets, ext)
-        m.submodules.regfile = regfile_mem = regfile.memory()
+        # (A write is read back two cycles later: what the read port returns in the cycle of the
+        # write is never used.)
+        m.submodules["regfile" + COLLISION_FREE] = regfile_mem = regfile.memory()
         rf_rd = regfile_mem.read_port()
         rf_wr = regfile_mem.write_port(granularity=1)
         m.d.comb += [rf_rd.addr.eq(regfile.index(cmd.address)), rf_wr.addr.eq(rf_rd.addr)]
@@ -314,10 +317,12 @@ class LinkController(wiring.Component):
                                 # The register file takes the register's bits only.
                                 m.d.comb += [rf_wr.en.eq(rf_entry.mask),
                                              rf_wr.data.eq(cmd.value)]
-                                with m.Switch(cmd.address):
+                                # The address is known good: its index is enough to pick
+                                # the register's flip-flops.
+                                with m.Switch(regfile.index(cmd.address)):
                                     for address, (reg, target) in targets.items():
                                         if reg.access is protocol.Access.RW:
-                                            with m.Case(address):
+                                            with m.Case(regfile.entry(address)):
                                                 m.d.sync += target.eq(cmd.value)
                                                 if reg.field in reloads:
                                                     m.d.comb += reloads[reg.field].eq(1)
@@ -760,7 +765,10 @@ class _RecordFifo(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[])
+        # (The head is read again in every cycle and used only once readable: what the port
+        # returns while the head's slot is written is never used.)
+        m.submodules["storage" + COLLISION_FREE] = storage = Memory(
+            shape=self.width, depth=self.depth, init=[])
         wr = storage.write_port()
         rd = storage.read_port()
         bits = self.depth.bit_length()  # one more than the address: full and empty differ
@@ -819,6 +827,10 @@ class _RegisterFile:
     @staticmethod
     def _pick(address, bits):
         return sum(((address >> b) & 1) << i for i, b in enumerate(bits))
+
+    def entry(self, address):
+        """The entry of register ``address`` (an integer)."""
+        return self._pick(address, self.bits)
 
     def index(self, address):
         """The entry of ``address`` (a 16-bit value)."""
