@@ -255,6 +255,7 @@ class LinkController(wiring.Component):
         # to a port of an extension are read live (a registered multiplexer, empty without an
         # extension).
         # Writing a period restarts its down-counter (below).
+        reg_write = Signal()
         period_written = Signal()
         hist_written = Signal()
         reloads = {"link.snapshot_period": period_written, "link.hist_period": hist_written}
@@ -317,15 +318,7 @@ class LinkController(wiring.Component):
                                 # The register file takes the register's bits only.
                                 m.d.comb += [rf_wr.en.eq(rf_entry.mask),
                                              rf_wr.data.eq(cmd.value)]
-                                # The address is known good: its index is enough to pick
-                                # the register's flip-flops.
-                                with m.Switch(regfile.index(cmd.address)):
-                                    for address, (reg, target) in targets.items():
-                                        if reg.access is protocol.Access.RW:
-                                            with m.Case(regfile.entry(address)):
-                                                m.d.sync += target.eq(cmd.value)
-                                                if reg.field in reloads:
-                                                    m.d.comb += reloads[reg.field].eq(1)
+                                m.d.comb += reg_write.eq(1)
                                 m.next = "WRITTEN"
                         with m.Case(protocol.Opcode.SNAPSHOT):
                             respond(protocol.ResponseStatus.OK)
@@ -373,6 +366,17 @@ class LinkController(wiring.Component):
                         resp_data.value.eq(self.sniffer_status.epoch),
                     ]
                     m.next = "WAIT"
+        # A register's flip-flops are written with one enable each: the address is known good,
+        # so its index is enough to tell the register.
+        rf_index = regfile.index(cmd.address)
+        for address, (reg, target) in targets.items():
+            if reg.access is protocol.Access.RW:
+                write = Signal(name=f"write_{reg.name.lower()}")
+                m.d.comb += write.eq(reg_write & (rf_index == regfile.entry(address)))
+                with m.If(write):
+                    m.d.sync += target.eq(cmd.value)
+                if reg.field in reloads:
+                    m.d.comb += reloads[reg.field].eq(write)
         # The command register must hold its value through WRITTEN and CLEARING: the decoder's
         # payload is stable until the next frame completes, and the host sends one at a time.
 
