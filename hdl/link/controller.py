@@ -248,13 +248,12 @@ class LinkController(wiring.Component):
         clear_epoch = Signal()  # bit 0 of the epoch (it counts clears)
 
         cmd = self.command.payload.command
-        # The register read multiplexer is registered: a command's address is decoded in the
-        # cycle it arrives (WAIT) and used in the next (EXECUTE); the decoder holds the command
-        # until it is taken. Registers are read from the register file RAM (_RegisterFile),
-        # which keeps a copy of every register as written; only the read-only registers bound
+        # A command is looked up in the register file RAM (_RegisterFile) in the cycle it
+        # arrives (WAIT), its address checked against the entry in the next (LOOKUP), and it is
+        # executed in the one after (EXECUTE); the decoder holds the command until it is taken.
+        # The RAM keeps a copy of every register as written; only the read-only registers bound
         # to a port of an extension are read live (a registered multiplexer, empty without an
-        # extension).
-        # Writing a period restarts its down-counter (below).
+        # extension). Writing a period restarts its down-counter (below).
         reg_write = Signal()
         period_written = Signal()
         hist_written = Signal()
@@ -267,8 +266,8 @@ class LinkController(wiring.Component):
         rf_wr = regfile_mem.write_port(granularity=1)
         m.d.comb += [rf_rd.addr.eq(regfile.index(cmd.address)), rf_wr.addr.eq(rf_rd.addr)]
         rf_entry = regfile.layout(rf_rd.data)
-        address_ok = rf_entry.valid & (rf_entry.address == cmd.address)
-        writable = rf_entry.writable
+        address_ok = Signal()
+        writable = Signal()
         live_value = Signal(32)
         live = Signal()
         m.d.sync += [live_value.eq(0), live.eq(0)]
@@ -293,7 +292,11 @@ class LinkController(wiring.Component):
         with m.FSM(name="command"):
             with m.State("WAIT"):
                 with m.If(self.command.valid & ~resp_pending):
-                    m.next = "EXECUTE"
+                    m.next = "LOOKUP"
+            with m.State("LOOKUP"):
+                m.d.sync += [address_ok.eq(rf_entry.valid & (rf_entry.address == cmd.address)),
+                             writable.eq(rf_entry.writable)]
+                m.next = "EXECUTE"
             with m.State("EXECUTE"):
                 m.next = "WAIT"
                 m.d.comb += self.command.ready.eq(1)
@@ -366,13 +369,16 @@ class LinkController(wiring.Component):
                         resp_data.value.eq(self.sniffer_status.epoch),
                     ]
                     m.next = "WAIT"
-        # A register's flip-flops are written with one enable each: the address is known good,
-        # so its index is enough to tell the register.
+        # A register's flip-flops are written a cycle after the register file (in WRITTEN, from
+        # a registered strobe: no long path from the command to their enables), with one enable
+        # each: the address is known good, so its index is enough to tell the register.
         rf_index = regfile.index(cmd.address)
+        reg_write_q = Signal()
+        m.d.sync += reg_write_q.eq(reg_write)
         for address, (reg, target) in targets.items():
             if reg.access is protocol.Access.RW:
                 write = Signal(name=f"write_{reg.name.lower()}")
-                m.d.comb += write.eq(reg_write & (rf_index == regfile.entry(address)))
+                m.d.comb += write.eq(reg_write_q & (rf_index == regfile.entry(address)))
                 with m.If(write):
                     m.d.sync += target.eq(cmd.value)
                 if reg.field in reloads:
