@@ -733,17 +733,16 @@ class LinkController(wiring.Component):
         step = Signal(range(out_bits + 1))  # product bits left
         busy = Signal()
         m.d.comb += busy.eq(step != 0)
-        # Bit k of the multiplier, the prescaler (0 acts as 1).
-        k = Signal(range(out_bits))
-        bit = Signal()
-        m.d.comb += bit.eq((k < width) & (prescaler.bit_select(k, 1) |
-                                          ((k == 0) & (prescaler == 0))))
-        total = partial + Mux(bit, period, 0)
+        # The multiplier, the prescaler (0 acts as 1), copied as the computation starts and
+        # shifted right a bit per step (its low bit is the one that adds the constant).
+        multiplier = Signal(width)
+        total = partial + Mux(multiplier[0], period, 0)
         with m.If(start):
-            m.d.sync += [partial.eq(0), step.eq(out_bits), k.eq(0)]
+            m.d.sync += [partial.eq(0), step.eq(out_bits),
+                         multiplier.eq(Mux(prescaler == 0, 1, prescaler))]
         with m.Elif(busy):
             m.d.sync += [acc.eq(Cat(acc[1:], total[0])), partial.eq(total[1:]),
-                         step.eq(step - 1), k.eq(k + 1)]
+                         step.eq(step - 1), multiplier.eq(multiplier >> 1)]
         return acc, busy
 
 
