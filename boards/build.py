@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..gateware.rb_sniffer import SnifferParams
+from ..gateware.synthesis import yosys_script
 from .top import BoardError, RBScopeTop, plan_header
 
 __all__ = ["BOARDS", "BuildResult", "board_class", "build", "elaborate", "tool_env", "main"]
@@ -204,7 +205,8 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
         # written its report by then, which tells utilisation and Fmax all the same.
         products = platform.build(
             top, name=name, build_dir=str(out), do_program=False,
-            nextpnr_opts=f"--seed {seed} --report {name}.report.json")
+            nextpnr_opts=f"--seed {seed} --report {name}.report.json",
+            script_after_read=yosys_script())
     except subprocess.CalledProcessError as exc:
         if not report_path.exists():
             log = out / f"{name}.tim"
