@@ -198,6 +198,17 @@ class TapCounts:
                    pulses=[[0] * CLASS_SLOTS for _ in range(nd)],
                    hist=[[0] * params.sniffer.hist_bins for _ in range(CLASS_SLOTS)])
 
+    @staticmethod
+    def planes_slots():
+        """The slots of a die's ``planes`` row that can count (``kind * 4 + planes - 1``)."""
+        return [int(k) * MAX_PLANES + n for k in PlaneKind for n in range(MAX_PLANES)]
+
+    def mp(self, die=None, kind=PlaneKind.PROGRAM):
+        """Measured planes per final confirm of ``kind`` (all dies, or ``die``); None if none."""
+        dies = range(len(self.planes)) if die is None else [die]
+        ops = sum(self.operations(d, kind) for d in dies)
+        return sum(self.pages(d, kind) for d in dies) / ops if ops else None
+
     def word(self, params, space, index):
         """Return what the gateware reads at ``(space, index)``."""
         space = TapSpace(space)
