@@ -7,6 +7,10 @@ the tap's tags) and the emulator's ground truth (READ_TRUTH): program, cache-pro
 program and erase, and read operations agree exactly, and the measured Mp is the build's.
 """
 
+import json
+
+from rbscope import cli
+from rbscope.capture import CaptureWriter, capture_to_measurement
 from rbscope.device import Device
 from rbscope.gateware.nand_emu.params import EmuConfig, EmuCounter, EmuParams, TrafficConfig
 from rbscope.gateware.onfi_tap.params import OpClass, PlaneKind, TapConfig, TapParams
@@ -37,7 +41,7 @@ def delta(after, before):
     return [b - a for a, b in zip(before, after, strict=True)]
 
 
-def test_tap_counts_over_the_link_equal_the_emulators_ground_truth():
+def test_tap_counts_over_the_link_equal_the_emulators_ground_truth(tmp_path, capsys):
     emu = EmuParams(**GEOMETRY, storage=0)
     params = SnifferParams(channels=emu.dies, tag_bits=4)
     tap = TapParams(targets=emu.dies, sniffer=params)
@@ -50,19 +54,47 @@ def test_tap_counts_over_the_link_equal_the_emulators_ground_truth():
                    emulator=emu, emu_config=emu_config, tap=tap,
                    tap_config=TapConfig(sniffer_tags=TAGS)) as sim:
         dev = Device(str(sim.link), timeout=0.5, retries=8)
+        capture = tmp_path / "tap.rbcap"
         try:
             info = dev.info
             assert (info.tag_bits, info.tap_targets, info.tap_luns) == (4, emu.dies, 1)
-            runs = []
-            before = (dev.snapshot(), dev.read_truth(), dev.read_tap())
-            for spec in TRAFFIC:
-                traffic = TrafficConfig(**spec)
-                assert run_traffic(dev, emu, traffic) > 0
-                after = (dev.snapshot(), dev.read_truth(), dev.read_tap())
-                runs.append((traffic, before, after))
-                before = after
+            # A capture as `rbscope capture` records it: the tap's counters at start and stop.
+            with CaptureWriter(capture) as writer:
+                dev.attach_capture(writer)
+                runs = []
+                before = (dev.snapshot(), dev.read_truth(), dev.read_tap())
+                writer.tap(before[2], "start")
+                first_truth = before[1]
+                for spec in TRAFFIC:
+                    traffic = TrafficConfig(**spec)
+                    assert run_traffic(dev, emu, traffic) > 0
+                    after = (dev.snapshot(), dev.read_truth(), dev.read_tap())
+                    runs.append((traffic, before, after))
+                    before = after
+                writer.tap(before[2], "stop")
+                dev.snapshot()
         finally:
             dev.close()
+
+    # capture → analyze: the opcode counts of the whole run equal the ground truth's.
+    truth = [sum(delta(before[1][d], first_truth[d])[c] for d in range(emu.dies))
+             for c in range(len(EmuCounter))]
+    summary = capture_to_measurement(capture).provenance["tap"]
+    assert summary["program_ops"] == truth[EmuCounter.PROGRAM_OPS] > 0
+    assert summary["pages_programmed"] == truth[EmuCounter.PAGE_PROGRAMS]
+    assert summary["cache_programs"] == truth[EmuCounter.CACHE_OPS] > 0
+    assert summary["erase_ops"] == truth[EmuCounter.ERASE_OPS] > 0
+    assert summary["blocks_erased"] == truth[EmuCounter.BLOCK_ERASES]
+    assert summary["reads"] == truth[EmuCounter.PAGE_READS] > 0
+    assert summary["mp"] == truth[EmuCounter.PAGE_PROGRAMS] / truth[EmuCounter.PROGRAM_OPS]
+    analyze = ["analyze", str(capture), "--geometry", "ssd-v", "--logical", "32KiB",
+               "--classifier", "windows", "--program-class", str(PROGRAM)]
+    assert cli.main([*analyze, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["source"]["tap"] == summary
+    assert cli.main(analyze) == 0
+    text = capsys.readouterr().out
+    assert (f"{summary['program_ops']:,} program operations "
+            f"({summary['cache_programs']:,} cache programs)") in text
 
     k = params.classes
     for traffic, (snap0, truth0, tap0), (snap1, truth1, tap1) in runs:
