@@ -529,6 +529,13 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
                 print(f"projected endurance at this WA {e.tbw_bytes / 1e12:,.1f} TBW{dwpd}")
             if e.missing:
                 print(f"  (endurance needs: {'; '.join(e.missing)})")
+    tap = m.provenance.get("tap")
+    if tap:
+        mp = "–" if tap["mp"] is None else f"{tap['mp']:.3f}"
+        print(f"bus tap (by command)           {tap['program_ops']:,} program operations "
+              f"({tap['cache_programs']:,} cache programs), {tap['pages_programmed']:,} pages, "
+              f"measured Mp {mp}; {tap['erase_ops']:,} erases ({tap['blocks_erased']:,} "
+              f"blocks); {tap['reads']:,} page reads")
     if series:
         print()
         print(f"  {'from':>10} {'to':>10} {'programs':>10} {'physical':>12} {'logical':>12} "
