@@ -435,7 +435,26 @@ def test_vcd_scanner_equals_word_by_word(seed):
     got = _scan_scalars(data)
     ref = _scan_reference(data)
     assert got is not None
-    assert [x.tolist() for x in got] == [ref[0], ref[1], ref[2], ref[3]]
+    assert [x.tolist() for x in got[:4]] == [ref[0], ref[1], ref[2], ref[3]]
+    assert got[4] == data.count(b"\n")
     # Anything that is not a plain change or timestamp: the word loop decides.
     for bad in (b"#12a", b"#1_0", b"#0x10", b"b101 !", b"$comment", b"1", b"#", b"r1.5 !"):
         assert _scan_scalars(data + bad + b"\n") is None
+
+
+def test_vcd_error_line_after_fast_chunks(tmp_path, trains, monkeypatch):
+    """Errors name their line also after chunks the numpy scanner took."""
+    import rbscope.importers.vcd as vcd_mod
+
+    path = tmp_path / "t.vcd"
+    with open(path, "w") as f:
+        write_vcd(f, trains, end=120_000)
+    lines = path.read_text().splitlines()
+    bad = len(lines) - 40
+    lines.insert(bad, "#oops")
+    path.write_text("\n".join(lines) + "\n")
+    _, kw, _ = setup(4)
+    for chunk in (1 << 30, 4096):
+        monkeypatch.setattr(vcd_mod, "CHUNK", chunk)
+        with pytest.raises(RecordingError, match=f"line {bad + 1}: bad timestamp"):
+            import_vcd(path, clock=1e-9, **kw)

@@ -405,11 +405,11 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                 keys.setdefault(int.from_bytes(ident, "little"), []).append(ch)
 
         def fast_chunk(data):
-            nonlocal now, last_cycle
+            nonlocal now, last_cycle, lineno
             out = _scan_scalars(data)
             if out is None:
                 return False
-            ts_val, last_ts, vc_char, vc_key = out
+            ts_val, last_ts, vc_char, vc_key, lines = out
             if len(ts_val) and (ts_val[0] < now or np.any(np.diff(ts_val) < 0)):
                 return False  # time goes back: the word loop reports where
             # Cycles of the timestamps, then of each change (that of the timestamp before it).
@@ -487,6 +487,7 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                     classifier.edges -= 1
             if len(ts_val):
                 now = int(ts_val[-1])
+            lineno += lines
             return True
 
         if keys:
@@ -518,7 +519,6 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                 next_progress += 1 << 24
             if (fast is not None and classifier is not None and not skipping
                     and pending_value is None and fast(data)):
-                lineno += data.count(b"\n")
                 continue
             for word in words_of(data):
                 if skipping:
@@ -626,6 +626,8 @@ def _ident_keys(a, starts, lens):
     most 7), packed little-endian."""
     key = np.zeros(len(starts), dtype=np.int64)
     present = np.flatnonzero(np.bincount(lens, minlength=9)[2:]) + 2
+    if len(present) == 1 and present[0] == 2:
+        return a[starts + 1].astype(np.int64)  # one-byte identifiers: the common case
     for n in present.tolist():
         sel = starts if len(present) == 1 else starts[lens == n]
         k = np.zeros(len(sel), dtype=np.int64)
@@ -638,7 +640,8 @@ def _ident_keys(a, starts, lens):
 
 
 def _tokens(a, data=None):
-    """``(starts, lens)`` of the whitespace-separated tokens of ``a`` (the bytes ``data``).
+    """``(starts, lens, newlines)`` of the whitespace-separated tokens of ``a`` (the bytes
+    ``data``).
 
     The common layout, one token per line (what sigrok, this project's writer and most dumpers
     write), is found from the newlines alone; anything else (spaces, tabs, CR) by the general
@@ -655,11 +658,11 @@ def _tokens(a, data=None):
         if np.count_nonzero(lens) != len(lens):
             keep = lens > 0
             starts, lens = starts[keep], lens[keep]
-        return starts, lens
+        return starts, lens, len(nl)
     ws = _WS[a]
     starts = np.flatnonzero(~ws & np.concatenate(([True], ws[:-1])))
     ends = np.flatnonzero(~ws & np.concatenate((ws[1:], [True]))) + 1
-    return starts, ends - starts
+    return starts, ends - starts, len(nl)
 
 
 def _scan_scalars(data):
@@ -667,15 +670,15 @@ def _scan_scalars(data):
 
     ``data`` is the chunk's bytes. Returns ``(timestamps, index of the timestamp before each
     change (-1: none in the chunk), value char of each change, identifier key of each
-    change)`` (identifiers of at most 7 bytes packed little-endian), or None when the chunk
-    holds anything else.
+    change, newlines in the chunk)`` (identifiers of at most 7 bytes packed little-endian), or
+    None when the chunk holds anything else.
     """
     if isinstance(data, str):
         data = data.encode("ascii", "replace")
     a = np.frombuffer(data, dtype=np.uint8)
     if not len(a):
         return None
-    starts, lens = _tokens(a, data)
+    starts, lens, lines = _tokens(a, data)
     if not len(starts):
         return None
     first = a[starts]
@@ -706,7 +709,7 @@ def _scan_scalars(data):
         return None
     key = _ident_keys(a, vc_s, vc_l)
     before = np.cumsum(is_ts, dtype=np.int32)[vc_i] - 1
-    return ts_val, before, first[vc_i], key
+    return ts_val, before, first[vc_i], key, lines
 
 
 def _probes(selected, probes):
