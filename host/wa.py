@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 
 from .calibrate import erase_plausible
 from .logical import LogicalVolume
-from .presets import CLASS_NAMES
 from .model import FIXED_COUNTERS
+from .presets import CLASS_NAMES
 
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
