@@ -239,7 +239,17 @@ def main(argv=None):
     ap.add_argument("--json", help="write the rows and the summary here (and each row, as it "
                     "arrives, to the same path + 'l' as JSON lines)")
     ap.add_argument("--markdown", help="write the Markdown table here")
+    ap.add_argument("--combine", nargs="+", metavar="JSON",
+                    help="run nothing: join the rows of these --json outputs (e.g. drives run "
+                         "separately) into one table (--json, --markdown)")
     args = ap.parse_args(argv)
+    if args.combine:
+        rows = []
+        for path in args.combine:
+            with open(path, encoding="utf-8") as f:
+                rows += json.load(f)["rows"]
+        write_outputs(rows, args, None)
+        return 0
     names = args.drives.split(",")
     for n in names:
         if n not in DRIVES:
@@ -269,12 +279,19 @@ def main(argv=None):
     elapsed = time.perf_counter() - t0
     if progress:
         progress.close()
+    print(f"{len(rows)} jobs in {elapsed:.0f} s on {args.workers} workers")
+    write_outputs(rows, args, elapsed)
+    return 0
+
+
+def write_outputs(rows, args, elapsed):
+    """Print the summary; write ``--json`` and ``--markdown``."""
     s = summary(rows)
     for name, v in s.items():
         print(f"{name}: {v['rows']} rows, median |RE| {100 * v['median_re']:.2f} %, max "
-              f"{100 * v['max_re']:.1f} %, < 1 %: {100 * v['below_1pct']:.0f} %, < 10 %: "
-              f"{100 * v['below_10pct']:.0f} %, interval covers: {100 * v['covered']:.0f} %")
-    print(f"{len(rows)} jobs in {elapsed:.0f} s on {args.workers} workers")
+              f"{100 * v['max_re']:.2f} %, < 1 %: {100 * v['below_1pct']:.0f} %, < 10 %: "
+              f"{100 * v['below_10pct']:.0f} %, interval covers: {100 * v['covered']:.0f} %, "
+              f"95 % interval covers: {100 * v['conf_covered']:.1f} %")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"rows": rows, "summary": s, "elapsed_s": elapsed,
@@ -283,7 +300,6 @@ def main(argv=None):
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write("\n".join(summary_markdown(s) + [""] + markdown(rows)) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

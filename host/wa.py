@@ -48,12 +48,17 @@ from dataclasses import dataclass, field
 from .calibrate import erase_plausible
 from .logical import LogicalVolume
 from .model import FIXED_COUNTERS
+from .presets import CLASS_NAMES
 
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
     "decide_mp", "measured_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance",
     "t_quantile", "opcode_wa", "OpcodeWA",
 ]
+
+#: Window classes of read-like pulses (reads, and the cache window where tCBSY falls), from the
+#: one list of class names.
+READ_CLASSES = tuple(n for n in CLASS_NAMES if n in ("read", "cache"))
 
 #: Two-sided 95 % Student-t quantiles (0.975) for 1 … 30 degrees of freedom.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -554,7 +559,7 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
         else:
             reads = sum(m.counts[ch].classes[i] for ch in channels
                         for i, n in enumerate(m.class_names)
-                        if n in ("read", "cache", "cache_busy")) * scale
+                        if n in READ_CLASSES) * scale
         gc = max(0.0, programs * (1 - 1 / wa.value)) if wa.value > 0 else 0.0
         if reads > 1.2 * gc + 0.01 * programs + 10:
             fail("reads_in_write_run",

@@ -44,8 +44,9 @@ def test_training_on_tapped_dies_beats_untrained_on_histograms_with_cache_progra
     kw = dict(dbsy=True, cache_heads=0.2, reads=0.3)
     tapped = labelled(*make(seed=21, dies=2, blocks=20, **kw))
     trained = train(tapped, source="two tapped dies")
+    # Lower and upper pages form two program states (held to equal counts, like untrained).
     assert {s.name for s in trained.states} == {"multiplane", "read", "cache_program",
-                                                "program", "erase"}
+                                                "program_1", "program_2", "erase"}
     assert trained.mp == 2.0
     pulses, labels = make(seed=22, **kw)
     m = to_measurement(pulses, keep_pulses=False)
