@@ -126,12 +126,17 @@ def test_rtl_drive_fixes_every_busy_time_at_its_middle():
     assert cfg.times[1] == 60 and cfg.times[2] == 90  # PROG0 lower, PROG1 upper
     # The page-type map is the drive's staircase: L L U L U … U.
     assert list(cfg.page_types[:16]) == [0, 0] + [1, 0] * 6 + [1, 1]
+    # Blocks per plane and pages per block round up to powers of two (the FTL uses the first).
+    emu, cfg = rtl.emulator_setup(rtl.rtl_drive(cache_drive(blocks_per_plane=24,
+                                                            pages_per_block=12)))
+    assert (emu.blocks_per_plane, emu.pages_per_block) == (32, 16)
+    assert list(cfg.page_types[:12]) == [0, 0] + [1, 0] * 4 + [1, 1]
 
 
 def test_rtl_back_end_refuses_drives_the_emulator_cannot_hold():
     with pytest.raises(refssd.RefSSDError, match="page-type map holds 64 pages"):
         rtl.rtl_drive(refssd.preset("ssd-v", blocks_per_plane=32))
-    with pytest.raises(refssd.RefSSDError, match="power of two"):
+    with pytest.raises(refssd.RefSSDError, match="page-type map holds 64 pages"):
         rtl.rtl_drive(refssd.preset("tlc-gc", blocks_per_plane=64))
     with pytest.raises(refssd.RefSSDError, match="at most 8 dies"):
         rtl.rtl_drive(refssd.preset("slc", blocks_per_plane=64))
