@@ -205,3 +205,26 @@ def test_rtl_and_model_back_ends_agree_with_cache_operations(tiny_rtl_run):
     assert cmp["counts_equal"] and cmp["truth_equal"]
     assert cmp["wa_rtl"] == cmp["wa_model"]
     assert result.commands == len(run.commands)
+
+
+def _rtl_rows():
+    import importlib
+    import sys
+    path = str(REPO_ROOT / "benchmarks")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    return importlib.import_module("rtl_rows")
+
+
+@pytest.mark.slow  # accuracy-table drives and volumes: minutes of simulation per row
+@pytest.mark.parametrize("spec", ["mlc-2plane:32K-SQ-100%-W-4KiB-align:initial",
+                                  "cache-prog:32K-SQ-50%-W-4KiB-align:steady"])
+def test_accuracy_rows_reproduced_through_the_rtl(spec):
+    rows = _rtl_rows()
+    row = rows.run_row(rows.job_of(spec), rtl.CYCLES_PER_US, SIM_BUILDS, log=lambda _: None)
+    assert row["counts_equal"] and row["truth_equal"], row
+    assert row["wa_rtl"] == row["wa_model"]
+    if row["drive"] == "mlc-2plane":  # separated classes: the table's row itself, exactly
+        assert row["wa_rtl"] == row["wa_table"] == row["wa_true"]
+    else:
+        assert row["cache_pulses"]["CACHE_PROGRAM"] > 0 and row["cache_pulses"]["CACHE_READ"] > 0

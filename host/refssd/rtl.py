@@ -329,7 +329,7 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
             with Device(port, timeout=timeout, retries=20) as dev:
                 # 1. The preamble: every die ready at the barrier. Its pulses are not the
                 # workload's: the counters are cleared (a new epoch) before it starts.
-                for _ in dev.snapshots():
+                for _ in dev.frames():  # (a frame, or nothing for 20 ms)
                     alive()
                     if device.barrier() is not None:
                         break
@@ -343,8 +343,13 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
                     last = 0.0
                     # 2. The workload, until the last command is issued and the device has
                     # been quiet for idle_us after it (device time, not a wall-clock guess).
-                    for snap in dev.snapshots():
+                    seen = None
+                    for _ in dev.frames():
                         alive()
+                        snap = dev.latest_snapshot
+                        if snap is None or snap is seen:
+                            continue
+                        seen = snap
                         if progress is not None and time.monotonic() - last > 1.0:
                             progress(max(0, snap.timestamp - start_us), target - start_us)
                             last = time.monotonic()
