@@ -149,3 +149,8 @@ def test_tap_counts_over_the_link_equal_the_emulators_ground_truth(tmp_path, cap
                 assert ops[OpClass.CACHE_PROGRAM] == on * groups * (traffic.pages - 1)
             if traffic.reads:
                 assert ops[OpClass.READ] == on * groups * traffic.pages * traffic.reads
+
+
+def test_sim_tap_needs_the_emulator(capsys):
+    assert cli.main(["sim", "--tap"]) == 2
+    assert "--tap needs --emulator" in capsys.readouterr().err
