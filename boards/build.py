@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..gateware.rb_sniffer import SnifferParams
+from ..gateware.synthesis import yosys_script
 from .top import BoardError, RBScopeTop, plan_header
 
 __all__ = ["BOARDS", "BuildResult", "board_class", "build", "elaborate", "tool_env", "main"]
@@ -82,11 +83,11 @@ def _top(board, channels, emulator, tap, emu_bus):
     if emulator:
         from ..gateware.nand_emu import EmuParams
         emu = EmuParams(dies=emulator)
-        params = SnifferParams(channels=emulator, **tags)
+        params = SnifferParams(channels=emulator, width_bits=cls.width_bits, **tags)
     else:
         emu = None
         params = SnifferParams(channels=cls.default_channels if channels is None else channels,
-                               **tags)
+                               width_bits=cls.width_bits, **tags)
     return cls, RBScopeTop(params, emulator=emu, emu_bus=emu_bus, tap_targets=tap)
 
 
@@ -206,7 +207,8 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
         # written its report by then, which tells utilisation and Fmax all the same.
         products = platform.build(
             top, name=name, build_dir=str(out), do_program=False,
-            nextpnr_opts=f"--seed {seed} --report {name}.report.json")
+            nextpnr_opts=f"--seed {seed} --report {name}.report.json",
+            script_after_read=yosys_script())
     except subprocess.CalledProcessError as exc:
         if not report_path.exists():
             log = out / f"{name}.tim"

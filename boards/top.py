@@ -214,6 +214,9 @@ class BoardMixin:
         The UART resource through the board's FTDI.
     io_attrs : Attrs
         Electrical attributes of the probe pins.
+    width_bits : int
+        The sniffer's width counter size on this board (``SnifferParams.width_bits``): a pulse of
+        ``2**width_bits - 1`` ticks or more is overlong. Narrower on a part short of logic.
     """
 
     board_name = "board"
@@ -224,6 +227,7 @@ class BoardMixin:
     uart = ("uart", 0)
     reset_button = None
     io_attrs = Attrs()
+    width_bits = 24
 
     @classmethod
     def header_from_connectors(cls, connectors, names):
@@ -308,8 +312,9 @@ class BoardMixin:
 
 #: Power-on reset length in system clock cycles (after the PLL locks).
 POR_CYCLES = 1 << 10
-#: LED pulse stretch: about 1/20 s at 48–100 MHz.
-LED_STRETCH_BITS = 22
+#: LED pulse stretch: an event keeps its LED lit for one to two periods of 2**LED_STRETCH_BITS
+#: cycles (44–87 ms at 48 MHz, 21–42 ms at 100 MHz).
+LED_STRETCH_BITS = 21
 
 
 class RBScopeTop(Elaboratable):
@@ -426,20 +431,26 @@ class RBScopeTop(Elaboratable):
 
         # ---- LEDs --------------------------------------------------------------------------
         # Link: lit while bytes move either way; activity: lit while any R/B# line is busy.
-        # Both are stretched so that a single byte or pulse is visible.
+        # Both are stretched so that a single byte or pulse is visible: one free-running
+        # counter marks periods, and each LED stays lit for the rest of the period of an event
+        # and the whole next one (two flip-flops per LED instead of a counter each).
+        period = Signal(LED_STRETCH_BITS)
+        m.d.sync += period.eq(period + 1)
         for resource, event in ((platform.led_link, ~rx_buf.i | ~device.uart_tx),
                                 (platform.led_activity, rb_any_low)):
-            stretch = Signal(LED_STRETCH_BITS, name="_".join(map(str, resource)) + "_stretch")
-            with m.If(event):
-                m.d.sync += stretch.eq(-1)
-            with m.Elif(stretch != 0):
-                m.d.sync += stretch.eq(stretch - 1)
+            prefix = "_".join(map(str, resource))
+            seen = Signal(name=f"{prefix}_seen")  # an event in this period
+            seen_before = Signal(name=f"{prefix}_seen_before")  # … in the previous one
+            with m.If(period.all()):
+                m.d.sync += [seen_before.eq(seen | event), seen.eq(0)]
+            with m.Else():
+                m.d.sync += seen.eq(seen | event)
             led = platform.request(*resource[:2], dir="-")
             if len(resource) > 2:  # one colour of an RGB LED
                 led = getattr(led, resource[2])
             buf = io.Buffer("o", led)
             m.submodules["_".join(map(str, resource))] = buf
-            m.d.comb += buf.o.eq(stretch != 0)
+            m.d.comb += buf.o.eq(seen | seen_before | event)
         return m
 
     def _connect_emu_bus(self, m, platform, device):

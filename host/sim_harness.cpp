@@ -8,6 +8,20 @@
 // Stimulus file (little-endian): "RBSTIM01", u32 channels, u32 reserved, u64 initial pin word,
 // u64 count, then count records of (u64 cycle, u64 pin word); cycle 0 is the first cycle after
 // reset. After the last record the pins keep their last levels.
+//
+// Command file (emulator builds only, `--commands`; written by rbscope.refssd.rtl): the NAND
+// command sequences an SSD controller issued, replayed as ONFI bus cycles into the emulated dies
+// (a small reactive ONFI host, so the simulation needs no Python per cycle). Little-endian:
+// "RBCMD001", u32 dies, u32 reserved, u64 count, then count records of (u64 cycle, u8 die,
+// u8 n, n x (u8 kind, u8 byte)); kind 0 = command (CLE), 1 = address (ALE), 2 = data in. The
+// record's last bus cycle (its confirm command) has its WE# rising edge at `cycle`, or later:
+// a sequence starts only when the previous one has left the bus and its die's R/B# is high
+// (and a few cycles have passed since that die's last confirm, so that its R/B# has had time
+// to fall). Records are issued in file order; each WE# level lasts one clock cycle.
+// A record with n = 0 is a barrier: once every earlier command is issued and every die is
+// ready, the harness prints "BARRIER cycle=C" and waits for SIGUSR1 (the host's go, e.g. after
+// clearing the counters); the cycles of the records after it count from the cycle the signal
+// arrived. (Commands before a barrier bring the dies into the state an SSD's FTL left them in.)
 
 #include <cerrno>
 #include <csignal>
@@ -29,7 +43,9 @@
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_go = 0;
 void on_signal(int) { g_stop = 1; }
+void on_go(int) { g_go = 1; }
 
 struct Options {
     std::string stimulus;
@@ -41,6 +57,8 @@ struct Options {
     uint64_t vanish_at = 0;   // test-only: close the pty at this cycle ...
     uint64_t vanish_for = 0;  // ... and open a new one this many cycles later
     unsigned seed = 1;
+    std::string commands;     // emulator builds: the command file to replay
+    unsigned guard = 24;      // cycles after a confirm before the die's R/B# counts as ready
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -65,6 +83,8 @@ Options parse(int argc, char** argv) {
         else if (a == "--vanish-at") o.vanish_at = std::stoull(value());
         else if (a == "--vanish-for") o.vanish_for = std::stoull(value());
         else if (a == "--seed") o.seed = std::stoul(value());
+        else if (a == "--commands") o.commands = value();
+        else if (a == "--guard") o.guard = std::stoul(value());
         else if (a.rfind("+verilator", 0) == 0) continue;
         else usage(("unknown option " + a).c_str());
     }
@@ -98,6 +118,111 @@ Stimulus load(const std::string& path) {
     std::fclose(f);
     return s;
 }
+
+struct Command {
+    uint64_t cycle;
+    uint8_t die;
+    std::vector<std::pair<uint8_t, uint8_t>> bus;  // (kind, byte)
+};
+
+std::vector<Command> load_commands(const std::string& path, uint32_t* dies) {
+    std::vector<Command> out;
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) usage(("cannot open command file " + path + ": " + std::strerror(errno)).c_str());
+    char magic[8];
+    uint32_t reserved;
+    uint64_t count;
+    if (std::fread(magic, 1, 8, f) != 8 || std::memcmp(magic, "RBCMD001", 8) != 0)
+        usage("command file: bad magic");
+    if (std::fread(dies, 4, 1, f) != 1 || std::fread(&reserved, 4, 1, f) != 1 ||
+        std::fread(&count, 8, 1, f) != 1)
+        usage("command file: truncated header");
+    out.resize(count);
+    for (auto& c : out) {
+        uint8_t n;
+        if (std::fread(&c.cycle, 8, 1, f) != 1 || std::fread(&c.die, 1, 1, f) != 1 ||
+            std::fread(&n, 1, 1, f) != 1)
+            usage("command file: truncated record");
+        c.bus.resize(n);
+        for (auto& b : c.bus)
+            if (std::fread(&b.first, 1, 1, f) != 1 || std::fread(&b.second, 1, 1, f) != 1 ||
+                b.first > 2)
+                usage("command file: truncated record or bad bus-cycle kind");
+        if (c.die >= *dies) usage("command file: die out of range");
+    }
+    std::fclose(f);
+    return out;
+}
+
+// Replays a command file on the emulator's ONFI pins (see the command file format above).
+struct Replay {
+    std::vector<Command> cmds;
+    std::vector<uint64_t> guard_until;  // per die
+    size_t next = 0;
+    bool active = false;
+    size_t pos = 0;       // bus cycle within the active sequence
+    unsigned half = 0;    // 0: WE# low, 1: WE# high
+    uint64_t late = 0, max_late = 0, late_sum = 0;
+    uint64_t base = 0;          // cycle the last barrier was passed at
+    bool reported = false, waiting = false;
+
+    bool done() const { return next >= cmds.size() && !active; }
+
+    // Decide this cycle's pin levels. `rb` is the dies' R/B# (1 = ready) before the edge.
+    template <typename Top>
+    void step(uint64_t cycle, Top* top, unsigned rb, unsigned guard) {
+        unsigned all = (1u << guard_until.size()) - 1;
+        if (!active && next < cmds.size() && cmds[next].bus.empty()) {  // a barrier
+            bool ready = (rb & all) == all;
+            for (uint64_t g : guard_until) ready = ready && cycle >= g;
+            if (ready && !waiting) {
+                waiting = true;
+                std::printf("BARRIER cycle=%llu\n", static_cast<unsigned long long>(cycle));
+                std::fflush(stdout);
+            }
+            if (waiting && g_go) {
+                g_go = 0;
+                waiting = false;
+                base = cycle;
+                late = max_late = late_sum = 0;  // count the lateness of what follows only
+                ++next;
+            }
+        }
+        if (!active && next < cmds.size() && !cmds[next].bus.empty()) {
+            const Command& c = cmds[next];
+            uint64_t len = 2 * c.bus.size() - 1;  // cycles before the confirm's rising edge
+            uint64_t at = base + c.cycle;
+            uint64_t start = at >= len ? at - len : 0;
+            if (cycle >= start && ((rb >> c.die) & 1) && cycle >= guard_until[c.die]) {
+                active = true;
+                pos = 0;
+                half = 0;
+                uint64_t l = cycle - start;
+                if (l) { ++late; late_sum += l; if (l > max_late) max_late = l; }
+            }
+        }
+        if (!active) {
+            top->emu_ce_n = (1u << guard_until.size()) - 1;
+            top->emu_cle = 0; top->emu_ale = 0; top->emu_we_n = 1;
+            return;
+        }
+        const Command& c = cmds[next];
+        auto [kind, byte] = c.bus[pos];
+        top->emu_ce_n = ((1u << guard_until.size()) - 1) & ~(1u << c.die);
+        top->emu_cle = kind == 0;
+        top->emu_ale = kind == 1;
+        top->emu_io_i = byte;
+        top->emu_we_n = half;
+        if (++half == 2) {
+            half = 0;
+            if (++pos == c.bus.size()) {
+                active = false;
+                guard_until[c.die] = cycle + guard;
+                ++next;
+            }
+        }
+    }
+};
 
 // A pseudo-terminal whose slave path is published through a symlink. The harness keeps the
 // slave open itself, so the line discipline stays raw and writes never fail for lack of a
@@ -140,8 +265,20 @@ struct Pty {
 int main(int argc, char** argv) {
     Options opt = parse(argc, argv);
     Stimulus stim = load(opt.stimulus);
+    Replay replay;
+    if (!opt.commands.empty()) {
+#ifdef RBSCOPE_EMU
+        uint32_t dies = 0;
+        replay.cmds = load_commands(opt.commands, &dies);
+        if (dies != RBSCOPE_EMU) usage("command file: its die count is not the emulator's");
+        replay.guard_until.assign(dies, 0);
+#else
+        usage("--commands needs a device built with the NAND emulator");
+#endif
+    }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    std::signal(SIGUSR1, on_go);
 
     auto ctx = std::make_unique<VerilatedContext>();
     auto top = std::make_unique<Vrbscope_device>(ctx.get());
@@ -155,6 +292,15 @@ int main(int argc, char** argv) {
     // Reset for 4 cycles with the pins at their initial levels.
     top->rb = stim.initial;
     top->uart_rx = 1;
+#ifdef RBSCOPE_EMU
+    // The emulator's bus idles: no die selected, WE#/RE# high, writes allowed.
+    top->emu_ce_n = (1u << RBSCOPE_EMU) - 1;  // RBSCOPE_EMU: the number of emulated dies
+    top->emu_we_n = 1;
+    top->emu_re_n = 1;
+    top->emu_wp_n = 1;
+    top->emu_cle = 0;
+    top->emu_ale = 0;
+#endif
     top->rst = 1;
     for (int i = 0; i < 4; ++i) {
         top->clk = 0; top->eval();
@@ -179,6 +325,21 @@ int main(int argc, char** argv) {
     for (; !g_stop && (opt.max_cycles == 0 || cycle < opt.max_cycles); ++cycle) {
         while (next_edge < stim.edges.size() && stim.edges[next_edge].first <= cycle)
             top->rb = stim.edges[next_edge++].second;
+#ifdef RBSCOPE_EMU
+        if (!replay.cmds.empty()) {
+            replay.step(cycle, top.get(), top->emu_rb, opt.guard);
+            if (replay.done() && !replay.reported) {
+                replay.reported = true;
+                std::printf("REPLAYED commands=%zu cycle=%llu late=%llu late_cycles=%llu "
+                            "max_late=%llu\n", replay.cmds.size(),
+                            static_cast<unsigned long long>(cycle),
+                            static_cast<unsigned long long>(replay.late),
+                            static_cast<unsigned long long>(replay.late_sum),
+                            static_cast<unsigned long long>(replay.max_late));
+                std::fflush(stdout);
+            }
+        }
+#endif
 
         // Drive the RX line: one bit per `divisor` cycles, 8N1.
         if (!rx_busy && !in.empty()) {

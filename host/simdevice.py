@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -82,6 +83,10 @@ class SimDevice:
         Build the NAND emulator in, its dies in loopback on the sniffer's channels (which must
         number the dies; ``trains`` are then ignored by the gateware). ``emu_config`` and
         ``traffic`` are its boot configuration.
+    commands : str or Path, optional
+        With ``emulator``: a command file (:func:`rbscope.refssd.rtl.write_commands`) that the
+        harness replays as ONFI bus cycles into the emulated dies from cycle 0 (see
+        ``sim_harness.cpp``); :meth:`replayed` tells when it has issued the last one.
     tap, tap_config : TapParams, TapConfig, optional
         Build the opcode-aware bus tap in (``DeviceCore``'s ``tap``): with an emulator it
         listens to the emulated bus.
@@ -90,7 +95,7 @@ class SimDevice:
     def __init__(self, params, config, trains, *, clock_hz=DEFAULT_CLOCK_HZ, uart_divisor=4,
                  snapshot_ms=100, link=None, flip_rate=0.0, drop_rate=0.0, vanish_at=0,
                  vanish_for=0, seed=1, build_root=None, max_cycles=0, emulator=None,
-                 emu_config=None, traffic=None, tap=None, tap_config=None):
+                 emu_config=None, traffic=None, commands=None, tap=None, tap_config=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(config, SnifferConfig):
@@ -110,6 +115,9 @@ class SimDevice:
         self.emulator = emulator
         self.emu_config = emu_config
         self.traffic = traffic
+        if commands is not None and emulator is None:
+            raise ValueError("a command file needs a device built with the NAND emulator")
+        self.commands = None if commands is None else Path(commands)
         self.tap = tap
         self.tap_config = tap_config
         self._tmp = None  # created by start(): the stimulus file, and the default link
@@ -169,6 +177,8 @@ class SimDevice:
                "-j", str(min(4, os.cpu_count() or 1)),
                "--x-initial", "fast", "--x-assign", "fast",
                str(build_dir / f"{TOPLEVEL}.v"), str(HARNESS)]
+        if self.emulator is not None:  # the harness drives the emulator's bus pins
+            cmd[-2:-2] = ["-CFLAGS", f"-DRBSCOPE_EMU={self.emulator.dies}"]
         result = subprocess.run(cmd, env=env, capture_output=True, text=True)
         (build_dir / "build.log").write_text(result.stdout + result.stderr)
         if result.returncode != 0 or not binary.exists():
@@ -197,6 +207,8 @@ class SimDevice:
         opts = self.options
         cmd = [str(binary), "--stimulus", str(stimulus), "--link", str(self.link),
                "--divisor", str(self.uart_divisor), "--seed", str(opts["seed"])]
+        if self.commands is not None:
+            cmd += ["--commands", str(self.commands)]
         for name in ("flip_rate", "drop_rate", "vanish_at", "vanish_for", "max_cycles"):
             if opts[name]:
                 cmd += [f"--{name.replace('_', '-')}", str(opts[name])]
@@ -216,6 +228,33 @@ class SimDevice:
             self.lines.append(line.rstrip("\n"))
             if line.startswith("PORT "):
                 self._port_ready.set()
+
+    def barrier(self):
+        """The cycle at which the command replay reached its barrier and waits for
+        :meth:`go` (None before that; see ``sim_harness.cpp``)."""
+        for line in list(self.lines):
+            if line.startswith("BARRIER cycle="):
+                return int(line.split("=")[1])
+        return None
+
+    def go(self):
+        """Let the command replay pass its barrier (the harness counts the following commands'
+        cycles from now)."""
+        if self.process is None or self.process.poll() is not None:
+            raise SimError("the simulated device is not running")
+        self.process.send_signal(signal.SIGUSR1)
+
+    def replayed(self):
+        """The harness's report once it has issued the last command of ``commands`` (a dict of
+        ``commands``, ``cycle``, ``late``, ``late_cycles``, ``max_late``), else None.
+
+        ``late`` commands could not have their confirm at the file's cycle (the emulator has
+        one bus for all dies, or the die was still busy); ``late_cycles`` is their total delay.
+        """
+        for line in list(self.lines):
+            if line.startswith("REPLAYED "):
+                return {k: int(v) for k, v in (f.split("=") for f in line.split()[1:])}
+        return None
 
     def stop(self):
         """Stop the simulation (the harness prints its final cycle count)."""

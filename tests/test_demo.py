@@ -1,5 +1,6 @@
-"""``make demo`` on a tiny configuration: the reference SSD measured by the real gateware in
-Verilator, over the simulated UART, ending in a WA beside the true WA."""
+"""``make demo`` on a tiny configuration: the reference FTL's commands replayed into emulated dies
+in the real gateware in Verilator, measured over the simulated UART, ending in a WA beside the
+true WA."""
 
 import re
 
@@ -8,30 +9,57 @@ import pytest
 from rbscope import demo, refssd
 from rbscope.analyze_cli import wa_of
 from rbscope.logical import from_bytes
+from rbscope.refssd import rtl
+
+ARGS = ["--volume", "65536", "--state", "initial", "--workload", "4K-SQ-100%-W-4KiB-align"]
 
 
-def test_demo_tiny(capsys, tmp_path):
-    args = ["--volume", "65536", "--state", "initial", "--workload", "4K-SQ-100%-W-4KiB-align",
-            "--capture", str(tmp_path / "demo.rbcap")]
-    assert demo.main(args) == 0
-    out = capsys.readouterr().out
-    assert "every class counter equals the gateware's bit-exact model: yes" in out
+def _numbers(out):
     measured = float(re.search(r"WA measured by rbscope \(R/B# only[^)]*\): ([\d.]+)",
                                out).group(1))
     true = float(re.search(r"WA true \(the FTL's own count\): +([\d.]+)", out).group(1))
-    drive = refssd.preset("ssd-v", blocks_per_plane=32)
+    return measured, true
+
+
+def _expected(drive):
+    """The run the demo makes, and the WA `analyze` gives for the model back end's counts."""
     w = refssd.micro("4K-SQ-100%-W-4KiB-align", drive.logical_bytes, 65536, seed=1)
     run = refssd.simulate(drive, w, seed=1, precondition="initial")
-    assert true == pytest.approx(run.truth.wa_true, abs=5e-4)
-    # The WA the device measured is the model path's at the device's 1 µs tick, classified as
-    # `rbscope analyze` classifies a capture (from its histograms: a capture keeps no widths).
+    # Classified as `rbscope analyze` classifies a capture (from its histograms: a capture
+    # keeps no widths), at the device's 1 µs tick.
     m = refssd.to_measurement(run, clock_ns=1000)
     m.pulses = {}
-    expect = wa_of(m, run.geometry, from_bytes(run.logical_bytes), write_only=True)
+    return run, wa_of(m, run.geometry, from_bytes(run.logical_bytes), write_only=True)
+
+
+def test_demo_tiny(capsys, tmp_path):
+    assert demo.main([*ARGS, "--capture", str(tmp_path / "demo.rbcap")]) == 0
+    out = capsys.readouterr().out
+    assert "emulated dies (nand_emu)" in out
+    assert ("every class count equals the model back end's (per die), and the dies' ground "
+            "truth the FTL's: yes") in out
+    assert re.search(r"open blocks "
+                     r"programmed first \(then the counters cleared\), then \d+ "
+                     r"commands", out)
+    measured, true = _numbers(out)
+    drive = rtl.rtl_drive(refssd.preset("ssd-v", blocks_per_plane=64, pages_per_block=64))
+    run, expect = _expected(drive)
+    assert true == pytest.approx(run.truth.wa_true, abs=5e-4)
     assert measured == pytest.approx(expect.wa.value, abs=5e-4)
     assert (tmp_path / "demo.rbcap").stat().st_size > 0
     html = (tmp_path / "demo.html").read_text()
     assert "true WA" in html
+
+
+@pytest.mark.slow  # its own Verilator build
+def test_demo_tiny_pulse_trains(capsys, tmp_path):
+    assert demo.main([*ARGS, "--pulses", "--capture", str(tmp_path / "demo.rbcap")]) == 0
+    out = capsys.readouterr().out
+    assert "every class counter equals the gateware's bit-exact model: yes" in out
+    measured, true = _numbers(out)
+    run, expect = _expected(refssd.preset("ssd-v", blocks_per_plane=32))
+    assert true == pytest.approx(run.truth.wa_true, abs=5e-4)
+    assert measured == pytest.approx(expect.wa.value, abs=5e-4)
 
 
 def test_demo_rejects_a_bad_workload_name(capsys):

@@ -1,8 +1,14 @@
 """The reference SSD's two back ends agree: the same FTL command stream through the model
-(timing model → bit-exact sniffer model) and through RTL (cocotb ONFI driver → ``nand_emu`` dies
-→ sniffer gateware, Verilator) gives identical pulse counts per class on every die."""
+(timing model → bit-exact sniffer model) and through RTL (``nand_emu`` dies → sniffer gateware,
+Verilator) gives identical pulse counts per class on every die.
+
+Two RTL paths: the simulated device (``rbscope.refssd.rtl``: the C++ harness replays the commands
+as ONFI cycles, cache programs and cache reads included, and the host reads the counts over the
+simulated UART), and the cocotb ONFI driver on the loopback design (slow, no cache operations).
+"""
 
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -12,6 +18,11 @@ from rbscope import refssd
 from rbscope.gateware.nand_emu import EmuParams
 from rbscope.gateware.rb_sniffer import Counter
 from rbscope.presets import Preset
+from rbscope.refssd import rtl
+
+from .conftest import REPO_ROOT
+
+SIM_BUILDS = REPO_ROOT / "build" / "sim-tests"
 
 #: The emulated dies: 2 dies (one per channel) x 2 planes x 8 blocks x 8 pages.
 GEOMETRY = {"dies": 2, "page_bytes": 64, "spare_bytes": 8, "pages_per_block": 8,
@@ -77,3 +88,143 @@ def test_model_and_rtl_back_ends_count_the_same(cocotb_build_dir, tmp_path):
         assert truth["PAGE_READS"] == ftl["reads"]["total"]
         ops = run.pulses[die]["op"]
         assert got[2] == int(np.sum(ops == refssd.NandOp.PROGRAM))
+
+
+# ---- The RTL back end in the simulated device (rbscope.refssd.rtl) ----------------------------
+
+
+def cache_drive(**changes):
+    """A tiny two-plane MLC drive with cache programs, cache reads and two dies per channel."""
+    spec = dict(
+        name="rtl-tiny-cache", channels=2, dies_per_chip=2, planes_per_die=2,
+        blocks_per_plane=16, pages_per_block=16, page_size=4096, cell="mlc",
+        over_provisioning=0.6, multi_plane=True, cache_program=True, cache_read=True,
+        write_buffer=16384, gc_free_units=2, open_streams=2, bus_mb_s=100.0,
+        timing={"read_lower": (8, 12), "read_upper": (9, 13), "program_lower": (50, 70),
+                "program_upper": (80, 100), "erase": (180, 220), "cache_busy": (4, 6),
+                "read_cache_busy": (2, 2), "plane_busy": (1, 1), "overhead": (1, 5)})
+    spec.update(changes)
+    return refssd.Drive(**spec)
+
+
+#: Windows (µs) of the tiny drives: queueing, cache busy and cache reads, reads, programs (and
+#: the 15h pulses that wait for an array program), erases.
+TINY_WINDOWS = Preset((("cache", 1, 8), ("read", 8, 16), ("program", 16, 150),
+                       ("erase", 150, 400)))
+
+
+def test_rtl_drive_fixes_every_busy_time_at_its_middle():
+    d = rtl.rtl_drive(cache_drive())
+    assert d.timing["program_lower"] == (60.0, 60.0)
+    assert d.timing["erase"] == (200.0, 200.0)
+    # One tR for every page type (the emulator has one): the middle of the whole read range.
+    assert d.timing["read_lower"] == d.timing["read_upper"] == (10.0, 10.0)
+    assert d.timing["overhead"] == (1.0, 5.0)  # the controller's gaps keep their spread
+    emu, cfg = rtl.emulator_setup(d, 8)
+    assert (emu.dies, emu.planes, emu.pages_per_block) == (4, 2, 16)
+    assert cfg.prescaler == 8
+    assert cfg.times[1] == 60 and cfg.times[2] == 90  # PROG0 lower, PROG1 upper
+    # The page-type map is the drive's staircase: L L U L U … U.
+    assert list(cfg.page_types[:16]) == [0, 0] + [1, 0] * 6 + [1, 1]
+    # Blocks per plane and pages per block round up to powers of two (the FTL uses the first).
+    emu, cfg = rtl.emulator_setup(rtl.rtl_drive(cache_drive(blocks_per_plane=24,
+                                                            pages_per_block=12)))
+    assert (emu.blocks_per_plane, emu.pages_per_block) == (32, 16)
+    assert list(cfg.page_types[:12]) == [0, 0] + [1, 0] * 4 + [1, 1]
+
+
+def test_rtl_back_end_refuses_drives_the_emulator_cannot_hold():
+    with pytest.raises(refssd.RefSSDError, match="page-type map holds 64 pages"):
+        rtl.rtl_drive(refssd.preset("ssd-v", blocks_per_plane=32))
+    with pytest.raises(refssd.RefSSDError, match="page-type map holds 64 pages"):
+        rtl.rtl_drive(refssd.preset("tlc-gc", blocks_per_plane=64))
+    with pytest.raises(refssd.RefSSDError, match="at most 8 dies"):
+        rtl.rtl_drive(refssd.preset("slc", blocks_per_plane=64))
+
+
+def test_command_sequences_and_file():
+    d = rtl.rtl_drive(cache_drive())
+    w = refssd.micro("32K-SQ-50%-W-4KiB-align", d.logical_bytes, 1 << 20, seed=2)
+    run = refssd.simulate(d, w, seed=2, precondition="steady")
+    emu, _ = rtl.emulator_setup(d)
+    c = run.commands
+    ops = {refssd.NandOp(int(o)) for o in c["op"]}
+    assert {refssd.NandOp.CACHE_PROGRAM, refssd.NandOp.CACHE_READ,
+            refssd.NandOp.MULTIPLANE_QUEUE} <= ops
+    for row in c:
+        bus = rtl.bus_cycles(row, emu)
+        assert bus[-1] in ((rtl.CMD, int(row["confirm"])), (rtl.DATA, 0))
+        if row["first"] in (0x00, 0x80):
+            block, page = emu.split_row(bus[3][1] | bus[4][1] << 8 | bus[5][1] << 16)
+            assert block == row["block"] * emu.planes + row["plane"]
+            assert page == row["page"]
+    first = c[c["first"] == 0x80][0]
+    assert rtl.bus_cycles(first, emu)[0] == (rtl.CMD, 0x80)
+    assert rtl.bus_cycles(c[c["op"] == refssd.NandOp.CACHE_READ][0], emu)[0][1] in (0x31, 0x3F)
+    # The preamble programs the open blocks up to where the workload continues them.
+    pre = rtl.preamble(run, emu)
+    assert pre and all(p > 0 for _, _, p in pre)
+    path = SIM_BUILDS / "commands-test.bin"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n_pre, n = rtl.write_commands(path, run, emu, 8)
+    assert n_pre == sum(p for _, _, p in pre) and n == len(c)
+    blob = path.read_bytes()
+    assert blob[:8] == b"RBCMD001"
+    dies, _, count = struct.unpack_from("<IIQ", blob, 8)
+    assert (dies, count) == (4, n_pre + 1 + n)
+
+
+@pytest.fixture(scope="module")
+def tiny_rtl_run():
+    """A tiny workload with GC, multi-plane cache programs and cache reads through both back
+    ends (one Verilator build, cached)."""
+    d = rtl.rtl_drive(cache_drive())
+    w = refssd.micro("32K-SQ-50%-W-4KiB-align", d.logical_bytes, 1 << 20, seed=2)
+    run = refssd.simulate(d, w, seed=2, precondition="steady")
+    result = rtl.run_rtl(run, preset=TINY_WINDOWS, build_root=SIM_BUILDS)
+    return run, result
+
+
+def test_rtl_and_model_back_ends_agree_with_cache_operations(tiny_rtl_run):
+    run, result = tiny_rtl_run
+    t = run.truth
+    assert t.erases["gc"] > 0 and t.pulses["CACHE_PROGRAM"] > 0 and t.pulses["CACHE_READ"] > 0
+    cmp = rtl.compare(run, result, TINY_WINDOWS)
+    for die in range(run.drive.dies):
+        assert cmp["rtl"][die] == cmp["model"][die], die
+        truth = result.truth[die]
+        assert truth["FAILED"] == truth["ILLEGAL"] == truth["ABORTED"] == 0, truth
+        ftl = t.per_die[die]
+        assert truth["PROGRAM_OPS"] == ftl["program_operations"]
+        assert truth["PAGE_PROGRAMS"] == ftl["pages_programmed"]["total"]
+        assert truth["ERASE_OPS"] == ftl["erases"]["total"]
+        assert truth["PAGE_READS"] == ftl["reads"]["total"]
+        ops = run.pulses[die]["op"]
+        assert truth["CACHE_OPS"] == int(np.sum((ops == refssd.NandOp.CACHE_PROGRAM)
+                                                | (ops == refssd.NandOp.CACHE_READ)))
+    assert cmp["counts_equal"] and cmp["truth_equal"]
+    assert cmp["wa_rtl"] == cmp["wa_model"]
+    assert result.commands == len(run.commands)
+
+
+def _rtl_rows():
+    import importlib
+    import sys
+    path = str(REPO_ROOT / "benchmarks")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    return importlib.import_module("rtl_rows")
+
+
+@pytest.mark.slow  # accuracy-table drives and volumes: minutes of simulation per row
+@pytest.mark.parametrize("spec", ["mlc-2plane:32K-SQ-100%-W-4KiB-align:initial",
+                                  "cache-prog:32K-SQ-50%-W-4KiB-align:steady"])
+def test_accuracy_rows_reproduced_through_the_rtl(spec):
+    rows = _rtl_rows()
+    row = rows.run_row(rows.job_of(spec), rtl.CYCLES_PER_US, SIM_BUILDS, log=lambda _: None)
+    assert row["counts_equal"] and row["truth_equal"], row
+    assert row["wa_rtl"] == row["wa_model"]
+    if row["drive"] == "mlc-2plane":  # separated classes: the table's row itself, exactly
+        assert row["wa_rtl"] == row["wa_table"] == row["wa_true"]
+    else:
+        assert row["cache_pulses"]["CACHE_PROGRAM"] > 0 and row["cache_pulses"]["CACHE_READ"] > 0

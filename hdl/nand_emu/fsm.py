@@ -403,7 +403,10 @@ class Die(wiring.Component):
         with m.Switch(phase):
             with m.Case(Phase.WB):
                 with m.If(wb_count <= 1):
-                    with m.If(atimer.busy):
+                    # A background array program (cache program) delays the next operation,
+                    # but not a multi-plane queueing (11h): its tDBSY is the data register's,
+                    # and the 15h/10h that completes the set waits for the array instead.
+                    with m.If(atimer.busy & (op != Op.QUEUE)):
                         m.d.sync += [phase.eq(Phase.WAIT), pin_low.eq(1)]
                     with m.Elif(prep):
                         m.d.comb += load.eq(1)

@@ -89,7 +89,7 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
                               f"{run.drive.dies - 1})")
     params = SnifferParams(channels=len(dies), classes=classes_for_windows(len(preset.windows)),
                            width_bits=width_bits)
-    tick = clock_ns * 1e-9
+    tick = clock_ns / 1e9  # (not clock_ns * 1e-9: 1000 * 1e-9 is a hair above 1e-6)
     config, names, _ = preset.to_config(params, tick)
     probes = [Probe(f"die{d} R/B#", (run.die_location(d),)) for d in dies]
     sc = StreamClassifier(params, config, tick, [1] * len(dies), class_names=names,
