@@ -240,14 +240,18 @@ def main(argv=None):
                     "arrives, to the same path + 'l' as JSON lines)")
     ap.add_argument("--markdown", help="write the Markdown table here")
     ap.add_argument("--combine", nargs="+", metavar="JSON",
-                    help="run nothing: join the rows of these --json outputs (e.g. drives run "
-                         "separately) into one table (--json, --markdown)")
+                    help="run nothing: join the rows of these --json outputs, or of their "
+                         "progress files (.jsonl), e.g. drives run separately, into one table "
+                         "(--json, --markdown)")
     args = ap.parse_args(argv)
     if args.combine:
         rows = []
         for path in args.combine:
             with open(path, encoding="utf-8") as f:
-                rows += json.load(f)["rows"]
+                if path.endswith(".jsonl"):  # the rows as they arrived (a run cut short)
+                    rows += [json.loads(line) for line in f if line.strip()]
+                else:
+                    rows += json.load(f)["rows"]
         write_outputs(rows, args, None)
         return 0
     names = args.drives.split(",")
