@@ -146,7 +146,7 @@ class ChannelPrograms:
     def to_dict(self):
         return {"channel": self.channel, "name": self.name, "dies": self.dies,
                 "programs": self.programs, "unknown": self.unknown,
-                "corrected": self.corrected, "class_sd": math.sqrt(self.class_var),
+                "corrected": self.corrected, "class_sd": math.sqrt(max(0.0, self.class_var)),
                 "class_slack": self.class_slack, "class_up": self.class_up,
                 "hidden_programs": self.hidden}
 
@@ -400,7 +400,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown, so "
                         f"no confidence interval for the sampling of dies (probe two or more)")
         excludes.append("die sampling (one probed line)")
-    class_sd = math.sqrt(sum(r.class_var for r in rows)) * scale
+    class_sd = math.sqrt(max(0.0, sum(r.class_var for r in rows))) * scale
     class_slack = sum(r.class_slack for r in rows) * scale
     cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
                                                                 wa.value)
