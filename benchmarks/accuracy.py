@@ -128,8 +128,15 @@ def run_job(job, measure=None):
                          else m["conf_lo"] <= true <= m["conf_hi"]),
         "logical_bytes": run.logical_bytes, "pulses": run.stats["pulses"],
         "pages_programmed": run.truth.pages_programmed, "erases": run.truth.erases["total"],
-        "windows": m.get("windows"), "simulate_s": t1 - t0, "measure_s": t2 - t1,
+        "windows": m.get("windows"), "checks": m.get("checks"),
+        "simulate_s": t1 - t0, "measure_s": t2 - t1,
     })
+    # Comparison columns of the measurement (e.g. plain windows, opcode-aware mode).
+    row["columns"] = {name: {"wa": c["wa"], "re": abs(c["wa"] - true) / true,
+                             "lo": c.get("lo"), "hi": c.get("hi"),
+                             "covered": (None if c.get("lo") is None
+                                         else c["lo"] <= true <= c["hi"])}
+                      for name, c in (m.get("columns") or {}).items()}
     return row
 
 
@@ -155,34 +162,69 @@ def summary(rows):
                      "below_10pct": sum(r < 0.10 for r in res) / len(rs),
                      "covered": sum(r["covered"] for r in rs) / len(rs),
                      "conf_covered": sum(bool(r.get("conf_covered")) for r in rs) / len(rs)}
+        for col in columns(rs):
+            cres = sorted(r["columns"][col]["re"] for r in rs if col in r.get("columns", {}))
+            out[name][col] = {"rows": len(cres), "median_re": cres[len(cres) // 2],
+                              "max_re": cres[-1],
+                              "below_1pct": sum(x < 0.01 for x in cres) / len(cres),
+                              "below_0.1pct": sum(x <= 0.001 for x in cres) / len(cres)}
     return out
 
 
+def columns(rows):
+    """Names of the comparison columns the rows carry, in order of appearance."""
+    return list(dict.fromkeys(c for r in rows for c in r.get("columns", {})))
+
+
 def summary_markdown(s):
-    """The summary as a Markdown table."""
-    lines = ["| rows | n | median \\|RE_WA\\| | max | < 1 % | < 10 % | interval covers | 95 % "
-             "interval covers |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    """The summary as a Markdown table (one more pair of columns per comparison column)."""
+    cols = list(dict.fromkeys(k for v in s.values() for k, x in v.items() if isinstance(x, dict)))
+    head = ("| rows | n | median \\|RE_WA\\| | max | < 1 % | < 10 % | interval covers | 95 % "
+            "interval covers |")
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|"
+    for c in cols:
+        head += f" {c}: median \\|RE\\| | {c}: max |"
+        rule += "---:|---:|"
+    lines = [head, rule]
     for name, v in s.items():
-        lines.append(f"| {name} | {v['rows']} | {100 * v['median_re']:.2f} % | "
-                     f"{100 * v['max_re']:.1f} % | {100 * v['below_1pct']:.0f} % | "
-                     f"{100 * v['below_10pct']:.0f} % | {100 * v['covered']:.0f} % | "
-                     f"{100 * v['conf_covered']:.0f} % |")
+        line = (f"| {name} | {v['rows']} | {100 * v['median_re']:.2f} % | "
+                f"{100 * v['max_re']:.2f} % | {100 * v['below_1pct']:.0f} % | "
+                f"{100 * v['below_10pct']:.0f} % | {100 * v['covered']:.0f} % | "
+                f"{100 * v['conf_covered']:.0f} % |")
+        for c in cols:
+            x = v.get(c)
+            line += (f" {100 * x['median_re']:.2f} % | {100 * x['max_re']:.2f} % |" if x
+                     else " | |")
+        lines.append(line)
     return lines
 
 
 def markdown(rows):
     """The table as Markdown lines, one section per drive."""
     lines = []
+    cols = columns(rows)
+    conf = any(r.get("conf_lo") is not None for r in rows)
     for d in dict.fromkeys(r["drive"] for r in rows):
-        lines += [f"### {d}", "",
-                  "| workload | state | WA_true | WA_measured | \\|RE_WA\\| | interval | covers |",
-                  "|---|---|---:|---:|---:|---|:-:|"]
+        head = "| workload | state | WA_true | WA_measured | \\|RE_WA\\| | "
+        head += "95 % interval | covers |" if conf else "interval | covers |"
+        rule = "|---|---|---:|---:|---:|---|:-:|"
+        for c in cols:
+            head += f" {c}: WA | {c}: \\|RE\\| |"
+            rule += "---:|---:|"
+        lines += [f"### {d}", "", head, rule]
         for r in rows:
             if r["drive"] != d:
                 continue
-            lines.append(f"| {r['workload']} | {r['state']} | {r['wa_true']:.3f} | "
-                         f"{r['wa_measured']:.3f} | {100 * r['re']:.1f} % | "
-                         f"[{r['lo']:.3f}, {r['hi']:.3f}] | {'yes' if r['covered'] else 'no'} |")
+            lo, hi, ok = ((r["conf_lo"], r["conf_hi"], r["conf_covered"])
+                          if conf and r.get("conf_lo") is not None
+                          else (r["lo"], r["hi"], r["covered"]))
+            line = (f"| {r['workload']} | {r['state']} | {r['wa_true']:.3f} | "
+                    f"{r['wa_measured']:.3f} | {100 * r['re']:.2f} % | "
+                    f"[{lo:.3f}, {hi:.3f}] | {'yes' if ok else 'no'} |")
+            for c in cols:
+                x = r.get("columns", {}).get(c)
+                line += (f" {x['wa']:.3f} | {100 * x['re']:.2f} % |" if x else " | |")
+            lines.append(line)
         lines.append("")
     return lines
 
@@ -197,7 +239,17 @@ def main(argv=None):
     ap.add_argument("--json", help="write the rows and the summary here (and each row, as it "
                     "arrives, to the same path + 'l' as JSON lines)")
     ap.add_argument("--markdown", help="write the Markdown table here")
+    ap.add_argument("--combine", nargs="+", metavar="JSON",
+                    help="run nothing: join the rows of these --json outputs (e.g. drives run "
+                         "separately) into one table (--json, --markdown)")
     args = ap.parse_args(argv)
+    if args.combine:
+        rows = []
+        for path in args.combine:
+            with open(path, encoding="utf-8") as f:
+                rows += json.load(f)["rows"]
+        write_outputs(rows, args, None)
+        return 0
     names = args.drives.split(",")
     for n in names:
         if n not in DRIVES:
@@ -220,17 +272,26 @@ def main(argv=None):
                 progress.flush()
             print(f"[{i + 1}/{len(job_list)}] {r['drive']:<11}{r['workload']:<30}"
                   f"{r['state']:<8} true {r['wa_true']:7.3f}  measured {r['wa_measured']:7.3f}"
-                  f"  |RE| {100 * r['re']:5.1f} %  {'covered' if r['covered'] else ''}",
+                  f"  |RE| {100 * r['re']:6.2f} %  {'covered' if r['covered'] else ''}"
+                  f"{'  95 % covers' if r.get('conf_covered') else ''}"
+                  + "".join(f"  {c} {100 * x['re']:.2f} %" for c, x in r["columns"].items()),
                   flush=True)
     elapsed = time.perf_counter() - t0
     if progress:
         progress.close()
+    print(f"{len(rows)} jobs in {elapsed:.0f} s on {args.workers} workers")
+    write_outputs(rows, args, elapsed)
+    return 0
+
+
+def write_outputs(rows, args, elapsed):
+    """Print the summary; write ``--json`` and ``--markdown``."""
     s = summary(rows)
     for name, v in s.items():
         print(f"{name}: {v['rows']} rows, median |RE| {100 * v['median_re']:.2f} %, max "
-              f"{100 * v['max_re']:.1f} %, < 1 %: {100 * v['below_1pct']:.0f} %, < 10 %: "
-              f"{100 * v['below_10pct']:.0f} %, interval covers: {100 * v['covered']:.0f} %")
-    print(f"{len(rows)} jobs in {elapsed:.0f} s on {args.workers} workers")
+              f"{100 * v['max_re']:.2f} %, < 1 %: {100 * v['below_1pct']:.0f} %, < 10 %: "
+              f"{100 * v['below_10pct']:.0f} %, interval covers: {100 * v['covered']:.0f} %, "
+              f"95 % interval covers: {100 * v['conf_covered']:.1f} %")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"rows": rows, "summary": s, "elapsed_s": elapsed,
@@ -239,7 +300,6 @@ def main(argv=None):
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write("\n".join(summary_markdown(s) + [""] + markdown(rows)) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -30,12 +30,14 @@ import numpy as np
 
 from rbscope import calibrate as cal
 from rbscope import refssd
+from rbscope.analyze_cli import wa_of
+from rbscope.labelled import from_refssd
 from rbscope.logical import from_bytes
 from rbscope.measurement import Measurement
 from rbscope.presets import DEFAULT_PRESET
 from rbscope.refssd.measure import to_measurement
 from rbscope.sequence import classify_measurement
-from rbscope.wa import compute_wa
+from rbscope.wa import compute_wa, opcode_wa
 
 #: The drives: ``benchmarks/accuracy.py``'s scaled ones (the same runs as the accuracy table).
 DRIVES = tuple(accuracy.DRIVES)
@@ -111,20 +113,35 @@ def run_case(case):
     return row
 
 
-def measure(run, *, dies=None):
+def measure(run, *, dies=None, windows=True, opcode=True):
     """The sequence classifier as ``benchmarks/accuracy.py``'s measurement step.
 
     ``python benchmarks/accuracy.py --measure wa_classifier:measure`` fills the accuracy table
-    with R/B#-only WA from the sequence classifier (the module is found next to the script).
+    with R/B#-only WA from the sequence classifier, computed by ``rbscope analyze``'s own path
+    (:func:`rbscope.analyze_cli.wa_of`; the module is found next to the script). Two comparison
+    columns come with it (``columns``):
+
+    * ``windows``: the plain window counts a new user has, on the same measurement;
+    * ``opcode``: opcode-aware WA, every channel's bus command stream through the bit-exact
+      tap model (:func:`rbscope.labelled.from_refssd`, :func:`rbscope.wa.opcode_wa`).
     """
     m = to_measurement(run, dies=dies, max_pulses=10**9)
     g = run.geometry
-    r = compute_wa(m, g, from_bytes(run.logical_bytes), sequence=classify_measurement(m, g),
-                   write_only="-100%-W-" in str(run.workload))
+    lv = from_bytes(run.logical_bytes)
+    r = wa_of(m, g, lv, classifier="sequence", write_only="-100%-W-" in str(run.workload))
     c = r.wa_confidence
-    return {"wa": r.wa.value, "lo": r.wa.lo, "hi": r.wa.hi,
-            "conf_lo": None if c is None else c.lo, "conf_hi": None if c is None else c.hi,
-            "windows": "sequence", "warnings": list(r.warnings)}
+    out = {"wa": r.wa.value, "lo": r.wa.lo, "hi": r.wa.hi,
+           "conf_lo": None if c is None else c.lo, "conf_hi": None if c is None else c.hi,
+           "windows": "sequence", "warnings": list(r.warnings),
+           "checks": [x["check"] for x in r.checks], "columns": {}}
+    if windows:
+        w = _window_wa(m, g, lv, run.drive)
+        out["columns"]["windows"] = {"wa": w.wa.value, "lo": w.wa.lo, "hi": w.wa.hi}
+    if opcode and dies is None:
+        labels = [from_refssd(run, ch, max_pulses=0) for ch in range(run.drive.channels)]
+        o = opcode_wa(labels, g, lv)
+        out["columns"]["opcode"] = {"wa": o.wa.value, "lo": o.wa.lo, "hi": o.wa.hi}
+    return out
 
 
 def _summary(r, truth):

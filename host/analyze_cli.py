@@ -27,6 +27,7 @@ from .measurement import MeasurementError
 from .presets import DEFAULT_PRESET, PresetError, format_preset, resolve_preset
 from .sequence import SequenceError, classify_measurement
 from .sources import SourceOptionError, open_measurement
+from .trained import TrainedClassifier, TrainedError, train
 from .wa import MpDecision, WAError, compute_wa, decide_mp, measured_mp, wa_series
 
 __all__ = ["Analysis", "add_analyze_parser", "add_calibrate_parser", "analyse", "cmd_analyze",
@@ -89,7 +90,7 @@ def _duration(text):
 
 def _add_source_options(p, *, positional=True):
     if positional:
-        p.add_argument("source", metavar="SOURCE",
+        p.add_argument("source", metavar="SOURCE", nargs="?" if positional == "optional" else None,
                        help="a measurement (.json), a capture file (rbscope capture), a VCD "
                             "(.vcd) or a sigrok session (.sr)")
     p.add_argument("--format", choices=("auto", "json", "capture", "vcd", "sr"),
@@ -257,6 +258,9 @@ def add_analyze_parser(subparsers):
     g.add_argument("--write-only", action="store_true",
                    help="the workload only wrote (enables the read-pulse and cache-program "
                         "checks)")
+    g.add_argument("--trained", metavar="JSON",
+                   help="classify with the width distributions trained on labelled pulses "
+                        "(rbscope calibrate --labelled ... -o JSON; docs/accuracy.md)")
     g.add_argument("--overlap-correct", action="store_true",
                    help="correct the program count for erases inside the program window and "
                         "programs outside it, from a mixture fit of the width histogram")
@@ -340,22 +344,30 @@ def analyse(args, geometry, *, series=None):
             ls = lg.read_fio_bw_log(args.fio_bw_log)
         rows = wa_series(m, geometry, mp=args.mp, program_class=args.program_class,
                          logical_series=ls)
+    trained = None
+    if getattr(args, "trained", None):
+        trained = TrainedClassifier.load(args.trained)
     result = wa_of(m, geometry, logical, mp=args.mp, program_class=args.program_class,
                    classifier=args.classifier, write_only=args.write_only,
-                   correction=correction, notes=notes)
+                   correction=correction, notes=notes, trained=trained)
     return Analysis(m, geometry, logical, result, notes, rows, evidence)
 
 
 def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",
-          write_only=False, correction=None, notes=None):
+          write_only=False, correction=None, notes=None, trained=None):
     """The WA of a measurement as ``rbscope analyze`` computes it (classifier included).
 
     ``logical`` None gives the physical volume only. Notes of the classifier go to ``notes``.
+    ``trained`` (a :class:`~rbscope.trained.TrainedClassifier`) gives the sequence classifier
+    the class width distributions learned from labelled pulses.
     """
     seq = None
+    if trained is not None and (classifier == "windows" or correction is not None):
+        raise UsageError("--trained needs the sequence classifier (not --classifier windows "
+                         "or --overlap-correct)")
     if classifier != "windows" and correction is None:
         try:
-            seq = classify_measurement(m, geometry)
+            seq = classify_measurement(m, geometry, trained=trained)
         except SequenceError as exc:
             if classifier == "sequence":
                 raise
@@ -386,7 +398,7 @@ def cmd_analyze(args):
         _err("analyze", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
-            cal.CalibrationError, SequenceError) as exc:
+            cal.CalibrationError, SequenceError, TrainedError) as exc:
         _err("analyze", exc)
         return EXIT_FAILURE
     m, logical, result, notes = a.measurement, a.logical, a.result, a.notes
@@ -517,6 +529,13 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
                 print(f"projected endurance at this WA {e.tbw_bytes / 1e12:,.1f} TBW{dwpd}")
             if e.missing:
                 print(f"  (endurance needs: {'; '.join(e.missing)})")
+    tap = m.provenance.get("tap")
+    if tap:
+        mp = "–" if tap["mp"] is None else f"{tap['mp']:.3f}"
+        print(f"bus tap (by command)           {tap['program_ops']:,} program operations "
+              f"({tap['cache_programs']:,} cache programs), {tap['pages_programmed']:,} pages, "
+              f"measured Mp {mp}; {tap['erase_ops']:,} erases ({tap['blocks_erased']:,} "
+              f"blocks); {tap['reads']:,} page reads")
     if series:
         print()
         print(f"  {'from':>10} {'to':>10} {'programs':>10} {'physical':>12} {'logical':>12} "
@@ -552,11 +571,18 @@ def add_calibrate_parser(subparsers):
         epilog=("examples:\n"
                 "  rbscope calibrate gc-run.sr --geometry ssd-v -o ssd-v-windows.toml\n"
                 "  rbscope calibrate seq-2GB.vcd --geometry ssd-m --logical 2GB\n"
+                "  rbscope calibrate --labelled tapped.labels.json -o trained.json\n"
                 "exit codes: 0 success, 1 failure, 2 usage error"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_source_options(p)
+    _add_source_options(p, positional="optional")
     _add_logical_options(p)
-    p.add_argument("-o", "--output", metavar="TOML", help="write the proposed preset here")
+    p.add_argument("-o", "--output", metavar="TOML|JSON",
+                   help="write the proposed preset here (with --labelled: the trained "
+                        "classifier, JSON, for rbscope analyze --trained)")
+    p.add_argument("--labelled", metavar="JSON", action="append",
+                   help="train the R/B#-only classifier on labelled pulses (rbscope label's "
+                        "output; repeat for several tapped channels) instead of proposing "
+                        "windows from a source")
     p.add_argument("--program-class", default="program", metavar="NAME|K",
                    help="window of program pulses, for the Mp decision (default: 'program')")
     p.add_argument("--mp-candidates", default="1,2,4", metavar="LIST",
@@ -569,6 +595,14 @@ def add_calibrate_parser(subparsers):
 
 def cmd_calibrate(args):
     """Handle ``rbscope calibrate``; return the exit code."""
+    if args.labelled:
+        if args.source is not None:
+            _err("calibrate", "give either a SOURCE or --labelled, not both")
+            return EXIT_USAGE
+        return _cmd_train(args)
+    if args.source is None:
+        _err("calibrate", "a SOURCE (or --labelled FILE) is required")
+        return EXIT_USAGE
     try:
         candidates = tuple(int(x) for x in args.mp_candidates.split(","))
         if not candidates or min(candidates) < 1:
@@ -653,6 +687,40 @@ def cmd_calibrate(args):
         print(f"Mp: {decision.mp if decision.mp else 'ambiguous'} — {decision.reason}")
     for note in notes + result.notes:
         print(f"note: {note}")
+    return EXIT_OK
+
+
+def _cmd_train(args):
+    """``rbscope calibrate --labelled``: train the classifier on labelled pulses."""
+    from .labelled import LabelledError, LabelledPulses
+
+    try:
+        labels = [LabelledPulses.load(path) for path in args.labelled]
+        trained = train(labels, source=", ".join(args.labelled))
+        if args.output:
+            trained.save(args.output)
+    except (LabelledError, TrainedError) as exc:
+        _err("calibrate", exc)
+        return EXIT_FAILURE
+    if args.json:
+        out = trained.to_dict()
+        out["notes"] = trained.notes
+        out["output"] = args.output
+        print(json.dumps(out, indent=2))
+        return EXIT_OK
+    print(f"trained on {sum(s.pulses for s in trained.states):,} labelled pulses "
+          f"({', '.join(args.labelled)}):")
+    for st in trained.states:
+        lo, hi = st.range_log2
+        print(f"  {st.name:<14} {st.kind:<11} {st.pulses:>10,} pulses   "
+              f"{2 ** lo:.4g} – {2 ** hi:.4g} µs")
+    if trained.mp is not None:
+        print(f"Mp measured: {trained.mp:.3g} pages per program")
+    for note in trained.notes:
+        print(f"note: {note}")
+    if args.output:
+        print(f"classifier written to {args.output} (rbscope analyze --trained "
+              f"{args.output})")
     return EXIT_OK
 
 

@@ -45,12 +45,14 @@ SEQUENCE_HINTS = {"multiplane": (0.2, 1.5), "cache": (1.5, 12.0), "read": (12.0,
 TCBSY_US = (1.5, 40.0)
 
 #: State kinds that write pages (one page per pulse, times Mp).
-PROGRAM_KINDS = ("program",)
+PROGRAM_KINDS = ("program", "cache_program")
 
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
 _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
 _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
-_BINS_PER_OCTAVE = 32
+#: Resolution of the emission histograms (also that of a trained classifier's file).
+BINS_PER_OCTAVE = 32
+_BINS_PER_OCTAVE = BINS_PER_OCTAVE
 _SMOOTH = 1.0       # bins: Gaussian smoothing of the emission histograms
 #: Most pulses per line the histogram mixture represents (see classify_measurement).
 MIXTURE_PULSES = 200_000
@@ -148,6 +150,7 @@ class DieResult:
     announced: float = 0.0  # short pulses counted as programs (a tDBSY announced them)
     ambiguous_short: float = 0.0  # unannounced short pulses in the tCBSY range
     undecided: float = 0.0  # Σ min(p, 1 - p) of the program posteriors
+    multiplane_pulses: float = 0.0  # expected tDBSY pulses (ordered or not)
 
     @property
     def pages(self):
@@ -160,7 +163,8 @@ class DieResult:
                 "program_sd": math.sqrt(self.program_var),
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
-                "announced_short": self.announced, "ambiguous_short": self.ambiguous_short}
+                "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
+                "multiplane_pulses": self.multiplane_pulses}
 
 
 @dataclass
@@ -294,12 +298,17 @@ def _initial_states(x, hints, page_types):
         sd = max(sd, 0.03)
         states.append(State(f"program_{t + 1}" if len(prog) > 1 else "program", "program",
                             c, sd, (max(c - 4 * sd, plo - 0.25), c + 4 * sd)))
+    lo, hi = elo - 0.1, ehi + 0.1
     if erase:
         c, sd, _n = max(erase, key=lambda p: p[2])
         sd = max(sd, _SIGMA_MIN)
+        if ehi - elo < 0.05:
+            # A datasheet often gives one typical tBERS (a point, not a range): the erase
+            # cluster found above the programs widens the support to the erases really seen.
+            lo, hi = min(lo, max(c - 3 * sd, phi)), max(hi, c + 3 * sd)
     else:
         c, sd = 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4)
-    states.append(State("erase", "erase", c, sd, (elo - 0.1, ehi + 0.1)))
+    states.append(State("erase", "erase", c, sd, (lo, hi)))
     return states
 
 
@@ -442,7 +451,7 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
     return g, np.exp(lf - lf.max()), hit
 
 
-def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack):
+def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=()):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -461,7 +470,21 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     extra = 0.0
     if mj:
         pm = g[:, mj].sum(axis=1)
+        if len(x) > 1 and pshort[0] > 0:
+            # A capture that starts at power-on shows reset (FFh), then set features (EFh),
+            # as short as a tDBSY: that pulse announces nothing.
+            pm = pm.copy()
+            pm[1] *= 1.0 - pshort[0]
         prev = np.concatenate([[0.0], pm[:-1]])
+        short = x <= cbsy_hi
+        plong = pprog[~short]
+        if plong.sum() and (plong * prev[~short]).sum() > 0.9 * plong.sum():
+            # Every program on this die is multi-plane (a tDBSY before it): a short pulse
+            # without one is no cache program's head, whatever its width suggests (a trained
+            # tCBSY distribution overlaps the reads).
+            moved = pprog * (1 - prev) * short
+            pprog = pprog - moved
+            pshort = pshort + moved
         announced = pshort * prev
         pprog = pprog + announced
         # Expected run of tDBSY pulses right before each pulse: R(i) = pm(i-1) (1 + R(i-1)).
@@ -484,12 +507,41 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     return DieResult(int(len(x)), expected, float(pprog.sum()),
                      float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()), extra, cap,
                      float(announced.sum()), ambiguous,
-                     float(np.minimum(pprog, 1 - pprog).sum()))
+                     float(np.minimum(pprog, 1 - pprog).sum()),
+                     float(g[:, list(mk)].sum()) if mk else 0.0)
+
+
+def _trained_states(trained, grid, hints):
+    """Fixed emission states from a :class:`~rbscope.trained.TrainedClassifier` on ``grid``.
+
+    Each class's labelled widths, smoothed like a learned state's, with a faint floor half an
+    octave around them (a width a little beyond the training still belongs somewhere). An erase
+    state is seeded from the hints when the labels held no erase.
+    """
+    states = []
+    for t in trained.states:
+        lo, hi = t.range_log2
+        st = State(t.name, t.kind, 0.0, 0.0, (lo - 0.5, hi + 0.5), fixed=True)
+        idx = np.arange(len(t.counts)) + t.first_bin - round(grid.lo * BINS_PER_OCTAVE)
+        h = np.bincount(np.clip(idx, 0, grid.n - 1), weights=t.counts.astype(float),
+                        minlength=grid.n)
+        c = grid.centres()
+        st.mu = float((h * c).sum() / h.sum())
+        st.sigma = max(float(np.sqrt((h * (c - st.mu) ** 2).sum() / h.sum())), _SIGMA_MIN)
+        st._limit(grid, np.convolve(h, grid.kernel, mode="same") + 1e-4 * h.sum() / grid.n)
+        states.append(st)
+    if not any(s.kind == "erase" for s in states):
+        elo, ehi = (math.log2(v) for v in hints["erase"])
+        st = State("erase", "erase", 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4),
+                   (elo - 0.1, ehi + 0.1))
+        st.seed(grid)
+        states.append(st)
+    return states
 
 
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
-             hmm_iterations=0, ordered=True):
+             hmm_iterations=0, ordered=True, trained=None):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -518,6 +570,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     ordered : bool
         The widths are in pulse order (False for widths rebuilt from histograms: no order rule
         is applied).
+    trained : rbscope.trained.TrainedClassifier, optional
+        Class width distributions learned from labelled pulses (the opcode tap's): they replace
+        the clusters found in the data as fixed emission densities (page types held equal as
+        usual when the training found 2 or 3; the erase cap and the tDBSY rules apply).
 
     Returns
     -------
@@ -543,15 +599,26 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     if total < 50:
         raise SequenceError(f"only {total} pulses: too few for sequence-aware classification")
     allx = np.concatenate(seqs)
-    states = _initial_states(allx, h, page_types)
-    grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()),
-                                              math.log2(h["erase"][1])) + 0.5)
+    if trained is not None:
+        lo = min([float(allx.min())] + [t.range_log2[0] for t in trained.states])
+        hi = max([float(allx.max()), math.log2(h["erase"][1])]
+                 + [t.range_log2[1] for t in trained.states])
+        grid = _Grid(lo - 1.0, hi + 1.0)
+        states = _trained_states(trained, grid, h)
+    else:
+        states = _initial_states(allx, h, page_types)
+        grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()),
+                                                  math.log2(h["erase"][1])) + 0.5)
     for st in states:
-        st.seed(grid)
+        if st.dens is None:
+            st.seed(grid)
     kinds = [st.kind for st in states]
     names = [st.name for st in states]
     K = len(states)
-    pj = [j for j, kd in enumerate(kinds) if kd == "program"]
+    # Program pulses: the page types ("program", held to equal counts) and a trained
+    # classifier's cache programs (counted, not balanced).
+    pj = [j for j, kd in enumerate(kinds) if kd in PROGRAM_KINDS]
+    pt = [j for j, kd in enumerate(kinds) if kd == "program"]
     ej = kinds.index("erase")
     train = [grid.index(s[:train_pulses]) for s in seqs]
     # The mixture works on bin counts: every pulse of a bin has the same posterior.
@@ -561,13 +628,13 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     hc = hist[occupied]
     b = _emissions(occupied, states)
     weights = np.bincount(np.argmax(b, axis=1), weights=hc, minlength=K) + 1.0
-    if balance == "auto" and pj:
+    if balance == "auto" and pt:
         # Seeds split the overlap of the slowest page type and the erases arbitrarily: count
         # the erase seed with its nearest program state before comparing the page types.
-        pc = weights[pj].copy()
-        pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pj]))] += weights[ej]
-        balance = 2 <= len(pj) <= 3 and pc.max() <= 1.5 * pc.min()
-    balance = bool(balance and len(pj) > 1)
+        pc = weights[pt].copy()
+        pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pt]))] += weights[ej]
+        balance = 2 <= len(pt) <= 3 and pc.max() <= 1.5 * pc.min()
+    balance = bool(balance and len(pt) > 1)
     if pages_per_block:
         weights[ej] = max(1.0, weights[pj].sum() / pages_per_block)
     weights /= weights.sum()
@@ -607,7 +674,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
                           page_types=page_types, balance=False, erase_slack=erase_slack,
                           train_pulses=train_pulses, iterations=iterations,
-                          hmm_iterations=hmm_iterations, ordered=ordered)
+                          hmm_iterations=hmm_iterations, ordered=ordered, trained=trained)
         result.notes.append("equal page types conflict with the erase cap (cache-program "
                             "chains?): page types not balanced")
         return result
@@ -631,7 +698,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     # Posteriors on every pulse, die by die (bounded memory).
     dies = {}
     notes = []
-    mj = [j for j, kd in enumerate(kinds) if kd == "multiplane"] if ordered else []
+    mk = [j for j, kd in enumerate(kinds) if kd == "multiplane"]
+    mj = mk if ordered else []
     sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
     cbsy_hi = math.log2(TCBSY_US[1])
     for k, s in zip(keys, seqs, strict=True):
@@ -643,7 +711,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             g = _emissions(sidx, states) * (weights * f)
             g /= g.sum(axis=1, keepdims=True)
         dies[k] = _die_result(s, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block,
-                              erase_slack)
+                              erase_slack, mk)
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
@@ -653,6 +721,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                      "block): the widths alone would have called more pulses erases")
     if balance:
         notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
+    if trained is not None:
+        notes.append("classes with the width distributions trained on labelled pulses"
+                     + (f" ({trained.source})" if trained.source else ""))
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance)
 
@@ -731,7 +802,7 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
             die.pulses = round(die.pulses * x)
             die.expected = {k: v * x for k, v in die.expected.items()}
             for name in ("program_pulses", "program_var", "erase_pulses", "multiplane_pages",
-                         "announced", "ambiguous_short", "undecided"):
+                         "announced", "ambiguous_short", "undecided", "multiplane_pulses"):
                 if hasattr(die, name):
                     setattr(die, name, getattr(die, name) * x)
             if die.erase_cap is not None:

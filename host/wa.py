@@ -48,12 +48,17 @@ from dataclasses import dataclass, field
 from .calibrate import erase_plausible
 from .logical import LogicalVolume
 from .model import FIXED_COUNTERS
+from .presets import CLASS_NAMES
 
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
     "decide_mp", "measured_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance",
-    "t_quantile",
+    "t_quantile", "opcode_wa", "OpcodeWA",
 ]
+
+#: Window classes of read-like pulses (reads, and the cache window where tCBSY falls), from the
+#: one list of class names.
+READ_CLASSES = tuple(n for n in CLASS_NAMES if n in ("read", "cache"))
 
 #: Two-sided 95 % Student-t quantiles (0.975) for 1 … 30 degrees of freedom.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -132,6 +137,7 @@ class ChannelPrograms:
     class_var: float = 0.0  # posterior variance of the program count (sequence classifier)
     class_slack: float = 0.0  # structural slack of the program count, both ways
     class_up: float = 0.0  # pulses that may be programs on top (cache-program ambiguity)
+    hidden: float = 0.0  # program operations tDBSY pulses announce beyond the long pulses
 
     @property
     def estimate(self):
@@ -141,7 +147,8 @@ class ChannelPrograms:
         return {"channel": self.channel, "name": self.name, "dies": self.dies,
                 "programs": self.programs, "unknown": self.unknown,
                 "corrected": self.corrected, "class_sd": math.sqrt(self.class_var),
-                "class_slack": self.class_slack, "class_up": self.class_up}
+                "class_slack": self.class_slack, "class_up": self.class_up,
+                "hidden_programs": self.hidden}
 
 
 @dataclass
@@ -248,7 +255,18 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # Two estimates of the pages: tDBSY-measured, and program pulses × Mp; the interval
         # spans both (a reset or set-features pulse can pass for a tDBSY).
         row.class_slack += abs(die.program_pulses - row.corrected)
-    row.class_up = die.ambiguous_short * per_pulse * mp
+    up = die.ambiguous_short
+    if mode == "mixture" and mp > 1 and die.multiplane_pulses:
+        # Without the order, a tCBSY cannot be told from a read; but every multi-plane program
+        # or erase queues Mp - 1 planes with a tDBSY pulse, so tDBSY pulses beyond the long
+        # pulses' share count the programs that showed only a short pulse (cache programs).
+        # That count (with a tenth and two pulses of margin) bounds the ambiguity better than
+        # every short pulse in the tCBSY range, reads included.
+        row.hidden = max(0.0, die.multiplane_pulses / (mp - 1) - die.program_pulses
+                         - die.erase_pulses)
+        up = 1.1 * row.hidden + 2
+    # A hidden program is one more program operation: one pulse of Mp pages.
+    row.class_up = up
 
 
 def compute_wa(measurement, geometry, logical, *, mp=None, program_class="program",
@@ -423,6 +441,70 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
                     checks=checks, classification=classification)
 
 
+@dataclass
+class OpcodeWA:
+    """WA from the opcode tap's operation counts (:func:`opcode_wa`)."""
+
+    wa: Interval
+    pages: int  # pages programmed on the tapped dies (final 10h and 15h confirms × planes)
+    dies_tapped: int
+    dies: int
+    edge_pages: int  # pages the capture's edges may have cut, each way
+    warnings: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {"wa": self.wa.to_dict(), "pages": self.pages, "dies_tapped": self.dies_tapped,
+                "dies": self.dies, "edge_pages": self.edge_pages, "warnings": self.warnings}
+
+
+def opcode_wa(labels, geometry, logical):
+    """WA in opcode-aware mode: the pages the bus's program confirms name, not R/B# widths.
+
+    The tap counts every final program confirm (10h, and 15h of a cache program, whose R/B#
+    shows only tCBSY) with the planes its 11h queue added, so the pages programmed on each
+    tapped die are counted, not classified. The only unknowns are the operations cut at the
+    capture's edges: one per die at each edge, of up to ``planes_per_die`` pages.
+
+    Parameters
+    ----------
+    labels : sequence of rbscope.labelled.LabelledPulses
+        One per tapped channel (``rbscope label``, or :func:`rbscope.labelled.from_refssd`).
+    geometry : Geometry
+    logical : LogicalVolume
+
+    Returns
+    -------
+    OpcodeWA
+    """
+    from rbscope.gateware.onfi_tap.params import PlaneKind
+
+    if not isinstance(logical, LogicalVolume):
+        raise WAError(f"logical must be a LogicalVolume, not {logical!r}")
+    if logical.hi == 0:
+        raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
+    labels = list(labels)
+    tapped = sum(len(lab.dies) for lab in labels)
+    if not tapped:
+        raise WAError("no tapped die: opcode-aware WA needs the labels of at least one channel")
+    if tapped > geometry.dies:
+        raise WAError(f"{tapped} dies are tapped but {geometry.name} has only {geometry.dies}")
+    kinds = (PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM)
+    pages = sum(lab.pages(d, k) for lab in labels for d in range(len(lab.dies)) for k in kinds)
+    edge = 2 * tapped * geometry.planes_per_die  # one operation per die at each edge
+    warnings = []
+    scale = geometry.dies / tapped
+    if tapped < geometry.dies:
+        warnings.append(f"{tapped} of {geometry.dies} dies tapped: their pages stand for every "
+                        f"die (the full-parallelism assumption; tap every channel, or measure "
+                        f"the others by R/B# with the classifier trained on these labels)")
+    unit = geometry.page_size * scale
+    value = pages * unit / logical.value
+    lo = max(0, pages - edge) * unit / logical.hi
+    hi = (pages + edge) * unit / logical.lo if logical.lo else math.inf
+    return OpcodeWA(Interval(value, min(lo, value), max(hi, value)), pages, tapped,
+                    geometry.dies, edge, warnings)
+
+
 def _cache_suspected(rows, sequence, write_only, wa):
     """Does the capture show cache programs (80h…15h), whose R/B# shows only tCBSY?
 
@@ -436,6 +518,9 @@ def _cache_suspected(rows, sequence, write_only, wa):
     if not programs:
         return False
     if announced > 0.002 * programs:
+        return True
+    hidden = sum(r.hidden for r in rows)
+    if hidden > 0.002 * programs + 2 * len(rows):
         return True
     gc = programs * max(0.0, 1 - 1 / wa) if wa > 0 else 0.0
     return bool(write_only and ambiguous > 1.2 * gc + 0.02 * programs)
@@ -474,15 +559,24 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
         else:
             reads = sum(m.counts[ch].classes[i] for ch in channels
                         for i, n in enumerate(m.class_names)
-                        if n in ("read", "cache", "cache_busy")) * scale
+                        if n in READ_CLASSES) * scale
         gc = max(0.0, programs * (1 - 1 / wa.value)) if wa.value > 0 else 0.0
         if reads > 1.2 * gc + 0.01 * programs + 10:
             fail("reads_in_write_run",
                  f"{reads:,.0f} read-class pulses in a write-only run, more than garbage "
                  f"collection explains (≤ ≈{gc:,.0f}): cache programs (80h…15h) show only "
                  f"tCBSY, which falls among the read widths — tap the bus (opcode-aware mode)")
-    if cache_suspected:
-        amb = sum(r.class_up for r in rows) * scale / mp
+    if cache_suspected and sequence.mode == "mixture":
+        hidden = sum(r.hidden for r in rows) * scale
+        fail("cache_programs",
+             f"cache programs (80h…15h) on this drive: the tDBSY pulses queue ≈{hidden:,.0f} "
+             f"more multi-plane operations than the program and erase pulses account for, so "
+             f"about that many programs showed R/B# only a short tCBSY, which width histograms "
+             f"cannot tell from reads. WA may be that much higher, and the 95 % interval "
+             f"includes it. Capture per-pulse widths (the pulse order finds them), or tap the "
+             f"bus (opcode-aware mode) for exact counts")
+    elif cache_suspected:
+        amb = sum(r.class_up for r in rows) * scale
         ann = sum(sequence.dies[r.channel].announced for r in rows) * scale
         fail("cache_programs",
              f"cache programs (80h…15h) on this drive: R/B# shows only tCBSY for a chain's first "

@@ -177,6 +177,19 @@ def test_time_jumps_cost_no_time(tmp_path):
     assert time.process_time() - start < 5
 
 
+
+def test_an_edge_beyond_64_bit_cycles_is_an_error(tmp_path):
+    # Found by the fuzzer (seed 211732742947): a change at #9e35 overflowed the int64 cycles.
+    path = _vcd(tmp_path, "$timescale 1ns $end\n$var wire 1 ! rb $end\n$enddefinitions $end\n"
+                "#0\n1!\n#100\n0!\n#" + "9" * 36 + "\n1!\n#" + "9" * 37 + "\n")
+    with pytest.raises(RecordingError, match="beyond cycle"):
+        open_measurement(path)
+    # Just inside the range the pulse is measured: 2**62 ns low is one overlong pulse.
+    path = _vcd(tmp_path, "$timescale 1ns $end\n$var wire 1 ! rb $end\n$enddefinitions $end\n"
+                f"#0\n1!\n#100\n0!\n#{1 << 62}\n1!\n#{(1 << 62) + 100}\n")
+    m, _ = open_measurement(path)
+    assert m.counts[0].overlong == 1 and sum(m.counts[0].classes) == 0
+
 # TOML -------------------------------------------------------------------------------------------
 
 

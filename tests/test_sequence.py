@@ -146,6 +146,35 @@ def test_tdbsy_pulses_give_pages_and_announce_cache_program_heads():
     assert mp == 2 and ratio == pytest.approx(2, abs=0.01)
 
 
+def test_a_point_erase_hint_still_claims_every_erase():
+    # A datasheet's single typical tBERS (3.8 ms) while the erases spread over 3.5-4.1 ms.
+    prog = ((250, 600), (1400, 2400))
+    pulses, labels = make(seed=10, dbsy=True, program=prog, erase=(3500, 4100), blocks=20)
+    for d in labels:  # some erases right at the ends of their range
+        i = [k for k, x in enumerate(labels[d]) if x == "erase"]
+        pulses[d][i[0]], pulses[d][i[1]] = ticks([3500.0, 4099.9])
+    r = classify(pulses, TICK, pages_per_block=PPB,
+                 hints={"program": (200, 2200), "erase": (3800, 3800)})
+    for d, lab in labels.items():
+        assert r.dies[d].erase_pulses == pytest.approx(lab.count("erase"), abs=0.01)
+        assert r.dies[d].announced < 0.01  # no erase read as a short pulse after a tDBSY
+        assert r.dies[d].pages == pytest.approx(2 * programs_of(lab), abs=0.01)
+
+
+def test_power_on_reset_and_set_features_announce_nothing():
+    # A capture from power-on: reset (tRST, 4 µs), set features (1 µs, as short as a tDBSY),
+    # then a read and the die's work.
+    pulses, labels = make(seed=11, dbsy=True, blocks=20, erase=(3000, 4000))
+    plain = classify(pulses, TICK, pages_per_block=PPB)
+    for d in labels:
+        pulses[d] = np.concatenate([ticks([4.0, 1.0, 56.0]), pulses[d]])
+    r = classify(pulses, TICK, pages_per_block=PPB)
+    for d, lab in labels.items():
+        assert r.dies[d].announced < 0.01
+        assert r.dies[d].pages == pytest.approx(2 * programs_of(lab), abs=0.01)
+        assert r.dies[d].pages == pytest.approx(plain.dies[d].pages, abs=0.01)
+
+
 def test_too_few_pulses_and_bad_input_are_clear_errors():
     with pytest.raises(SequenceError, match="no per-pulse widths"):
         classify({0: []}, TICK)
@@ -251,6 +280,33 @@ def test_checks_cache_programs_and_reads_in_a_write_run():
     # Windows: the tCBSY heads count as reads in a write-only run.
     w = compute_wa(m, GEOM, lv, write_only=True)
     assert "reads_in_write_run" in checks(w)
+
+
+def test_histograms_only_cache_programs_widen_the_interval_and_point_to_the_tap():
+    # Without the pulse order a tCBSY is a read; the tDBSY surplus shows the hidden programs.
+    pulses, labels = make(seed=12, dbsy=True, cache_heads=0.2, reads=0.3)
+    m = to_measurement(pulses, keep_pulses=False)
+    true_pages = 2 * sum(programs_of(lab) for lab in labels.values())
+    lv = from_bytes(true_pages * GEOM.page_size)  # true WA = 1
+    seq = classify_measurement(m, GEOM)
+    assert seq.mode == "mixture"
+    r = compute_wa(m, GEOM, lv, sequence=seq, mp=2)
+    assert r.wa.value < 0.9  # the heads are counted as reads ...
+    assert r.wa_confidence.lo <= 1 <= r.wa_confidence.hi  # ... and the interval says so
+    assert r.wa_confidence.hi < 1.2  # by about the hidden programs, not without bound
+    assert "cache_programs" in checks(r)
+    msg = next(c["message"] for c in r.checks if c["check"] == "cache_programs")
+    assert "tap the bus" in msg and "per-pulse widths" in msg
+    hidden = sum(row.hidden for row in r.channels)
+    heads = sum(lab.count("cache_program") for lab in labels.values())
+    assert hidden == pytest.approx(heads, rel=0.1)
+    # Without cache programs the same drive's histograms raise no such warning.
+    pulses, labels = make(seed=12, dbsy=True, reads=0.3)
+    m = to_measurement(pulses, keep_pulses=False)
+    lv = from_bytes(2 * sum(programs_of(lab) for lab in labels.values()) * GEOM.page_size)
+    r = compute_wa(m, GEOM, lv, sequence=classify_measurement(m, GEOM), mp=2)
+    assert "cache_programs" not in checks(r)
+    assert r.wa.value == pytest.approx(1, abs=0.01)
 
 
 def test_mp_beyond_planes_is_refused_and_never_proposed():

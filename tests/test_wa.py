@@ -284,3 +284,34 @@ def test_confidence_interval_equals_the_bounds_when_every_die_is_probed():
     one = compute_wa(measurement([100]), g, from_bytes(4096 * 400))
     assert one.wa_confidence is None
     assert any("no confidence interval" in w for w in one.warnings)
+
+
+def test_opcode_wa_counts_the_pages_the_bus_confirms():
+    from rbscope import refssd
+    from rbscope.labelled import from_refssd
+    from rbscope.logical import from_bytes
+    from rbscope.wa import opcode_wa
+
+    d = refssd.preset("cache-prog", channels=2, dies_per_chip=1, pages_per_block=32,
+                      blocks_per_plane=64)
+    space = d.logical_bytes
+    run = refssd.simulate(d, refssd.micro("4K-RD-100%-W-4KiB-align", space, space // 4, seed=5),
+                          seed=5, precondition="steady")
+    lv = from_bytes(run.logical_bytes)
+    labels = [from_refssd(run, ch, max_pulses=0) for ch in range(d.channels)]
+    r = opcode_wa(labels, run.geometry, lv)
+    # Cache programs (15h, R/B# shows only tCBSY) and two-plane programs included: exact.
+    assert r.pages == run.truth.pages_programmed["total"]
+    assert r.wa.value == pytest.approx(run.truth.wa_true, rel=1e-12)
+    assert r.edge_pages == 2 * d.dies * run.geometry.planes_per_die
+    assert r.wa.lo < r.wa.value < r.wa.hi
+    assert r.wa.hi / r.wa.value - 1 == pytest.approx(r.edge_pages / r.pages, rel=1e-9)
+    assert not r.warnings and r.to_dict()["pages"] == r.pages
+    # One of two channels tapped: its dies stand for all, and it says so.
+    half = opcode_wa(labels[:1], run.geometry, lv)
+    assert half.dies_tapped == d.dies // 2 and "full-parallelism" in half.warnings[0]
+    assert half.wa.value == pytest.approx(r.wa.value, rel=0.1)
+    with pytest.raises(WAError, match="no tapped die"):
+        opcode_wa([], run.geometry, lv)
+    with pytest.raises(WAError, match="0 bytes"):
+        opcode_wa(labels, run.geometry, from_bytes(0))

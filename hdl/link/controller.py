@@ -13,8 +13,8 @@ host decoder together; a field left unbound is an elaboration error.
 
 import hashlib
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -22,6 +22,7 @@ from ..rb_sniffer.layouts import config_layout, read_request_layout
 from ..rb_sniffer.layouts import status_layout as sniffer_status_layout
 from ..rb_sniffer.params import SnifferParams, Space
 from ..rb_sniffer.sniffer import TraceSignature
+from ..synthesis import COLLISION_FREE
 from . import protocol
 from .extension import LinkExtension
 from .framing import FrameByte, decoded_command_layout
@@ -156,18 +157,21 @@ class LinkController(wiring.Component):
         n = p.channels
         ext = self.extension
 
-        # Link-level registers, and the extension's (bound to its ports).
+        # Link-level registers, and the extension's (bound to its ports). Registers keep their
+        # values through a logic reset (like the counters): the register file RAM that reads
+        # them back is not reset either, so the two always agree.
         link = {
             "link.id": Const(protocol.ID_MAGIC, 32),
-            "link.snapshot_period": Signal(32, init=self.snapshot_period),
-            "link.hist_period": Signal(16),
-            "link.trace_enable": Signal(),
+            "link.snapshot_period": Signal(32, init=self.snapshot_period, reset_less=True),
+            "link.hist_period": Signal(16, reset_less=True),
+            "link.trace_enable": Signal(reset_less=True),
         }
         strobes = []
         for port in ext.ports:
             signal = getattr(self, port.port_name)
             if port.access is protocol.Access.RW:
-                held = Signal(port.width, init=port.reset, name=f"reg_{port.port_name}")
+                held = Signal(port.width, init=port.reset, name=f"reg_{port.port_name}",
+                              reset_less=not port.strobe)
                 m.d.comb += signal.eq(held)
                 link[port.field] = held
                 if port.strobe:
@@ -184,7 +188,7 @@ class LinkController(wiring.Component):
             if reg.field not in link:
                 width = min(32, self._field_width(reg) - reg.shift)
                 init_value |= (reg.reset & ((1 << width) - 1)) << self._cfg_offset(reg)
-        cfg_reg = layout(Signal(layout.size, init=init_value, name="cfg_reg"))
+        cfg_reg = layout(Signal(layout.size, init=init_value, name="cfg_reg", reset_less=True))
         m.d.comb += self.cfg.eq(cfg_reg)
         targets = {reg.address: (reg, self._register_target(reg, cfg_reg, link))
                    for reg in self.registers}
@@ -199,8 +203,7 @@ class LinkController(wiring.Component):
 
         # ---- trace FIFO and per-channel loss counters ---------------------------------------
         trace_shape = data.Layout.cast(self.trace.payload.shape())
-        m.submodules.trace_fifo = trace_fifo = fifo.SyncFIFOBuffered(width=trace_shape.size,
-                                                                    depth=16)
+        m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
         trace_lost_total = Signal(32)
         m.submodules.trace_lost = trace_lost = Memory(shape=32, depth=max(2, n), init=[])
         tl_wr = trace_lost.write_port()
@@ -242,23 +245,38 @@ class LinkController(wiring.Component):
         snap_request = Signal()  # set by the timer or a command, taken by the frame builder
         snap_solicited = Signal()
         hist_request = Signal()
-        clear_epoch = Signal(16)
+        clear_epoch = Signal()  # bit 0 of the epoch (it counts clears)
 
         cmd = self.command.payload.command
-        # The register read multiplexer is registered: a command's address is decoded in the
-        # cycle it arrives (WAIT) and used in the next (EXECUTE); the decoder holds the command
-        # until it is taken.
-        read_value = Signal(32)
+        # A command is looked up in the register file RAM (_RegisterFile) in the cycle it
+        # arrives (WAIT), its address checked against the entry in the next (LOOKUP), and it is
+        # executed in the one after (EXECUTE); the decoder holds the command until it is taken.
+        # The RAM keeps a copy of every register as written; only the read-only registers bound
+        # to a port of an extension are read live (a registered multiplexer, empty without an
+        # extension). Writing a period restarts its down-counter (below).
+        reg_write = Signal()
+        period_written = Signal()
+        hist_written = Signal()
+        reloads = {"link.snapshot_period": period_written, "link.hist_period": hist_written}
+        regfile = _RegisterFile(targets, ext)
+        # (A write is read back two cycles later: what the read port returns in the cycle of the
+        # write is never used.)
+        m.submodules["regfile" + COLLISION_FREE] = regfile_mem = regfile.memory()
+        rf_rd = regfile_mem.read_port()
+        rf_wr = regfile_mem.write_port(granularity=1)
+        m.d.comb += [rf_rd.addr.eq(regfile.index(cmd.address)), rf_wr.addr.eq(rf_rd.addr)]
+        rf_entry = regfile.layout(rf_rd.data)
         address_ok = Signal()
         writable = Signal()
-        m.d.sync += [read_value.eq(0), address_ok.eq(0), writable.eq(0)]
+        live_value = Signal(32)
+        live = Signal()
+        m.d.sync += [live_value.eq(0), live.eq(0)]
         with m.Switch(cmd.address):
             for address, (reg, target) in targets.items():
-                with m.Case(address):
-                    m.d.sync += [read_value.eq(0 if reg.field in [s.field for s in ext.ports
-                                                                  if s.strobe] else target),
-                                 address_ok.eq(1),
-                                 writable.eq(reg.access is protocol.Access.RW)]
+                if regfile.is_live(reg):
+                    with m.Case(address):
+                        m.d.sync += [live_value.eq(target), live.eq(1)]
+        read_value = Mux(address_ok, Mux(live, live_value, rf_entry.value), 0)
 
         def respond(status, value=0):
             m.d.sync += [
@@ -274,7 +292,11 @@ class LinkController(wiring.Component):
         with m.FSM(name="command"):
             with m.State("WAIT"):
                 with m.If(self.command.valid & ~resp_pending):
-                    m.next = "EXECUTE"
+                    m.next = "LOOKUP"
+            with m.State("LOOKUP"):
+                m.d.sync += [address_ok.eq(rf_entry.valid & (rf_entry.address == cmd.address)),
+                             writable.eq(rf_entry.writable)]
+                m.next = "EXECUTE"
             with m.State("EXECUTE"):
                 m.next = "WAIT"
                 m.d.comb += self.command.ready.eq(1)
@@ -296,11 +318,10 @@ class LinkController(wiring.Component):
                             with m.Elif(~writable):
                                 respond(protocol.ResponseStatus.READ_ONLY, read_value)
                             with m.Else():
-                                with m.Switch(cmd.address):
-                                    for address, (reg, target) in targets.items():
-                                        if reg.access is protocol.Access.RW:
-                                            with m.Case(address):
-                                                m.d.sync += target.eq(cmd.value)
+                                # The register file takes the register's bits only.
+                                m.d.comb += [rf_wr.en.eq(rf_entry.mask),
+                                             rf_wr.data.eq(cmd.value)]
+                                m.d.comb += reg_write.eq(1)
                                 m.next = "WRITTEN"
                         with m.Case(protocol.Opcode.SNAPSHOT):
                             respond(protocol.ResponseStatus.OK)
@@ -317,7 +338,7 @@ class LinkController(wiring.Component):
                         with m.Default():
                             respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
-                # (The registered read multiplexer catches up with the write.)
+                # (The register file's read port catches up with the write.)
                 m.next = "READ_BACK"
             with m.State("READ_BACK"):
                 # Answer with the value as read back (a field narrower than 32 bits truncates).
@@ -334,11 +355,11 @@ class LinkController(wiring.Component):
                 # Only between frames, so that no frame mixes counts of two epochs.
                 with m.If(frame_idle):
                     m.d.comb += self.clear.eq(1)
-                    m.d.sync += clear_epoch.eq(self.sniffer_status.epoch)
+                    m.d.sync += clear_epoch.eq(self.sniffer_status.epoch[0])
                     m.next = "CLEARING"
             with m.State("CLEARING"):
                 m.d.comb += clear_pending.eq(1)
-                with m.If(self.sniffer_status.epoch != clear_epoch):
+                with m.If(self.sniffer_status.epoch[0] != clear_epoch):
                     m.d.sync += [
                         resp_pending.eq(1),
                         resp_data.tag.eq(cmd.tag),
@@ -348,26 +369,47 @@ class LinkController(wiring.Component):
                         resp_data.value.eq(self.sniffer_status.epoch),
                     ]
                     m.next = "WAIT"
+        # A register's flip-flops are written a cycle after the register file (in WRITTEN, from
+        # a registered strobe: no long path from the command to their enables), with one enable
+        # each: the address is known good, so its index is enough to tell the register.
+        rf_index = regfile.index(cmd.address)
+        reg_write_q = Signal()
+        m.d.sync += reg_write_q.eq(reg_write)
+        for address, (reg, target) in targets.items():
+            if reg.access is protocol.Access.RW:
+                write = Signal(name=f"write_{reg.name.lower()}")
+                m.d.comb += write.eq(reg_write_q & (rf_index == regfile.entry(address)))
+                with m.If(write):
+                    m.d.sync += target.eq(cmd.value)
+                if reg.field in reloads:
+                    m.d.comb += reloads[reg.field].eq(write)
         # The command register must hold its value through WRITTEN and CLEARING: the decoder's
         # payload is stable until the next frame completes, and the host sends one at a time.
 
         # ---- periodic snapshots and histograms ---------------------------------------------
-        period_count = Signal(32)
-        hist_count = Signal(16)
+        # Down-counters, reloaded from the period as they expire and when it is written: a
+        # snapshot every SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
+        period_left = Signal(32, init=self.snapshot_period)
+        hist_left = Signal(16)
         periodic = Signal()
-        with m.If((link["link.snapshot_period"] != 0) &
-                  (period_count + 1 >= link["link.snapshot_period"])):
-            m.d.sync += period_count.eq(0)
-            m.d.comb += periodic.eq(1)
-        with m.Else():
-            m.d.sync += period_count.eq(period_count + 1)
+        m.d.sync += period_left.eq(period_left - 1)
+        with m.If(period_left[1:] == 0):  # the period's last cycle (or it is 0: off)
+            m.d.sync += period_left.eq(link["link.snapshot_period"])
+            m.d.comb += periodic.eq(link["link.snapshot_period"] != 0)
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
-            with m.If(link["link.hist_period"] != 0):
-                with m.If(hist_count + 1 >= link["link.hist_period"]):
-                    m.d.sync += [hist_count.eq(0), hist_request.eq(1)]
-                with m.Else():
-                    m.d.sync += hist_count.eq(hist_count + 1)
+            m.d.sync += hist_left.eq(hist_left - 1)
+            with m.If(hist_left[1:] == 0):
+                m.d.sync += [hist_left.eq(link["link.hist_period"]),
+                             hist_request.eq(link["link.hist_period"] != 0)]
+        # (A cycle after the write, once the register holds the new period.)
+        reload_period = Signal()
+        reload_hist = Signal()
+        m.d.sync += [reload_period.eq(period_written), reload_hist.eq(hist_written)]
+        with m.If(reload_period):
+            m.d.sync += period_left.eq(link["link.snapshot_period"])
+        with m.If(reload_hist):
+            m.d.sync += hist_left.eq(link["link.hist_period"])
 
         # ---- frame builder ------------------------------------------------------------------
         seq = Signal(16)
@@ -390,30 +432,39 @@ class LinkController(wiring.Component):
         # latched when the snapshot starts. The link's receive counters are each copied whole
         # into the word register as their first byte goes out (_Latch): never torn between
         # bytes, at most a frame time later than the timestamp.
-        snap_now = {"quiet_since": status.quiet_since, "flags": snap_flag_bits,
-                    "trace_lost": trace_lost_total}
-        snap_latch = {name: Signal(len(value), name=f"snap_{name}")
-                      for name, value in snap_now.items()}
-        snap_fields = {"snapshot": snapshot_no, "timestamp": frame_timestamp,
-                       "epoch": frame_epoch, **snap_latch, "rx_frames": _Latch(rx_frames),
-                       "rx_errors": _Latch(rx_errors)}
+        #
+        # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time and
+        # epoch, the snapshot latch, the response, the tick period, and the sequence and
+        # snapshot numbers (which rotate, so that they are whole again after each frame).
+        snap_now = [status.quiet_since, snap_flag_bits, trace_lost_total]
+        snap_latch = _Shifter.of("snap_latch", snap_now)
+        seq_shift = _Shifter("seq", [16], reg=seq, rotate=True)
+        snapshot_shift = _Shifter("snapshot_no", [16], reg=snapshot_no, rotate=True)
+        epoch_shift = _Shifter("frame_epoch", [16], reg=frame_epoch)
+        time_shift = _Shifter("frame_timestamp", [p.timestamp_bits], reg=frame_timestamp)
+        resp_shift = _Shifter("resp", [field.width for _, field in resp],
+                              reg=resp_data.as_value())
+        tl_shift = _Shifter("tl_frame", [32], reg=tl_frame)
+        snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
+                       "epoch": epoch_shift[0], "quiet_since": snap_latch[0],
+                       "flags": snap_latch[1], "trace_lost": snap_latch[2],
+                       "rx_frames": _Latch(rx_frames), "rx_errors": _Latch(rx_errors)}
 
         FT = protocol.FrameType
         info_starting = Signal()
         info_fields, tick_busy = self._info_fields(m, cfg_reg.prescaler, info_starting)
         frames = {
-            FT.RESPONSE: {name: resp_data[name] for name in
-                          ("tag", "opcode", "status", "address", "value")},
+            FT.RESPONSE: {name: resp_shift[i] for i, (name, _) in enumerate(resp)},
             FT.INFO: info_fields,
             FT.STATUS: snap_fields,
             FT.COUNTERS: {
-                "snapshot": snapshot_no, "channel": snap_channel, "epoch": frame_epoch,
-                "timestamp": frame_timestamp, "trace_lost": tl_frame,
+                "snapshot": snapshot_shift[0], "channel": snap_channel,
+                "epoch": epoch_shift[0], "timestamp": time_shift[0], "trace_lost": tl_shift[0],
                 "counters": _READ,
             },
             FT.HISTOGRAM: {
-                "channel": hist_channel, "first": hist_first, "epoch": frame_epoch,
-                "timestamp": frame_timestamp, "bins": _READ,
+                "channel": hist_channel, "first": hist_first, "epoch": epoch_shift[0],
+                "timestamp": time_shift[0], "bins": _READ,
             },
             FT.TRACE: {
                 "channel": trace_head.channel, "kind": trace_head.kind,
@@ -422,7 +473,7 @@ class LinkController(wiring.Component):
             },
         }
         if source is not None:
-            fields = {source.unit_field: unit, "timestamp": frame_timestamp}
+            fields = {source.unit_field: unit, "timestamp": time_shift[0]}
             for name, _ in protocol.payload_layout(p, source.frame_type):
                 fields.setdefault(name, _READ)
             frames[source.frame_type] = fields
@@ -431,7 +482,7 @@ class LinkController(wiring.Component):
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
         program = _FrameProgram(p)
-        program._seq = seq
+        program._seq = seq_shift[0]
         for ftype, values in frames.items():
             program.add_frame(ftype, values)
         program.finish()
@@ -481,7 +532,7 @@ class LinkController(wiring.Component):
                     m.next = "INFO_TICK"
                 with m.Elif(snap_request):
                     m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
-                    m.d.sync += [snap_latch[name].eq(value) for name, value in snap_now.items()]
+                    m.d.sync += snap_latch.load(snap_now)
                     start(FT.STATUS)
                 with m.Elif(hist_request):
                     m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
@@ -515,6 +566,8 @@ class LinkController(wiring.Component):
                             for k, byte in enumerate(program.var_bytes):
                                 with m.Case(k):
                                     m.d.sync += obyte.eq(byte)
+                                    if k in program.shifters:
+                                        m.d.comb += program.shifters[k].shift.eq(1)
                         m.d.sync += pc.eq(pc + 1)
                         m.next = "SEND"
                     with m.Case(_Source.READ):
@@ -608,6 +661,9 @@ class LinkController(wiring.Component):
                         start(FT.RESPONSE)
                     with m.Else():
                         start(resume)
+        for shifter in program.shifters.values():
+            with m.If(shifter.shift):
+                m.d.sync += shifter.reg.eq(shifter.next())
         # Between frames, keep the frame time and epoch current; they freeze when a frame starts
         # (its first byte is fetched in the cycle after leaving these states).
         between = ["IDLE", *bursts]
@@ -656,47 +712,159 @@ class LinkController(wiring.Component):
                               else layout[name].shape)
                   for name, value in info.items()}
         fields["prescaler"] = prescaler
-        fields["tick_period_ps"], busy = self._tick_period(m, prescaler, start)
+        acc, busy = self._tick_period(m, prescaler, start)
+        fields["tick_period_ps"] = _Shifter("tick_period", [len(acc)], reg=acc)[0]
         return fields, busy
 
     def _tick_period(self, m, prescaler, start):
         """INFO's ``tick_period_ps`` (:func:`protocol.tick_period_ps`) of the live prescaler.
 
         A constant times the register, computed serially when ``start`` is high (the INFO frame
-        waits for it): one shift and one add per prescaler bit, most significant first, and each
-        48-bit add in three 16-bit steps with the carry registered between them, so no long
-        carry chain limits the clock. Returns ``(value, busy)``.
+        waits for it): one product bit per cycle, least significant first, each from a small
+        adder of the partial sum and the constant (when the prescaler's bit is set). The bits
+        are shifted into the register the frame then sends. Returns ``(value, busy)``.
         """
         width = len(prescaler)
         period = protocol.clock_period_ps(self.clock_hz)
-        reset = next(reg.reset for reg in self.registers if reg.field == "prescaler")
-        acc = Signal(48, init=protocol.tick_period_ps(reset, self.clock_hz))
-        multiplier = Signal(width)
-        step = Signal(range(width + 1))
-        phase = Signal(range(4))
-        carry = Signal()
+        # As wide as the largest product (INFO's field is 48 bits; its high bytes are zero).
+        out_bits = min(48, width + period.bit_length())
+        acc = Signal(out_bits)
+        partial = Signal(period.bit_length())
+        step = Signal(range(out_bits + 1))  # product bits left
         busy = Signal()
         m.d.comb += busy.eq(step != 0)
-        addend = Signal(48)
-        m.d.comb += addend.eq(Mux(multiplier[-1], period, 0))
+        # The multiplier, the prescaler (0 acts as 1), copied as the computation starts and
+        # shifted right a bit per step (its low bit is the one that adds the constant).
+        multiplier = Signal(width)
+        total = partial + Mux(multiplier[0], period, 0)
         with m.If(start):
-            m.d.sync += [acc.eq(0), multiplier.eq(Mux(prescaler == 0, 1, prescaler)),
-                         step.eq(width), phase.eq(0)]
+            m.d.sync += [partial.eq(0), step.eq(out_bits),
+                         multiplier.eq(Mux(prescaler == 0, 1, prescaler))]
         with m.Elif(busy):
-            with m.Switch(phase):
-                with m.Case(0):
-                    m.d.sync += [acc.eq(acc << 1), carry.eq(0), phase.eq(1)]
-                for chunk in range(3):
-                    with m.Case(chunk + 1):
-                        lo, hi = 16 * chunk, 16 * chunk + 16
-                        total = acc[lo:hi] + addend[lo:hi] + carry
-                        m.d.sync += [acc[lo:hi].eq(total[:16]), carry.eq(total[16])]
-                        if chunk < 2:
-                            m.d.sync += phase.eq(chunk + 2)
-                        else:
-                            m.d.sync += [phase.eq(0), multiplier.eq(multiplier << 1),
-                                         step.eq(step - 1)]
+            m.d.sync += [acc.eq(Cat(acc[1:], total[0])), partial.eq(total[1:]),
+                         step.eq(step - 1), multiplier.eq(multiplier >> 1)]
         return acc, busy
+
+
+class _RecordFifo(wiring.Component):
+    """A FIFO whose head is read straight from its block RAM's read port.
+
+    The interface of ``amaranth.lib.fifo``'s FIFOs (``w_data``, ``w_en``, ``w_rdy``, ``r_data``,
+    ``r_rdy``, ``r_en``) with no output register: ``r_data`` is the RAM's read port, which
+    always reads the head. A record becomes readable two cycles after its write (once the port
+    has read it), and after ``r_en`` the next head is on ``r_data`` two cycles later; the walker
+    never looks sooner (a frame starts, then fetches its first programme entry).
+
+    Parameters
+    ----------
+    width : int
+    depth : int
+        A power of two.
+    """
+
+    def __init__(self, width, depth):
+        if depth & (depth - 1):
+            raise ValueError(f"FIFO depth must be a power of two, not {depth}")
+        self.width = width
+        self.depth = depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        # (The head is read again in every cycle and used only once readable: what the port
+        # returns while the head's slot is written is never used.)
+        m.submodules["storage" + COLLISION_FREE] = storage = Memory(
+            shape=self.width, depth=self.depth, init=[])
+        wr = storage.write_port()
+        rd = storage.read_port()
+        bits = self.depth.bit_length()  # one more than the address: full and empty differ
+        produce = Signal(bits)
+        produced = Signal(bits)  # ``produce`` a cycle late: what the read port has seen
+        consume = Signal(bits)
+        m.d.sync += produced.eq(produce)
+        m.d.comb += [
+            self.w_rdy.eq((produce ^ consume) != self.depth),
+            self.r_rdy.eq(produced != consume),
+            wr.addr.eq(produce[:-1]), wr.data.eq(self.w_data),
+            wr.en.eq(self.w_en & self.w_rdy),
+            rd.addr.eq(consume[:-1]),
+            self.r_data.eq(rd.data),
+        ]
+        with m.If(wr.en):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(self.r_en & self.r_rdy):
+            m.d.sync += consume.eq(consume + 1)
+        return m
+
+
+class _RegisterFile:
+    """The register file RAM: what register reads come from.
+
+    One entry per register, at an index made of the address bits that tell the registers apart
+    (``index``), holding the register's value as written, its address (a bad address that shares
+    a register's index reads as bad), whether it is writable, and the mask of its bits, which is
+    the RAM's bit write enable (so a register narrower than 32 bits reads back truncated, and a
+    strobe reads back 0). The register's flip-flops (the sniffer's ``cfg``, the link settings,
+    an extension's ports) are written at the same time; a read costs no multiplexer over them.
+
+    Parameters
+    ----------
+    targets : dict
+        ``{address: (Register, target value)}`` as the controller binds them.
+    ext : LinkExtension
+    """
+
+    layout = data.StructLayout({"value": 32, "mask": 32, "address": 16, "valid": 1,
+                                "writable": 1})
+
+    def __init__(self, targets, ext):
+        self.targets = targets
+        self._strobes = {port.field for port in ext.ports if port.strobe}
+        self._live = {port.field for port in ext.ports if port.access is protocol.Access.RO}
+        addresses = list(targets)
+        bits = [b for b in range(16) if len({(a >> b) & 1 for a in addresses}) > 1]
+        for bit in list(reversed(bits)):  # keep only the bits needed to tell them apart
+            trial = [b for b in bits if b != bit]
+            if len({self._pick(a, trial) for a in addresses}) == len(addresses):
+                bits = trial
+        self.bits = bits
+        self.depth = 1 << max(1, len(bits))
+
+    @staticmethod
+    def _pick(address, bits):
+        return sum(((address >> b) & 1) << i for i, b in enumerate(bits))
+
+    def entry(self, address):
+        """The entry of register ``address`` (an integer)."""
+        return self._pick(address, self.bits)
+
+    def index(self, address):
+        """The entry of ``address`` (a 16-bit value)."""
+        return Cat(*(address[b] for b in self.bits)) if self.bits else Const(0, 1)
+
+    def is_live(self, reg):
+        """Whether register ``reg`` is read live from a port rather than from the RAM."""
+        return reg.field in self._live
+
+    def memory(self):
+        init = [0] * self.depth
+        for address, (reg, target) in self.targets.items():
+            writable = reg.access is protocol.Access.RW
+            width = len(target)
+            if isinstance(target, Const):
+                value = target.value
+            elif reg.field in self._strobes or self.is_live(reg):
+                value = 0
+            else:
+                value = reg.reset & ((1 << width) - 1)
+            mask = (1 << width) - 1 if writable and reg.field not in self._strobes else 0
+            init[self._pick(address, self.bits)] = self.layout.const({
+                "value": value, "mask": mask, "address": address, "valid": 1,
+                "writable": writable}).as_value().value
+        return Memory(shape=self.layout.size, depth=self.depth, init=init)
 
 
 class _Source(enum.Enum, shape=2):
@@ -722,14 +890,82 @@ class _Latch:
 _READ = object()
 
 
+class _Shifter:
+    """A register whose bytes frames send least significant first, shifting it as they go.
+
+    Its fields (``segments``, each a whole number of bytes) lie in it in the order a frame sends
+    them. The walker sends the register's low byte and shifts it right by a byte (or, with
+    ``rotate``, rotates it, so that a counter is whole again once its frame has sent it): the
+    shift packs with the register's own flip-flops, so a shifter costs one input of the
+    variable-byte multiplexer instead of one per byte. Whoever owns the register loads it (or
+    updates it) only between the frames that send it.
+
+    Parameters
+    ----------
+    name : str
+    widths : list of int
+        Width in bits of each segment (rounded up to whole bytes).
+    reg : Value, optional
+        The register (default: a new signal as wide as the segments).
+    rotate : bool
+    """
+
+    def __init__(self, name, widths, *, reg=None, rotate=False):
+        self.seg_bytes = [(w + 7) // 8 for w in widths]
+        total = 8 * sum(self.seg_bytes)
+        self.reg = Signal(total, name=name) if reg is None else reg
+        if rotate and len(self.reg) != total:
+            raise ValueError(f"A rotating shifter of {len(self.reg)} bits has {total} bits of "
+                             f"segments")
+        self.rotate = rotate
+        self.shift = Signal(name=f"{name}_shift")
+
+    @classmethod
+    def of(cls, name, values, **kwargs):
+        """A shifter holding ``values`` (see :meth:`load`)."""
+        return cls(name, [len(Value.cast(v)) for v in values], **kwargs)
+
+    def __getitem__(self, index):
+        return _Segment(self, index)
+
+    def load(self, values):
+        """The statement loading ``values`` (one per segment) into the register."""
+        parts = []
+        for value, nbytes in zip(values, self.seg_bytes, strict=True):
+            value = Value.cast(value)
+            parts.append(value)
+            if len(value) < 8 * nbytes:
+                parts.append(Const(0, 8 * nbytes - len(value)))
+        return self.reg.eq(Cat(*parts))
+
+    def next(self):
+        """The register after one byte is sent."""
+        if self.rotate:
+            return Cat(self.reg[8:], self.reg[:8])
+        return self.reg >> 8
+
+
+class _Segment:
+    """Field ``index`` of a :class:`_Shifter`."""
+
+    def __init__(self, shifter, index):
+        self.shifter = shifter
+        self.index = index
+
+
 class _FrameProgram:
-    """The frame programme: one ROM entry per byte of every frame, from the protocol layouts."""
+    """The frame programme: one ROM entry per byte of every frame, from the protocol layouts.
+
+    ``var_bytes`` are the inputs of the walker's variable-byte multiplexer: bytes of values, and
+    the low byte of every :class:`_Shifter` (``shifters`` maps such an input to its shifter).
+    """
 
     def __init__(self, params):
         self.params = params
         self.rom = []
         self.start = {}
         self.var_bytes = []
+        self.shifters = {}
         self.latches = []
         self._var_keys = {}
         self._entries = []
@@ -741,7 +977,23 @@ class _FrameProgram:
             self.var_bytes.append(value[8 * byte:8 * byte + 8])
         return self._var_keys[key]
 
-    def _value_bytes(self, value, nbytes):
+    def _shift_input(self, shifter):
+        key = (id(shifter), None)
+        if key not in self._var_keys:
+            self._var_keys[key] = len(self.var_bytes)
+            self.shifters[len(self.var_bytes)] = shifter
+            self.var_bytes.append(shifter.reg[:8])
+        return self._var_keys[key]
+
+    def _value_bytes(self, value, nbytes, used):
+        if isinstance(value, _Segment):
+            shifter = value.shifter
+            have = shifter.seg_bytes[value.index]
+            if have > nbytes:
+                raise ValueError(f"A segment of {have} bytes does not fit a {nbytes}-byte field")
+            used.setdefault(id(shifter), (shifter, []))[1].append(value.index)
+            return ([(_Source.VAR, self._shift_input(shifter))] * have
+                    + [(_Source.CONST, 0)] * (nbytes - have))
         if isinstance(value, int):
             value = Const(value, 8 * nbytes)
         value = value.as_value() if hasattr(value, "as_value") else value
@@ -757,7 +1009,8 @@ class _FrameProgram:
 
     def add_frame(self, ftype, values):
         """Append the programme of frame ``ftype`` whose payload fields are bound to
-        ``values`` (a value, or ``_READ`` for an array read word by word)."""
+        ``values`` (a value, a :class:`_Segment` of a shifter, a :class:`_Latch`, or ``_READ``
+        for an array read word by word)."""
         layout = protocol.payload_layout(self.params, ftype)
         bound = set(values)
         fields = [name for name, _ in layout]
@@ -765,12 +1018,13 @@ class _FrameProgram:
             raise ValueError(f"{ftype.name}: fields {sorted(set(fields) - bound)} unbound, "
                              f"{sorted(bound - set(fields))} unknown")
         steps = []  # (kind, arg, word_first, word_last)
+        used = {}  # shifter id → (shifter, segments in the order sent)
         length = protocol.layout_bytes(layout)
         header = {"type": int(ftype), "version": protocol.PROTOCOL_VERSION, "seq": self._seq,
                   "length": length}
         for name, field in protocol.HEADER:
             nbytes = data.Shape.cast(field.shape).width // 8
-            steps += [(k, a, 0, 0) for k, a in self._value_bytes(header[name], nbytes)]
+            steps += [(k, a, 0, 0) for k, a in self._value_bytes(header[name], nbytes, used)]
         for name, field in layout:
             value = values[name]
             if isinstance(value, _Latch):
@@ -792,7 +1046,14 @@ class _FrameProgram:
                 continue
             size = (data.Layout.cast(field.shape).size if isinstance(field.shape, data.Layout)
                     else data.Shape.cast(field.shape).width)
-            steps += [(k, a, 0, 0) for k, a in self._value_bytes(value, size // 8)]
+            steps += [(k, a, 0, 0) for k, a in self._value_bytes(value, size // 8, used)]
+        # A frame sends a shifter's segments in order from the first (and a rotating one whole,
+        # so that it is back in place afterwards).
+        for shifter, segments in used.values():
+            whole = list(range(len(shifter.seg_bytes)))
+            if segments != whole[:len(segments)] or (shifter.rotate and segments != whole):
+                raise ValueError(f"{ftype.name}: segments {segments} of a shifter sent out of "
+                                 f"order")
         self.start[ftype] = len(self._entries)
         for i, step in enumerate(steps):
             self._entries.append((*step, int(i == len(steps) - 1)))

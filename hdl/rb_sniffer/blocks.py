@@ -150,6 +150,22 @@ class FrontEnd(wiring.Component):
             armed.eq(self.enable & (armed | self.lvl)),
         ]
 
+        # `short`: the pulse so far is shorter than glitch_ticks (count < G). It is kept as a flag,
+        # which is cheaper than comparing the whole count in every channel: it starts as G != 0
+        # and falls at the tick that makes the count G (count == G - 1 before it; only the low
+        # glitch_bits bits need comparing, as the count passes G - 1 before it reaches
+        # 2**glitch_bits). A saturated pulse never asks.
+        gb = p.glitch_bits
+        short = Signal()
+        glitch_last = Signal(gb)
+        m.d.comb += glitch_last.eq(self.glitch_ticks - 1)
+
+        with m.If(self.low):
+            with m.If(self.tick & (count[:gb] == glitch_last)):
+                m.d.sync += short.eq(0)
+        with m.Else():
+            m.d.sync += short.eq(self.glitch_ticks != 0)
+
         with m.If(self.low):
             with m.If(self.tick):
                 with m.If(count == p.max_width - 1):
@@ -168,11 +184,6 @@ class FrontEnd(wiring.Component):
             with m.If(saturated):
                 m.d.comb += [emit.eq(~count_zero), emit_kind.eq(EventKind.BUSY)]
             with m.Elif(armed & self.enable):
-                # glitch_ticks is narrow: compare its bits and check that the rest are zero
-                # (cheaper than a full-width comparison in every channel).
-                gb = p.glitch_bits
-                short = (count[:gb] < self.glitch_ticks) if gb >= p.width_bits else (
-                    (count[gb:] == 0) & (count[:gb] < self.glitch_ticks))
                 with m.If(short):
                     m.d.comb += glitch_inc.eq(1)
                 with m.Else():

@@ -84,6 +84,22 @@ MAX_SNAPSHOTS = 100_000
 #: Buffered edges after which :meth:`StreamClassifier.edge` hands them to the model in bulk.
 FLUSH_EDGES = 1 << 16
 
+#: The last clock cycle at which a recording may change a line: edge cycles are 64-bit in the
+#: model (at 1 GHz, 292 years). The recording itself may end later.
+MAX_CYCLE = (1 << 63) - 1 - 64
+
+
+def _cycle_array(cycles):
+    """``cycles`` as int64, or :class:`RecordingError` when one is beyond :data:`MAX_CYCLE`."""
+    try:
+        out = np.asarray(cycles, dtype=np.int64)
+    except OverflowError:
+        out = None
+    if out is None or (len(out) and int(out[-1]) > MAX_CYCLE):
+        raise RecordingError(f"a time stamp of the recording lies beyond cycle {MAX_CYCLE} of "
+                             "the sampling clock (a corrupt or runaway time stamp?)")
+    return out
+
 
 def chain(*callbacks):
     """Return one callable that calls each of ``callbacks`` that is not None, or None."""
@@ -171,7 +187,7 @@ class StreamClassifier:
                     self.pulses_truncated = True
                 if room > 0:
                     kept = widths[:room]
-                    self.pulses[channel].extend(kept.astype(np.uint64).tolist())
+                    self.pulses[channel].frombytes(kept.astype(np.uint64).tobytes())
                     self._kept += len(kept)
             if self.on_pulses is not None:
                 self.on_pulses(channel, starts, ends, widths)
@@ -208,8 +224,7 @@ class StreamClassifier:
             raise ValueError(f"limit {limit} is before the previous one {self._done}")
         if self._buffered:
             self._flush()
-        changes = [(np.asarray(c, dtype=np.int64), np.asarray(lv, dtype=np.int8))
-                   for c, lv in changes]
+        changes = [(_cycle_array(c), np.asarray(lv, dtype=np.int8)) for c, lv in changes]
         for ch, (c, _) in enumerate(changes):
             if len(c) and (c[0] < self._done or c[-1] >= limit):
                 raise ValueError(f"channel {ch}: changes at cycles {c[0]}…{c[-1]} are outside "
@@ -247,8 +262,7 @@ class StreamClassifier:
         self._last_cycle = max(self._last_cycle, limit - 1)
 
     def _flush(self):
-        arrays = [(np.array(cs, dtype=np.int64), np.array(ls, dtype=np.int8))
-                  for cs, ls in self._buf]
+        arrays = [(_cycle_array(cs), np.array(ls, dtype=np.int8)) for cs, ls in self._buf]
         self._buf = [([], []) for _ in self._buf]
         self._buffered = 0
         self._feed(self._last_cycle + 1, arrays)

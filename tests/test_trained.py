@@ -1,0 +1,166 @@
+"""A classifier trained on labelled pulses (the opcode tap's), used on R/B#-only captures."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rbscope import cli
+from rbscope.gateware.onfi_tap.params import OpClass
+from rbscope.labelled import LabelledPulses
+from rbscope.logical import from_bytes
+from rbscope.sequence import classify_measurement
+from rbscope.trained import TrainedClassifier, TrainedError, train
+from rbscope.wa import compute_wa
+
+from .test_sequence import GEOM, PPB, TICK, make, programs_of, to_measurement
+
+CLASS = {"dbsy": OpClass.MP_QUEUE, "erase": OpClass.ERASE, "read": OpClass.READ,
+         "program0": OpClass.PROGRAM, "program1": OpClass.PROGRAM,
+         "cache_program": OpClass.CACHE_PROGRAM}
+
+
+def labelled(pulses, labels):
+    """What the tap reports for these dies: every pulse with its command's class."""
+    die, width, cls = [], [], []
+    for d in sorted(pulses):
+        die += [d] * len(pulses[d])
+        width += list(pulses[d])
+        cls += [int(CLASS[x]) for x in labels[d]]
+    n = len(pulses)
+    return LabelledPulses(
+        tick_seconds=TICK, clock_seconds=TICK, hist_sub_bits=3, dies=[f"d{d}" for d in range(n)],
+        ops=[{} for _ in range(n)],
+        planes=[{"PROGRAM": [0, programs_of(labels[d]), 0, 0], "CACHE_PROGRAM": [0, 0, 0, 0],
+                 "ERASE": [0, labels[d].count("erase"), 0, 0]} for d in range(n)],
+        histograms={}, die=np.array(die), start=np.arange(len(die)), width=np.array(width),
+        op_class=np.array(cls))
+
+
+def test_training_on_tapped_dies_beats_untrained_on_histograms_with_cache_programs():
+    # Cache-program heads (tCBSY, 3-35 µs) among reads (25-60 µs): by width histograms alone
+    # the untrained classifier counts them as reads; the trained one knows both shapes.
+    kw = dict(dbsy=True, cache_heads=0.2, reads=0.3)
+    tapped = labelled(*make(seed=21, dies=2, blocks=20, **kw))
+    trained = train(tapped, source="two tapped dies")
+    # Lower and upper pages form two program states (held to equal counts, like untrained).
+    assert {s.name for s in trained.states} == {"multiplane", "read", "cache_program",
+                                                "program_1", "program_2", "erase"}
+    assert trained.mp == 2.0
+    pulses, labels = make(seed=22, **kw)
+    m = to_measurement(pulses, keep_pulses=False)
+    lv = from_bytes(2 * sum(programs_of(lab) for lab in labels.values()) * GEOM.page_size)
+    plain = compute_wa(m, GEOM, lv, sequence=classify_measurement(m, GEOM), mp=2)
+    seq = classify_measurement(m, GEOM, trained=trained)
+    assert any("trained" in n for n in seq.notes)
+    good = compute_wa(m, GEOM, lv, sequence=seq, mp=2)
+    assert abs(plain.wa.value - 1) > 0.1
+    assert abs(good.wa.value - 1) < 0.03
+    assert good.wa_confidence.lo <= 1 <= good.wa_confidence.hi
+    # With the pulse order too, trained stays right.
+    m = to_measurement(pulses)
+    r = compute_wa(m, GEOM, lv, sequence=classify_measurement(m, GEOM, trained=trained))
+    assert r.wa.value == pytest.approx(1, abs=0.01)
+
+
+def test_trained_file_round_trip_and_errors(tmp_path):
+    trained = train(labelled(*make(seed=23, dies=1, blocks=5, dbsy=True)))
+    path = tmp_path / "t.json"
+    trained.save(path)
+    back = TrainedClassifier.load(path)
+    assert [(s.name, s.kind, s.first_bin, s.pulses) for s in back.states] == \
+        [(s.name, s.kind, s.first_bin, s.pulses) for s in trained.states]
+    assert all((a.counts == b.counts).all() for a, b in zip(back.states, trained.states,
+                                                             strict=True))
+    obj = json.loads(path.read_text())
+    for change, match in (({"format": "x"}, "not a trained classifier"),
+                          ({"version": 9}, "version"),
+                          ({"states": [{"name": "p"}]}, r"states\[0\]"),
+                          ({"states": []}, "no program state"),
+                          ({"mp": 0}, "mp must be")):
+        path.write_text(json.dumps({**obj, **change}))
+        with pytest.raises(TrainedError, match=match):
+            TrainedClassifier.load(path)
+    path.write_text("{")
+    with pytest.raises(TrainedError, match="not JSON"):
+        TrainedClassifier.load(path)
+    with pytest.raises(TrainedError, match="cannot read"):
+        TrainedClassifier.load(tmp_path / "missing.json")
+    # Labels without a program pulse train nothing.
+    pulses, labels = make(seed=24, dies=1, blocks=2)
+    keep = [i for i, x in enumerate(labels[0]) if not x.startswith("program")]
+    with pytest.raises(TrainedError, match="no program pulses"):
+        train(labelled({0: pulses[0][keep]}, {0: [labels[0][i] for i in keep]}))
+
+
+def test_calibrate_labelled_then_analyze_trained(tmp_path, capsys):
+    kw = dict(dbsy=True, cache_heads=0.2, reads=0.3)
+    labels_path = tmp_path / "tapped.labels.json"
+    labelled(*make(seed=25, dies=2, blocks=20, **kw)).save(labels_path)
+    out = tmp_path / "trained.json"
+    assert cli.main(["calibrate", "--labelled", str(labels_path), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "cache_program" in text and "Mp measured: 2" in text and str(out) in text
+    pulses, labels = make(seed=26, **kw)
+    m = to_measurement(pulses, keep_pulses=False)
+    mpath = tmp_path / "m.json"
+    m.save(mpath)
+    geo = tmp_path / "g.toml"
+    geo.write_text('name = "t"\n[geometry]\nchannels = 2\nchips_per_channel = 1\n'
+                   'dies_per_chip = 2\nplanes_per_die = 2\npage_size = 4096\n'
+                   f'pages_per_block = {PPB}\nprogram_model = "multi-plane"\n', encoding="utf-8")
+    pages = 2 * sum(programs_of(lab) for lab in labels.values())
+    args = ["analyze", str(mpath), "--geometry", str(geo), "--logical", str(pages * 4096),
+            "--json"]
+    assert cli.main(args) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert cli.main(args + ["--trained", str(out)]) == 0
+    good = json.loads(capsys.readouterr().out)
+    assert abs(good["wa"]["value"] - 1) < 0.03 < abs(plain["wa"]["value"] - 1)
+    # Errors: a bad file, --trained with windows, source and --labelled together.
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert cli.main(args + ["--trained", str(bad)]) == 1
+    assert "not a trained classifier" in capsys.readouterr().err
+    assert cli.main(args + ["--trained", str(out), "--classifier", "windows"]) == 2
+    assert "--trained needs the sequence classifier" in capsys.readouterr().err
+    assert cli.main(["calibrate", str(mpath), "--labelled", str(labels_path)]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert cli.main(["calibrate", "--labelled", str(bad)]) == 1
+    assert math.isfinite(good["wa_confidence_95"]["hi"])
+
+
+@pytest.mark.slow
+def test_reference_ssd_train_on_one_tapped_channel_measure_every_die_by_rb():
+    # The documented path on the reference SSD's cache-program drive: tap channel 0 during
+    # one workload, train, then measure another workload on every die by R/B# alone.
+    from rbscope import refssd
+    from rbscope.labelled import from_refssd
+    from rbscope.measurement import Measurement
+    from rbscope.refssd.measure import to_measurement as rb_measurement
+
+    drive = refssd.preset("cache-prog", channels=2, dies_per_chip=2, pages_per_block=64,
+                          blocks_per_plane=64)
+    volume = drive.logical_bytes // 8
+    tapped = refssd.simulate(drive, refssd.micro("8K-RD-50%-W-4KiB-align", drive.logical_bytes,
+                                                 volume, seed=99), seed=99, precondition="steady")
+    trained = train(from_refssd(tapped, 0, tick_seconds=1e-8))
+    run = refssd.simulate(drive, refssd.micro("4K-RD-100%-W-4KiB-align", drive.logical_bytes,
+                                              volume, seed=1), seed=1, precondition="initial")
+    m = rb_measurement(run, max_pulses=10**9)
+    hist = Measurement(m.params, m.config, m.tick_seconds, m.counts, m.class_names,
+                       probes=m.probes, quiet_ticks=m.quiet_ticks)  # histograms only
+    lv = from_bytes(run.logical_bytes)
+    true = run.truth.wa_true
+    err = {}
+    for mode, meas in (("sequence", m), ("histograms", hist)):
+        for name, t in (("untrained", None), ("trained", trained)):
+            seq = classify_measurement(meas, run.geometry, trained=t)
+            r = compute_wa(meas, run.geometry, lv, sequence=seq)
+            err[mode, name] = abs(r.wa.value - true) / true
+            assert r.wa_confidence.lo <= true <= r.wa_confidence.hi, (mode, name)
+    # Histograms alone: untrained, the chains' first pages hide among the reads (≈ 19 % low).
+    assert err["histograms", "untrained"] > 0.1
+    assert err["histograms", "trained"] < 0.03
+    assert err["sequence", "trained"] < 0.015
