@@ -72,7 +72,8 @@ def _emulated(args, run, preset, windows, capture_path):
     except RefSSDError as exc:
         print(f"\nrbscope demo: {exc}", file=sys.stderr)
         return 1
-    _progress(1, 1)
+    done_us = result.measurement.duration_ticks  # the workload's epoch, in 1 µs ticks
+    _progress(done_us, done_us)
     rep = result.replay
     print(f" — quiescent ({result.wall_s:.0f} s; build {result.build_s:.0f} s)")
     print(f"  replay: {result.preamble} pages of the preconditioned FTL's open blocks "
