@@ -247,7 +247,11 @@ def main(argv=None):
                          drive=drive.name,
                          workload=args.workload,
                          notes=[f"reference SSD, {args.state} state: true WA {t.wa_true:.4f} "
-                                f"(the FTL's own count of programmed pages)"])
+                                f"(the FTL's own count of programmed pages)",
+                                "R/B# from the timing model's pulse trains" if args.pulses else
+                                "R/B# from emulated dies (nand_emu) replaying the FTL's NAND "
+                                "commands in the simulated device; busy times fixed at the "
+                                "middles of the drive's ranges, 1 µs ticks"])
         write_report(build_report([rr], title="rbscope demo: the reference SSD"), report_path)
         print(f"\n  report: {report_path}")
     except (ImportError, ReportError) as exc:
