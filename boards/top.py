@@ -312,8 +312,9 @@ class BoardMixin:
 
 #: Power-on reset length in system clock cycles (after the PLL locks).
 POR_CYCLES = 1 << 10
-#: LED pulse stretch: about 1/20 s at 48–100 MHz.
-LED_STRETCH_BITS = 22
+#: LED pulse stretch: an event keeps its LED lit for one to two periods of 2**LED_STRETCH_BITS
+#: cycles (44–87 ms at 48 MHz, 21–42 ms at 100 MHz).
+LED_STRETCH_BITS = 21
 
 
 class RBScopeTop(Elaboratable):
@@ -328,7 +329,10 @@ class RBScopeTop(Elaboratable):
     emu_bus : bool
         Route the emulator's ONFI bus to the header (a real host controller drives the dies).
     tap_targets : int
-        Reserve header pins for an opcode-aware bus tap of this many targets.
+        Build the opcode-aware bus tap (``rbscope.gateware.onfi_tap``) for a NAND channel of
+        this many targets (one LUN each) on header pins; its dies are R/B# channels
+        ``0 … tap_targets - 1`` and ``params.tag_bits`` must be 4. In a loopback build the tap
+        listens to the emulated bus instead (one target per emulated die, no pins).
     snapshot_ms : int
         Default snapshot period.
     """
@@ -342,6 +346,16 @@ class RBScopeTop(Elaboratable):
         self.tap_targets = tap_targets
         self.snapshot_ms = snapshot_ms
         self.device = None
+        self.tap = None
+        if tap_targets:
+            from ..gateware.onfi_tap.params import TapParams
+            targets = emulator.dies if emulator is not None else tap_targets
+            if params.tag_bits != 4:
+                raise BoardError("a build with the bus tap needs a sniffer with tag_bits=4")
+            try:
+                self.tap = TapParams(targets=targets, sniffer=params)
+            except ValueError as exc:
+                raise BoardError(f"bus tap: {exc}") from None
 
     def plan(self, platform):
         """The header plan of this build on ``platform``."""
@@ -350,7 +364,7 @@ class RBScopeTop(Elaboratable):
             list(platform.header.values()), 0 if loopback else self.params.channels,
             emu_dies=self.emulator.dies if loopback and self.emu_bus else 0,
             emu_rb=self.emulator.rb_count if loopback else 1,
-            tap_targets=self.tap_targets)
+            tap_targets=0 if loopback else self.tap_targets)
 
     def elaborate(self, platform):
         m = Module()
@@ -388,7 +402,7 @@ class RBScopeTop(Elaboratable):
         divisor = round(clock_hz / UART_BAUD)
         self.device = device = RBScopeDevice(
             self.params, uart_divisor=divisor, clock_hz=clock_hz, board=platform.board_name,
-            snapshot_ms=self.snapshot_ms, emulator=self.emulator)
+            snapshot_ms=self.snapshot_ms, emulator=self.emulator, tap=self.tap)
         m.submodules.device = device
 
         # ---- pins --------------------------------------------------------------------------
@@ -408,26 +422,35 @@ class RBScopeTop(Elaboratable):
         if plan.emu_bus:
             self._connect_emu_bus(m, platform, device)
         if plan.tap:
-            # Reserved for the opcode-aware bus tap: the pins are constrained as inputs so the
-            # build claims them, and are not used by this gateware yet.
-            platform.request("tap", 0, dir="-")
+            # The opcode-aware bus tap: inputs only (it never drives the bus), synchronised by
+            # the tap's own bus front end (two flip-flops, all lines alike).
+            tap = platform.request("tap", 0, dir="-")
+            for name in plan.tap:
+                m.submodules[f"tap_{name}"] = buf = io.Buffer("i", getattr(tap, name))
+                m.d.comb += getattr(device, f"tap_{name}").eq(buf.i)
 
         # ---- LEDs --------------------------------------------------------------------------
         # Link: lit while bytes move either way; activity: lit while any R/B# line is busy.
-        # Both are stretched so that a single byte or pulse is visible.
+        # Both are stretched so that a single byte or pulse is visible: one free-running
+        # counter marks periods, and each LED stays lit for the rest of the period of an event
+        # and the whole next one (two flip-flops per LED instead of a counter each).
+        period = Signal(LED_STRETCH_BITS)
+        m.d.sync += period.eq(period + 1)
         for resource, event in ((platform.led_link, ~rx_buf.i | ~device.uart_tx),
                                 (platform.led_activity, rb_any_low)):
-            stretch = Signal(LED_STRETCH_BITS, name="_".join(map(str, resource)) + "_stretch")
-            with m.If(event):
-                m.d.sync += stretch.eq(-1)
-            with m.Elif(stretch != 0):
-                m.d.sync += stretch.eq(stretch - 1)
+            prefix = "_".join(map(str, resource))
+            seen = Signal(name=f"{prefix}_seen")  # an event in this period
+            seen_before = Signal(name=f"{prefix}_seen_before")  # … in the previous one
+            with m.If(period.all()):
+                m.d.sync += [seen_before.eq(seen | event), seen.eq(0)]
+            with m.Else():
+                m.d.sync += seen.eq(seen | event)
             led = platform.request(*resource[:2], dir="-")
             if len(resource) > 2:  # one colour of an RGB LED
                 led = getattr(led, resource[2])
             buf = io.Buffer("o", led)
             m.submodules["_".join(map(str, resource))] = buf
-            m.d.comb += buf.o.eq(stretch != 0)
+            m.d.comb += buf.o.eq(seen | seen_before | event)
         return m
 
     def _connect_emu_bus(self, m, platform, device):

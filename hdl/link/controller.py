@@ -14,7 +14,7 @@ host decoder together; a field left unbound is an elaboration error.
 import hashlib
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -22,6 +22,7 @@ from ..rb_sniffer.layouts import config_layout, read_request_layout
 from ..rb_sniffer.layouts import status_layout as sniffer_status_layout
 from ..rb_sniffer.params import SnifferParams, Space
 from ..rb_sniffer.sniffer import TraceSignature
+from ..synthesis import COLLISION_FREE
 from . import protocol
 from .extension import LinkExtension
 from .framing import FrameByte, decoded_command_layout
@@ -202,8 +203,7 @@ class LinkController(wiring.Component):
 
         # ---- trace FIFO and per-channel loss counters ---------------------------------------
         trace_shape = data.Layout.cast(self.trace.payload.shape())
-        m.submodules.trace_fifo = trace_fifo = fifo.SyncFIFOBuffered(width=trace_shape.size,
-                                                                    depth=16)
+        m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
         trace_lost_total = Signal(32)
         m.submodules.trace_lost = trace_lost = Memory(shape=32, depth=max(2, n), init=[])
         tl_wr = trace_lost.write_port()
@@ -248,24 +248,28 @@ class LinkController(wiring.Component):
         clear_epoch = Signal()  # bit 0 of the epoch (it counts clears)
 
         cmd = self.command.payload.command
-        # The register read multiplexer is registered: a command's address is decoded in the
-        # cycle it arrives (WAIT) and used in the next (EXECUTE); the decoder holds the command
-        # until it is taken. Registers are read from the register file RAM (_RegisterFile),
-        # which keeps a copy of every register as written; only the read-only registers bound
+        # A command is looked up in the register file RAM (_RegisterFile) in the cycle it
+        # arrives (WAIT), its address checked against the entry in the next (LOOKUP), and it is
+        # executed in the one after (EXECUTE); the decoder holds the command until it is taken.
+        # The RAM keeps a copy of every register as written; only the read-only registers bound
         # to a port of an extension are read live (a registered multiplexer, empty without an
-        # extension).
-        # Writing a period restarts its down-counter (below).
+        # extension). Writing a period restarts its down-counter (below).
+        reg_write = Signal()
         period_written = Signal()
         hist_written = Signal()
         reloads = {"link.snapshot_period": period_written, "link.hist_period": hist_written}
         regfile = _RegisterFile(targets, ext)
-        m.submodules.regfile = regfile_mem = regfile.memory()
+        # (A write is read back two cycles later: what the read port returns in the cycle of the
+        # write is never used.)
+        m.submodules["regfile" + COLLISION_FREE] = regfile_mem = regfile.memory()
         rf_rd = regfile_mem.read_port()
         rf_wr = regfile_mem.write_port(granularity=1)
         m.d.comb += [rf_rd.addr.eq(regfile.index(cmd.address)), rf_wr.addr.eq(rf_rd.addr)]
         rf_entry = regfile.layout(rf_rd.data)
-        address_ok = rf_entry.valid & (rf_entry.address == cmd.address)
-        writable = rf_entry.writable
+        address_ok = Signal()
+        writable = Signal()
+        opcode = Signal(8)  # the command's, registered (LOOKUP)
+        frame_bad = Signal()
         live_value = Signal(32)
         live = Signal()
         m.d.sync += [live_value.eq(0), live.eq(0)]
@@ -290,14 +294,20 @@ class LinkController(wiring.Component):
         with m.FSM(name="command"):
             with m.State("WAIT"):
                 with m.If(self.command.valid & ~resp_pending):
-                    m.next = "EXECUTE"
+                    m.next = "LOOKUP"
+            with m.State("LOOKUP"):
+                m.d.sync += [address_ok.eq(rf_entry.valid & (rf_entry.address == cmd.address)),
+                             writable.eq(rf_entry.writable), opcode.eq(cmd.opcode),
+                             frame_bad.eq(self.command.payload.status !=
+                                          protocol.ResponseStatus.OK)]
+                m.next = "EXECUTE"
             with m.State("EXECUTE"):
                 m.next = "WAIT"
                 m.d.comb += self.command.ready.eq(1)
-                with m.If(self.command.payload.status != protocol.ResponseStatus.OK):
+                with m.If(frame_bad):
                     respond(protocol.ResponseStatus.BAD_FRAME)
                 with m.Else():
-                    with m.Switch(cmd.opcode):
+                    with m.Switch(opcode):
                         with m.Case(protocol.Opcode.PING):
                             respond(protocol.ResponseStatus.OK, cmd.value)
                         with m.Case(protocol.Opcode.READ_INFO):
@@ -312,16 +322,7 @@ class LinkController(wiring.Component):
                             with m.Elif(~writable):
                                 respond(protocol.ResponseStatus.READ_ONLY, read_value)
                             with m.Else():
-                                # The register file takes the register's bits only.
-                                m.d.comb += [rf_wr.en.eq(rf_entry.mask),
-                                             rf_wr.data.eq(cmd.value)]
-                                with m.Switch(cmd.address):
-                                    for address, (reg, target) in targets.items():
-                                        if reg.access is protocol.Access.RW:
-                                            with m.Case(address):
-                                                m.d.sync += target.eq(cmd.value)
-                                                if reg.field in reloads:
-                                                    m.d.comb += reloads[reg.field].eq(1)
+                                m.d.comb += reg_write.eq(1)
                                 m.next = "WRITTEN"
                         with m.Case(protocol.Opcode.SNAPSHOT):
                             respond(protocol.ResponseStatus.OK)
@@ -338,6 +339,11 @@ class LinkController(wiring.Component):
                         with m.Default():
                             respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
+                # The write (from the registered strobe, below) goes to the register file: the
+                # register's bits only.
+                m.d.comb += [rf_wr.en.eq(rf_entry.mask), rf_wr.data.eq(cmd.value)]
+                m.next = "SETTLE"
+            with m.State("SETTLE"):
                 # (The register file's read port catches up with the write.)
                 m.next = "READ_BACK"
             with m.State("READ_BACK"):
@@ -369,6 +375,20 @@ class LinkController(wiring.Component):
                         resp_data.value.eq(self.sniffer_status.epoch),
                     ]
                     m.next = "WAIT"
+        # A register's flip-flops are written with the register file (in WRITTEN, from a
+        # registered strobe: no long path from the command to their enables), with one enable
+        # each: the address is known good, so its index is enough to tell the register.
+        rf_index = regfile.index(cmd.address)
+        reg_write_q = Signal()
+        m.d.sync += reg_write_q.eq(reg_write)
+        for address, (reg, target) in targets.items():
+            if reg.access is protocol.Access.RW:
+                write = Signal(name=f"write_{reg.name.lower()}")
+                m.d.comb += write.eq(reg_write_q & (rf_index == regfile.entry(address)))
+                with m.If(write):
+                    m.d.sync += target.eq(cmd.value)
+                if reg.field in reloads:
+                    m.d.comb += reloads[reg.field].eq(write)
         # The command register must hold its value through WRITTEN and CLEARING: the decoder's
         # payload is stable until the next frame completes, and the host sends one at a time.
 
@@ -719,18 +739,71 @@ class LinkController(wiring.Component):
         step = Signal(range(out_bits + 1))  # product bits left
         busy = Signal()
         m.d.comb += busy.eq(step != 0)
-        # Bit k of the multiplier, the prescaler (0 acts as 1).
-        k = Signal(range(out_bits))
-        bit = Signal()
-        m.d.comb += bit.eq((k < width) & (prescaler.bit_select(k, 1) |
-                                          ((k == 0) & (prescaler == 0))))
-        total = partial + Mux(bit, period, 0)
+        # The multiplier, the prescaler (0 acts as 1), copied as the computation starts and
+        # shifted right a bit per step (its low bit is the one that adds the constant).
+        multiplier = Signal(width)
+        total = partial + Mux(multiplier[0], period, 0)
         with m.If(start):
-            m.d.sync += [partial.eq(0), step.eq(out_bits), k.eq(0)]
+            m.d.sync += [partial.eq(0), step.eq(out_bits),
+                         multiplier.eq(Mux(prescaler == 0, 1, prescaler))]
         with m.Elif(busy):
             m.d.sync += [acc.eq(Cat(acc[1:], total[0])), partial.eq(total[1:]),
-                         step.eq(step - 1), k.eq(k + 1)]
+                         step.eq(step - 1), multiplier.eq(multiplier >> 1)]
         return acc, busy
+
+
+class _RecordFifo(wiring.Component):
+    """A FIFO whose head is read straight from its block RAM's read port.
+
+    The interface of ``amaranth.lib.fifo``'s FIFOs (``w_data``, ``w_en``, ``w_rdy``, ``r_data``,
+    ``r_rdy``, ``r_en``) with no output register: ``r_data`` is the RAM's read port, which
+    always reads the head. A record becomes readable two cycles after its write (once the port
+    has read it), and after ``r_en`` the next head is on ``r_data`` two cycles later; the walker
+    never looks sooner (a frame starts, then fetches its first programme entry).
+
+    Parameters
+    ----------
+    width : int
+    depth : int
+        A power of two.
+    """
+
+    def __init__(self, width, depth):
+        if depth & (depth - 1):
+            raise ValueError(f"FIFO depth must be a power of two, not {depth}")
+        self.width = width
+        self.depth = depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        # (The head is read again in every cycle and used only once readable: what the port
+        # returns while the head's slot is written is never used.)
+        m.submodules["storage" + COLLISION_FREE] = storage = Memory(
+            shape=self.width, depth=self.depth, init=[])
+        wr = storage.write_port()
+        rd = storage.read_port()
+        bits = self.depth.bit_length()  # one more than the address: full and empty differ
+        produce = Signal(bits)
+        produced = Signal(bits)  # ``produce`` a cycle late: what the read port has seen
+        consume = Signal(bits)
+        m.d.sync += produced.eq(produce)
+        m.d.comb += [
+            self.w_rdy.eq((produce ^ consume) != self.depth),
+            self.r_rdy.eq(produced != consume),
+            wr.addr.eq(produce[:-1]), wr.data.eq(self.w_data),
+            wr.en.eq(self.w_en & self.w_rdy),
+            rd.addr.eq(consume[:-1]),
+            self.r_data.eq(rd.data),
+        ]
+        with m.If(wr.en):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(self.r_en & self.r_rdy):
+            m.d.sync += consume.eq(consume + 1)
+        return m
 
 
 class _RegisterFile:
@@ -769,6 +842,10 @@ class _RegisterFile:
     @staticmethod
     def _pick(address, bits):
         return sum(((address >> b) & 1) << i for i, b in enumerate(bits))
+
+    def entry(self, address):
+        """The entry of register ``address`` (an integer)."""
+        return self._pick(address, self.bits)
 
     def index(self, address):
         """The entry of ``address`` (a 16-bit value)."""
