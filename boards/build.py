@@ -79,13 +79,15 @@ def tool_env():
 
 def _top(board, channels, emulator, tap, emu_bus):
     cls = board_class(board)
+    tags = {"tag_bits": 4} if tap else {}  # the bus tap's classes label the sniffer's pulses
     if emulator:
         from ..gateware.nand_emu import EmuParams
         emu = EmuParams(dies=emulator)
-        params = SnifferParams(channels=emulator)
+        params = SnifferParams(channels=emulator, width_bits=cls.width_bits, **tags)
     else:
         emu = None
-        params = SnifferParams(channels=cls.default_channels if channels is None else channels)
+        params = SnifferParams(channels=cls.default_channels if channels is None else channels,
+                               width_bits=cls.width_bits, **tags)
     return cls, RBScopeTop(params, emulator=emu, emu_bus=emu_bus, tap_targets=tap)
 
 
@@ -173,7 +175,8 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
     emulator : int
         Emulated dies in loopback (0: none); the sniffer then has one channel per die.
     tap : int
-        Targets of the bus tap whose pins are reserved (0: none).
+        Build the opcode-aware bus tap for a NAND channel of this many targets (0: none); in
+        loopback it listens to the emulated bus.
     emu_bus : bool
         Route the emulator's ONFI bus to the header (the default; a real NAND host controller
         can then drive the emulated dies while the traffic generator is idle).
@@ -188,8 +191,8 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
     """
     cls, top = _top(board, channels, emulator, tap, emu_bus)
     platform = cls()
-    name = name or f"rbscope_{board}_{top.params.channels}ch" + (f"_emu{emulator}" if emulator
-                                                                   else "")
+    name = name or (f"rbscope_{board}_{top.params.channels}ch"
+                    + (f"_emu{emulator}" if emulator else "") + (f"_tap{tap}" if tap else ""))
     out = Path(build_dir) / name
     env = tool_env()
     saved = {k: os.environ.get(k) for k in env}
@@ -254,7 +257,8 @@ def main(argv=None):
     parser.add_argument("--no-emu-bus", dest="emu_bus", action="store_false",
                         help="keep the emulator's ONFI bus off the header (loopback only)")
     parser.add_argument("--tap", type=int, default=0, metavar="TARGETS",
-                        help="reserve header pins for a bus tap of this many CE# targets")
+                        help="build the opcode-aware bus tap for this many CE# targets (in "
+                             "loopback: on the emulated bus)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
     parser.add_argument("--build-dir", default="build/boards")
     parser.add_argument("--pins", action="store_true", help="print the header plan and stop")

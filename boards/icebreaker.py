@@ -6,6 +6,9 @@ LED/button section removed. There are not enough pins for the emulator's ONFI bu
 R/B# inputs; an emulator build runs in loopback. Pins are 3.3 V LVCMOS with the FPGA's pull-up on,
 so an unconnected channel idles ready (high).
 
+Sniffer: 20-bit width counters (``width_bits``), to save logic cells: at the default 0.1 µs tick
+a pulse is overlong from about 0.1 s on (erases take a few ms).
+
 Clock: the 12 MHz oscillator into an SB_PLL40_PAD, 48 MHz out (12 × 64 / 16). UART: the FTDI's
 second channel (pins 6/9), 3 Mbaud (divisor 16). LEDs: green = link traffic, red = R/B# activity.
 """
@@ -34,6 +37,7 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     led_link = ("led_g", 0)
     led_activity = ("led_r", 0)
     io_attrs = Attrs(IO_STANDARD="SB_LVCMOS", PULLUP=1)
+    width_bits = 20
 
     def create_clock(self, m):
         return self.ice40_pll(m, ("clk12", 0))

@@ -214,6 +214,9 @@ class BoardMixin:
         The UART resource through the board's FTDI.
     io_attrs : Attrs
         Electrical attributes of the probe pins.
+    width_bits : int
+        The sniffer's width counter size on this board (``SnifferParams.width_bits``): a pulse of
+        ``2**width_bits - 1`` ticks or more is overlong. Narrower on a part short of logic.
     """
 
     board_name = "board"
@@ -224,6 +227,7 @@ class BoardMixin:
     uart = ("uart", 0)
     reset_button = None
     io_attrs = Attrs()
+    width_bits = 24
 
     @classmethod
     def header_from_connectors(cls, connectors, names):
@@ -325,7 +329,10 @@ class RBScopeTop(Elaboratable):
     emu_bus : bool
         Route the emulator's ONFI bus to the header (a real host controller drives the dies).
     tap_targets : int
-        Reserve header pins for an opcode-aware bus tap of this many targets.
+        Build the opcode-aware bus tap (``rbscope.gateware.onfi_tap``) for a NAND channel of
+        this many targets (one LUN each) on header pins; its dies are R/B# channels
+        ``0 … tap_targets - 1`` and ``params.tag_bits`` must be 4. In a loopback build the tap
+        listens to the emulated bus instead (one target per emulated die, no pins).
     snapshot_ms : int
         Default snapshot period.
     """
@@ -339,6 +346,16 @@ class RBScopeTop(Elaboratable):
         self.tap_targets = tap_targets
         self.snapshot_ms = snapshot_ms
         self.device = None
+        self.tap = None
+        if tap_targets:
+            from ..gateware.onfi_tap.params import TapParams
+            targets = emulator.dies if emulator is not None else tap_targets
+            if params.tag_bits != 4:
+                raise BoardError("a build with the bus tap needs a sniffer with tag_bits=4")
+            try:
+                self.tap = TapParams(targets=targets, sniffer=params)
+            except ValueError as exc:
+                raise BoardError(f"bus tap: {exc}") from None
 
     def plan(self, platform):
         """The header plan of this build on ``platform``."""
@@ -347,7 +364,7 @@ class RBScopeTop(Elaboratable):
             list(platform.header.values()), 0 if loopback else self.params.channels,
             emu_dies=self.emulator.dies if loopback and self.emu_bus else 0,
             emu_rb=self.emulator.rb_count if loopback else 1,
-            tap_targets=self.tap_targets)
+            tap_targets=0 if loopback else self.tap_targets)
 
     def elaborate(self, platform):
         m = Module()
@@ -385,7 +402,7 @@ class RBScopeTop(Elaboratable):
         divisor = round(clock_hz / UART_BAUD)
         self.device = device = RBScopeDevice(
             self.params, uart_divisor=divisor, clock_hz=clock_hz, board=platform.board_name,
-            snapshot_ms=self.snapshot_ms, emulator=self.emulator)
+            snapshot_ms=self.snapshot_ms, emulator=self.emulator, tap=self.tap)
         m.submodules.device = device
 
         # ---- pins --------------------------------------------------------------------------
@@ -405,9 +422,12 @@ class RBScopeTop(Elaboratable):
         if plan.emu_bus:
             self._connect_emu_bus(m, platform, device)
         if plan.tap:
-            # Reserved for the opcode-aware bus tap: the pins are constrained as inputs so the
-            # build claims them, and are not used by this gateware yet.
-            platform.request("tap", 0, dir="-")
+            # The opcode-aware bus tap: inputs only (it never drives the bus), synchronised by
+            # the tap's own bus front end (two flip-flops, all lines alike).
+            tap = platform.request("tap", 0, dir="-")
+            for name in plan.tap:
+                m.submodules[f"tap_{name}"] = buf = io.Buffer("i", getattr(tap, name))
+                m.d.comb += getattr(device, f"tap_{name}").eq(buf.i)
 
         # ---- LEDs --------------------------------------------------------------------------
         # Link: lit while bytes move either way; activity: lit while any R/B# line is busy.

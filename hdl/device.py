@@ -4,7 +4,7 @@
 :class:`RBScopeDevice` adds the UART and is the top level for boards and the simulated device.
 """
 
-from amaranth.hdl import Module
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,7 +15,8 @@ from .link.framing import CommandDecoder, FrameEncoder
 from .link.uart import UartRx, UartTx
 from .rb_sniffer import RBSniffer, SnifferParams
 
-__all__ = ["DeviceCore", "RBScopeDevice", "emulator_extension"]
+__all__ = ["DeviceCore", "RBScopeDevice", "emulator_extension", "tap_extension",
+           "tap_link_from_info"]
 
 
 def emulator_extension(emu, config=None, traffic=None):
@@ -56,6 +57,72 @@ def emulator_extension(emu, config=None, traffic=None):
                        word_bits=protocol.EMU_COUNTER_BITS)
     return LinkExtension(registers=tuple(protocol.emu_registers(link)), ports=ports, emu=link,
                          source=truth)
+
+
+def tap_extension(tap, config=None):
+    """The opcode-aware bus tap's part of the link (a :class:`LinkExtension`).
+
+    Its configuration registers (``TAP_CFG_i``), the counter read (``TAP_READ``, ``TAP_DATA``)
+    and INFO's ``tap_targets``/``tap_luns``.
+
+    Parameters
+    ----------
+    tap : TapParams
+    config : TapConfig, optional
+        The tap's boot configuration (default: no sniffer tags).
+    """
+    from .onfi_tap import tap as tap_hdl
+    from .onfi_tap.params import TapConfig
+    config = TapConfig() if config is None else config
+    link = protocol.TapLink(tap.targets, tap.luns, tap_hdl.config_layout(tap).size,
+                            tap_hdl.config_const(tap, config))
+    rw, ro = protocol.Access.RW, protocol.Access.RO
+    ports = (
+        ExtPort("tap.cfg", link.cfg_bits, rw, link.cfg_reset),
+        ExtPort("tap.read", 19, rw, strobe=True),
+        ExtPort("tap.data", 64, ro),
+    )
+    return LinkExtension(registers=tuple(protocol.tap_registers(link)), ports=ports,
+                         info={"tap_targets": tap.targets, "tap_luns": tap.luns})
+
+
+def tap_link_from_info(info):
+    """The :class:`~.link.protocol.TapLink` of a device from its INFO (``None`` without a tap)."""
+    if not getattr(info, "tap_targets", 0):
+        return None
+    from .onfi_tap import tap as tap_hdl
+    from .onfi_tap.params import TapParams
+    params = TapParams(targets=info.tap_targets, luns=info.tap_luns)
+    return protocol.TapLink(info.tap_targets, info.tap_luns,
+                            tap_hdl.config_layout(params).size)
+
+
+def _joined(*extensions):
+    """One :class:`LinkExtension` of several (registers, ports and INFO fields; at most one of
+    them with a read source or an emulator)."""
+    extensions = [e for e in extensions if e is not None]
+    if not extensions:
+        return None
+    if len(extensions) == 1:
+        return extensions[0]
+    info = {}
+    for e in extensions:
+        info.update(e.info)
+    return LinkExtension(
+        registers=sum((e.registers for e in extensions), ()),
+        ports=sum((e.ports for e in extensions), ()),
+        emu=next((e.emu for e in extensions if e.emu is not None), None),
+        source=next((e.source for e in extensions if e.source is not None), None),
+        info=info)
+
+
+def _tap_members(tap, emulator):
+    """The bus tap's pins, prefixed ``tap_`` (none without a tap, or in loopback, where the tap
+    listens to the emulated bus)."""
+    if tap is None or emulator is not None:
+        return {}
+    return {"tap_ce_n": In(tap.targets, init=(1 << tap.targets) - 1), "tap_cle": In(1),
+            "tap_ale": In(1), "tap_we_n": In(1, init=1), "tap_io": In(8)}
 
 
 def _emu_bus_members(emulator):
@@ -100,12 +167,22 @@ class DeviceCore(wiring.Component):
         link then carries their registers and the ground truth (READ_TRUTH).
     emu_config, traffic : EmuConfig, TrafficConfig, optional
         The emulator's and traffic generator's boot configuration.
+    tap : TapParams, optional
+        Build the opcode-aware bus tap (:class:`~.onfi_tap.OnfiTap`) in: its dies are sniffer
+        channels ``0 … dies - 1`` (``first_channel`` must be 0), its ``sniffer_tag`` feeds the
+        sniffer's tag input (``params.tag_bits`` must be 4) and its counters are read through
+        the link (``TAP_READ``). In loopback it listens to the emulated bus (``targets`` must
+        equal the emulated dies, one LUN each); else to the ``tap_*`` pins.
+    tap_config : TapConfig, optional
+        The tap's boot configuration.
 
     Members
     -------
     emu_ce_n, emu_cle, emu_ale, emu_we_n, emu_re_n, emu_wp_n, emu_io_i, emu_io_o, emu_io_oe,
     emu_rb : (with ``emulator`` only) the emulated dies' ONFI bus, for a real NAND host
         controller (``rbscope.gateware.nand_emu.layouts.bus_signature_members``).
+    tap_ce_n, tap_cle, tap_ale, tap_we_n, tap_io : (with ``tap`` and no emulator only) the
+        tapped NAND channel's bus (inputs only: the tap never drives it).
     rb : In(channels)
         The R/B# pins (unused in loopback).
     rx : In(stream.Signature(8))
@@ -117,23 +194,37 @@ class DeviceCore(wiring.Component):
     """
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
-                 config=None, emulator=None, emu_config=None, traffic=None):
+                 config=None, emulator=None, emu_config=None, traffic=None, tap=None,
+                 tap_config=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         self.params = params
         self.emulator = emulator
+        self.tap = tap
+        if tap is not None:
+            from .onfi_tap.params import TapParams
+            if not isinstance(tap, TapParams):
+                raise TypeError(f"Tap parameters must be a TapParams, not {tap!r}")
+            if tap.sniffer != params or tap.first_channel != 0 or params.tag_bits != 4:
+                raise ValueError("the tap must label this sniffer's channels from 0 "
+                                 "(TapParams(sniffer=params)), and the sniffer needs tag_bits=4")
+            if emulator is not None and (tap.luns != 1 or tap.targets != emulator.dies):
+                raise ValueError(f"in loopback the tap has one target per emulated die "
+                                 f"({emulator.dies}), one LUN each")
         if emulator is None:
             self.sniffer = RBSniffer(params)
         else:
             from .nand_emu.loopback import Loopback
             self.loopback = Loopback(emulator, params)  # checks channels == dies
-        extension = (emulator_extension(emulator, emu_config, traffic)
-                     if emulator is not None else None)
+        extension = _joined(
+            emulator_extension(emulator, emu_config, traffic) if emulator is not None else None,
+            tap_extension(tap, tap_config) if tap is not None else None)
         self.controller = LinkController(params, clock_hz=clock_hz, uart_divisor=uart_divisor,
                                          board=board, snapshot_ms=snapshot_ms, config=config,
                                          extension=extension)
         super().__init__({
             **_emu_bus_members(emulator),
+            **_tap_members(tap, emulator),
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             "rx": In(stream.Signature(8)),
             "tx": Out(stream.Signature(8)),
@@ -195,7 +286,59 @@ class DeviceCore(wiring.Component):
                 controller.emu_busy.eq(loop.traffic_status.busy),
                 controller.emu_steps.eq(loop.traffic_status.steps),
             ]
+        if self.tap is not None:
+            self._add_tap(m, controller)
         return m
+
+    def _add_tap(self, m, controller):
+        """The bus tap: its bus, R/B# and trace, its tags into the sniffer, its counters and
+        configuration through the link."""
+        from .onfi_tap import OnfiTap
+        tap = self.tap
+        m.submodules.tap = onfi = OnfiTap(tap)
+        if self.emulator is None:
+            sniffer = self.sniffer
+            bus = {name: getattr(self, f"tap_{name}") for name in ("ce_n", "cle", "ale", "we_n",
+                                                                   "io")}
+            m.d.comb += onfi.rb.eq(self.rb[:tap.dies])
+            trace, tag = sniffer.trace, sniffer.tag
+        else:
+            loop = self.loopback
+            bus = {name: getattr(loop, f"seen_{name}") for name in ("ce_n", "cle", "ale", "we_n",
+                                                                    "io")}
+            m.d.comb += onfi.rb.eq(loop.seen_rb)
+            trace, tag = loop.snf_trace, loop.snf_tag
+        m.d.comb += [getattr(onfi, name).eq(value) for name, value in bus.items()]
+        m.d.comb += [
+            onfi.trace.valid.eq(trace.valid), onfi.trace.payload.eq(trace.payload),
+            tag.eq(onfi.sniffer_tag.as_value()),
+            onfi.cfg.as_value().eq(controller.tap_cfg),
+        ]
+        # One counter word per TAP_READ write: requested, answered a few cycles later, kept in
+        # TAP_DATA with its "done" bit until the next request.
+        from .onfi_tap.params import TapSpace
+        pending = Signal()
+        space = Signal(TapSpace)
+        index = Signal(len(onfi.read_req.payload.index))
+        word = Signal(64)
+        go = controller.tap_read
+        shift = protocol.TAP_SPACE_SHIFT
+        with m.If(go[protocol.TAP_READ_GO.bit_length() - 1]):
+            m.d.sync += [pending.eq(1), space.eq(go[shift:shift + 2]), index.eq(go[:shift]),
+                         word.eq(0)]
+        m.d.comb += [
+            onfi.read_req.valid.eq(pending),
+            onfi.read_req.payload.space.eq(space),
+            onfi.read_req.payload.index.eq(index),
+            onfi.read_resp.ready.eq(1),
+            controller.tap_data.eq(word),
+        ]
+        with m.If(onfi.read_req.ready):
+            m.d.sync += pending.eq(0)
+        with m.If(onfi.read_resp.valid):
+            m.d.sync += word.eq(Cat(onfi.read_resp.payload,
+                                    Const(0, protocol.TAP_DATA_DONE - tap.counter_bits),
+                                    Const(1, 1)))
 
 
 class RBScopeDevice(wiring.Component):
@@ -214,6 +357,7 @@ class RBScopeDevice(wiring.Component):
     Members
     -------
     emu_* : (with an emulator) its ONFI bus, as for :class:`DeviceCore`.
+    tap_* : (with a tap and no emulator) the tapped bus, as for :class:`DeviceCore`.
     rb : In(channels)
         The R/B# pins.
     uart_rx : In(1)
@@ -228,6 +372,7 @@ class RBScopeDevice(wiring.Component):
         self.uart_divisor = uart_divisor
         super().__init__({
             **_emu_bus_members(options.get("emulator")),
+            **_tap_members(options.get("tap"), options.get("emulator")),
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             "uart_rx": In(1, init=1),
             "uart_tx": Out(1, init=1),
@@ -247,4 +392,6 @@ class RBScopeDevice(wiring.Component):
             core.rx_error.eq(rx.error | rx.overrun),
         ]
         _connect_emu_bus(m, self, core, strip=False)
+        for name in _tap_members(self.core.tap, self.core.emulator):
+            m.d.comb += getattr(core, name).eq(getattr(self, name))
         return m

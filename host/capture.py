@@ -168,6 +168,11 @@ class CaptureWriter:
         """Record a host event: ``event`` names it, ``fields_`` are JSON members."""
         self._write(RecordKind.EVENT, json.dumps({"event": event, **fields_}).encode(), time_ns)
 
+    def tap(self, counts, phase, time_ns=None):
+        """Record a read of the bus tap's counters (a :class:`~rbscope.tap_model.TapCounts`):
+        ``phase`` ``"start"`` or ``"stop"``; the run's opcode counts are their difference."""
+        self.event("tap", time_ns, phase=phase, **counts.to_dict())
+
     def close(self):
         if self._file is not None:
             self._file.close()
@@ -795,6 +800,19 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
             names = preset.names
     if not info.clock_hz:
         warnings.append("INFO gives no clock frequency: times assume a 1 µs tick")
+    provenance_tap = {}
+    taps = [d for _, d in reader.events if isinstance(d, dict) and d.get("event") == "tap"]
+    starts = [d for d in taps if d.get("phase") == "start"]
+    stops = [d for d in taps if d.get("phase") == "stop"]
+    if starts and stops:
+        from .tap_model import TapCounts
+        try:
+            provenance_tap = {"tap": TapCounts.between(starts[0], stops[-1]).summary()}
+        except (KeyError, TypeError, ValueError):
+            warnings.append("the bus tap's counts in the capture are unreadable: left out")
+    elif taps:
+        warnings.append("the capture holds only one read of the bus tap's counters (the "
+                        "capture did not end normally): no opcode counts")
     return Measurement(
         params=params,
         config=config,
@@ -810,5 +828,6 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
                     "build_id": info.build_id, "epoch": last_epoch,
                     "link_errors": reader.stats.errors,
                     "snapshots_total": series.count, "snapshot_stride": series.stride,
-                    "complete": not missing, "missing": missing, "warnings": warnings},
+                    "complete": not missing, "missing": missing, "warnings": warnings,
+                    **provenance_tap},
     )

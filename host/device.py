@@ -25,9 +25,13 @@ from dataclasses import dataclass, field
 
 import serial
 
+from rbscope.gateware.device import tap_link_from_info
 from rbscope.gateware.link.protocol import (
     HIST_CHUNK,
     ID_MAGIC,
+    TAP_DATA_DONE,
+    TAP_READ_GO,
+    TAP_SPACE_SHIFT,
     Access,
     EmuLink,
     Opcode,
@@ -435,7 +439,7 @@ class Device:
             self.params = params
             self.hist = HistogramAccumulator(params)
             self._assembly = None
-        regs = register_map(params, emu=EmuLink.from_info(info))
+        regs = register_map(params, emu=EmuLink.from_info(info), tap=tap_link_from_info(info))
         self._by_name = {r.name: r for r in regs}
         self._by_address = {r.address: r for r in regs}
         return info
@@ -682,6 +686,44 @@ class Device:
         finally:
             self._hooks.remove(hook)
         return dict(sorted(got.items()))
+
+    def read_tap_word(self, space, index):
+        """Read one word of the bus tap's counter spaces (``TapSpace``, index as in
+        ``docs/opcode_tap.md``) through ``TAP_READ``/``TAP_DATA``."""
+        if not getattr(self.info, "tap_targets", 0):
+            raise DeviceError(f"{self.port_name}: this device has no bus tap")
+        self.write_reg("TAP_READ", TAP_READ_GO | int(space) << TAP_SPACE_SHIFT | index)
+        for _ in range(self.retries + 1):
+            hi = self.read_reg("TAP_DATA_HI")
+            if hi >> (TAP_DATA_DONE - 32) & 1:
+                lo = self.read_reg("TAP_DATA_LO")
+                return (hi & ((1 << (TAP_DATA_DONE - 32)) - 1)) << 32 | lo
+        raise DeviceTimeout(f"TAP_READ of space {int(space)} word {index} never completed")
+
+    def read_tap(self):
+        """Read the bus tap's per-die counters: a :class:`~rbscope.tap_model.TapCounts` with
+        ``ops``, ``planes`` and ``pulses`` (the width histogram is left at zero).
+
+        Only for a device built with the tap (INFO ``tap_targets`` > 0).
+        """
+        from rbscope.gateware.onfi_tap.params import CLASS_SLOTS, OpClass, TapParams, TapSpace
+
+        from .tap_model import TapCounts
+        info = self.info
+        if not getattr(info, "tap_targets", 0):
+            raise DeviceError(f"{self.port_name}: this device has no bus tap")
+        tap = TapParams(targets=info.tap_targets, luns=info.tap_luns, sniffer=self.params)
+        counts = TapCounts.zeros(tap)
+        planes = TapCounts.planes_slots()
+        for die in range(tap.dies):
+            for c in OpClass:
+                i = die * CLASS_SLOTS + int(c)
+                counts.ops[die][c] = self.read_tap_word(TapSpace.OPS, i)
+                counts.pulses[die][c] = self.read_tap_word(TapSpace.PULSES, i)
+            for slot in planes:
+                counts.planes[die][slot] = self.read_tap_word(TapSpace.PLANES,
+                                                              die * CLASS_SLOTS + slot)
+        return counts
 
     def clear(self):
         """Clear every counter (new epoch); return the new epoch number.

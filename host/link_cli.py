@@ -257,6 +257,10 @@ def _cmd_capture(args):
         try:
             if args.clear:
                 dev.clear()
+            if getattr(dev.info, "tap_targets", 0):
+                # The bus tap's counters never clear: the run's counts are the difference of
+                # this read and the one at the end (capture_to_measurement takes it).
+                writer.tap(dev.read_tap(), "start")
             names = ()
             for _, d in reversed(dev.events):
                 if isinstance(d, dict) and d.get("class_names"):
@@ -296,6 +300,8 @@ def _cmd_capture(args):
         # Final, complete counts: a solicited snapshot and the histograms.
         final = dev.snapshot()
         dev.read_histograms()
+        if getattr(dev.info, "tap_targets", 0):
+            writer.tap(dev.read_tap(), "stop")
         if view is not None:
             view.update(final, dev.stats, force=True, extra=f"{writer.records} records")
             view.close()

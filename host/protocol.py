@@ -264,6 +264,9 @@ class Info(Frame):
     emu_dies: int = 0
     emu_cfg_bits: int = 0
     emu_traffic_bits: int = 0
+    tag_bits: int = 0
+    tap_targets: int = 0
+    tap_luns: int = 0
 
     TYPE = FrameType.INFO
 
@@ -460,7 +463,7 @@ def params_from_info(info):
     the derived quantities (row, hist_bins) disagree with what INFO states.
     """
     names = ("channels", "classes", "width_bits", "counter_bits", "hist_sub_bits", "hist_bits",
-             "timestamp_bits", "prescaler_bits", "glitch_bits")
+             "timestamp_bits", "prescaler_bits", "glitch_bits", "tag_bits")
     try:
         params = SnifferParams(**{n: getattr(info, n) for n in names})
     except ValueError as exc:

@@ -45,7 +45,7 @@ SEQUENCE_HINTS = {"multiplane": (0.2, 1.5), "cache": (1.5, 12.0), "read": (12.0,
 TCBSY_US = (1.5, 40.0)
 
 #: State kinds that write pages (one page per pulse, times Mp).
-PROGRAM_KINDS = ("program",)
+PROGRAM_KINDS = ("program", "cache_program")
 
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
 _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
@@ -160,7 +160,7 @@ class DieResult:
     def to_dict(self):
         return {"pulses": self.pulses, "expected": self.expected,
                 "program_pulses": self.program_pulses,
-                "program_sd": math.sqrt(self.program_var),
+                "program_sd": math.sqrt(max(0.0, self.program_var)),
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
@@ -486,7 +486,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             pprog = pprog - moved
             pshort = pshort + moved
         announced = pshort * prev
-        pprog = pprog + announced
+        # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
+        pprog = np.clip(pprog + announced, 0.0, 1.0)
         # Expected run of tDBSY pulses right before each pulse: R(i) = pm(i-1) (1 + R(i-1)).
         run = np.zeros(len(x))
         acc = 0.0
@@ -505,7 +506,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         cap = (1 + erase_slack) * float(pprog.sum()) / pages_per_block + 2
     expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
     return DieResult(int(len(x)), expected, float(pprog.sum()),
-                     float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()), extra, cap,
+                     float(np.maximum(pprog * (1 - pprog), 0.0).sum()), float(g[:, ej].sum()),
+                     extra, cap,
                      float(announced.sum()), ambiguous,
                      float(np.minimum(pprog, 1 - pprog).sum()),
                      float(g[:, list(mk)].sum()) if mk else 0.0)
@@ -572,8 +574,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         is applied).
     trained : rbscope.trained.TrainedClassifier, optional
         Class width distributions learned from labelled pulses (the opcode tap's): they replace
-        the clusters found in the data as fixed emission densities (no page-type balance; the
-        erase cap and the tDBSY rules still apply).
+        the clusters found in the data as fixed emission densities (page types held equal as
+        usual when the training found 2 or 3; the erase cap and the tDBSY rules apply).
 
     Returns
     -------
@@ -605,7 +607,6 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                  + [t.range_log2[1] for t in trained.states])
         grid = _Grid(lo - 1.0, hi + 1.0)
         states = _trained_states(trained, grid, h)
-        balance = False
     else:
         states = _initial_states(allx, h, page_types)
         grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()),
@@ -616,7 +617,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     kinds = [st.kind for st in states]
     names = [st.name for st in states]
     K = len(states)
-    pj = [j for j, kd in enumerate(kinds) if kd == "program"]
+    # Program pulses: the page types ("program", held to equal counts) and a trained
+    # classifier's cache programs (counted, not balanced).
+    pj = [j for j, kd in enumerate(kinds) if kd in PROGRAM_KINDS]
+    pt = [j for j, kd in enumerate(kinds) if kd == "program"]
     ej = kinds.index("erase")
     train = [grid.index(s[:train_pulses]) for s in seqs]
     # The mixture works on bin counts: every pulse of a bin has the same posterior.
@@ -626,13 +630,13 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     hc = hist[occupied]
     b = _emissions(occupied, states)
     weights = np.bincount(np.argmax(b, axis=1), weights=hc, minlength=K) + 1.0
-    if balance == "auto" and pj:
+    if balance == "auto" and pt:
         # Seeds split the overlap of the slowest page type and the erases arbitrarily: count
         # the erase seed with its nearest program state before comparing the page types.
-        pc = weights[pj].copy()
-        pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pj]))] += weights[ej]
-        balance = 2 <= len(pj) <= 3 and pc.max() <= 1.5 * pc.min()
-    balance = bool(balance and len(pj) > 1)
+        pc = weights[pt].copy()
+        pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pt]))] += weights[ej]
+        balance = 2 <= len(pt) <= 3 and pc.max() <= 1.5 * pc.min()
+    balance = bool(balance and len(pt) > 1)
     if pages_per_block:
         weights[ej] = max(1.0, weights[pj].sum() / pages_per_block)
     weights /= weights.sum()

@@ -62,6 +62,9 @@ def add_sim_parser(commands):
                           "(1-8), sniffer channel i watching die i, driven by the on-chip "
                           "traffic generator (for `rbscope selftest PORT`); --channels, "
                           "--mix, --truth and the workload options then do not apply")
+    sim.add_argument("--tap", action="store_true",
+                     help="with --emulator: build the opcode-aware bus tap in, listening to the "
+                          "emulated bus (capture and analyze then report the opcode counts)")
     sim.add_argument("--json", action="store_true", help="print events as JSON lines")
     sim.set_defaults(handler=_cmd_sim)
 
@@ -91,11 +94,12 @@ def default_setup(channels, duration_s, seed, mix=None):
     return params, config, random_trains(spec, seed)
 
 
-def emulator_setup(dies):
+def emulator_setup(dies, tap=False):
     """Return (params, config, trains, emulator) of the simulated emulator build.
 
     ``dies`` emulated dies of the default geometry in loopback, one sniffer channel per die;
-    the R/B# pins are idle (the gateware ignores them).
+    the R/B# pins are idle (the gateware ignores them). With ``tap`` the sniffer takes the bus
+    tap's tags (``tag_bits=4``).
     """
     from .gateware.nand_emu import EmuParams
     from .gateware.rb_sniffer import SnifferConfig, SnifferParams
@@ -103,7 +107,7 @@ def emulator_setup(dies):
 
     if not isinstance(dies, int) or not 1 <= dies <= 8:
         raise ValueError(f"--emulator must be from 1 to 8 dies, not {dies}")
-    params = SnifferParams(channels=dies)
+    params = SnifferParams(channels=dies, tag_bits=4 if tap else 0)
     config = SnifferConfig(prescaler=1, glitch_ticks=1, windows=DEFAULT_WINDOWS_US)
     return params, config, [Train(1, []) for _ in range(dies)], EmuParams(dies=dies)
 
@@ -132,6 +136,7 @@ def _cmd_sim(args):
             print(f"rbscope sim: {event} {text}".rstrip(), flush=True)
 
     emulator = None
+    tap = None
     try:
         if args.link is not None:
             parent = os.path.dirname(os.path.abspath(args.link))
@@ -143,7 +148,12 @@ def _cmd_sim(args):
         if args.emulator is not None:
             if args.truth or args.mix:
                 raise ValueError("--truth and --mix do not apply to an --emulator build")
-            params, config, trains, emulator = emulator_setup(args.emulator)
+            params, config, trains, emulator = emulator_setup(args.emulator, args.tap)
+            if args.tap:
+                from .gateware.onfi_tap.params import TapParams
+                tap = TapParams(targets=args.emulator, sniffer=params)
+        elif args.tap:
+            raise ValueError("--tap needs --emulator (the simulated bus is the emulator's)")
         else:
             params, config, trains = default_setup(args.channels, args.duration, args.seed,
                                                    args.mix)
@@ -154,7 +164,8 @@ def _cmd_sim(args):
         params, config, trains, snapshot_ms=args.snapshot_ms, link=args.link,
         flip_rate=args.flip_rate, drop_rate=args.drop_rate,
         vanish_at=int(args.vanish_at * DEFAULT_CLOCK_HZ),
-        vanish_for=int(args.vanish_for * DEFAULT_CLOCK_HZ), seed=args.seed, emulator=emulator)
+        vanish_for=int(args.vanish_for * DEFAULT_CLOCK_HZ), seed=args.seed, emulator=emulator,
+        tap=tap)
     if args.truth:
         end = int(args.duration * DEFAULT_CLOCK_HZ)
         with open(args.truth, "w") as f:

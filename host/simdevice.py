@@ -87,12 +87,15 @@ class SimDevice:
         With ``emulator``: a command file (:func:`rbscope.refssd.rtl.write_commands`) that the
         harness replays as ONFI bus cycles into the emulated dies from cycle 0 (see
         ``sim_harness.cpp``); :meth:`replayed` tells when it has issued the last one.
+    tap, tap_config : TapParams, TapConfig, optional
+        Build the opcode-aware bus tap in (``DeviceCore``'s ``tap``): with an emulator it
+        listens to the emulated bus.
     """
 
     def __init__(self, params, config, trains, *, clock_hz=DEFAULT_CLOCK_HZ, uart_divisor=4,
                  snapshot_ms=100, link=None, flip_rate=0.0, drop_rate=0.0, vanish_at=0,
                  vanish_for=0, seed=1, build_root=None, max_cycles=0, emulator=None,
-                 emu_config=None, traffic=None, commands=None):
+                 emu_config=None, traffic=None, commands=None, tap=None, tap_config=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(config, SnifferConfig):
@@ -115,6 +118,8 @@ class SimDevice:
         if commands is not None and emulator is None:
             raise ValueError("a command file needs a device built with the NAND emulator")
         self.commands = None if commands is None else Path(commands)
+        self.tap = tap
+        self.tap_config = tap_config
         self._tmp = None  # created by start(): the stimulus file, and the default link
         self.link = Path(link) if link else None
         self.process = None
@@ -138,7 +143,7 @@ class SimDevice:
                                uart_divisor=self.uart_divisor, snapshot_ms=self.snapshot_ms,
                                board="verilator-sim", config=self.config,
                                emulator=self.emulator, emu_config=self.emu_config,
-                               traffic=self.traffic)
+                               traffic=self.traffic, tap=self.tap, tap_config=self.tap_config)
         return verilog.convert(device, name=TOPLEVEL, emit_src=False)
 
     def build(self, log=None):

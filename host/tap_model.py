@@ -198,6 +198,61 @@ class TapCounts:
                    pulses=[[0] * CLASS_SLOTS for _ in range(nd)],
                    hist=[[0] * params.sniffer.hist_bins for _ in range(CLASS_SLOTS)])
 
+    @staticmethod
+    def planes_slots():
+        """The slots of a die's ``planes`` row that can count (``kind * 4 + planes - 1``)."""
+        return [int(k) * MAX_PLANES + n for k in PlaneKind for n in range(MAX_PLANES)]
+
+    def mp(self, die=None, kind=PlaneKind.PROGRAM):
+        """Measured planes per final confirm of ``kind`` (all dies, or ``die``); None if none."""
+        dies = range(len(self.planes)) if die is None else [die]
+        ops = sum(self.operations(d, kind) for d in dies)
+        return sum(self.pages(d, kind) for d in dies) / ops if ops else None
+
+    def to_dict(self):
+        """The per-die counters as JSON members (``ops``, ``planes``, ``pulses``)."""
+        return {"ops": self.ops, "planes": self.planes, "pulses": self.pulses}
+
+    @classmethod
+    def between(cls, start, stop, bits=48):
+        """The counts from ``start`` to ``stop`` (two :meth:`to_dict` of the same device; the
+        counters wrap at ``bits``), as a :class:`TapCounts` without histogram."""
+        mask = (1 << bits) - 1
+
+        def diff(name):
+            return [[(b - a) & mask for a, b in zip(ra, rb, strict=True)]
+                    for ra, rb in zip(start[name], stop[name], strict=True)]
+        return cls(ops=diff("ops"), planes=diff("planes"), pulses=diff("pulses"), hist=[])
+
+    def summary(self):
+        """What the tap says of the run, all dies together and per die (JSON members).
+
+        ``program_ops`` counts final program confirms (10h and 15h), ``cache_programs`` the 15h
+        among them, ``pages_programmed`` the pages they covered and ``mp`` pages ÷ final
+        confirms (the measured Mp); erases likewise; ``reads`` page reads (30h), and per die
+        the confirm commands and the pulses per opcode class.
+        """
+        dies = range(len(self.ops))
+        prog = [PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM]
+
+        def total(fn, kinds):
+            return sum(fn(d, k) for d in dies for k in kinds)
+        finals = total(self.operations, prog)
+        pages = total(self.pages, prog)
+        erases = total(self.operations, [PlaneKind.ERASE])
+        return {
+            "program_ops": finals,
+            "cache_programs": sum(r[OpClass.CACHE_PROGRAM] for r in self.ops),
+            "pages_programmed": pages,
+            "mp": pages / finals if finals else None,
+            "erase_ops": erases,
+            "blocks_erased": total(self.pages, [PlaneKind.ERASE]),
+            "reads": sum(r[OpClass.READ] for r in self.ops),
+            "dies": [{"ops": {c.name: self.ops[d][c] for c in OpClass if self.ops[d][c]},
+                      "pulses": {c.name: self.pulses[d][c] for c in OpClass
+                                 if self.pulses[d][c]}} for d in dies],
+        }
+
     def word(self, params, space, index):
         """Return what the gateware reads at ``(space, index)``."""
         space = TapSpace(space)

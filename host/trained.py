@@ -3,7 +3,8 @@
 The opcode tap labels every busy pulse of a tapped channel with the command that started it
 (``rbscope label`` → :class:`~rbscope.labelled.LabelledPulses`). :func:`train` turns those
 labels into the width distribution of each pulse class the sequence-aware classifier knows
-(``program``, ``cache_program``, ``erase``, ``multiplane`` for tDBSY, ``read``, ``other``), and
+(``program`` — one state per page type where the program widths form 2 or 3 clusters —,
+``cache_program``, ``erase``, ``multiplane`` for tDBSY, ``read``, ``other``), and
 :func:`rbscope.sequence.classify` (``trained=``) then uses them as fixed emission densities on
 R/B#-only captures of every other die: only the mixture weights and the structure (erase cap,
 tDBSY-announced programs) are left to fit. With known densities the share of two overlapping
@@ -35,7 +36,7 @@ VERSION = 1
 
 #: Operation class (the tap's ``OpClass`` name) → (state name, state kind) of the classifier.
 KIND_OF_CLASS = {
-    "PROGRAM": ("program", "program"), "CACHE_PROGRAM": ("cache_program", "program"),
+    "PROGRAM": ("program", "program"), "CACHE_PROGRAM": ("cache_program", "cache_program"),
     "MP_QUEUE": ("multiplane", "multiplane"), "ERASE_QUEUE": ("multiplane", "multiplane"),
     "READ_MP": ("multiplane", "multiplane"), "ERASE": ("erase", "erase"),
     "READ": ("read", "read"), "READ_CACHE": ("read", "read"),
@@ -183,7 +184,7 @@ def train(labels, *, source=""):
     -------
     TrainedClassifier
     """
-    from .sequence import BINS_PER_OCTAVE
+    from .sequence import BINS_PER_OCTAVE, _peaks
 
     if not isinstance(labels, (list, tuple)):
         labels = [labels]
@@ -206,12 +207,25 @@ def train(labels, *, source=""):
         if len(w) < MIN_PULSES:
             notes.append(f"{name}: only {len(w)} labelled pulses, not used")
             continue
-        k = np.floor(np.log2(w) * BINS_PER_OCTAVE).astype(np.int64)
-        first = int(k.min())
-        states.append(TrainedState(name, kinds[name], first, np.bincount(k - first), len(w)))
+        x = np.log2(w)
+        groups = [(name, x)]
+        if name == "program":
+            # Page types (lower / middle / upper) are clusters of the program widths: one
+            # state each, so that the classifier can hold them to equal counts.
+            peaks = _peaks(x, float(x.min()) - 0.1, float(x.max()) + 0.1, min_share=0.1)
+            if 2 <= len(peaks) <= 3:
+                c = np.array([p[0] for p in peaks])
+                near = np.argmin(np.abs(x[:, None] - c[None, :]), axis=1)
+                groups = [(f"program_{i + 1}", x[near == i]) for i in range(len(c))]
+        for state_name, xs in groups:
+            k = np.floor(xs * BINS_PER_OCTAVE).astype(np.int64)
+            first = int(k.min())
+            states.append(TrainedState(state_name, kinds[name], first, np.bincount(k - first),
+                                       len(xs)))
     if not any(s.kind == "program" for s in states):
         raise TrainedError("the labels hold no program pulses: tap the bus while the drive "
                            "writes")
-    order = {"multiplane": 0, "other": 1, "read": 2, "program": 3, "erase": 4}
+    order = {"multiplane": 0, "other": 1, "read": 2, "cache_program": 3, "program": 4,
+             "erase": 5}
     states.sort(key=lambda s: (order[s.kind], s.first_bin))
     return TrainedClassifier(states, mp_pages / mp_ops if mp_ops else None, source, notes)

@@ -103,6 +103,7 @@ CONFIGS = [
     ("ulx3s", 41, 0, 4, False),
     ("ulx3s", None, 2, 0, True),
     ("ulx3s", None, 2, 0, False),
+    ("ulx3s", None, 2, 2, True),  # the tap on the emulated bus (no tap pins)
     ("ecpix5", None, 0, 0, False),
     ("ecpix5", 32, 0, 4, False),
     ("ecpix5", None, 2, 0, True),
@@ -127,6 +128,14 @@ def test_board_configuration_elaborates(board, channels, emulator, tap, emu_bus)
             assert subsignals == group
     assert platform.pll_hz == cls.target_hz
     assert top.device.core.params.channels == (emulator or channels or cls.default_channels)
+    # With TAP the tap is built in: its tags feed the sniffer, INFO says so.
+    core = top.device.core
+    assert (core.tap is not None) == bool(tap)
+    assert core.params.tag_bits == (4 if tap else 0)
+    if tap:
+        assert core.tap.dies == (emulator or tap)
+        assert core.controller.extension.info["tap_targets"] == core.tap.targets
+        assert bool(plan.tap) == (not emulator)
 
 
 def test_cli_reports_bad_options_without_traceback(capsys):

@@ -391,3 +391,70 @@ def test_vcd_fast_path_equals_word_loop(tmp_path, trains, monkeypatch, clock, ti
             assert m.provenance[key] == ref.provenance[key], key
         assert (m.duration_ticks, m.quiet_ticks, m.may_drop) == \
             (ref.duration_ticks, ref.quiet_ticks, ref.may_drop)
+
+
+def _scan_reference(data):
+    """The VCD scanner's result computed word by word (the definition it must equal)."""
+    ts, before, chars, keys = [], [], [], []
+    for word in data.split():
+        if word[:1] == b"#":
+            if not word[1:].isdigit():
+                return None
+            ts.append(int(word[1:]))
+        elif word[:1] in (b"0", b"1", b"x", b"X", b"z", b"Z") and 2 <= len(word) <= 8:
+            before.append(len(ts) - 1)
+            chars.append(word[0])
+            keys.append(int.from_bytes(word[1:], "little"))
+        else:
+            return None
+    return ts, before, chars, keys
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_vcd_scanner_equals_word_by_word(seed):
+    """Line layout (LF), other whitespace (CRLF, tabs, spaces) and identifiers of 1-7 bytes,
+    timestamps of 1-18 digits: the numpy scanner gives exactly the words' values, and gives up
+    (None) on anything else."""
+    import numpy as np
+
+    from rbscope.importers.vcd import _scan_scalars
+
+    rng = np.random.default_rng(seed)
+    idents = [bytes(rng.integers(33, 127, size=n).tolist()).replace(b"#", b"a")
+              for n in rng.integers(1, 8, size=12)]
+    words, t = [], int(rng.integers(0, 10 ** int(rng.integers(1, 17))))
+    for _ in range(3000):
+        if rng.random() < 0.4:
+            t += int(rng.integers(0, 10 ** int(rng.integers(0, 4))))
+            words.append(b"#%d" % t)
+        else:
+            words.append(bytes([b"01xXzZ"[int(rng.integers(6))]]) + idents[rng.integers(12)])
+    seps = [b"\n", b"\r\n", b"\t", b" \n", b"\n\n"]
+    sep = seps[seed % len(seps)]
+    data = sep.join(words) + b"\n"
+    got = _scan_scalars(data)
+    ref = _scan_reference(data)
+    assert got is not None
+    assert [x.tolist() for x in got[:4]] == [ref[0], ref[1], ref[2], ref[3]]
+    assert got[4] == data.count(b"\n")
+    # Anything that is not a plain change or timestamp: the word loop decides.
+    for bad in (b"#12a", b"#1_0", b"#0x10", b"b101 !", b"$comment", b"1", b"#", b"r1.5 !"):
+        assert _scan_scalars(data + bad + b"\n") is None
+
+
+def test_vcd_error_line_after_fast_chunks(tmp_path, trains, monkeypatch):
+    """Errors name their line also after chunks the numpy scanner took."""
+    import rbscope.importers.vcd as vcd_mod
+
+    path = tmp_path / "t.vcd"
+    with open(path, "w") as f:
+        write_vcd(f, trains, end=120_000)
+    lines = path.read_text().splitlines()
+    bad = len(lines) - 40
+    lines.insert(bad, "#oops")
+    path.write_text("\n".join(lines) + "\n")
+    _, kw, _ = setup(4)
+    for chunk in (1 << 30, 4096):
+        monkeypatch.setattr(vcd_mod, "CHUNK", chunk)
+        with pytest.raises(RecordingError, match=f"line {bad + 1}: bad timestamp"):
+            import_vcd(path, clock=1e-9, **kw)

@@ -19,6 +19,7 @@ from amaranth.sim import Simulator
 
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 from rbscope.gateware.rb_sniffer.ram import (
+    BANK_DEPTH,
     SPRAM_DEPTH,
     SPRAM_WIDTH,
     SinglePortRAM,
@@ -88,27 +89,44 @@ def test_single_port_ram_reads_what_was_written(kind):
         models.append(SPRAMModel(len(models)))
         return models[-1]
 
-    dut = SinglePortRAM(20, 64, kind=kind, spram_block=block)
+    # Three banks (the last one short) of the generic RAM; one SPRAM deep.
+    depth = 2 * BANK_DEPTH + 100 if kind == "memory" else 64
+    dut = SinglePortRAM(20, depth, kind=kind, spram_block=block)
+    if kind == "memory":
+        assert dut.banks == 3
+    addrs = sorted({a % depth for a in (0, 1, depth // 2, BANK_DEPTH - 1, BANK_DEPTH, depth - 2,
+                                        depth - 1, 5)})
+
+    def word(a):
+        return (0x9ABCD ^ (a * 0x1111)) & 0xFFFFF
+
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     got = {}
 
     async def bench(ctx):
-        for a in range(8):
+        for a in addrs:
             ctx.set(dut.addr, a)
             ctx.set(dut.we, 1)
-            ctx.set(dut.wdata, 0x9ABCD ^ (a * 0x1111))
+            ctx.set(dut.wdata, word(a))
             await ctx.tick()
-        ctx.set(dut.we, 0)
-        for a in reversed(range(8)):
+        # The sniffer's pattern: a read, then a write to another word, then the read's data
+        # (two cycles after its address) while the next read is presented.
+        for a in reversed(addrs):
             ctx.set(dut.addr, a)
+            ctx.set(dut.we, 0)
+            await ctx.tick()
+            ctx.set(dut.addr, 3)
+            ctx.set(dut.we, 1)
+            ctx.set(dut.wdata, 0x55555)
             await ctx.tick()
             got[a] = ctx.get(dut.rdata)
+        ctx.set(dut.we, 0)
         got["violation"] = [ctx.get(b.violation) for b in models]
 
     sim.add_testbench(bench)
     sim.run()
-    assert all(got[a] == (0x9ABCD ^ (a * 0x1111)) & 0xFFFFF for a in range(8))
+    assert {a: got[a] for a in addrs} == {a: word(a) for a in addrs}
     assert got["violation"] == ([0, 0] if kind == "spram" else [])
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "histogram_layout", "trace_layout", "truth_layout", "register_map", "register_values",
     "config_from_registers", "payload_layout",
     "layout_bytes", "EmuLink", "EMU_COUNTERS", "EMU_COUNTER_BITS", "emu_registers",
+    "TapLink", "tap_registers", "TAP_READ_GO", "TAP_SPACE_SHIFT", "TAP_DATA_DONE",
     "clock_period_ps", "tick_period_ps", "info_values",
 ]
 
@@ -173,6 +174,11 @@ def info_layout(params):
         "emu_dies": 8,
         "emu_cfg_bits": 16,
         "emu_traffic_bits": 16,
+        # The opcode-aware bus tap, when the build has one (else zeros): see TapLink. tag_bits
+        # is the sniffer's tag input width (its classes follow the tap's tags).
+        "tag_bits": 8,
+        "tap_targets": 8,
+        "tap_luns": 8,
     })
 
 
@@ -276,6 +282,54 @@ class EmuLink:
         return cls(info.emu_dies, info.emu_cfg_bits, info.emu_traffic_bits)
 
 
+@dataclass(frozen=True)
+class TapLink:
+    """What the link needs to know of a build's opcode-aware bus tap (INFO carries the first
+    two).
+
+    The tap's configuration is exposed as 32-bit slices of its packed layout
+    (``rbscope.gateware.onfi_tap.tap.config_layout``, ``cfg_bits`` wide); its counter words are
+    read one at a time through ``TAP_READ`` and ``TAP_DATA_LO``/``_HI``. The gateware side makes
+    one from a ``TapParams`` (``rbscope.gateware.device.tap_extension``).
+    """
+
+    targets: int
+    luns: int
+    cfg_bits: int
+    cfg_reset: int = 0
+
+
+#: ``TAP_READ``: writing ``TAP_READ_GO | space << TAP_SPACE_SHIFT | index`` reads one word of the
+#: tap's counter spaces into ``TAP_DATA``, whose bit ``TAP_DATA_DONE`` is set once it is there.
+TAP_READ_GO = 1 << 18
+TAP_SPACE_SHIFT = 16
+TAP_DATA_DONE = 63
+
+
+def tap_registers(tap):
+    """The registers of a build's bus tap (``tap`` a :class:`TapLink`; none for ``None``)."""
+    if tap is None:
+        return []
+    if not isinstance(tap, TapLink):
+        raise TypeError(f"Tap description must be a TapLink, not {tap!r}")
+    regs = []
+    for i in range((tap.cfg_bits + 31) // 32):
+        regs.append(Register(f"TAP_CFG_{i}", 0x1100 + i, Access.RW, "tap.cfg", 32 * i,
+                             reset=(tap.cfg_reset >> 32 * i) & 0xFFFF_FFFF,
+                             doc="bus tap configuration, bits 32i… of its packed layout",
+                             bits=min(32, tap.cfg_bits - 32 * i)))
+    regs += [
+        Register("TAP_READ", 0x1110, Access.RW, "tap.read", bits=19,
+                 doc="write GO (bit 18) | space << 16 | index: read one tap counter word "
+                     "(reads back 0)"),
+        Register("TAP_DATA_LO", 0x1111, Access.RO, "tap.data", 0,
+                 doc="the word read (low 32 bits)"),
+        Register("TAP_DATA_HI", 0x1112, Access.RO, "tap.data", 32,
+                 doc="(high bits; bit 31: the word is there)"),
+    ]
+    return regs
+
+
 def clock_period_ps(clock_hz):
     """The system clock period in whole picoseconds (rounded to nearest)."""
     if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -293,12 +347,12 @@ def tick_period_ps(prescaler, clock_hz):
 
 
 def info_values(params, *, clock_hz, prescaler=1, uart_divisor=4, build_id=0, board="",
-                emu=None):
+                emu=None, tap=None):
     """The fields of the INFO frame of a device built with ``params``.
 
     The one definition of INFO's contents: the gateware sends these values (``prescaler`` and
     ``tick_period_ps`` follow its PRESCALER register), and test devices and synthetic captures
-    use them. ``emu`` is the build's :class:`EmuLink`, if any.
+    use them. ``emu`` is the build's :class:`EmuLink`, ``tap`` its :class:`TapLink`, if any.
     """
     _check(params)
     name = board.encode("ascii")
@@ -319,6 +373,9 @@ def info_values(params, *, clock_hz, prescaler=1, uart_divisor=4, build_id=0, bo
         "emu_dies": emu.dies if emu else 0,
         "emu_cfg_bits": emu.cfg_bits if emu else 0,
         "emu_traffic_bits": emu.traffic_bits if emu else 0,
+        "tag_bits": params.tag_bits,
+        "tap_targets": tap.targets if tap else 0,
+        "tap_luns": tap.luns if tap else 0,
     }
 
 
@@ -378,16 +435,17 @@ class Register:
         return value
 
 
-def register_map(params, *, snapshot_period=0, config=None, emu=None):
+def register_map(params, *, snapshot_period=0, config=None, emu=None, tap=None):
     """Return the registers of a device built with ``params``, ordered by address.
 
     ``snapshot_period`` is the reset value of ``SNAPSHOT_PERIOD`` (system clock cycles), which
     the build chooses from its clock (100 ms by default). ``config``, a :class:`SnifferConfig`,
     gives the reset values of the sniffer's registers (a build's default timing preset).
-    ``emu``, an :class:`EmuLink`, adds the NAND emulator's and traffic generator's registers.
+    ``emu``, an :class:`EmuLink`, adds the NAND emulator's and traffic generator's registers;
+    ``tap``, a :class:`TapLink`, the bus tap's.
     """
     _check(params)
-    regs = _registers(params, snapshot_period) + emu_registers(emu)
+    regs = _registers(params, snapshot_period) + emu_registers(emu) + tap_registers(tap)
     if config is None:
         return regs
     values = register_values(params, config)

@@ -151,6 +151,14 @@ class Die(wiring.Component):
         abytes = Array(Signal(8, name=f"abyte{i}") for i in range(5))
         col = Signal(col_w)
         col_next = Signal(col_w)
+        # The column moved to the next byte in the previous cycle (a data-in or data-out
+        # cycle). The output bytes (parameter page, address pattern) are read from registers
+        # one cycle behind the column, for the column and for the next one; this picks the
+        # one that is current, so the next byte is out as soon as before and no decoding sits
+        # in front of the ROM or the pattern. (After a jump of the column, by address cycles,
+        # the byte is right a cycle later, well within tWHR/tCCS.)
+        col_step = Signal()
+        col_stepped = Signal()
         row = Signal(row_w)  # row of the command being assembled
         row_next = Signal(row_w)  # what `row` becomes at the end of this cycle
         out_row = Signal(row_w)  # page the data output reads
@@ -221,20 +229,23 @@ class Die(wiring.Component):
 
         m.submodules.bstate = bstate = Memory(shape=p.page_bits + 1, depth=p.blocks, init=[])
         bs_wr = bstate.write_port()
-        bs_rule = bstate.read_port(transparent_for=(bs_wr,))
-        bs_out = bstate.read_port(transparent_for=(bs_wr,))
+        bs_rule = bstate.read_port()
+        bs_out = bstate.read_port()
         # The RAM's output is slow (about 6 ns on ECP5): every use of it is one comparison
         # straight into a register (a bare copy would be merged into the RAM's read port by
-        # synthesis, leaving the slow output in front of the logic). The rule port is addressed
-        # with the row the address cycle is writing (`row_next`), so its comparisons are
-        # registered two cycles after the last address cycle, before the earliest possible
-        # confirm (WE# rising edges are at least two cycles apart after the synchroniser).
-        # Writes happen only at confirms, and every confirm follows address cycles of its own
-        # row, so the results are never stale then. The output port's comparison lags `out_row`
-        # by one cycle, which a data output (after tR) never sees.
+        # synthesis, leaving the slow output in front of the logic). Both ports are addressed
+        # from registers (`row`, `out_row`), so no decoding sits in front of the RAM's address
+        # either. The rule comparisons are therefore registered three cycles after the last
+        # address cycle's strobe: the row is registered (1), read (2), compared (3). The
+        # earliest confirm strobe comes two cycles after it (WE# rising edges are at least two
+        # cycles apart after the synchroniser) and is applied a cycle later (the decoder's stage
+        # 2), so it sees the comparisons of its own row. Writes happen only at confirms, and
+        # every confirm follows address cycles of its own row, so the results are never stale
+        # then and the ports need no write-through. The output port's comparison lags `out_row`
+        # by two cycles, which a data output (after tWB and tR) never sees.
         m.d.comb += [
-            bs_rule.addr.eq(block_of(row_next)),
-            bs_out.addr.eq(block_of(out_row_next)),
+            bs_rule.addr.eq(block_of(row)),
+            bs_out.addr.eq(block_of(out_row)),
         ]
 
         def is_bad(block):
@@ -248,11 +259,19 @@ class Die(wiring.Component):
         rule_programmed = Signal()  # the page was programmed since the erase
         out_bad = Signal()
         out_erased = Signal()
+        # Only an equality (two LUT levels) sits behind the rule port's output. The orderings,
+        # which need a carry chain, compare registered copies of the data a cycle later:
+        # `rule_programmed` only picks which refusal a refused program is counted as (a cycle
+        # later too, see `refuse`), and `out_erased` serves data output, long after tR.
+        rule_data = Signal.like(bs_rule.data)
+        out_data = Signal.like(bs_out.data)
         m.d.sync += [
+            rule_data.eq(bs_rule.data),
+            out_data.eq(bs_out.data),
             rule_bad.eq(is_bad(rule_block)),
             rule_next_page.eq(rule_page == bs_rule.data),
-            rule_programmed.eq(rule_page < bs_rule.data),
-            out_erased.eq(page_of(out_row) >= bs_out.data),
+            rule_programmed.eq(rule_page < rule_data),
+            out_erased.eq(page_of(out_row) >= out_data),
         ]
         m.d.comb += out_bad.eq(is_bad(block_of(out_row)))
 
@@ -298,14 +317,15 @@ class Die(wiring.Component):
                     m.d.sync += copy_col.eq(copy_col + 1)
         else:
             buf_wr = None
-            m.d.comb += page_byte.eq(
-                (col_next[:p.col_bits] ^ (col_next[:p.col_bits] >> 8)
-                 ^ out_row_next ^ (out_row_next >> 8) ^ (out_row_next >> 16) ^ 0xA5)[:8])
-            # The pattern is combinational, but registered here so that it has the same one-cycle
-            # latency as the array's read port.
-            reg = Signal(8)
-            m.d.sync += reg.eq(page_byte)
-            page_byte = reg
+
+            def pattern(c):
+                c = c[:p.col_bits]
+                return (c ^ (c >> 8) ^ out_row ^ (out_row >> 8) ^ (out_row >> 16) ^ 0xA5)[:8]
+            # The pattern of the column and of the next one, from registers (no decoding in
+            # front of them; see `col_stepped`).
+            at_col, at_next = Signal(8), Signal(8)
+            m.d.sync += [at_col.eq(pattern(col)), at_next.eq(pattern(col + 1))]
+            m.d.comb += page_byte.eq(Mux(col_stepped, at_next, at_col))
         copy_abort = Signal()
         if p.storage == Storage.ARRAY:
             with m.If(copy_abort):
@@ -316,7 +336,13 @@ class Die(wiring.Component):
         m.submodules.param_rom = prom = Memory(shape=8, depth=256,
                                                init=list(parameter_page(p)))
         prom_rd = prom.read_port()
-        m.d.comb += prom_rd.addr.eq(col_next[:8])
+        prom_next = prom.read_port()
+        prom_byte = Signal(8)
+        m.d.comb += [
+            prom_rd.addr.eq(col[:8]),
+            prom_next.addr.eq((col + 1)[:8]),
+            prom_byte.eq(Mux(col_stepped, prom_next.data, prom_rd.data)),
+        ]
         id_rom = Array(Const(b, 8) for b in id_bytes(p))
         m.d.comb += self.data_out_en.eq(out_mode != OutMode.NONE)
         with m.Switch(out_mode):
@@ -325,7 +351,7 @@ class Die(wiring.Component):
             with m.Case(OutMode.ID):
                 m.d.comb += self.data_out.eq(id_rom[Cat(col[:3], id_sel)])
             with m.Case(OutMode.PARAM):
-                m.d.comb += self.data_out.eq(prom_rd.data)
+                m.d.comb += self.data_out.eq(prom_byte)
             with m.Case(OutMode.PAGE):
                 m.d.comb += self.data_out.eq(Mux(out_bad, 0x00, Mux(out_erased, 0xFF, page_byte)))
             with m.Case(OutMode.FEAT):
@@ -482,10 +508,21 @@ class Die(wiring.Component):
             with m.Elif(rule_bad):
                 count(EmuCounter.FAIL_BAD_BLOCK)
             if is_program:
-                with m.Elif(rule_programmed):
-                    count(EmuCounter.FAIL_NOT_ERASED)
                 with m.Else():
-                    count(EmuCounter.FAIL_ORDER)
+                    m.d.comb += refused_page.eq(1)
+
+        # A program refused for its page (not the block's next one) is counted as "not erased"
+        # or "out of order" a cycle later, when `rule_programmed` is ready (the row, and so the
+        # rule port's word, stays put: the next address cycle is at least two cycles away). The
+        # next command's stage 2 comes later still, so the command group stays one-hot.
+        refused_page = Signal()
+        refused_page_d = Signal()
+        m.d.sync += refused_page_d.eq(refused_page)
+        with m.If(refused_page_d):
+            with m.If(rule_programmed):
+                count(EmuCounter.FAIL_NOT_ERASED)
+            with m.Else():
+                count(EmuCounter.FAIL_ORDER)
 
         def accept(is_program):
             m.d.comb += [bs_wr.addr.eq(rule_block), bs_wr.en.eq(1),
@@ -527,111 +564,134 @@ class Die(wiring.Component):
                 if kind == "cache":
                     count(EmuCounter.CACHE_OPS)
 
+        m.d.sync += col_stepped.eq(col_step)
         m.d.comb += [col_next.eq(col), out_row_next.eq(out_row), row_next.eq(row)]
         m.d.sync += [col.eq(col_next), out_row.eq(out_row_next), row.eq(row_next)]
+        # A command is decoded in two cycles. Bus strobes are at least two cycles apart after
+        # the synchroniser (WE# must be seen low between two rising edges), so the cycle after a
+        # command strobe never holds another strobe of WE#. Stage 1 (the strobe's cycle)
+        # classifies the command against the state: which action it takes or that it is
+        # illegal, into one-hot registers. Stage 2 (the next cycle) applies the action. Every
+        # state that stage 1 reads changes only through commands, address and data cycles
+        # (never in the cycle between the stages), except the timing engine's RDY/ARDY, which
+        # are decided on the strobe's cycle as before; the effects come one cycle later.
+        actions = ("reset", "status", "status_enh", "setup", "read", "read_confirm",
+                   "rcache_seq", "rcache_end", "change_read", "program", "change_write",
+                   "prog_confirm", "prog_cache", "prog_queue", "erase_confirm", "erase_queue",
+                   "illegal")
+        want = {a: Signal(name=f"want_{a}") for a in actions}
+        act = {a: Signal(name=f"act_{a}") for a in actions}
+        act_byte = Signal(8)  # the command byte, for stage 2
+        m.d.sync += [act[a].eq(want[a]) for a in actions]
+        m.d.sync += act_byte.eq(self.byte)
+
         busy_ok = Signal()  # command allowed while RDY = 0
         m.d.comb += busy_ok.eq((self.byte == Opcode.RESET) | (self.byte == Opcode.STATUS)
                                | (self.byte == Opcode.STATUS_ENH))
 
+        def classify(action, cond=None):
+            if cond is None:
+                m.d.comb += want[action].eq(1)
+            else:
+                m.d.comb += [want[action].eq(cond), want["illegal"].eq(~cond)]
+
         with m.If(self.cmd):
             with m.If(~rdy & ~busy_ok):
-                illegal()
+                classify("illegal")
             with m.Else():
                 with m.Switch(self.byte):
                     with m.Case(Opcode.RESET):
-                        m.d.comb += reset_cmd.eq(1)
-                        count(EmuCounter.RESETS)
-                        m.d.sync += [cmd.eq(Opcode.RESET), prog_ready.eq(0), read_valid.eq(0),
-                                     mp_count.eq(0), mp_fail.eq(0), fail.eq(0), failc.eq(0),
-                                     out_mode.eq(OutMode.STATUS)]
+                        classify("reset")
                     with m.Case(Opcode.STATUS):
-                        m.d.sync += [cmd.eq(Opcode.STATUS), out_mode.eq(OutMode.STATUS)]
-                        with m.If(out_mode != OutMode.STATUS):
-                            m.d.sync += resume_mode.eq(out_mode)
+                        classify("status")
                     with m.Case(Opcode.STATUS_ENH):
-                        m.d.sync += [cmd.eq(Opcode.STATUS_ENH), acount.eq(0)]
-                        with m.If(out_mode != OutMode.STATUS):
-                            m.d.sync += resume_mode.eq(out_mode)
+                        classify("status_enh")
                     with m.Case(Opcode.READ_ID, Opcode.READ_PARAM, Opcode.GET_FEATURES,
                                 Opcode.SET_FEATURES, Opcode.ERASE, Opcode.CHANGE_READ_COL):
-                        with m.If(ardy):
-                            m.d.sync += [cmd.eq(self.byte), acount.eq(0), dcount.eq(0),
-                                         prog_ready.eq(0)]
-                        with m.Else():
-                            illegal()
+                        classify("setup", ardy)
                     with m.Case(Opcode.READ):
-                        with m.If(ardy):
-                            # Also "return to data output" after a status poll: the page, the
-                            # parameter page or the features, whichever was being output.
-                            m.d.sync += [cmd.eq(Opcode.READ), acount.eq(0), prog_ready.eq(0)]
-                            with m.If(out_mode == OutMode.STATUS):
-                                m.d.sync += out_mode.eq(resume_mode)
-                        with m.Else():
-                            illegal()
+                        classify("read", ardy)
                     with m.Case(Opcode.READ_CONFIRM):
-                        with m.If(ardy & (cmd == Opcode.READ) & (acount >= 5)):
-                            start(Op.READ, BusyTime.R)
-                            m.d.comb += out_row_next.eq(row)
-                            m.d.sync += [read_row.eq(row), cmd.eq(Opcode.READ_CONFIRM),
-                                         read_valid.eq(0), out_mode.eq(OutMode.PAGE)]
-                        with m.Else():
-                            illegal()
-                    with m.Case(Opcode.READ_CACHE_SEQ, Opcode.READ_CACHE_END):
-                        with m.If(ardy & read_valid):
-                            seq = self.byte == Opcode.READ_CACHE_SEQ
-                            start(Op.RCACHE, BusyTime.RCBSY, seq)
-                            count(EmuCounter.CACHE_OPS)
-                            m.d.comb += [out_row_next.eq(read_row), col_next.eq(0)]
-                            m.d.sync += [read_row.eq(read_row + 1), read_valid.eq(seq),
-                                         out_mode.eq(OutMode.PAGE), cmd.eq(self.byte)]
-                        with m.Else():
-                            illegal()
+                        classify("read_confirm", ardy & (cmd == Opcode.READ) & (acount >= 5))
+                    with m.Case(Opcode.READ_CACHE_SEQ):
+                        classify("rcache_seq", ardy & read_valid)
+                    with m.Case(Opcode.READ_CACHE_END):
+                        classify("rcache_end", ardy & read_valid)
                     with m.Case(Opcode.CHANGE_READ_COL_CONFIRM):
-                        with m.If(ardy & (cmd == Opcode.CHANGE_READ_COL) & (acount >= 2)):
-                            m.d.sync += [out_mode.eq(OutMode.PAGE), cmd.eq(self.byte)]
-                        with m.Else():
-                            illegal()
+                        classify("change_read",
+                                 ardy & (cmd == Opcode.CHANGE_READ_COL) & (acount >= 2))
                     with m.Case(Opcode.PROGRAM, Opcode.PROGRAM_MP):
-                        m.d.sync += [cmd.eq(Opcode.PROGRAM), acount.eq(0), prog_ready.eq(0),
-                                     read_valid.eq(0)]
+                        classify("program")
                     with m.Case(Opcode.CHANGE_WRITE_COL):
-                        with m.If(prog_ready):
-                            m.d.sync += [cmd.eq(Opcode.CHANGE_WRITE_COL), acount.eq(0)]
-                        with m.Else():
-                            illegal()
+                        classify("change_write", prog_ready)
                     with m.Case(Opcode.PROGRAM_CONFIRM):
-                        with m.If(prog_ready):
-                            confirm(True, "program")
-                            m.d.sync += [prog_ready.eq(0), cmd.eq(self.byte)]
-                        with m.Else():
-                            illegal()
+                        classify("prog_confirm", prog_ready)
                     with m.Case(Opcode.PROGRAM_CACHE):
-                        with m.If(prog_ready):
-                            confirm(True, "cache")
-                            m.d.sync += [prog_ready.eq(0), cmd.eq(self.byte)]
-                        with m.Else():
-                            illegal()
+                        classify("prog_cache", prog_ready)
                     with m.Case(Opcode.PROGRAM_MP_CONFIRM):
-                        with m.If(prog_ready & (mp_count < p.planes - 1)):
-                            confirm(True, "queue")
-                            m.d.sync += [prog_ready.eq(0), cmd.eq(self.byte)]
-                        with m.Else():
-                            illegal()
+                        classify("prog_queue", prog_ready & (mp_count < p.planes - 1))
                     with m.Case(Opcode.ERASE_CONFIRM):
-                        with m.If(ardy & (cmd == Opcode.ERASE) & (acount >= 3)):
-                            confirm(False, "erase")
-                            m.d.sync += cmd.eq(self.byte)
-                        with m.Else():
-                            illegal()
+                        classify("erase_confirm", ardy & (cmd == Opcode.ERASE) & (acount >= 3))
                     with m.Case(Opcode.ERASE_MP_CONFIRM):
-                        with m.If(ardy & (cmd == Opcode.ERASE) & (acount >= 3)
-                                  & (mp_count < p.planes - 1)):
-                            confirm(False, "queue")
-                            m.d.sync += cmd.eq(self.byte)
-                        with m.Else():
-                            illegal()
+                        classify("erase_queue", ardy & (cmd == Opcode.ERASE) & (acount >= 3)
+                                 & (mp_count < p.planes - 1))
                     with m.Default():
-                        illegal()
+                        classify("illegal")
+
+        # Stage 2: apply (exactly one action flag is high, in the cycle after the strobe).
+        with m.If(act["illegal"]):
+            illegal()
+        with m.If(act["reset"]):
+            m.d.comb += reset_cmd.eq(1)
+            count(EmuCounter.RESETS)
+            m.d.sync += [cmd.eq(Opcode.RESET), prog_ready.eq(0), read_valid.eq(0),
+                         mp_count.eq(0), mp_fail.eq(0), fail.eq(0), failc.eq(0),
+                         out_mode.eq(OutMode.STATUS)]
+        with m.If(act["status"]):
+            m.d.sync += [cmd.eq(Opcode.STATUS), out_mode.eq(OutMode.STATUS)]
+            with m.If(out_mode != OutMode.STATUS):
+                m.d.sync += resume_mode.eq(out_mode)
+        with m.If(act["status_enh"]):
+            m.d.sync += [cmd.eq(Opcode.STATUS_ENH), acount.eq(0)]
+            with m.If(out_mode != OutMode.STATUS):
+                m.d.sync += resume_mode.eq(out_mode)
+        with m.If(act["setup"]):
+            m.d.sync += [cmd.eq(act_byte), acount.eq(0), dcount.eq(0), prog_ready.eq(0)]
+        # 00h acts at once, in stage 1 (its logic is small): it is also "return to data output"
+        # after a status poll (the page, the parameter page or the features, whichever was being
+        # output), and hosts pull RE# low soon after it. No stage 2 writes in the same cycle.
+        with m.If(want["read"]):
+            m.d.sync += [cmd.eq(Opcode.READ), acount.eq(0), prog_ready.eq(0)]
+            with m.If(out_mode == OutMode.STATUS):
+                m.d.sync += out_mode.eq(resume_mode)
+        with m.If(act["read_confirm"]):
+            start(Op.READ, BusyTime.R)
+            m.d.comb += out_row_next.eq(row)
+            m.d.sync += [read_row.eq(row), cmd.eq(Opcode.READ_CONFIRM), read_valid.eq(0),
+                         out_mode.eq(OutMode.PAGE)]
+        with m.If(act["rcache_seq"] | act["rcache_end"]):
+            seq = act["rcache_seq"]
+            start(Op.RCACHE, BusyTime.RCBSY, seq)
+            count(EmuCounter.CACHE_OPS)
+            m.d.comb += [out_row_next.eq(read_row), col_next.eq(0)]
+            m.d.sync += [read_row.eq(read_row + 1), read_valid.eq(seq),
+                         out_mode.eq(OutMode.PAGE), cmd.eq(act_byte)]
+        with m.If(act["change_read"]):
+            m.d.sync += [out_mode.eq(OutMode.PAGE), cmd.eq(act_byte)]
+        with m.If(act["program"]):
+            m.d.sync += [cmd.eq(Opcode.PROGRAM), acount.eq(0), prog_ready.eq(0),
+                         read_valid.eq(0)]
+        with m.If(act["change_write"]):
+            m.d.sync += [cmd.eq(Opcode.CHANGE_WRITE_COL), acount.eq(0)]
+        for action, kind in (("prog_confirm", "program"), ("prog_cache", "cache"),
+                             ("prog_queue", "queue")):
+            with m.If(act[action]):
+                confirm(True, kind)
+                m.d.sync += [prog_ready.eq(0), cmd.eq(act_byte)]
+        for action, kind in (("erase_confirm", "erase"), ("erase_queue", "queue")):
+            with m.If(act[action]):
+                confirm(False, kind)
+                m.d.sync += cmd.eq(act_byte)
 
         with m.If(self.addr & (rdy | (cmd == Opcode.STATUS_ENH))):
             with m.If(acount < 5):
@@ -683,7 +743,7 @@ class Die(wiring.Component):
                     m.d.comb += [buf_wr.addr.eq(plane * total + col[:p.col_bits]),
                                  buf_wr.data.eq(self.byte),
                                  buf_wr.en.eq(col < total)]
-                m.d.comb += col_next.eq(col + 1)
+                m.d.comb += [col_next.eq(col + 1), col_step.eq(1)]
             with m.Elif((cmd == Opcode.SET_FEATURES) & (acount >= 1) & (dcount < 4)):
                 with m.If(feat_addr == 0x01):
                     m.d.sync += features[dcount[:2]].eq(self.byte)
@@ -692,9 +752,11 @@ class Die(wiring.Component):
                     start(Op.FEAT, BusyTime.FEAT)
 
         # Status reads do not move the column: after polling, 00h resumes the page output where
-        # it stopped.
-        with m.If(self.dout & (out_mode != OutMode.STATUS)):
-            m.d.comb += col_next.eq(col + 1)
+        # it stopped. A read cache command applied in the same cycle (stage 2 lags its strobe by
+        # a cycle, so an RE# edge before the command can meet it) restarts the column: it wins.
+        with m.If(self.dout & (out_mode != OutMode.STATUS)
+                  & ~act["rcache_seq"] & ~act["rcache_end"]):
+            m.d.comb += [col_next.eq(col + 1), col_step.eq(1)]
 
         # ---- Counters -------------------------------------------------------------------------
 

@@ -45,6 +45,11 @@ class Loopback(wiring.Component):
         The traffic generator's.
     snf_cfg, snf_clear, snf_read_req, snf_read_resp, snf_status, snf_trace :
         The sniffer's (see :class:`RBSniffer`).
+    snf_tag : In(channels * tag_bits)
+        Only with a sniffer of ``tag_bits > 0``: its per-channel tag input (a bus tap's).
+    seen_ce_n, seen_cle, seen_ale, seen_we_n, seen_io, seen_rb : Out
+        The bus as the emulator sees it (the traffic generator's or the pins'), and each die's
+        own R/B#: what a passive bus tap in loopback listens to.
     """
 
     def __init__(self, params, sniffer=None):
@@ -67,6 +72,9 @@ class Loopback(wiring.Component):
             # The sniffer's ports, prefixed: one definition (SnifferSignature) for both tops.
             **{f"snf_{name}": member
                for name, member in SnifferSignature(sniffer).members.items()},
+            **({"snf_tag": In(sniffer.channels * sniffer.tag_bits)} if sniffer.tag_bits else {}),
+            "seen_ce_n": Out(params.dies), "seen_cle": Out(1), "seen_ale": Out(1),
+            "seen_we_n": Out(1), "seen_io": Out(8), "seen_rb": Out(params.dies),
         })
 
     def elaborate(self, platform):
@@ -90,6 +98,12 @@ class Loopback(wiring.Component):
             self.traffic_status.eq(gen.status),
             snf.rb.eq(emu.die_rb), snf.cfg.eq(self.snf_cfg), snf.clear.eq(self.snf_clear),
             self.snf_status.eq(snf.status),
+        ]
+        if self.sniffer_params.tag_bits:
+            m.d.comb += snf.tag.eq(self.snf_tag)
+        m.d.comb += [
+            self.seen_ce_n.eq(emu.ce_n), self.seen_cle.eq(emu.cle), self.seen_ale.eq(emu.ale),
+            self.seen_we_n.eq(emu.we_n), self.seen_io.eq(emu.io_i), self.seen_rb.eq(emu.die_rb),
         ]
         wiring.connect(m, wiring.flipped(self.emu_read_req), emu.read_req)
         wiring.connect(m, emu.read_resp, wiring.flipped(self.emu_read_resp))

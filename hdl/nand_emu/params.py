@@ -368,7 +368,7 @@ class TrafficConfig:
         Cycles of each WE# level (1 … 15).
     wb_wait : int
         Cycles to wait after a confirm before looking at R/B# (must exceed the emulator's
-        ``t_wb`` plus 3 cycles of input synchronisation).
+        ``t_wb`` plus 4 cycles: input synchronisation and the two-cycle command decoder).
     """
 
     dies: int = 1

@@ -97,8 +97,12 @@ class FrontEnd(wiring.Component):
         Channel enable; a disabled channel looks ready and is disarmed.
     tick : In(1)
         Time base strobe.
-    glitch_ticks : In(glitch_bits)
-        An observed pulse shorter than this is a glitch: it only increments the side count.
+    glitch_last : In(glitch_bits)
+        ``glitch_ticks - 1`` (modulo ``2**glitch_bits``): an observed pulse shorter than
+        ``glitch_ticks`` is a glitch and only increments the side count. (Derived once for all
+        channels by the sniffer.)
+    glitch_any : In(1)
+        ``glitch_ticks != 0``.
     take_event : In(1)
         The pipeline takes the mailbox's event this cycle.
     take_side : In(1)
@@ -120,7 +124,8 @@ class FrontEnd(wiring.Component):
             "lvl": In(1, init=1),
             "enable": In(1),
             "tick": In(1),
-            "glitch_ticks": In(params.glitch_bits),
+            "glitch_last": In(params.glitch_bits),
+            "glitch_any": In(1),
             "take_event": In(1),
             "take_side": In(1),
             "mailbox": Out(mailbox_layout(params)),
@@ -150,6 +155,19 @@ class FrontEnd(wiring.Component):
             armed.eq(self.enable & (armed | self.lvl)),
         ]
 
+        # `short`: the pulse so far is shorter than glitch_ticks (count < G). It is kept as a flag,
+        # which is cheaper than comparing the whole count in every channel: it starts as G != 0
+        # and falls at the tick that makes the count G (count == G - 1 before it; only the low
+        # glitch_bits bits need comparing, as the count passes G - 1 before it reaches
+        # 2**glitch_bits). A saturated pulse never asks.
+        gb = p.glitch_bits
+        short = Signal()
+        with m.If(self.low):
+            with m.If(self.tick & (count[:gb] == self.glitch_last)):
+                m.d.sync += short.eq(0)
+        with m.Else():
+            m.d.sync += short.eq(self.glitch_any)
+
         with m.If(self.low):
             with m.If(self.tick):
                 with m.If(count == p.max_width - 1):
@@ -168,11 +186,6 @@ class FrontEnd(wiring.Component):
             with m.If(saturated):
                 m.d.comb += [emit.eq(~count_zero), emit_kind.eq(EventKind.BUSY)]
             with m.Elif(armed & self.enable):
-                # glitch_ticks is narrow: compare its bits and check that the rest are zero
-                # (cheaper than a full-width comparison in every channel).
-                gb = p.glitch_bits
-                short = (count[:gb] < self.glitch_ticks) if gb >= p.width_bits else (
-                    (count[gb:] == 0) & (count[:gb] < self.glitch_ticks))
                 with m.If(short):
                     m.d.comb += glitch_inc.eq(1)
                 with m.Else():

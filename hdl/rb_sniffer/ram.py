@@ -1,9 +1,13 @@
 """Single-port RAM for the sniffer's histogram: a generic memory, or the iCE40UP's SPRAM.
 
 The histogram needs one access per clock cycle: the pipeline reads a bin on one cycle and writes
-it back two cycles later, and reads and writes fall on cycles of opposite parity, so one port is
-enough. That lets the iCE40UP5K hold the histogram in its four 256-kbit single-port RAMs
-(``SB_SPRAM256KA``, 16 bits × 16 384 words each) rather than in 22 of its 30 block RAMs.
+it back three cycles later, and reads and writes fall on cycles of opposite parity, so one port is
+enough. The read data is registered before anything uses it (two cycles of read latency): on the
+ECP5 a block RAM's output is slow (5.6 ns clock-to-out on a -6 part), so a deep RAM is built of
+banks of :data:`BANK_DEPTH` words, each with its own output register, and only the registered
+words are joined by the multiplexer. One port lets the iCE40UP5K hold the histogram in its four
+256-kbit single-port RAMs (``SB_SPRAM256KA``, 16 bits × 16 384 words each) rather than in 22 of
+its 30 block RAMs.
 
 Yosys does not infer SPRAM reliably, so :class:`SinglePortRAM` instantiates it explicitly when
 built with ``kind="spram"``; ``kind="memory"`` (simulation, ECP5, other parts) uses
@@ -11,13 +15,13 @@ built with ``kind="spram"``; ``kind="memory"`` (simulation, ECP5, other parts) u
 at boot (``docs/architecture.md``, "Clear and epochs").
 """
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RAM_KINDS", "SPRAM_WIDTH", "SPRAM_DEPTH", "SPRAMSignature", "SinglePortRAM",
-           "pick_ram_kind", "spram_instance"]
+__all__ = ["RAM_KINDS", "SPRAM_WIDTH", "SPRAM_DEPTH", "BANK_DEPTH", "SPRAMSignature",
+           "SinglePortRAM", "pick_ram_kind", "spram_instance"]
 
 #: Implementations of :class:`SinglePortRAM`.
 RAM_KINDS = ("memory", "spram")
@@ -25,6 +29,10 @@ RAM_KINDS = ("memory", "spram")
 #: Data width and depth of one ``SB_SPRAM256KA``.
 SPRAM_WIDTH = 16
 SPRAM_DEPTH = 16384
+
+#: Words per bank of a ``kind="memory"`` RAM: one ECP5 DP16KD deep (1024 × 18). Each bank's read
+#: data is registered on its own, next to its block RAM, before the banks are multiplexed.
+BANK_DEPTH = 1024
 
 
 def pick_ram_kind(kind, platform, depth):
@@ -77,7 +85,7 @@ def spram_instance():
 
 
 class SinglePortRAM(wiring.Component):
-    """A RAM with one address: a synchronous read, or a write, per cycle.
+    """A RAM with one address: a read, or a write, per cycle; reads take two cycles.
 
     Parameters
     ----------
@@ -98,7 +106,8 @@ class SinglePortRAM(wiring.Component):
         Write ``wdata`` to ``addr`` this cycle (else read ``addr``).
     wdata : In(width)
     rdata : Out(width)
-        The word read on the previous cycle; undefined after a write cycle.
+        The word whose address was presented (with ``we`` low) two cycles earlier. It is
+        registered the cycle after the read, so that cycle may be a write.
     """
 
     def __init__(self, width, depth, *, kind="memory", spram_block=None):
@@ -117,17 +126,43 @@ class SinglePortRAM(wiring.Component):
         """Number of SPRAM blocks a ``kind="spram"`` build uses."""
         return -(-self.width // SPRAM_WIDTH)
 
+    @property
+    def banks(self):
+        """Number of :data:`BANK_DEPTH`-word banks a ``kind="memory"`` build uses."""
+        return -(-self.depth // BANK_DEPTH)
+
     def elaborate(self, platform):
         m = Module()
         if self.kind == "memory":
-            m.submodules.mem = mem = Memory(shape=self.width, depth=self.depth, init=[])
-            rd = mem.read_port()
-            wr = mem.write_port()
-            m.d.comb += [
-                rd.addr.eq(self.addr), rd.en.eq(~self.we),
-                wr.addr.eq(self.addr), wr.en.eq(self.we), wr.data.eq(self.wdata),
-                self.rdata.eq(rd.data),
-            ]
+            bank_depth = min(self.depth, BANK_DEPTH)
+            bank_bits = (bank_depth - 1).bit_length()
+            held = []
+            for b in range(self.banks):
+                words = min(bank_depth, self.depth - b * bank_depth)
+                m.submodules[f"bank_{b}"] = mem = Memory(shape=self.width, depth=words, init=[])
+                rd = mem.read_port()
+                wr = mem.write_port()
+                mine = (self.addr >> bank_bits) == b if self.banks > 1 else 1
+                m.d.comb += [
+                    rd.addr.eq(self.addr[:bank_bits]), rd.en.eq(~self.we),
+                    wr.addr.eq(self.addr[:bank_bits]), wr.en.eq(self.we & mine),
+                    wr.data.eq(self.wdata),
+                ]
+                # The bank's read data, registered next to its RAM (the RAM's output is slow).
+                q = Signal(self.width, name=f"bank_{b}_q", reset_less=True)
+                m.d.sync += q.eq(rd.data)
+                held.append(q)
+            if len(held) == 1:
+                m.d.comb += self.rdata.eq(held[0])
+            else:
+                # The bank of the read, two cycles late, picks among the registered words.
+                sel = Signal(range(self.banks), reset_less=True)
+                sel_next = Signal(range(self.banks), reset_less=True)
+                m.d.sync += [sel_next.eq(self.addr >> bank_bits), sel.eq(sel_next)]
+                with m.Switch(sel):
+                    for b, q in enumerate(held):
+                        with m.Case(b):
+                            m.d.comb += self.rdata.eq(q)
             return m
         wdata = Cat(self.wdata, Const(0, self.blocks * SPRAM_WIDTH - self.width))
         outs = []
@@ -141,5 +176,8 @@ class SinglePortRAM(wiring.Component):
                 block.poweroff.eq(1),
             ]
             outs.append(block.dataout)
-        m.d.comb += self.rdata.eq(Cat(*outs)[:self.width])
+        # DATAOUT is valid on the cycle after a read only: hold it.
+        q = Signal(self.width, reset_less=True)
+        m.d.sync += q.eq(Cat(*outs)[:self.width])
+        m.d.comb += self.rdata.eq(q)
         return m

@@ -180,6 +180,12 @@ class RBSniffer(wiring.Component):
             "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
             "tag": tb,
         })
+        # What every front end's glitch flag needs of glitch_ticks, derived once (registered;
+        # reset-less, so it is valid from the first cycle after reset).
+        glitch_last = Signal(p.glitch_bits, reset_less=True)
+        glitch_any = Signal(reset_less=True)
+        m.d.sync += [glitch_last.eq(self.cfg.glitch_ticks - 1),
+                     glitch_any.eq(self.cfg.glitch_ticks != 0)]
         front_ends = []
         groups = []
         side_half = 1 << (lb - 1)
@@ -192,7 +198,8 @@ class RBSniffer(wiring.Component):
                     fe.lvl.eq(lvl[i]),
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
                     fe.tick.eq(timebase.ticks[i // TICK_GROUP]),
-                    fe.glitch_ticks.eq(self.cfg.glitch_ticks),
+                    fe.glitch_last.eq(glitch_last),
+                    fe.glitch_any.eq(glitch_any),
                 ]
                 if tb:
                     m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
@@ -222,9 +229,14 @@ class RBSniffer(wiring.Component):
             m.d.sync += group.eq(merged)
             groups.append(group)
 
+        # all_ready is registered (reset-less: at cycle 0 it holds the levels seen during reset):
+        # the OR of every channel's level spans the die, and its result fans out to the
+        # quiescence counters. Quiescence therefore lags the levels by one cycle.
+        all_ready = Signal(reset_less=True)
+        m.d.sync += all_ready.eq(~Cat(fe.low for fe in front_ends).any())
         m.submodules.quiescence = quiet = Quiescence(p)
         m.d.comb += [
-            quiet.all_ready.eq(~Cat(fe.low for fe in front_ends).any()),
+            quiet.all_ready.eq(all_ready),
             quiet.tick.eq(timebase.tick),
             quiet.timestamp.eq(timebase.timestamp),
             quiet.idle_ticks.eq(self.cfg.idle_ticks),
@@ -253,13 +265,23 @@ class RBSniffer(wiring.Component):
             merged = merged | group
         m.d.sync += s0.eq(merged)
 
-        # ---- c2 (phase 0): arbitration with the service jobs; window comparisons ------------
+        # ---- c2 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
 
+        # A read request is first taken into a register (ready depends on that register only),
+        # so that neither direction of the handshake passes combinationally through the
+        # arbitration: the requester's logic and ours meet at flip-flops.
         read_busy = Signal()
+        pending = Signal()
+        pending_req = Signal(read_request_layout(p), reset_less=True)
+        m.d.comb += self.read_req.ready.eq(~pending)
+        with m.If(~pending):
+            # Loaded whatever the requester offers; kept once `pending` says it was valid.
+            m.d.sync += [pending.eq(self.read_req.valid), pending_req.eq(self.read_req.payload)]
         is_slot = ~phase  # c2 of some slot
         free = ~s0.event & ~s0.side
-        take_read = is_slot & free & self.read_req.valid & ~read_busy & ~self.read_resp.valid
-        m.d.comb += self.read_req.ready.eq(take_read)
+        take_read = is_slot & free & pending & ~read_busy & ~self.read_resp.valid
+        with m.If(take_read):
+            m.d.sync += pending.eq(0)
         take_scrub = is_slot & free & ~take_read & scrubbing
 
         s1_job = Signal(_Job.SHAPE, init=_Job.NONE, reset_less=True)
@@ -271,9 +293,14 @@ class RBSniffer(wiring.Component):
         s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
         s1_epoch = Signal(reset_less=True)
         s1_match = Signal(p.classes, reset_less=True)
+        s1_bin = Signal(range(p.hist_bins), reset_less=True)
         s1_tag = Signal(tb, reset_less=True)
         m.submodules.classifier = classifier = Classifier(p)
         m.d.comb += [classifier.width.eq(s0.width), classifier.windows.eq(self.cfg.windows)]
+        # The log bin is found beside the window comparisons (its priority chain on the leading
+        # one is several LUT levels deep) and registered with them.
+        m.submodules.binner = binner = LogBinner(p)
+        m.d.comb += binner.width.eq(s0.width)
 
         # The epoch a job counts in: the bit in force when it is arbitrated, carried with the
         # job to its normalisation and its writes. A flip applies to the job arbitrated with it.
@@ -292,6 +319,7 @@ class RBSniffer(wiring.Component):
                 s1_width.eq(s0.width | s0.lost),
                 s1_glitches.eq(s0.glitches),
                 s1_match.eq(classifier.match),
+                s1_bin.eq(binner.bin),
                 s1_tag.eq(s0.tag),
             ]
             with m.If(s0.side):
@@ -299,7 +327,7 @@ class RBSniffer(wiring.Component):
             with m.Elif(s0.event):
                 m.d.sync += s1_job.eq(s0.kind)
             with m.Elif(take_read):
-                req = self.read_req.payload
+                req = pending_req
                 m.d.sync += [
                     s1_job.eq(_Job.READ),
                     s1_channel.eq(req.channel),
@@ -326,10 +354,8 @@ class RBSniffer(wiring.Component):
                 scrub_ptr.eq(0),
             ]
 
-        # ---- c3 (phase 1): first window, log-bin, form addresses --------------------------
+        # ---- c3 (phase 1): first window, form addresses -----------------------------------
 
-        m.submodules.binner = binner = LogBinner(p)
-        m.d.comb += binner.width.eq(s1_width)
         class_index = Signal(p.row_bits)
         by_window = Signal(p.row_bits)
         first_window(m, s1_match, by_window, p)
@@ -363,7 +389,7 @@ class RBSniffer(wiring.Component):
                 j.read.eq(0), j.bad.eq(0), j.scrub.eq(0), j.zero.eq(0),
                 j.epoch.eq(s1_epoch),
                 j.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
-                j.h_addr.eq(hist_addr(binner.bin, s1_channel)),
+                j.h_addr.eq(hist_addr(s1_bin, s1_channel)),
             ]
             with m.Switch(s1_job):
                 with m.Case(_Job.END):
@@ -398,6 +424,7 @@ class RBSniffer(wiring.Component):
                     m.d.sync += [
                         j.read.eq(1), j.space.eq(s1_space), j.bad.eq(bad),
                         j.cnt_addr.eq(Mux(bad, 0, counter_addr(s1_channel, s1_index))),
+                        j.acc_addr.eq(Mux(bad, 0, counter_addr(s1_channel, s1_index))),
                         j.h_addr.eq(Mux(bad, 0, hist_addr(s1_index, s1_channel))),
                     ]
                 with m.Case(_Job.SCRUB):
@@ -449,21 +476,22 @@ class RBSniffer(wiring.Component):
         w_inc = Signal(wb, reset_less=True)
         w_tag = Signal(reset_less=True)
         q = Signal(cb, reset_less=True)
-        # The job whose read data arrives this cycle: J's first word at c5, J2's second at c6.
-        q_epoch = Mux(phase, j.epoch, j2.epoch)
-        q_zero = Mux(phase, j.zero, j2.zero)
+        # The job whose read data arrives this cycle (J's first word at c5, its second at c6) is
+        # the one J held the cycle before: its epoch and zero flag come from flip-flops, so
+        # nothing but one LUT level sits between the RAM's (slow) output and q.
+        q_epoch = Signal(reset_less=True)
+        q_zero = Signal(reset_less=True)
+        m.d.sync += [q_epoch.eq(j.epoch), q_zero.eq(j.zero)]
         m.d.comb += a_rd.addr.eq(Mux(phase, j.acc_addr, j.cnt_addr))
         read_value = Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0)
         m.d.sync += q.eq(read_value)
         # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
-        # only ever gains the carry out of the lower part. Its successor is formed the cycle the
-        # word is read, and the write cycle adds `width_bits` bits and picks one of the two.
+        # only ever gains the carry out of the lower part. The write cycle adds `width_bits`
+        # bits and, in parallel, increments the upper part, and the carry picks one of the two.
         split = wb
-        q_hi_next = Signal(cb - split, reset_less=True)
-        m.d.sync += q_hi_next.eq(read_value[split:] + 1)
         low_sum = Signal(split + 1)
         m.d.comb += low_sum.eq(q[:split] + w_inc)
-        write_value = Cat(low_sum[:split], Mux(low_sum[split], q_hi_next, q[split:]))
+        write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
 
         # A scrub job reads its word at c4 and writes it at c6; the job before it writes at c4
         # (count) and c5 (busy time), after the scrub's read. If that was the same word in the
@@ -490,37 +518,39 @@ class RBSniffer(wiring.Component):
         ]
 
         # ---- Histogram RAM: {value, tag}, single port: read at c4, written at c7 -------------
+        # The read data is registered in the RAM wrapper (c5) and normalised at c6; the write at
+        # c7 adds the increment on the way in. The write of the job before lands at c5.
 
         hist_word = data.StructLayout({"value": hb, "tag": 1})
         m.submodules.histogram = hist = SinglePortRAM(
             hist_word.size, h_depth, kind=hist_ram, spram_block=self.spram_block)
         h_rd = hist_word(hist.rdata)
         qh = Signal(hb, reset_less=True)
-        hs = Signal(hb, reset_less=True)
         hw_addr = Signal(range(h_depth), reset_less=True)
         hw_en = Signal(reset_less=True)
         hw_tag = Signal(reset_less=True)
+        hw_inc = Signal(reset_less=True)
         h_hit = Signal(reset_less=True)
-        with m.If(phase):  # c5: J's read data; the write of the job before lands now
+        with m.If(phase):  # c5: the write of the job before lands now
+            m.d.sync += h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch))
+        with m.Else():  # c6: J2's read data, normalised, for the write at c7
             m.d.sync += [
-                qh.eq(Mux((h_rd.tag == j.epoch) & ~j.zero, h_rd.value, 0)),
-                h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch)),
-            ]
-        with m.Else():  # c6: J2's sum, for the write at c7
-            m.d.sync += [
-                hs.eq(qh + j2.h_inc), hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch),
+                qh.eq(Mux((h_rd.tag == j2.epoch) & ~j2.zero, h_rd.value, 0)),
+                hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch), hw_inc.eq(j2.h_inc),
                 hw_en.eq(j2.h_we & ~(j2.scrub & h_hit)),
             ]
         h_write = phase & hw_en
         m.d.comb += [
             hist.addr.eq(Mux(h_write, hw_addr, j.h_addr)),
             hist.we.eq(h_write),
-            hist.wdata.eq(Cat(hs, hw_tag)),
+            hist.wdata.eq(Cat((qh + hw_inc)[:hb], hw_tag)),
         ]
 
-        # ---- Read responses (captured at c6) -------------------------------------------------
+        # ---- Read responses (captured at c7) -------------------------------------------------
+        # A counter read reads its word at c4 and again at c5 (both of J's counter-RAM reads
+        # address it); the second read is the one registered in q at c7.
 
-        with m.If(~phase & j2.read):
+        with m.If(phase & j2.read):
             m.d.sync += [
                 self.read_resp.valid.eq(1),
                 self.read_resp.payload.eq(Mux(
@@ -528,10 +558,10 @@ class RBSniffer(wiring.Component):
             ]
         with m.Elif(self.read_resp.ready):
             m.d.sync += self.read_resp.valid.eq(0)
-        # A request is in flight from its acceptance (c2) to its response (end of c6).
+        # A request is in flight from its acceptance (c2) to its response (end of c7).
         with m.If(take_read):
             m.d.sync += read_busy.eq(1)
-        with m.Elif(~phase & j2.read):
+        with m.Elif(phase & j2.read):
             m.d.sync += read_busy.eq(0)
 
         return m

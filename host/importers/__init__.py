@@ -187,7 +187,7 @@ class StreamClassifier:
                     self.pulses_truncated = True
                 if room > 0:
                     kept = widths[:room]
-                    self.pulses[channel].extend(kept.astype(np.uint64).tolist())
+                    self.pulses[channel].frombytes(kept.astype(np.uint64).tobytes())
                     self._kept += len(kept)
             if self.on_pulses is not None:
                 self.on_pulses(channel, starts, ends, widths)

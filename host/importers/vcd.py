@@ -26,6 +26,7 @@ identifier declared twice — once).
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -266,11 +267,12 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
         raise ValueError(f"unknown must be 'hold', 'high' or 'low', not {unknown!r}")
     try:
         total = os.path.getsize(path)
-        f = open(path, encoding="ascii", errors="replace", newline=None)
+        f = open(path, "rb")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
         raise RecordingError(f"{name}: cannot open: {exc.strerror}") from None
     with f:
-        header = read_header(f, name)
+        # Bytes: the value changes are tokenised as bytes; text only where words are needed.
+        header = read_header((line.decode("ascii", "replace") for line in f), name)
         if bus is not None and not signals:
             taken = {sig for sig, _ in bus.pins()}
             signals = [var.name for var in header.variables
@@ -402,25 +404,36 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                     break
                 keys.setdefault(int.from_bytes(ident, "little"), []).append(ch)
 
-        def fast_chunk(text):
-            nonlocal now, last_cycle
-            out = _scan_scalars(text)
+        def fast_chunk(data):
+            nonlocal now, last_cycle, lineno
+            out = _scan_scalars(data)
             if out is None:
                 return False
-            ts_at, ts_val, vc_at, vc_char, vc_key = out
+            ts_val, last_ts, vc_char, vc_key, lines = out
             if len(ts_val) and (ts_val[0] < now or np.any(np.diff(ts_val) < 0)):
                 return False  # time goes back: the word loop reports where
-            last_ts = np.searchsorted(ts_at, vc_at) - 1
-            times = np.where(last_ts >= 0, ts_val[np.maximum(last_ts, 0)], now)
-            cycles = (times - t0) // k
+            # Cycles of the timestamps, then of each change (that of the timestamp before it).
+            ts_cyc = np.append((ts_val - t0) // k, (now - t0) // k)
+            cycles = ts_cyc[last_ts]  # index -1: no timestamp in the chunk yet, the previous
             chunk_last = int((int(ts_val[-1]) if len(ts_val) else now) - t0) // k
+            # Group the changes by identifier with one stable sort (order kept within each).
+            if key_lut is not None and (not len(vc_key) or vc_key.max() < len(key_lut)):
+                slot = key_lut[vc_key]  # short identifiers: a table
+            else:
+                slot = np.searchsorted(key_list, vc_key)
+                np.minimum(slot, len(key_list) - 1, out=slot)
+                slot[key_list[slot] != vc_key] = len(key_list)  # not a selected signal
+                slot = slot.astype(np.uint8 if len(key_list) < 255 else np.int32)
+            order = np.argsort(slot, kind="stable")
+            bounds = np.concatenate(([0], np.cumsum(np.bincount(slot,
+                                                                minlength=len(key_list)))))
             per_channel = []
-            for key, chs in keys.items():
-                hit = vc_key == key
-                if not hit.any():
+            for i, chs in enumerate(key_chs):
+                if bounds[i] == bounds[i + 1]:
                     continue
-                c = vc_char[hit]
-                cyc = cycles[hit]
+                take = order[bounds[i]:bounds[i + 1]]
+                c = vc_char[take]
+                cyc = cycles[take]
                 lev = np.where(c == ord("0"), 0, 1).astype(np.int8)
                 unknown = (c == ord("x")) | (c == ord("X"))
                 for ch in chs:
@@ -474,33 +487,40 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                     classifier.edges -= 1
             if len(ts_val):
                 now = int(ts_val[-1])
+            lineno += lines
             return True
 
         if keys:
             fast = fast_chunk
+            key_list = np.array(sorted(keys), dtype=np.int64)
+            key_chs = [keys[x] for x in sorted(keys)]
+            key_lut = None
+            if len(key_list) < 255 and key_list[-1] < 1 << 16:
+                # Slot of every identifier of up to two bytes (the others: no signal's).
+                key_lut = np.full(1 << 16, len(key_list), dtype=np.uint8)
+                key_lut[key_list] = np.arange(len(key_list))
 
-        def words_of(text):
+        def words_of(data):
             nonlocal lineno
-            for line in text.splitlines():
+            for line in data.decode("ascii", "replace").splitlines():
                 lineno += 1
                 yield from line.split()
 
         while True:
             # Small reads until the model starts (the first cycle's levels), then whole chunks.
-            text = f.read(CHUNK if classifier is not None else min(CHUNK, 1 << 16))
-            if not text:
+            data = f.read(CHUNK if classifier is not None else min(CHUNK, 1 << 12))
+            if not data:
                 break
-            if not text.endswith("\n"):
-                text += f.readline()
-            read_bytes += len(text)
+            if not data.endswith(b"\n"):
+                data += f.readline()
+            read_bytes += len(data)
             if progress is not None and read_bytes >= next_progress:
                 progress(read_bytes, total)
                 next_progress += 1 << 24
             if (fast is not None and classifier is not None and not skipping
-                    and pending_value is None and fast(text)):
-                lineno += text.count("\n")
+                    and pending_value is None and fast(data)):
                 continue
-            for word in words_of(text):
+            for word in words_of(data):
                 if skipping:
                     if word == "$end":
                         skipping = False
@@ -595,51 +615,101 @@ CHUNK = 1 << 22
 
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 11, 12, 13, 32]] = True
+#: Whitespace other than the newline (bytes, for the substring test of the line layout).
+_OTHER_WS = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
 _VALUE = np.zeros(256, dtype=bool)
 _VALUE[[ord(c) for c in "01xXzZ"]] = True
 
 
-def _token_bytes(a, starts, lens):
-    """Yield ``(j, inside, byte)``: byte ``j >= 1`` of every token (where ``inside``)."""
-    for j in range(1, int(lens.max()) if len(lens) else 1):
-        yield j, j < lens, a[np.minimum(starts + j, len(a) - 1)].astype(np.int64)
+def _ident_keys(a, starts, lens):
+    """Identifier key of each value-change token: its bytes after the value character (at
+    most 7), packed little-endian."""
+    key = np.zeros(len(starts), dtype=np.int64)
+    present = np.flatnonzero(np.bincount(lens, minlength=9)[2:]) + 2
+    if len(present) == 1 and present[0] == 2:
+        return a[starts + 1].astype(np.int64)  # one-byte identifiers: the common case
+    for n in present.tolist():
+        sel = starts if len(present) == 1 else starts[lens == n]
+        k = np.zeros(len(sel), dtype=np.int64)
+        for j in range(1, n):
+            k |= a[sel + j].astype(np.int64) << (8 * (j - 1))
+        if len(present) == 1:
+            return k
+        key[lens == n] = k
+    return key
 
 
-def _scan_scalars(text):
-    """Tokenise a chunk of plain scalar value changes with numpy.
+def _tokens(a, data=None):
+    """``(starts, lens, newlines)`` of the whitespace-separated tokens of ``a`` (the bytes
+    ``data``).
 
-    Returns ``(timestamp token index, timestamps, change token index, value char, identifier
-    key)`` (identifiers of at most 7 bytes packed little-endian), or None when the chunk holds
-    anything else.
+    The common layout, one token per line (what sigrok, this project's writer and most dumpers
+    write), is found from the newlines alone; anything else (spaces, tabs, CR) by the general
+    rule.
     """
-    data = text.encode("ascii", "replace")
-    a = np.frombuffer(data, dtype=np.uint8)
-    if not len(a):
-        return None
+    nl = np.flatnonzero(a == 10)
+    if (not any(c in data for c in _OTHER_WS) if data is not None
+            else np.count_nonzero(_WS[a]) == len(nl)):
+        ends = nl if len(nl) and nl[-1] == len(a) - 1 else np.append(nl, len(a))
+        starts = np.empty_like(ends)
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+        lens = ends - starts
+        if np.count_nonzero(lens) != len(lens):
+            keep = lens > 0
+            starts, lens = starts[keep], lens[keep]
+        return starts, lens, len(nl)
     ws = _WS[a]
     starts = np.flatnonzero(~ws & np.concatenate(([True], ws[:-1])))
     ends = np.flatnonzero(~ws & np.concatenate((ws[1:], [True]))) + 1
+    return starts, ends - starts, len(nl)
+
+
+def _scan_scalars(data):
+    """Tokenise a chunk of plain scalar value changes with numpy.
+
+    ``data`` is the chunk's bytes. Returns ``(timestamps, index of the timestamp before each
+    change (-1: none in the chunk), value char of each change, identifier key of each
+    change, newlines in the chunk)`` (identifiers of at most 7 bytes packed little-endian), or
+    None when the chunk holds anything else.
+    """
+    if isinstance(data, str):
+        data = data.encode("ascii", "replace")
+    a = np.frombuffer(data, dtype=np.uint8)
+    if not len(a):
+        return None
+    starts, lens, lines = _tokens(a, data)
+    if not len(starts):
+        return None
     first = a[starts]
-    lens = ends - starts
     is_ts = first == ord("#")
-    is_vc = _VALUE[first]
-    if not np.all(is_ts | is_vc) or np.any(lens < 2):
+    ts_i = np.flatnonzero(is_ts)
+    vc_i = np.flatnonzero(_VALUE[first])
+    if len(ts_i) + len(vc_i) != len(first) or lens.min() < 2:
         return None
-    ts_s, ts_l = starts[is_ts], lens[is_ts]
-    vc_s, vc_l = starts[is_vc], lens[is_vc]
-    if (len(ts_l) and ts_l.max() > 19) or (len(vc_l) and vc_l.max() > 8):
+    ts_s, ts_l = starts[ts_i], lens[ts_i]
+    vc_s, vc_l = starts[vc_i], lens[vc_i]
+    vc_max = int(vc_l.max()) if len(vc_l) else 0
+    if (len(ts_l) and ts_l.max() > 19) or vc_max > 8:
         return None
-    ts_val = np.zeros(len(ts_s), dtype=np.int64)
-    for _j, inside, byte in _token_bytes(a, ts_s, ts_l):
-        d = byte - ord("0")
-        if np.any(inside & ((d < 0) | (d > 9))):
-            return None
-        ts_val = np.where(inside, ts_val * 10 + d, ts_val)
-    key = np.zeros(len(vc_s), dtype=np.int64)
-    for j, inside, byte in _token_bytes(a, vc_s, vc_l):
-        key = np.where(inside, key | (byte << (8 * (j - 1))), key)
-    token = np.arange(len(starts))
-    return token[is_ts], ts_val, token[is_vc], first[is_vc], key
+    # The timestamps' digits, everything else blanked, parsed by numpy's C number reader.
+    b = a.copy()
+    b[ts_s] = 32
+    same = len(vc_l) and vc_l.min() == vc_max
+    for j in range(vc_max):
+        b[(vc_s if same else vc_s[vc_l > j]) + j] = 32
+    try:
+        with warnings.catch_warnings():
+            # numpy < 2.3 only warns about unparsed text; later ones raise ValueError.
+            warnings.simplefilter("error", DeprecationWarning)
+            ts_val = np.fromstring(b.tobytes(), dtype=np.int64, sep=" ")
+    except (ValueError, DeprecationWarning):
+        return None  # a timestamp that is not a plain integer: the word loop decides
+    if len(ts_val) != len(ts_s):
+        return None
+    key = _ident_keys(a, vc_s, vc_l)
+    before = np.cumsum(is_ts, dtype=np.int32)[vc_i] - 1
+    return ts_val, before, first[vc_i], key, lines
 
 
 def _probes(selected, probes):

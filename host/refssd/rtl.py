@@ -63,8 +63,8 @@ _BUSY = {"erase": "BERS", "cache_busy": "CBSY", "plane_busy": "DBSY",
          "read_cache_busy": "RCBSY", "reset": "RST", "feature": "FEAT"}
 
 
-def _pow2(n):
-    return n > 0 and n & (n - 1) == 0
+def _pow2_at_least(n):
+    return 1 << max(0, (n - 1).bit_length())
 
 
 def rtl_drive(drive):
@@ -93,10 +93,6 @@ def _check(drive):
     where = f"drive {drive.name}: the RTL back end"
     if drive.dies > 8:
         raise RefSSDError(f"{where} emulates at most 8 dies, not {drive.dies}")
-    for key in ("pages_per_block", "blocks_per_plane"):
-        if not _pow2(getattr(drive, key)):
-            raise RefSSDError(f"{where} needs {key} a power of two, not "
-                              f"{getattr(drive, key)}")
     if drive.planes_per_die not in (1, 2, 4):
         raise RefSSDError(f"{where} needs 1, 2 or 4 planes, not {drive.planes_per_die}")
     if drive.cell != "slc" and drive.pages_per_block > 64:
@@ -110,8 +106,9 @@ def _check(drive):
 def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
     """Return ``(EmuParams, EmuConfig)`` of the emulated dies of ``drive``.
 
-    One emulated die per drive die, the drive's planes, blocks and pages (timing-only storage,
-    no jitter), a tick of ``cycles_per_us`` cycles (1 µs), and the busy times of ``drive``'s
+    One emulated die per drive die, the drive's planes, and its blocks per plane and pages per
+    block rounded up to powers of two (the FTL uses the first ones; timing-only storage, no
+    jitter), a tick of ``cycles_per_us`` cycles (1 µs), and the busy times of ``drive``'s
     timing (use :func:`rtl_drive` first: a range becomes its lower end here).
     """
     from rbscope.gateware.nand_emu import EmuConfig, EmuParams
@@ -120,12 +117,12 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
     types = drive.page_types()
     slot = _MLC_SLOT if drive.cell == "mlc" else _PROG_SLOT
     page_bytes = 1 << max(4, min(14, (drive.page_size - 1).bit_length()))
+    pages = _pow2_at_least(max(2, drive.pages_per_block))
     emu = EmuParams(dies=drive.dies, page_bytes=page_bytes, spare_bytes=0,
-                    pages_per_block=drive.pages_per_block,
-                    blocks_per_plane=drive.blocks_per_plane, planes=drive.planes_per_die,
-                    storage=0, jitter_bits=0, bad_block_slots=0,
-                    page_type_slots=min(64, drive.pages_per_block),
-                    bits_per_cell=CELL_BITS[drive.cell])
+                    pages_per_block=pages,
+                    blocks_per_plane=_pow2_at_least(drive.blocks_per_plane),
+                    planes=drive.planes_per_die, storage=0, jitter_bits=0, bad_block_slots=0,
+                    page_type_slots=min(64, pages), bits_per_cell=CELL_BITS[drive.cell])
     t = drive.timing
 
     def ticks(key):
@@ -137,17 +134,22 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
     for level in levels:
         times[f"PROG{slot[PageType(level)]}"] = ticks(f"program_{drive.type_key(level)}")
     page_map = tuple(slot[PageType(int(x))] for x in types)
+    page_map += (page_map[-1],) * (emu.page_type_slots - len(page_map))  # pages never used
     config = EmuConfig(prescaler=cycles_per_us, t_wb=3, times=times,
                        page_types=page_map[:emu.page_type_slots]).validate(emu)
     return emu, config
+
+
+def _emu_block(row, emu):
+    """The emulator's block of a command row: the plane is the block address's low bits."""
+    return max(int(row["block"]), 0) * emu.planes + max(int(row["plane"]), 0)
 
 
 def bus_cycles(row, emu):
     """The bus cycles ``[(kind, byte), …]`` of one :data:`~.timing.COMMAND_DTYPE` row."""
     first, confirm = int(row["first"]), int(row["confirm"])
     op = int(row["op"])
-    block = max(int(row["block"]), 0) * emu.planes + max(int(row["plane"]), 0)
-    r = emu.row(block, max(int(row["page"]), 0))
+    r = emu.row(_emu_block(row, emu), max(int(row["page"]), 0))
     row3 = [(ADDR, r & 0xFF), (ADDR, r >> 8 & 0xFF), (ADDR, r >> 16 & 0xFF)]
     if op == NandOp.READ:
         return [(CMD, 0x00), (ADDR, 0), (ADDR, 0), *row3, (CMD, confirm)]
@@ -160,10 +162,6 @@ def bus_cycles(row, emu):
     if op == NandOp.SET_FEATURES:  # feature 01h (timing mode): mode 0
         return [(CMD, 0xEF), (ADDR, 0x01)] + [(DATA, 0)] * 4
     raise RefSSDError(f"command {first:#04x}…{confirm:#04x} cannot be replayed")
-
-
-def _emu_block(row, emu):
-    return max(int(row["block"]), 0) * emu.planes + max(int(row["plane"]), 0)
 
 
 def preamble(run, emu):
@@ -331,7 +329,7 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
             with Device(port, timeout=timeout, retries=20) as dev:
                 # 1. The preamble: every die ready at the barrier. Its pulses are not the
                 # workload's: the counters are cleared (a new epoch) before it starts.
-                for _ in dev.snapshots():
+                for _ in dev.frames():  # (a frame, or nothing for 20 ms)
                     alive()
                     if device.barrier() is not None:
                         break
@@ -345,8 +343,13 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
                     last = 0.0
                     # 2. The workload, until the last command is issued and the device has
                     # been quiet for idle_us after it (device time, not a wall-clock guess).
-                    for snap in dev.snapshots():
+                    seen = None
+                    for _ in dev.frames():
                         alive()
+                        snap = dev.latest_snapshot
+                        if snap is None or snap is seen:
+                            continue
+                        seen = snap
                         if progress is not None and time.monotonic() - last > 1.0:
                             progress(max(0, snap.timestamp - start_us), target - start_us)
                             last = time.monotonic()
