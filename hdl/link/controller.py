@@ -583,9 +583,9 @@ class LinkController(wiring.Component):
                     with m.Case(_Source.READ):
                         # One word's bytes are programmed once: after the word's last byte the
                         # walker jumps back for the next word of the array (``arg`` holds the
-                        # word count less one and the jump).
+                        # word count less one and the address of its first entry).
                         more = entry.word_last & (word_index != entry.arg[:_COUNT_BITS])
-                        next_pc = Mux(more, pc - entry.arg[_COUNT_BITS:], pc + 1)
+                        next_pc = Mux(more, entry.arg[_COUNT_BITS:], pc + 1)
                         m.d.sync += olast.eq(entry.last & ~more)
                         with m.If(entry.word_last):
                             m.d.sync += word_index.eq(word_index + 1)
@@ -886,7 +886,8 @@ class _Source(enum.Enum, shape=2):
     # a first byte, of latch ``arg`` copied whole into the word)
 
 
-#: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the jump back).
+#: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the address of
+#: the word's first entry, where the walker jumps back for the next word).
 _COUNT_BITS = 5
 
 class _Latch:
@@ -1049,8 +1050,10 @@ class _FrameProgram:
                 if count > 1 << _COUNT_BITS or not 2 <= elem_bytes <= 8:
                     raise ValueError(f"{ftype.name}.{name}: {count} words of {elem_bytes} bytes "
                                      f"do not fit the frame programme's loop")
-                # One word, repeated by the walker (see the READ case of the walker).
-                loop = (count - 1) | (elem_bytes - 1) << _COUNT_BITS
+                # One word, repeated by the walker (see the READ case of the walker): the entry
+                # of its last byte holds the address of its first (absolute, so that the walker
+                # needs no subtractor).
+                loop = (count - 1) | (len(self._entries) + len(steps)) << _COUNT_BITS
                 steps += [(_Source.READ, loop if b == elem_bytes - 1 else 0, int(b == 0),
                            int(b == elem_bytes - 1)) for b in range(elem_bytes)]
                 continue
@@ -1072,7 +1075,8 @@ class _FrameProgram:
 
     @property
     def entry_layout(self):
-        arg_bits = max(8, (len(self.var_bytes) - 1).bit_length())
+        arg_bits = max(8, (len(self.var_bytes) - 1).bit_length(),
+                       _COUNT_BITS + max(1, len(self._entries) - 1).bit_length())
         return data.StructLayout({"kind": _Source, "arg": arg_bits, "word_first": 1,
                                   "word_last": 1, "last": 1})
 
