@@ -137,7 +137,8 @@ def test_frame_encoder_matches_reference_framing():
             ctx.set(dut.body.valid, 0)
             if rng.random() < 0.5:
                 await ctx.tick().repeat(rng.randrange(1, 5))
-        await ctx.tick().repeat(20)
+        # (Time for the last frame's CRC, computed a bit per cycle, and its closing bytes.)
+        await ctx.tick().repeat(60)
 
     # The consumer's ready toggles randomly; capture the bytes actually transferred.
     async def consumer(ctx):

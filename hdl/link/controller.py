@@ -205,7 +205,9 @@ class LinkController(wiring.Component):
         trace_shape = data.Layout.cast(self.trace.payload.shape())
         m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
         trace_lost_total = Signal(32)
-        m.submodules.trace_lost = trace_lost = Memory(shape=32, depth=max(2, n), init=[])
+        # (A read that collides with a write is never used: see tl_valid below.)
+        m.submodules["trace_lost" + COLLISION_FREE] = trace_lost = Memory(
+            shape=32, depth=max(2, n), init=[])
         tl_wr = trace_lost.write_port()
         # One read port (one block RAM less on the iCE40): it reads the channel of a record
         # being dropped, else the channel of the COUNTERS frame (latched into tl_frame).
@@ -218,6 +220,7 @@ class LinkController(wiring.Component):
                      trace_fifo.w_en.eq(push)]
         lost_now = push & ~trace_fifo.w_rdy
         m.d.sync += lost_pending.eq(lost_now)
+        tl_valid = Signal()  # the read port's data is the snapshot channel's count
         with m.If(lost_now):
             m.d.sync += [trace_lost_total.eq(trace_lost_total + 1),
                          lost_channel.eq(self.trace.payload.channel)]
@@ -484,6 +487,7 @@ class LinkController(wiring.Component):
                 fields.setdefault(name, _READ)
             frames[source.frame_type] = fields
         m.d.comb += tl_rd.addr.eq(Mux(lost_now, self.trace.payload.channel, snap_channel))
+        m.d.sync += tl_valid.eq(~lost_now & ~(lost_pending & (lost_channel == snap_channel)))
 
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
@@ -555,10 +559,10 @@ class LinkController(wiring.Component):
                     start(FT.INFO)
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
-                # the snapshot's channel is latched here too, unless the read port served a
-                # dropped record in the previous cycle (then one more cycle: drops are at least
-                # two cycles apart).
-                with m.If(~lost_pending):
+                # the snapshot's channel is latched here too, once the read port has read it
+                # (not a dropped record's channel) in a cycle where that counter was not being
+                # written (a channel drops at most one record per scan round, so this comes).
+                with m.If(tl_valid):
                     m.d.sync += tl_frame.eq(tl_rd.data)
                     m.next = "EXEC"
             with m.State("EXEC"):
@@ -579,9 +583,9 @@ class LinkController(wiring.Component):
                     with m.Case(_Source.READ):
                         # One word's bytes are programmed once: after the word's last byte the
                         # walker jumps back for the next word of the array (``arg`` holds the
-                        # word count less one and the jump).
+                        # word count less one and the address of its first entry).
                         more = entry.word_last & (word_index != entry.arg[:_COUNT_BITS])
-                        next_pc = Mux(more, pc - entry.arg[_COUNT_BITS:], pc + 1)
+                        next_pc = Mux(more, entry.arg[_COUNT_BITS:], pc + 1)
                         m.d.sync += olast.eq(entry.last & ~more)
                         with m.If(entry.word_last):
                             m.d.sync += word_index.eq(word_index + 1)
@@ -882,7 +886,8 @@ class _Source(enum.Enum, shape=2):
     # a first byte, of latch ``arg`` copied whole into the word)
 
 
-#: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the jump back).
+#: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the address of
+#: the word's first entry, where the walker jumps back for the next word).
 _COUNT_BITS = 5
 
 class _Latch:
@@ -1045,8 +1050,10 @@ class _FrameProgram:
                 if count > 1 << _COUNT_BITS or not 2 <= elem_bytes <= 8:
                     raise ValueError(f"{ftype.name}.{name}: {count} words of {elem_bytes} bytes "
                                      f"do not fit the frame programme's loop")
-                # One word, repeated by the walker (see the READ case of the walker).
-                loop = (count - 1) | (elem_bytes - 1) << _COUNT_BITS
+                # One word, repeated by the walker (see the READ case of the walker): the entry
+                # of its last byte holds the address of its first (absolute, so that the walker
+                # needs no subtractor).
+                loop = (count - 1) | (len(self._entries) + len(steps)) << _COUNT_BITS
                 steps += [(_Source.READ, loop if b == elem_bytes - 1 else 0, int(b == 0),
                            int(b == elem_bytes - 1)) for b in range(elem_bytes)]
                 continue
@@ -1068,7 +1075,8 @@ class _FrameProgram:
 
     @property
     def entry_layout(self):
-        arg_bits = max(8, (len(self.var_bytes) - 1).bit_length())
+        arg_bits = max(8, (len(self.var_bytes) - 1).bit_length(),
+                       _COUNT_BITS + max(1, len(self._entries) - 1).bit_length())
         return data.StructLayout({"kind": _Source, "arg": arg_bits, "word_first": 1,
                                   "word_last": 1, "last": 1})
 

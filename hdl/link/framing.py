@@ -59,26 +59,33 @@ class FrameEncoder(wiring.Component):
         def emit(byte):
             m.d.comb += [self.wire.valid.eq(1), self.wire.payload.eq(byte)]
 
+        # The body byte is taken into a register first, so that no combinational path runs
+        # from the UART's ready back to the frame's source.
+        have = Signal()
+        held = Signal(FrameByte)
+        m.d.comb += self.body.ready.eq(~have)
+        with m.If(self.body.valid & ~have):
+            m.d.sync += [held.eq(self.body.payload), have.eq(1)]
+
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(self.body.valid):
+                with m.If(have):
                     emit(protocol.FRAME_END)
                     with m.If(self.wire.ready):
                         m.d.comb += crc_gen.start.eq(1)
                         m.next = "BODY"
             with m.State("BODY"):
-                byte = self.body.payload.data
-                with m.If(self.body.valid & (crc_bits == 0)):
+                byte = held.data
+                with m.If(have & (crc_bits == 0)):
                     emit(Mux(_special(byte), protocol.FRAME_ESC, byte))
                     with m.If(self.wire.ready):
-                        m.d.comb += self.body.ready.eq(1)
                         m.d.sync += [escaped.eq(_escape_code(byte)), crc_shift.eq(byte),
-                                     crc_bits.eq(8)]
+                                     crc_bits.eq(8), have.eq(0)]
                         with m.If(_special(byte)):
                             m.next = "BODY_ESC"
-                            with m.If(self.body.payload.last):
+                            with m.If(held.last):
                                 m.next = "BODY_ESC_LAST"
-                        with m.Elif(self.body.payload.last):
+                        with m.Elif(held.last):
                             m.next = "CRC_LOAD"
             with m.State("BODY_ESC"):
                 emit(escaped)
