@@ -239,15 +239,22 @@ def main(argv=None):
     ap.add_argument("--json", help="write the rows and the summary here (and each row, as it "
                     "arrives, to the same path + 'l' as JSON lines)")
     ap.add_argument("--markdown", help="write the Markdown table here")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the rows of --json's progress file (.jsonl) and run only the "
+                         "jobs it does not hold (a run cut short)")
     ap.add_argument("--combine", nargs="+", metavar="JSON",
-                    help="run nothing: join the rows of these --json outputs (e.g. drives run "
-                         "separately) into one table (--json, --markdown)")
+                    help="run nothing: join the rows of these --json outputs, or of their "
+                         "progress files (.jsonl), e.g. drives run separately, into one table "
+                         "(--json, --markdown)")
     args = ap.parse_args(argv)
     if args.combine:
         rows = []
         for path in args.combine:
             with open(path, encoding="utf-8") as f:
-                rows += json.load(f)["rows"]
+                if path.endswith(".jsonl"):  # the rows as they arrived (a run cut short)
+                    rows += [json.loads(line) for line in f if line.strip()]
+                else:
+                    rows += json.load(f)["rows"]
         write_outputs(rows, args, None)
         return 0
     names = args.drives.split(",")
@@ -261,7 +268,18 @@ def main(argv=None):
     resolve(args.measure)  # fail early on a bad --measure
     t0 = time.perf_counter()
     rows = []
-    progress = open(args.json + "l", "w", encoding="utf-8") if args.json else None
+    if args.resume:
+        if not args.json:
+            ap.error("--resume needs --json (its progress file holds the rows done)")
+        try:
+            with open(args.json + "l", encoding="utf-8") as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            rows = []
+        done = {(r["drive"], r["workload"], r["state"]) for r in rows}
+        job_list = [j for j in job_list if (j["drive"], j["workload"], j["state"]) not in done]
+    progress = (open(args.json + "l", "a" if args.resume else "w", encoding="utf-8")  # noqa: SIM115
+                if args.json else None)
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         futures = [pool.submit(run_job, j, args.measure) for j in job_list]
         for i, f in enumerate(futures):
@@ -270,7 +288,7 @@ def main(argv=None):
             if progress:
                 progress.write(json.dumps(r) + "\n")
                 progress.flush()
-            print(f"[{i + 1}/{len(job_list)}] {r['drive']:<11}{r['workload']:<30}"
+            print(f"[{i + 1}/{len(futures)}] {r['drive']:<11}{r['workload']:<30}"
                   f"{r['state']:<8} true {r['wa_true']:7.3f}  measured {r['wa_measured']:7.3f}"
                   f"  |RE| {100 * r['re']:6.2f} %  {'covered' if r['covered'] else ''}"
                   f"{'  95 % covers' if r.get('conf_covered') else ''}"

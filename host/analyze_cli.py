@@ -28,7 +28,15 @@ from .presets import DEFAULT_PRESET, PresetError, format_preset, resolve_preset
 from .sequence import SequenceError, classify_measurement
 from .sources import SourceOptionError, open_measurement
 from .trained import TrainedClassifier, TrainedError, train
-from .wa import MpDecision, WAError, compute_wa, decide_mp, measured_mp, wa_series
+from .wa import (
+    MpDecision,
+    WAError,
+    compute_wa,
+    decide_mp,
+    measured_mp,
+    opcode_wa_of_pages,
+    wa_series,
+)
 
 __all__ = ["Analysis", "add_analyze_parser", "add_calibrate_parser", "analyse", "cmd_analyze",
            "cmd_calibrate", "load_source", "source_options", "wa_of"]
@@ -314,6 +322,7 @@ class Analysis:
     notes: list
     series: list | None = None
     evidence: dict | None = None
+    opcode: object = None  # OpcodeWA: WA by the bus tap's program confirms, if it watched
 
 
 def analyse(args, geometry, *, series=None):
@@ -350,7 +359,13 @@ def analyse(args, geometry, *, series=None):
     result = wa_of(m, geometry, logical, mp=args.mp, program_class=args.program_class,
                    classifier=args.classifier, write_only=args.write_only,
                    correction=correction, notes=notes, trained=trained)
-    return Analysis(m, geometry, logical, result, notes, rows, evidence)
+    opcode = None
+    tap = m.provenance.get("tap")
+    if tap and logical is not None and tap.get("dies"):
+        # The capture holds the bus tap's counts: WA by the pages its confirms name.
+        opcode = opcode_wa_of_pages(tap["pages_programmed"], len(tap["dies"]), geometry,
+                                    logical)
+    return Analysis(m, geometry, logical, result, notes, rows, evidence, opcode)
 
 
 def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",
@@ -417,9 +432,19 @@ def cmd_analyze(args):
             out["overlap_correction"] = evidence
         if series is not None:
             out["series"] = [r.to_dict() for r in series]
+        if a.opcode is not None:
+            out["opcode_wa"] = a.opcode.to_dict()
         print(json.dumps(out, indent=2, default=_jsonable))
     else:
         _print_analysis(m, geometry, result, logical, notes, evidence, series)
+        if a.opcode is not None:
+            w = a.opcode.wa
+            print(f"WA by the bus tap              {w.value:.4f}  [{w.lo:.4f}, {w.hi:.4f}]  "
+                  f"(opcode-aware: {a.opcode.pages:,} pages confirmed on "
+                  f"{a.opcode.dies_tapped} tapped dies; the interval: operations cut at the "
+                  f"capture's edges)")
+            for x in a.opcode.warnings:
+                print(f"warning: {x}")
     return EXIT_OK
 
 

@@ -249,10 +249,13 @@ def from_refssd(run, channel=0, *, tick_seconds=1e-6, max_pulses=1_000_000):
         t = int(row["time_ns"])
         if first != confirm:
             lab.strobe(Strobe(t, CMD, sel, first))
-            r = lun << lun_shift | (int(row["block"]) & 0x3FFF) << 8 | int(row["page"]) & 0xFF
-            cycles = [0, 0] if first in (0x00, 0x80, 0x81) else []
-            for k, byte in enumerate(cycles + [r & 0xFF, r >> 8 & 0xFF, r >> 16 & 0xFF]):
-                lab.strobe(Strobe(t + 1 + k, ADDR, sel, byte))
+            if luns > 1:
+                # The row address selects the LUN; with one LUN per target the tap's model
+                # ignores address cycles (they only feed its LUN selection): not replayed.
+                r = lun << lun_shift | (int(row["block"]) & 0x3FFF) << 8 | int(row["page"]) & 0xFF
+                cycles = [0, 0] if first in (0x00, 0x80, 0x81) else []
+                for k, byte in enumerate(cycles + [r & 0xFF, r >> 8 & 0xFF, r >> 16 & 0xFF]):
+                    lab.strobe(Strobe(t + 1 + k, ADDR, sel, byte))
         lab.strobe(Strobe(int(row["confirm_ns"]), CMD, sel, confirm))
     for d in dies:
         p = run.pulses[d]

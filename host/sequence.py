@@ -160,7 +160,7 @@ class DieResult:
     def to_dict(self):
         return {"pulses": self.pulses, "expected": self.expected,
                 "program_pulses": self.program_pulses,
-                "program_sd": math.sqrt(self.program_var),
+                "program_sd": math.sqrt(max(0.0, self.program_var)),
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
@@ -486,7 +486,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             pprog = pprog - moved
             pshort = pshort + moved
         announced = pshort * prev
-        pprog = pprog + announced
+        # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
+        pprog = np.clip(pprog + announced, 0.0, 1.0)
         # Expected run of tDBSY pulses right before each pulse: R(i) = pm(i-1) (1 + R(i-1)).
         run = np.zeros(len(x))
         acc = 0.0
@@ -505,7 +506,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         cap = (1 + erase_slack) * float(pprog.sum()) / pages_per_block + 2
     expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
     return DieResult(int(len(x)), expected, float(pprog.sum()),
-                     float((pprog * (1 - pprog)).sum()), float(g[:, ej].sum()), extra, cap,
+                     float(np.maximum(pprog * (1 - pprog), 0.0).sum()), float(g[:, ej].sum()),
+                     extra, cap,
                      float(announced.sum()), ambiguous,
                      float(np.minimum(pprog, 1 - pprog).sum()),
                      float(g[:, list(mk)].sum()) if mk else 0.0)

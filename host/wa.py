@@ -53,7 +53,7 @@ from .presets import CLASS_NAMES
 __all__ = [
     "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
     "decide_mp", "measured_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance",
-    "t_quantile", "opcode_wa", "OpcodeWA",
+    "t_quantile", "opcode_wa", "opcode_wa_of_pages", "OpcodeWA",
 ]
 
 #: Window classes of read-like pulses (reads, and the cache window where tCBSY falls), from the
@@ -146,7 +146,7 @@ class ChannelPrograms:
     def to_dict(self):
         return {"channel": self.channel, "name": self.name, "dies": self.dies,
                 "programs": self.programs, "unknown": self.unknown,
-                "corrected": self.corrected, "class_sd": math.sqrt(self.class_var),
+                "corrected": self.corrected, "class_sd": math.sqrt(max(0.0, self.class_var)),
                 "class_slack": self.class_slack, "class_up": self.class_up,
                 "hidden_programs": self.hidden}
 
@@ -400,7 +400,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown, so "
                         f"no confidence interval for the sampling of dies (probe two or more)")
         excludes.append("die sampling (one probed line)")
-    class_sd = math.sqrt(sum(r.class_var for r in rows)) * scale
+    class_sd = math.sqrt(max(0.0, sum(r.class_var for r in rows))) * scale
     class_slack = sum(r.class_slack for r in rows) * scale
     cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
                                                                 wa.value)
@@ -483,13 +483,22 @@ def opcode_wa(labels, geometry, logical):
     if logical.hi == 0:
         raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
     labels = list(labels)
-    tapped = sum(len(lab.dies) for lab in labels)
+    kinds = (PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM)
+    pages = sum(lab.pages(d, k) for lab in labels for d in range(len(lab.dies)) for k in kinds)
+    return opcode_wa_of_pages(pages, sum(len(lab.dies) for lab in labels), geometry, logical)
+
+
+def opcode_wa_of_pages(pages, tapped, geometry, logical):
+    """:func:`opcode_wa` from the tap's page count of ``tapped`` dies (e.g. a capture's
+    ``provenance["tap"]``: ``pages_programmed`` and its ``dies``)."""
+    if not isinstance(logical, LogicalVolume):
+        raise WAError(f"logical must be a LogicalVolume, not {logical!r}")
+    if logical.hi == 0:
+        raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
     if not tapped:
         raise WAError("no tapped die: opcode-aware WA needs the labels of at least one channel")
     if tapped > geometry.dies:
         raise WAError(f"{tapped} dies are tapped but {geometry.name} has only {geometry.dies}")
-    kinds = (PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM)
-    pages = sum(lab.pages(d, k) for lab in labels for d in range(len(lab.dies)) for k in kinds)
     edge = 2 * tapped * geometry.planes_per_die  # one operation per die at each edge
     warnings = []
     scale = geometry.dies / tapped

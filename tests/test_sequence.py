@@ -362,3 +362,18 @@ def test_analyze_cli_sequence_default_and_mp_refusal(tmp_path, capsys):
     assert cli.main(args + ["--mp", "4"]) == 1
     assert "contradicts" in capsys.readouterr().err
     assert isinstance(LogicalVolume(1, 1, "none").value, (int, float))
+
+
+def test_rounding_below_zero_in_the_posterior_variance_is_no_error():
+    # Posteriors that are all 0 or 1 can sum a hair past 1: a variance of -1e-18 must not
+    # stop the WA (math domain error in the interval), it is zero.
+    pulses, labels = make(seed=13, blocks=10)
+    m = to_measurement(pulses)
+    seq = classify_measurement(m, GEOM)
+    for die in seq.dies.values():
+        die.program_var = -1e-18
+    lv = from_bytes(sum(programs_of(lab) for lab in labels.values()) * GEOM.page_size)
+    r = compute_wa(m, GEOM, lv, sequence=seq)
+    assert r.wa_confidence.lo <= r.wa.value <= r.wa_confidence.hi
+    json.dumps(r.to_dict())
+    assert all(d["program_sd"] == 0 for d in seq.to_dict()["dies"].values())

@@ -21,6 +21,15 @@ CLASS = {"dbsy": OpClass.MP_QUEUE, "erase": OpClass.ERASE, "read": OpClass.READ,
          "cache_program": OpClass.CACHE_PROGRAM}
 
 
+def geometry_file(tmp_path):
+    """``GEOM`` as a geometry file (2 channels × 2 dies, two planes, multi-plane programs)."""
+    geo = tmp_path / "g.toml"
+    geo.write_text('name = "t"\n[geometry]\nchannels = 2\nchips_per_channel = 1\n'
+                   'dies_per_chip = 2\nplanes_per_die = 2\npage_size = 4096\n'
+                   f'pages_per_block = {PPB}\nprogram_model = "multi-plane"\n', encoding="utf-8")
+    return geo
+
+
 def labelled(pulses, labels):
     """What the tap reports for these dies: every pulse with its command's class."""
     die, width, cls = [], [], []
@@ -106,10 +115,7 @@ def test_calibrate_labelled_then_analyze_trained(tmp_path, capsys):
     m = to_measurement(pulses, keep_pulses=False)
     mpath = tmp_path / "m.json"
     m.save(mpath)
-    geo = tmp_path / "g.toml"
-    geo.write_text('name = "t"\n[geometry]\nchannels = 2\nchips_per_channel = 1\n'
-                   'dies_per_chip = 2\nplanes_per_die = 2\npage_size = 4096\n'
-                   f'pages_per_block = {PPB}\nprogram_model = "multi-plane"\n', encoding="utf-8")
+    geo = geometry_file(tmp_path)
     pages = 2 * sum(programs_of(lab) for lab in labels.values())
     args = ["analyze", str(mpath), "--geometry", str(geo), "--logical", str(pages * 4096),
             "--json"]
@@ -164,3 +170,25 @@ def test_reference_ssd_train_on_one_tapped_channel_measure_every_die_by_rb():
     assert err["histograms", "untrained"] > 0.1
     assert err["histograms", "trained"] < 0.03
     assert err["sequence", "trained"] < 0.015
+
+
+def test_analyze_reports_wa_by_the_bus_tap(tmp_path, capsys):
+    """A capture that holds the bus tap's counts: analyze adds the opcode-aware WA."""
+    pulses, labels = make(seed=27, blocks=5)
+    m = to_measurement(pulses)
+    pages = 2 * sum(programs_of(lab) for lab in labels.values())
+    m.provenance["tap"] = {"program_ops": pages // 2, "cache_programs": 0,
+                           "pages_programmed": pages, "mp": 2.0, "erase_ops": 0,
+                           "blocks_erased": 0, "reads": 0, "dies": [{}] * len(pulses)}
+    path = tmp_path / "m.json"
+    m.save(path)
+    geo = geometry_file(tmp_path)
+    args = ["analyze", str(path), "--geometry", str(geo), "--logical", str(pages * 4096 // 2)]
+    assert cli.main(args + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # 4 dies, all 4 tapped: WA = pages × 4 KiB ÷ logical = 2.
+    assert out["opcode_wa"]["wa"]["value"] == pytest.approx(2.0)
+    assert out["opcode_wa"]["wa"]["lo"] < 2.0 < out["opcode_wa"]["wa"]["hi"]
+    assert out["opcode_wa"]["edge_pages"] == 2 * 4 * 2
+    assert cli.main(args) == 0
+    assert "WA by the bus tap              2.0000" in capsys.readouterr().out

@@ -315,3 +315,29 @@ def test_opcode_wa_counts_the_pages_the_bus_confirms():
         opcode_wa([], run.geometry, lv)
     with pytest.raises(WAError, match="0 bytes"):
         opcode_wa(labels, run.geometry, from_bytes(0))
+
+
+def test_tap_model_ignores_address_cycles_with_one_lun():
+    """Why labelled.from_refssd replays no address cycles for one-LUN targets: they change
+    nothing the tap counts or tags (they only select the LUN)."""
+    import random
+
+    from rbscope.gateware.onfi_tap.params import TapParams
+    from rbscope.gateware.rb_sniffer.params import SnifferParams
+    from rbscope.tap_model import ADDR, CMD, Strobe, TapModel
+
+    params = TapParams(targets=2, luns=1, sniffer=SnifferParams(channels=2))
+    rng = random.Random(4)
+    cmds = [0x80, 0x10, 0x11, 0x15, 0x60, 0xD0, 0xD1, 0x00, 0x30, 0x31, 0x3F, 0xFF, 0xEF]
+    strobes = []
+    for t in range(0, 4000, 4):
+        kind = CMD if rng.random() < 0.5 else ADDR
+        strobes.append(Strobe(t, kind, rng.choice([1, 2, 3]),
+                              rng.choice(cmds) if kind == CMD else rng.randrange(256)))
+    full, bare = TapModel(params), TapModel(params)
+    for s in strobes:
+        full.strobe(s)
+        if s.kind != ADDR:
+            bare.strobe(s)
+        assert full.tag == bare.tag
+    assert full.counts.ops == bare.counts.ops and full.counts.planes == bare.counts.planes

@@ -19,7 +19,6 @@ from ..logical import from_bytes
 from ..measurement import Probe
 from ..model import Train
 from ..presets import DEFAULT_PRESET
-from ..wa import compute_wa
 from .drive import RefSSDError
 
 __all__ = ["to_measurement", "measure_wa", "measure_wa_sequence", "user_preset", "write_vcd",
@@ -161,16 +160,14 @@ def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS, classifier="w
                                max_pulses=keep)
     elif windows != "bundled":
         raise RefSSDError(f"windows must be bundled or calibrated, not {windows!r}")
-    seq = None
-    if classifier != "windows":
-        from ..sequence import SequenceError, classify_measurement
-        try:
-            seq = classify_measurement(m, geometry)
-        except SequenceError as exc:
-            if classifier == "sequence":
-                raise RefSSDError(f"sequence classifier: {exc}") from None
-            notes.append(f"sequence classifier not used ({exc}); window counts instead")
-    r = compute_wa(m, geometry, from_bytes(run.logical_bytes), sequence=seq)
+    # WA exactly as `rbscope analyze` computes it (one path: analyze_cli.wa_of).
+    from ..analyze_cli import wa_of
+    from ..sequence import SequenceError
+    try:
+        r = wa_of(m, geometry, from_bytes(run.logical_bytes), classifier=classifier,
+                  notes=notes)
+    except SequenceError as exc:
+        raise RefSSDError(f"sequence classifier: {exc}") from None
     conf = r.wa_confidence
     return {"wa": r.wa.value, "lo": r.wa.lo, "hi": r.wa.hi,
             "conf_lo": None if conf is None else conf.lo,
