@@ -2,7 +2,8 @@
 #
 #   make test      default suite, tests marked `slow` excluded (the default goal)
 #   make test-all  every test, `slow` ones included
-#   make demo      a reference SSD measured by the gateware in Verilator, ending in WA
+#   make demo      a reference SSD's commands into emulated dies, measured by the gateware in
+#                  Verilator, ending in WA
 #   make lint      ruff check
 #   make verilog   write the Verilog of every top to build/ (rbscope verilog build/)
 #   make versions  print the versions of the tools in use

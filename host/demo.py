@@ -72,7 +72,8 @@ def _emulated(args, run, preset, windows, capture_path):
     except RefSSDError as exc:
         print(f"\nrbscope demo: {exc}", file=sys.stderr)
         return 1
-    _progress(1, 1)
+    done_us = result.measurement.duration_ticks  # the workload's epoch, in 1 µs ticks
+    _progress(done_us, done_us)
     rep = result.replay
     print(f" — quiescent ({result.wall_s:.0f} s; build {result.build_s:.0f} s)")
     print(f"  replay: {result.preamble} pages of the preconditioned FTL's open blocks "
@@ -246,7 +247,11 @@ def main(argv=None):
                          drive=drive.name,
                          workload=args.workload,
                          notes=[f"reference SSD, {args.state} state: true WA {t.wa_true:.4f} "
-                                f"(the FTL's own count of programmed pages)"])
+                                f"(the FTL's own count of programmed pages)",
+                                "R/B# from the timing model's pulse trains" if args.pulses else
+                                "R/B# from emulated dies (nand_emu) replaying the FTL's NAND "
+                                "commands in the simulated device; busy times fixed at the "
+                                "middles of the drive's ranges, 1 µs ticks"])
         write_report(build_report([rr], title="rbscope demo: the reference SSD"), report_path)
         print(f"\n  report: {report_path}")
     except (ImportError, ReportError) as exc:

@@ -720,6 +720,10 @@ class ChannelTracker:
 class QuiescenceTracker:
     """Streaming model of ``all_ready``: records the runs of cycles when no enabled channel is low.
 
+    ``all_ready`` is a register: on cycle ``t`` it says that no enabled channel was low on cycle
+    ``t - 1`` (on cycle 0, with the levels of cycle 0, which the pins held during reset). A level
+    change at cycle ``c`` therefore shows in ``all_ready`` from cycle ``c + 1``.
+
     Feed the synchronised level changes of all channels in non-decreasing cycle order with
     :meth:`change` (changes of several channels may share a cycle), then call :meth:`finish`.
     The result, :attr:`ready`, is what :class:`ModelResult` needs to answer ``quiescent`` and
@@ -766,15 +770,16 @@ class QuiescenceTracker:
             self._was_ready = ready
 
     def change(self, cycle, channel, level):
-        """Record that ``lvl`` of ``channel`` is ``level`` from ``cycle`` on."""
+        """Record that ``lvl`` of ``channel`` is ``level`` from ``cycle`` on (so ``all_ready``
+        reflects it from ``cycle + 1`` on)."""
         if self._finished:
             raise RuntimeError("the quiescence tracker is finished; no change accepted")
-        if cycle < self._cycle:
+        if cycle + 1 < self._cycle:
             raise ValueError(f"changes must come in cycle order, but {cycle!r} follows "
-                             f"{self._cycle}")
-        if cycle > self._cycle:
+                             f"{self._cycle - 1}")
+        if cycle + 1 > self._cycle:
             self._commit()
-            self._cycle = cycle
+            self._cycle = cycle + 1
         if not self._enabled[channel]:
             return
         low = level == 0
@@ -784,9 +789,11 @@ class QuiescenceTracker:
 
     def finish(self, cycle):
         """Close the recording at ``cycle`` (the last cycle the status is wanted for)."""
-        if cycle < self._cycle:
-            raise ValueError(f"finish cycle {cycle!r} is before the last change {self._cycle}")
-        self._commit()
+        if cycle + 1 < self._cycle:
+            raise ValueError(f"finish cycle {cycle!r} is before the last change "
+                             f"{self._cycle - 1}")
+        if self._cycle <= cycle:  # a change on `cycle` itself shows only after it
+            self._commit()
         self._finished = True
         return self.ready
 

@@ -49,6 +49,7 @@ def test_demo_tiny(capsys, tmp_path):
     assert (tmp_path / "demo.rbcap").stat().st_size > 0
     html = (tmp_path / "demo.html").read_text()
     assert "true WA" in html
+    assert "emulated dies (nand_emu)" in html
 
 
 @pytest.mark.slow  # its own Verilator build

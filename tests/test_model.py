@@ -99,6 +99,9 @@ def naive_run(params, config, trains, cycles):
     idle = 0
     all_ready_prev = False
     quiet_since = 0
+    # all_ready is a register of "no enabled channel low": on cycle 0 it holds the levels the
+    # pins had during reset (their initial ones).
+    all_ready_q = not any(enabled[i] and trains[i].initial == 0 for i in range(n))
     cnt = [0] * n
     saturated = [False] * n
     armed = [False] * n
@@ -109,7 +112,7 @@ def naive_run(params, config, trains, cycles):
         tick = pc + 1 >= period
         lvl = [pins[i][t - 2] if t >= 2 else trains[i].initial for i in range(n)]
         low = [enabled[i] and lvl[i] == 0 for i in range(n)]
-        all_ready = not any(low)
+        all_ready, all_ready_q = all_ready_q, not any(low)
         ts_log.append(timestamp)
         quiescent_log.append(all_ready and idle >= config.idle_ticks)
         quiet_since_log.append(quiet_since)
@@ -452,17 +455,18 @@ def test_saturation_hand_computed():
 def test_quiescence_hand_computed():
     params = SnifferParams(channels=2, classes=1)
     config = SnifferConfig(prescaler=3, idle_ticks=2)
-    # lvl: channel 0 low [12, 20), channel 1 low [18, 25) -> all_ready on [0, 12) and [25, ...).
+    # lvl: channel 0 low [12, 20), channel 1 low [18, 25) -> all_ready (a register, one cycle
+    # behind the levels) on [0, 13) and [26, ...).
     trains = [pulses_train((10, 8)), pulses_train((16, 7))]
     result = SnifferModel(params, config).run(trains, 60)
-    assert result.ready == [(0, 12), (25, None)]
+    assert result.ready == [(0, 13), (26, None)]
     # Ticks on cycles 2, 5, 8, ...; timestamp(t) = t // 3.
     assert [result.timestamp_at(t) for t in (0, 2, 3, 59)] == [0, 0, 1, 19]
-    # idle(t) = ticks in [0, t) (first run) or [25, t) (second): >= 2 from t = 6 and t = 30.
-    assert [result.quiescent_at(t) for t in (0, 5, 6, 11, 12, 24, 25, 29, 30, 60)] == [
+    # idle(t) = ticks in [0, t) (first run) or [26, t) (second): >= 2 from t = 6 and t = 30.
+    assert [result.quiescent_at(t) for t in (0, 5, 6, 12, 13, 25, 26, 29, 30, 60)] == [
         False, False, True, True, False, False, False, False, True, True]
-    # quiet_since: timestamp(0) from t = 1, then timestamp(25) = 8 from t = 26.
-    assert [result.quiet_since_at(t) for t in (0, 1, 25, 26, 60)] == [0, 0, 0, 8, 8]
+    # quiet_since: timestamp(0) from t = 1, then timestamp(26) = 8 from t = 27.
+    assert [result.quiet_since_at(t) for t in (0, 1, 26, 27, 60)] == [0, 0, 0, 8, 8]
     with pytest.raises(ValueError, match="61"):
         result.quiescent_at(61)
 

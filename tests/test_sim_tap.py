@@ -149,3 +149,41 @@ def test_tap_counts_over_the_link_equal_the_emulators_ground_truth(tmp_path, cap
                 assert ops[OpClass.CACHE_PROGRAM] == on * groups * (traffic.pages - 1)
             if traffic.reads:
                 assert ops[OpClass.READ] == on * groups * traffic.pages * traffic.reads
+
+
+def test_sim_tap_needs_the_emulator(capsys):
+    assert cli.main(["sim", "--tap"]) == 2
+    assert "--tap needs --emulator" in capsys.readouterr().err
+
+
+def test_capture_reports_the_tap_difference_and_a_lone_read(tmp_path):
+    """The tap's counters at start and stop of a capture: analyze takes their difference
+    (counters wrap at 48 bits); a capture with only the start read says so."""
+    from rbscope.tap_model import TapCounts
+
+    from .test_capture import _write_session
+
+    tap = TapParams(targets=2)
+    start, stop = TapCounts.zeros(tap), TapCounts.zeros(tap)
+    start.ops[0][OpClass.PROGRAM] = (1 << 48) - 2  # wraps
+    stop.ops[0][OpClass.PROGRAM] = 3
+    stop.ops[1][OpClass.CACHE_PROGRAM] = 4
+    stop.ops[1][OpClass.READ] = 7
+    stop.planes[0][TapParams.planes_index(0, PlaneKind.PROGRAM, 2) % 16] = 5
+    stop.planes[1][TapParams.planes_index(1, PlaneKind.CACHE_PROGRAM, 1) % 16] = 4
+    stop.planes[1][TapParams.planes_index(1, PlaneKind.ERASE, 2) % 16] = 1
+    path = tmp_path / "a.rbcap"
+    _write_session(path)
+    with CaptureWriter(path) as w:
+        w.tap(start, "start")
+    m = capture_to_measurement(path)
+    assert "tap" not in m.provenance
+    assert any("only one read of the bus tap" in w for w in m.provenance["warnings"])
+    with CaptureWriter(path) as w:
+        w.tap(stop, "stop")
+    summary = capture_to_measurement(path).provenance["tap"]
+    assert summary["program_ops"] == 5 + 4 and summary["cache_programs"] == 4
+    assert summary["pages_programmed"] == 2 * 5 + 4
+    assert summary["mp"] == 14 / 9
+    assert (summary["erase_ops"], summary["blocks_erased"], summary["reads"]) == (1, 2, 7)
+    assert summary["dies"][0]["ops"] == {"PROGRAM": 5}

@@ -268,6 +268,8 @@ class LinkController(wiring.Component):
         rf_entry = regfile.layout(rf_rd.data)
         address_ok = Signal()
         writable = Signal()
+        opcode = Signal(8)  # the command's, registered (LOOKUP)
+        frame_bad = Signal()
         live_value = Signal(32)
         live = Signal()
         m.d.sync += [live_value.eq(0), live.eq(0)]
@@ -295,15 +297,17 @@ class LinkController(wiring.Component):
                     m.next = "LOOKUP"
             with m.State("LOOKUP"):
                 m.d.sync += [address_ok.eq(rf_entry.valid & (rf_entry.address == cmd.address)),
-                             writable.eq(rf_entry.writable)]
+                             writable.eq(rf_entry.writable), opcode.eq(cmd.opcode),
+                             frame_bad.eq(self.command.payload.status !=
+                                          protocol.ResponseStatus.OK)]
                 m.next = "EXECUTE"
             with m.State("EXECUTE"):
                 m.next = "WAIT"
                 m.d.comb += self.command.ready.eq(1)
-                with m.If(self.command.payload.status != protocol.ResponseStatus.OK):
+                with m.If(frame_bad):
                     respond(protocol.ResponseStatus.BAD_FRAME)
                 with m.Else():
-                    with m.Switch(cmd.opcode):
+                    with m.Switch(opcode):
                         with m.Case(protocol.Opcode.PING):
                             respond(protocol.ResponseStatus.OK, cmd.value)
                         with m.Case(protocol.Opcode.READ_INFO):
@@ -318,9 +322,6 @@ class LinkController(wiring.Component):
                             with m.Elif(~writable):
                                 respond(protocol.ResponseStatus.READ_ONLY, read_value)
                             with m.Else():
-                                # The register file takes the register's bits only.
-                                m.d.comb += [rf_wr.en.eq(rf_entry.mask),
-                                             rf_wr.data.eq(cmd.value)]
                                 m.d.comb += reg_write.eq(1)
                                 m.next = "WRITTEN"
                         with m.Case(protocol.Opcode.SNAPSHOT):
@@ -338,6 +339,11 @@ class LinkController(wiring.Component):
                         with m.Default():
                             respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
+                # The write (from the registered strobe, below) goes to the register file: the
+                # register's bits only.
+                m.d.comb += [rf_wr.en.eq(rf_entry.mask), rf_wr.data.eq(cmd.value)]
+                m.next = "SETTLE"
+            with m.State("SETTLE"):
                 # (The register file's read port catches up with the write.)
                 m.next = "READ_BACK"
             with m.State("READ_BACK"):
@@ -369,8 +375,8 @@ class LinkController(wiring.Component):
                         resp_data.value.eq(self.sniffer_status.epoch),
                     ]
                     m.next = "WAIT"
-        # A register's flip-flops are written a cycle after the register file (in WRITTEN, from
-        # a registered strobe: no long path from the command to their enables), with one enable
+        # A register's flip-flops are written with the register file (in WRITTEN, from a
+        # registered strobe: no long path from the command to their enables), with one enable
         # each: the address is known good, so its index is enough to tell the register.
         rf_index = regfile.index(cmd.address)
         reg_write_q = Signal()

@@ -181,39 +181,50 @@ class CommandDecoder(wiring.Component):
         with m.If(self.command.ready):
             m.d.sync += self.command.valid.eq(0)
 
+        # Stage 1: unstuff. A byte becomes, one cycle later, a data byte (``store``, ``value``),
+        # the end of a frame (``end``, ``dangling`` if it ended in an escape) or a bad escape.
         byte = self.wire.payload
         store = Signal()
         value = Signal(8)
+        end = Signal()
+        dangling = Signal()
+        bad_escape = Signal()
+        m.d.sync += [store.eq(0), end.eq(0), bad_escape.eq(0)]
         with m.If(self.wire.valid):
             with m.If(byte == protocol.FRAME_END):
-                with m.If(count != 0):
-                    ok = (~broken & ~escape & ~header_bad & (count == size) &
-                          crc_gen.match_detected)
-                    m.d.comb += [self.good.eq(ok), self.bad.eq(~ok)]
-                    with m.If((self.command.valid & ~self.command.ready) | skipped):
-                        m.d.comb += self.dropped.eq(1)
-                    with m.Else():
-                        m.d.sync += [
-                            self.command.valid.eq(1),
-                            self.command.payload.status.eq(
-                                Mux(ok, protocol.ResponseStatus.OK,
-                                    protocol.ResponseStatus.BAD_FRAME)),
-                        ]
-                m.d.sync += [count.eq(0), escape.eq(0), broken.eq(0), header_bad.eq(0),
-                             skipped.eq(0)]
-                m.d.comb += crc_gen.start.eq(1)
+                m.d.sync += [end.eq(1), dangling.eq(escape), escape.eq(0)]
             with m.Elif(escape):
                 m.d.sync += escape.eq(0)
                 with m.If(byte == protocol.ESC_END):
-                    m.d.comb += [store.eq(1), value.eq(protocol.FRAME_END)]
+                    m.d.sync += [store.eq(1), value.eq(protocol.FRAME_END)]
                 with m.Elif(byte == protocol.ESC_ESC):
-                    m.d.comb += [store.eq(1), value.eq(protocol.FRAME_ESC)]
+                    m.d.sync += [store.eq(1), value.eq(protocol.FRAME_ESC)]
                 with m.Else():
-                    m.d.sync += broken.eq(1)
+                    m.d.sync += bad_escape.eq(1)
             with m.Elif(byte == protocol.FRAME_ESC):
                 m.d.sync += escape.eq(1)
             with m.Else():
-                m.d.comb += [store.eq(1), value.eq(byte)]
+                m.d.sync += [store.eq(1), value.eq(byte)]
+
+        # Stage 2: check and collect.
+        with m.If(bad_escape):
+            m.d.sync += broken.eq(1)
+        with m.If(end):
+            with m.If(count != 0):
+                ok = (~broken & ~dangling & ~header_bad & (count == size) &
+                      crc_gen.match_detected)
+                m.d.comb += [self.good.eq(ok), self.bad.eq(~ok)]
+                with m.If((self.command.valid & ~self.command.ready) | skipped):
+                    m.d.comb += self.dropped.eq(1)
+                with m.Else():
+                    m.d.sync += [
+                        self.command.valid.eq(1),
+                        self.command.payload.status.eq(
+                            Mux(ok, protocol.ResponseStatus.OK,
+                                protocol.ResponseStatus.BAD_FRAME)),
+                    ]
+            m.d.sync += [count.eq(0), broken.eq(0), header_bad.eq(0), skipped.eq(0)]
+            m.d.comb += crc_gen.start.eq(1)
 
         with m.If(store):
             m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(value)]

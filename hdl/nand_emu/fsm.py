@@ -151,6 +151,14 @@ class Die(wiring.Component):
         abytes = Array(Signal(8, name=f"abyte{i}") for i in range(5))
         col = Signal(col_w)
         col_next = Signal(col_w)
+        # The column moved to the next byte in the previous cycle (a data-in or data-out
+        # cycle). The output bytes (parameter page, address pattern) are read from registers
+        # one cycle behind the column, for the column and for the next one; this picks the
+        # one that is current, so the next byte is out as soon as before and no decoding sits
+        # in front of the ROM or the pattern. (After a jump of the column, by address cycles,
+        # the byte is right a cycle later, well within tWHR/tCCS.)
+        col_step = Signal()
+        col_stepped = Signal()
         row = Signal(row_w)  # row of the command being assembled
         row_next = Signal(row_w)  # what `row` becomes at the end of this cycle
         out_row = Signal(row_w)  # page the data output reads
@@ -309,14 +317,15 @@ class Die(wiring.Component):
                     m.d.sync += copy_col.eq(copy_col + 1)
         else:
             buf_wr = None
-            m.d.comb += page_byte.eq(
-                (col_next[:p.col_bits] ^ (col_next[:p.col_bits] >> 8)
-                 ^ out_row_next ^ (out_row_next >> 8) ^ (out_row_next >> 16) ^ 0xA5)[:8])
-            # The pattern is combinational, but registered here so that it has the same one-cycle
-            # latency as the array's read port.
-            reg = Signal(8)
-            m.d.sync += reg.eq(page_byte)
-            page_byte = reg
+
+            def pattern(c):
+                c = c[:p.col_bits]
+                return (c ^ (c >> 8) ^ out_row ^ (out_row >> 8) ^ (out_row >> 16) ^ 0xA5)[:8]
+            # The pattern of the column and of the next one, from registers (no decoding in
+            # front of them; see `col_stepped`).
+            at_col, at_next = Signal(8), Signal(8)
+            m.d.sync += [at_col.eq(pattern(col)), at_next.eq(pattern(col + 1))]
+            m.d.comb += page_byte.eq(Mux(col_stepped, at_next, at_col))
         copy_abort = Signal()
         if p.storage == Storage.ARRAY:
             with m.If(copy_abort):
@@ -327,7 +336,13 @@ class Die(wiring.Component):
         m.submodules.param_rom = prom = Memory(shape=8, depth=256,
                                                init=list(parameter_page(p)))
         prom_rd = prom.read_port()
-        m.d.comb += prom_rd.addr.eq(col_next[:8])
+        prom_next = prom.read_port()
+        prom_byte = Signal(8)
+        m.d.comb += [
+            prom_rd.addr.eq(col[:8]),
+            prom_next.addr.eq((col + 1)[:8]),
+            prom_byte.eq(Mux(col_stepped, prom_next.data, prom_rd.data)),
+        ]
         id_rom = Array(Const(b, 8) for b in id_bytes(p))
         m.d.comb += self.data_out_en.eq(out_mode != OutMode.NONE)
         with m.Switch(out_mode):
@@ -336,7 +351,7 @@ class Die(wiring.Component):
             with m.Case(OutMode.ID):
                 m.d.comb += self.data_out.eq(id_rom[Cat(col[:3], id_sel)])
             with m.Case(OutMode.PARAM):
-                m.d.comb += self.data_out.eq(prom_rd.data)
+                m.d.comb += self.data_out.eq(prom_byte)
             with m.Case(OutMode.PAGE):
                 m.d.comb += self.data_out.eq(Mux(out_bad, 0x00, Mux(out_erased, 0xFF, page_byte)))
             with m.Case(OutMode.FEAT):
@@ -549,6 +564,7 @@ class Die(wiring.Component):
                 if kind == "cache":
                     count(EmuCounter.CACHE_OPS)
 
+        m.d.sync += col_stepped.eq(col_step)
         m.d.comb += [col_next.eq(col), out_row_next.eq(out_row), row_next.eq(row)]
         m.d.sync += [col.eq(col_next), out_row.eq(out_row_next), row.eq(row_next)]
         # A command is decoded in two cycles. Bus strobes are at least two cycles apart after
@@ -727,7 +743,7 @@ class Die(wiring.Component):
                     m.d.comb += [buf_wr.addr.eq(plane * total + col[:p.col_bits]),
                                  buf_wr.data.eq(self.byte),
                                  buf_wr.en.eq(col < total)]
-                m.d.comb += col_next.eq(col + 1)
+                m.d.comb += [col_next.eq(col + 1), col_step.eq(1)]
             with m.Elif((cmd == Opcode.SET_FEATURES) & (acount >= 1) & (dcount < 4)):
                 with m.If(feat_addr == 0x01):
                     m.d.sync += features[dcount[:2]].eq(self.byte)
@@ -740,7 +756,7 @@ class Die(wiring.Component):
         # a cycle, so an RE# edge before the command can meet it) restarts the column: it wins.
         with m.If(self.dout & (out_mode != OutMode.STATUS)
                   & ~act["rcache_seq"] & ~act["rcache_end"]):
-            m.d.comb += col_next.eq(col + 1)
+            m.d.comb += [col_next.eq(col + 1), col_step.eq(1)]
 
         # ---- Counters -------------------------------------------------------------------------
 

@@ -97,8 +97,12 @@ class FrontEnd(wiring.Component):
         Channel enable; a disabled channel looks ready and is disarmed.
     tick : In(1)
         Time base strobe.
-    glitch_ticks : In(glitch_bits)
-        An observed pulse shorter than this is a glitch: it only increments the side count.
+    glitch_last : In(glitch_bits)
+        ``glitch_ticks - 1`` (modulo ``2**glitch_bits``): an observed pulse shorter than
+        ``glitch_ticks`` is a glitch and only increments the side count. (Derived once for all
+        channels by the sniffer.)
+    glitch_any : In(1)
+        ``glitch_ticks != 0``.
     take_event : In(1)
         The pipeline takes the mailbox's event this cycle.
     take_side : In(1)
@@ -120,7 +124,8 @@ class FrontEnd(wiring.Component):
             "lvl": In(1, init=1),
             "enable": In(1),
             "tick": In(1),
-            "glitch_ticks": In(params.glitch_bits),
+            "glitch_last": In(params.glitch_bits),
+            "glitch_any": In(1),
             "take_event": In(1),
             "take_side": In(1),
             "mailbox": Out(mailbox_layout(params)),
@@ -157,14 +162,11 @@ class FrontEnd(wiring.Component):
         # 2**glitch_bits). A saturated pulse never asks.
         gb = p.glitch_bits
         short = Signal()
-        glitch_last = Signal(gb)
-        m.d.comb += glitch_last.eq(self.glitch_ticks - 1)
-
         with m.If(self.low):
-            with m.If(self.tick & (count[:gb] == glitch_last)):
+            with m.If(self.tick & (count[:gb] == self.glitch_last)):
                 m.d.sync += short.eq(0)
         with m.Else():
-            m.d.sync += short.eq(self.glitch_ticks != 0)
+            m.d.sync += short.eq(self.glitch_any)
 
         with m.If(self.low):
             with m.If(self.tick):

@@ -180,6 +180,12 @@ class RBSniffer(wiring.Component):
             "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
             "tag": tb,
         })
+        # What every front end's glitch flag needs of glitch_ticks, derived once (registered;
+        # reset-less, so it is valid from the first cycle after reset).
+        glitch_last = Signal(p.glitch_bits, reset_less=True)
+        glitch_any = Signal(reset_less=True)
+        m.d.sync += [glitch_last.eq(self.cfg.glitch_ticks - 1),
+                     glitch_any.eq(self.cfg.glitch_ticks != 0)]
         front_ends = []
         groups = []
         side_half = 1 << (lb - 1)
@@ -192,7 +198,8 @@ class RBSniffer(wiring.Component):
                     fe.lvl.eq(lvl[i]),
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
                     fe.tick.eq(timebase.ticks[i // TICK_GROUP]),
-                    fe.glitch_ticks.eq(self.cfg.glitch_ticks),
+                    fe.glitch_last.eq(glitch_last),
+                    fe.glitch_any.eq(glitch_any),
                 ]
                 if tb:
                     m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
@@ -222,9 +229,14 @@ class RBSniffer(wiring.Component):
             m.d.sync += group.eq(merged)
             groups.append(group)
 
+        # all_ready is registered (reset-less: at cycle 0 it holds the levels seen during reset):
+        # the OR of every channel's level spans the die, and its result fans out to the
+        # quiescence counters. Quiescence therefore lags the levels by one cycle.
+        all_ready = Signal(reset_less=True)
+        m.d.sync += all_ready.eq(~Cat(fe.low for fe in front_ends).any())
         m.submodules.quiescence = quiet = Quiescence(p)
         m.d.comb += [
-            quiet.all_ready.eq(~Cat(fe.low for fe in front_ends).any()),
+            quiet.all_ready.eq(all_ready),
             quiet.tick.eq(timebase.tick),
             quiet.timestamp.eq(timebase.timestamp),
             quiet.idle_ticks.eq(self.cfg.idle_ticks),
@@ -262,8 +274,9 @@ class RBSniffer(wiring.Component):
         pending = Signal()
         pending_req = Signal(read_request_layout(p), reset_less=True)
         m.d.comb += self.read_req.ready.eq(~pending)
-        with m.If(self.read_req.valid & ~pending):
-            m.d.sync += [pending.eq(1), pending_req.eq(self.read_req.payload)]
+        with m.If(~pending):
+            # Loaded whatever the requester offers; kept once `pending` says it was valid.
+            m.d.sync += [pending.eq(self.read_req.valid), pending_req.eq(self.read_req.payload)]
         is_slot = ~phase  # c2 of some slot
         free = ~s0.event & ~s0.side
         take_read = is_slot & free & pending & ~read_busy & ~self.read_resp.valid

@@ -140,12 +140,16 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
     return emu, config
 
 
+def _emu_block(row, emu):
+    """The emulator's block of a command row: the plane is the block address's low bits."""
+    return max(int(row["block"]), 0) * emu.planes + max(int(row["plane"]), 0)
+
+
 def bus_cycles(row, emu):
     """The bus cycles ``[(kind, byte), …]`` of one :data:`~.timing.COMMAND_DTYPE` row."""
     first, confirm = int(row["first"]), int(row["confirm"])
     op = int(row["op"])
-    block = max(int(row["block"]), 0) * emu.planes + max(int(row["plane"]), 0)
-    r = emu.row(block, max(int(row["page"]), 0))
+    r = emu.row(_emu_block(row, emu), max(int(row["page"]), 0))
     row3 = [(ADDR, r & 0xFF), (ADDR, r >> 8 & 0xFF), (ADDR, r >> 16 & 0xFF)]
     if op == NandOp.READ:
         return [(CMD, 0x00), (ADDR, 0), (ADDR, 0), *row3, (CMD, confirm)]
@@ -158,10 +162,6 @@ def bus_cycles(row, emu):
     if op == NandOp.SET_FEATURES:  # feature 01h (timing mode): mode 0
         return [(CMD, 0xEF), (ADDR, 0x01)] + [(DATA, 0)] * 4
     raise RefSSDError(f"command {first:#04x}…{confirm:#04x} cannot be replayed")
-
-
-def _emu_block(row, emu):
-    return max(int(row["block"]), 0) * emu.planes + max(int(row["plane"]), 0)
 
 
 def preamble(run, emu):
