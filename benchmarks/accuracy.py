@@ -245,7 +245,7 @@ def main(argv=None):
     ap.add_argument("--combine", nargs="+", metavar="JSON",
                     help="run nothing: join the rows of these --json outputs, or of their "
                          "progress files (.jsonl), e.g. drives run separately, into one table "
-                         "(--json, --markdown)")
+                         "(--json, --markdown; a row in several files: the last one's)")
     args = ap.parse_args(argv)
     if args.combine:
         rows = []
@@ -255,6 +255,8 @@ def main(argv=None):
                     rows += [json.loads(line) for line in f if line.strip()]
                 else:
                     rows += json.load(f)["rows"]
+        # A row run twice (a run resumed elsewhere): the later file's wins.
+        rows = list({(r["drive"], r["workload"], r["state"]): r for r in rows}.values())
         write_outputs(rows, args, None)
         return 0
     names = args.drives.split(",")
