@@ -3,8 +3,9 @@
 For each selected job of the accuracy benchmark (``benchmarks/accuracy.py``: same drive, same
 micro-benchmark, state, seed and volume, hence the same FTL run and the same ``WA_true``):
 
-1. ``table``: the row as the accuracy table computes it (timing drawn from the drive's ranges,
-   100 MHz recording, the bit-exact sniffer model, ``measure_wa``);
+1. ``table``: the row as the accuracy benchmark computes it by default (plain windows; timing
+   drawn from the drive's ranges, 100 MHz recording, the bit-exact sniffer model,
+   ``measure_wa``);
 2. ``model``: the model back end on the same FTL run with the busy times fixed at the middle of
    the ranges (:func:`rbscope.refssd.rtl.rtl_drive`, the timing the emulator can hold), 1 µs
    tick;
