@@ -222,6 +222,7 @@ def from_refssd(run, channel=0, *, tick_seconds=1e-6, max_pulses=1_000_000):
     from rbscope.gateware.onfi_tap.params import TapConfig, TapParams
     from rbscope.gateware.rb_sniffer.params import SnifferParams
 
+    from .onfi import address_bytes
     from .tap_model import ADDR, CMD, Strobe, TapLabeller
 
     drive = run.drive
@@ -253,8 +254,7 @@ def from_refssd(run, channel=0, *, tick_seconds=1e-6, max_pulses=1_000_000):
                 # The row address selects the LUN; with one LUN per target the tap's model
                 # ignores address cycles (they only feed its LUN selection): not replayed.
                 r = lun << lun_shift | (int(row["block"]) & 0x3FFF) << 8 | int(row["page"]) & 0xFF
-                cycles = [0, 0] if first in (0x00, 0x80, 0x81) else []
-                for k, byte in enumerate(cycles + [r & 0xFF, r >> 8 & 0xFF, r >> 16 & 0xFF]):
+                for k, byte in enumerate(address_bytes(first, r)):
                     lab.strobe(Strobe(t + 1 + k, ADDR, sel, byte))
         lab.strobe(Strobe(int(row["confirm_ns"]), CMD, sel, confirm))
     for d in dies:

@@ -9,13 +9,27 @@ import struct
 from dataclasses import dataclass
 
 __all__ = ["onfi_crc16", "ParameterPage", "parse_parameter_page", "ParameterPageError",
-           "STATUS_FAIL", "STATUS_FAILC", "STATUS_ARDY", "STATUS_RDY", "STATUS_WP_N"]
+           "STATUS_FAIL", "STATUS_FAILC", "STATUS_ARDY", "STATUS_RDY", "STATUS_WP_N",
+           "COLUMN_COMMANDS", "address_bytes"]
 
 STATUS_FAIL = 1 << 0
 STATUS_FAILC = 1 << 1
 STATUS_ARDY = 1 << 5
 STATUS_RDY = 1 << 6
 STATUS_WP_N = 1 << 7
+
+#: First commands whose address carries two column cycles before the row (read 00h, program 80h,
+#: copy-back program 81h); the others that take an address (erase 60h) give the row only.
+COLUMN_COMMANDS = frozenset({0x00, 0x80, 0x81})
+
+
+def address_bytes(first, row, column=0):
+    """The address cycles after first command ``first``: the column's two bytes where the
+    command takes them (:data:`COLUMN_COMMANDS`), then the row's three, least significant first.
+    """
+    cols = [column & 0xFF, column >> 8 & 0xFF] if first in COLUMN_COMMANDS else []
+    return cols + [row & 0xFF, row >> 8 & 0xFF, row >> 16 & 0xFF]
+
 
 _CRC_POLY = 0x8005
 _CRC_INIT = 0x4F4E

@@ -33,14 +33,20 @@ def run_traffic(dev, emu, traffic):
     return dev.read_reg("TRAFFIC_STEPS")
 
 
-def test_emulated_dies_counted_over_the_link_equal_their_ground_truth():
+def loop_setup(**sniffer):
+    """The loopback benches' emulator, sniffer parameters (``sniffer`` added), sniffer and
+    emulator configurations, and an idle train per die."""
     emu = EmuParams(**GEOMETRY, storage=0)
-    params = SnifferParams(channels=emu.dies)
+    params = SnifferParams(channels=emu.dies, **sniffer)
     config = SnifferConfig(prescaler=LOOP_CONFIG["prescaler"], glitch_ticks=1,
                            windows=tuple(map(tuple, LOOP_WINDOWS)), idle_ticks=1000)
     emu_config = EmuConfig(**{k: tuple(v) if isinstance(v, list) else v
                               for k, v in LOOP_CONFIG.items()})
-    idle = [Train(1, []) for _ in range(emu.dies)]
+    return emu, params, config, emu_config, [Train(1, []) for _ in range(emu.dies)]
+
+
+def test_emulated_dies_counted_over_the_link_equal_their_ground_truth():
+    emu, params, config, emu_config, idle = loop_setup()
     with SimDevice(params, config, idle, build_root=REPO_ROOT / "build" / "sim-tests",
                    emulator=emu, emu_config=emu_config) as sim:
         dev = Device(str(sim.link), timeout=0.5, retries=8)

@@ -12,15 +12,13 @@ import json
 from rbscope import cli
 from rbscope.capture import CaptureWriter, capture_to_measurement
 from rbscope.device import Device
-from rbscope.gateware.nand_emu.params import EmuConfig, EmuCounter, EmuParams, TrafficConfig
+from rbscope.gateware.nand_emu.params import EmuCounter, TrafficConfig
 from rbscope.gateware.onfi_tap.params import OpClass, PlaneKind, TapConfig, TapParams
-from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
-from rbscope.model import Train
+from rbscope.gateware.rb_sniffer import Counter
 from rbscope.simdevice import SimDevice
 
 from .conftest import REPO_ROOT
-from .test_nand_emu_cocotb import GEOMETRY, LOOP_CONFIG, LOOP_WINDOWS
-from .test_sim_emulator import run_traffic
+from .test_sim_emulator import loop_setup, run_traffic
 
 #: The sniffer's classes, each fed by the tap's tag of one opcode class (tag = class + 1).
 DBSY, READ, PROGRAM, ERASE, CACHE = range(5)
@@ -42,14 +40,8 @@ def delta(after, before):
 
 
 def test_tap_counts_over_the_link_equal_the_emulators_ground_truth(tmp_path, capsys):
-    emu = EmuParams(**GEOMETRY, storage=0)
-    params = SnifferParams(channels=emu.dies, tag_bits=4)
+    emu, params, config, emu_config, idle = loop_setup(tag_bits=4)
     tap = TapParams(targets=emu.dies, sniffer=params)
-    config = SnifferConfig(prescaler=LOOP_CONFIG["prescaler"], glitch_ticks=1,
-                           windows=tuple(map(tuple, LOOP_WINDOWS)), idle_ticks=1000)
-    emu_config = EmuConfig(**{k: tuple(v) if isinstance(v, list) else v
-                              for k, v in LOOP_CONFIG.items()})
-    idle = [Train(1, []) for _ in range(emu.dies)]
     with SimDevice(params, config, idle, build_root=REPO_ROOT / "build" / "sim-tests",
                    emulator=emu, emu_config=emu_config, tap=tap,
                    tap_config=TapConfig(sniffer_tags=TAGS)) as sim:

@@ -306,18 +306,24 @@ TAP_SPACE_SHIFT = 16
 TAP_DATA_DONE = 63
 
 
+def _packed_registers(prefix, address, path, bits, reset, what):
+    """Read-write registers ``PREFIX_0`` … at ``address`` … holding a packed layout of ``bits``
+    bits (its reset value ``reset``) 32 bits at a time, at config path ``path``."""
+    return [Register(f"{prefix}_{i}", address + i, Access.RW, path, 32 * i,
+                     reset=(reset >> 32 * i) & 0xFFFF_FFFF,
+                     doc=f"{what}, bits 32i… of its packed layout",
+                     bits=min(32, bits - 32 * i))
+            for i in range((bits + 31) // 32)]
+
+
 def tap_registers(tap):
     """The registers of a build's bus tap (``tap`` a :class:`TapLink`; none for ``None``)."""
     if tap is None:
         return []
     if not isinstance(tap, TapLink):
         raise TypeError(f"Tap description must be a TapLink, not {tap!r}")
-    regs = []
-    for i in range((tap.cfg_bits + 31) // 32):
-        regs.append(Register(f"TAP_CFG_{i}", 0x1100 + i, Access.RW, "tap.cfg", 32 * i,
-                             reset=(tap.cfg_reset >> 32 * i) & 0xFFFF_FFFF,
-                             doc="bus tap configuration, bits 32i… of its packed layout",
-                             bits=min(32, tap.cfg_bits - 32 * i)))
+    regs = _packed_registers("TAP_CFG", 0x1100, "tap.cfg", tap.cfg_bits, tap.cfg_reset,
+                             "bus tap configuration")
     regs += [
         Register("TAP_READ", 0x1110, Access.RW, "tap.read", bits=19,
                  doc="write GO (bit 18) | space << 16 | index: read one tap counter word "
@@ -517,17 +523,10 @@ def emu_registers(emu):
         return []
     if not isinstance(emu, EmuLink):
         raise TypeError(f"Emulator description must be an EmuLink, not {emu!r}")
-    regs = []
-    for i in range((emu.cfg_bits + 31) // 32):
-        regs.append(Register(f"EMU_CFG_{i}", 0x1000 + i, Access.RW, "emu.cfg", 32 * i,
-                             reset=(emu.cfg_reset >> 32 * i) & 0xFFFF_FFFF,
-                             doc="emulator configuration, bits 32i… of its packed layout",
-                             bits=min(32, emu.cfg_bits - 32 * i)))
-    for i in range((emu.traffic_bits + 31) // 32):
-        regs.append(Register(f"TRAFFIC_CFG_{i}", 0x1040 + i, Access.RW, "emu.traffic", 32 * i,
-                             reset=(emu.traffic_reset >> 32 * i) & 0xFFFF_FFFF,
-                             doc="traffic generator programme, bits 32i… of its packed layout",
-                             bits=min(32, emu.traffic_bits - 32 * i)))
+    regs = _packed_registers("EMU_CFG", 0x1000, "emu.cfg", emu.cfg_bits, emu.cfg_reset,
+                             "emulator configuration")
+    regs += _packed_registers("TRAFFIC_CFG", 0x1040, "emu.traffic", emu.traffic_bits,
+                              emu.traffic_reset, "traffic generator programme")
     regs += [
         Register("TRAFFIC_CONTROL", 0x1050, Access.RW, "emu.control", bits=2,
                  doc="write 1: start the traffic generator; 2: stop it (reads back 0 after)"),

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..onfi import address_bytes
 from .drive import CELL_BITS, TIMING_KEYS, PageType, RefSSDError
 from .measure import user_preset
 from .timing import NandOp
@@ -150,15 +151,15 @@ def bus_cycles(row, emu):
     first, confirm = int(row["first"]), int(row["confirm"])
     op = int(row["op"])
     r = emu.row(_emu_block(row, emu), max(int(row["page"]), 0))
-    row3 = [(ADDR, r & 0xFF), (ADDR, r >> 8 & 0xFF), (ADDR, r >> 16 & 0xFF)]
     if op == NandOp.READ:
-        return [(CMD, 0x00), (ADDR, 0), (ADDR, 0), *row3, (CMD, confirm)]
+        return [(CMD, 0x00), *((ADDR, b) for b in address_bytes(0x00, r)), (CMD, confirm)]
     if op == NandOp.CACHE_READ or op == NandOp.RESET:
         return [(CMD, confirm)]
     if first == 0x80:
-        return [(CMD, 0x80), (ADDR, 0), (ADDR, 0), *row3, (DATA, 0x5A), (CMD, confirm)]
+        return [(CMD, 0x80), *((ADDR, b) for b in address_bytes(0x80, r)), (DATA, 0x5A),
+                (CMD, confirm)]
     if first == 0x60:
-        return [(CMD, 0x60), *row3, (CMD, confirm)]
+        return [(CMD, 0x60), *((ADDR, b) for b in address_bytes(0x60, r)), (CMD, confirm)]
     if op == NandOp.SET_FEATURES:  # feature 01h (timing mode): mode 0
         return [(CMD, 0xEF), (ADDR, 0x01)] + [(DATA, 0)] * 4
     raise RefSSDError(f"command {first:#04x}…{confirm:#04x} cannot be replayed")
