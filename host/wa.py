@@ -478,10 +478,6 @@ def opcode_wa(labels, geometry, logical):
     """
     from rbscope.gateware.onfi_tap.params import PlaneKind
 
-    if not isinstance(logical, LogicalVolume):
-        raise WAError(f"logical must be a LogicalVolume, not {logical!r}")
-    if logical.hi == 0:
-        raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
     labels = list(labels)
     kinds = (PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM)
     pages = sum(lab.pages(d, k) for lab in labels for d in range(len(lab.dies)) for k in kinds)
