@@ -38,6 +38,7 @@ __all__ = [
     "SYNC_LATENCY",
     "Train",
     "window_index_array",
+    "window_counts",
     "ChannelCounts",
     "FIXED_COUNTERS",
     "PulseRecord",
@@ -47,6 +48,9 @@ __all__ = [
     "SnifferModel",
     "hist_bin_array",
 ]
+
+#: Level arrays whose bytes are the levels (checked as bytes: 0 or 1).
+_BYTE_LEVELS = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.bool_))
 
 #: Saturation events of one low run listed one by one per advance; more are counted in bulk.
 _SATURATIONS_LISTED = 1024
@@ -87,27 +91,59 @@ def _check_cycle(name, cycle):
     return value
 
 
+def _window_table(windows):
+    """The first-match classes of ``windows`` as a step function of the width.
+
+    Returns ``(edges, table)``: the distinct bounds of the windows that are not empty, increasing,
+    and the class (``len(windows)`` for none) of the widths below ``edges[0]``, then of each
+    ``[edges[i], edges[i + 1])``, then of those from ``edges[-1]`` on. Between two bounds no
+    window starts or ends, so one width there stands for all of them.
+    """
+    k = len(windows)
+    edges = sorted({bound for lo, hi in windows if lo < hi for bound in (lo, hi)})
+    table = [k] + [next((j for j, (lo, hi) in enumerate(windows) if lo <= e < hi), k)
+                   for e in edges]
+    return edges, table
+
+
 def window_index_array(widths, windows):
     """Return the class of each width (ticks) as the classifier assigns it: the index of the
     lowest-numbered half-open window ``[lo, hi)`` containing it, ``len(windows)`` for none."""
     widths = np.asarray(widths, dtype=np.int64)
-    k = len(windows)
-    index = np.full(len(widths), k, dtype=np.int64)
-    for j in reversed(range(k)):  # the lowest-numbered window containing the width wins
-        lo, hi = windows[j]
-        index[(widths >= lo) & (widths < hi)] = j
-    return index
+    edges, table = _window_table(windows)
+    return np.array(table, dtype=np.int64)[
+        np.searchsorted(np.array(edges, dtype=np.int64), widths, side="right")]
+
+
+def window_counts(widths, windows, table=None):
+    """How many of ``widths`` fall in each class: ``bincount(window_index_array(widths,
+    windows), minlength=len(windows) + 1)`` as a list, found with one comparison per bound.
+
+    ``table`` is ``_window_table(windows)`` when the caller keeps it.
+    """
+    widths = np.asarray(widths, dtype=np.int64)
+    edges, classes = table if table is not None else _window_table(windows)
+    per = [0] * (len(windows) + 1)
+    below = 0  # widths below the current bound
+    for e, cls in zip(edges, classes, strict=False):  # classes has one entry more
+        n = int(np.count_nonzero(widths < e))
+        per[cls] += n - below
+        below = n
+    per[classes[-1]] += len(widths) - below
+    return per
 
 
 def hist_bin_array(widths, sub_bits):
-    """Vectorised :func:`~rbscope.gateware.rb_sniffer.params.hist_bin` of non-negative widths."""
+    """Vectorised :func:`~rbscope.gateware.rb_sniffer.params.hist_bin` of non-negative widths
+    below ``2**53`` (the model's are below ``2**32``)."""
     w = np.asarray(widths, dtype=np.int64)
-    # frexp is exact for integers below 2**53: w = m * 2**x with 0.5 <= m < 1, so e = x - 1.
-    e = np.frexp(w.astype(np.float64))[1].astype(np.int64) - 1
-    big = w >= (1 << sub_bits)
-    shift = np.where(big, e - sub_bits, 0)
-    mantissa = (w >> shift) & ((1 << sub_bits) - 1)
-    return np.where(big, ((e - sub_bits + 1) << sub_bits) + mantissa, w)
+    # A width w >= 2**sub_bits below 2**53 is exact in float64, whose bits are the biased exponent
+    # (1023 + e, e = w.bit_length() - 1) over the bits after the leading one: the top sub_bits of
+    # those are the bin's mantissa, so the bits from the exponent down to them, less the bias,
+    # are ((e - sub_bits + 1) << sub_bits) + mantissa, the bin.
+    binned = (w.astype(np.float64).view(np.int64) >> (52 - sub_bits)) - (
+        (1022 + sub_bits) << sub_bits)
+    return np.where(w < (1 << sub_bits), w, binned)
 
 
 # Data ----------------------------------------------------------------------------------------
@@ -403,6 +439,7 @@ class ChannelTracker:
         self._max = params.max_width
         self._glitch = self.config.glitch_ticks
         self._windows = self.config.windows
+        self._window_table = None  # _window_table(self._windows), made on first use
         self._gap = 2 * (params.channels + 1)
         self._hist_mask = (1 << params.hist_bits) - 1
         k = params.classes
@@ -599,17 +636,23 @@ class ChannelTracker:
         if len(levels) != len(cycles):
             raise ValueError(f"{len(cycles)} cycles but {len(levels)} levels")
         self._check_time("change", int(cycles[0]))
-        if cycles[0] <= self._last_change or (len(cycles) > 1 and np.any(np.diff(cycles) <= 0)):
+        if cycles[0] <= self._last_change or bool((cycles[1:] <= cycles[:-1]).any()):
             raise ValueError(f"changes must have increasing cycles after {self._last_change} on "
                              f"channel {self.channel}")
-        if np.any((levels != 0) & (levels != 1)):
+        if levels.dtype in _BYTE_LEVELS:
+            bad = bool((levels.view(np.uint8) > 1).any())
+        else:
+            bad = bool(((levels != 0) & (levels != 1)).any())
+        if bad:
             raise ValueError(f"levels must be 0 or 1 on channel {self.channel}")
         last = int(cycles[-1])
-        prev = np.empty_like(levels)
-        prev[0] = self._level
-        prev[1:] = levels[:-1]
-        keep = levels != prev
-        c, lv = cycles[keep], levels[keep]
+        keep = np.empty(len(levels), dtype=bool)  # not a repeat of the level before
+        keep[0] = levels[0] != self._level
+        np.not_equal(levels[1:], levels[:-1], out=keep[1:])
+        if keep.all():  # what the importers pass: no repeats
+            c, lv = cycles, levels
+        else:
+            c, lv = cycles[keep], levels[keep]
         if not self.enabled or not len(c):
             if len(c):
                 self._level = int(lv[-1])
@@ -627,12 +670,17 @@ class ChannelTracker:
         c, lv = c[k:], lv[k:]
         period = self._period
         if len(c):
-            rises = c[lv == 1]
-            falls = c[lv == 0]
+            # Without repeats the levels alternate: the rises are every other change.
+            first_rise = 0 if lv[0] == 1 else 1
+            rises = np.ascontiguousarray(c[first_rise::2])
+            falls = np.ascontiguousarray(c[1 - first_rise::2])
             starts = falls if self._start is None else np.concatenate(
-                ([self._start], falls)).astype(np.int64)
+                (np.array([self._start], dtype=np.int64), falls))
             n = len(rises)
-            ticks = rises // period - starts[:n] // period
+            if period == 1:
+                ticks = rises - starts[:n]
+            else:
+                ticks = rises // period - starts[:n] // period
             if n and ticks.max() >= self._max:
                 for cyc, lev in zip(c.tolist(), lv.tolist(), strict=True):  # rare: saturation
                     self._apply_tracked(cyc, lev, parts)
@@ -669,16 +717,19 @@ class ChannelTracker:
         # Bulk form of _end/_emit for armed pulses that never saturated.
         counts = self.counts
         real = widths >= self._glitch
-        counts.glitch += int(len(widths) - np.count_nonzero(real))
-        starts, ends, widths = starts[real], ends[real], widths[real]
+        glitches = len(widths) - int(np.count_nonzero(real))
+        if glitches:
+            counts.glitch += glitches
+            starts, ends, widths = starts[real], ends[real], widths[real]
         if not len(widths):
             return starts, ends, widths
         k = len(self._windows)
-        index = window_index_array(widths, self._windows)
-        per = np.bincount(index, minlength=k + 1)
+        if self._window_table is None:
+            self._window_table = _window_table(self._windows)
+        per = window_counts(widths, self._windows, self._window_table)
         for j in range(k):
-            counts.classes[j] += int(per[j])
-        counts.unclassified += int(per[k])
+            counts.classes[j] += per[j]
+        counts.unclassified += per[k]
         counts.busy_ticks += int(widths.sum())
         bins = hist_bin_array(widths, self.params.hist_sub_bits)
         hist = np.bincount(bins, minlength=self.params.hist_bins)

@@ -101,6 +101,21 @@ def _cycle_array(cycles):
     return out
 
 
+def _last_rise(levels, before):
+    """The index of the last 0 → 1 change in ``levels`` (``before``: the level before them),
+    or -1."""
+    n = len(levels)
+    # The last rise is almost always one of the last two changes (levels alternate).
+    for k in range(n - 1, max(n - 3, 0) - 1, -1):
+        if levels[k] == 1 and (levels[k - 1] if k else before) == 0:
+            return k
+    prev = np.empty_like(levels)
+    prev[0] = before
+    prev[1:] = levels[:-1]
+    rises = np.flatnonzero((levels == 1) & (prev == 0))
+    return int(rises[-1]) if len(rises) else -1
+
+
 def chain(*callbacks):
     """Return one callable that calls each of ``callbacks`` that is not None, or None."""
     given = [c for c in callbacks if c is not None]
@@ -192,12 +207,9 @@ class StreamClassifier:
             if self.on_pulses is not None:
                 self.on_pulses(channel, starts, ends, widths)
         if tracker.enabled and len(levels):
-            prev = np.empty_like(levels)
-            prev[0] = self._pin[channel]
-            prev[1:] = levels[:-1]
-            rises = cycles[(levels == 1) & (prev == 0)]
-            if len(rises):
-                self._last_high = max(self._last_high, int(rises[-1]) + SYNC_LATENCY)
+            k = _last_rise(levels, self._pin[channel])
+            if k >= 0:
+                self._last_high = max(self._last_high, int(cycles[k]) + SYNC_LATENCY)
         if len(levels):
             self._pin[channel] = int(levels[-1])
 
