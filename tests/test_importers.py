@@ -186,6 +186,147 @@ def test_malformed_sessions(tmp_path, members, message):
         import_sr(tmp_path / "nozip.sr", **setup(1)[1])
 
 
+# sigrok sessions made by sigrok-cli: chunk boundaries, wide samples, no edges, damage ----------
+
+
+def _session(tmp_path, trains, end, name="s"):
+    """The session ``sigrok-cli`` makes of ``trains`` (1 ns cycles, one sample per cycle)."""
+    vcd = tmp_path / f"{name}.vcd"
+    with open(vcd, "w") as f:
+        write_vcd(f, trains, end=end)
+    sr = tmp_path / f"{name}.sr"
+    subprocess.run(["sigrok-cli", "-I", "vcd:downsample=1", "-i", str(vcd), "-o", str(sr)],
+                   check=True, capture_output=True, timeout=60)
+    return vcd, sr
+
+
+def _import_chunked(monkeypatch, sr, chunk, **kw):
+    """Import ``sr`` reading ``chunk`` bytes at a time; also return every edge fed."""
+    import rbscope.importers.sigrok as sr_mod
+
+    monkeypatch.setattr(sr_mod, "CHUNK", chunk)
+    edges = []
+    m = import_sr(sr, on_edge=lambda *e: edges.append(e), **kw)
+    return m, edges
+
+
+@sigrok
+def test_sr_edges_at_chunk_boundaries(tmp_path, monkeypatch):
+    # Reading 256 samples at a time: edges on the first and the last sample of a chunk, on two
+    # consecutive chunk starts, a one-sample pulse across a boundary, every line at once on a
+    # boundary; then the random trains besides, read 1, 7, 256 and 4 MiB samples at a time.
+    b = 256
+    made = [Train(1, [(b, 0), (2 * b - 1, 1), (2 * b, 0), (3 * b, 1), (5 * b, 0), (5 * b + 1, 1)]),
+            Train(1, [(b - 1, 0), (b, 1), (4 * b, 0), (4 * b + 40, 1), (6 * b, 0)]),
+            Train(0, [(b, 1), (3 * b - 1, 0), (3 * b, 1), (6 * b, 0), (6 * b + 100, 1)]),
+            Train(1, [(6 * b, 0), (7 * b - 1, 1)])]
+    end = 8 * b
+    _, sr = _session(tmp_path, made, end)
+    params, kw, _ = setup(4)
+    want_edges = sorted((c, ch, lv) for ch, t in enumerate(made) for c, lv in t.edges)
+    runs = [_import_chunked(monkeypatch, sr, chunk, **kw) for chunk in (1 << 22, b, b + 1, 7, 1)]
+    for m, edges in runs:
+        assert sorted(edges) == want_edges
+        assert m.counts == model_counts(made, params, 1, end)
+        assert m.provenance["edges"] == len(want_edges) and m.provenance["cycles"] == end
+        assert m.pulses == runs[0][0].pulses
+        assert (m.quiet_ticks, m.may_drop) == (runs[0][0].quiet_ticks, runs[0][0].may_drop)
+    trains = random_trains(TrainSpec(channels=4, cycles=30_000, low_at_reset=frozenset({1}),
+                                     glitch_rate=0.2, gap=(1, 300)), seed=5)
+    _, sr = _session(tmp_path, trains, 30_000, "random")
+    ref = model_counts(resample(trains, 1), params, 1, 30_000)
+    runs = [_import_chunked(monkeypatch, sr, chunk, snapshot_seconds=7e-6, **kw)
+            for chunk in (1 << 22, b, 7)]
+    for m, edges in runs:
+        assert m.counts == ref
+        assert edges == runs[0][1]
+        assert m.pulses == runs[0][0].pulses
+        assert [(p.timestamp, p.counts) for p in m.snapshots] == \
+            [(p.timestamp, p.counts) for p in runs[0][0].snapshots]
+
+
+@sigrok
+def test_sr_two_byte_samples_lines_in_the_second_byte(tmp_path, monkeypatch):
+    # Twelve lines make sigrok-cli write 2-byte samples: import lines of the second byte (and
+    # one of the first), at chunk sizes that are and are not whole samples.
+    trains = random_trains(TrainSpec(channels=12, cycles=20_000, glitch_rate=0.1,
+                                     low_at_reset=frozenset({9}), gap=(1, 300)), seed=3)
+    vcd, sr = _session(tmp_path, trains, 20_000)
+    with zipfile.ZipFile(sr) as z:
+        assert "unitsize=2" in z.read("metadata").decode()
+    picked = [9, 11, 2, 8]
+    chosen = [trains[i] for i in picked]
+    params, kw, _ = setup(4)
+    ref = model_counts(resample(chosen, 1), params, 1, 20_000)
+    names = [f"rb{i}" for i in picked]
+    for chunk in (1 << 22, 255, 64):
+        m, edges = _import_chunked(monkeypatch, sr, chunk, signals=names, **kw)
+        assert m.provenance["unitsize"] == 2 and m.provenance["signals"] == names
+        assert m.counts == ref
+        assert sorted(edges) == sorted((c, ch, lv) for ch, t in enumerate(resample(chosen, 1))
+                                       for c, lv in t.edges)
+    v = import_vcd(vcd, signals=names, clock=1e-9, **setup(4)[1])
+    assert v.counts == m.counts
+
+
+@sigrok
+def test_sr_recording_without_edges(tmp_path, monkeypatch):
+    # One line high throughout, one low throughout (never a pulse: its end is not seen).
+    lines = [Train(1, []), Train(0, [])]
+    _, sr = _session(tmp_path, lines, 3000)
+    params, kw, _ = setup(2)
+    for chunk in (1 << 22, 100):
+        m, edges = _import_chunked(monkeypatch, sr, chunk, **kw)
+        assert edges == [] and m.provenance["edges"] == 0 and m.provenance["cycles"] == 3000
+        assert m.counts == model_counts(lines, params, 1, 3000)
+        assert sum(m.counts[0].classes) == sum(m.counts[1].classes) == 0
+        assert m.provenance["initial"] == [1, 0]
+        assert m.quiet_ticks == 0  # a line is low
+    _, sr = _session(tmp_path, [Train(1, [])], 3000, "high")
+    m = import_sr(sr, **setup(1)[1])
+    assert m.quiet_ticks == m.duration_ticks == 3000 + SYNC_LATENCY
+
+
+def _member_data(path, member):
+    """(offset, size) of the compressed bytes of ``member`` in the zip file ``path``."""
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(member)
+    raw = path.read_bytes()
+    h = info.header_offset
+    name_len = int.from_bytes(raw[h + 26:h + 28], "little")
+    extra_len = int.from_bytes(raw[h + 28:h + 30], "little")
+    return h + 30 + name_len + extra_len, info.compress_size
+
+
+@sigrok
+@pytest.mark.parametrize("member, damage, message", [
+    ("logic-1-1", "block", "member logic-1-1 is corrupt \\(reading its bytes 0 to 120000 of "
+                           "120000\\): Error -3 while decompressing data: invalid block type"),
+    ("logic-1-1", "flip", "member logic-1-1 is corrupt \\(reading its bytes 0 to 120000 of "
+                          "120000\\): (Bad CRC-32|Error -3)"),
+    ("logic-1-1", "zeros", "member logic-1-1 is corrupt \\(reading its bytes 0 to 120000 of "
+                           "120000\\): Bad CRC-32"),
+    ("logic-1-1", "cut", "not a zip archive"),
+    ("metadata", "zeros", "member metadata is corrupt: (Bad CRC-32|Error -3)"),
+])
+def test_sr_damaged_member_is_a_recording_error(tmp_path, trains, member, damage, message):
+    _, sr = _session(tmp_path, trains, 120_000)
+    start, size = _member_data(sr, member)
+    raw = bytearray(sr.read_bytes())
+    assert size > 16
+    if damage == "block":  # the first deflate block of a reserved type (BTYPE 11)
+        raw[start] |= 0b110
+    elif damage == "flip":  # bytes in the middle of the deflate stream
+        raw[start + size // 2:start + size // 2 + 8] = b"\xff" * 8
+    elif damage == "zeros":  # the second half lost (zeros where it was)
+        raw[start + size // 2:start + size] = bytes(size - size // 2)
+    else:  # the file cut short inside the member
+        raw = raw[:start + size // 2]
+    sr.write_bytes(bytes(raw))
+    with pytest.raises(RecordingError, match=message):
+        import_sr(sr, **setup(4)[1])
+
+
 VARIANTS = """$date today $end
 $version hand-written $end
 $timescale {ts} $end

@@ -10,16 +10,21 @@ A session file is a zip archive (libsigrok's "srzip" format, version 2) with
   ``<capturefile>`` in older files): little-endian words of ``unitsize`` bytes, probe ``n`` in bit
   ``n - 1``.
 
-Samples are read member by member in chunks (never a whole member in memory). Runs of identical
-samples are found with a regular expression running in C, so the cost is proportional to the
-number of level changes, plus a fast scan of the bytes. Sample ``i`` is cycle ``i`` of the
-model (see :mod:`rbscope.importers`).
+Samples are read member by member in chunks of :data:`CHUNK` bytes (never a whole member in
+memory). In each chunk the samples that differ from their predecessor are found with one numpy
+comparison per sample, packed eight to a byte so that the search for them runs over an eighth of
+the samples (:func:`changed_samples`); only those samples are looked at again, to split their
+changed bits into the probed channels' edges (:func:`pin_changes`). The cost is a fast scan of
+the bytes plus work proportional to the number of level changes. Sample ``i`` is cycle ``i`` of
+the model (see :mod:`rbscope.importers`). A damaged member (bad CRC, broken deflate stream, cut
+short) is a :class:`~rbscope.importers.RecordingError` naming the member and the bytes read.
 """
 
 import configparser
 import os
 import re
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -151,19 +156,33 @@ class SrMetadata:
         self.members = members  # logic member names in order
 
 
+#: What reading a damaged zip member raises: a bad CRC or header, a broken deflate stream, a
+#: member cut short.
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
+
+
+def _read_member(zf, member, name):
+    """The bytes of the small member ``member`` (metadata, version), or RecordingError."""
+    try:
+        return zf.read(member)
+    except _ZIP_ERRORS as exc:
+        raise RecordingError(f"{name}: member {member} is corrupt: {exc}") from None
+
+
 def read_metadata(zf, name="session"):
     """Read and validate the metadata of an open session zip ``zf``."""
     names = set(zf.namelist())
     if "metadata" not in names:
         raise RecordingError(f"{name}: no 'metadata' member: not a sigrok session file")
     if "version" in names:
-        version = zf.read("version").decode("ascii", "replace").strip()
+        version = _read_member(zf, "version", name).decode("ascii", "replace").strip()
         if version not in ("1", "2"):
             raise RecordingError(f"{name}: member 'version' says {version!r}; only session "
                                  f"format 1 and 2 are known")
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(zf.read("metadata").decode("utf-8"), source=f"{name}:metadata")
+        parser.read_string(_read_member(zf, "metadata", name).decode("utf-8"),
+                           source=f"{name}:metadata")
     except (configparser.Error, UnicodeDecodeError) as exc:
         raise RecordingError(f"{name}: metadata is not a valid INI file: {exc}") from None
     if not parser.has_section("device 1"):
@@ -282,16 +301,19 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
                                      f"{info.file_size - info.file_size % u} is partial)")
             try:
                 stream = zf.open(member)
-            except (zipfile.BadZipFile, NotImplementedError) as exc:
+            except _ZIP_ERRORS as exc:
                 raise RecordingError(f"{name}: cannot read member {member}: {exc}") from None
             with stream:
                 offset = 0
+                want = CHUNK - CHUNK % u
                 while True:
                     try:
-                        data = stream.read(CHUNK - CHUNK % u)
-                    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-                        raise RecordingError(f"{name}: member {member} is corrupt near byte "
-                                             f"offset {offset}: {exc}") from None
+                        data = stream.read(want)
+                    except _ZIP_ERRORS as exc:
+                        stop = min(offset + want, info.file_size)
+                        raise RecordingError(
+                            f"{name}: member {member} is corrupt (reading its bytes {offset} to "
+                            f"{stop} of {info.file_size}): {exc}") from None
                     if not data:
                         break
                     offset += len(data)
