@@ -16,11 +16,19 @@ With ``--memory`` each import runs in its own subprocess (as ``rbscope analyze``
 widths kept up to the default ``max_pulses``) and its own peak RSS is reported (``VmHWM``),
 beside the peak RSS of a subprocess that only imports the modules (the baseline).
 
+With ``--before DIR`` (``DIR`` another copy of the package's ``host/`` directory, e.g.
+``git archive REV host | tar -x -C /tmp/before``, then ``--before /tmp/before/host``) the same
+files are also imported by that copy's importers and model, loaded beside this one in the same
+process, the runs of both interleaved: a before/after comparison on one machine state. Its
+counts must equal this copy's (``agree_before``).
+
 Usage: ``python benchmarks/importers.py [--channels N] [--cycles N] [--unit NS] [--memory]
-[--gsps SECONDS] [--repeat N] [--json]``
+[--gsps SECONDS] [--repeat N] [--before DIR] [--json]``
 """
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -67,6 +75,22 @@ CHILD_TAIL = """
 hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM")][0]
 print("PEAK_RSS_KIB", hwm.split()[1], file=sys.stderr)
 """
+
+
+def load_before(path):
+    """``(import_vcd, import_sr)`` of the copy of ``host/`` at ``path``, loaded as the package
+    ``rbscope_before`` (its own model, measurement and importers; the gateware parameters are
+    this copy's)."""
+    path = Path(path)
+    if not (path / "importers" / "sigrok.py").is_file():
+        raise SystemExit(f"--before {path}: not a copy of host/ (no importers/sigrok.py)")
+    spec = importlib.util.spec_from_file_location("rbscope_before", path / "__init__.py",
+                                                  submodule_search_locations=[str(path)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["rbscope_before"] = package
+    spec.loader.exec_module(package)
+    return (importlib.import_module("rbscope_before.importers.vcd").import_vcd,
+            importlib.import_module("rbscope_before.importers.sigrok").import_sr)
 
 
 def child_peak(kind, path, unit):
@@ -129,9 +153,18 @@ def gsps(args):
         write_sr(sr, trains, cycles * per_cycle, 1e9, per_cycle)
         out["write_s"] = time.perf_counter() - t
         out["sr_bytes"] = os.path.getsize(sr)
-        t, c = time.perf_counter(), time.process_time()
-        m = import_sr(sr, max_pulses=0, **kw)
-        out["sr_s"], out["sr_cpu_s"] = time.perf_counter() - t, time.process_time() - c
+        versions = {"": import_sr}
+        if args.before:
+            versions["before_"] = load_before(args.before)[1]
+        result = {}
+        for _ in range(args.repeat):  # interleaved, so that both versions see the same load
+            for tag, sr_import in versions.items():
+                t, c = time.perf_counter(), time.process_time()
+                result[tag] = sr_import(sr, max_pulses=0, **kw)
+                wall, cpu = time.perf_counter() - t, time.process_time() - c
+                if cpu < out.get(f"{tag}sr_cpu_s", float("inf")):
+                    out[f"{tag}sr_s"], out[f"{tag}sr_cpu_s"] = wall, cpu
+        m = result[""]
         if args.memory:
             out["baseline_rss_mib"], _, _ = child_peak("none", sr, 1)
             out["sr_rss_mib"], _, _ = child_peak("sr", sr, 1)
@@ -139,8 +172,13 @@ def gsps(args):
         [Train(t.initial, [(c * per_cycle, lv) for c, lv in t.edges]) for t in trains],
         cycles * per_cycle + SYNC_LATENCY)
     out["agree"] = [c.classes for c in m.counts] == [c.classes for c in ref.channels]
-    out["sr_Msamples_per_cpu_s"] = out["samples"] / out["sr_cpu_s"] / 1e6
-    out["sr_edges_per_cpu_s"] = edges / out["sr_cpu_s"]
+    out["repeat"] = args.repeat
+    for tag in result:
+        out[f"{tag}sr_Msamples_per_cpu_s"] = out["samples"] / out[f"{tag}sr_cpu_s"] / 1e6
+        out[f"{tag}sr_edges_per_cpu_s"] = edges / out[f"{tag}sr_cpu_s"]
+    if args.before:
+        out["agree_before"] = result[""].counts == result["before_"].counts
+        out["sr_speedup_cpu"] = out["before_sr_cpu_s"] / out["sr_cpu_s"]
     return out
 
 
@@ -157,6 +195,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="import each file N times and report the run with the least CPU time "
                          "(a shared machine's other jobs only ever add to it)")
+    ap.add_argument("--before", metavar="DIR",
+                    help="also import with the copy of host/ in DIR (same process, interleaved)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.gsps:
@@ -164,7 +204,7 @@ def main():
         print(json.dumps(out, indent=2) if args.json else
               "\n".join(f"{k:>24}: {v:.4g}" if isinstance(v, float) else f"{k:>24}: {v}"
                         for k, v in out.items()))
-        return 0 if out["agree"] else 1
+        return 0 if out["agree"] and out.get("agree_before", True) else 1
     trains = random_trains(TrainSpec(channels=args.channels, cycles=args.cycles, gap=(1, 100)), 1)
     edges = sum(len(t.edges) for t in trains)
     u = args.unit
@@ -198,22 +238,33 @@ def main():
                   "\n".join(f"{k:>20}: {v:.4g}" if isinstance(v, float) else f"{k:>20}: {v}"
                             for k, v in out.items()))
             return 0 if out["agree"] else 1
-        runs = []
-        for _ in range(args.repeat):
-            t, c = time.perf_counter(), time.process_time()
-            mv = import_vcd(vcd, clock=u * 1e-9, tick=u * 1e-9, **kw)
-            runs.append((time.process_time() - c, time.perf_counter() - t))
-        out["vcd_cpu_s"], out["vcd_s"] = min(runs)
-        # Per-pulse widths off to measure the importer itself.
-        runs = []
-        for _ in range(args.repeat):
-            t, c = time.perf_counter(), time.process_time()
-            ms = import_sr(sr, max_pulses=0, **kw)
-            runs.append((time.process_time() - c, time.perf_counter() - t))
-        out["sr_cpu_s"], out["sr_s"] = min(runs)
+        versions = {"": (import_vcd, import_sr)}
+        if args.before:
+            versions["before_"] = load_before(args.before)
+        runs = {}
+        result = {}
+        for _ in range(args.repeat):  # interleaved, so that both versions see the same load
+            for tag, (vcd_import, sr_import) in versions.items():
+                t, c = time.perf_counter(), time.process_time()
+                result[tag + "vcd"] = vcd_import(vcd, clock=u * 1e-9, tick=u * 1e-9, **kw)
+                runs.setdefault(tag + "vcd", []).append(
+                    (time.process_time() - c, time.perf_counter() - t))
+                # Per-pulse widths off to measure the importer itself.
+                t, c = time.perf_counter(), time.process_time()
+                result[tag + "sr"] = sr_import(sr, max_pulses=0, **kw)
+                runs.setdefault(tag + "sr", []).append(
+                    (time.process_time() - c, time.perf_counter() - t))
+        for key, times in runs.items():
+            out[f"{key}_cpu_s"], out[f"{key}_s"] = min(times)
+        mv, ms = result["vcd"], result["sr"]
         out["repeat"] = args.repeat
         out["sr_samples"] = ms.provenance["cycles"]
         out["agree"] = [c.classes for c in mv.counts] == [c.classes for c in ms.counts]
+        if args.before:
+            out["agree_before"] = all(
+                [c.classes for c in result[key].counts] ==
+                [c.classes for c in result["before_" + key].counts] and
+                result[key].pulses == result["before_" + key].pulses for key in ("vcd", "sr"))
     # The per-transition work alone: the same edges, already extracted, through the model in
     # 4 M-cycle batches (what the importers do after finding the changes).
     from rbscope.importers import StreamClassifier
@@ -238,12 +289,16 @@ def main():
     out["sr_Msamples_per_s"] = out["sr_samples"] / out["sr_s"] / 1e6
     out["sr_edges_per_s"] = edges / out["sr_s"]
     out["sr_edges_per_cpu_s"] = edges / out["sr_cpu_s"]
+    if args.before:
+        for kind in ("vcd", "sr"):
+            out[f"before_{kind}_edges_per_cpu_s"] = edges / out[f"before_{kind}_cpu_s"]
+            out[f"{kind}_speedup_cpu"] = out[f"before_{kind}_cpu_s"] / out[f"{kind}_cpu_s"]
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         for k, v in out.items():
             print(f"{k:>20}: {v:.4g}" if isinstance(v, float) else f"{k:>20}: {v}")
-    return 0 if out["agree"] else 1
+    return 0 if out["agree"] and out.get("agree_before", True) else 1
 
 
 if __name__ == "__main__":
