@@ -2,6 +2,7 @@
 
 import io
 import json
+import random
 import shutil
 import subprocess
 import zipfile
@@ -581,6 +582,33 @@ def test_vcd_scanner_equals_word_by_word(seed):
     # Anything that is not a plain change or timestamp: the word loop decides.
     for bad in (b"#12a", b"#1_0", b"#0x10", b"b101 !", b"$comment", b"1", b"#", b"r1.5 !"):
         assert _scan_scalars(data + bad + b"\n") is None
+
+
+def test_vcd_scanner_timestamps_of_every_length():
+    """Timestamps of 1 to 18 digits (8 at a time up to 16, numpy's number reader beyond), with
+    leading zeros, at the start of the data and anywhere in it; a byte next to the digits in
+    ASCII (/ :), a byte above 0x7f or (up to 16 digits) a sign in one makes the scanner give
+    up."""
+    from rbscope.importers.vcd import _scan_scalars
+
+    rng = random.Random(4)
+    for top in (8, 16, 18):
+        words = []
+        for _ in range(400):
+            n = rng.randint(1, top)
+            digits = "".join(rng.choice("0123456789") for _ in range(n))
+            words += [b"#" + digits.encode(), b"1!"]
+        data = b"\n".join(words) + b"\n"
+        got = _scan_scalars(data)
+        assert got is not None
+        assert got[0].tolist() == [int(w[1:]) for w in words[::2]]
+        assert got[0].tolist() == _scan_reference(data)[0]
+        # (numpy's number reader, for the longer timestamps, takes a sign: as int() does.)
+        signs = (b"#-5", b"#+5") if top <= 16 else ()
+        for bad in (b"#12/4", b"#12:4", b"#/", b"#:", b"#?", b"#1\xb05", *signs,
+                    b"#" + b"1" * (top - 1) + b";"):
+            assert _scan_scalars(bad + b"\n" + data) is None, bad
+            assert _scan_scalars(data + bad + b"\n") is None, bad
 
 
 def test_vcd_error_line_after_fast_chunks(tmp_path, trains, monkeypatch):

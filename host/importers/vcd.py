@@ -665,6 +665,56 @@ def _tokens(a, data=None):
     return starts, ends - starts, len(nl)
 
 
+#: Most digits of a timestamp read by :func:`_timestamps` (two 8-byte words).
+_WORD_DIGITS = 16
+_U64 = np.uint64
+#: Per digit count n (0 to 8): the top n bytes of a 64-bit word, and '0' in each of them.
+_TOP = np.array([0] + [(1 << 64) - (1 << 8 * (8 - n)) for n in range(1, 9)], dtype=np.uint64)
+_ZEROS = _TOP & _U64(0x3030303030303030)
+_LOW_NIBBLES = _U64(0x0F0F0F0F0F0F0F0F)
+_HIGH_NIBBLES = _U64(0xF0F0F0F0F0F0F0F0)
+
+
+def _digit_words(words, n):
+    """The values of the decimal digits in the top ``n`` bytes (0 to 8) of little-endian words
+    (the last digit in the top byte), and whether a byte there is not a digit."""
+    v = words & _TOP[n]
+    # A digit byte is 0x30-0x39: high nibble 3, and a low nibble that does not reach 16 with 6.
+    bad = (v & _HIGH_NIBBLES) != _ZEROS[n]
+    bad |= (((v & _LOW_NIBBLES) + _U64(0x0606060606060606)) & _HIGH_NIBBLES) != 0
+    # The bytes below the digits are zeros, i.e. leading zeros. Pairs of digits, then pairs of
+    # pairs, then the two halves: each step fits its lane (99, 9999, 99999999).
+    d = v & _LOW_NIBBLES
+    d = (d * _U64(10) + (d >> _U64(8))) & _U64(0x00FF00FF00FF00FF)
+    d = (d * _U64(100) + (d >> _U64(16))) & _U64(0x0000FFFF0000FFFF)
+    d = (d * _U64(10000) + (d >> _U64(32))) & _U64(0xFFFFFFFF)
+    return d, bad
+
+
+def _timestamps(a, starts, lens):
+    """The values of the timestamp tokens of the bytes ``a`` (``#`` and 1 to
+    :data:`_WORD_DIGITS` digits, at ``starts`` with ``lens``), or None when one of them has a
+    byte that is not a digit.
+
+    Each token's last eight digits, and the ones before them, are read as two 64-bit words
+    ending at its last digit and converted eight digits at a time.
+    """
+    pad = np.zeros(len(a) + 16, dtype=np.uint8)  # room for the words of the first tokens
+    pad[16:] = a
+    words = np.ndarray((len(pad) - 7,), dtype="<u8", buffer=pad, strides=(1,))
+    end = starts + lens + 16  # one past the last digit, in pad
+    digits = lens - 1
+    low_n = np.minimum(digits, 8)
+    value, bad = _digit_words(words[end - 8], low_n)
+    if int(digits.max()) > 8:
+        high, bad_high = _digit_words(words[end - 16], digits - low_n)
+        value += high * _U64(100_000_000)
+        bad |= bad_high
+    if bad.any():
+        return None
+    return value.astype(np.int64)
+
+
 def _scan_scalars(data):
     """Tokenise a chunk of plain scalar value changes with numpy.
 
@@ -692,21 +742,27 @@ def _scan_scalars(data):
     vc_max = int(vc_l.max()) if len(vc_l) else 0
     if (len(ts_l) and ts_l.max() > 19) or vc_max > 8:
         return None
-    # The timestamps' digits, everything else blanked, parsed by numpy's C number reader.
-    b = a.copy()
-    b[ts_s] = 32
-    same = len(vc_l) and vc_l.min() == vc_max
-    for j in range(vc_max):
-        b[(vc_s if same else vc_s[vc_l > j]) + j] = 32
-    try:
-        with warnings.catch_warnings():
-            # numpy < 2.3 only warns about unparsed text; later ones raise ValueError.
-            warnings.simplefilter("error", DeprecationWarning)
-            ts_val = np.fromstring(b.tobytes(), dtype=np.int64, sep=" ")
-    except (ValueError, DeprecationWarning):
-        return None  # a timestamp that is not a plain integer: the word loop decides
-    if len(ts_val) != len(ts_s):
-        return None
+    if not len(ts_l) or ts_l.max() <= 1 + _WORD_DIGITS:
+        ts_val = _timestamps(a, ts_s, ts_l)
+        if ts_val is None:
+            return None  # a timestamp that is not a plain integer: the word loop decides
+    else:
+        # Longer timestamps: their digits, everything else blanked, parsed by numpy's C
+        # number reader.
+        b = a.copy()
+        b[ts_s] = 32
+        same = len(vc_l) and vc_l.min() == vc_max
+        for j in range(vc_max):
+            b[(vc_s if same else vc_s[vc_l > j]) + j] = 32
+        try:
+            with warnings.catch_warnings():
+                # numpy < 2.3 only warns about unparsed text; later ones raise ValueError.
+                warnings.simplefilter("error", DeprecationWarning)
+                ts_val = np.fromstring(b.tobytes(), dtype=np.int64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            return None  # a timestamp that is not a plain integer: the word loop decides
+        if len(ts_val) != len(ts_s):
+            return None
     key = _ident_keys(a, vc_s, vc_l)
     before = np.cumsum(is_ts, dtype=np.int32)[vc_i] - 1
     return ts_val, before, first[vc_i], key, lines
