@@ -617,8 +617,8 @@ _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 11, 12, 13, 32]] = True
 #: Whitespace other than the newline (bytes, for the substring test of the line layout).
 _OTHER_WS = (b" ", b"\t", b"\r", b"\x0b", b"\x0c")
-_VALUE = np.zeros(256, dtype=bool)
-_VALUE[[ord(c) for c in "01xXzZ"]] = True
+#: The value characters of a scalar change.
+_VALUES = tuple(ord(c) for c in "01xXzZ")
 
 
 def _ident_keys(a, starts, lens):
@@ -734,7 +734,10 @@ def _scan_scalars(data):
     first = a[starts]
     is_ts = first == ord("#")
     ts_i = np.flatnonzero(is_ts)
-    vc_i = np.flatnonzero(_VALUE[first])
+    is_value = first == _VALUES[0]
+    for c in _VALUES[1:]:  # comparisons: faster than a table look-up per token
+        is_value |= first == c
+    vc_i = np.flatnonzero(is_value)
     if len(ts_i) + len(vc_i) != len(first) or lens.min() < 2:
         return None
     ts_s, ts_l = starts[ts_i], lens[ts_i]
