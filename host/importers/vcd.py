@@ -428,13 +428,18 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
             bounds = np.concatenate(([0], np.cumsum(np.bincount(slot,
                                                                 minlength=len(key_list)))))
             per_channel = []
+            any_unknown = bool((vc_char == ord("x")).any() or (vc_char == ord("X")).any())
             for i, chs in enumerate(key_chs):
                 if bounds[i] == bounds[i + 1]:
                     continue
                 take = order[bounds[i]:bounds[i + 1]]
                 c = vc_char[take]
                 cyc = cycles[take]
-                lev = np.where(c == ord("0"), 0, 1).astype(np.int8)
+                lev = (c != ord("0")).view(np.int8)  # z reads as 1, x as decided below
+                if not any_unknown:
+                    for ch in chs:
+                        per_channel.append((ch, cyc, lev))
+                    continue
                 unknown = (c == ord("x")) | (c == ord("X"))
                 for ch in chs:
                     xcount[ch] += int(unknown.sum())
@@ -455,7 +460,8 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                 prev[0] = level[ch]
                 prev[1:] = lev[:-1]
                 moved = lev != prev
-                cyc, lev = cyc[moved], lev[moved]
+                if not moved.all():
+                    cyc, lev = cyc[moved], lev[moved]
                 if not len(lev):
                     continue
                 classifier.edges += len(lev)
@@ -464,7 +470,8 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
                 # The last of several changes in one cycle wins.
                 keep = np.ones(len(cyc), dtype=bool)
                 keep[:-1] = cyc[1:] != cyc[:-1]
-                cyc, lev = cyc[keep], lev[keep]
+                if not keep.all():
+                    cyc, lev = cyc[keep], lev[keep]
                 # Cycles the buffered edges may still reach, and the chunk's last cycle (the
                 # next chunk may continue it), go through edge(); the rest in bulk.
                 lo = int(np.searchsorted(cyc, head_limit, side="right"))
