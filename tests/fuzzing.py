@@ -12,12 +12,14 @@ prints, per target, how many inputs ran and every failure (with the seed that re
 """
 
 import argparse
+import io
 import os
 import random
 import signal
 import sys
 import tempfile
 import time
+import zipfile
 import zlib
 
 from rbscope.capture import CaptureError, CaptureReader, CaptureWriter, capture_to_measurement
@@ -269,6 +271,46 @@ def fuzz_vcd(rng, data):
         os.unlink(path)
 
 
+# sigrok session importer -------------------------------------------------------------------------
+
+_SR_SEP = b"\0samples\0"
+#: The metadata of a 2-probe session, then the samples (probe 2 low for a while, twice).
+_SR_SEED = (b"[global]\nsigrok version=0.5.2\n[device 1]\ncapturefile=logic-1\n"
+            b"total probes=2\nsamplerate=1 MHz\ntotal analog=0\nprobe1=rb0\nprobe2=rb1\n"
+            b"unitsize=1\n" + _SR_SEP + bytes([3] * 40 + [1] * 300 + [3] * 90 + [2] * 5
+                                            + [0] * 2000 + [3] * 60))
+
+
+def fuzz_sr(rng, data):
+    """Only the importers' errors, whether the session's contents (metadata, samples) or the
+    zip around them (headers, deflate streams, CRCs) are damaged; bounded time."""
+    metadata, _, samples = data.partition(_SR_SEP)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("version", "2")
+        z.writestr("metadata", metadata)
+        half = rng.randint(0, len(samples))  # one or two logic members
+        z.writestr("logic-1-1", samples[:half])
+        if half < len(samples):
+            z.writestr("logic-1-2", samples[half:])
+    raw = buf.getvalue()
+    if rng.random() < 0.4:  # damage the container too
+        raw = mutate(rng, raw)
+    fd, path = tempfile.mkstemp(suffix=".sr", dir=_TMP)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        snapshot = rng.choice((None, None, 1e-6, 1e-3))
+        with _Deadline(10, f"session of {len(raw)} bytes (snapshot {snapshot})"):
+            try:
+                open_measurement(path, fmt="sr", snapshot_seconds=snapshot,
+                                 max_pulses=rng.choice((0, 100)))
+            except (RecordingError, MeasurementError, SourceOptionError, PresetError):
+                pass
+    finally:
+        os.unlink(path)
+
+
 # TOML: geometry and presets ----------------------------------------------------------------------
 
 _TOML_SEED = b"""name = "Fuzz"
@@ -337,6 +379,7 @@ TARGETS = {
     "uart": (fuzz_uart, _UART_SEED),
     "capture": (fuzz_capture, _CAPTURE_SEED),
     "vcd": (fuzz_vcd, _VCD_SEED),
+    "sr": (fuzz_sr, _SR_SEED),
     "toml": (fuzz_toml, _TOML_SEED),
 }
 

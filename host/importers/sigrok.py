@@ -252,10 +252,11 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
     try:
         total_bytes = os.path.getsize(path)
         zf = zipfile.ZipFile(path)
-    except OSError as exc:
-        raise RecordingError(f"{name}: cannot open: {exc.strerror}") from None
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
+        # NotImplementedError: a directory entry of a zip version that zipfile does not know.
         raise RecordingError(f"{name}: not a zip archive (sigrok session): {exc}") from None
+    except OSError as exc:
+        raise RecordingError(f"{name}: cannot open: {exc.strerror or exc}") from None
     with zf:
         meta = read_metadata(zf, name)
         if bus is not None and not signals:
