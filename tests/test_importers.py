@@ -247,22 +247,24 @@ def test_sr_edges_at_chunk_boundaries(tmp_path, monkeypatch):
 
 
 @sigrok
-def test_sr_two_byte_samples_lines_in_the_second_byte(tmp_path, monkeypatch):
-    # Twelve lines make sigrok-cli write 2-byte samples: import lines of the second byte (and
-    # one of the first), at chunk sizes that are and are not whole samples.
-    trains = random_trains(TrainSpec(channels=12, cycles=20_000, glitch_rate=0.1,
-                                     low_at_reset=frozenset({9}), gap=(1, 300)), seed=3)
+@pytest.mark.parametrize("lines, unitsize, picked", [(12, 2, [9, 11, 2, 8]),
+                                                     (20, 3, [17, 9, 19, 0])])
+def test_sr_wide_samples_lines_beyond_the_first_byte(tmp_path, monkeypatch, lines, unitsize,
+                                                     picked):
+    # More than eight lines make sigrok-cli write wider samples: import lines of the later bytes
+    # (and one of the first), at chunk sizes that are and are not whole samples.
+    trains = random_trains(TrainSpec(channels=lines, cycles=20_000, glitch_rate=0.1,
+                                     low_at_reset=frozenset({picked[0]}), gap=(1, 300)), seed=3)
     vcd, sr = _session(tmp_path, trains, 20_000)
     with zipfile.ZipFile(sr) as z:
-        assert "unitsize=2" in z.read("metadata").decode()
-    picked = [9, 11, 2, 8]
+        assert f"unitsize={unitsize}" in z.read("metadata").decode()
     chosen = [trains[i] for i in picked]
     params, kw, _ = setup(4)
     ref = model_counts(resample(chosen, 1), params, 1, 20_000)
     names = [f"rb{i}" for i in picked]
     for chunk in (1 << 22, 255, 64):
         m, edges = _import_chunked(monkeypatch, sr, chunk, signals=names, **kw)
-        assert m.provenance["unitsize"] == 2 and m.provenance["signals"] == names
+        assert m.provenance["unitsize"] == unitsize and m.provenance["signals"] == names
         assert m.counts == ref
         assert sorted(edges) == sorted((c, ch, lv) for ch, t in enumerate(resample(chosen, 1))
                                        for c, lv in t.edges)
