@@ -196,23 +196,37 @@ def test_an_edge_beyond_64_bit_cycles_is_an_error(tmp_path):
 # sigrok sessions --------------------------------------------------------------------------------
 
 
-def test_a_session_zip_of_an_unknown_version_is_a_recording_error(tmp_path):
-    # Found by the fuzzer (seed 1000321): a central directory entry needing zip version 19.8
-    # made zipfile raise NotImplementedError, which escaped the importer.
+@pytest.mark.parametrize("damage, message", [
+    # Found by the fuzzer (seed 1000321): zipfile's NotImplementedError escaped the importer.
+    ("version", "not a zip archive .*zip file version 19.8"),
+    # Seeds 4006003 and 4007985: the member's encryption flag, RuntimeError from zipfile.
+    ("encrypted", "cannot read member logic-1-1: File 'logic-1-1' is encrypted"),
+    # Seed 4007384: a local header flagging its name as UTF-8 that is not (UnicodeDecodeError).
+    ("name", "member metadata is corrupt: 'utf-8' codec can't decode"),
+])
+def test_damaged_session_zips_are_recording_errors(tmp_path, damage, message):
     rng = random.Random(0)
-    path = tmp_path / "s.sr"
     fuzzing.fuzz_sr(rng, fuzzing._SR_SEED)  # the seed itself imports
     metadata, _, samples = fuzzing._SR_SEED.partition(fuzzing._SR_SEP)
+    path = tmp_path / "s.sr"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("metadata", metadata)
         z.writestr("logic-1-1", samples)
     m, _ = open_measurement(path)
     assert m.counts[1].busy_ticks > 0
     raw = bytearray(path.read_bytes())
-    central = raw.index(b"PK\x01\x02")
-    raw[central + 6:central + 8] = (198).to_bytes(2, "little")  # version needed: 19.8
+    directory = raw.index(b"PK\x01\x02")
+    if damage == "version":
+        raw[directory + 6:directory + 8] = (198).to_bytes(2, "little")  # needs version 19.8
+    elif damage == "encrypted":
+        entry = raw.index(b"logic-1-1", directory) - 46
+        raw[entry + 8] |= 1  # general purpose flag bit 0: encrypted
+    else:
+        assert raw[30:38] == b"metadata"  # the first local header and its name
+        raw[7] |= 0x08  # flags, high byte: bit 11, the name is UTF-8
+        raw[31] = 0xFF
     path.write_bytes(bytes(raw))
-    with pytest.raises(RecordingError, match="not a zip archive .*zip file version 19.8"):
+    with pytest.raises(RecordingError, match=message):
         open_measurement(path)
 
 

@@ -156,9 +156,11 @@ class SrMetadata:
         self.members = members  # logic member names in order
 
 
-#: What reading a damaged zip member raises: a bad CRC or header, a broken deflate stream, a
-#: member cut short.
-_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError)
+#: What zipfile raises on a damaged archive or member: a bad CRC or header, a broken deflate
+#: stream, a member cut short, an unknown zip version or compression (NotImplementedError), an
+#: encryption flag (RuntimeError: a password is required), a name that is not UTF-8.
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+               RuntimeError, UnicodeDecodeError)
 
 
 def _read_member(zf, member, name):
@@ -252,11 +254,10 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
     try:
         total_bytes = os.path.getsize(path)
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
-        # NotImplementedError: a directory entry of a zip version that zipfile does not know.
-        raise RecordingError(f"{name}: not a zip archive (sigrok session): {exc}") from None
     except OSError as exc:
         raise RecordingError(f"{name}: cannot open: {exc.strerror or exc}") from None
+    except _ZIP_ERRORS as exc:
+        raise RecordingError(f"{name}: not a zip archive (sigrok session): {exc}") from None
     with zf:
         meta = read_metadata(zf, name)
         if bus is not None and not signals:
