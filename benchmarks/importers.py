@@ -27,6 +27,7 @@ Usage: ``python benchmarks/importers.py [--channels N] [--cycles N] [--unit NS] 
 """
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -75,6 +76,12 @@ CHILD_TAIL = """
 hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM")][0]
 print("PEAK_RSS_KIB", hwm.split()[1], file=sys.stderr)
 """
+
+
+def same_counts(a, b):
+    """Whether two measurements, possibly from different copies of the package, hold the same
+    counts (every counter and histogram bin of every channel)."""
+    return [dataclasses.astuple(c) for c in a.counts] == [dataclasses.astuple(c) for c in b.counts]
 
 
 def load_before(path):
@@ -177,7 +184,7 @@ def gsps(args):
         out[f"{tag}sr_Msamples_per_cpu_s"] = out["samples"] / out[f"{tag}sr_cpu_s"] / 1e6
         out[f"{tag}sr_edges_per_cpu_s"] = edges / out[f"{tag}sr_cpu_s"]
     if args.before:
-        out["agree_before"] = result[""].counts == result["before_"].counts
+        out["agree_before"] = same_counts(result[""], result["before_"])
         out["sr_speedup_cpu"] = out["before_sr_cpu_s"] / out["sr_cpu_s"]
     return out
 
@@ -262,8 +269,7 @@ def main():
         out["agree"] = [c.classes for c in mv.counts] == [c.classes for c in ms.counts]
         if args.before:
             out["agree_before"] = all(
-                [c.classes for c in result[key].counts] ==
-                [c.classes for c in result["before_" + key].counts] and
+                same_counts(result[key], result["before_" + key]) and
                 result[key].pulses == result["before_" + key].pulses for key in ("vcd", "sr"))
     # The per-transition work alone: the same edges, already extracted, through the model in
     # 4 M-cycle batches (what the importers do after finding the changes).
