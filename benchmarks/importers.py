@@ -20,7 +20,8 @@ With ``--before DIR`` (``DIR`` another copy of the package's ``host/`` directory
 ``git archive REV host | tar -x -C /tmp/before``, then ``--before /tmp/before/host``) the same
 files are also imported by that copy's importers and model, loaded beside this one in the same
 process, the runs of both interleaved: a before/after comparison on one machine state. Its
-counts must equal this copy's (``agree_before``).
+counts must equal this copy's (``agree_before``). With ``--memory`` that copy's imports run in
+subprocesses of their own too.
 
 Usage: ``python benchmarks/importers.py [--channels N] [--cycles N] [--unit NS] [--memory]
 [--gsps SECONDS] [--repeat N] [--before DIR] [--json]``
@@ -49,13 +50,21 @@ from rbscope.stimulus import TrainSpec, random_trains
 
 WINDOWS = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
 
-#: Imports a file in a fresh interpreter (argv: kind, path, unit ns); prints the counts.
+#: Imports a file in a fresh interpreter (argv: kind, path, unit ns[, copy of host/ to use]);
+#: prints the counts.
 CHILD = """
-import json, sys
+import importlib, importlib.util, json, sys
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
 from rbscope.importers.sigrok import import_sr
 from rbscope.importers.vcd import import_vcd
 kind, path, u = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if len(sys.argv) > 4:
+    spec = importlib.util.spec_from_file_location(
+        "rbscope_before", sys.argv[4] + "/__init__.py", submodule_search_locations=[sys.argv[4]])
+    sys.modules["rbscope_before"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules["rbscope_before"])
+    import_vcd = importlib.import_module("rbscope_before.importers.vcd").import_vcd
+    import_sr = importlib.import_module("rbscope_before.importers.sigrok").import_sr
 W = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
 kw = dict(params_for=lambda n: SnifferParams(channels=n),
           preset_config=lambda p, tick, ps: (SnifferConfig(
@@ -100,11 +109,13 @@ def load_before(path):
             importlib.import_module("rbscope_before.importers.sigrok").import_sr)
 
 
-def child_peak(kind, path, unit):
-    """Run one import in a subprocess; return (peak RSS MiB, wall s, its JSON output)."""
+def child_peak(kind, path, unit, before=None):
+    """Run one import in a subprocess (with the copy of ``host/`` at ``before``, if given);
+    return (peak RSS MiB, wall s, its JSON output)."""
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD + CHILD_TAIL, kind, str(path), str(unit)],
-                          capture_output=True, text=True, check=True)
+    extra = [str(before)] if before else []
+    proc = subprocess.run([sys.executable, "-c", CHILD + CHILD_TAIL, kind, str(path), str(unit),
+                           *extra], capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t
     peak = [x for x in proc.stderr.splitlines() if x.startswith("PEAK_RSS_KIB")][-1]
     text = proc.stdout
@@ -175,6 +186,9 @@ def gsps(args):
         if args.memory:
             out["baseline_rss_mib"], _, _ = child_peak("none", sr, 1)
             out["sr_rss_mib"], _, _ = child_peak("sr", sr, 1)
+            if args.before:
+                out["before_baseline_rss_mib"], _, _ = child_peak("none", sr, 1, args.before)
+                out["before_sr_rss_mib"], _, _ = child_peak("sr", sr, 1, args.before)
     ref = SnifferModel(params, kw["preset_config"](params, 1e-9, 1)[0]).run(
         [Train(t.initial, [(c * per_cycle, lv) for c, lv in t.edges]) for t in trains],
         cycles * per_cycle + SYNC_LATENCY)
@@ -241,10 +255,17 @@ def main():
             out["sr_rss_mib"], out["sr_s"], rs = child_peak("sr", sr, u)
             out["pulses_kept"] = rv["pulses_kept"]
             out["agree"] = rv["classes"] == rs["classes"]
+            if args.before:
+                out["before_baseline_rss_mib"], _, _ = child_peak("none", vcd, u, args.before)
+                out["before_vcd_rss_mib"], out["before_vcd_s"], bv = child_peak(
+                    "vcd", vcd, u, args.before)
+                out["before_sr_rss_mib"], out["before_sr_s"], bs = child_peak(
+                    "sr", sr, u, args.before)
+                out["agree_before"] = bv == rv and bs == rs
             print(json.dumps(out, indent=2) if args.json else
                   "\n".join(f"{k:>20}: {v:.4g}" if isinstance(v, float) else f"{k:>20}: {v}"
                             for k, v in out.items()))
-            return 0 if out["agree"] else 1
+            return 0 if out["agree"] and out.get("agree_before", True) else 1
         versions = {"": (import_vcd, import_sr)}
         if args.before:
             versions["before_"] = load_before(args.before)

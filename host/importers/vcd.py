@@ -618,7 +618,7 @@ def import_vcd(path, *, params_for, preset_config, signals=(), clock=None, tick=
 _SKIP = "\0skip"
 
 #: Characters of VCD text read at a time (the import's memory bound, with the model's batches).
-CHUNK = 1 << 22
+CHUNK = 1 << 21
 
 _WS = np.zeros(256, dtype=bool)
 _WS[[9, 10, 11, 12, 13, 32]] = True
