@@ -294,22 +294,29 @@ def main():
                 result[key].pulses == result["before_" + key].pulses for key in ("vcd", "sr"))
     # The per-transition work alone: the same edges, already extracted, through the model in
     # 4 M-cycle batches (what the importers do after finding the changes).
-    from rbscope.importers import StreamClassifier
+    classifiers = {"": importlib.import_module("rbscope.importers").StreamClassifier}
+    if args.before:
+        before = importlib.import_module("rbscope_before.importers")
+        classifiers["before_"] = before.StreamClassifier
     cfg, _ = kw["preset_config"](params, u * 1e-9, 1)
-    sc = StreamClassifier(params, cfg, u * 1e-9, [t.initial for t in trains], max_pulses=0)
     arrays = [(np.array([c for c, _ in t.edges], dtype=np.int64),
                np.array([lv for _, lv in t.edges], dtype=np.int8)) for t in trains]
-    c = time.process_time()
     step = 1 << 22
-    for lo in range(0, args.cycles, step):
-        hi = min(lo + step, args.cycles)
-        part = []
-        for cyc, lev in arrays:
-            a, b = np.searchsorted(cyc, lo), np.searchsorted(cyc, hi)
-            part.append((cyc[a:b], lev[a:b]))
-        sc.feed(hi, part)
-    out["model_cpu_s"] = time.process_time() - c
-    out["model_edges_per_cpu_s"] = edges / out["model_cpu_s"]
+    for _ in range(args.repeat):
+        for tag, classifier in classifiers.items():
+            sc = classifier(params, cfg, u * 1e-9, [t.initial for t in trains], max_pulses=0)
+            c = time.process_time()
+            for lo in range(0, args.cycles, step):
+                hi = min(lo + step, args.cycles)
+                part = []
+                for cyc, lev in arrays:
+                    a, b = np.searchsorted(cyc, lo), np.searchsorted(cyc, hi)
+                    part.append((cyc[a:b], lev[a:b]))
+                sc.feed(hi, part)
+            cpu = time.process_time() - c
+            out[f"{tag}model_cpu_s"] = min(cpu, out.get(f"{tag}model_cpu_s", float("inf")))
+    for tag in classifiers:
+        out[f"{tag}model_edges_per_cpu_s"] = edges / out[f"{tag}model_cpu_s"]
     out["vcd_MB_per_s"] = out["vcd_bytes"] / out["vcd_s"] / 1e6
     out["vcd_edges_per_s"] = edges / out["vcd_s"]
     out["vcd_edges_per_cpu_s"] = edges / out["vcd_cpu_s"]
