@@ -672,8 +672,8 @@ class ChannelTracker:
         if len(c):
             # Without repeats the levels alternate: the rises are every other change.
             first_rise = 0 if lv[0] == 1 else 1
-            rises = np.ascontiguousarray(c[first_rise::2])
-            falls = np.ascontiguousarray(c[1 - first_rise::2])
+            rises = c[first_rise::2].copy()  # copies: never views of the caller's array
+            falls = c[1 - first_rise::2].copy()
             starts = falls if self._start is None else np.concatenate(
                 (np.array([self._start], dtype=np.int64), falls))
             n = len(rises)

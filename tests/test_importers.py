@@ -593,6 +593,10 @@ def test_vcd_scanner_timestamps_of_every_length():
     up."""
     from rbscope.importers.vcd import _scan_scalars
 
+    # A chunk of changes without a timestamp (all at the time before it).
+    got = _scan_scalars(b"1!\n0\"\nz!\n")
+    assert [x.tolist() for x in got[:4]] == [[], [-1, -1, -1], [ord("1"), ord("0"), ord("z")],
+                                             [ord("!"), ord('"'), ord("!")]]
     rng = random.Random(4)
     for top in (8, 16, 18):
         words = []

@@ -307,7 +307,7 @@ def import_sr(path, *, params_for, preset_config, signals=(), tick=None, probes=
                 raise RecordingError(f"{name}: cannot read member {member}: {exc}") from None
             with stream:
                 offset = 0
-                want = CHUNK - CHUNK % u
+                want = max(CHUNK - CHUNK % u, u)
                 while True:
                     try:
                         data = stream.read(want)

@@ -706,6 +706,8 @@ def _timestamps(a, starts, lens):
     Each token's last eight digits, and the ones before them, are read as two 64-bit words
     ending at its last digit and converted eight digits at a time.
     """
+    if not len(starts):
+        return np.zeros(0, dtype=np.int64)
     pad = np.zeros(len(a) + 16, dtype=np.uint8)  # room for the words of the first tokens
     pad[16:] = a
     words = np.ndarray((len(pad) - 7,), dtype="<u8", buffer=pad, strides=(1,))
