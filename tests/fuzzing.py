@@ -12,6 +12,7 @@ prints, per target, how many inputs ran and every failure (with the seed that re
 """
 
 import argparse
+import dataclasses
 import io
 import os
 import random
@@ -27,6 +28,7 @@ from rbscope.gateware.link.protocol import FrameType, StatusFlags
 from rbscope.gateware.rb_sniffer.params import SnifferParams
 from rbscope.geometry import GeometryError, parse_geometry
 from rbscope.importers import RecordingError
+from rbscope.importers import vcd as vcd_module
 from rbscope.measurement import MeasurementError
 from rbscope.presets import PresetError, parse_toml
 from rbscope.protocol import (
@@ -254,19 +256,43 @@ x!
 """
 
 
+def _vcd_outcome(path, snapshot, max_pulses):
+    """What importing the VCD at ``path`` gives: its counts, widths and snapshots, or the
+    project error's message."""
+    try:
+        m, _ = open_measurement(path, fmt="vcd", snapshot_seconds=snapshot, max_pulses=max_pulses)
+    except (RecordingError, MeasurementError, SourceOptionError, PresetError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ([dataclasses.astuple(c) for c in m.counts], m.pulses,
+            [(p.timestamp, [dataclasses.astuple(c) for c in p.counts]) for p in m.snapshots],
+            m.provenance["edges"], m.provenance["warnings"])
+
+
 def fuzz_vcd(rng, data):
-    """Only the importers' errors; bounded time (no tick-by-tick walk over time jumps)."""
+    """Only the importers' errors; bounded time (no tick-by-tick walk over time jumps); the same
+    counts, widths and snapshots, or an error both times, whether the text is read in whole
+    chunks or in chunks of a few bytes (the numpy scanner and the word loop then share the input
+    differently)."""
     fd, path = tempfile.mkstemp(suffix=".vcd", dir=_TMP)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         snapshot = rng.choice((None, None, 1e-6, 1e-3))
+        max_pulses = rng.choice((0, 100))
         with _Deadline(10, f"VCD of {len(data)} bytes (snapshot {snapshot})"):
-            try:
-                open_measurement(path, fmt="vcd", snapshot_seconds=snapshot,
-                                 max_pulses=rng.choice((0, 100)))
-            except (RecordingError, MeasurementError, SourceOptionError, PresetError):
-                pass
+            whole = _vcd_outcome(path, snapshot, max_pulses)
+        chunk = rng.choice((7, 64, 333))
+        default, vcd_module.CHUNK = vcd_module.CHUNK, chunk
+        try:
+            with _Deadline(10, f"VCD of {len(data)} bytes in {chunk}-byte chunks"):
+                cut = _vcd_outcome(path, snapshot, max_pulses)
+        finally:
+            vcd_module.CHUNK = default
+        # Two errors may differ: a stream reports the first problem it reaches, which can
+        # depend on how much it read at once (a refused snapshot count before a later line
+        # that goes back in time).
+        if cut != whole and not (isinstance(cut, str) and isinstance(whole, str)):
+            raise FuzzFailure(f"{chunk}-byte chunks: {str(cut)[:200]} != {str(whole)[:200]}")
     finally:
         os.unlink(path)
 
