@@ -349,3 +349,20 @@ def test_every_page_gets_its_types_tprog(pages_per_block, slots, used, programme
         assert await b.counter(ctx, EmuCounter.FAILED) == 0
 
     b.run(bench, configs[0])
+
+
+def test_page_type_map_sizes_and_the_links_register_window():
+    from rbscope.gateware.device import emulator_extension
+    from rbscope.gateware.nand_emu.layouts import page_type_words
+    with pytest.raises(ValueError, match="page_type_slots must be an integer from 1 to 1024"):
+        EmuParams(page_type_slots=2048)
+    with pytest.raises(ValueError, match="power of two"):
+        EmuParams(page_type_slots=96)
+    assert EmuParams().page_type_slots == EmuParams().pages_per_block == 64
+    assert [page_type_words(EmuParams(page_type_slots=s)) for s in (4, 16, 32, 256)] == \
+        [0, 0, 2, 16]
+    # A 512-entry map fits the link's 64 EMU_CFG registers; 1024 entries do not, said clearly.
+    regs = emulator_extension(EmuParams(pages_per_block=512, page_type_slots=512)).registers
+    assert max(r.address for r in regs if r.name.startswith("EMU_CFG_")) < 0x1040
+    with pytest.raises(ValueError, match=r"EMU_CFG: .*\(2592 bits\).* 64 registers"):
+        emulator_extension(EmuParams(pages_per_block=1024, page_type_slots=1024))

@@ -134,8 +134,8 @@ def test_rtl_drive_fixes_every_busy_time_at_its_middle():
 
 
 def test_rtl_back_end_refuses_drives_the_emulator_cannot_hold():
-    with pytest.raises(refssd.RefSSDError, match="at most 1024 pages"):
-        rtl.rtl_drive(refssd.preset("ssd-v", blocks_per_plane=32, pages_per_block=2048))
+    with pytest.raises(refssd.RefSSDError, match="at most 512 pages"):
+        rtl.rtl_drive(refssd.preset("ssd-v", blocks_per_plane=32, pages_per_block=1024))
     with pytest.raises(refssd.RefSSDError, match="at most 8 dies"):
         rtl.rtl_drive(refssd.preset("slc", blocks_per_plane=64))
 

@@ -64,8 +64,9 @@ _BUSY = {"erase": "BERS", "cache_busy": "CBSY", "plane_busy": "DBSY",
          "read_cache_busy": "RCBSY", "reset": "RST", "feature": "FEAT"}
 
 
-#: Pages per block (and page-type map entries) of the largest emulated block.
-_MAX_PAGES = 1024
+#: Pages per block (and page-type map entries) of the largest emulated block the simulated
+#: device takes (a map of 1024 entries would not fit the link's 64 EMU_CFG registers).
+_MAX_PAGES = 512
 
 
 def _pow2_at_least(n):
