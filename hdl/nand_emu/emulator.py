@@ -50,7 +50,7 @@ class NandEmulator(wiring.Component):
         Run-time configuration. A page-type map of more than ``PAGE_TYPE_WORD`` entries is
         copied into every die's page-type RAM one word per cycle, round robin: a change of
         ``cfg.page_types`` reaches the dies within ``page_type_slots / PAGE_TYPE_WORD + 2``
-        cycles (and after a reset of the RAMs' contents, likewise).
+        cycles (so does the first map after power-up: the RAMs start at type 0).
     read_req : In(stream.Signature(read_request_layout))
         Requests to read one ground-truth counter (``die``, ``index`` an :class:`EmuCounter`).
         ``ready`` rises when the counter bank's scanner writes that counter back: within
