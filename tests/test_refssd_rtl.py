@@ -243,7 +243,9 @@ def _rtl_rows():
 
 @pytest.mark.slow  # accuracy-table drives and volumes: minutes of simulation per row
 @pytest.mark.parametrize("spec", ["mlc-2plane:32K-SQ-100%-W-4KiB-align:initial",
-                                  "cache-prog:32K-SQ-50%-W-4KiB-align:steady"])
+                                  "cache-prog:32K-SQ-50%-W-4KiB-align:steady",
+                                  "ssd-v:32K-SQ-100%-W-4KiB-align:initial",
+                                  "tlc-gc:32K-SQ-100%-W-4KiB-align:initial"])
 def test_accuracy_rows_reproduced_through_the_rtl(spec):
     rows = _rtl_rows()
     row = rows.run_row(rows.job_of(spec), rtl.CYCLES_PER_US, SIM_BUILDS, log=lambda _: None)
@@ -251,5 +253,11 @@ def test_accuracy_rows_reproduced_through_the_rtl(spec):
     assert row["wa_rtl"] == row["wa_model"]
     if row["drive"] == "mlc-2plane":  # separated classes: the table's row itself, exactly
         assert row["wa_rtl"] == row["wa_table"] == row["wa_true"]
+    elif row["drive"] in ("ssd-v", "tlc-gc"):
+        # 128-page MLC and 96-page TLC blocks, every page with its own tPROG. At the fixed
+        # middles the upper pages stay inside the program window (drawn from their ranges,
+        # some fall beyond it: the table's 9 % and 33 % low), so the WA is exact here.
+        assert row["wa_rtl"] == row["wa_true"] == 1.0
+        assert row["wa_table"] < row["wa_true"]
     else:
         assert row["cache_pulses"]["CACHE_PROGRAM"] > 0 and row["cache_pulses"]["CACHE_READ"] > 0
