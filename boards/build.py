@@ -3,7 +3,8 @@
 Usage::
 
     python -m rbscope.boards.build BOARD [--channels N] [--emulator DIES] [--tap TARGETS]
-                                   [--seed S] [--build-dir DIR] [--json] [--program]
+                                   [--page-type-slots N] [--seed S] [--build-dir DIR] [--json]
+                                   [--program]
     python -m rbscope.boards.build BOARD --pins     # print the probe-header plan
 
 The place-and-route report (nextpnr's ``--report`` JSON) gives the utilisation and the maximum
@@ -77,12 +78,13 @@ def tool_env():
     return env
 
 
-def _top(board, channels, emulator, tap, emu_bus):
+def _top(board, channels, emulator, tap, emu_bus, page_type_slots=None):
     cls = board_class(board)
     tags = {"tag_bits": 4} if tap else {}  # the bus tap's classes label the sniffer's pulses
     if emulator:
         from ..gateware.nand_emu import EmuParams
-        emu = EmuParams(dies=emulator)
+        emu = EmuParams(dies=emulator) if page_type_slots is None else \
+            EmuParams(dies=emulator, page_type_slots=page_type_slots)
         params = SnifferParams(channels=emulator, width_bits=cls.width_bits, **tags)
     else:
         emu = None
@@ -163,7 +165,7 @@ def parse_report(report):
 
 
 def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
-          build_dir="build/boards", program=False, name=None):
+          build_dir="build/boards", program=False, name=None, page_type_slots=None):
     """Synthesise, place and route a board build; return its :class:`BuildResult`.
 
     Parameters
@@ -186,13 +188,17 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
         Where the products go (one subdirectory per configuration).
     program : bool
         Program the board afterwards (openFPGALoader or the board's tool).
+    page_type_slots : int, optional
+        The emulator's page-type map entries (default: ``EmuParams``'s). A build with another
+        size is named with ``_pt`` and the size.
 
     The timing check is the caller's: see :attr:`BuildResult.timing_met`.
     """
-    cls, top = _top(board, channels, emulator, tap, emu_bus)
+    cls, top = _top(board, channels, emulator, tap, emu_bus, page_type_slots)
     platform = cls()
     name = name or (f"rbscope_{board}_{top.params.channels}ch"
-                    + (f"_emu{emulator}" if emulator else "") + (f"_tap{tap}" if tap else ""))
+                    + (f"_emu{emulator}" if emulator else "") + (f"_tap{tap}" if tap else "")
+                    + (f"_pt{page_type_slots}" if emulator and page_type_slots else ""))
     out = Path(build_dir) / name
     env = tool_env()
     saved = {k: os.environ.get(k) for k in env}
@@ -259,6 +265,9 @@ def main(argv=None):
     parser.add_argument("--tap", type=int, default=0, metavar="TARGETS",
                         help="build the opcode-aware bus tap for this many CE# targets (in "
                              "loopback: on the emulated bus)")
+    parser.add_argument("--page-type-slots", type=int, metavar="N",
+                        help="the emulator's page-type map entries (a power of two; default: "
+                             "one per page of its 64-page block)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default 1)")
     parser.add_argument("--build-dir", default="build/boards")
     parser.add_argument("--pins", action="store_true", help="print the header plan and stop")
@@ -281,7 +290,8 @@ def main(argv=None):
             return 0
         result = build(args.board, channels=args.channels, emulator=args.emulator,
                        tap=args.tap, emu_bus=args.emu_bus, seed=args.seed,
-                       build_dir=args.build_dir, program=args.program)
+                       build_dir=args.build_dir, program=args.program,
+                       page_type_slots=args.page_type_slots)
     except (BoardError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -383,11 +383,11 @@ def _geometry(text):
     out = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
-        if not sep or key not in ("page_bytes", "spare_bytes", "pages_per_block",
-                                  "blocks_per_plane", "planes"):
+        keys = ("page_bytes", "spare_bytes", "pages_per_block", "blocks_per_plane", "planes",
+                "page_type_slots")
+        if not sep or key not in keys:
             raise argparse.ArgumentTypeError(
-                f"expected KEY=N,… with KEY one of page_bytes, spare_bytes, pages_per_block, "
-                f"blocks_per_plane, planes; not {part!r}")
+                f"expected KEY=N,… with KEY one of {', '.join(keys)}; not {part!r}")
         try:
             out[key] = int(value, 0)
         except ValueError:

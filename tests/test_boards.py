@@ -164,3 +164,12 @@ def test_board_meets_timing_after_place_and_route(board, channels, emulator, tmp
     for kind, (used, avail) in result.utilisation.items():
         assert used <= avail, kind
     assert result.timing_met, result.summary()
+
+
+def test_board_build_takes_the_emulators_page_type_map_size(capsys):
+    for slots, want in ((256, 256), (None, 64)):  # the default: one per page of the block
+        cls, top = _top("ecpix5", None, 2, 0, True, page_type_slots=slots)
+        Fragment.get(top, cls()).prepare()
+        assert top.device.core.emulator.page_type_slots == want
+    assert main(["ecpix5", "--emulator", "2", "--page-type-slots", "96"]) == 2
+    assert "page_type_slots must be a power of two, not 96" in capsys.readouterr().err

@@ -292,3 +292,77 @@ def test_traffic_generator_drives_the_emulator():
 
     sim.add_testbench(bench)
     sim.run()
+
+
+# ---- The page-type map --------------------------------------------------------------------------
+
+async def _program_width(b, ctx, block, page):
+    """Program ``page`` of ``block`` and return how many cycles R/B# stayed low."""
+    await b.program(ctx, block, page, wait=False)
+    for _ in range(64):  # tWB
+        if not ctx.get(b.dut.die_rb) & 1:
+            break
+        await ctx.tick()
+    else:
+        raise AssertionError(f"no busy period for page {page}")
+    width = 0
+    while not ctx.get(b.dut.die_rb) & 1:
+        width += 1
+        await ctx.tick()
+    return width
+
+
+PROG_TIMES = {"PROG0": 3, "PROG1": 5, "PROG2": 7, "PROG3": 9, "BERS": 4}
+
+
+@pytest.mark.parametrize("pages_per_block, slots, used, programmed_block", [
+    (128, 128, 128, 1),  # SSD-v: a 128-page MLC block, one entry per page (page-type RAM)
+    (128, 128, 96, 2),  # a 96-page TLC block in a 128-page emulated block
+    (8, 64, 8, 3),  # a map longer than the block: indexed by the page, not the row
+    (16, 16, 16, 1),  # a short map, read from the configuration (no RAM)
+])
+def test_every_page_gets_its_types_tprog(pages_per_block, slots, used, programmed_block):
+    """Each page's tPROG is the one of its entry in the map, with a map of up to a whole block
+    (every page of a 128-page block, and the first 96 of one), twice: the map is rewritten at
+    run time between the two passes and the second pass follows the new map."""
+    params = EmuParams(page_bytes=16, spare_bytes=0, pages_per_block=pages_per_block,
+                       blocks_per_plane=4, planes=1, page_type_slots=slots, jitter_bits=0,
+                       bad_block_slots=0)
+    rng = random.Random(pages_per_block * 1000 + used)
+    # Random maps that hold each of the four types among the pages programmed.
+    maps = [tuple(rng.sample(range(4), 4) + [rng.randrange(4) for _ in range(slots - 4)])
+            for _ in range(2)]
+    configs = [EmuConfig(times=PROG_TIMES, page_types=m).validate(params) for m in maps]
+    b = EmuBench(params)
+
+    async def bench(ctx):
+        for k, cfg in enumerate(configs):
+            if k:
+                await b.erase(ctx, programmed_block)
+                ctx.set(b.dut.cfg.as_value(), config_const(params, cfg))
+            widths = [await _program_width(b, ctx, programmed_block, page)
+                      for page in range(used)]
+            assert widths == [cfg.prog_time(page) for page in range(used)], k
+            assert len({cfg.page_type(page) for page in range(used)}) == 4
+        await ctx.tick().repeat(4)  # (the last completion reaches the counter bank)
+        assert await b.counter(ctx, EmuCounter.PROGRAM_OPS) == 2 * used
+        assert await b.counter(ctx, EmuCounter.FAILED) == 0
+
+    b.run(bench, configs[0])
+
+
+def test_page_type_map_sizes_and_the_links_register_window():
+    from rbscope.gateware.device import emulator_extension
+    from rbscope.gateware.nand_emu.layouts import page_type_words
+    with pytest.raises(ValueError, match="page_type_slots must be an integer from 1 to 1024"):
+        EmuParams(page_type_slots=2048)
+    with pytest.raises(ValueError, match="power of two"):
+        EmuParams(page_type_slots=96)
+    assert EmuParams().page_type_slots == EmuParams().pages_per_block == 64
+    assert [page_type_words(EmuParams(page_type_slots=s)) for s in (4, 16, 32, 256)] == \
+        [0, 0, 2, 16]
+    # A 512-entry map fits the link's 64 EMU_CFG registers; 1024 entries do not, said clearly.
+    regs = emulator_extension(EmuParams(pages_per_block=512, page_type_slots=512)).registers
+    assert max(r.address for r in regs if r.name.startswith("EMU_CFG_")) < 0x1040
+    with pytest.raises(ValueError, match=r"EMU_CFG: .*\(2592 bits\).* 64 registers"):
+        emulator_extension(EmuParams(pages_per_block=1024, page_type_slots=1024))

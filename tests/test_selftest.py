@@ -93,3 +93,17 @@ def test_programme_expectations_are_consistent():
 def test_geometry_option_is_checked(capsys):
     assert main(["selftest", "/dev/null", "--geometry", "planes"]) == 2
     assert "KEY=N" in capsys.readouterr().err
+
+
+def test_geometry_option_names_a_page_type_map_size():
+    """A board built with ``--page-type-slots 256`` is told apart by its configuration size."""
+    from rbscope.gateware.device import emulator_extension
+    from rbscope.protocol import Info
+
+    emu = EmuParams(dies=2, page_type_slots=256)
+    link = emulator_extension(emu).emu
+    info = Info(0, b"", emu_dies=2, emu_cfg_bits=link.cfg_bits,
+                emu_traffic_bits=link.traffic_bits)
+    with pytest.raises(st.SelftestError, match="matches no known geometry"):
+        st.identify_emulator(info)
+    assert st.identify_emulator(info, st._geometry("page_type_slots=256")) == emu

@@ -306,9 +306,13 @@ TAP_SPACE_SHIFT = 16
 TAP_DATA_DONE = 63
 
 
-def _packed_registers(prefix, address, path, bits, reset, what):
+def _packed_registers(prefix, address, path, bits, reset, what, words):
     """Read-write registers ``PREFIX_0`` … at ``address`` … holding a packed layout of ``bits``
-    bits (its reset value ``reset``) 32 bits at a time, at config path ``path``."""
+    bits (its reset value ``reset``) 32 bits at a time, at config path ``path``; at most
+    ``words`` of them (the next registers' address comes after)."""
+    if bits > 32 * words:
+        raise ValueError(f"{prefix}: the {what} ({bits} bits) does not fit its {words} "
+                         f"registers at {address:#06x}… ({32 * words} bits)")
     return [Register(f"{prefix}_{i}", address + i, Access.RW, path, 32 * i,
                      reset=(reset >> 32 * i) & 0xFFFF_FFFF,
                      doc=f"{what}, bits 32i… of its packed layout",
@@ -323,7 +327,7 @@ def tap_registers(tap):
     if not isinstance(tap, TapLink):
         raise TypeError(f"Tap description must be a TapLink, not {tap!r}")
     regs = _packed_registers("TAP_CFG", 0x1100, "tap.cfg", tap.cfg_bits, tap.cfg_reset,
-                             "bus tap configuration")
+                             "bus tap configuration", 0x10)
     regs += [
         Register("TAP_READ", 0x1110, Access.RW, "tap.read", bits=19,
                  doc="write GO (bit 18) | space << 16 | index: read one tap counter word "
@@ -524,9 +528,9 @@ def emu_registers(emu):
     if not isinstance(emu, EmuLink):
         raise TypeError(f"Emulator description must be an EmuLink, not {emu!r}")
     regs = _packed_registers("EMU_CFG", 0x1000, "emu.cfg", emu.cfg_bits, emu.cfg_reset,
-                             "emulator configuration")
+                             "emulator configuration", 0x40)
     regs += _packed_registers("TRAFFIC_CFG", 0x1040, "emu.traffic", emu.traffic_bits,
-                              emu.traffic_reset, "traffic generator programme")
+                              emu.traffic_reset, "traffic generator programme", 0x10)
     regs += [
         Register("TRAFFIC_CONTROL", 0x1050, Access.RW, "emu.control", bits=2,
                  doc="write 1: start the traffic generator; 2: stop it (reads back 0 after)"),

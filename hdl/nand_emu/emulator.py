@@ -1,14 +1,20 @@
 """The NAND emulator: a bus front end, ``dies`` emulated dies and the ground-truth read port."""
 
-from amaranth.hdl import Array, Cat, Module, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import BusFrontEnd
 from .counters import CounterBank
 from .fsm import Die
-from .layouts import bus_signature_members, config_layout, read_request_layout
-from .params import EmuParams
+from .layouts import (
+    bus_signature_members,
+    config_layout,
+    page_type_words,
+    page_type_write_layout,
+    read_request_layout,
+)
+from .params import PAGE_TYPE_WORD, EmuParams
 
 __all__ = ["NandEmulator"]
 
@@ -41,7 +47,10 @@ class NandEmulator(wiring.Component):
     die_rb : Out(dies)
         Each die's own R/B# level, whatever the wiring (loopback and debugging).
     cfg : In(config_layout)
-        Run-time configuration.
+        Run-time configuration. A page-type map of more than ``PAGE_TYPE_WORD`` entries is
+        copied into every die's page-type RAM one word per cycle, round robin: a change of
+        ``cfg.page_types`` reaches the dies within ``page_type_slots / PAGE_TYPE_WORD + 2``
+        cycles (so does the first map after power-up: the RAMs start at type 0).
     read_req : In(stream.Signature(read_request_layout))
         Requests to read one ground-truth counter (``die``, ``index`` an :class:`EmuCounter`).
         ``ready`` rises when the counter bank's scanner writes that counter back: within
@@ -75,6 +84,18 @@ class NandEmulator(wiring.Component):
             bus.we_n.eq(self.we_n), bus.re_n.eq(self.re_n), bus.wp_n.eq(self.wp_n),
             bus.io.eq(self.io_i),
         ]
+        # The page-type map's copy in the dies' RAMs: one word per cycle, round robin, through
+        # one shared multiplexer (a register stage on each side of it).
+        words = page_type_words(p)
+        if words:
+            scan = Signal(range(words))
+            write = Signal(page_type_write_layout(p))
+            m.d.sync += scan.eq(Mux(scan == words - 1, 0, scan + 1))
+            entries = self.cfg.page_types.as_value()
+            word_bits = 2 * PAGE_TYPE_WORD
+            m.d.sync += [write.addr.eq(scan),
+                         write.data.eq(Array(entries[i * word_bits:(i + 1) * word_bits]
+                                             for i in range(words))[scan])]
         dies = []
         for i in range(n):
             die = Die(p, i)
@@ -85,6 +106,8 @@ class NandEmulator(wiring.Component):
                 die.din.eq(bus.din & sel), die.dout.eq(bus.dout & sel),
                 die.byte.eq(bus.byte), die.wp.eq(bus.wp), die.cfg.eq(self.cfg),
             ]
+            if words:
+                m.d.comb += die.page_types_w.eq(write)
             dies.append(die)
 
         lows = Cat(die.rb_low for die in dies)

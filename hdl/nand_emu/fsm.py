@@ -12,9 +12,9 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .counters import inc_bits
-from .layouts import config_layout
+from .layouts import config_layout, page_type_words, page_type_write_layout
 from .onfi_rom import id_bytes, parameter_page
-from .params import BusyTime, EmuCounter, EmuParams, Storage
+from .params import PAGE_TYPE_WORD, BusyTime, EmuCounter, EmuParams, Storage
 from .timing import BusyTimer, JitterLfsr
 
 __all__ = ["Die", "Opcode", "OutMode", "Phase", "Op"]
@@ -100,6 +100,11 @@ class Die(wiring.Component):
         WP# (1 = not protected).
     cfg : In(config_layout)
         Run-time configuration.
+    page_types_w : In(page_type_write_layout)
+        (Only with a page-type RAM, see :func:`~.layouts.page_type_words`.) Written into the
+        die's copy of the page-type map every cycle; :class:`~.emulator.NandEmulator` copies
+        ``cfg.page_types`` into it word by word, round robin. The die ignores
+        ``cfg.page_types`` then.
     rb_low : Out(1)
         The die pulls R/B# low (registered, glitch-free).
     data_out : Out(8)
@@ -121,10 +126,13 @@ class Die(wiring.Component):
                              f"not {index!r}")
         self.params = params
         self.index = index
+        ram = {"page_types_w": In(page_type_write_layout(params))} \
+            if page_type_words(params) else {}
         super().__init__({
             "cmd": In(1), "addr": In(1), "din": In(1), "dout": In(1), "byte": In(8),
             "wp": In(1, init=1),
             "cfg": In(config_layout(params)),
+            **ram,
             "rb_low": Out(1), "data_out": Out(8), "data_out_en": Out(1), "status": Out(8),
             "inc": Out(data.ArrayLayout(inc_bits(params), len(EmuCounter))),
         })
@@ -358,6 +366,38 @@ class Die(wiring.Component):
                 m.d.comb += self.data_out.eq(
                     Mux((feat_addr == 0x01) & (col < 4), features[col[:2]], 0))
 
+        # ---- Page types -----------------------------------------------------------------------
+        # The type of the page of `row_reg` (a register): entry `page % page_type_slots` of the
+        # map, ready one cycle after `row_reg` changed. A map of a few entries is read from the
+        # configuration (a register, so the entry is registered here); a longer one from the
+        # die's page-type RAM (a synchronous read port addressed by the register, the entry
+        # picked from the word with the low bits registered alongside). Both callers leave
+        # their row alone for longer than that before the type is used: a confirm comes two
+        # cycles or more after the last address cycle, and `op_row` is loaded with the
+        # operation, at least three cycles before the busy period that needs its type.
+        type_bits = (p.page_type_slots - 1).bit_length()
+        words = page_type_words(p)
+        if words:
+            m.submodules.page_types = ptypes = Memory(
+                shape=data.ArrayLayout(2, PAGE_TYPE_WORD), depth=words, init=[])
+            pt_wr = ptypes.write_port()
+            m.d.comb += [pt_wr.addr.eq(self.page_types_w.addr),
+                         pt_wr.data.eq(self.page_types_w.data), pt_wr.en.eq(1)]
+        word_bits = (PAGE_TYPE_WORD - 1).bit_length()
+
+        def page_type_of(row_reg, name):
+            entry = Signal(max(type_bits, 1), name=f"{name}_entry")
+            m.d.comb += entry.eq(page_of(row_reg))  # the page number modulo the map's size
+            if not words:
+                ptype = Signal(2, name=f"{name}_ptype")
+                m.d.sync += ptype.eq(cfg.page_types[entry] if type_bits else cfg.page_types[0])
+                return ptype
+            port = ptypes.read_port()
+            low = Signal(word_bits, name=f"{name}_ptype_low")
+            m.d.comb += port.addr.eq(entry[word_bits:])
+            m.d.sync += low.eq(entry[:word_bits])
+            return port.data[low]
+
         # ---- Timing engine --------------------------------------------------------------------
 
         req = Signal()  # start an operation's busy period (after tWB)
@@ -389,10 +429,8 @@ class Die(wiring.Component):
         m.d.sync += [prep1.eq(~changed), prep.eq(prep1 & ~changed)]
         load_ticks, load_zero = busy_ticks(op_time, "load")
         # The background array program of a cache program (its page type from `op_row`).
-        type_bits = (p.page_type_slots - 1).bit_length()
         array_time = Signal(BusyTime)
-        m.d.sync += array_time.eq(
-            BusyTime.PROG0 + cfg.page_types[op_row[:type_bits] if type_bits else 0])
+        m.d.comb += array_time.eq(BusyTime.PROG0 + page_type_of(op_row, "array"))
         array_ticks, array_zero = busy_ticks(array_time, "array")
         needs_copy = Const(0)
         if p.storage == Storage.ARRAY:
@@ -490,8 +528,7 @@ class Die(wiring.Component):
             count(EmuCounter.ILLEGAL)
 
         prog_time = Signal(BusyTime)
-        ptype = cfg.page_types[row[:type_bits]] if type_bits else cfg.page_types[0]
-        m.d.comb += prog_time.eq(BusyTime.PROG0 + ptype)
+        m.d.comb += prog_time.eq(BusyTime.PROG0 + page_type_of(row, "prog"))
 
         # Rule evaluation of the row being confirmed (program or erase).
         prog_ok = Signal()

@@ -6,11 +6,11 @@ host: ``layout.const({...}).as_value().value`` packs a record, ``layout.from_bit
 
 from amaranth.lib import data
 
-from .params import BusyTime, EmuConfig, EmuCounter, EmuParams, TrafficConfig
+from .params import PAGE_TYPE_WORD, BusyTime, EmuConfig, EmuCounter, EmuParams, TrafficConfig
 
 __all__ = [
     "config_layout", "config_const", "read_request_layout", "traffic_layout", "traffic_const",
-    "traffic_status_layout", "bad_block_layout",
+    "traffic_status_layout", "bad_block_layout", "page_type_words", "page_type_write_layout",
 ]
 
 
@@ -23,6 +23,26 @@ def bad_block_layout(params):
     """One entry of the bad-block list."""
     _check(params)
     return data.StructLayout({"valid": 1, "block": params.block_bits})
+
+
+def page_type_words(params):
+    """Words of the dies' page-type RAM (:data:`PAGE_TYPE_WORD` map entries each); 0 when the
+    map is small enough to be read straight from the configuration."""
+    _check(params)
+    if params.page_type_slots <= PAGE_TYPE_WORD:
+        return 0
+    return params.page_type_slots // PAGE_TYPE_WORD
+
+
+def page_type_write_layout(params):
+    """One write of the dies' page-type RAM: word ``addr`` gets ``data`` (map entries
+    ``addr * PAGE_TYPE_WORD …`` of the configuration, 2 bits each)."""
+    words = page_type_words(params)
+    if not words:
+        raise ValueError(f"an emulator with {params.page_type_slots} page-type slots has no "
+                         f"page-type RAM")
+    return data.StructLayout({"addr": range(words),
+                              "data": data.ArrayLayout(2, PAGE_TYPE_WORD)})
 
 
 def config_layout(params):

@@ -11,11 +11,15 @@ from amaranth.lib import enum
 
 __all__ = [
     "BusyTime", "EmuCounter", "Storage", "EmuParams", "EmuConfig", "TrafficConfig",
-    "pattern_byte", "PAGE_TYPES", "LEAN", "SMALL_GEOMETRY", "standard_builds",
+    "pattern_byte", "PAGE_TYPES", "PAGE_TYPE_WORD", "LEAN", "SMALL_GEOMETRY", "standard_builds",
 ]
 
 #: Page types of the tPROG map: index into the four ``PROG*`` busy times.
 PAGE_TYPES = ("lower", "upper", "extra", "fast")
+
+#: Entries of the page-type map per word of the dies' page-type RAM (32 bits). A map of at most
+#: this many entries is read straight from the configuration.
+PAGE_TYPE_WORD = 16
 
 
 class Storage(enum.IntEnum, shape=1):
@@ -108,8 +112,10 @@ class EmuParams:
     bad_block_slots : int
         Entries of the run-time bad-block list (0 … 32).
     page_type_slots : int
-        Entries of the run-time page-type map (power of two, 1 … 64): the type of page ``p`` is
-        ``map[p % page_type_slots]``.
+        Entries of the run-time page-type map (power of two, 1 … 1024): the type of page ``p``
+        (its page number in the block) is ``map[p % page_type_slots]``, so with
+        ``page_type_slots >= pages_per_block`` every page of a block has its own entry. A map
+        of more than :data:`PAGE_TYPE_WORD` entries is read by the dies from a small RAM.
     maker, model : str
         Parameter-page manufacturer (12 characters at most) and model (20 at most).
     maker_id, device_id : int
@@ -135,7 +141,7 @@ class EmuParams:
     prescaler_bits: int = 16
     counter_bits: int = 48
     bad_block_slots: int = 4
-    page_type_slots: int = 16
+    page_type_slots: int = 64
     maker: str = "RBSCOPE"
     model: str = "NAND-EMU"
     maker_id: int = 0xEE
@@ -172,7 +178,7 @@ class EmuParams:
         check("prescaler_bits", 1, 24)
         check("counter_bits", 32, 64)
         check("bad_block_slots", 0, 32)
-        check("page_type_slots", 1, 64, pow2=True)
+        check("page_type_slots", 1, 1024, pow2=True)
         check("maker_id", 0, 255)
         check("device_id", 0, 255)
         check("bits_per_cell", 1, 8)

@@ -64,6 +64,11 @@ _BUSY = {"erase": "BERS", "cache_busy": "CBSY", "plane_busy": "DBSY",
          "read_cache_busy": "RCBSY", "reset": "RST", "feature": "FEAT"}
 
 
+#: Pages per block (and page-type map entries) of the largest emulated block the simulated
+#: device takes (a map of 1024 entries would not fit the link's 64 EMU_CFG registers).
+_MAX_PAGES = 512
+
+
 def _pow2_at_least(n):
     return 1 << max(0, (n - 1).bit_length())
 
@@ -96,10 +101,9 @@ def _check(drive):
         raise RefSSDError(f"{where} emulates at most 8 dies, not {drive.dies}")
     if drive.planes_per_die not in (1, 2, 4):
         raise RefSSDError(f"{where} needs 1, 2 or 4 planes, not {drive.planes_per_die}")
-    if drive.cell != "slc" and drive.pages_per_block > 64:
-        raise RefSSDError(f"{where}: the emulator's page-type map holds 64 pages; a "
-                          f"{drive.cell.upper()} block of {drive.pages_per_block} pages would "
-                          f"get some tPROG wrong (use pages_per_block <= 64)")
+    if drive.pages_per_block > _MAX_PAGES:
+        raise RefSSDError(f"{where}: an emulated block holds at most {_MAX_PAGES} pages (and "
+                          f"its page-type map as many), not {drive.pages_per_block}")
     if drive.slc_cache:
         raise RefSSDError(f"{where} cannot emulate an SLC cache (tPROG by block)")
 
@@ -111,6 +115,11 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
     block rounded up to powers of two (the FTL uses the first ones; timing-only storage, no
     jitter), a tick of ``cycles_per_us`` cycles (1 µs), and the busy times of ``drive``'s
     timing (use :func:`rtl_drive` first: a range becomes its lower end here).
+
+    The page-type map has one entry per page of the emulated block (``page_type_slots`` =
+    ``pages_per_block``), so page ``p`` of a block gets the drive's type of page ``p`` whatever
+    the drive's pages per block (a 96-page TLC block uses the first 96 entries of a 128-entry
+    map; the rest, pages the FTL never programs, repeat the last type).
     """
     from rbscope.gateware.nand_emu import EmuConfig, EmuParams
 
@@ -123,7 +132,7 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
                     pages_per_block=pages,
                     blocks_per_plane=_pow2_at_least(drive.blocks_per_plane),
                     planes=drive.planes_per_die, storage=0, jitter_bits=0, bad_block_slots=0,
-                    page_type_slots=min(64, pages), bits_per_cell=CELL_BITS[drive.cell])
+                    page_type_slots=pages, bits_per_cell=CELL_BITS[drive.cell])
     t = drive.timing
 
     def ticks(key):
@@ -137,7 +146,7 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
     page_map = tuple(slot[PageType(int(x))] for x in types)
     page_map += (page_map[-1],) * (emu.page_type_slots - len(page_map))  # pages never used
     config = EmuConfig(prescaler=cycles_per_us, t_wb=3, times=times,
-                       page_types=page_map[:emu.page_type_slots]).validate(emu)
+                       page_types=page_map).validate(emu)
     return emu, config
 
 
