@@ -10,7 +10,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import mailbox_layout, window_layout
-from .params import Counter, EventKind, SnifferParams
+from .params import Counter, SnifferParams
 
 __all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "first_window"]
 
@@ -40,6 +40,9 @@ class TimeBase(wiring.Component):
         Ticks since reset.
     ticks : Out(copies)
         Copies of ``tick``, each from its own flip-flops, to split its fan-out.
+    stamps : Out(copies * stamp_bits)
+        Copies of the low ``stamp_bits`` bits of ``timestamp`` (copy ``k`` in bits
+        ``k * stamp_bits …``), each a counter of its own enabled by its ``ticks`` copy.
     """
 
     def __init__(self, params, copies=1):
@@ -50,6 +53,7 @@ class TimeBase(wiring.Component):
             "tick": Out(1),
             "timestamp": Out(params.timestamp_bits),
             "ticks": Out(copies),
+            "stamps": Out(copies * params.stamp_bits),
         })
 
     def elaborate(self, platform):
@@ -74,6 +78,12 @@ class TimeBase(wiring.Component):
             first_k = Signal(name=f"first_tick_{k}", reset_less=True)
             m.d.sync += [ahead_k.eq(due), first_k.eq(first & (self.prescaler <= 1))]
             m.d.comb += self.ticks[k].eq(ahead_k | first_k)
+            # The timestamp's low bits, counted again beside each tick copy (same reset, same
+            # enable: always equal to them) so that no net of the time base reaches every channel.
+            stamp_k = Signal(p.stamp_bits, name=f"stamp_{k}")
+            with m.If(self.ticks[k]):
+                m.d.sync += stamp_k.eq(stamp_k + 1)
+            m.d.comb += self.stamps.word_select(k, p.stamp_bits).eq(stamp_k)
         # The timestamp and its successor are both kept, so the tick only selects between two
         # registers and no long carry chain hangs off it.
         successor = Signal(p.timestamp_bits, init=1)
@@ -83,7 +93,14 @@ class TimeBase(wiring.Component):
 
 
 class FrontEnd(wiring.Component):
-    """Measure the low pulses of one synchronised R/B# line and post them to a mailbox.
+    """Watch the low pulses of one synchronised R/B# line and post their ends to a mailbox.
+
+    The front end keeps no width counter: it times a pulse with the low ``stamp_bits`` bits of
+    the timestamp. The shared pipeline records each pulse's start in a RAM at its first visit
+    (``take_fall``, from :attr:`age`) and forms the width of a pulse that ends later from the
+    time stamp its mailbox holds; a pulse that begins and ends between two visits is measured
+    here, by its age. Saturation (overlong pulses) is the pipeline's too. Exact semantics:
+    ``docs/architecture.md``, "Channel front end".
 
     Parameters
     ----------
@@ -97,6 +114,8 @@ class FrontEnd(wiring.Component):
         Channel enable; a disabled channel looks ready and is disarmed.
     tick : In(1)
         Time base strobe.
+    stamp : In(stamp_bits)
+        The low bits of the timestamp (a copy from :class:`TimeBase`).
     glitch_last : In(glitch_bits)
         ``glitch_ticks - 1`` (modulo ``2**glitch_bits``): an observed pulse shorter than
         ``glitch_ticks`` is a glitch and only increments the side count. (Derived once for all
@@ -104,17 +123,26 @@ class FrontEnd(wiring.Component):
     glitch_any : In(1)
         ``glitch_ticks != 0``.
     take_event : In(1)
-        The pipeline takes the mailbox's event this cycle.
+        The pipeline takes the mailbox's pulse end this cycle.
     take_side : In(1)
         The pipeline takes the mailbox's side counts (``lost``, ``glitches``) this cycle.
+    take_fall : In(1)
+        The pipeline records the start of the pulse in progress this cycle (from :attr:`age`);
+        only while :attr:`fall_req`.
     mailbox : Out(mailbox_layout)
-        The pending event (``valid``, ``kind``, ``width``) and the side counts. Glitches never
-        occupy the event slot, so ringing after a pulse cannot cost the next pulse.
+        The pending pulse end (``valid``, ``partial``, ``rec``, ``stamp``) and the side counts.
+        Glitches never occupy the event slot, so ringing after a pulse cannot cost the next pulse.
     low : Out(1)
         The channel is enabled and busy (for quiescence detection).
+    age : Out(stamp_bits)
+        Ticks since the pulse in progress started (modulo ``2**stamp_bits``).
+    fall_req : Out(1)
+        A pulse is in progress whose start the pipeline has not recorded.
+    run_rec : Out(1)
+        A pulse is in progress whose start the pipeline has recorded (it checks saturation).
     tag : In(tag_bits)
         Only with ``tag_bits > 0``: the opcode class a bus tap latched for this channel. It is
-        sampled on the first low cycle of a pulse and rides with the pulse's events
+        sampled on the first low cycle of a pulse and rides with the pulse's end
         (``mailbox.tag``).
     """
 
@@ -124,12 +152,17 @@ class FrontEnd(wiring.Component):
             "lvl": In(1, init=1),
             "enable": In(1),
             "tick": In(1),
+            "stamp": In(params.stamp_bits),
             "glitch_last": In(params.glitch_bits),
             "glitch_any": In(1),
             "take_event": In(1),
             "take_side": In(1),
+            "take_fall": In(1),
             "mailbox": Out(mailbox_layout(params)),
             "low": Out(1),
+            "age": Out(params.stamp_bits),
+            "fall_req": Out(1),
+            "run_rec": Out(1),
         }
         if params.tag_bits:
             members["tag"] = In(params.tag_bits)
@@ -140,14 +173,7 @@ class FrontEnd(wiring.Component):
         p = self.params
         armed = Signal()
         low_prev = Signal()
-        saturated = Signal()
-        count = Signal(p.width_bits)
-        count_zero = Signal(init=1)  # count == 0, kept as a flag (cheaper than a wide OR)
-
-        emit = Signal()
-        emit_kind = Signal(EventKind)
-        emit_width = Signal(p.width_bits)
-        glitch_inc = Signal()
+        recorded = Signal()  # the pulse in progress has its start in the pipeline's RAM
 
         m.d.comb += self.low.eq(self.enable & ~self.lvl)
         m.d.sync += [
@@ -155,51 +181,50 @@ class FrontEnd(wiring.Component):
             armed.eq(self.enable & (armed | self.lvl)),
         ]
 
-        # `short`: the pulse so far is shorter than glitch_ticks (count < G). It is kept as a flag,
-        # which is cheaper than comparing the whole count in every channel: it starts as G != 0
-        # and falls at the tick that makes the count G (count == G - 1 before it; only the low
-        # glitch_bits bits need comparing, as the count passes G - 1 before it reaches
-        # 2**glitch_bits). A saturated pulse never asks.
+        # The age counts ticks while low and is 0 while not, so on the first low cycle of a
+        # pulse it is 0 and on cycle t of it, ts(t) - ts(start): the pulse's width so far. It
+        # wraps; the pipeline reads it within two rotations of the start, far below 2**bits.
+        age = self.age
+        with m.If(self.low):
+            m.d.sync += age.eq(age + self.tick)
+        with m.Else():
+            m.d.sync += age.eq(0)
+        with m.If(~self.low):
+            m.d.sync += recorded.eq(0)
+        with m.Elif(self.take_fall):
+            m.d.sync += recorded.eq(1)
+        m.d.comb += [
+            self.fall_req.eq(self.low & ~recorded),
+            self.run_rec.eq(self.low & recorded),
+        ]
+
+        # `short`: the pulse so far is shorter than glitch_ticks (age < G). It is kept as a flag:
+        # it starts as G != 0 and falls at the tick that makes the age G (age == G - 1 before it;
+        # only the low glitch_bits bits need comparing, as the age passes G - 1 before it
+        # reaches 2**glitch_bits). Once fallen it stays so for the rest of the pulse.
         gb = p.glitch_bits
         short = Signal()
         with m.If(self.low):
-            with m.If(self.tick & (count[:gb] == self.glitch_last)):
+            with m.If(self.tick & (age[:gb] == self.glitch_last)):
                 m.d.sync += short.eq(0)
         with m.Else():
             m.d.sync += short.eq(self.glitch_any)
 
-        with m.If(self.low):
-            with m.If(self.tick):
-                with m.If(count == p.max_width - 1):
-                    # The width reaches MAX: report it now, so a stuck line shows at once, and
-                    # keep counting from zero so the busy time stays exact.
-                    m.d.comb += [
-                        emit.eq(1),
-                        emit_kind.eq(Mux(saturated, EventKind.BUSY, EventKind.OVERLONG)),
-                        emit_width.eq(p.max_width),
-                    ]
-                    m.d.sync += [count.eq(0), count_zero.eq(1), saturated.eq(1)]
-                with m.Else():
-                    m.d.sync += [count.eq(count + 1), count_zero.eq(0)]
-        with m.Elif(low_prev):
-            m.d.comb += emit_width.eq(count)
-            with m.If(saturated):
-                m.d.comb += [emit.eq(~count_zero), emit_kind.eq(EventKind.BUSY)]
-            with m.Elif(armed & self.enable):
-                with m.If(short):
-                    m.d.comb += glitch_inc.eq(1)
-                with m.Else():
-                    m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.END)]
-            with m.Else():
-                m.d.comb += [emit.eq(1), emit_kind.eq(EventKind.PARTIAL)]
-            m.d.sync += [count.eq(0), count_zero.eq(1), saturated.eq(0)]
+        ends = low_prev & ~self.low
+        complete = armed & self.enable
+        emit = Signal()
+        glitch_inc = Signal()
+        m.d.comb += [
+            glitch_inc.eq(ends & complete & short),
+            emit.eq(ends & ~(complete & short)),
+        ]
 
         box = self.mailbox
-        # The event's kind and width need no reset (only `valid` says whether they mean
-        # anything): fewer flip-flops on the reset net.
-        box_kind = Signal(EventKind, reset_less=True)
-        box_width = Signal(p.width_bits, reset_less=True)
-        m.d.comb += [box.kind.eq(box_kind), box.width.eq(box_width)]
+        # Only `valid` says whether the rest means anything: the rest needs no reset.
+        box_partial = Signal(reset_less=True)
+        box_rec = Signal(reset_less=True)
+        box_stamp = Signal(p.stamp_bits, reset_less=True)
+        m.d.comb += [box.partial.eq(box_partial), box.rec.eq(box_rec), box.stamp.eq(box_stamp)]
         if p.tag_bits:
             pulse_tag = Signal(p.tag_bits, reset_less=True)
             box_tag = Signal(p.tag_bits, reset_less=True)
@@ -209,7 +234,13 @@ class FrontEnd(wiring.Component):
         lost_inc = Signal()
         with m.If(emit):
             with m.If(~box.valid | self.take_event):
-                m.d.sync += [box.valid.eq(1), box_kind.eq(emit_kind), box_width.eq(emit_width)]
+                m.d.sync += [
+                    box.valid.eq(1),
+                    box_partial.eq(~complete),
+                    box_rec.eq(recorded),
+                    # A recorded pulse's end time; an unrecorded one's width.
+                    box_stamp.eq(Mux(recorded, self.stamp, age)),
+                ]
                 if p.tag_bits:
                     m.d.sync += box_tag.eq(pulse_tag)
             with m.Else():

@@ -176,9 +176,10 @@ class RBSniffer(wiring.Component):
         # registered (cycle c0), then the groups are merged (c1). The token is a flip-flop per
         # channel, so nothing shared fans out to every channel.
         tb = p.tag_bits
+        kb = p.stamp_bits
         offer = data.StructLayout({
-            "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
-            "tag": tb,
+            "event": 1, "side": 1, "fall": 1, "run": 1, "partial": 1, "rec": 1,
+            "stamp": kb, "age": kb, "lost": lb, "glitches": lb, "tag": tb,
         })
         # What every front end's glitch flag needs of glitch_ticks, derived once (registered;
         # reset-less, so it is valid from the first cycle after reset).
@@ -194,10 +195,12 @@ class RBSniffer(wiring.Component):
             for i in range(g, min(g + SCAN_GROUP, n)):
                 fe = FrontEnd(p)
                 m.submodules[f"front_end_{i}"] = fe
+                copy = i // TICK_GROUP
                 m.d.comb += [
                     fe.lvl.eq(lvl[i]),
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
-                    fe.tick.eq(timebase.ticks[i // TICK_GROUP]),
+                    fe.tick.eq(timebase.ticks[copy]),
+                    fe.stamp.eq(timebase.stamps.word_select(copy, kb)),
                     fe.glitch_last.eq(glitch_last),
                     fe.glitch_any.eq(glitch_any),
                 ]
@@ -219,13 +222,21 @@ class RBSniffer(wiring.Component):
                 mine = token[i] & ~phase
                 take_side = mine & side_any & (side_urgent | ~box.valid)
                 take_event = mine & box.valid & ~take_side
-                m.d.comb += [fe.take_event.eq(take_event), fe.take_side.eq(take_side)]
+                # A pulse's start is recorded unless an older pulse end stays in the mailbox
+                # (that end may still need the RAM word the start would overwrite).
+                take_fall = mine & fe.fall_req & ~(box.valid & take_side)
+                m.d.comb += [fe.take_event.eq(take_event), fe.take_side.eq(take_side),
+                             fe.take_fall.eq(take_fall)]
                 item = Signal(offer, name=f"offer_{i}")
                 m.d.comb += [
                     item.event.eq(take_event),
                     item.side.eq(take_side),
-                    item.kind.eq(Mux(take_event, box.kind, 0)),
-                    item.width.eq(Mux(take_event, box.width, 0)),
+                    item.fall.eq(take_fall),
+                    item.run.eq(mine & fe.run_rec),
+                    item.partial.eq(take_event & box.partial),
+                    item.rec.eq(take_event & box.rec),
+                    item.stamp.eq(Mux(take_event, box.stamp, 0)),
+                    item.age.eq(Mux(take_fall, fe.age, 0)),
                     item.lost.eq(Mux(take_side, box.lost, 0)),
                     item.glitches.eq(Mux(take_side, box.glitches, 0)),
                 ]
@@ -263,21 +274,106 @@ class RBSniffer(wiring.Component):
             self.status.clear_busy.eq(clear_pending | scrubbing),
         ]
 
-        # The channel index follows the token two cycles late (c2).
+        # The channel index follows the token: scan is the slot's channel at its c0; copies
+        # delayed by 1 … 4 cycles follow it down the pipeline.
         scan = Signal(range(n + 1), reset_less=True)
-        scan_c1 = Signal(range(n + 1), reset_less=True)
-        scan_c2 = Signal(range(n + 1), reset_less=True)
         with m.If(phase):
             m.d.sync += scan.eq(Mux(scan == n, 0, scan + 1))
-        m.d.sync += [scan_c1.eq(scan), scan_c2.eq(scan_c1)]
+        scan_d = [scan]
+        for k in range(1, 5):
+            d = Signal(range(n + 1), name=f"scan_c{k}", reset_less=True)
+            m.d.sync += d.eq(scan_d[-1])
+            scan_d.append(d)
 
-        # ---- c1: merge the groups -------------------------------------------------------------
+        # ---- c1: merge the groups; the channel's start word arrives ---------------------------
+        # The start RAM holds, per channel, the (wide_bits-bit) timestamp at which the pulse in
+        # progress, or the last one recorded, started (advanced by MAX at each saturation) and
+        # whether it has saturated. It is read at the slot's c0 and written at its c3, so a
+        # channel's next read (a rotation later, at least two slots) sees the write.
 
+        wide = p.wide_bits
+        mx = p.max_width
+        start_word = data.StructLayout({"start": wide, "sat": 1})
+        m.submodules.starts = starts = Memory(shape=start_word, depth=n, init=[])
+        st_rd = starts.read_port(transparent_for=())
+        st_wr = starts.write_port()
+        m.d.comb += st_rd.addr.eq(scan)
+        st_q = Signal(start_word, reset_less=True)
+        ts_c0 = Signal(wide, reset_less=True)  # the timestamp at the slot's c0
         s0 = Signal(offer, reset_less=True)
-        merged = 0
-        for group in groups:
-            merged = merged | group
-        m.d.sync += s0.eq(merged)
+        with m.If(~phase):
+            m.d.sync += ts_c0.eq(timebase.timestamp[:wide])
+        with m.If(phase):
+            merged = 0
+            for group in groups:
+                merged = merged | group
+            m.d.sync += [s0.eq(merged), st_q.eq(st_rd.data)]
+
+        # ---- c2: differences of times (s0, st_q and ts_c0 are held through c3) -----------------
+
+        # elapsed: ticks from the recorded start to c0 (the running width of a recorded pulse);
+        # back: ticks from a recorded pulse's end to c0 (its stamp's distance, < 2**stamp_bits);
+        # new_start: the start of a pulse whose age is offered.
+        elapsed = Signal(wide, reset_less=True)
+        back = Signal(kb, reset_less=True)
+        new_start = Signal(wide, reset_less=True)
+        m.d.sync += [
+            elapsed.eq(ts_c0 - st_q.start),
+            back.eq(ts_c0[:kb] - s0.stamp),
+            new_start.eq(ts_c0 - s0.age),
+        ]
+
+        # ---- c3: the job, and the start RAM's update -----------------------------------------
+        # `sb` is what the old single-stage front ends offered: an event (kind, width), or side
+        # counts. Its width has wide_bits: a recorded pulse that ended before its saturation
+        # was seen is one job of its whole width (OVERLONG or BUSY, then the rest as BUSY: both
+        # only add busy time), at most 2 * MAX.
+        sb_layout = data.StructLayout({
+            "event": 1, "side": 1, "kind": EventKind, "width": wide, "lost": lb, "glitches": lb,
+            "tag": tb,
+        })
+        sb = Signal(sb_layout, reset_less=True)
+        total = Signal(wide)
+        m.d.comb += total.eq(elapsed - back)
+
+        def at_least_max(value):  # value >= MAX, for a wide_bits value (MAX = 2**W - 1)
+            return value[-1] | value[:-1].all()
+
+        st_we = Signal()
+        st_data = Signal(start_word)
+        m.d.comb += [st_wr.addr.eq(scan_d[3]), st_wr.en.eq(st_we), st_wr.data.eq(st_data)]
+        with m.If(s0.fall):
+            m.d.comb += [st_we.eq(1), st_data.start.eq(new_start), st_data.sat.eq(0)]
+        with m.If(phase):  # c3 of the slot
+            m.d.sync += [
+                sb.event.eq(0), sb.side.eq(s0.side), sb.lost.eq(s0.lost),
+                sb.glitches.eq(s0.glitches), sb.kind.eq(EventKind.END), sb.width.eq(0),
+            ]
+            if tb:
+                m.d.sync += sb.tag.eq(s0.tag)
+            partial_or_end = Mux(s0.partial, EventKind.PARTIAL, EventKind.END)
+            with m.If(s0.event & ~s0.rec):
+                # Began and ended between two visits: the front end measured it.
+                m.d.sync += [sb.event.eq(1), sb.kind.eq(partial_or_end), sb.width.eq(s0.stamp)]
+            with m.Elif(s0.event & st_q.sat):
+                # The end of a saturated pulse: its remaining busy time (none: no event).
+                m.d.sync += [sb.event.eq(total != 0), sb.kind.eq(EventKind.BUSY),
+                             sb.width.eq(total)]
+            with m.Elif(s0.event):
+                m.d.sync += [sb.event.eq(1), sb.width.eq(total),
+                             sb.kind.eq(Mux(at_least_max(total), EventKind.OVERLONG,
+                                            partial_or_end))]
+            with m.Elif(s0.run & ~s0.side & at_least_max(elapsed)):
+                # A pulse in progress has reached MAX ticks: report it, and time the rest of it
+                # from MAX ticks after its start.
+                m.d.sync += [
+                    sb.event.eq(1),
+                    sb.kind.eq(Mux(st_q.sat, EventKind.BUSY, EventKind.OVERLONG)),
+                    sb.width.eq(mx),
+                ]
+                m.d.comb += [st_we.eq(1), st_data.start.eq(st_q.start + mx), st_data.sat.eq(1)]
+        with m.Else():
+            m.d.comb += st_we.eq(0)
 
         # ---- c2 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
 
@@ -292,7 +388,7 @@ class RBSniffer(wiring.Component):
             # Loaded whatever the requester offers; kept once `pending` says it was valid.
             m.d.sync += [pending.eq(self.read_req.valid), pending_req.eq(self.read_req.payload)]
         is_slot = ~phase  # c2 of some slot
-        free = ~s0.event & ~s0.side
+        free = ~sb.event & ~sb.side
         take_read = is_slot & free & pending & ~read_busy & ~self.read_resp.valid
         with m.If(take_read):
             m.d.sync += pending.eq(0)
@@ -300,7 +396,7 @@ class RBSniffer(wiring.Component):
 
         s1_job = Signal(_Job.SHAPE, init=_Job.NONE, reset_less=True)
         s1_channel = Signal(p.channel_bits, reset_less=True)
-        s1_width = Signal(wb, reset_less=True)
+        s1_width = Signal(wide, reset_less=True)
         s1_glitches = Signal(lb, reset_less=True)
         s1_space = Signal(Space, reset_less=True)
         s1_index = Signal(index_bits(p), reset_less=True)
@@ -310,11 +406,11 @@ class RBSniffer(wiring.Component):
         s1_bin = Signal(range(p.hist_bins), reset_less=True)
         s1_tag = Signal(tb, reset_less=True)
         m.submodules.classifier = classifier = Classifier(p)
-        m.d.comb += [classifier.width.eq(s0.width), classifier.windows.eq(self.cfg.windows)]
+        m.d.comb += [classifier.width.eq(sb.width[:wb]), classifier.windows.eq(self.cfg.windows)]
         # The log bin is found beside the window comparisons (its priority chain on the leading
         # one is several LUT levels deep) and registered with them.
         m.submodules.binner = binner = LogBinner(p)
-        m.d.comb += binner.width.eq(s0.width)
+        m.d.comb += binner.width.eq(sb.width[:wb])
 
         # The epoch a job counts in: the bit in force when it is arbitrated, carried with the
         # job to its normalisation and its writes. A flip applies to the job arbitrated with it.
@@ -327,19 +423,19 @@ class RBSniffer(wiring.Component):
 
         with m.If(is_slot):
             m.d.sync += [
-                s1_channel.eq(scan_c2),
+                s1_channel.eq(scan_d[4]),
                 s1_epoch.eq(next_epoch),
                 # Only one of width (events) and lost (side jobs) is non-zero.
-                s1_width.eq(s0.width | s0.lost),
-                s1_glitches.eq(s0.glitches),
+                s1_width.eq(sb.width | sb.lost),
+                s1_glitches.eq(sb.glitches),
                 s1_match.eq(classifier.match),
                 s1_bin.eq(binner.bin),
-                s1_tag.eq(s0.tag),
+                s1_tag.eq(sb.tag),
             ]
-            with m.If(s0.side):
+            with m.If(sb.side):
                 m.d.sync += s1_job.eq(_Job.SIDE)
-            with m.Elif(s0.event):
-                m.d.sync += s1_job.eq(s0.kind)
+            with m.Elif(sb.event):
+                m.d.sync += s1_job.eq(sb.kind)
             with m.Elif(take_read):
                 req = pending_req
                 m.d.sync += [
@@ -389,7 +485,7 @@ class RBSniffer(wiring.Component):
         # J: the job at c4 and c5, loaded at the end of c3.
         job = data.StructLayout({
             "cnt_addr": range(a_depth), "cnt_inc": lb, "cnt_we": 1,
-            "acc_addr": range(a_depth), "acc_add": wb, "acc_we": 1,
+            "acc_addr": range(a_depth), "acc_add": wide, "acc_we": 1,
             "h_addr": range(h_depth), "h_inc": 1, "h_we": 1,
             "read": 1, "space": Space, "bad": 1, "scrub": 1, "epoch": 1, "zero": 1,
         })
@@ -456,7 +552,9 @@ class RBSniffer(wiring.Component):
             self.trace.valid.eq(phase & is_event),
             self.trace.payload.channel.eq(s1_channel),
             self.trace.payload.kind.eq(s1_job),
-            self.trace.payload.width.eq(s1_width),
+            # A whole-width job (an overlong pulse's end seen with its saturation) can exceed MAX:
+            # the record says MAX.
+            self.trace.payload.width.eq(s1_width[:wb] | s1_width[wb:].replicate(wb)),
             self.trace.payload.timestamp.eq(timebase.timestamp),
         ]
         if tb:
@@ -487,7 +585,7 @@ class RBSniffer(wiring.Component):
 
         w_addr = Signal(range(a_depth), reset_less=True)
         w_en = Signal(reset_less=True)
-        w_inc = Signal(wb, reset_less=True)
+        w_inc = Signal(max(wide, lb), reset_less=True)
         w_tag = Signal(reset_less=True)
         q = Signal(cb, reset_less=True)
         # The job whose read data arrives this cycle (J's first word at c5, its second at c6) is
@@ -502,7 +600,7 @@ class RBSniffer(wiring.Component):
         # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
         # only ever gains the carry out of the lower part. The write cycle adds `width_bits`
         # bits and, in parallel, increments the upper part, and the carry picks one of the two.
-        split = wb
+        split = max(wide, lb)
         low_sum = Signal(split + 1)
         m.d.comb += low_sum.eq(q[:split] + w_inc)
         write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
