@@ -85,6 +85,27 @@ def test_timebase_prescaler_lowered_mid_count():
     run_after_reset(dut, bench, 10)
 
 
+def test_timebase_timestamp_carries_between_its_halves():
+    """The timestamp counts in two halves; across the lower half's wrap it still counts by one
+    per tick (the lower half is preset near its end: 2**24 ticks are too many to simulate)."""
+    p = SnifferParams(channels=1)
+    dut = TimeBase(p)
+    lower, upper = dut.timestamp_halves
+    half = len(lower)
+
+    async def bench(ctx):
+        ctx.set(lower, (1 << half) - 3)
+        ctx.set(upper, 5)
+        seen = []
+        for _ in range(6):
+            seen.append(ctx.get(dut.timestamp))
+            await ctx.tick()
+        start = (5 << half) + (1 << half) - 3
+        assert seen == [start + k for k in range(6)]
+
+    run_after_reset(dut, bench, prescaler=1)
+
+
 # ---- FrontEnd ----------------------------------------------------------------------------------
 
 class FrontEndDriver:

