@@ -375,7 +375,7 @@ class RBSniffer(wiring.Component):
         with m.Else():
             m.d.comb += st_we.eq(0)
 
-        # ---- c2 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
+        # ---- c4 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
 
         # A read request is first taken into a register (ready depends on that register only),
         # so that neither direction of the handshake passes combinationally through the
@@ -387,7 +387,7 @@ class RBSniffer(wiring.Component):
         with m.If(~pending):
             # Loaded whatever the requester offers; kept once `pending` says it was valid.
             m.d.sync += [pending.eq(self.read_req.valid), pending_req.eq(self.read_req.payload)]
-        is_slot = ~phase  # c2 of some slot
+        is_slot = ~phase  # c4 of some slot
         free = ~sb.event & ~sb.side
         take_read = is_slot & free & pending & ~read_busy & ~self.read_resp.valid
         with m.If(take_read):
@@ -464,7 +464,7 @@ class RBSniffer(wiring.Component):
                 scrub_ptr.eq(0),
             ]
 
-        # ---- c3 (phase 1): first window, form addresses -----------------------------------
+        # ---- c5 (phase 1): first window, form addresses -----------------------------------
 
         class_index = Signal(p.row_bits)
         by_window = Signal(p.row_bits)
@@ -482,7 +482,7 @@ class RBSniffer(wiring.Component):
         def hist_addr(bin_, channel):
             return Cat(channel[:p.channel_bits], bin_)
 
-        # J: the job at c4 and c5, loaded at the end of c3.
+        # J: the job at c6 and c7, loaded at the end of c5.
         job = data.StructLayout({
             "cnt_addr": range(a_depth), "cnt_inc": lb, "cnt_we": 1,
             "acc_addr": range(a_depth), "acc_add": wide, "acc_we": 1,
@@ -546,7 +546,7 @@ class RBSniffer(wiring.Component):
                         j.h_addr.eq(s1_ptr), j.h_we.eq(s1_ptr < h_depth),
                     ]
 
-        # Trace: one record per front-end event, straight from the c3 registers (the consumer
+        # Trace: one record per front-end event, straight from the c5 registers (the consumer
         # registers what it keeps).
         m.d.comb += [
             self.trace.valid.eq(phase & is_event),
@@ -567,15 +567,15 @@ class RBSniffer(wiring.Component):
                         p.counter_index(Counter.BUSY_TICKS))))),
         ]
 
-        # J2: the job at c6 and c7, loaded from J at the end of c5.
+        # J2: the job at c8 and c9, loaded from J at the end of c7.
         j2 = Signal(job, reset_less=True)
         with m.If(phase):
             m.d.sync += j2.eq(j)
 
         # ---- Counter RAM: {value, tag}; one read and one write per cycle ---------------------
-        # A job reads its first word (count) at c4 and its second (busy time) at c5; each read
+        # A job reads its first word (count) at c6 and its second (busy time) at c7; each read
         # word is normalised and registered (q) the next cycle, and written back plus the
-        # increment the cycle after: counts at c6, busy time at c7. No adder follows a RAM output
+        # increment the cycle after: counts at c8, busy time at c9. No adder follows a RAM output
         # in the same cycle.
 
         counter_word = data.StructLayout({"value": cb, "tag": 1})
@@ -588,7 +588,7 @@ class RBSniffer(wiring.Component):
         w_inc = Signal(max(wide, lb), reset_less=True)
         w_tag = Signal(reset_less=True)
         q = Signal(cb, reset_less=True)
-        # The job whose read data arrives this cycle (J's first word at c5, its second at c6) is
+        # The job whose read data arrives this cycle (J's first word at c7, its second at c8) is
         # the one J held the cycle before: its epoch and zero flag come from flip-flops, so
         # nothing but one LUT level sits between the RAM's (slow) output and q.
         q_epoch = Signal(reset_less=True)
@@ -605,8 +605,8 @@ class RBSniffer(wiring.Component):
         m.d.comb += low_sum.eq(q[:split] + w_inc)
         write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
 
-        # A scrub job reads its word at c4 and writes it at c6; the job before it writes at c4
-        # (count) and c5 (busy time), after the scrub's read. If that was the same word in the
+        # A scrub job reads its word at c6 and writes it at c8; the job before it writes at c6
+        # (count) and c7 (busy time), after the scrub's read. If that was the same word in the
         # same epoch, the scrub's value is stale and that write has scrubbed the word already:
         # the scrub skips its write. (Jobs of one channel are a scanner round apart, so events
         # never meet such a hazard; a read may return a value one job old.)
@@ -614,12 +614,12 @@ class RBSniffer(wiring.Component):
         a_hit_now = w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)
         with m.If(~phase):
             m.d.sync += a_hit.eq(a_hit_now)
-        with m.If(phase):  # load the c6 write: J's count update
+        with m.If(phase):  # load the c8 write: J's count update
             m.d.sync += [
                 w_addr.eq(j.cnt_addr), w_inc.eq(j.cnt_inc), w_tag.eq(j.epoch),
                 w_en.eq(j.cnt_we & ~(j.scrub & (a_hit | a_hit_now))),
             ]
-        with m.Else():  # load the c7 write: J2's busy-time update
+        with m.Else():  # load the c9 write: J2's busy-time update
             m.d.sync += [
                 w_addr.eq(j2.acc_addr), w_inc.eq(j2.acc_add), w_tag.eq(j2.epoch),
                 w_en.eq(j2.acc_we),
@@ -629,9 +629,9 @@ class RBSniffer(wiring.Component):
             a_wr.data.value.eq(write_value), a_wr.data.tag.eq(w_tag),
         ]
 
-        # ---- Histogram RAM: {value, tag}, single port: read at c4, written at c7 -------------
-        # The read data is registered in the RAM wrapper (c5) and normalised at c6; the write at
-        # c7 adds the increment on the way in. The write of the job before lands at c5.
+        # ---- Histogram RAM: {value, tag}, single port: read at c6, written at c9 -------------
+        # The read data is registered in the RAM wrapper (c7) and normalised at c8; the write at
+        # c9 adds the increment on the way in. The write of the job before lands at c7.
 
         hist_word = data.StructLayout({"value": hb, "tag": 1})
         m.submodules.histogram = hist = SinglePortRAM(
@@ -643,9 +643,9 @@ class RBSniffer(wiring.Component):
         hw_tag = Signal(reset_less=True)
         hw_inc = Signal(reset_less=True)
         h_hit = Signal(reset_less=True)
-        with m.If(phase):  # c5: the write of the job before lands now
+        with m.If(phase):  # c7: the write of the job before lands now
             m.d.sync += h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch))
-        with m.Else():  # c6: J2's read data, normalised, for the write at c7
+        with m.Else():  # c8: J2's read data, normalised, for the write at c9
             m.d.sync += [
                 qh.eq(Mux((h_rd.tag == j2.epoch) & ~j2.zero, h_rd.value, 0)),
                 hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch), hw_inc.eq(j2.h_inc),
@@ -658,9 +658,9 @@ class RBSniffer(wiring.Component):
             hist.wdata.eq(Cat((qh + hw_inc)[:hb], hw_tag)),
         ]
 
-        # ---- Read responses (captured at c7) -------------------------------------------------
-        # A counter read reads its word at c4 and again at c5 (both of J's counter-RAM reads
-        # address it); the second read is the one registered in q at c7.
+        # ---- Read responses (captured at c9) -------------------------------------------------
+        # A counter read reads its word at c6 and again at c7 (both of J's counter-RAM reads
+        # address it); the second read is the one registered in q at c9.
 
         with m.If(phase & j2.read):
             m.d.sync += [
@@ -670,7 +670,7 @@ class RBSniffer(wiring.Component):
             ]
         with m.Elif(self.read_resp.ready):
             m.d.sync += self.read_resp.valid.eq(0)
-        # A request is in flight from its acceptance (c2) to its response (end of c7).
+        # A request is in flight from its acceptance (c4) to its response (end of c9).
         with m.If(take_read):
             m.d.sync += read_busy.eq(1)
         with m.Elif(phase & j2.read):
