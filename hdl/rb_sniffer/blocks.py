@@ -5,14 +5,15 @@ Amaranth simulator. :class:`~.sniffer.RBSniffer` joins them around the shared co
 Exact semantics: ``docs/architecture.md``, section "The R/B# sniffer".
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import mailbox_layout, window_layout
 from .params import Counter, SnifferParams
 
-__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "first_window"]
+__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "first_window",
+           "DSP_BOUNDS", "dsp_at_least"]
 
 
 def _check_params(params):
@@ -283,17 +284,75 @@ def first_window(m, match, index, params):
         m.d.comb += index.eq(params.counter_index(Counter.UNCLASSIFIED))
 
 
+#: Window bounds an iCE40UP's DSP blocks can hold and compare: its eight ``SB_MAC16``, one bound
+#: each (the low and high bound of classes 0 … 3).
+DSP_BOUNDS = 8
+
+
+def dsp_at_least(m, name, value, bound, load):
+    """Return a signal that is ``value >= bound`` (unsigned, up to 32 bits), computed by an iCE40
+    ``SB_MAC16`` that holds ``bound`` in its input registers.
+
+    The DSP is a 32-bit subtractor, ``{C, D} - {A, B}``: ``value`` enters combinationally on C
+    and D, the bound is registered in A and B (loaded from ``bound`` on a cycle with ``load``,
+    held otherwise, reset by nothing: it survives a logic reset like the register it mirrors).
+    Its carry out says that no borrow occurred, i.e. ``value >= bound``. The adders' own
+    configuration follows the iCE40 technology library's description of the block.
+    """
+    ge = Signal(name=f"{name}_ge")
+    wide_value = Signal(32, name=f"{name}_value")
+    wide_bound = Signal(32, name=f"{name}_bound")
+    m.d.comb += [wide_value.eq(value), wide_bound.eq(bound)]
+
+    def const(v, bits):
+        return Const(v, bits)
+
+    m.submodules[name] = Instance(
+        "SB_MAC16",
+        p_NEG_TRIGGER=const(0, 1),
+        p_C_REG=const(0, 1), p_A_REG=const(1, 1), p_B_REG=const(1, 1), p_D_REG=const(0, 1),
+        p_TOP_8x8_MULT_REG=const(0, 1), p_BOT_8x8_MULT_REG=const(0, 1),
+        p_PIPELINE_16x16_MULT_REG1=const(0, 1), p_PIPELINE_16x16_MULT_REG2=const(0, 1),
+        # Upper half: C - A with the lower half's carry; lower half: D - B; outputs unused.
+        p_TOPOUTPUT_SELECT=const(0, 2), p_TOPADDSUB_LOWERINPUT=const(0, 2),
+        p_TOPADDSUB_UPPERINPUT=const(1, 1), p_TOPADDSUB_CARRYSELECT=const(2, 2),
+        p_BOTOUTPUT_SELECT=const(0, 2), p_BOTADDSUB_LOWERINPUT=const(0, 2),
+        p_BOTADDSUB_UPPERINPUT=const(1, 1), p_BOTADDSUB_CARRYSELECT=const(0, 2),
+        p_MODE_8x8=const(1, 1), p_A_SIGNED=const(0, 1), p_B_SIGNED=const(0, 1),
+        i_CLK=ClockSignal(), i_CE=const(1, 1),
+        i_C=wide_value[16:], i_D=wide_value[:16], i_A=wide_bound[16:], i_B=wide_bound[:16],
+        i_AHOLD=~load, i_BHOLD=~load, i_CHOLD=const(1, 1), i_DHOLD=const(1, 1),
+        i_IRSTTOP=const(0, 1), i_IRSTBOT=const(0, 1), i_ORSTTOP=const(0, 1),
+        i_ORSTBOT=const(0, 1), i_OLOADTOP=const(0, 1), i_OLOADBOT=const(0, 1),
+        i_ADDSUBTOP=const(1, 1), i_ADDSUBBOT=const(1, 1),
+        i_OHOLDTOP=const(1, 1), i_OHOLDBOT=const(1, 1),
+        i_CI=const(0, 1), i_ACCUMCI=const(0, 1), i_SIGNEXTIN=const(0, 1),
+        o_CO=ge,
+    )
+    return ge
+
+
 class Classifier(wiring.Component):
     """Map a measured width to the index of the counter it increments (combinational).
 
     Parameters
     ----------
     params : SnifferParams
+    dsp_bounds : int
+        How many window bounds (``lo_0, hi_0, lo_1, …``, at most :data:`DSP_BOUNDS`) are held and
+        compared by iCE40UP DSP blocks (:func:`dsp_at_least`) instead of flip-flops and carry
+        chains; 0 (the default) for none. Those bounds are loaded through ``load`` and
+        ``load_data``; their entries of ``windows`` are not used.
 
     Members
     -------
     width : In(width_bits)
     windows : In(ArrayLayout(window_layout, classes))
+    load : In(dsp_bounds)
+        Only with ``dsp_bounds``: bit ``j`` loads ``load_data`` into DSP bound ``j`` (bound
+        ``j`` is class ``j // 2``'s ``lo`` for even ``j``, its ``hi`` for odd ``j``).
+    load_data : In(width_bits)
+        Only with ``dsp_bounds``.
     match : Out(classes)
         Bit ``k``: ``lo_k <= width < hi_k``. (The sniffer registers these and finds the first
         one a cycle later, with :func:`first_window`.)
@@ -302,19 +361,39 @@ class Classifier(wiring.Component):
         are filtered in the front ends and never reach the classifier.)
     """
 
-    def __init__(self, params):
+    def __init__(self, params, dsp_bounds=0):
         self.params = _check_params(params)
-        super().__init__({
+        if not isinstance(dsp_bounds, int) or not 0 <= dsp_bounds <= min(DSP_BOUNDS,
+                                                                         2 * params.classes):
+            raise ValueError(f"dsp_bounds must be an integer from 0 to "
+                             f"{min(DSP_BOUNDS, 2 * params.classes)}, not {dsp_bounds!r}")
+        self.dsp_bounds = dsp_bounds
+        members = {
             "width": In(params.width_bits),
             "windows": In(data.ArrayLayout(window_layout(params), params.classes)),
             "match": Out(params.classes),
             "index": Out(params.row_bits),
-        })
+        }
+        if dsp_bounds:
+            members["load"] = In(dsp_bounds)
+            members["load_data"] = In(params.width_bits)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.match.eq(Cat((w.lo <= self.width) & (self.width < w.hi)
-                                      for w in self.windows))
+        w = self.width
+        matches = []
+        for k, window in enumerate(self.windows):
+            bounds = []
+            for edge, bound in ((0, window.lo), (1, window.hi)):
+                j = 2 * k + edge
+                if j < self.dsp_bounds:
+                    bounds.append(dsp_at_least(m, f"dsp_bound_{j}", w, self.load_data,
+                                               self.load[j]))
+                else:
+                    bounds.append(w >= bound)
+            matches.append(bounds[0] & ~bounds[1])
+        m.d.comb += self.match.eq(Cat(matches))
         first_window(m, self.match, self.index, self.params)
         return m
 

@@ -4,13 +4,21 @@ See ``docs/architecture.md`` ("The R/B# sniffer") for the exact semantics this i
 the reasons for its structure.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .blocks import Classifier, FrontEnd, LogBinner, Quiescence, TimeBase, first_window
+from .blocks import (
+    DSP_BOUNDS,
+    Classifier,
+    FrontEnd,
+    LogBinner,
+    Quiescence,
+    TimeBase,
+    first_window,
+)
 from .layouts import (
     EPOCH_BITS,
     config_layout,
@@ -19,7 +27,7 @@ from .layouts import (
     status_layout,
     trace_layout,
 )
-from .params import READY_LAG, Counter, EventKind, SnifferParams, Space
+from .params import READY_LAG, Counter, EventKind, SnifferConfig, SnifferParams, Space
 from .ram import RAM_KINDS, SinglePortRAM, pick_ram_kind
 
 __all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TICK_GROUP"]
@@ -95,11 +103,25 @@ class RBSniffer(wiring.Component):
     spram_block : callable, optional
         Stand-in for the SPRAM primitive (a simulation model), see
         :class:`~.ram.SinglePortRAM`.
+    dsp_windows : bool
+        Hold and compare the first :data:`~.blocks.DSP_BOUNDS` window bounds (``lo_0, hi_0, …,
+        hi_3``) in iCE40UP DSP blocks (:func:`~.blocks.dsp_at_least`) rather than in
+        flip-flops and carry chains: about 40 logic cells less per bound. Those bounds are then
+        written through ``win_load`` and ``win_data`` (``cfg.windows`` gives only the others),
+        and hold ``boot_windows`` from power-up.
+    boot_windows : sequence of (int, int)
+        With ``dsp_windows``: the windows the DSP bounds hold from power-up (the register
+        file's reset values), loaded in the first cycles after configuration.
 
     Members
     -------
     rb : In(channels)
         The R/B# pins, asynchronous to the clock (1 = ready).
+    win_load : In(dsp_bounds)
+        Only with ``dsp_windows``: bit ``j`` writes ``win_data`` into DSP bound ``j`` (class
+        ``j // 2``'s ``lo`` for even ``j``, its ``hi`` for odd ``j``).
+    win_data : In(width_bits)
+        Only with ``dsp_windows``.
     tag : In(channels * tag_bits)
         Only with ``params.tag_bits > 0``: per channel (``tag_bits`` bits each, channel 0 in the
         low bits), the opcode class a bus tap latched, in the clock domain. Sampled on the first
@@ -112,7 +134,8 @@ class RBSniffer(wiring.Component):
         front-end event as the pipeline classifies it.
     """
 
-    def __init__(self, params, *, hist_ram="auto", spram_block=None):
+    def __init__(self, params, *, hist_ram="auto", spram_block=None, dsp_windows=False,
+                 boot_windows=()):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if hist_ram not in ("auto", *RAM_KINDS):
@@ -121,10 +144,16 @@ class RBSniffer(wiring.Component):
         self.params = params
         self.hist_ram = hist_ram
         self.spram_block = spram_block
+        self.dsp_bounds = min(DSP_BOUNDS, 2 * params.classes) if dsp_windows else 0
+        windows = SnifferConfig(windows=tuple(boot_windows)).validate(params).windows
+        self.boot_bounds = [b for window in windows for b in window][:self.dsp_bounds]
         members = {
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             **SnifferSignature(params).members,
         }
+        if self.dsp_bounds:
+            members["win_load"] = In(self.dsp_bounds)
+            members["win_data"] = In(params.width_bits)
         if params.tag_bits:
             members["tag"] = In(params.channels * params.tag_bits)
         super().__init__(members)
@@ -405,8 +434,24 @@ class RBSniffer(wiring.Component):
         s1_match = Signal(p.classes, reset_less=True)
         s1_bin = Signal(range(p.hist_bins), reset_less=True)
         s1_tag = Signal(tb, reset_less=True)
-        m.submodules.classifier = classifier = Classifier(p)
+        m.submodules.classifier = classifier = Classifier(p, dsp_bounds=self.dsp_bounds)
         m.d.comb += [classifier.width.eq(sb.width[:wb]), classifier.windows.eq(self.cfg.windows)]
+        if self.dsp_bounds:
+            # The DSP bounds take the boot windows, one per cycle after configuration (a
+            # reset-less step counter: a logic reset keeps them, as it keeps the registers),
+            # then whatever the register file writes.
+            nb = self.dsp_bounds
+            boot_step = Signal(range(nb + 1), reset_less=True)
+            booted = Signal()
+            m.d.comb += booted.eq(boot_step == nb)
+            with m.If(~booted):
+                m.d.sync += boot_step.eq(boot_step + 1)
+            # (Only read while boot_step < nb.)
+            boot_value = Array(Const(b, wb) for b in self.boot_bounds)[boot_step]
+            m.d.comb += [
+                classifier.load.eq(Mux(booted, self.win_load, Const(1, nb) << boot_step)),
+                classifier.load_data.eq(Mux(booted, self.win_data, boot_value)),
+            ]
         # The log bin is found beside the window comparisons (its priority chain on the leading
         # one is several LUT levels deep) and registered with them.
         m.submodules.binner = binner = LogBinner(p)
