@@ -65,7 +65,7 @@ class _RoundRobinWindows(wiring.Component):
     def __init__(self, params, boot_windows, rewrite):
         self.params = params
         self.rewrite = rewrite
-        self.inner = RBSniffer(params, dsp_windows=True, boot_windows=boot_windows)
+        self.inner = RBSniffer(params, dsp_bounds=7, boot_windows=boot_windows)
         members = dict(self.inner.signature.members)
         del members["win_load"], members["win_data"]
         super().__init__(members)
@@ -101,8 +101,8 @@ def _edges(ch):
 
 @pytest.mark.parametrize("rewrite", [True, False], ids=["written", "boot"])
 def test_gate_level_sniffer_dsp_windows(rewrite, cocotb_build_dir):
-    """The sniffer's iCE40 netlist with the bounds of four classes in SB_MAC16 blocks (the cell
-    models' DSP) classifies pulses one tick either side of each bound as the reference model
+    """The sniffer's iCE40 netlist with seven window bounds in SB_MAC16 blocks (the cell
+    models' DSP; the eighth DSP is the link's) classifies pulses one tick either side of each bound as the reference model
     does: with the bounds written at run time (the power-up values wrong on purpose), and with
     the power-up values alone."""
     params = SnifferParams(**SNIFFER)

@@ -103,14 +103,15 @@ class RBSniffer(wiring.Component):
     spram_block : callable, optional
         Stand-in for the SPRAM primitive (a simulation model), see
         :class:`~.ram.SinglePortRAM`.
-    dsp_windows : bool
-        Hold and compare the first :data:`~.blocks.DSP_BOUNDS` window bounds (``lo_0, hi_0, …,
-        hi_3``) in iCE40UP DSP blocks (:func:`~.blocks.dsp_at_least`) rather than in
-        flip-flops and carry chains: about 40 logic cells less per bound. Those bounds are then
-        written through ``win_load`` and ``win_data`` (``cfg.windows`` gives only the others),
-        and hold ``boot_windows`` from power-up.
+    dsp_bounds : int
+        How many window bounds, in the order ``lo_0, hi_0, lo_1, …`` (at most
+        :data:`~.blocks.DSP_BOUNDS`, the iCE40UP5K's DSP count), are held and compared in
+        iCE40UP DSP blocks (:func:`~.blocks.dsp_at_least`) rather than in flip-flops and carry
+        chains: about 40 logic cells less per bound. Those bounds are then written through
+        ``win_load`` and ``win_data`` (``cfg.windows`` gives only the others), and hold
+        ``boot_windows`` from power-up. 0 (the default): none.
     boot_windows : sequence of (int, int)
-        With ``dsp_windows``: the windows the DSP bounds hold from power-up (the register
+        With ``dsp_bounds``: the windows the DSP bounds hold from power-up (the register
         file's reset values), loaded in the first cycles after configuration.
 
     Members
@@ -118,10 +119,10 @@ class RBSniffer(wiring.Component):
     rb : In(channels)
         The R/B# pins, asynchronous to the clock (1 = ready).
     win_load : In(dsp_bounds)
-        Only with ``dsp_windows``: bit ``j`` writes ``win_data`` into DSP bound ``j`` (class
+        Only with ``dsp_bounds``: bit ``j`` writes ``win_data`` into DSP bound ``j`` (class
         ``j // 2``'s ``lo`` for even ``j``, its ``hi`` for odd ``j``).
     win_data : In(width_bits)
-        Only with ``dsp_windows``.
+        Only with ``dsp_bounds``.
     tag : In(channels * tag_bits)
         Only with ``params.tag_bits > 0``: per channel (``tag_bits`` bits each, channel 0 in the
         low bits), the opcode class a bus tap latched, in the clock domain. Sampled on the first
@@ -134,7 +135,7 @@ class RBSniffer(wiring.Component):
         front-end event as the pipeline classifies it.
     """
 
-    def __init__(self, params, *, hist_ram="auto", spram_block=None, dsp_windows=False,
+    def __init__(self, params, *, hist_ram="auto", spram_block=None, dsp_bounds=0,
                  boot_windows=()):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
@@ -144,7 +145,11 @@ class RBSniffer(wiring.Component):
         self.params = params
         self.hist_ram = hist_ram
         self.spram_block = spram_block
-        self.dsp_bounds = min(DSP_BOUNDS, 2 * params.classes) if dsp_windows else 0
+        limit = min(DSP_BOUNDS, 2 * params.classes)
+        if not isinstance(dsp_bounds, int) or not 0 <= dsp_bounds <= limit:
+            raise ValueError(f"dsp_bounds must be an integer from 0 to {limit}, "
+                             f"not {dsp_bounds!r}")
+        self.dsp_bounds = dsp_bounds
         windows = SnifferConfig(windows=tuple(boot_windows)).validate(params).windows
         self.boot_bounds = [b for window in windows for b in window][:self.dsp_bounds]
         members = {
