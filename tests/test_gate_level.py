@@ -102,14 +102,14 @@ def _edges(ch):
 @pytest.mark.parametrize("rewrite", [True, False], ids=["written", "boot"])
 def test_gate_level_sniffer_dsp_windows(rewrite, cocotb_build_dir):
     """The sniffer's iCE40 netlist with seven window bounds in SB_MAC16 blocks (the cell
-    models' DSP; the eighth DSP is the link's) classifies pulses one tick either side of each bound as the reference model
-    does: with the bounds written at run time (the power-up values wrong on purpose), and with
-    the power-up values alone."""
+    models' DSP; the eighth DSP is the link's) classifies pulses one tick either side of each
+    bound as the reference model does: with the bounds written at run time (the power-up values
+    wrong on purpose), and with the power-up values alone."""
     params = SnifferParams(**SNIFFER)
     boot = [(0, 0)] * 5 if rewrite else [tuple(w) for w in DSP_WINDOWS]
     netlist = gate_level_verilog(lambda: _RoundRobinWindows(params, boot, rewrite), "rb_sniffer",
                                  cocotb_build_dir / "synth", family="ice40")
-    trains, ends = zip(*(_edges(ch) for ch in range(SNIFFER["channels"])))
+    trains, ends = zip(*(_edges(ch) for ch in range(SNIFFER["channels"])), strict=True)
     result = run_bench(netlist, "rb_sniffer", "sniffer_bench", "icarus", cocotb_build_dir,
                        build_args=("-DNO_ICE40_DEFAULT_ASSIGNMENTS",),
                        params={"params": SNIFFER,

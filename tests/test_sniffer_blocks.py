@@ -269,8 +269,7 @@ def test_front_end_counts_glitches_beside_the_mailbox():
 
     async def bench(ctx):
         dut = d.dut
-        ctx.set(dut.glitch_last, 3 - 1)  # glitch_ticks = 3
-        ctx.set(dut.glitch_any, 1)
+        ctx.set(dut.glitch_ticks, 3)
         await d.step(ctx, 1, n=2)
         await d.step(ctx, 0, n=5)  # a pulse: occupies the mailbox
         for width in (1, 2, 1):  # ringing: glitches below 3 ticks

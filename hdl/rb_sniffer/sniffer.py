@@ -14,10 +14,11 @@ from .blocks import (
     DSP_BOUNDS,
     Classifier,
     FrontEnd,
-    LogBinner,
     Quiescence,
     TimeBase,
     first_window,
+    leading_one_hot,
+    log_bin,
 )
 from .layouts import (
     EPOCH_BITS,
@@ -31,6 +32,13 @@ from .params import READY_LAG, Counter, EventKind, SnifferConfig, SnifferParams,
 from .ram import RAM_KINDS, SinglePortRAM, pick_ram_kind
 
 __all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TICK_GROUP"]
+
+
+def _or_all(values):
+    result = values[0]
+    for value in values[1:]:
+        result = result | value
+    return result
 
 #: Channels whose mailboxes are merged by one first-level OR gate of the scanner.
 SCAN_GROUP = 8
@@ -215,12 +223,13 @@ class RBSniffer(wiring.Component):
             "event": 1, "side": 1, "fall": 1, "run": 1, "partial": 1, "rec": 1,
             "stamp": kb, "age": kb, "lost": lb, "glitches": lb, "tag": tb,
         })
-        # What every front end's glitch flag needs of glitch_ticks, derived once (registered;
+        # glitch_ticks, registered once per group of TICK_GROUP front ends (a short net each;
         # reset-less, so it is valid from the first cycle after reset).
-        glitch_last = Signal(p.glitch_bits, reset_less=True)
-        glitch_any = Signal(reset_less=True)
-        m.d.sync += [glitch_last.eq(self.cfg.glitch_ticks - 1),
-                     glitch_any.eq(self.cfg.glitch_ticks != 0)]
+        glitch_ticks = []
+        for k in range(-(-n // TICK_GROUP)):
+            copy = Signal(p.glitch_bits, name=f"glitch_ticks_{k}", reset_less=True)
+            m.d.sync += copy.eq(self.cfg.glitch_ticks)
+            glitch_ticks.append(copy)
         front_ends = []
         groups = []
         side_half = 1 << (lb - 1)
@@ -235,8 +244,7 @@ class RBSniffer(wiring.Component):
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
                     fe.tick.eq(timebase.ticks[copy]),
                     fe.stamp.eq(timebase.stamps.word_select(copy, kb)),
-                    fe.glitch_last.eq(glitch_last),
-                    fe.glitch_any.eq(glitch_any),
+                    fe.glitch_ticks.eq(glitch_ticks[copy]),
                 ]
                 if tb:
                     m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
@@ -253,7 +261,11 @@ class RBSniffer(wiring.Component):
                     side_any.eq((box.lost != 0) | (box.glitches != 0)),
                     side_urgent.eq((box.lost >= side_half) | (box.glitches >= side_half)),
                 ]
-                mine = token[i] & ~phase
+                # This channel's slot (its token, first cycle): a flip-flop of its own, set the
+                # cycle before from the token's previous position, so that the global phase
+                # does not reach every channel's offer logic.
+                mine = Signal(name=f"mine_{i}", init=(i == 0), reset_less=True)
+                m.d.sync += mine.eq(phase & token[i - 1 if i else n])
                 take_side = mine & side_any & (side_urgent | ~box.valid)
                 take_event = mine & box.valid & ~take_side
                 # A pulse's start is recorded unless an older pulse end stays in the mailbox
@@ -319,43 +331,57 @@ class RBSniffer(wiring.Component):
             m.d.sync += d.eq(scan_d[-1])
             scan_d.append(d)
 
-        # ---- c1: merge the groups; the channel's start word arrives ---------------------------
-        # The start RAM holds, per channel, the (wide_bits-bit) timestamp at which the pulse in
-        # progress, or the last one recorded, started (advanced by MAX at each saturation) and
-        # whether it has saturated. It is read at the slot's c0 and written at its c3, so a
-        # channel's next read (a rotation later, at least two slots) sees the write.
+        # ---- The start RAM ------------------------------------------------------------------
+        # Per channel, the (wide_bits-bit) timestamp at which the pulse in progress, or the last
+        # one recorded, started (advanced by MAX at each saturation), and whether it has
+        # saturated. A slot's word is read in the cycle before its c0 (from the scanner's next
+        # index), registered at c0, and written at c3. A channel's next read comes a rotation
+        # later, at least two slots after the write; with a single channel only one cycle
+        # before it, hence the bypass then.
 
         wide = p.wide_bits
         mx = p.max_width
         start_word = data.StructLayout({"start": wide, "sat": 1})
         m.submodules.starts = starts = Memory(shape=start_word, depth=n, init=[])
-        st_rd = starts.read_port(transparent_for=())
         st_wr = starts.write_port()
-        m.d.comb += st_rd.addr.eq(scan)
+        st_rd = starts.read_port(transparent_for=(st_wr,) if n == 1 else ())
+        m.d.comb += st_rd.addr.eq(Mux(scan == n, 0, scan + 1))
         st_q = Signal(start_word, reset_less=True)
         ts_c0 = Signal(wide, reset_less=True)  # the timestamp at the slot's c0
-        s0 = Signal(offer, reset_less=True)
         with m.If(~phase):
-            m.d.sync += ts_c0.eq(timebase.timestamp[:wide])
-        with m.If(phase):
-            merged = 0
-            for group in groups:
-                merged = merged | group
-            m.d.sync += [s0.eq(merged), st_q.eq(st_rd.data)]
+            m.d.sync += [ts_c0.eq(timebase.timestamp[:wide]), st_q.eq(st_rd.data)]
 
-        # ---- c2: differences of times (s0, st_q and ts_c0 are held through c3) -----------------
-
+        # ---- c1: merge the groups; differences of times ----------------------------------------
         # elapsed: ticks from the recorded start to c0 (the running width of a recorded pulse);
         # back: ticks from a recorded pulse's end to c0 (its stamp's distance, < 2**stamp_bits);
-        # new_start: the start of a pulse whose age is offered.
+        # new_start: the start of a pulse whose age is offered. All are held through c3.
+        s0 = Signal(offer, reset_less=True)
         elapsed = Signal(wide, reset_less=True)
         back = Signal(kb, reset_less=True)
         new_start = Signal(wide, reset_less=True)
-        m.d.sync += [
-            elapsed.eq(ts_c0 - st_q.start),
-            back.eq(ts_c0[:kb] - s0.stamp),
-            new_start.eq(ts_c0 - s0.age),
-        ]
+        start_sat = Signal(reset_less=True)
+        start_next = Signal(wide, reset_less=True)  # the start after a saturation
+        with m.If(phase):
+            merged = Signal(offer)
+            m.d.comb += merged.eq(_or_all(groups))
+            m.d.sync += [
+                s0.eq(merged),
+                elapsed.eq(ts_c0 - st_q.start),
+                back.eq(ts_c0[:kb] - merged.stamp),
+                new_start.eq(ts_c0 - merged.age),
+                start_sat.eq(st_q.sat),
+                start_next.eq(st_q.start + mx),
+            ]
+
+        # ---- c2: the width of a recorded pulse; has the one in progress saturated? -----------
+        total = Signal(wide, reset_less=True)
+        elapsed_max = Signal(reset_less=True)
+
+        def at_least_max(value):  # value >= MAX, for a wide_bits value (MAX = 2**W - 1)
+            return value[-1] | value[:-1].all()
+
+        with m.If(~phase):
+            m.d.sync += [total.eq(elapsed - back), elapsed_max.eq(at_least_max(elapsed))]
 
         # ---- c3: the job, and the start RAM's update -----------------------------------------
         # `sb` is what the old single-stage front ends offered: an event (kind, width), or side
@@ -367,18 +393,12 @@ class RBSniffer(wiring.Component):
             "tag": tb,
         })
         sb = Signal(sb_layout, reset_less=True)
-        total = Signal(wide)
-        m.d.comb += total.eq(elapsed - back)
-
-        def at_least_max(value):  # value >= MAX, for a wide_bits value (MAX = 2**W - 1)
-            return value[-1] | value[:-1].all()
-
         st_we = Signal()
         st_data = Signal(start_word)
         m.d.comb += [st_wr.addr.eq(scan_d[3]), st_wr.en.eq(st_we), st_wr.data.eq(st_data)]
-        with m.If(s0.fall):
-            m.d.comb += [st_we.eq(1), st_data.start.eq(new_start), st_data.sat.eq(0)]
         with m.If(phase):  # c3 of the slot
+            with m.If(s0.fall):
+                m.d.comb += [st_we.eq(1), st_data.start.eq(new_start), st_data.sat.eq(0)]
             m.d.sync += [
                 sb.event.eq(0), sb.side.eq(s0.side), sb.lost.eq(s0.lost),
                 sb.glitches.eq(s0.glitches), sb.kind.eq(EventKind.END), sb.width.eq(0),
@@ -389,7 +409,7 @@ class RBSniffer(wiring.Component):
             with m.If(s0.event & ~s0.rec):
                 # Began and ended between two visits: the front end measured it.
                 m.d.sync += [sb.event.eq(1), sb.kind.eq(partial_or_end), sb.width.eq(s0.stamp)]
-            with m.Elif(s0.event & st_q.sat):
+            with m.Elif(s0.event & start_sat):
                 # The end of a saturated pulse: its remaining busy time (none: no event).
                 m.d.sync += [sb.event.eq(total != 0), sb.kind.eq(EventKind.BUSY),
                              sb.width.eq(total)]
@@ -397,17 +417,15 @@ class RBSniffer(wiring.Component):
                 m.d.sync += [sb.event.eq(1), sb.width.eq(total),
                              sb.kind.eq(Mux(at_least_max(total), EventKind.OVERLONG,
                                             partial_or_end))]
-            with m.Elif(s0.run & ~s0.side & at_least_max(elapsed)):
+            with m.Elif(s0.run & ~s0.side & elapsed_max):
                 # A pulse in progress has reached MAX ticks: report it, and time the rest of it
                 # from MAX ticks after its start.
                 m.d.sync += [
                     sb.event.eq(1),
-                    sb.kind.eq(Mux(st_q.sat, EventKind.BUSY, EventKind.OVERLONG)),
+                    sb.kind.eq(Mux(start_sat, EventKind.BUSY, EventKind.OVERLONG)),
                     sb.width.eq(mx),
                 ]
-                m.d.comb += [st_we.eq(1), st_data.start.eq(st_q.start + mx), st_data.sat.eq(1)]
-        with m.Else():
-            m.d.comb += st_we.eq(0)
+                m.d.comb += [st_we.eq(1), st_data.start.eq(start_next), st_data.sat.eq(1)]
 
         # ---- c4 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
 
@@ -437,7 +455,8 @@ class RBSniffer(wiring.Component):
         s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
         s1_epoch = Signal(reset_less=True)
         s1_match = Signal(p.classes, reset_less=True)
-        s1_bin = Signal(range(p.hist_bins), reset_less=True)
+        # The width's highest one (one-hot, from bit hist_sub_bits), for its log-bin.
+        s1_lead = Signal(wb - p.hist_sub_bits, reset_less=True)
         s1_tag = Signal(tb, reset_less=True)
         m.submodules.classifier = classifier = Classifier(p, dsp_bounds=self.dsp_bounds)
         m.d.comb += [classifier.width.eq(sb.width[:wb]), classifier.windows.eq(self.cfg.windows)]
@@ -459,8 +478,9 @@ class RBSniffer(wiring.Component):
             ]
         # The log bin is found beside the window comparisons (its priority chain on the leading
         # one is several LUT levels deep) and registered with them.
-        m.submodules.binner = binner = LogBinner(p)
-        m.d.comb += binner.width.eq(sb.width[:wb])
+        # The log-bin is found in two steps: the leading one here (a balanced tree), beside the
+        # window comparisons, and the bin from it at c5 (a fixed slice per octave).
+        lead = leading_one_hot(sb.width[:wb], p.hist_sub_bits)
 
         # The epoch a job counts in: the bit in force when it is arbitrated, carried with the
         # job to its normalisation and its writes. A flip applies to the job arbitrated with it.
@@ -479,7 +499,7 @@ class RBSniffer(wiring.Component):
                 s1_width.eq(sb.width | sb.lost),
                 s1_glitches.eq(sb.glitches),
                 s1_match.eq(classifier.match),
-                s1_bin.eq(binner.bin),
+                s1_lead.eq(lead),
                 s1_tag.eq(sb.tag),
             ]
             with m.If(sb.side):
@@ -541,6 +561,8 @@ class RBSniffer(wiring.Component):
         })
         j = Signal(job, reset_less=True)
         is_event = s1_job <= _Job.BUSY
+        s1_bin = Signal(range(p.hist_bins))
+        log_bin(m, s1_bin, s1_width[:wb], s1_lead, p)
         with m.If(phase):
             m.d.sync += [
                 j.cnt_we.eq(0), j.cnt_inc.eq(0),
@@ -680,8 +702,9 @@ class RBSniffer(wiring.Component):
         ]
 
         # ---- Histogram RAM: {value, tag}, single port: read at c6, written at c9 -------------
-        # The read data is registered in the RAM wrapper (c7) and normalised at c8; the write at
-        # c9 adds the increment on the way in. The write of the job before lands at c7.
+        # The read data is registered in the RAM wrapper (c7), normalised and incremented at c8
+        # (qh: the bin's new value; a read's increment is 0), and written at c9. The write of
+        # the job before lands at c7.
 
         hist_word = data.StructLayout({"value": hb, "tag": 1})
         m.submodules.histogram = hist = SinglePortRAM(
@@ -691,21 +714,20 @@ class RBSniffer(wiring.Component):
         hw_addr = Signal(range(h_depth), reset_less=True)
         hw_en = Signal(reset_less=True)
         hw_tag = Signal(reset_less=True)
-        hw_inc = Signal(reset_less=True)
         h_hit = Signal(reset_less=True)
         with m.If(phase):  # c7: the write of the job before lands now
             m.d.sync += h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch))
         with m.Else():  # c8: J2's read data, normalised, for the write at c9
             m.d.sync += [
-                qh.eq(Mux((h_rd.tag == j2.epoch) & ~j2.zero, h_rd.value, 0)),
-                hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch), hw_inc.eq(j2.h_inc),
+                qh.eq(Mux((h_rd.tag == j2.epoch) & ~j2.zero, h_rd.value, 0) + j2.h_inc),
+                hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch),
                 hw_en.eq(j2.h_we & ~(j2.scrub & h_hit)),
             ]
         h_write = phase & hw_en
         m.d.comb += [
             hist.addr.eq(Mux(h_write, hw_addr, j.h_addr)),
             hist.we.eq(h_write),
-            hist.wdata.eq(Cat((qh + hw_inc)[:hb], hw_tag)),
+            hist.wdata.eq(Cat(qh, hw_tag)),
         ]
 
         # ---- Read responses (captured at c9) -------------------------------------------------
