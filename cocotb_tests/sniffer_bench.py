@@ -38,6 +38,7 @@ from rbscope.cocotb.rb import RbDriver
 from rbscope.cocotb.sniffer import Sniffer
 from rbscope.gateware.rb_sniffer import Counter, EventKind, SnifferConfig, SnifferParams, Space
 from rbscope.gateware.rb_sniffer.layouts import trace_layout
+from rbscope.gateware.rb_sniffer.params import PIPELINE_DEPTH
 from rbscope.model import SnifferModel, Train
 from rbscope.stimulus import TrainSpec, merge_trains, random_trains
 
@@ -124,7 +125,7 @@ async def counts_match_reference_model(dut):
     assert status.epoch == 0 and status.clear_busy == 0
 
     # Every event emitted before `cycles` has reached the RAMs after one scanner round.
-    await Timer((drv.scanner_round + 10) * CLOCK_NS, unit="ns")
+    await Timer((drv.scanner_round + PIPELINE_DEPTH + 2) * CLOCK_NS, unit="ns")
     dropped_index = params.counter_index(Counter.DROPPED)
     rows, hists = [], []
     for ch in range(params.channels):

@@ -13,9 +13,10 @@ stuck-low line). :class:`ChannelTracker` and :class:`QuiescenceTracker` consume 
 at a time, so that multi-gigabyte logic-analyser recordings can be classified in a streaming way;
 :meth:`SnifferModel.run` drives them from in-memory :class:`Train` objects.
 
-The model does not model the mailboxes: it applies every event, so ``dropped`` stays 0. When a
-channel emits two events closer together than the scanner's rotation (``2 * (N + 1)`` cycles),
+The model does not model the mailboxes: it applies every event, so ``dropped`` stays 0. When two
+pulses of a channel end closer together than the scanner's rotation (``2 * (N + 1)`` cycles),
 the gateware may drop one; :attr:`ModelResult.may_drop` then warns that its counts may differ.
+(Saturation events never pass the mailbox: the pipeline finds them at its visits.)
 """
 
 import heapq
@@ -469,7 +470,14 @@ class ChannelTracker:
 
     # Event emission -----------------------------------------------------------------------------
 
-    def _emit(self, kind, width, cycle, out):
+    def _mailbox(self, cycle):
+        # A pulse end occupies the front end's one-event mailbox until the scanner's visit: two
+        # closer together than a rotation may meet a full mailbox.
+        if self._last_event is not None and cycle - self._last_event < self._gap:
+            self.may_drop = True
+        self._last_event = cycle
+
+    def _emit(self, kind, width, cycle, out, mailbox=True):
         counts = self.counts
         if kind is EventKind.END:
             if width < self._glitch:
@@ -501,9 +509,8 @@ class ChannelTracker:
         else:
             counts.busy_ticks += width
             index = self._i_busy
-        if self._last_event is not None and cycle - self._last_event < self._gap:
-            self.may_drop = True
-        self._last_event = cycle
+        if mailbox:
+            self._mailbox(cycle)
         out.append(PulseRecord(self.channel, kind, index, width, cycle))
 
     def _saturate(self, cycle, out):
@@ -519,17 +526,18 @@ class ChannelTracker:
             if n > _SATURATIONS_LISTED:
                 bulk = n - _SATURATIONS_LISTED
                 if self._saturations == 0:
-                    self._emit(EventKind.OVERLONG, cmax, tick, out)
+                    self._emit(EventKind.OVERLONG, cmax, tick, out, mailbox=False)
                     self._saturations = 1
                     tick += cmax * period
                     bulk -= 1
                 self.counts.busy_ticks += bulk * cmax
                 self._saturations += bulk
                 tick += bulk * cmax * period
-                self._last_event = tick - cmax * period
         while tick < cycle:
             kind = EventKind.OVERLONG if self._saturations == 0 else EventKind.BUSY
-            self._emit(kind, cmax, tick, out)
+            # Saturations are found by the pipeline itself (at a visit of the channel): they
+            # never occupy the mailbox.
+            self._emit(kind, cmax, tick, out, mailbox=False)
             self._saturations += 1
             tick += cmax * period
 
@@ -544,6 +552,8 @@ class ChannelTracker:
         if self._saturations:
             if rest:
                 self._emit(EventKind.BUSY, rest, cycle, out)
+            else:  # the end still passes the mailbox, as an empty BUSY the pipeline drops
+                self._mailbox(cycle)
         elif start > 0:
             # Armed: lvl was high on cycle start - 1 (and armed does not change while low).
             self._emit(EventKind.END, rest, cycle, out)

@@ -10,6 +10,7 @@ from amaranth.sim import Simulator
 
 from rbscope.gateware.rb_sniffer import RBSniffer, Space
 from rbscope.gateware.rb_sniffer.layouts import config_const
+from rbscope.gateware.rb_sniffer.params import PIPELINE_DEPTH
 from rbscope.model import Train
 from rbscope.stimulus import merge_trains
 
@@ -95,5 +96,5 @@ class SnifferBench:
 
     async def drain(self, ctx):
         """Let every pending mailbox event pass through the pipeline."""
-        await ctx.tick().repeat(2 * (self.params.channels + 1) + 8)
-        self.cycle += 2 * (self.params.channels + 1) + 8
+        await ctx.tick().repeat(2 * (self.params.channels + 1) + PIPELINE_DEPTH)
+        self.cycle += 2 * (self.params.channels + 1) + PIPELINE_DEPTH

@@ -87,6 +87,22 @@ def test_stuck_low_line_saturates(simulator, cocotb_build_dir):
 
 
 @pytest.mark.parametrize("simulator", SIMULATORS)
+def test_saturation_boundaries(simulator, cocotb_build_dir):
+    """Pulses around MAX and 2 MAX ticks: one tick short of overlong, exactly MAX (overlong, no
+    remainder), ending a tick or a few after saturating (before the scanner sees the
+    saturation: its overlong count and busy time come in one job), exactly 2 MAX (a second
+    saturation, no remainder) and 2 MAX + 10, each followed by a short pulse."""
+    mx = (1 << 16) - 1
+    widths = [mx - 1, mx, mx + 1, mx + 3, 2 * mx, 2 * mx + 10]
+    trains = [[1, pulses(20 + 7 * ch, [(w, 50), (30, 10)])] for ch, w in enumerate(widths)]
+    run_sniffer(simulator, cocotb_build_dir, params={"channels": 6, "width_bits": 16},
+                config={"prescaler": 1, "glitch_ticks": 3, "windows": WINDOWS,
+                        "idle_ticks": 100},
+                scenario={"kind": "explicit", "trains": trains},
+                cycles=2 * mx + 200)
+
+
+@pytest.mark.parametrize("simulator", SIMULATORS)
 def test_worst_case_all_channels_at_once_48mhz(simulator, cocotb_build_dir):
     """16 channels at 48 MHz, all 1 µs low / 1 µs high in phase: no event may be lost."""
     run_sniffer(simulator, cocotb_build_dir, params={"channels": 16},

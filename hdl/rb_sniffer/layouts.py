@@ -100,12 +100,18 @@ def trace_layout(params):
 
 
 def mailbox_layout(params):
-    """A channel's pending event and its side counts: events lost to a full mailbox, glitches."""
+    """A channel's pending pulse end and its side counts: events lost to a full mailbox, glitches.
+
+    ``stamp`` is the pulse's width in ticks when its start was never recorded by the pipeline
+    (``rec = 0``: the pulse began and ended between two visits), else the low ``stamp_bits``
+    bits of the timestamp at its end (the pipeline holds its start).
+    """
     _check(params)
     fields = {
         "valid": 1,
-        "kind": EventKind,
-        "width": params.width_bits,
+        "partial": 1,
+        "rec": 1,
+        "stamp": params.stamp_bits,
         "lost": params.lost_bits,
         "glitches": params.lost_bits,
     }

@@ -12,7 +12,7 @@ from amaranth.lib import enum
 
 __all__ = [
     "Counter", "EventKind", "Space", "SnifferParams", "SnifferConfig", "hist_bin", "hist_bin_lo",
-    "DEFAULT_CLASSES", "classes_for_windows", "READY_LAG",
+    "DEFAULT_CLASSES", "classes_for_windows", "READY_LAG", "PIPELINE_DEPTH",
 ]
 
 #: Class windows of the default build: read, program, erase, cache busy, reset.
@@ -22,6 +22,11 @@ DEFAULT_CLASSES = 5
 #: every channel's level is a registered tree (groups of channels, then the groups), as it spans
 #: the die. ``all_ready(t)`` says that no enabled channel was low on cycle ``t - READY_LAG``.
 READY_LAG = 2
+
+#: Cycles from a channel's scanner slot (``c0``, when its front end hands over a pulse end) to
+#: the last RAM write of the job (``c9``): an event reaches the counters at most
+#: ``2 * (channels + 1) + PIPELINE_DEPTH`` cycles after its front end emits it.
+PIPELINE_DEPTH = 10
 
 
 def classes_for_windows(windows):
@@ -199,6 +204,22 @@ class SnifferParams:
     def channels_pow2(self):
         """Channel count rounded up to a power of two (histogram RAM stride)."""
         return 1 << self.channel_bits
+
+    @property
+    def stamp_bits(self):
+        """Width of a front end's pulse age and its mailbox's time stamp.
+
+        Both are taken by the scanner within two rotations (``4(N+1)`` cycles, at most as many
+        ticks) of the moment they describe; ``2**stamp_bits`` exceeds twice that, so the shared
+        pipeline can restore the full time from these low bits. At least ``glitch_bits``: the
+        age also runs the glitch filter.
+        """
+        return max(self.glitch_bits, (8 * (self.channels + 1)).bit_length())
+
+    @property
+    def wide_bits(self):
+        """Width of the pipeline's time arithmetic: a width of up to ``2 * MAX`` ticks."""
+        return self.width_bits + 1
 
     @property
     def lost_bits(self):

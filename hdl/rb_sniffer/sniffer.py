@@ -4,13 +4,22 @@ See ``docs/architecture.md`` ("The R/B# sniffer") for the exact semantics this i
 the reasons for its structure.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .blocks import Classifier, FrontEnd, LogBinner, Quiescence, TimeBase, first_window
+from .blocks import (
+    DSP_BOUNDS,
+    Classifier,
+    FrontEnd,
+    Quiescence,
+    TimeBase,
+    first_window,
+    leading_one_hot,
+    log_bin,
+)
 from .layouts import (
     EPOCH_BITS,
     config_layout,
@@ -19,10 +28,17 @@ from .layouts import (
     status_layout,
     trace_layout,
 )
-from .params import READY_LAG, Counter, EventKind, SnifferParams, Space
+from .params import READY_LAG, Counter, EventKind, SnifferConfig, SnifferParams, Space
 from .ram import RAM_KINDS, SinglePortRAM, pick_ram_kind
 
 __all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TICK_GROUP"]
+
+
+def _or_all(values):
+    result = values[0]
+    for value in values[1:]:
+        result = result | value
+    return result
 
 #: Channels whose mailboxes are merged by one first-level OR gate of the scanner.
 SCAN_GROUP = 8
@@ -95,11 +111,26 @@ class RBSniffer(wiring.Component):
     spram_block : callable, optional
         Stand-in for the SPRAM primitive (a simulation model), see
         :class:`~.ram.SinglePortRAM`.
+    dsp_bounds : int
+        How many window bounds, in the order ``lo_0, hi_0, lo_1, …`` (at most
+        :data:`~.blocks.DSP_BOUNDS`, the iCE40UP5K's DSP count), are held and compared in
+        iCE40UP DSP blocks (:func:`~.blocks.dsp_at_least`) rather than in flip-flops and carry
+        chains: about 40 logic cells less per bound. Those bounds are then written through
+        ``win_load`` and ``win_data`` (``cfg.windows`` gives only the others), and hold
+        ``boot_windows`` from power-up. 0 (the default): none.
+    boot_windows : sequence of (int, int)
+        With ``dsp_bounds``: the windows the DSP bounds hold from power-up (the register
+        file's reset values), loaded in the first cycles after configuration.
 
     Members
     -------
     rb : In(channels)
         The R/B# pins, asynchronous to the clock (1 = ready).
+    win_load : In(dsp_bounds)
+        Only with ``dsp_bounds``: bit ``j`` writes ``win_data`` into DSP bound ``j`` (class
+        ``j // 2``'s ``lo`` for even ``j``, its ``hi`` for odd ``j``).
+    win_data : In(width_bits)
+        Only with ``dsp_bounds``.
     tag : In(channels * tag_bits)
         Only with ``params.tag_bits > 0``: per channel (``tag_bits`` bits each, channel 0 in the
         low bits), the opcode class a bus tap latched, in the clock domain. Sampled on the first
@@ -112,7 +143,8 @@ class RBSniffer(wiring.Component):
         front-end event as the pipeline classifies it.
     """
 
-    def __init__(self, params, *, hist_ram="auto", spram_block=None):
+    def __init__(self, params, *, hist_ram="auto", spram_block=None, dsp_bounds=0,
+                 boot_windows=()):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if hist_ram not in ("auto", *RAM_KINDS):
@@ -121,10 +153,20 @@ class RBSniffer(wiring.Component):
         self.params = params
         self.hist_ram = hist_ram
         self.spram_block = spram_block
+        limit = min(DSP_BOUNDS, 2 * params.classes)
+        if not isinstance(dsp_bounds, int) or not 0 <= dsp_bounds <= limit:
+            raise ValueError(f"dsp_bounds must be an integer from 0 to {limit}, "
+                             f"not {dsp_bounds!r}")
+        self.dsp_bounds = dsp_bounds
+        windows = SnifferConfig(windows=tuple(boot_windows)).validate(params).windows
+        self.boot_bounds = [b for window in windows for b in window][:self.dsp_bounds]
         members = {
             "rb": In(params.channels, init=(1 << params.channels) - 1),
             **SnifferSignature(params).members,
         }
+        if self.dsp_bounds:
+            members["win_load"] = In(self.dsp_bounds)
+            members["win_data"] = In(params.width_bits)
         if params.tag_bits:
             members["tag"] = In(params.channels * params.tag_bits)
         super().__init__(members)
@@ -176,16 +218,18 @@ class RBSniffer(wiring.Component):
         # registered (cycle c0), then the groups are merged (c1). The token is a flip-flop per
         # channel, so nothing shared fans out to every channel.
         tb = p.tag_bits
+        kb = p.stamp_bits
         offer = data.StructLayout({
-            "event": 1, "side": 1, "kind": EventKind, "width": wb, "lost": lb, "glitches": lb,
-            "tag": tb,
+            "event": 1, "side": 1, "fall": 1, "run": 1, "partial": 1, "rec": 1,
+            "stamp": kb, "age": kb, "lost": lb, "glitches": lb, "tag": tb,
         })
-        # What every front end's glitch flag needs of glitch_ticks, derived once (registered;
+        # glitch_ticks, registered once per group of TICK_GROUP front ends (a short net each;
         # reset-less, so it is valid from the first cycle after reset).
-        glitch_last = Signal(p.glitch_bits, reset_less=True)
-        glitch_any = Signal(reset_less=True)
-        m.d.sync += [glitch_last.eq(self.cfg.glitch_ticks - 1),
-                     glitch_any.eq(self.cfg.glitch_ticks != 0)]
+        glitch_ticks = []
+        for k in range(-(-n // TICK_GROUP)):
+            copy = Signal(p.glitch_bits, name=f"glitch_ticks_{k}", reset_less=True)
+            m.d.sync += copy.eq(self.cfg.glitch_ticks)
+            glitch_ticks.append(copy)
         front_ends = []
         groups = []
         side_half = 1 << (lb - 1)
@@ -194,12 +238,13 @@ class RBSniffer(wiring.Component):
             for i in range(g, min(g + SCAN_GROUP, n)):
                 fe = FrontEnd(p)
                 m.submodules[f"front_end_{i}"] = fe
+                copy = i // TICK_GROUP
                 m.d.comb += [
                     fe.lvl.eq(lvl[i]),
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
-                    fe.tick.eq(timebase.ticks[i // TICK_GROUP]),
-                    fe.glitch_last.eq(glitch_last),
-                    fe.glitch_any.eq(glitch_any),
+                    fe.tick.eq(timebase.ticks[copy]),
+                    fe.stamp.eq(timebase.stamps.word_select(copy, kb)),
+                    fe.glitch_ticks.eq(glitch_ticks[copy]),
                 ]
                 if tb:
                     m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
@@ -216,16 +261,28 @@ class RBSniffer(wiring.Component):
                     side_any.eq((box.lost != 0) | (box.glitches != 0)),
                     side_urgent.eq((box.lost >= side_half) | (box.glitches >= side_half)),
                 ]
-                mine = token[i] & ~phase
+                # This channel's slot (its token, first cycle): a flip-flop of its own, set the
+                # cycle before from the token's previous position, so that the global phase
+                # does not reach every channel's offer logic.
+                mine = Signal(name=f"mine_{i}", init=(i == 0), reset_less=True)
+                m.d.sync += mine.eq(phase & token[i - 1 if i else n])
                 take_side = mine & side_any & (side_urgent | ~box.valid)
                 take_event = mine & box.valid & ~take_side
-                m.d.comb += [fe.take_event.eq(take_event), fe.take_side.eq(take_side)]
+                # A pulse's start is recorded unless an older pulse end stays in the mailbox
+                # (that end may still need the RAM word the start would overwrite).
+                take_fall = mine & fe.fall_req & ~(box.valid & take_side)
+                m.d.comb += [fe.take_event.eq(take_event), fe.take_side.eq(take_side),
+                             fe.take_fall.eq(take_fall)]
                 item = Signal(offer, name=f"offer_{i}")
                 m.d.comb += [
                     item.event.eq(take_event),
                     item.side.eq(take_side),
-                    item.kind.eq(Mux(take_event, box.kind, 0)),
-                    item.width.eq(Mux(take_event, box.width, 0)),
+                    item.fall.eq(take_fall),
+                    item.run.eq(mine & fe.run_rec),
+                    item.partial.eq(take_event & box.partial),
+                    item.rec.eq(take_event & box.rec),
+                    item.stamp.eq(Mux(take_event, box.stamp, 0)),
+                    item.age.eq(Mux(take_fall, fe.age, 0)),
                     item.lost.eq(Mux(take_side, box.lost, 0)),
                     item.glitches.eq(Mux(take_side, box.glitches, 0)),
                 ]
@@ -263,23 +320,114 @@ class RBSniffer(wiring.Component):
             self.status.clear_busy.eq(clear_pending | scrubbing),
         ]
 
-        # The channel index follows the token two cycles late (c2).
+        # The channel index follows the token: scan is the slot's channel at its c0; copies
+        # delayed by 1 … 4 cycles follow it down the pipeline.
         scan = Signal(range(n + 1), reset_less=True)
-        scan_c1 = Signal(range(n + 1), reset_less=True)
-        scan_c2 = Signal(range(n + 1), reset_less=True)
         with m.If(phase):
             m.d.sync += scan.eq(Mux(scan == n, 0, scan + 1))
-        m.d.sync += [scan_c1.eq(scan), scan_c2.eq(scan_c1)]
+        scan_d = [scan]
+        for k in range(1, 5):
+            d = Signal(range(n + 1), name=f"scan_c{k}", reset_less=True)
+            m.d.sync += d.eq(scan_d[-1])
+            scan_d.append(d)
 
-        # ---- c1: merge the groups -------------------------------------------------------------
+        # ---- The start RAM ------------------------------------------------------------------
+        # Per channel, the (wide_bits-bit) timestamp at which the pulse in progress, or the last
+        # one recorded, started (advanced by MAX at each saturation), and whether it has
+        # saturated. A slot's word is read in the cycle before its c0 (from the scanner's next
+        # index), registered at c0, and written at c3. A channel's next read comes a rotation
+        # later, at least two slots after the write; with a single channel only one cycle
+        # before it, hence the bypass then.
 
+        wide = p.wide_bits
+        mx = p.max_width
+        start_word = data.StructLayout({"start": wide, "sat": 1})
+        m.submodules.starts = starts = Memory(shape=start_word, depth=n, init=[])
+        st_wr = starts.write_port()
+        st_rd = starts.read_port(transparent_for=(st_wr,) if n == 1 else ())
+        m.d.comb += st_rd.addr.eq(Mux(scan == n, 0, scan + 1))
+        st_q = Signal(start_word, reset_less=True)
+        ts_c0 = Signal(wide, reset_less=True)  # the timestamp at the slot's c0
+        with m.If(~phase):
+            m.d.sync += [ts_c0.eq(timebase.timestamp[:wide]), st_q.eq(st_rd.data)]
+
+        # ---- c1: merge the groups; differences of times ----------------------------------------
+        # elapsed: ticks from the recorded start to c0 (the running width of a recorded pulse);
+        # back: ticks from a recorded pulse's end to c0 (its stamp's distance, < 2**stamp_bits);
+        # new_start: the start of a pulse whose age is offered. All are held through c3.
         s0 = Signal(offer, reset_less=True)
-        merged = 0
-        for group in groups:
-            merged = merged | group
-        m.d.sync += s0.eq(merged)
+        elapsed = Signal(wide, reset_less=True)
+        back = Signal(kb, reset_less=True)
+        new_start = Signal(wide, reset_less=True)
+        start_sat = Signal(reset_less=True)
+        start_next = Signal(wide, reset_less=True)  # the start after a saturation
+        with m.If(phase):
+            merged = Signal(offer)
+            m.d.comb += merged.eq(_or_all(groups))
+            m.d.sync += [
+                s0.eq(merged),
+                elapsed.eq(ts_c0 - st_q.start),
+                back.eq(ts_c0[:kb] - merged.stamp),
+                new_start.eq(ts_c0 - merged.age),
+                start_sat.eq(st_q.sat),
+                start_next.eq(st_q.start + mx),
+            ]
 
-        # ---- c2 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
+        # ---- c2: the width of a recorded pulse; has the one in progress saturated? -----------
+        total = Signal(wide, reset_less=True)
+        elapsed_max = Signal(reset_less=True)
+
+        def at_least_max(value):  # value >= MAX, for a wide_bits value (MAX = 2**W - 1)
+            return value[-1] | value[:-1].all()
+
+        with m.If(~phase):
+            m.d.sync += [total.eq(elapsed - back), elapsed_max.eq(at_least_max(elapsed))]
+
+        # ---- c3: the job, and the start RAM's update -----------------------------------------
+        # `sb` is what the old single-stage front ends offered: an event (kind, width), or side
+        # counts. Its width has wide_bits: a recorded pulse that ended before its saturation
+        # was seen is one job of its whole width (OVERLONG or BUSY, then the rest as BUSY: both
+        # only add busy time), at most 2 * MAX.
+        sb_layout = data.StructLayout({
+            "event": 1, "side": 1, "kind": EventKind, "width": wide, "lost": lb, "glitches": lb,
+            "tag": tb,
+        })
+        sb = Signal(sb_layout, reset_less=True)
+        st_we = Signal()
+        st_data = Signal(start_word)
+        m.d.comb += [st_wr.addr.eq(scan_d[3]), st_wr.en.eq(st_we), st_wr.data.eq(st_data)]
+        with m.If(phase):  # c3 of the slot
+            with m.If(s0.fall):
+                m.d.comb += [st_we.eq(1), st_data.start.eq(new_start), st_data.sat.eq(0)]
+            m.d.sync += [
+                sb.event.eq(0), sb.side.eq(s0.side), sb.lost.eq(s0.lost),
+                sb.glitches.eq(s0.glitches), sb.kind.eq(EventKind.END), sb.width.eq(0),
+            ]
+            if tb:
+                m.d.sync += sb.tag.eq(s0.tag)
+            partial_or_end = Mux(s0.partial, EventKind.PARTIAL, EventKind.END)
+            with m.If(s0.event & ~s0.rec):
+                # Began and ended between two visits: the front end measured it.
+                m.d.sync += [sb.event.eq(1), sb.kind.eq(partial_or_end), sb.width.eq(s0.stamp)]
+            with m.Elif(s0.event & start_sat):
+                # The end of a saturated pulse: its remaining busy time (none: no event).
+                m.d.sync += [sb.event.eq(total != 0), sb.kind.eq(EventKind.BUSY),
+                             sb.width.eq(total)]
+            with m.Elif(s0.event):
+                m.d.sync += [sb.event.eq(1), sb.width.eq(total),
+                             sb.kind.eq(Mux(at_least_max(total), EventKind.OVERLONG,
+                                            partial_or_end))]
+            with m.Elif(s0.run & ~s0.side & elapsed_max):
+                # A pulse in progress has reached MAX ticks: report it, and time the rest of it
+                # from MAX ticks after its start.
+                m.d.sync += [
+                    sb.event.eq(1),
+                    sb.kind.eq(Mux(start_sat, EventKind.BUSY, EventKind.OVERLONG)),
+                    sb.width.eq(mx),
+                ]
+                m.d.comb += [st_we.eq(1), st_data.start.eq(start_next), st_data.sat.eq(1)]
+
+        # ---- c4 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
 
         # A read request is first taken into a register (ready depends on that register only),
         # so that neither direction of the handshake passes combinationally through the
@@ -291,8 +439,8 @@ class RBSniffer(wiring.Component):
         with m.If(~pending):
             # Loaded whatever the requester offers; kept once `pending` says it was valid.
             m.d.sync += [pending.eq(self.read_req.valid), pending_req.eq(self.read_req.payload)]
-        is_slot = ~phase  # c2 of some slot
-        free = ~s0.event & ~s0.side
+        is_slot = ~phase  # c4 of some slot
+        free = ~sb.event & ~sb.side
         take_read = is_slot & free & pending & ~read_busy & ~self.read_resp.valid
         with m.If(take_read):
             m.d.sync += pending.eq(0)
@@ -300,21 +448,39 @@ class RBSniffer(wiring.Component):
 
         s1_job = Signal(_Job.SHAPE, init=_Job.NONE, reset_less=True)
         s1_channel = Signal(p.channel_bits, reset_less=True)
-        s1_width = Signal(wb, reset_less=True)
+        s1_width = Signal(wide, reset_less=True)
         s1_glitches = Signal(lb, reset_less=True)
         s1_space = Signal(Space, reset_less=True)
         s1_index = Signal(index_bits(p), reset_less=True)
         s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
         s1_epoch = Signal(reset_less=True)
         s1_match = Signal(p.classes, reset_less=True)
-        s1_bin = Signal(range(p.hist_bins), reset_less=True)
+        # The width's highest one (one-hot, from bit hist_sub_bits), for its log-bin.
+        s1_lead = Signal(wb - p.hist_sub_bits, reset_less=True)
         s1_tag = Signal(tb, reset_less=True)
-        m.submodules.classifier = classifier = Classifier(p)
-        m.d.comb += [classifier.width.eq(s0.width), classifier.windows.eq(self.cfg.windows)]
+        m.submodules.classifier = classifier = Classifier(p, dsp_bounds=self.dsp_bounds)
+        m.d.comb += [classifier.width.eq(sb.width[:wb]), classifier.windows.eq(self.cfg.windows)]
+        if self.dsp_bounds:
+            # The DSP bounds take the boot windows, one per cycle after configuration (a
+            # reset-less step counter: a logic reset keeps them, as it keeps the registers),
+            # then whatever the register file writes.
+            nb = self.dsp_bounds
+            boot_step = Signal(range(nb + 1), reset_less=True)
+            booted = Signal()
+            m.d.comb += booted.eq(boot_step == nb)
+            with m.If(~booted):
+                m.d.sync += boot_step.eq(boot_step + 1)
+            # (Only read while boot_step < nb.)
+            boot_value = Array(Const(b, wb) for b in self.boot_bounds)[boot_step]
+            m.d.comb += [
+                classifier.load.eq(Mux(booted, self.win_load, Const(1, nb) << boot_step)),
+                classifier.load_data.eq(Mux(booted, self.win_data, boot_value)),
+            ]
         # The log bin is found beside the window comparisons (its priority chain on the leading
         # one is several LUT levels deep) and registered with them.
-        m.submodules.binner = binner = LogBinner(p)
-        m.d.comb += binner.width.eq(s0.width)
+        # The log-bin is found in two steps: the leading one here (a balanced tree), beside the
+        # window comparisons, and the bin from it at c5 (a fixed slice per octave).
+        lead = leading_one_hot(sb.width[:wb], p.hist_sub_bits)
 
         # The epoch a job counts in: the bit in force when it is arbitrated, carried with the
         # job to its normalisation and its writes. A flip applies to the job arbitrated with it.
@@ -327,19 +493,19 @@ class RBSniffer(wiring.Component):
 
         with m.If(is_slot):
             m.d.sync += [
-                s1_channel.eq(scan_c2),
+                s1_channel.eq(scan_d[4]),
                 s1_epoch.eq(next_epoch),
                 # Only one of width (events) and lost (side jobs) is non-zero.
-                s1_width.eq(s0.width | s0.lost),
-                s1_glitches.eq(s0.glitches),
+                s1_width.eq(sb.width | sb.lost),
+                s1_glitches.eq(sb.glitches),
                 s1_match.eq(classifier.match),
-                s1_bin.eq(binner.bin),
-                s1_tag.eq(s0.tag),
+                s1_lead.eq(lead),
+                s1_tag.eq(sb.tag),
             ]
-            with m.If(s0.side):
+            with m.If(sb.side):
                 m.d.sync += s1_job.eq(_Job.SIDE)
-            with m.Elif(s0.event):
-                m.d.sync += s1_job.eq(s0.kind)
+            with m.Elif(sb.event):
+                m.d.sync += s1_job.eq(sb.kind)
             with m.Elif(take_read):
                 req = pending_req
                 m.d.sync += [
@@ -368,7 +534,7 @@ class RBSniffer(wiring.Component):
                 scrub_ptr.eq(0),
             ]
 
-        # ---- c3 (phase 1): first window, form addresses -----------------------------------
+        # ---- c5 (phase 1): first window, form addresses -----------------------------------
 
         class_index = Signal(p.row_bits)
         by_window = Signal(p.row_bits)
@@ -386,15 +552,17 @@ class RBSniffer(wiring.Component):
         def hist_addr(bin_, channel):
             return Cat(channel[:p.channel_bits], bin_)
 
-        # J: the job at c4 and c5, loaded at the end of c3.
+        # J: the job at c6 and c7, loaded at the end of c5.
         job = data.StructLayout({
             "cnt_addr": range(a_depth), "cnt_inc": lb, "cnt_we": 1,
-            "acc_addr": range(a_depth), "acc_add": wb, "acc_we": 1,
+            "acc_addr": range(a_depth), "acc_add": wide, "acc_we": 1,
             "h_addr": range(h_depth), "h_inc": 1, "h_we": 1,
             "read": 1, "space": Space, "bad": 1, "scrub": 1, "epoch": 1, "zero": 1,
         })
         j = Signal(job, reset_less=True)
         is_event = s1_job <= _Job.BUSY
+        s1_bin = Signal(range(p.hist_bins))
+        log_bin(m, s1_bin, s1_width[:wb], s1_lead, p)
         with m.If(phase):
             m.d.sync += [
                 j.cnt_we.eq(0), j.cnt_inc.eq(0),
@@ -450,13 +618,15 @@ class RBSniffer(wiring.Component):
                         j.h_addr.eq(s1_ptr), j.h_we.eq(s1_ptr < h_depth),
                     ]
 
-        # Trace: one record per front-end event, straight from the c3 registers (the consumer
+        # Trace: one record per front-end event, straight from the c5 registers (the consumer
         # registers what it keeps).
         m.d.comb += [
             self.trace.valid.eq(phase & is_event),
             self.trace.payload.channel.eq(s1_channel),
             self.trace.payload.kind.eq(s1_job),
-            self.trace.payload.width.eq(s1_width),
+            # A whole-width job (an overlong pulse's end seen with its saturation) can exceed MAX:
+            # the record says MAX.
+            self.trace.payload.width.eq(s1_width[:wb] | s1_width[wb:].replicate(wb)),
             self.trace.payload.timestamp.eq(timebase.timestamp),
         ]
         if tb:
@@ -469,15 +639,15 @@ class RBSniffer(wiring.Component):
                         p.counter_index(Counter.BUSY_TICKS))))),
         ]
 
-        # J2: the job at c6 and c7, loaded from J at the end of c5.
+        # J2: the job at c8 and c9, loaded from J at the end of c7.
         j2 = Signal(job, reset_less=True)
         with m.If(phase):
             m.d.sync += j2.eq(j)
 
         # ---- Counter RAM: {value, tag}; one read and one write per cycle ---------------------
-        # A job reads its first word (count) at c4 and its second (busy time) at c5; each read
+        # A job reads its first word (count) at c6 and its second (busy time) at c7; each read
         # word is normalised and registered (q) the next cycle, and written back plus the
-        # increment the cycle after: counts at c6, busy time at c7. No adder follows a RAM output
+        # increment the cycle after: counts at c8, busy time at c9. No adder follows a RAM output
         # in the same cycle.
 
         counter_word = data.StructLayout({"value": cb, "tag": 1})
@@ -487,10 +657,10 @@ class RBSniffer(wiring.Component):
 
         w_addr = Signal(range(a_depth), reset_less=True)
         w_en = Signal(reset_less=True)
-        w_inc = Signal(wb, reset_less=True)
+        w_inc = Signal(max(wide, lb), reset_less=True)
         w_tag = Signal(reset_less=True)
         q = Signal(cb, reset_less=True)
-        # The job whose read data arrives this cycle (J's first word at c5, its second at c6) is
+        # The job whose read data arrives this cycle (J's first word at c7, its second at c8) is
         # the one J held the cycle before: its epoch and zero flag come from flip-flops, so
         # nothing but one LUT level sits between the RAM's (slow) output and q.
         q_epoch = Signal(reset_less=True)
@@ -502,13 +672,13 @@ class RBSniffer(wiring.Component):
         # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
         # only ever gains the carry out of the lower part. The write cycle adds `width_bits`
         # bits and, in parallel, increments the upper part, and the carry picks one of the two.
-        split = wb
+        split = max(wide, lb)
         low_sum = Signal(split + 1)
         m.d.comb += low_sum.eq(q[:split] + w_inc)
         write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
 
-        # A scrub job reads its word at c4 and writes it at c6; the job before it writes at c4
-        # (count) and c5 (busy time), after the scrub's read. If that was the same word in the
+        # A scrub job reads its word at c6 and writes it at c8; the job before it writes at c6
+        # (count) and c7 (busy time), after the scrub's read. If that was the same word in the
         # same epoch, the scrub's value is stale and that write has scrubbed the word already:
         # the scrub skips its write. (Jobs of one channel are a scanner round apart, so events
         # never meet such a hazard; a read may return a value one job old.)
@@ -516,12 +686,12 @@ class RBSniffer(wiring.Component):
         a_hit_now = w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)
         with m.If(~phase):
             m.d.sync += a_hit.eq(a_hit_now)
-        with m.If(phase):  # load the c6 write: J's count update
+        with m.If(phase):  # load the c8 write: J's count update
             m.d.sync += [
                 w_addr.eq(j.cnt_addr), w_inc.eq(j.cnt_inc), w_tag.eq(j.epoch),
                 w_en.eq(j.cnt_we & ~(j.scrub & (a_hit | a_hit_now))),
             ]
-        with m.Else():  # load the c7 write: J2's busy-time update
+        with m.Else():  # load the c9 write: J2's busy-time update
             m.d.sync += [
                 w_addr.eq(j2.acc_addr), w_inc.eq(j2.acc_add), w_tag.eq(j2.epoch),
                 w_en.eq(j2.acc_we),
@@ -531,9 +701,10 @@ class RBSniffer(wiring.Component):
             a_wr.data.value.eq(write_value), a_wr.data.tag.eq(w_tag),
         ]
 
-        # ---- Histogram RAM: {value, tag}, single port: read at c4, written at c7 -------------
-        # The read data is registered in the RAM wrapper (c5) and normalised at c6; the write at
-        # c7 adds the increment on the way in. The write of the job before lands at c5.
+        # ---- Histogram RAM: {value, tag}, single port: read at c6, written at c9 -------------
+        # The read data is registered in the RAM wrapper (c7), normalised and incremented at c8
+        # (qh: the bin's new value; a read's increment is 0), and written at c9. The write of
+        # the job before lands at c7.
 
         hist_word = data.StructLayout({"value": hb, "tag": 1})
         m.submodules.histogram = hist = SinglePortRAM(
@@ -543,26 +714,25 @@ class RBSniffer(wiring.Component):
         hw_addr = Signal(range(h_depth), reset_less=True)
         hw_en = Signal(reset_less=True)
         hw_tag = Signal(reset_less=True)
-        hw_inc = Signal(reset_less=True)
         h_hit = Signal(reset_less=True)
-        with m.If(phase):  # c5: the write of the job before lands now
+        with m.If(phase):  # c7: the write of the job before lands now
             m.d.sync += h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch))
-        with m.Else():  # c6: J2's read data, normalised, for the write at c7
+        with m.Else():  # c8: J2's read data, normalised, for the write at c9
             m.d.sync += [
-                qh.eq(Mux((h_rd.tag == j2.epoch) & ~j2.zero, h_rd.value, 0)),
-                hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch), hw_inc.eq(j2.h_inc),
+                qh.eq(Mux((h_rd.tag == j2.epoch) & ~j2.zero, h_rd.value, 0) + j2.h_inc),
+                hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch),
                 hw_en.eq(j2.h_we & ~(j2.scrub & h_hit)),
             ]
         h_write = phase & hw_en
         m.d.comb += [
             hist.addr.eq(Mux(h_write, hw_addr, j.h_addr)),
             hist.we.eq(h_write),
-            hist.wdata.eq(Cat((qh + hw_inc)[:hb], hw_tag)),
+            hist.wdata.eq(Cat(qh, hw_tag)),
         ]
 
-        # ---- Read responses (captured at c7) -------------------------------------------------
-        # A counter read reads its word at c4 and again at c5 (both of J's counter-RAM reads
-        # address it); the second read is the one registered in q at c7.
+        # ---- Read responses (captured at c9) -------------------------------------------------
+        # A counter read reads its word at c6 and again at c7 (both of J's counter-RAM reads
+        # address it); the second read is the one registered in q at c9.
 
         with m.If(phase & j2.read):
             m.d.sync += [
@@ -572,7 +742,7 @@ class RBSniffer(wiring.Component):
             ]
         with m.Elif(self.read_resp.ready):
             m.d.sync += self.read_resp.valid.eq(0)
-        # A request is in flight from its acceptance (c2) to its response (end of c7).
+        # A request is in flight from its acceptance (c4) to its response (end of c9).
         with m.If(take_read):
             m.d.sync += read_busy.eq(1)
         with m.Elif(phase & j2.read):

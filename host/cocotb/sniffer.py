@@ -23,6 +23,7 @@ from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer
 
 from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams, Space
 from rbscope.gateware.rb_sniffer.layouts import config_const, read_request_layout, status_layout
+from rbscope.gateware.rb_sniffer.params import PIPELINE_DEPTH
 from rbscope.measurement import Measurement
 from rbscope.model import SYNC_LATENCY, ChannelCounts
 
@@ -64,7 +65,8 @@ class Sniffer:
 
     @property
     def scanner_round(self):
-        """Cycles of one scanner round: every event reaches the counters within one."""
+        """Cycles of one scanner round: every event reaches the counters within one round and
+        :data:`~rbscope.gateware.rb_sniffer.params.PIPELINE_DEPTH` cycles."""
         return 2 * (self.params.channels + 1)
 
     async def reset(self, config, rb=None, cycles=RESET_CYCLES):
@@ -99,7 +101,7 @@ class Sniffer:
         that the counters hold every event the model counts for a recording of ``N`` cycles."""
         await Timer(SYNC_LATENCY * self.period_ns, unit="ns")
         self.settled_status = self.status()
-        await Timer((self.scanner_round + 4) * self.period_ns, unit="ns")
+        await Timer((self.scanner_round + PIPELINE_DEPTH) * self.period_ns, unit="ns")
 
     async def read(self, space, channel, index, timeout_cycles=1000):
         """Read one word: ``space`` :class:`Space` ``COUNTERS`` (``index`` in the row) or
