@@ -239,6 +239,7 @@ class DeviceCore(wiring.Component):
 
         wiring.connect(m, wiring.flipped(self.rx), decoder.wire)
         wiring.connect(m, decoder.command, controller.command)
+        m.d.comb += decoder.rotate.eq(controller.command_rotate)
         wiring.connect(m, controller.body, encoder.body)
         wiring.connect(m, encoder.wire, wiring.flipped(self.tx))
         m.d.comb += [

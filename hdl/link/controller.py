@@ -76,7 +76,10 @@ class LinkController(wiring.Component):
     Members
     -------
     command : In(stream.Signature(decoded_command_layout()))
-        Commands from the :class:`~.framing.CommandDecoder`.
+        Commands from the :class:`~.framing.CommandDecoder`, held until taken.
+    command_rotate : Out(1)
+        Asks the decoder to rotate the held command by a byte (its ``rotate``): the response is
+        written from the command's bytes, ten rotations before the command is taken.
     body : Out(stream.Signature(FrameByte))
         Frame bodies for the :class:`~.framing.FrameEncoder`.
     rx_good, rx_bad : In(1)
@@ -127,6 +130,7 @@ class LinkController(wiring.Component):
         super().__init__({
             **ports,
             "command": In(stream.Signature(decoded_command_layout())),
+            "command_rotate": Out(1),
             "body": Out(stream.Signature(FrameByte)),
             "rx_good": In(1),
             "rx_bad": In(1),
@@ -224,25 +228,32 @@ class LinkController(wiring.Component):
         with m.If(lost_now):
             m.d.sync += [trace_lost_total.eq(trace_lost_total + 1),
                          lost_channel.eq(self.trace.payload.channel)]
-        # Read-modify-write of the channel's loss counter: read now, write next cycle. Trace
-        # strobes are at least two cycles apart, so no two updates overlap.
+        # Read-modify-write of the channel's loss counter: read now, the count registered next
+        # cycle (a block RAM's output goes to no adder: its clock to output is most of a cycle
+        # on the ECP5), written the cycle after. Trace strobes are at least two cycles apart
+        # and a channel's at least a scan round (4 cycles or more), so no two updates of one
+        # counter overlap.
+        lost_count = Signal(32)
+        lost_write = Signal()
+        m.d.sync += lost_write.eq(lost_pending)
+        with m.If(lost_pending):
+            m.d.sync += lost_count.eq(tl_rd.data)
         m.d.comb += [
             tl_wr.addr.eq(lost_channel),
-            tl_wr.data.eq(tl_rd.data + 1),
-            tl_wr.en.eq(lost_pending),
+            tl_wr.data.eq(lost_count + 1),
+            tl_wr.en.eq(lost_write),
         ]
 
         # ---- command execution --------------------------------------------------------------
-        # Time and epoch of the frame being built, latched as it starts. A clear takes effect
-        # only between frames, and no frame starts while it is pending, so that no frame mixes
-        # counts of two epochs.
-        frame_epoch = Signal(16)
+        # Time of the frame being built, latched as it starts. A clear takes effect only between
+        # frames, and no frame starts while one is pending (CLEAR_WAIT, CLEARING), so that no
+        # frame mixes counts of two epochs: the sniffer's epoch does not change during a frame,
+        # and frames send it as it is.
         frame_timestamp = Signal(p.timestamp_bits)
         frame_idle = Signal()
         clear_pending = Signal()
         resp = protocol.RESPONSE
         resp_pending = Signal()
-        resp_data = Signal(resp)
         info_pending = Signal()
         ext_request = Signal()
         snap_request = Signal()  # set by the timer or a command, taken by the frame builder
@@ -251,12 +262,13 @@ class LinkController(wiring.Component):
         clear_epoch = Signal()  # bit 0 of the epoch (it counts clears)
 
         cmd = self.command.payload.command
-        # A command is looked up in the register file RAM (_RegisterFile) in the cycle it
-        # arrives (WAIT), its address checked against the entry in the next (LOOKUP), and it is
-        # executed in the one after (EXECUTE); the decoder holds the command until it is taken.
-        # The RAM keeps a copy of every register as written; only the read-only registers bound
-        # to a port of an extension are read live (a registered multiplexer, empty without an
-        # extension). Writing a period restarts its down-counter (below).
+        # A command's register index is registered as it arrives (WAIT), looked up in the
+        # register file RAM (_RegisterFile) in the next cycle (INDEX), its address checked
+        # against the entry in the one after (LOOKUP), and it is executed in the next
+        # (EXECUTE). The RAM keeps a copy of every register as written; only the read-only
+        # registers bound to a port of an extension are read live (a registered multiplexer,
+        # empty without an extension). Writing a period restarts its down-counter (below).
+        # The decoder holds the command until its response is written (RESPOND, below).
         reg_write = Signal()
         period_written = Signal()
         hist_written = Signal()
@@ -267,7 +279,8 @@ class LinkController(wiring.Component):
         m.submodules["regfile" + COLLISION_FREE] = regfile_mem = regfile.memory()
         rf_rd = regfile_mem.read_port()
         rf_wr = regfile_mem.write_port(granularity=1)
-        m.d.comb += [rf_rd.addr.eq(regfile.index(cmd.address)), rf_wr.addr.eq(rf_rd.addr)]
+        rf_index = Signal(len(regfile.index(cmd.address)))
+        m.d.comb += [rf_rd.addr.eq(rf_index), rf_wr.addr.eq(rf_index)]
         rf_entry = regfile.layout(rf_rd.data)
         address_ok = Signal()
         writable = Signal()
@@ -275,29 +288,71 @@ class LinkController(wiring.Component):
         frame_bad = Signal()
         live_value = Signal(32)
         live = Signal()
-        m.d.sync += [live_value.eq(0), live.eq(0)]
-        with m.Switch(cmd.address):
-            for address, (reg, target) in targets.items():
-                if regfile.is_live(reg):
-                    with m.Case(address):
-                        m.d.sync += [live_value.eq(target), live.eq(1)]
         read_value = Mux(address_ok, Mux(live, live_value, rf_entry.value), 0)
 
-        def respond(status, value=0):
-            m.d.sync += [
-                resp_pending.eq(1),
-                resp_data.tag.eq(Mux(status == protocol.ResponseStatus.BAD_FRAME, 0xFFFF,
-                                     cmd.tag)),
-                resp_data.opcode.eq(cmd.opcode),
-                resp_data.status.eq(status),
-                resp_data.address.eq(cmd.address),
-                resp_data.value.eq(value),
-            ]
+        # The response is written byte by byte into a scratch RAM that the RESPONSE frame then
+        # reads (_RamShifter): the command's bytes come from the decoder's register, rotated a
+        # byte per cycle (RESPONSE has COMMAND's layout, its reserved byte the status), with the
+        # tag, address and value replaced where the response says so. No flip-flops hold it.
+        resp_status = Signal(protocol.ResponseStatus)
+        resp_source = Signal(_Value)
+        resp_k = Signal(range(protocol.layout_bytes(resp)))
+        # (The RESPONSE frame reads the scratch only after it is written; what the read port
+        # returns while it is written is never used.)
+        m.submodules["scratch" + COLLISION_FREE] = scratch = Memory(shape=8, depth=16, init=[])
+        sc_wr = scratch.write_port()
+        sc_rd = scratch.read_port()
+        resp_ptr = Signal(4)
+        m.d.comb += sc_rd.addr.eq(resp_ptr)
+        rot = self.command.payload.command.as_value()[:8]  # byte ``resp_k`` of the command
+        value_index = resp_k[:2] ^ 0b10  # byte of the value (bytes 6 … 9 of the response)
+        value_byte = Signal(8)
+        with m.Switch(resp_source):
+            with m.Case(_Value.COMMAND):
+                m.d.comb += value_byte.eq(rot)
+            with m.Case(_Value.REGISTER):
+                m.d.comb += value_byte.eq(read_value.word_select(value_index, 8))
+            with m.Case(_Value.EPOCH):
+                m.d.comb += value_byte.eq(Mux(value_index[1], 0, self.sniffer_status.epoch
+                                              .word_select(value_index[0], 8)))
+        offsets = {name: resp[name].offset // 8 for name in ("tag", "status", "address")}
+        with m.Switch(resp_k):
+            with m.Case(offsets["tag"], offsets["tag"] + 1):
+                # A command that could not be read is answered with tag 0xFFFF.
+                m.d.comb += sc_wr.data.eq(
+                    rot | Mux(resp_status == protocol.ResponseStatus.BAD_FRAME, 0xFF, 0))
+            with m.Case(offsets["status"]):
+                m.d.comb += sc_wr.data.eq(resp_status)
+            with m.Case(offsets["address"], offsets["address"] + 1):
+                # CLEAR answers with address 0 (and the epoch).
+                m.d.comb += sc_wr.data.eq(Mux(resp_source == _Value.EPOCH, 0, rot))
+            with m.Case(*range(resp["value"].offset // 8, protocol.layout_bytes(resp))):
+                m.d.comb += sc_wr.data.eq(value_byte)
+            with m.Default():
+                m.d.comb += sc_wr.data.eq(rot)
+        m.d.comb += sc_wr.addr.eq(resp_k)
+
+        # (The RESPONSE frame waits until its bytes are written: ``resp_writing``.)
+        resp_writing = Signal()
+
+        def respond(status, source=_Value.ZERO):
+            m.d.sync += [resp_pending.eq(1), resp_status.eq(status), resp_source.eq(source),
+                         resp_k.eq(0)]
+            m.next = "RESPOND"
 
         with m.FSM(name="command"):
             with m.State("WAIT"):
+                m.d.sync += rf_index.eq(regfile.index(cmd.address))
                 with m.If(self.command.valid & ~resp_pending):
-                    m.next = "LOOKUP"
+                    m.next = "INDEX"
+            with m.State("INDEX"):
+                m.d.sync += [live_value.eq(0), live.eq(0)]
+                with m.Switch(cmd.address):
+                    for address, (reg, target) in targets.items():
+                        if regfile.is_live(reg):
+                            with m.Case(address):
+                                m.d.sync += [live_value.eq(target), live.eq(1)]
+                m.next = "LOOKUP"
             with m.State("LOOKUP"):
                 m.d.sync += [address_ok.eq(rf_entry.valid & (rf_entry.address == cmd.address)),
                              writable.eq(rf_entry.writable), opcode.eq(cmd.opcode),
@@ -305,25 +360,23 @@ class LinkController(wiring.Component):
                                           protocol.ResponseStatus.OK)]
                 m.next = "EXECUTE"
             with m.State("EXECUTE"):
-                m.next = "WAIT"
-                m.d.comb += self.command.ready.eq(1)
                 with m.If(frame_bad):
                     respond(protocol.ResponseStatus.BAD_FRAME)
                 with m.Else():
                     with m.Switch(opcode):
                         with m.Case(protocol.Opcode.PING):
-                            respond(protocol.ResponseStatus.OK, cmd.value)
+                            respond(protocol.ResponseStatus.OK, _Value.COMMAND)
                         with m.Case(protocol.Opcode.READ_INFO):
                             respond(protocol.ResponseStatus.OK)
                             m.d.sync += info_pending.eq(1)
                         with m.Case(protocol.Opcode.READ_REG):
                             respond(Mux(address_ok, protocol.ResponseStatus.OK,
-                                        protocol.ResponseStatus.BAD_ADDRESS), read_value)
+                                        protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
                         with m.Case(protocol.Opcode.WRITE_REG):
                             with m.If(~address_ok):
                                 respond(protocol.ResponseStatus.BAD_ADDRESS)
                             with m.Elif(~writable):
-                                respond(protocol.ResponseStatus.READ_ONLY, read_value)
+                                respond(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
                             with m.Else():
                                 m.d.comb += reg_write.eq(1)
                                 m.next = "WRITTEN"
@@ -351,17 +404,11 @@ class LinkController(wiring.Component):
                 m.next = "READ_BACK"
             with m.State("READ_BACK"):
                 # Answer with the value as read back (a field narrower than 32 bits truncates).
-                m.d.sync += [
-                    resp_pending.eq(1),
-                    resp_data.tag.eq(cmd.tag),
-                    resp_data.opcode.eq(cmd.opcode),
-                    resp_data.status.eq(protocol.ResponseStatus.OK),
-                    resp_data.address.eq(cmd.address),
-                    resp_data.value.eq(read_value),
-                ]
-                m.next = "WAIT"
+                respond(protocol.ResponseStatus.OK, _Value.REGISTER)
             with m.State("CLEAR_WAIT"):
-                # Only between frames, so that no frame mixes counts of two epochs.
+                # Only between frames, so that no frame mixes counts of two epochs (and no frame
+                # starts from now until the sniffer's epoch has changed).
+                m.d.comb += clear_pending.eq(1)
                 with m.If(frame_idle):
                     m.d.comb += self.clear.eq(1)
                     m.d.sync += clear_epoch.eq(self.sniffer_status.epoch[0])
@@ -369,19 +416,19 @@ class LinkController(wiring.Component):
             with m.State("CLEARING"):
                 m.d.comb += clear_pending.eq(1)
                 with m.If(self.sniffer_status.epoch[0] != clear_epoch):
-                    m.d.sync += [
-                        resp_pending.eq(1),
-                        resp_data.tag.eq(cmd.tag),
-                        resp_data.opcode.eq(cmd.opcode),
-                        resp_data.status.eq(protocol.ResponseStatus.OK),
-                        resp_data.address.eq(0),
-                        resp_data.value.eq(self.sniffer_status.epoch),
-                    ]
+                    respond(protocol.ResponseStatus.OK, _Value.EPOCH)
+            with m.State("RESPOND"):
+                # One byte per cycle, the decoder's command rotated a byte each; after the last
+                # the command is back in place and taken.
+                m.d.comb += [sc_wr.en.eq(1), self.command_rotate.eq(1), resp_writing.eq(1)]
+                m.d.sync += resp_k.eq(resp_k + 1)
+                with m.If(resp_k == protocol.layout_bytes(resp) - 1):
+                    m.d.comb += self.command.ready.eq(1)
+                    m.d.sync += resp_ptr.eq(0)
                     m.next = "WAIT"
         # A register's flip-flops are written with the register file (in WRITTEN, from a
         # registered strobe: no long path from the command to their enables), with one enable
         # each: the address is known good, so its index is enough to tell the register.
-        rf_index = regfile.index(cmd.address)
         reg_write_q = Signal()
         m.d.sync += reg_write_q.eq(reg_write)
         for address, (reg, target) in targets.items():
@@ -449,13 +496,13 @@ class LinkController(wiring.Component):
         snap_latch = _Shifter.of("snap_latch", snap_now)
         seq_shift = _Shifter("seq", [16], reg=seq, rotate=True)
         snapshot_shift = _Shifter("snapshot_no", [16], reg=snapshot_no, rotate=True)
-        epoch_shift = _Shifter("frame_epoch", [16], reg=frame_epoch)
+        epoch = status.epoch  # (constant during a frame: see clear_pending)
         time_shift = _Shifter("frame_timestamp", [p.timestamp_bits], reg=frame_timestamp)
-        resp_shift = _Shifter("resp", [field.width for _, field in resp],
-                              reg=resp_data.as_value())
+        resp_shift = _RamShifter("resp", [field.width for _, field in resp], data=sc_rd.data,
+                                 pointer=resp_ptr)
         tl_shift = _Shifter("tl_frame", [32], reg=tl_frame)
         snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
-                       "epoch": epoch_shift[0], "quiet_since": snap_latch[0],
+                       "epoch": epoch, "quiet_since": snap_latch[0],
                        "flags": snap_latch[1], "trace_lost": snap_latch[2],
                        "rx_frames": _Latch(rx_frames), "rx_errors": _Latch(rx_errors)}
 
@@ -468,11 +515,11 @@ class LinkController(wiring.Component):
             FT.STATUS: snap_fields,
             FT.COUNTERS: {
                 "snapshot": snapshot_shift[0], "channel": snap_channel,
-                "epoch": epoch_shift[0], "timestamp": time_shift[0], "trace_lost": tl_shift[0],
+                "epoch": epoch, "timestamp": time_shift[0], "trace_lost": tl_shift[0],
                 "counters": _READ,
             },
             FT.HISTOGRAM: {
-                "channel": hist_channel, "first": hist_first, "epoch": epoch_shift[0],
+                "channel": hist_channel, "first": hist_first, "epoch": epoch,
                 "timestamp": time_shift[0], "bins": _READ,
             },
             FT.TRACE: {
@@ -487,7 +534,9 @@ class LinkController(wiring.Component):
                 fields.setdefault(name, _READ)
             frames[source.frame_type] = fields
         m.d.comb += tl_rd.addr.eq(Mux(lost_now, self.trace.payload.channel, snap_channel))
-        m.d.sync += tl_valid.eq(~lost_now & ~(lost_pending & (lost_channel == snap_channel)))
+        # (Not valid while that channel's counter is between its read and its write.)
+        m.d.sync += tl_valid.eq(~lost_now & ~((lost_pending | lost_write) &
+                                              (lost_channel == snap_channel)))
 
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
@@ -496,13 +545,18 @@ class LinkController(wiring.Component):
         for ftype, values in frames.items():
             program.add_frame(ftype, values)
         program.finish()
+        self._program = program  # (inspection)
         entry_layout = program.entry_layout
         m.submodules.program = rom = Memory(shape=entry_layout.size, depth=len(program.rom),
                                             init=program.rom)
         rom_rd = rom.read_port()
         pc = Signal(range(len(program.rom)))
         m.d.comb += rom_rd.addr.eq(pc)
-        entry = entry_layout(rom_rd.data)
+        # The ROM's output is registered before anything decodes it (a block RAM's clock to
+        # output is most of a cycle on the ECP5): an entry is decoded two cycles after its
+        # address (the walker spends a cycle in NEXT after each byte; the UART needs >= 40).
+        entry = Signal(entry_layout)
+        m.d.sync += entry.eq(rom_rd.data)
         ftype = Signal(FT, init=FT.RESPONSE)
         obyte = Signal(8)
         olast = Signal()
@@ -536,7 +590,8 @@ class LinkController(wiring.Component):
                 with m.If(clear_pending):
                     pass
                 with m.Elif(resp_pending):
-                    start(FT.RESPONSE)
+                    with m.If(~resp_writing):
+                        start(FT.RESPONSE)
                 with m.Elif(info_pending):
                     m.d.comb += info_starting.eq(1)
                     m.next = "INFO_TICK"
@@ -564,7 +619,10 @@ class LinkController(wiring.Component):
                 # written (a channel drops at most one record per scan round, so this comes).
                 with m.If(tl_valid):
                     m.d.sync += tl_frame.eq(tl_rd.data)
-                    m.next = "EXEC"
+                    m.next = "NEXT"
+            with m.State("NEXT"):
+                # The registered entry of ``pc`` arrives.
+                m.next = "EXEC"
             with m.State("EXEC"):
                 m.d.sync += olast.eq(entry.last)
                 with m.Switch(entry.kind):
@@ -625,7 +683,7 @@ class LinkController(wiring.Component):
                     with m.If(olast):
                         m.next = "DONE"
                     with m.Else():
-                        m.next = "EXEC"
+                        m.next = "NEXT"
             with m.State("DONE"):
                 m.d.sync += seq.eq(seq + 1)
                 m.next = "IDLE"
@@ -668,18 +726,19 @@ class LinkController(wiring.Component):
                     with m.If(clear_pending):
                         pass
                     with m.Elif(resp_pending):
-                        start(FT.RESPONSE)
+                        with m.If(~resp_writing):
+                            start(FT.RESPONSE)
                     with m.Else():
                         start(resume)
         for shifter in program.shifters.values():
             with m.If(shifter.shift):
-                m.d.sync += shifter.reg.eq(shifter.next())
-        # Between frames, keep the frame time and epoch current; they freeze when a frame starts
-        # (its first byte is fetched in the cycle after leaving these states).
+                m.d.sync += shifter.advance()
+        # Between frames, keep the frame time current; it freezes when a frame starts (its first
+        # byte is fetched in the cycle after leaving these states).
         between = ["IDLE", *bursts]
         m.d.comb += frame_idle.eq(Cat(frames_fsm.ongoing(state) for state in between).any())
         with m.If(frame_idle):
-            m.d.sync += [frame_epoch.eq(status.epoch), frame_timestamp.eq(status.timestamp)]
+            m.d.sync += frame_timestamp.eq(status.timestamp)
         return m
 
     # ---- helpers --------------------------------------------------------------------------------
@@ -877,6 +936,15 @@ class _RegisterFile:
         return Memory(shape=self.layout.size, depth=self.depth, init=init)
 
 
+class _Value(enum.Enum, shape=2):
+    """What a RESPONSE's value is (the command FSM's choice)."""
+
+    ZERO = 0
+    COMMAND = 1  # the command's value (PING)
+    REGISTER = 2  # the register read (or read back)
+    EPOCH = 3  # the sniffer's epoch (CLEAR)
+
+
 class _Source(enum.Enum, shape=2):
     """Where a byte of a frame comes from (a frame-programme ROM entry's ``kind``)."""
 
@@ -949,11 +1017,38 @@ class _Shifter:
                 parts.append(Const(0, 8 * nbytes - len(value)))
         return self.reg.eq(Cat(*parts))
 
-    def next(self):
-        """The register after one byte is sent."""
+    def low(self):
+        """The byte a frame sends next."""
+        return self.reg[:8]
+
+    def advance(self):
+        """The statement moving on to the next byte (once the low byte is sent)."""
         if self.rotate:
-            return Cat(self.reg[8:], self.reg[:8])
-        return self.reg >> 8
+            return self.reg.eq(Cat(self.reg[8:], self.reg[:8]))
+        return self.reg.eq(self.reg >> 8)
+
+
+class _RamShifter(_Shifter):
+    """A :class:`_Shifter` whose bytes are in a RAM, read in order through a read port.
+
+    ``data`` is the read port's data and ``pointer`` its address: the walker sends ``data`` and
+    increments the pointer, and the port reads the next byte before the walker comes back for
+    it (at least two cycles later). Whoever writes the bytes resets the pointer.
+    """
+
+    def __init__(self, name, widths, *, data, pointer):
+        super().__init__(name, widths, reg=Const(0, 1))
+        self.data = data
+        self.pointer = pointer
+
+    def low(self):
+        return self.data
+
+    def advance(self):
+        return self.pointer.eq(self.pointer + 1)
+
+    def load(self, values):
+        raise TypeError("A RAM shifter is written through its RAM's write port")
 
 
 class _Segment:
@@ -993,7 +1088,7 @@ class _FrameProgram:
         if key not in self._var_keys:
             self._var_keys[key] = len(self.var_bytes)
             self.shifters[len(self.var_bytes)] = shifter
-            self.var_bytes.append(shifter.reg[:8])
+            self.var_bytes.append(shifter.low())
         return self._var_keys[key]
 
     def _value_bytes(self, value, nbytes, used):
