@@ -486,8 +486,8 @@ class LinkController(wiring.Component):
         # until the last COUNTERS frame; the sniffer's quiet_since, the flags and the total of
         # lost trace records (which the host checks against the pulses up to that time) are
         # latched when the snapshot starts. The link's receive counters are each copied whole
-        # into the word register as their first byte goes out (_Latch): never torn between
-        # bytes, at most a frame time later than the timestamp.
+        # into the loss count's register (free in STATUS) as their first byte goes out (_Latch):
+        # never torn between bytes, at most a frame time later than the timestamp.
         #
         # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time and
         # epoch, the snapshot latch, the response, the tick period, and the sequence and
@@ -504,7 +504,8 @@ class LinkController(wiring.Component):
         snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
                        "epoch": epoch, "quiet_since": snap_latch[0],
                        "flags": snap_latch[1], "trace_lost": snap_latch[2],
-                       "rx_frames": _Latch(rx_frames), "rx_errors": _Latch(rx_errors)}
+                       "rx_frames": _Latch(rx_frames, tl_shift),
+                       "rx_errors": _Latch(rx_errors, tl_shift)}
 
         FT = protocol.FrameType
         info_starting = Signal()
@@ -560,9 +561,12 @@ class LinkController(wiring.Component):
         ftype = Signal(FT, init=FT.RESPONSE)
         obyte = Signal(8)
         olast = Signal()
-        word_bits = max(p.counter_bits, p.hist_bits,
-                        source.word_bits if source is not None else 0)
-        word = Signal(word_bits)
+        # A word read from a read port is sent from the port's payload, which its source holds
+        # from the transfer until the next request: byte ``word_byte`` of it.
+        word = self.read_resp.payload
+        if source is not None:
+            word = Mux(ftype == source.frame_type, self.ext_read_resp.payload, word)
+        word_byte = Signal(range(8))
         word_index = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK,
                                       source.words if source is not None else 0) + 1))
         requested = Signal()
@@ -648,14 +652,17 @@ class LinkController(wiring.Component):
                         with m.If(entry.word_last):
                             m.d.sync += word_index.eq(word_index + 1)
                         with m.If(~entry.word_first):
-                            m.d.sync += [obyte.eq(word[:8]), word.eq(word >> 8), pc.eq(next_pc)]
+                            m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
+                                         word_byte.eq(word_byte + 1), pc.eq(next_pc)]
                             m.next = "SEND"
                         with m.Elif(entry.arg != 0):
-                            # First byte of a latched value: copy it whole into the word.
+                            # First byte of a latched value: copy the rest whole into its
+                            # shifter, which sends it.
                             with m.Switch(entry.arg):
-                                for k, value in enumerate(program.latches, start=1):
+                                for k, latch in enumerate(program.latches, start=1):
                                     with m.Case(k):
-                                        m.d.sync += [obyte.eq(value[:8]), word.eq(value >> 8)]
+                                        m.d.sync += [obyte.eq(latch.value[:8]),
+                                                     latch.into.reg.eq(latch.value >> 8)]
                             m.d.sync += pc.eq(pc + 1)
                             m.next = "SEND"
                         with m.Else():
@@ -671,7 +678,7 @@ class LinkController(wiring.Component):
                                         m.d.comb += resp.ready.eq(1)
                                         with m.If(resp.valid):
                                             m.d.sync += [obyte.eq(resp.payload[:8]),
-                                                         word.eq(resp.payload >> 8),
+                                                         word_byte.eq(1),
                                                          requested.eq(0), pc.eq(next_pc)]
                                             with m.If(entry.word_last):
                                                 m.d.sync += word_index.eq(word_index + 1)
@@ -951,7 +958,7 @@ class _Source(enum.Enum, shape=2):
     CONST = 0  # ``arg`` is the byte
     VAR = 1  # byte ``arg`` of the table of variable bytes
     READ = 2  # the next byte of a word read from the frame's read port (or, ``arg != 0`` on
-    # a first byte, of latch ``arg`` copied whole into the word)
+    # a first byte, the first byte of latch ``arg``, the rest copied into its shifter)
 
 
 #: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the address of
@@ -959,10 +966,15 @@ class _Source(enum.Enum, shape=2):
 _COUNT_BITS = 5
 
 class _Latch:
-    """A field copied whole into the walker's word register as its first byte goes out."""
+    """A field whose first byte is sent from ``value`` and the rest copied whole into the
+    register of shifter ``into`` as it goes out, to be sent from there (never torn)."""
 
-    def __init__(self, value):
+    def __init__(self, value, into):
+        if len(Value.cast(value)) > len(into.reg) + 8:
+            raise ValueError(f"A latch of {len(Value.cast(value))} bits does not fit a shifter "
+                             f"of {len(into.reg)}")
         self.value = value
+        self.into = into
 
 
 #: Marks a field read word by word from the frame's read port.
@@ -1134,10 +1146,10 @@ class _FrameProgram:
         for name, field in layout:
             value = values[name]
             if isinstance(value, _Latch):
-                self.latches.append(value.value)
+                self.latches.append(value)
                 nbytes = data.Shape.cast(field.shape).width // 8
-                steps += [(_Source.READ, len(self.latches) if b == 0 else 0, int(b == 0), 0)
-                          for b in range(nbytes)]
+                steps += [(_Source.READ, len(self.latches), 1, 0)]
+                steps += [(_Source.VAR, self._shift_input(value.into), 0, 0)] * (nbytes - 1)
                 continue
             if value is _READ:
                 elem_bytes = data.Shape.cast(field.shape.elem_shape).width // 8
