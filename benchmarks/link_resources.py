@@ -26,7 +26,7 @@ from rbscope.gateware.synthesis import yosys_script
 
 CELLS = {
     "ice40": {"LUT4": r"SB_LUT4", "FF": r"SB_DFF\w*", "CARRY": r"SB_CARRY",
-              "EBR": r"SB_RAM40_4K", "SPRAM": r"SB_SPRAM256KA"},
+              "EBR": r"SB_RAM40_4K", "SPRAM": r"SB_SPRAM256KA", "DSP": r"SB_MAC16"},
     "ecp5": {"LUT4": r"LUT4", "FF": r"TRELLIS_FF", "CCU2C": r"CCU2C", "EBR": r"DP16KD",
              "DPR16X4": r"TRELLIS_DPR16X4"},
 }
@@ -45,7 +45,8 @@ def synthesize(arch, channels, clock_hz, width_bits):
         # YoWASP's WebAssembly sandbox sees the working directory only: relative paths.
         subprocess.run([yosys, "-q", "-p",
                         f"read_rtlil {il.name}; {yosys_script()}; "
-                        f"synth_{arch} -noflatten -top device; tee -o {stat.name} stat"],
+                        f"synth_{arch} -noflatten{' -dsp' if arch == 'ice40' else ''} -top device; "
+                        f"tee -o {stat.name} stat"],
                        check=True, cwd=tmp)
         text = stat.read_text()
     modules = {}

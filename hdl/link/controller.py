@@ -508,8 +508,7 @@ class LinkController(wiring.Component):
                        "rx_errors": _Latch(rx_errors, tl_shift)}
 
         FT = protocol.FrameType
-        info_starting = Signal()
-        info_fields, tick_busy = self._info_fields(m, cfg_reg.prescaler, info_starting)
+        info_fields = self._info_fields(m, cfg_reg.prescaler)
         frames = {
             FT.RESPONSE: {name: resp_shift[i] for i, (name, _) in enumerate(resp)},
             FT.INFO: info_fields,
@@ -558,7 +557,7 @@ class LinkController(wiring.Component):
         # address (the walker spends a cycle in NEXT after each byte; the UART needs >= 40).
         entry = Signal(entry_layout)
         m.d.sync += entry.eq(rom_rd.data)
-        ftype = Signal(FT, init=FT.RESPONSE)
+        ftype = Signal(range(max(FT) + 1), init=FT.RESPONSE)  # (the type's value)
         obyte = Signal(8)
         olast = Signal()
         # A word read from a read port is sent from the port's payload, which its source holds
@@ -578,16 +577,27 @@ class LinkController(wiring.Component):
             self.read_req.payload.channel.eq(Mux(is_hist, hist_channel, snap_channel)),
             self.read_req.payload.index.eq(Mux(is_hist, hist_first + word_index, word_index)),
         ]
-        ports = [(FT.COUNTERS, self.read_req, self.read_resp),
-                 (FT.HISTOGRAM, self.read_req, self.read_resp)]
+        ports = [((FT.COUNTERS, FT.HISTOGRAM), self.read_req, self.read_resp)]
         if source is not None:
             m.d.comb += [self.ext_read_req.payload.unit.eq(unit),
                          self.ext_read_req.payload.index.eq(word_index)]
-            ports.append((source.frame_type, self.ext_read_req, self.ext_read_resp))
+            ports.append(((source.frame_type,), self.ext_read_req, self.ext_read_resp))
+
+        # A frame starts from one place: its type is chosen (``start``), and its first
+        # programme address comes from the type.
+        starting = Signal()
+        next_ftype = Signal(range(max(FT) + 1))
 
         def start(frame):
-            m.d.sync += [ftype.eq(frame), pc.eq(program.start[frame]), word_index.eq(0)]
+            m.d.comb += [starting.eq(1), next_ftype.eq(frame)]
             m.next = "FETCH"
+
+        with m.If(starting):
+            m.d.sync += [ftype.eq(next_ftype), word_index.eq(0)]
+            with m.Switch(next_ftype):
+                for frame, address in program.start.items():
+                    with m.Case(frame):
+                        m.d.sync += pc.eq(address)
 
         with m.FSM(name="frames") as frames_fsm:
             with m.State("IDLE"):
@@ -597,8 +607,7 @@ class LinkController(wiring.Component):
                     with m.If(~resp_writing):
                         start(FT.RESPONSE)
                 with m.Elif(info_pending):
-                    m.d.comb += info_starting.eq(1)
-                    m.next = "INFO_TICK"
+                    start(FT.INFO)
                 with m.Elif(snap_request):
                     m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
                     m.d.sync += snap_latch.load(snap_now)
@@ -612,10 +621,6 @@ class LinkController(wiring.Component):
                         start(source.frame_type)
                 with m.Elif(trace_fifo.r_rdy):
                     start(FT.TRACE)
-            with m.State("INFO_TICK"):
-                # INFO's tick period is computed from the prescaler as the frame starts.
-                with m.If(~tick_busy):
-                    start(FT.INFO)
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
                 # the snapshot's channel is latched here too, once the read port has read it
@@ -628,48 +633,50 @@ class LinkController(wiring.Component):
                 # The registered entry of ``pc`` arrives.
                 m.next = "EXEC"
             with m.State("EXEC"):
-                m.d.sync += olast.eq(entry.last)
+                # Every byte but a word's first is sent at once; the walker then moves on (one
+                # place for it: ``advance``). One word's bytes are programmed once: after the
+                # word's last byte the walker jumps back for the next word of the array (a READ
+                # entry's ``arg`` holds the word count less one and the address of its first
+                # entry).
+                advance = Signal()
+                more = ((entry.kind == _Source.READ) & entry.word_last &
+                        (word_index != entry.arg[:_COUNT_BITS]))
+                m.d.sync += olast.eq(entry.last & ~more)
+                with m.If(advance):
+                    m.d.sync += pc.eq(Mux(more, entry.arg[_COUNT_BITS:], pc + 1))
+                    with m.If((entry.kind == _Source.READ) & entry.word_last):
+                        m.d.sync += word_index.eq(word_index + 1)
+                    m.next = "SEND"
                 with m.Switch(entry.kind):
                     with m.Case(_Source.CONST):
-                        m.d.sync += [obyte.eq(entry.arg[:8]), pc.eq(pc + 1)]
-                        m.next = "SEND"
+                        m.d.comb += advance.eq(1)
+                        m.d.sync += obyte.eq(entry.arg[:8])
                     with m.Case(_Source.VAR):
+                        m.d.comb += advance.eq(1)
                         with m.Switch(entry.arg):
                             for k, byte in enumerate(program.var_bytes):
                                 with m.Case(k):
                                     m.d.sync += obyte.eq(byte)
                                     if k in program.shifters:
                                         m.d.comb += program.shifters[k].shift.eq(1)
-                        m.d.sync += pc.eq(pc + 1)
-                        m.next = "SEND"
                     with m.Case(_Source.READ):
-                        # One word's bytes are programmed once: after the word's last byte the
-                        # walker jumps back for the next word of the array (``arg`` holds the
-                        # word count less one and the address of its first entry).
-                        more = entry.word_last & (word_index != entry.arg[:_COUNT_BITS])
-                        next_pc = Mux(more, entry.arg[_COUNT_BITS:], pc + 1)
-                        m.d.sync += olast.eq(entry.last & ~more)
-                        with m.If(entry.word_last):
-                            m.d.sync += word_index.eq(word_index + 1)
                         with m.If(~entry.word_first):
+                            m.d.comb += advance.eq(1)
                             m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
-                                         word_byte.eq(word_byte + 1), pc.eq(next_pc)]
-                            m.next = "SEND"
+                                         word_byte.eq(word_byte + 1)]
                         with m.Elif(entry.arg != 0):
                             # First byte of a latched value: copy the rest whole into its
                             # shifter, which sends it.
+                            m.d.comb += advance.eq(1)
                             with m.Switch(entry.arg):
                                 for k, latch in enumerate(program.latches, start=1):
                                     with m.Case(k):
                                         m.d.sync += [obyte.eq(latch.value[:8]),
                                                      latch.into.reg.eq(latch.value >> 8)]
-                            m.d.sync += pc.eq(pc + 1)
-                            m.next = "SEND"
                         with m.Else():
                             # First byte of a word: read it from the frame's read port.
-                            m.d.sync += word_index.eq(word_index)
-                            for frame, req, resp in ports:
-                                with m.If(ftype == frame):
+                            for frames_of_port, req, resp in ports:
+                                with m.If(Cat(ftype == f for f in frames_of_port).any()):
                                     with m.If(~requested):
                                         m.d.comb += req.valid.eq(1)
                                         with m.If(req.ready):
@@ -677,12 +684,9 @@ class LinkController(wiring.Component):
                                     with m.Else():
                                         m.d.comb += resp.ready.eq(1)
                                         with m.If(resp.valid):
+                                            m.d.comb += advance.eq(1)
                                             m.d.sync += [obyte.eq(resp.payload[:8]),
-                                                         word_byte.eq(1),
-                                                         requested.eq(0), pc.eq(next_pc)]
-                                            with m.If(entry.word_last):
-                                                m.d.sync += word_index.eq(word_index + 1)
-                                            m.next = "SEND"
+                                                         word_byte.eq(1), requested.eq(0)]
             with m.State("SEND"):
                 m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
                              self.body.payload.last.eq(olast)]
@@ -771,9 +775,8 @@ class LinkController(wiring.Component):
                 shape = field.shape
         return offset + reg.shift
 
-    def _info_fields(self, m, prescaler, start):
-        """INFO's fields (:func:`protocol.info_values`, the prescaler and tick live) and a
-        signal high while the tick is being computed after ``start``."""
+    def _info_fields(self, m, prescaler):
+        """INFO's fields (:func:`protocol.info_values`, the prescaler and tick live)."""
         ext = self.extension
         info = protocol.info_values(
             self.params, clock_hz=self.clock_hz, prescaler=0, uart_divisor=self.uart_divisor,
@@ -788,38 +791,22 @@ class LinkController(wiring.Component):
                               else layout[name].shape)
                   for name, value in info.items()}
         fields["prescaler"] = prescaler
-        acc, busy = self._tick_period(m, prescaler, start)
-        fields["tick_period_ps"] = _Shifter("tick_period", [len(acc)], reg=acc)[0]
-        return fields, busy
+        fields["tick_period_ps"] = self._tick_period(m, prescaler)
+        return fields
 
-    def _tick_period(self, m, prescaler, start):
+    def _tick_period(self, m, prescaler):
         """INFO's ``tick_period_ps`` (:func:`protocol.tick_period_ps`) of the live prescaler.
 
-        A constant times the register, computed serially when ``start`` is high (the INFO frame
-        waits for it): one product bit per cycle, least significant first, each from a small
-        adder of the partial sum and the constant (when the prescaler's bit is set). The bits
-        are shifted into the register the frame then sends. Returns ``(value, busy)``.
+        A constant times the register, registered: one multiplier, which the board builds map
+        to a DSP block (``synth_ice40 -dsp``; the ECP5's are used by default), its output
+        register included. Returns the registered product.
         """
-        width = len(prescaler)
         period = protocol.clock_period_ps(self.clock_hz)
+        multiplier = Cat(prescaler[0] | (prescaler == 0), prescaler[1:])  # 0 acts as 1
         # As wide as the largest product (INFO's field is 48 bits; its high bytes are zero).
-        out_bits = min(48, width + period.bit_length())
-        acc = Signal(out_bits)
-        partial = Signal(period.bit_length())
-        step = Signal(range(out_bits + 1))  # product bits left
-        busy = Signal()
-        m.d.comb += busy.eq(step != 0)
-        # The multiplier, the prescaler (0 acts as 1), copied as the computation starts and
-        # shifted right a bit per step (its low bit is the one that adds the constant).
-        multiplier = Signal(width)
-        total = partial + Mux(multiplier[0], period, 0)
-        with m.If(start):
-            m.d.sync += [partial.eq(0), step.eq(out_bits),
-                         multiplier.eq(Mux(prescaler == 0, 1, prescaler))]
-        with m.Elif(busy):
-            m.d.sync += [acc.eq(Cat(acc[1:], total[0])), partial.eq(total[1:]),
-                         step.eq(step - 1), multiplier.eq(multiplier >> 1)]
-        return acc, busy
+        product = Signal(min(48, len(prescaler) + period.bit_length()))
+        m.d.sync += product.eq(multiplier * period)
+        return product
 
 
 class _RecordFifo(wiring.Component):
