@@ -164,12 +164,22 @@ class LinkController(wiring.Component):
         # Link-level registers, and the extension's (bound to its ports). Registers keep their
         # values through a logic reset (like the counters): the register file RAM that reads
         # them back is not reset either, so the two always agree.
+        # The two periods are kept in a block RAM (one entry, both side by side, always read):
+        # no flip-flops hold them (``period_targets``: the signals their writes address).
+        periods = Memory(shape=48, depth=1, init=[self.snapshot_period],
+                         attrs={"ram_style": "block"})
+        m.submodules["periods" + COLLISION_FREE] = periods
+        periods_rd = periods.read_port()
+        periods_wr = periods.write_port(granularity=16)
+        period_targets = {"link.snapshot_period": Signal(32, name="snapshot_period_write"),
+                          "link.hist_period": Signal(16, name="hist_period_write")}
         link = {
             "link.id": Const(protocol.ID_MAGIC, 32),
-            "link.snapshot_period": Signal(32, init=self.snapshot_period, reset_less=True),
-            "link.hist_period": Signal(16, reset_less=True),
+            **period_targets,
             "link.trace_enable": Signal(reset_less=True),
         }
+        snapshot_period = periods_rd.data[:32]
+        hist_period = periods_rd.data[32:]
         strobes = []
         for port in ext.ports:
             signal = getattr(self, port.port_name)
@@ -435,12 +445,16 @@ class LinkController(wiring.Component):
             if reg.access is protocol.Access.RW:
                 write = Signal(name=f"write_{reg.name.lower()}")
                 m.d.comb += write.eq(reg_write_q & (rf_index == regfile.entry(address)))
-                with m.If(write):
-                    m.d.sync += target.eq(cmd.value)
+                if reg.field == "link.snapshot_period":
+                    m.d.comb += periods_wr.en[:2].eq(Mux(write, 0b11, 0))
+                elif reg.field == "link.hist_period":
+                    m.d.comb += periods_wr.en[2].eq(write)
+                else:
+                    with m.If(write):
+                        m.d.sync += target.eq(cmd.value)
                 if reg.field in reloads:
                     m.d.comb += reloads[reg.field].eq(write)
-        # The command register must hold its value through WRITTEN and CLEARING: the decoder's
-        # payload is stable until the next frame completes, and the host sends one at a time.
+        m.d.comb += periods_wr.data.eq(Cat(cmd.value, cmd.value[:16]))
 
         # ---- periodic snapshots and histograms ---------------------------------------------
         # Down-counters, reloaded from the period as they expire and when it is written: a
@@ -448,24 +462,29 @@ class LinkController(wiring.Component):
         period_left = Signal(32, init=self.snapshot_period)
         hist_left = Signal(16)
         periodic = Signal()
+        # (The cycle after a period is written, the periods' read port returns what it read
+        # while the RAM was written: nothing expires then; the write restarts both counters.)
+        stale = Signal()
         m.d.sync += period_left.eq(period_left - 1)
-        with m.If(period_left[1:] == 0):  # the period's last cycle (or it is 0: off)
-            m.d.sync += period_left.eq(link["link.snapshot_period"])
-            m.d.comb += periodic.eq(link["link.snapshot_period"] != 0)
+        with m.If((period_left[1:] == 0) & ~stale):  # the period's last cycle (or it is 0: off)
+            m.d.sync += period_left.eq(snapshot_period)
+            m.d.comb += periodic.eq(snapshot_period != 0)
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
             m.d.sync += hist_left.eq(hist_left - 1)
             with m.If(hist_left[1:] == 0):
-                m.d.sync += [hist_left.eq(link["link.hist_period"]),
-                             hist_request.eq(link["link.hist_period"] != 0)]
-        # (A cycle after the write, once the register holds the new period.)
-        reload_period = Signal()
-        reload_hist = Signal()
-        m.d.sync += [reload_period.eq(period_written), reload_hist.eq(hist_written)]
-        with m.If(reload_period):
-            m.d.sync += period_left.eq(link["link.snapshot_period"])
-        with m.If(reload_hist):
-            m.d.sync += hist_left.eq(link["link.hist_period"])
+                m.d.sync += [hist_left.eq(hist_period),
+                             hist_request.eq(hist_period != 0)]
+        # (Two cycles after the write, once the RAM's read port has read the new period.)
+        reload_period = Signal(2)
+        reload_hist = Signal(2)
+        m.d.sync += [reload_period.eq(Cat(period_written, reload_period)),
+                     reload_hist.eq(Cat(hist_written, reload_hist))]
+        m.d.comb += stale.eq(reload_period[0] | reload_hist[0])
+        with m.If(reload_period[1]):
+            m.d.sync += period_left.eq(snapshot_period)
+        with m.If(reload_hist[1]):
+            m.d.sync += hist_left.eq(hist_period)
 
         # ---- frame builder ------------------------------------------------------------------
         seq = Signal(16)
@@ -485,14 +504,15 @@ class LinkController(wiring.Component):
         # frame's (latched as every frame starts, below) and the snapshot number does not change
         # until the last COUNTERS frame; the sniffer's quiet_since, the flags and the total of
         # lost trace records (which the host checks against the pulses up to that time) are
-        # latched when the snapshot starts. The link's receive counters are each copied whole
-        # into the loss count's register (free in STATUS) as their first byte goes out (_Latch):
-        # never torn between bytes, at most a frame time later than the timestamp.
+        # latched when the snapshot starts (the total into the COUNTERS frames' loss count
+        # register, free in STATUS). The link's receive counters are each copied whole into the
+        # snapshot latch (sent by then) as their first byte goes out (_Latch): never torn between
+        # bytes, at most a frame time later than the timestamp.
         #
-        # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time and
-        # epoch, the snapshot latch, the response, the tick period, and the sequence and
-        # snapshot numbers (which rotate, so that they are whole again after each frame).
-        snap_now = [status.quiet_since, snap_flag_bits, trace_lost_total]
+        # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time, the
+        # snapshot latch, the loss count, and the sequence and snapshot numbers (which rotate, so
+        # that they are whole again after each frame); the response is one in a RAM.
+        snap_now = [status.quiet_since, snap_flag_bits]
         snap_latch = _Shifter.of("snap_latch", snap_now)
         seq_shift = _Shifter("seq", [16], reg=seq, rotate=True)
         snapshot_shift = _Shifter("snapshot_no", [16], reg=snapshot_no, rotate=True)
@@ -503,9 +523,9 @@ class LinkController(wiring.Component):
         tl_shift = _Shifter("tl_frame", [32], reg=tl_frame)
         snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
                        "epoch": epoch, "quiet_since": snap_latch[0],
-                       "flags": snap_latch[1], "trace_lost": snap_latch[2],
-                       "rx_frames": _Latch(rx_frames, tl_shift),
-                       "rx_errors": _Latch(rx_errors, tl_shift)}
+                       "flags": snap_latch[1], "trace_lost": tl_shift[0],
+                       "rx_frames": _Latch(rx_frames, snap_latch),
+                       "rx_errors": _Latch(rx_errors, snap_latch)}
 
         FT = protocol.FrameType
         info_fields = self._info_fields(m, cfg_reg.prescaler)
@@ -610,7 +630,7 @@ class LinkController(wiring.Component):
                     start(FT.INFO)
                 with m.Elif(snap_request):
                     m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
-                    m.d.sync += snap_latch.load(snap_now)
+                    m.d.sync += [snap_latch.load(snap_now), tl_frame.eq(trace_lost_total)]
                     start(FT.STATUS)
                 with m.Elif(hist_request):
                     m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
@@ -627,7 +647,8 @@ class LinkController(wiring.Component):
                 # (not a dropped record's channel) in a cycle where that counter was not being
                 # written (a channel drops at most one record per scan round, so this comes).
                 with m.If(tl_valid):
-                    m.d.sync += tl_frame.eq(tl_rd.data)
+                    with m.If(ftype == FT.COUNTERS):
+                        m.d.sync += tl_frame.eq(tl_rd.data)
                     m.next = "NEXT"
             with m.State("NEXT"):
                 # The registered entry of ``pc`` arrives.
@@ -797,12 +818,15 @@ class LinkController(wiring.Component):
     def _tick_period(self, m, prescaler):
         """INFO's ``tick_period_ps`` (:func:`protocol.tick_period_ps`) of the live prescaler.
 
-        A constant times the register, registered: one multiplier, which the board builds map
-        to a DSP block (``synth_ice40 -dsp``; the ECP5's are used by default), its output
-        register included. Returns the registered product.
+        A constant times the register, registered: one multiplier with registered input and
+        output, which the board builds map to a DSP block (``synth_ice40 -dsp``; the ECP5's
+        are used by default). The product follows the register two cycles later, long before
+        an INFO frame that a write is followed by could send it. Returns the product.
         """
         period = protocol.clock_period_ps(self.clock_hz)
-        multiplier = Cat(prescaler[0] | (prescaler == 0), prescaler[1:])  # 0 acts as 1
+        # The multiplier's input is registered too (a DSP block's input register).
+        multiplier = Signal(len(prescaler))
+        m.d.sync += multiplier.eq(Cat(prescaler[0] | (prescaler == 0), prescaler[1:]))  # 0 as 1
         # As wide as the largest product (INFO's field is 48 bits; its high bytes are zero).
         product = Signal(min(48, len(prescaler) + period.bit_length()))
         m.d.sync += product.eq(multiplier * period)
