@@ -207,52 +207,64 @@ class LinkController(wiring.Component):
         targets = {reg.address: (reg, self._register_target(reg, cfg_reg, link))
                    for reg in self.registers}
 
-    # ---- counters of the link itself ----------------------------------------------------
-        rx_frames = Signal(32)
-        rx_errors = Signal(32)
-        with m.If(self.rx_good):
-            m.d.sync += rx_frames.eq(rx_frames + 1)
-        with m.If(self.rx_bad):
-            m.d.sync += rx_errors.eq(rx_errors + 1)
-
-        # ---- trace FIFO and per-channel loss counters ---------------------------------------
+        # ---- the link's counters: trace records lost, frames received --------------------
+        # One RAM holds them all (entry i < n: channel i's trace records lost; n: frames
+        # received, n + 1: receive errors), updated by read-modify-write through one read port:
+        # read, the count registered the next cycle (a block RAM's output goes to no adder: its
+        # clock to output is most of a cycle on the ECP5), written the cycle after. A record
+        # dropped is counted at once; a received frame or error waits (one flag each) for a
+        # cycle where no record is dropped (trace strobes are at least two cycles apart, frames
+        # and errors at least a byte time). Two updates of one counter never overlap (a channel
+        # drops at most one record per scan round of 4 cycles or more). The total of dropped
+        # records (STATUS) is a counter of its own.
         trace_shape = data.Layout.cast(self.trace.payload.shape())
         m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
         trace_lost_total = Signal(32)
+        rx_base = n  # entries of rx_frames, rx_errors
         # (A read that collides with a write is never used: see tl_valid below.)
-        m.submodules["trace_lost" + COLLISION_FREE] = trace_lost = Memory(
-            shape=32, depth=max(2, n), init=[])
-        tl_wr = trace_lost.write_port()
-        # One read port (one block RAM less on the iCE40): it reads the channel of a record
-        # being dropped, else the channel of the COUNTERS frame (latched into tl_frame).
-        tl_rd = trace_lost.read_port()
+        m.submodules["counters" + COLLISION_FREE] = counter_ram = Memory(
+            shape=32, depth=n + 2, init=[])
+        tl_wr = counter_ram.write_port()
+        # One read port (one block RAM less on the iCE40): it reads the counter being updated,
+        # else the one a frame asks for (``read_addr``: the channel of the COUNTERS frame,
+        # latched into tl_frame, or a receive counter that STATUS sends).
+        tl_rd = counter_ram.read_port()
+        addr_bits = len(tl_rd.addr)
         tl_frame = Signal(32)
-        lost_pending = Signal()
-        lost_channel = Signal(p.channel_bits)
+        read_addr = Signal(addr_bits)
         push = self.trace.valid & link["link.trace_enable"]
         m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
                      trace_fifo.w_en.eq(push)]
         lost_now = push & ~trace_fifo.w_rdy
-        m.d.sync += lost_pending.eq(lost_now)
-        tl_valid = Signal()  # the read port's data is the snapshot channel's count
         with m.If(lost_now):
-            m.d.sync += [trace_lost_total.eq(trace_lost_total + 1),
-                         lost_channel.eq(self.trace.payload.channel)]
-        # Read-modify-write of the channel's loss counter: read now, the count registered next
-        # cycle (a block RAM's output goes to no adder: its clock to output is most of a cycle
-        # on the ECP5), written the cycle after. Trace strobes are at least two cycles apart
-        # and a channel's at least a scan round (4 cycles or more), so no two updates of one
-        # counter overlap.
+            m.d.sync += trace_lost_total.eq(trace_lost_total + 1)
+        rx_pending = Signal(2)  # a frame received, an error, not counted yet
+        rx_serve = Signal()
+        rx_which = Signal()  # 0: frames, 1: errors
+        m.d.comb += [rx_serve.eq(~lost_now & rx_pending.any()), rx_which.eq(~rx_pending[0])]
+        served = Mux(rx_serve, Mux(rx_which, 0b10, 0b01), 0)
+        m.d.sync += rx_pending.eq((rx_pending & ~served) | Cat(self.rx_good, self.rx_bad))
+        update = lost_now | rx_serve
+        update_addr = Mux(lost_now, self.trace.payload.channel, rx_base + rx_which)
+        # The two stages of an update: read (stage 1: registered), written (stage 2).
+        s1_valid, s2_valid = Signal(), Signal()
+        s1_addr, s2_addr = Signal(addr_bits), Signal(addr_bits)
         lost_count = Signal(32)
-        lost_write = Signal()
-        m.d.sync += lost_write.eq(lost_pending)
-        with m.If(lost_pending):
+        m.d.sync += [s1_valid.eq(update), s1_addr.eq(update_addr),
+                     s2_valid.eq(s1_valid), s2_addr.eq(s1_addr)]
+        with m.If(s1_valid):
             m.d.sync += lost_count.eq(tl_rd.data)
         m.d.comb += [
-            tl_wr.addr.eq(lost_channel),
+            tl_rd.addr.eq(Mux(update, update_addr, read_addr)),
+            tl_wr.addr.eq(s2_addr),
             tl_wr.data.eq(lost_count + 1),
-            tl_wr.en.eq(lost_write),
+            tl_wr.en.eq(s2_valid),
         ]
+        # The read port's data is the count at ``read_addr`` (as it was a cycle ago): not while
+        # an update used the port, nor while that counter is between its read and its write.
+        tl_valid = Signal()
+        m.d.sync += tl_valid.eq(~update & ~((s1_valid & (s1_addr == read_addr)) |
+                                            (s2_valid & (s2_addr == read_addr))))
 
         # ---- command execution --------------------------------------------------------------
         # Time of the frame being built, latched as it starts. A clear takes effect only between
@@ -290,7 +302,7 @@ class LinkController(wiring.Component):
         rf_rd = regfile_mem.read_port()
         rf_wr = regfile_mem.write_port(granularity=1)
         rf_index = Signal(len(regfile.index(cmd.address)))
-        m.d.comb += [rf_rd.addr.eq(rf_index), rf_wr.addr.eq(rf_index)]
+        m.d.comb += [rf_rd.addr.eq(rf_index), rf_wr.addr.eq(rf_index), rf_wr.data.eq(cmd.value)]
         rf_entry = regfile.layout(rf_rd.data)
         address_ok = Signal()
         writable = Signal()
@@ -407,7 +419,7 @@ class LinkController(wiring.Component):
             with m.State("WRITTEN"):
                 # The write (from the registered strobe, below) goes to the register file: the
                 # register's bits only.
-                m.d.comb += [rf_wr.en.eq(rf_entry.mask), rf_wr.data.eq(cmd.value)]
+                m.d.comb += rf_wr.en.eq(rf_entry.mask)
                 m.next = "SETTLE"
             with m.State("SETTLE"):
                 # (The register file's read port catches up with the write.)
@@ -461,30 +473,36 @@ class LinkController(wiring.Component):
         # snapshot every SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
         period_left = Signal(32, init=self.snapshot_period)
         hist_left = Signal(16)
-        periodic = Signal()
-        # (The cycle after a period is written, the periods' read port returns what it read
-        # while the RAM was written: nothing expires then; the write restarts both counters.)
-        stale = Signal()
-        m.d.sync += period_left.eq(period_left - 1)
-        with m.If((period_left[1:] == 0) & ~stale):  # the period's last cycle (or it is 0: off)
-            m.d.sync += period_left.eq(snapshot_period)
-            m.d.comb += periodic.eq(snapshot_period != 0)
-        with m.If(periodic):
-            m.d.sync += snap_request.eq(1)
-            m.d.sync += hist_left.eq(hist_left - 1)
-            with m.If(hist_left[1:] == 0):
-                m.d.sync += [hist_left.eq(hist_period),
-                             hist_request.eq(hist_period != 0)]
-        # (Two cycles after the write, once the RAM's read port has read the new period.)
+        # (Two cycles after the write, once the RAM's read port has read the new period. The
+        # cycle after a period is written, the read port returns what it read while the RAM
+        # was written, and whether a period is 0 (off) is registered from the port: nothing
+        # expires in the two cycles after a write, which restarts both counters.)
         reload_period = Signal(2)
         reload_hist = Signal(2)
         m.d.sync += [reload_period.eq(Cat(period_written, reload_period)),
                      reload_hist.eq(Cat(hist_written, reload_hist))]
-        m.d.comb += stale.eq(reload_period[0] | reload_hist[0])
-        with m.If(reload_period[1]):
+        stale = (reload_period | reload_hist).any()
+        period_on = Signal()
+        hist_on = Signal()
+        m.d.sync += [period_on.eq(snapshot_period != 0), hist_on.eq(hist_period != 0)]
+        expired = Signal()  # the period's last cycle (or it is 0: off)
+        periodic = Signal()
+        m.d.comb += [expired.eq((period_left[1:] == 0) & ~stale),
+                     periodic.eq(expired & period_on)]
+        with m.If(expired | reload_period[1]):
             m.d.sync += period_left.eq(snapshot_period)
-        with m.If(reload_hist[1]):
+        with m.Else():
+            m.d.sync += period_left.eq(period_left - 1)
+        hist_expired = Signal()
+        m.d.comb += hist_expired.eq(periodic & (hist_left[1:] == 0))
+        with m.If(periodic):
+            m.d.sync += snap_request.eq(1)
+        with m.If(hist_expired):
+            m.d.sync += hist_request.eq(hist_on)
+        with m.If(hist_expired | reload_hist[1]):
             m.d.sync += hist_left.eq(hist_period)
+        with m.Elif(periodic):
+            m.d.sync += hist_left.eq(hist_left - 1)
 
         # ---- frame builder ------------------------------------------------------------------
         seq = Signal(16)
@@ -524,8 +542,8 @@ class LinkController(wiring.Component):
         snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
                        "epoch": epoch, "quiet_since": snap_latch[0],
                        "flags": snap_latch[1], "trace_lost": tl_shift[0],
-                       "rx_frames": _Latch(rx_frames, snap_latch),
-                       "rx_errors": _Latch(rx_errors, snap_latch)}
+                       "rx_frames": _Latch(rx_base, 32, snap_latch),
+                       "rx_errors": _Latch(rx_base + 1, 32, snap_latch)}
 
         FT = protocol.FrameType
         info_fields = self._info_fields(m, cfg_reg.prescaler)
@@ -553,10 +571,9 @@ class LinkController(wiring.Component):
             for name, _ in protocol.payload_layout(p, source.frame_type):
                 fields.setdefault(name, _READ)
             frames[source.frame_type] = fields
-        m.d.comb += tl_rd.addr.eq(Mux(lost_now, self.trace.payload.channel, snap_channel))
-        # (Not valid while that channel's counter is between its read and its write.)
-        m.d.sync += tl_valid.eq(~lost_now & ~((lost_pending | lost_write) &
-                                              (lost_channel == snap_channel)))
+        latch_reading = Signal()  # a latch's counter is read (see the walker)
+        latch_addr = Signal(addr_bits)
+        m.d.comb += read_addr.eq(Mux(latch_reading, latch_addr, snap_channel))
 
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
@@ -586,6 +603,7 @@ class LinkController(wiring.Component):
         if source is not None:
             word = Mux(ftype == source.frame_type, self.ext_read_resp.payload, word)
         word_byte = Signal(range(8))
+        latch_wait = Signal()
         word_index = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK,
                                       source.words if source is not None else 0) + 1))
         requested = Signal()
@@ -686,14 +704,20 @@ class LinkController(wiring.Component):
                             m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
                                          word_byte.eq(word_byte + 1)]
                         with m.Elif(entry.arg != 0):
-                            # First byte of a latched value: copy the rest whole into its
-                            # shifter, which sends it.
-                            m.d.comb += advance.eq(1)
+                            # First byte of a latched counter: read it (a cycle to set the
+                            # address, then until the port has read it), send its low byte and
+                            # copy the rest whole into its shifter, which sends it.
+                            m.d.comb += latch_reading.eq(1)
+                            m.d.sync += latch_wait.eq(1)
                             with m.Switch(entry.arg):
                                 for k, latch in enumerate(program.latches, start=1):
                                     with m.Case(k):
-                                        m.d.sync += [obyte.eq(latch.value[:8]),
-                                                     latch.into.reg.eq(latch.value >> 8)]
+                                        m.d.comb += latch_addr.eq(latch.address)
+                                        with m.If(latch_wait & tl_valid):
+                                            m.d.comb += advance.eq(1)
+                                            m.d.sync += [
+                                                obyte.eq(tl_rd.data[:8]), latch_wait.eq(0),
+                                                latch.into.reg.eq(tl_rd.data[8:latch.width])]
                         with m.Else():
                             # First byte of a word: read it from the frame's read port.
                             for frames_of_port, req, resp in ports:
@@ -977,14 +1001,16 @@ class _Source(enum.Enum, shape=2):
 _COUNT_BITS = 5
 
 class _Latch:
-    """A field whose first byte is sent from ``value`` and the rest copied whole into the
-    register of shifter ``into`` as it goes out, to be sent from there (never torn)."""
+    """A field read from entry ``address`` of the link's counter RAM as its first byte goes
+    out: that byte is sent from the read port and the rest copied whole into the register of
+    shifter ``into``, to be sent from there (never torn)."""
 
-    def __init__(self, value, into):
-        if len(Value.cast(value)) > len(into.reg) + 8:
-            raise ValueError(f"A latch of {len(Value.cast(value))} bits does not fit a shifter "
-                             f"of {len(into.reg)}")
-        self.value = value
+    def __init__(self, address, width, into):
+        if width > len(into.reg) + 8:
+            raise ValueError(f"A latch of {width} bits does not fit a shifter of "
+                             f"{len(into.reg)}")
+        self.address = address
+        self.width = width
         self.into = into
 
 
