@@ -89,7 +89,9 @@ class LinkController(wiring.Component):
     clear : Out(1)
         Strobe to the sniffer.
     sniffer_status : In(status_layout)
-    read_req, read_resp : the sniffer's read port (this controller is its only user).
+    read_req, read_resp : the sniffer's read port (this controller is its only user; the
+        sniffer holds a response's payload until the next request, and the word's bytes are
+        sent from it).
     trace : In(TraceSignature)
         The sniffer's trace strobe.
     <port>, ext_read_req, ext_read_resp : (with ``extension`` only) one port per
@@ -668,6 +670,9 @@ class LinkController(wiring.Component):
                     with m.If(ftype == FT.COUNTERS):
                         m.d.sync += tl_frame.eq(tl_rd.data)
                     m.next = "NEXT"
+            with m.State("SKIP"):
+                # (No byte sent: as SEND, a cycle for the ROM to read the new ``pc``.)
+                m.next = "NEXT"
             with m.State("NEXT"):
                 # The registered entry of ``pc`` arrives.
                 m.next = "EXEC"
@@ -704,9 +709,9 @@ class LinkController(wiring.Component):
                             m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
                                          word_byte.eq(word_byte + 1)]
                         with m.Elif(entry.arg != 0):
-                            # First byte of a latched counter: read it (a cycle to set the
-                            # address, then until the port has read it), send its low byte and
-                            # copy the rest whole into its shifter, which sends it.
+                            # A latched counter: read it (a cycle to set the address, then until
+                            # the port has read it) and copy it whole into its shifter, which
+                            # sends it (the next entries); this entry sends no byte.
                             m.d.comb += latch_reading.eq(1)
                             m.d.sync += latch_wait.eq(1)
                             with m.Switch(entry.arg):
@@ -714,10 +719,10 @@ class LinkController(wiring.Component):
                                     with m.Case(k):
                                         m.d.comb += latch_addr.eq(latch.address)
                                         with m.If(latch_wait & tl_valid):
-                                            m.d.comb += advance.eq(1)
                                             m.d.sync += [
-                                                obyte.eq(tl_rd.data[:8]), latch_wait.eq(0),
-                                                latch.into.reg.eq(tl_rd.data[8:latch.width])]
+                                                latch_wait.eq(0), pc.eq(pc + 1),
+                                                latch.into.reg.eq(tl_rd.data[:latch.width])]
+                                            m.next = "SKIP"
                         with m.Else():
                             # First byte of a word: read it from the frame's read port.
                             for frames_of_port, req, resp in ports:
@@ -993,7 +998,7 @@ class _Source(enum.Enum, shape=2):
     CONST = 0  # ``arg`` is the byte
     VAR = 1  # byte ``arg`` of the table of variable bytes
     READ = 2  # the next byte of a word read from the frame's read port (or, ``arg != 0`` on
-    # a first byte, the first byte of latch ``arg``, the rest copied into its shifter)
+    # a first byte, no byte: latch ``arg`` is read whole into its shifter)
 
 
 #: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the address of
@@ -1001,12 +1006,12 @@ class _Source(enum.Enum, shape=2):
 _COUNT_BITS = 5
 
 class _Latch:
-    """A field read from entry ``address`` of the link's counter RAM as its first byte goes
-    out: that byte is sent from the read port and the rest copied whole into the register of
-    shifter ``into``, to be sent from there (never torn)."""
+    """A field read from entry ``address`` of the link's counter RAM just before its first byte
+    goes out, copied whole into the register of shifter ``into`` and sent from there (never
+    torn). Its programme is one entry more than its bytes: the read, which sends nothing."""
 
     def __init__(self, address, width, into):
-        if width > len(into.reg) + 8:
+        if width > len(into.reg):
             raise ValueError(f"A latch of {width} bits does not fit a shifter of "
                              f"{len(into.reg)}")
         self.address = address
@@ -1186,7 +1191,7 @@ class _FrameProgram:
                 self.latches.append(value)
                 nbytes = data.Shape.cast(field.shape).width // 8
                 steps += [(_Source.READ, len(self.latches), 1, 0)]
-                steps += [(_Source.VAR, self._shift_input(value.into), 0, 0)] * (nbytes - 1)
+                steps += [(_Source.VAR, self._shift_input(value.into), 0, 0)] * nbytes
                 continue
             if value is _READ:
                 elem_bytes = data.Shape.cast(field.shape.elem_shape).width // 8
