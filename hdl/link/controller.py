@@ -327,7 +327,9 @@ class LinkController(wiring.Component):
         sc_wr = scratch.write_port()
         sc_rd = scratch.read_port()
         resp_ptr = Signal(4)
+        resp_byte = Signal(8)  # the byte at resp_ptr, registered (no RAM output into logic)
         m.d.comb += sc_rd.addr.eq(resp_ptr)
+        m.d.sync += resp_byte.eq(sc_rd.data)
         rot = self.command.payload.command.as_value()[:8]  # byte ``resp_k`` of the command
         value_index = resp_k[:2] ^ 0b10  # byte of the value (bytes 6 … 9 of the response)
         value_byte = Signal(8)
@@ -477,16 +479,19 @@ class LinkController(wiring.Component):
         hist_left = Signal(16)
         # (Two cycles after the write, once the RAM's read port has read the new period. The
         # cycle after a period is written, the read port returns what it read while the RAM
-        # was written, and whether a period is 0 (off) is registered from the port: nothing
-        # expires in the two cycles after a write, which restarts both counters.)
+        # was written: nothing expires in the two cycles after a write, which restarts both
+        # counters. Whether a period is 0, off, is registered as it is written.)
         reload_period = Signal(2)
         reload_hist = Signal(2)
         m.d.sync += [reload_period.eq(Cat(period_written, reload_period)),
                      reload_hist.eq(Cat(hist_written, reload_hist))]
         stale = (reload_period | reload_hist).any()
-        period_on = Signal()
-        hist_on = Signal()
-        m.d.sync += [period_on.eq(snapshot_period != 0), hist_on.eq(hist_period != 0)]
+        period_on = Signal(init=self.snapshot_period != 0, reset_less=True)
+        hist_on = Signal(reset_less=True)
+        with m.If(period_written):
+            m.d.sync += period_on.eq(cmd.value != 0)
+        with m.If(hist_written):
+            m.d.sync += hist_on.eq(cmd.value[:len(hist_period)] != 0)
         expired = Signal()  # the period's last cycle (or it is 0: off)
         periodic = Signal()
         m.d.comb += [expired.eq((period_left[1:] == 0) & ~stale),
@@ -538,7 +543,7 @@ class LinkController(wiring.Component):
         snapshot_shift = _Shifter("snapshot_no", [16], reg=snapshot_no, rotate=True)
         epoch = status.epoch  # (constant during a frame: see clear_pending)
         time_shift = _Shifter("frame_timestamp", [p.timestamp_bits], reg=frame_timestamp)
-        resp_shift = _RamShifter("resp", [field.width for _, field in resp], data=sc_rd.data,
+        resp_shift = _RamShifter("resp", [field.width for _, field in resp], data=resp_byte,
                                  pointer=resp_ptr)
         tl_shift = _Shifter("tl_frame", [32], reg=tl_frame)
         snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
@@ -1085,9 +1090,10 @@ class _Shifter:
 class _RamShifter(_Shifter):
     """A :class:`_Shifter` whose bytes are in a RAM, read in order through a read port.
 
-    ``data`` is the read port's data and ``pointer`` its address: the walker sends ``data`` and
-    increments the pointer, and the port reads the next byte before the walker comes back for
-    it (at least two cycles later). Whoever writes the bytes resets the pointer.
+    ``data`` is the read port's data (here registered) and ``pointer`` its address: the walker
+    sends ``data`` and increments the pointer, and the next byte is there before the walker
+    comes back for it (at least three cycles later: SEND, NEXT). Whoever writes the bytes resets
+    the pointer.
     """
 
     def __init__(self, name, widths, *, data, pointer):
