@@ -203,7 +203,8 @@ def test_command_decoder_accepts_good_and_flags_bad_frames():
 
 def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
     """``rotate`` turns the held command by a byte (its bytes come out at the low byte, in
-    order); ten rotations bring it back, and a new frame still replaces it once taken."""
+    order); ten rotations bring it back; ``load`` replaces its value field; and a new frame
+    still replaces it once taken."""
     dut = CommandDecoder()
     first = command_body(0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x11223344)
     second = command_body(0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)
@@ -229,6 +230,12 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
         ctx.set(dut.rotate, 0)
         out["low"] = bytes(low)
         out["back"] = ctx.get(dut.command.payload.command.as_value()) == before
+        ctx.set(dut.load, 1)
+        ctx.set(dut.value, 0x89ABCDEF)
+        await ctx.tick()
+        ctx.set(dut.load, 0)
+        cmd = ctx.get(dut.command.payload.command)
+        out["loaded"] = (cmd.tag, cmd.opcode, cmd.address, cmd.value)
         ctx.set(dut.command.ready, 1)
         await ctx.tick()
         ctx.set(dut.command.ready, 0)
@@ -240,4 +247,5 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
     run(dut, bench)
     assert out["low"] == first[6:]  # the command's bytes, after the 6-byte header
     assert out["back"]
+    assert out["loaded"] == (0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x89ABCDEF)
     assert out["second"] == (1, 0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)

@@ -80,6 +80,9 @@ class LinkController(wiring.Component):
     command_rotate : Out(1)
         Asks the decoder to rotate the held command by a byte (its ``rotate``): the response is
         written from the command's bytes, ten rotations before the command is taken.
+    command_load, command_value : Out(1), Out(32)
+        Replace the held command's value (the decoder's ``load``, ``value``): a register's value,
+        which the response then carries.
     body : Out(stream.Signature(FrameByte))
         Frame bodies for the :class:`~.framing.FrameEncoder`.
     rx_good, rx_bad : In(1)
@@ -133,6 +136,8 @@ class LinkController(wiring.Component):
             **ports,
             "command": In(stream.Signature(decoded_command_layout())),
             "command_rotate": Out(1),
+            "command_load": Out(1),
+            "command_value": Out(32),
             "body": Out(stream.Signature(FrameByte)),
             "rx_good": In(1),
             "rx_bad": In(1),
@@ -313,6 +318,7 @@ class LinkController(wiring.Component):
         live_value = Signal(32)
         live = Signal()
         read_value = Mux(address_ok, Mux(live, live_value, rf_entry.value), 0)
+        m.d.comb += self.command_value.eq(read_value)
 
         # The response is written byte by byte into a scratch RAM that the RESPONSE frame then
         # reads (_RamShifter): the command's bytes come from the decoder's register, rotated a
@@ -334,10 +340,10 @@ class LinkController(wiring.Component):
         value_index = resp_k[:2] ^ 0b10  # byte of the value (bytes 6 … 9 of the response)
         value_byte = Signal(8)
         with m.Switch(resp_source):
-            with m.Case(_Value.COMMAND):
+            with m.Case(_Value.COMMAND, _Value.REGISTER):
+                # (A register's value was loaded into the command's value field: see
+                # ``load_value``.)
                 m.d.comb += value_byte.eq(rot)
-            with m.Case(_Value.REGISTER):
-                m.d.comb += value_byte.eq(read_value.word_select(value_index, 8))
             with m.Case(_Value.EPOCH):
                 m.d.comb += value_byte.eq(Mux(value_index[1], 0, self.sniffer_status.epoch
                                               .word_select(value_index[0], 8)))
@@ -364,6 +370,10 @@ class LinkController(wiring.Component):
         def respond(status, source=_Value.ZERO):
             m.d.sync += [resp_pending.eq(1), resp_status.eq(status), resp_source.eq(source),
                          resp_k.eq(0)]
+            if source is _Value.REGISTER:
+                # The register's value replaces the command's in the decoder's register, where
+                # RESPOND reads it with the other bytes (no multiplexer after the RAM's output).
+                m.d.comb += self.command_load.eq(1)
             m.next = "RESPOND"
 
         with m.FSM(name="command"):
