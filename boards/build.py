@@ -211,10 +211,12 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
     try:
         # Without --timing-allow-fail nextpnr stops with an error when timing fails; it has
         # written its report by then, which tells utilisation and Fmax all the same.
+        # (-dsp: the iCE40's multipliers go to its DSP blocks, as the ECP5's do by default.)
+        options = {"synth_opts": "-dsp"} if platform.device.startswith("iCE40") else {}
         products = platform.build(
             top, name=name, build_dir=str(out), do_program=False,
             nextpnr_opts=f"--seed {seed} --report {name}.report.json",
-            script_after_read=yosys_script())
+            script_after_read=yosys_script(), **options)
     except subprocess.CalledProcessError as exc:
         if not report_path.exists():
             log = out / f"{name}.tim"

@@ -239,6 +239,9 @@ class DeviceCore(wiring.Component):
 
         wiring.connect(m, wiring.flipped(self.rx), decoder.wire)
         wiring.connect(m, decoder.command, controller.command)
+        m.d.comb += [decoder.rotate.eq(controller.command_rotate),
+                     decoder.load.eq(controller.command_load),
+                     decoder.value.eq(controller.command_value)]
         wiring.connect(m, controller.body, encoder.body)
         wiring.connect(m, encoder.wire, wiring.flipped(self.tx))
         m.d.comb += [

@@ -245,3 +245,40 @@ def test_periodic_snapshots_and_histograms():
     assert statuses[1].snapshot == statuses[0].snapshot + 1
     assert not statuses[0].flags & protocol.StatusFlags.SOLICITED
     assert statuses[1].timestamp > statuses[0].timestamp
+
+
+def test_status_counts_frames_received_and_receive_errors():
+    """STATUS's ``rx_frames`` and ``rx_errors`` count every good and every bad frame received
+    (the command asking for the snapshot included), whole and cumulative."""
+    b = CoreBench()
+    out = []
+
+    async def corrupt(ctx, tag):
+        wire = bytearray(frame(command_body(tag, OP.PING, 0, 0)))
+        wire[3] ^= 0x40
+        for byte in wire:
+            ctx.set(b.dut.rx.payload, byte)
+            ctx.set(b.dut.rx.valid, 1)
+            await ctx.tick()
+        ctx.set(b.dut.rx.valid, 0)
+        [(_, resp)] = await b.wait_frames(ctx, 1)
+        assert resp.status == protocol.ResponseStatus.BAD_FRAME
+
+    async def bench(ctx):
+        await b.command(ctx, 1, OP.WRITE_REG, REGS["SNAPSHOT_PERIOD"].address, 0)
+        for tag in range(2, 5):
+            await b.command(ctx, tag, OP.PING, value=tag)
+        await corrupt(ctx, 5)
+        await corrupt(ctx, 6)
+        for tag in (7, 8):
+            _, [(header, status), *_] = await b.command(ctx, tag, OP.SNAPSHOT,
+                                                        extra=1 + P.channels)
+            assert header.type == protocol.FrameType.STATUS
+            out.append((status.rx_frames, status.rx_errors))
+        await corrupt(ctx, 9)
+        _, [(_, status), *_] = await b.command(ctx, 10, OP.SNAPSHOT, extra=1 + P.channels)
+        out.append((status.rx_frames, status.rx_errors))
+
+    b.run(bench)
+    # WRITE_REG, 3 PINGs and the SNAPSHOT: 5 good frames; 2 corrupted ones.
+    assert out == [(5, 2), (6, 2), (7, 3)]

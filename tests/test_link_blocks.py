@@ -199,3 +199,53 @@ def test_command_decoder_accepts_good_and_flags_bad_frames():
     assert [r[0] for r in results] == [bad, ok, bad, bad, bad, bad, bad, bad, ok]
     assert results[1][1:] == (0x1234, protocol.Opcode.WRITE_REG, 0x0101, 0xC0DBC0DB)
     assert results[8][1:] == (0xFFFE, protocol.Opcode.CLEAR, 7, 0xDB)
+
+
+def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
+    """``rotate`` turns the held command by a byte (its bytes come out at the low byte, in
+    order); ten rotations bring it back; ``load`` replaces its value field; and a new frame
+    still replaces it once taken."""
+    dut = CommandDecoder()
+    first = command_body(0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x11223344)
+    second = command_body(0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)
+    out = {}
+
+    async def send(ctx, body):
+        for b in frame(body):
+            ctx.set(dut.wire.payload, b)
+            ctx.set(dut.wire.valid, 1)
+            await ctx.tick()
+        ctx.set(dut.wire.valid, 0)
+        await ctx.tick().repeat(3)
+
+    async def bench(ctx):
+        await send(ctx, first)
+        assert ctx.get(dut.command.valid)
+        before = ctx.get(dut.command.payload.command.as_value())
+        low = []
+        for _ in range(10):
+            low.append(ctx.get(dut.command.payload.command.as_value()) & 0xFF)
+            ctx.set(dut.rotate, 1)
+            await ctx.tick()
+        ctx.set(dut.rotate, 0)
+        out["low"] = bytes(low)
+        out["back"] = ctx.get(dut.command.payload.command.as_value()) == before
+        ctx.set(dut.load, 1)
+        ctx.set(dut.value, 0x89ABCDEF)
+        await ctx.tick()
+        ctx.set(dut.load, 0)
+        cmd = ctx.get(dut.command.payload.command)
+        out["loaded"] = (cmd.tag, cmd.opcode, cmd.address, cmd.value)
+        ctx.set(dut.command.ready, 1)
+        await ctx.tick()
+        ctx.set(dut.command.ready, 0)
+        await send(ctx, second)
+        cmd = ctx.get(dut.command.payload.command)
+        out["second"] = (ctx.get(dut.command.valid), cmd.tag, cmd.opcode, cmd.address,
+                         cmd.value)
+
+    run(dut, bench)
+    assert out["low"] == first[6:]  # the command's bytes, after the 6-byte header
+    assert out["back"]
+    assert out["loaded"] == (0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x89ABCDEF)
+    assert out["second"] == (1, 0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)

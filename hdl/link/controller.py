@@ -76,7 +76,13 @@ class LinkController(wiring.Component):
     Members
     -------
     command : In(stream.Signature(decoded_command_layout()))
-        Commands from the :class:`~.framing.CommandDecoder`.
+        Commands from the :class:`~.framing.CommandDecoder`, held until taken.
+    command_rotate : Out(1)
+        Asks the decoder to rotate the held command by a byte (its ``rotate``): the response is
+        written from the command's bytes, ten rotations before the command is taken.
+    command_load, command_value : Out(1), Out(32)
+        Replace the held command's value (the decoder's ``load``, ``value``): a register's value,
+        which the response then carries.
     body : Out(stream.Signature(FrameByte))
         Frame bodies for the :class:`~.framing.FrameEncoder`.
     rx_good, rx_bad : In(1)
@@ -86,7 +92,9 @@ class LinkController(wiring.Component):
     clear : Out(1)
         Strobe to the sniffer.
     sniffer_status : In(status_layout)
-    read_req, read_resp : the sniffer's read port (this controller is its only user).
+    read_req, read_resp : the sniffer's read port (this controller is its only user; the
+        sniffer holds a response's payload until the next request, and the word's bytes are
+        sent from it).
     trace : In(TraceSignature)
         The sniffer's trace strobe.
     <port>, ext_read_req, ext_read_resp : (with ``extension`` only) one port per
@@ -127,6 +135,9 @@ class LinkController(wiring.Component):
         super().__init__({
             **ports,
             "command": In(stream.Signature(decoded_command_layout())),
+            "command_rotate": Out(1),
+            "command_load": Out(1),
+            "command_value": Out(32),
             "body": Out(stream.Signature(FrameByte)),
             "rx_good": In(1),
             "rx_bad": In(1),
@@ -160,12 +171,22 @@ class LinkController(wiring.Component):
         # Link-level registers, and the extension's (bound to its ports). Registers keep their
         # values through a logic reset (like the counters): the register file RAM that reads
         # them back is not reset either, so the two always agree.
+        # The two periods are kept in a block RAM (one entry, both side by side, always read):
+        # no flip-flops hold them (``period_targets``: the signals their writes address).
+        periods = Memory(shape=48, depth=1, init=[self.snapshot_period],
+                         attrs={"ram_style": "block"})
+        m.submodules["periods" + COLLISION_FREE] = periods
+        periods_rd = periods.read_port()
+        periods_wr = periods.write_port(granularity=16)
+        period_targets = {"link.snapshot_period": Signal(32, name="snapshot_period_write"),
+                          "link.hist_period": Signal(16, name="hist_period_write")}
         link = {
             "link.id": Const(protocol.ID_MAGIC, 32),
-            "link.snapshot_period": Signal(32, init=self.snapshot_period, reset_less=True),
-            "link.hist_period": Signal(16, reset_less=True),
+            **period_targets,
             "link.trace_enable": Signal(reset_less=True),
         }
+        snapshot_period = periods_rd.data[:32]
+        hist_period = periods_rd.data[32:]
         strobes = []
         for port in ext.ports:
             signal = getattr(self, port.port_name)
@@ -193,56 +214,75 @@ class LinkController(wiring.Component):
         targets = {reg.address: (reg, self._register_target(reg, cfg_reg, link))
                    for reg in self.registers}
 
-    # ---- counters of the link itself ----------------------------------------------------
-        rx_frames = Signal(32)
-        rx_errors = Signal(32)
-        with m.If(self.rx_good):
-            m.d.sync += rx_frames.eq(rx_frames + 1)
-        with m.If(self.rx_bad):
-            m.d.sync += rx_errors.eq(rx_errors + 1)
-
-        # ---- trace FIFO and per-channel loss counters ---------------------------------------
+        # ---- the link's counters: trace records lost, frames received --------------------
+        # One RAM holds them all (entry i < n: channel i's trace records lost; n: frames
+        # received, n + 1: receive errors), updated by read-modify-write through one read port:
+        # read, the count registered the next cycle (a block RAM's output goes to no adder: its
+        # clock to output is most of a cycle on the ECP5), written the cycle after. A record
+        # dropped is counted at once; a received frame or error waits (one flag each) for a
+        # cycle where no record is dropped (trace strobes are at least two cycles apart, frames
+        # and errors at least a byte time). Two updates of one counter never overlap (a channel
+        # drops at most one record per scan round of 4 cycles or more). The total of dropped
+        # records (STATUS) is a counter of its own.
         trace_shape = data.Layout.cast(self.trace.payload.shape())
         m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
         trace_lost_total = Signal(32)
+        rx_base = n  # entries of rx_frames, rx_errors
         # (A read that collides with a write is never used: see tl_valid below.)
-        m.submodules["trace_lost" + COLLISION_FREE] = trace_lost = Memory(
-            shape=32, depth=max(2, n), init=[])
-        tl_wr = trace_lost.write_port()
-        # One read port (one block RAM less on the iCE40): it reads the channel of a record
-        # being dropped, else the channel of the COUNTERS frame (latched into tl_frame).
-        tl_rd = trace_lost.read_port()
+        m.submodules["counters" + COLLISION_FREE] = counter_ram = Memory(
+            shape=32, depth=n + 2, init=[])
+        tl_wr = counter_ram.write_port()
+        # One read port (one block RAM less on the iCE40): it reads the counter being updated,
+        # else the one a frame asks for (``read_addr``: the channel of the COUNTERS frame,
+        # latched into tl_frame, or a receive counter that STATUS sends).
+        tl_rd = counter_ram.read_port()
+        addr_bits = len(tl_rd.addr)
         tl_frame = Signal(32)
-        lost_pending = Signal()
-        lost_channel = Signal(p.channel_bits)
+        read_addr = Signal(addr_bits)
         push = self.trace.valid & link["link.trace_enable"]
         m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
                      trace_fifo.w_en.eq(push)]
         lost_now = push & ~trace_fifo.w_rdy
-        m.d.sync += lost_pending.eq(lost_now)
-        tl_valid = Signal()  # the read port's data is the snapshot channel's count
         with m.If(lost_now):
-            m.d.sync += [trace_lost_total.eq(trace_lost_total + 1),
-                         lost_channel.eq(self.trace.payload.channel)]
-        # Read-modify-write of the channel's loss counter: read now, write next cycle. Trace
-        # strobes are at least two cycles apart, so no two updates overlap.
+            m.d.sync += trace_lost_total.eq(trace_lost_total + 1)
+        rx_pending = Signal(2)  # a frame received, an error, not counted yet
+        rx_serve = Signal()
+        rx_which = Signal()  # 0: frames, 1: errors
+        m.d.comb += [rx_serve.eq(~lost_now & rx_pending.any()), rx_which.eq(~rx_pending[0])]
+        served = Mux(rx_serve, Mux(rx_which, 0b10, 0b01), 0)
+        m.d.sync += rx_pending.eq((rx_pending & ~served) | Cat(self.rx_good, self.rx_bad))
+        update = lost_now | rx_serve
+        update_addr = Mux(lost_now, self.trace.payload.channel, rx_base + rx_which)
+        # The two stages of an update: read (stage 1: registered), written (stage 2).
+        s1_valid, s2_valid = Signal(), Signal()
+        s1_addr, s2_addr = Signal(addr_bits), Signal(addr_bits)
+        lost_count = Signal(32)
+        m.d.sync += [s1_valid.eq(update), s1_addr.eq(update_addr),
+                     s2_valid.eq(s1_valid), s2_addr.eq(s1_addr)]
+        with m.If(s1_valid):
+            m.d.sync += lost_count.eq(tl_rd.data)
         m.d.comb += [
-            tl_wr.addr.eq(lost_channel),
-            tl_wr.data.eq(tl_rd.data + 1),
-            tl_wr.en.eq(lost_pending),
+            tl_rd.addr.eq(Mux(update, update_addr, read_addr)),
+            tl_wr.addr.eq(s2_addr),
+            tl_wr.data.eq(lost_count + 1),
+            tl_wr.en.eq(s2_valid),
         ]
+        # The read port's data is the count at ``read_addr`` (as it was a cycle ago): not while
+        # an update used the port, nor while that counter is between its read and its write.
+        tl_valid = Signal()
+        m.d.sync += tl_valid.eq(~update & ~((s1_valid & (s1_addr == read_addr)) |
+                                            (s2_valid & (s2_addr == read_addr))))
 
         # ---- command execution --------------------------------------------------------------
-        # Time and epoch of the frame being built, latched as it starts. A clear takes effect
-        # only between frames, and no frame starts while it is pending, so that no frame mixes
-        # counts of two epochs.
-        frame_epoch = Signal(16)
+        # Time of the frame being built, latched as it starts. A clear takes effect only between
+        # frames, and no frame starts while one is pending (CLEAR_WAIT, CLEARING), so that no
+        # frame mixes counts of two epochs: the sniffer's epoch does not change during a frame,
+        # and frames send it as it is.
         frame_timestamp = Signal(p.timestamp_bits)
         frame_idle = Signal()
         clear_pending = Signal()
         resp = protocol.RESPONSE
         resp_pending = Signal()
-        resp_data = Signal(resp)
         info_pending = Signal()
         ext_request = Signal()
         snap_request = Signal()  # set by the timer or a command, taken by the frame builder
@@ -251,12 +291,13 @@ class LinkController(wiring.Component):
         clear_epoch = Signal()  # bit 0 of the epoch (it counts clears)
 
         cmd = self.command.payload.command
-        # A command is looked up in the register file RAM (_RegisterFile) in the cycle it
-        # arrives (WAIT), its address checked against the entry in the next (LOOKUP), and it is
-        # executed in the one after (EXECUTE); the decoder holds the command until it is taken.
-        # The RAM keeps a copy of every register as written; only the read-only registers bound
-        # to a port of an extension are read live (a registered multiplexer, empty without an
-        # extension). Writing a period restarts its down-counter (below).
+        # A command's register index is registered as it arrives (WAIT), looked up in the
+        # register file RAM (_RegisterFile) in the next cycle (INDEX), its address checked
+        # against the entry in the one after (LOOKUP), and it is executed in the next
+        # (EXECUTE). The RAM keeps a copy of every register as written; only the read-only
+        # registers bound to a port of an extension are read live (a registered multiplexer,
+        # empty without an extension). Writing a period restarts its down-counter (below).
+        # The decoder holds the command until its response is written (RESPOND, below).
         reg_write = Signal()
         period_written = Signal()
         hist_written = Signal()
@@ -267,7 +308,8 @@ class LinkController(wiring.Component):
         m.submodules["regfile" + COLLISION_FREE] = regfile_mem = regfile.memory()
         rf_rd = regfile_mem.read_port()
         rf_wr = regfile_mem.write_port(granularity=1)
-        m.d.comb += [rf_rd.addr.eq(regfile.index(cmd.address)), rf_wr.addr.eq(rf_rd.addr)]
+        rf_index = Signal(len(regfile.index(cmd.address)))
+        m.d.comb += [rf_rd.addr.eq(rf_index), rf_wr.addr.eq(rf_index), rf_wr.data.eq(cmd.value)]
         rf_entry = regfile.layout(rf_rd.data)
         address_ok = Signal()
         writable = Signal()
@@ -275,29 +317,78 @@ class LinkController(wiring.Component):
         frame_bad = Signal()
         live_value = Signal(32)
         live = Signal()
-        m.d.sync += [live_value.eq(0), live.eq(0)]
-        with m.Switch(cmd.address):
-            for address, (reg, target) in targets.items():
-                if regfile.is_live(reg):
-                    with m.Case(address):
-                        m.d.sync += [live_value.eq(target), live.eq(1)]
         read_value = Mux(address_ok, Mux(live, live_value, rf_entry.value), 0)
+        m.d.comb += self.command_value.eq(read_value)
 
-        def respond(status, value=0):
-            m.d.sync += [
-                resp_pending.eq(1),
-                resp_data.tag.eq(Mux(status == protocol.ResponseStatus.BAD_FRAME, 0xFFFF,
-                                     cmd.tag)),
-                resp_data.opcode.eq(cmd.opcode),
-                resp_data.status.eq(status),
-                resp_data.address.eq(cmd.address),
-                resp_data.value.eq(value),
-            ]
+        # The response is written byte by byte into a scratch RAM that the RESPONSE frame then
+        # reads (_RamShifter): the command's bytes come from the decoder's register, rotated a
+        # byte per cycle (RESPONSE has COMMAND's layout, its reserved byte the status), with the
+        # tag, address and value replaced where the response says so. No flip-flops hold it.
+        resp_status = Signal(protocol.ResponseStatus)
+        resp_source = Signal(_Value)
+        resp_k = Signal(range(protocol.layout_bytes(resp)))
+        # (The RESPONSE frame reads the scratch only after it is written; what the read port
+        # returns while it is written is never used.)
+        m.submodules["scratch" + COLLISION_FREE] = scratch = Memory(shape=8, depth=16, init=[])
+        sc_wr = scratch.write_port()
+        sc_rd = scratch.read_port()
+        resp_ptr = Signal(4)
+        resp_byte = Signal(8)  # the byte at resp_ptr, registered (no RAM output into logic)
+        m.d.comb += sc_rd.addr.eq(resp_ptr)
+        m.d.sync += resp_byte.eq(sc_rd.data)
+        rot = self.command.payload.command.as_value()[:8]  # byte ``resp_k`` of the command
+        value_index = resp_k[:2] ^ 0b10  # byte of the value (bytes 6 … 9 of the response)
+        value_byte = Signal(8)
+        with m.Switch(resp_source):
+            with m.Case(_Value.COMMAND, _Value.REGISTER):
+                # (A register's value was loaded into the command's value field: see
+                # ``load_value``.)
+                m.d.comb += value_byte.eq(rot)
+            with m.Case(_Value.EPOCH):
+                m.d.comb += value_byte.eq(Mux(value_index[1], 0, self.sniffer_status.epoch
+                                              .word_select(value_index[0], 8)))
+        offsets = {name: resp[name].offset // 8 for name in ("tag", "status", "address")}
+        with m.Switch(resp_k):
+            with m.Case(offsets["tag"], offsets["tag"] + 1):
+                # A command that could not be read is answered with tag 0xFFFF.
+                m.d.comb += sc_wr.data.eq(
+                    rot | Mux(resp_status == protocol.ResponseStatus.BAD_FRAME, 0xFF, 0))
+            with m.Case(offsets["status"]):
+                m.d.comb += sc_wr.data.eq(resp_status)
+            with m.Case(offsets["address"], offsets["address"] + 1):
+                # CLEAR answers with address 0 (and the epoch).
+                m.d.comb += sc_wr.data.eq(Mux(resp_source == _Value.EPOCH, 0, rot))
+            with m.Case(*range(resp["value"].offset // 8, protocol.layout_bytes(resp))):
+                m.d.comb += sc_wr.data.eq(value_byte)
+            with m.Default():
+                m.d.comb += sc_wr.data.eq(rot)
+        m.d.comb += sc_wr.addr.eq(resp_k)
+
+        # (The RESPONSE frame waits until its bytes are written: ``resp_writing``.)
+        resp_writing = Signal()
+
+        def respond(status, source=_Value.ZERO):
+            m.d.sync += [resp_pending.eq(1), resp_status.eq(status), resp_source.eq(source),
+                         resp_k.eq(0)]
+            if source is _Value.REGISTER:
+                # The register's value replaces the command's in the decoder's register, where
+                # RESPOND reads it with the other bytes (no multiplexer after the RAM's output).
+                m.d.comb += self.command_load.eq(1)
+            m.next = "RESPOND"
 
         with m.FSM(name="command"):
             with m.State("WAIT"):
+                m.d.sync += rf_index.eq(regfile.index(cmd.address))
                 with m.If(self.command.valid & ~resp_pending):
-                    m.next = "LOOKUP"
+                    m.next = "INDEX"
+            with m.State("INDEX"):
+                m.d.sync += [live_value.eq(0), live.eq(0)]
+                with m.Switch(cmd.address):
+                    for address, (reg, target) in targets.items():
+                        if regfile.is_live(reg):
+                            with m.Case(address):
+                                m.d.sync += [live_value.eq(target), live.eq(1)]
+                m.next = "LOOKUP"
             with m.State("LOOKUP"):
                 m.d.sync += [address_ok.eq(rf_entry.valid & (rf_entry.address == cmd.address)),
                              writable.eq(rf_entry.writable), opcode.eq(cmd.opcode),
@@ -305,25 +396,23 @@ class LinkController(wiring.Component):
                                           protocol.ResponseStatus.OK)]
                 m.next = "EXECUTE"
             with m.State("EXECUTE"):
-                m.next = "WAIT"
-                m.d.comb += self.command.ready.eq(1)
                 with m.If(frame_bad):
                     respond(protocol.ResponseStatus.BAD_FRAME)
                 with m.Else():
                     with m.Switch(opcode):
                         with m.Case(protocol.Opcode.PING):
-                            respond(protocol.ResponseStatus.OK, cmd.value)
+                            respond(protocol.ResponseStatus.OK, _Value.COMMAND)
                         with m.Case(protocol.Opcode.READ_INFO):
                             respond(protocol.ResponseStatus.OK)
                             m.d.sync += info_pending.eq(1)
                         with m.Case(protocol.Opcode.READ_REG):
                             respond(Mux(address_ok, protocol.ResponseStatus.OK,
-                                        protocol.ResponseStatus.BAD_ADDRESS), read_value)
+                                        protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
                         with m.Case(protocol.Opcode.WRITE_REG):
                             with m.If(~address_ok):
                                 respond(protocol.ResponseStatus.BAD_ADDRESS)
                             with m.Elif(~writable):
-                                respond(protocol.ResponseStatus.READ_ONLY, read_value)
+                                respond(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
                             with m.Else():
                                 m.d.comb += reg_write.eq(1)
                                 m.next = "WRITTEN"
@@ -344,24 +433,18 @@ class LinkController(wiring.Component):
             with m.State("WRITTEN"):
                 # The write (from the registered strobe, below) goes to the register file: the
                 # register's bits only.
-                m.d.comb += [rf_wr.en.eq(rf_entry.mask), rf_wr.data.eq(cmd.value)]
+                m.d.comb += rf_wr.en.eq(rf_entry.mask)
                 m.next = "SETTLE"
             with m.State("SETTLE"):
                 # (The register file's read port catches up with the write.)
                 m.next = "READ_BACK"
             with m.State("READ_BACK"):
                 # Answer with the value as read back (a field narrower than 32 bits truncates).
-                m.d.sync += [
-                    resp_pending.eq(1),
-                    resp_data.tag.eq(cmd.tag),
-                    resp_data.opcode.eq(cmd.opcode),
-                    resp_data.status.eq(protocol.ResponseStatus.OK),
-                    resp_data.address.eq(cmd.address),
-                    resp_data.value.eq(read_value),
-                ]
-                m.next = "WAIT"
+                respond(protocol.ResponseStatus.OK, _Value.REGISTER)
             with m.State("CLEAR_WAIT"):
-                # Only between frames, so that no frame mixes counts of two epochs.
+                # Only between frames, so that no frame mixes counts of two epochs (and no frame
+                # starts from now until the sniffer's epoch has changed).
+                m.d.comb += clear_pending.eq(1)
                 with m.If(frame_idle):
                     m.d.comb += self.clear.eq(1)
                     m.d.sync += clear_epoch.eq(self.sniffer_status.epoch[0])
@@ -369,56 +452,74 @@ class LinkController(wiring.Component):
             with m.State("CLEARING"):
                 m.d.comb += clear_pending.eq(1)
                 with m.If(self.sniffer_status.epoch[0] != clear_epoch):
-                    m.d.sync += [
-                        resp_pending.eq(1),
-                        resp_data.tag.eq(cmd.tag),
-                        resp_data.opcode.eq(cmd.opcode),
-                        resp_data.status.eq(protocol.ResponseStatus.OK),
-                        resp_data.address.eq(0),
-                        resp_data.value.eq(self.sniffer_status.epoch),
-                    ]
+                    respond(protocol.ResponseStatus.OK, _Value.EPOCH)
+            with m.State("RESPOND"):
+                # One byte per cycle, the decoder's command rotated a byte each; after the last
+                # the command is back in place and taken.
+                m.d.comb += [sc_wr.en.eq(1), self.command_rotate.eq(1), resp_writing.eq(1)]
+                m.d.sync += resp_k.eq(resp_k + 1)
+                with m.If(resp_k == protocol.layout_bytes(resp) - 1):
+                    m.d.comb += self.command.ready.eq(1)
+                    m.d.sync += resp_ptr.eq(0)
                     m.next = "WAIT"
         # A register's flip-flops are written with the register file (in WRITTEN, from a
         # registered strobe: no long path from the command to their enables), with one enable
         # each: the address is known good, so its index is enough to tell the register.
-        rf_index = regfile.index(cmd.address)
         reg_write_q = Signal()
         m.d.sync += reg_write_q.eq(reg_write)
         for address, (reg, target) in targets.items():
             if reg.access is protocol.Access.RW:
                 write = Signal(name=f"write_{reg.name.lower()}")
                 m.d.comb += write.eq(reg_write_q & (rf_index == regfile.entry(address)))
-                with m.If(write):
-                    m.d.sync += target.eq(cmd.value)
+                if reg.field == "link.snapshot_period":
+                    m.d.comb += periods_wr.en[:2].eq(Mux(write, 0b11, 0))
+                elif reg.field == "link.hist_period":
+                    m.d.comb += periods_wr.en[2].eq(write)
+                else:
+                    with m.If(write):
+                        m.d.sync += target.eq(cmd.value)
                 if reg.field in reloads:
                     m.d.comb += reloads[reg.field].eq(write)
-        # The command register must hold its value through WRITTEN and CLEARING: the decoder's
-        # payload is stable until the next frame completes, and the host sends one at a time.
+        m.d.comb += periods_wr.data.eq(Cat(cmd.value, cmd.value[:16]))
 
         # ---- periodic snapshots and histograms ---------------------------------------------
         # Down-counters, reloaded from the period as they expire and when it is written: a
         # snapshot every SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
         period_left = Signal(32, init=self.snapshot_period)
         hist_left = Signal(16)
+        # (Two cycles after the write, once the RAM's read port has read the new period. The
+        # cycle after a period is written, the read port returns what it read while the RAM
+        # was written: nothing expires in the two cycles after a write, which restarts both
+        # counters. Whether a period is 0, off, is registered as it is written.)
+        reload_period = Signal(2)
+        reload_hist = Signal(2)
+        m.d.sync += [reload_period.eq(Cat(period_written, reload_period)),
+                     reload_hist.eq(Cat(hist_written, reload_hist))]
+        stale = (reload_period | reload_hist).any()
+        period_on = Signal(init=self.snapshot_period != 0, reset_less=True)
+        hist_on = Signal(reset_less=True)
+        with m.If(period_written):
+            m.d.sync += period_on.eq(cmd.value != 0)
+        with m.If(hist_written):
+            m.d.sync += hist_on.eq(cmd.value[:len(hist_period)] != 0)
+        expired = Signal()  # the period's last cycle (or it is 0: off)
         periodic = Signal()
-        m.d.sync += period_left.eq(period_left - 1)
-        with m.If(period_left[1:] == 0):  # the period's last cycle (or it is 0: off)
-            m.d.sync += period_left.eq(link["link.snapshot_period"])
-            m.d.comb += periodic.eq(link["link.snapshot_period"] != 0)
+        m.d.comb += [expired.eq((period_left[1:] == 0) & ~stale),
+                     periodic.eq(expired & period_on)]
+        with m.If(expired | reload_period[1]):
+            m.d.sync += period_left.eq(snapshot_period)
+        with m.Else():
+            m.d.sync += period_left.eq(period_left - 1)
+        hist_expired = Signal()
+        m.d.comb += hist_expired.eq(periodic & (hist_left[1:] == 0))
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
+        with m.If(hist_expired):
+            m.d.sync += hist_request.eq(hist_on)
+        with m.If(hist_expired | reload_hist[1]):
+            m.d.sync += hist_left.eq(hist_period)
+        with m.Elif(periodic):
             m.d.sync += hist_left.eq(hist_left - 1)
-            with m.If(hist_left[1:] == 0):
-                m.d.sync += [hist_left.eq(link["link.hist_period"]),
-                             hist_request.eq(link["link.hist_period"] != 0)]
-        # (A cycle after the write, once the register holds the new period.)
-        reload_period = Signal()
-        reload_hist = Signal()
-        m.d.sync += [reload_period.eq(period_written), reload_hist.eq(hist_written)]
-        with m.If(reload_period):
-            m.d.sync += period_left.eq(link["link.snapshot_period"])
-        with m.If(reload_hist):
-            m.d.sync += hist_left.eq(link["link.hist_period"])
 
         # ---- frame builder ------------------------------------------------------------------
         seq = Signal(16)
@@ -438,41 +539,42 @@ class LinkController(wiring.Component):
         # frame's (latched as every frame starts, below) and the snapshot number does not change
         # until the last COUNTERS frame; the sniffer's quiet_since, the flags and the total of
         # lost trace records (which the host checks against the pulses up to that time) are
-        # latched when the snapshot starts. The link's receive counters are each copied whole
-        # into the word register as their first byte goes out (_Latch): never torn between
+        # latched when the snapshot starts (the total into the COUNTERS frames' loss count
+        # register, free in STATUS). The link's receive counters are each copied whole into the
+        # snapshot latch (sent by then) as their first byte goes out (_Latch): never torn between
         # bytes, at most a frame time later than the timestamp.
         #
-        # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time and
-        # epoch, the snapshot latch, the response, the tick period, and the sequence and
-        # snapshot numbers (which rotate, so that they are whole again after each frame).
-        snap_now = [status.quiet_since, snap_flag_bits, trace_lost_total]
+        # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time, the
+        # snapshot latch, the loss count, and the sequence and snapshot numbers (which rotate, so
+        # that they are whole again after each frame); the response is one in a RAM.
+        snap_now = [status.quiet_since, snap_flag_bits]
         snap_latch = _Shifter.of("snap_latch", snap_now)
         seq_shift = _Shifter("seq", [16], reg=seq, rotate=True)
         snapshot_shift = _Shifter("snapshot_no", [16], reg=snapshot_no, rotate=True)
-        epoch_shift = _Shifter("frame_epoch", [16], reg=frame_epoch)
+        epoch = status.epoch  # (constant during a frame: see clear_pending)
         time_shift = _Shifter("frame_timestamp", [p.timestamp_bits], reg=frame_timestamp)
-        resp_shift = _Shifter("resp", [field.width for _, field in resp],
-                              reg=resp_data.as_value())
+        resp_shift = _RamShifter("resp", [field.width for _, field in resp], data=resp_byte,
+                                 pointer=resp_ptr)
         tl_shift = _Shifter("tl_frame", [32], reg=tl_frame)
         snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
-                       "epoch": epoch_shift[0], "quiet_since": snap_latch[0],
-                       "flags": snap_latch[1], "trace_lost": snap_latch[2],
-                       "rx_frames": _Latch(rx_frames), "rx_errors": _Latch(rx_errors)}
+                       "epoch": epoch, "quiet_since": snap_latch[0],
+                       "flags": snap_latch[1], "trace_lost": tl_shift[0],
+                       "rx_frames": _Latch(rx_base, 32, snap_latch),
+                       "rx_errors": _Latch(rx_base + 1, 32, snap_latch)}
 
         FT = protocol.FrameType
-        info_starting = Signal()
-        info_fields, tick_busy = self._info_fields(m, cfg_reg.prescaler, info_starting)
+        info_fields = self._info_fields(m, cfg_reg.prescaler)
         frames = {
             FT.RESPONSE: {name: resp_shift[i] for i, (name, _) in enumerate(resp)},
             FT.INFO: info_fields,
             FT.STATUS: snap_fields,
             FT.COUNTERS: {
                 "snapshot": snapshot_shift[0], "channel": snap_channel,
-                "epoch": epoch_shift[0], "timestamp": time_shift[0], "trace_lost": tl_shift[0],
+                "epoch": epoch, "timestamp": time_shift[0], "trace_lost": tl_shift[0],
                 "counters": _READ,
             },
             FT.HISTOGRAM: {
-                "channel": hist_channel, "first": hist_first, "epoch": epoch_shift[0],
+                "channel": hist_channel, "first": hist_first, "epoch": epoch,
                 "timestamp": time_shift[0], "bins": _READ,
             },
             FT.TRACE: {
@@ -486,8 +588,9 @@ class LinkController(wiring.Component):
             for name, _ in protocol.payload_layout(p, source.frame_type):
                 fields.setdefault(name, _READ)
             frames[source.frame_type] = fields
-        m.d.comb += tl_rd.addr.eq(Mux(lost_now, self.trace.payload.channel, snap_channel))
-        m.d.sync += tl_valid.eq(~lost_now & ~(lost_pending & (lost_channel == snap_channel)))
+        latch_reading = Signal()  # a latch's counter is read (see the walker)
+        latch_addr = Signal(addr_bits)
+        m.d.comb += read_addr.eq(Mux(latch_reading, latch_addr, snap_channel))
 
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
@@ -496,19 +599,28 @@ class LinkController(wiring.Component):
         for ftype, values in frames.items():
             program.add_frame(ftype, values)
         program.finish()
+        self._program = program  # (inspection)
         entry_layout = program.entry_layout
         m.submodules.program = rom = Memory(shape=entry_layout.size, depth=len(program.rom),
                                             init=program.rom)
         rom_rd = rom.read_port()
         pc = Signal(range(len(program.rom)))
         m.d.comb += rom_rd.addr.eq(pc)
-        entry = entry_layout(rom_rd.data)
-        ftype = Signal(FT, init=FT.RESPONSE)
+        # The ROM's output is registered before anything decodes it (a block RAM's clock to
+        # output is most of a cycle on the ECP5): an entry is decoded two cycles after its
+        # address (the walker spends a cycle in NEXT after each byte; the UART needs >= 40).
+        entry = Signal(entry_layout)
+        m.d.sync += entry.eq(rom_rd.data)
+        ftype = Signal(range(max(FT) + 1), init=FT.RESPONSE)  # (the type's value)
         obyte = Signal(8)
         olast = Signal()
-        word_bits = max(p.counter_bits, p.hist_bits,
-                        source.word_bits if source is not None else 0)
-        word = Signal(word_bits)
+        # A word read from a read port is sent from the port's payload, which its source holds
+        # from the transfer until the next request: byte ``word_byte`` of it.
+        word = self.read_resp.payload
+        if source is not None:
+            word = Mux(ftype == source.frame_type, self.ext_read_resp.payload, word)
+        word_byte = Signal(range(8))
+        latch_wait = Signal()
         word_index = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK,
                                       source.words if source is not None else 0) + 1))
         requested = Signal()
@@ -520,29 +632,40 @@ class LinkController(wiring.Component):
             self.read_req.payload.channel.eq(Mux(is_hist, hist_channel, snap_channel)),
             self.read_req.payload.index.eq(Mux(is_hist, hist_first + word_index, word_index)),
         ]
-        ports = [(FT.COUNTERS, self.read_req, self.read_resp),
-                 (FT.HISTOGRAM, self.read_req, self.read_resp)]
+        ports = [((FT.COUNTERS, FT.HISTOGRAM), self.read_req, self.read_resp)]
         if source is not None:
             m.d.comb += [self.ext_read_req.payload.unit.eq(unit),
                          self.ext_read_req.payload.index.eq(word_index)]
-            ports.append((source.frame_type, self.ext_read_req, self.ext_read_resp))
+            ports.append(((source.frame_type,), self.ext_read_req, self.ext_read_resp))
+
+        # A frame starts from one place: its type is chosen (``start``), and its first
+        # programme address comes from the type.
+        starting = Signal()
+        next_ftype = Signal(range(max(FT) + 1))
 
         def start(frame):
-            m.d.sync += [ftype.eq(frame), pc.eq(program.start[frame]), word_index.eq(0)]
+            m.d.comb += [starting.eq(1), next_ftype.eq(frame)]
             m.next = "FETCH"
+
+        with m.If(starting):
+            m.d.sync += [ftype.eq(next_ftype), word_index.eq(0)]
+            with m.Switch(next_ftype):
+                for frame, address in program.start.items():
+                    with m.Case(frame):
+                        m.d.sync += pc.eq(address)
 
         with m.FSM(name="frames") as frames_fsm:
             with m.State("IDLE"):
                 with m.If(clear_pending):
                     pass
                 with m.Elif(resp_pending):
-                    start(FT.RESPONSE)
+                    with m.If(~resp_writing):
+                        start(FT.RESPONSE)
                 with m.Elif(info_pending):
-                    m.d.comb += info_starting.eq(1)
-                    m.next = "INFO_TICK"
+                    start(FT.INFO)
                 with m.Elif(snap_request):
                     m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
-                    m.d.sync += snap_latch.load(snap_now)
+                    m.d.sync += [snap_latch.load(snap_now), tl_frame.eq(trace_lost_total)]
                     start(FT.STATUS)
                 with m.Elif(hist_request):
                     m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
@@ -553,58 +676,72 @@ class LinkController(wiring.Component):
                         start(source.frame_type)
                 with m.Elif(trace_fifo.r_rdy):
                     start(FT.TRACE)
-            with m.State("INFO_TICK"):
-                # INFO's tick period is computed from the prescaler as the frame starts.
-                with m.If(~tick_busy):
-                    start(FT.INFO)
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
                 # the snapshot's channel is latched here too, once the read port has read it
                 # (not a dropped record's channel) in a cycle where that counter was not being
                 # written (a channel drops at most one record per scan round, so this comes).
                 with m.If(tl_valid):
-                    m.d.sync += tl_frame.eq(tl_rd.data)
-                    m.next = "EXEC"
+                    with m.If(ftype == FT.COUNTERS):
+                        m.d.sync += tl_frame.eq(tl_rd.data)
+                    m.next = "NEXT"
+            with m.State("SKIP"):
+                # (No byte sent: as SEND, a cycle for the ROM to read the new ``pc``.)
+                m.next = "NEXT"
+            with m.State("NEXT"):
+                # The registered entry of ``pc`` arrives.
+                m.next = "EXEC"
             with m.State("EXEC"):
-                m.d.sync += olast.eq(entry.last)
+                # Every byte but a word's first is sent at once; the walker then moves on (one
+                # place for it: ``advance``). One word's bytes are programmed once: after the
+                # word's last byte the walker jumps back for the next word of the array (a READ
+                # entry's ``arg`` holds the word count less one and the address of its first
+                # entry).
+                advance = Signal()
+                more = ((entry.kind == _Source.READ) & entry.word_last &
+                        (word_index != entry.arg[:_COUNT_BITS]))
+                m.d.sync += olast.eq(entry.last & ~more)
+                with m.If(advance):
+                    m.d.sync += pc.eq(Mux(more, entry.arg[_COUNT_BITS:], pc + 1))
+                    with m.If((entry.kind == _Source.READ) & entry.word_last):
+                        m.d.sync += word_index.eq(word_index + 1)
+                    m.next = "SEND"
                 with m.Switch(entry.kind):
                     with m.Case(_Source.CONST):
-                        m.d.sync += [obyte.eq(entry.arg[:8]), pc.eq(pc + 1)]
-                        m.next = "SEND"
+                        m.d.comb += advance.eq(1)
+                        m.d.sync += obyte.eq(entry.arg[:8])
                     with m.Case(_Source.VAR):
+                        m.d.comb += advance.eq(1)
                         with m.Switch(entry.arg):
                             for k, byte in enumerate(program.var_bytes):
                                 with m.Case(k):
                                     m.d.sync += obyte.eq(byte)
                                     if k in program.shifters:
                                         m.d.comb += program.shifters[k].shift.eq(1)
-                        m.d.sync += pc.eq(pc + 1)
-                        m.next = "SEND"
                     with m.Case(_Source.READ):
-                        # One word's bytes are programmed once: after the word's last byte the
-                        # walker jumps back for the next word of the array (``arg`` holds the
-                        # word count less one and the address of its first entry).
-                        more = entry.word_last & (word_index != entry.arg[:_COUNT_BITS])
-                        next_pc = Mux(more, entry.arg[_COUNT_BITS:], pc + 1)
-                        m.d.sync += olast.eq(entry.last & ~more)
-                        with m.If(entry.word_last):
-                            m.d.sync += word_index.eq(word_index + 1)
                         with m.If(~entry.word_first):
-                            m.d.sync += [obyte.eq(word[:8]), word.eq(word >> 8), pc.eq(next_pc)]
-                            m.next = "SEND"
+                            m.d.comb += advance.eq(1)
+                            m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
+                                         word_byte.eq(word_byte + 1)]
                         with m.Elif(entry.arg != 0):
-                            # First byte of a latched value: copy it whole into the word.
+                            # A latched counter: read it (a cycle to set the address, then until
+                            # the port has read it) and copy it whole into its shifter, which
+                            # sends it (the next entries); this entry sends no byte.
+                            m.d.comb += latch_reading.eq(1)
+                            m.d.sync += latch_wait.eq(1)
                             with m.Switch(entry.arg):
-                                for k, value in enumerate(program.latches, start=1):
+                                for k, latch in enumerate(program.latches, start=1):
                                     with m.Case(k):
-                                        m.d.sync += [obyte.eq(value[:8]), word.eq(value >> 8)]
-                            m.d.sync += pc.eq(pc + 1)
-                            m.next = "SEND"
+                                        m.d.comb += latch_addr.eq(latch.address)
+                                        with m.If(latch_wait & tl_valid):
+                                            m.d.sync += [
+                                                latch_wait.eq(0), pc.eq(pc + 1),
+                                                latch.into.reg.eq(tl_rd.data[:latch.width])]
+                                            m.next = "SKIP"
                         with m.Else():
                             # First byte of a word: read it from the frame's read port.
-                            m.d.sync += word_index.eq(word_index)
-                            for frame, req, resp in ports:
-                                with m.If(ftype == frame):
+                            for frames_of_port, req, resp in ports:
+                                with m.If(Cat(ftype == f for f in frames_of_port).any()):
                                     with m.If(~requested):
                                         m.d.comb += req.valid.eq(1)
                                         with m.If(req.ready):
@@ -612,12 +749,9 @@ class LinkController(wiring.Component):
                                     with m.Else():
                                         m.d.comb += resp.ready.eq(1)
                                         with m.If(resp.valid):
+                                            m.d.comb += advance.eq(1)
                                             m.d.sync += [obyte.eq(resp.payload[:8]),
-                                                         word.eq(resp.payload >> 8),
-                                                         requested.eq(0), pc.eq(next_pc)]
-                                            with m.If(entry.word_last):
-                                                m.d.sync += word_index.eq(word_index + 1)
-                                            m.next = "SEND"
+                                                         word_byte.eq(1), requested.eq(0)]
             with m.State("SEND"):
                 m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
                              self.body.payload.last.eq(olast)]
@@ -625,7 +759,7 @@ class LinkController(wiring.Component):
                     with m.If(olast):
                         m.next = "DONE"
                     with m.Else():
-                        m.next = "EXEC"
+                        m.next = "NEXT"
             with m.State("DONE"):
                 m.d.sync += seq.eq(seq + 1)
                 m.next = "IDLE"
@@ -668,18 +802,19 @@ class LinkController(wiring.Component):
                     with m.If(clear_pending):
                         pass
                     with m.Elif(resp_pending):
-                        start(FT.RESPONSE)
+                        with m.If(~resp_writing):
+                            start(FT.RESPONSE)
                     with m.Else():
                         start(resume)
         for shifter in program.shifters.values():
             with m.If(shifter.shift):
-                m.d.sync += shifter.reg.eq(shifter.next())
-        # Between frames, keep the frame time and epoch current; they freeze when a frame starts
-        # (its first byte is fetched in the cycle after leaving these states).
+                m.d.sync += shifter.advance()
+        # Between frames, keep the frame time current; it freezes when a frame starts (its first
+        # byte is fetched in the cycle after leaving these states).
         between = ["IDLE", *bursts]
         m.d.comb += frame_idle.eq(Cat(frames_fsm.ongoing(state) for state in between).any())
         with m.If(frame_idle):
-            m.d.sync += [frame_epoch.eq(status.epoch), frame_timestamp.eq(status.timestamp)]
+            m.d.sync += frame_timestamp.eq(status.timestamp)
         return m
 
     # ---- helpers --------------------------------------------------------------------------------
@@ -705,9 +840,8 @@ class LinkController(wiring.Component):
                 shape = field.shape
         return offset + reg.shift
 
-    def _info_fields(self, m, prescaler, start):
-        """INFO's fields (:func:`protocol.info_values`, the prescaler and tick live) and a
-        signal high while the tick is being computed after ``start``."""
+    def _info_fields(self, m, prescaler):
+        """INFO's fields (:func:`protocol.info_values`, the prescaler and tick live)."""
         ext = self.extension
         info = protocol.info_values(
             self.params, clock_hz=self.clock_hz, prescaler=0, uart_divisor=self.uart_divisor,
@@ -722,38 +856,25 @@ class LinkController(wiring.Component):
                               else layout[name].shape)
                   for name, value in info.items()}
         fields["prescaler"] = prescaler
-        acc, busy = self._tick_period(m, prescaler, start)
-        fields["tick_period_ps"] = _Shifter("tick_period", [len(acc)], reg=acc)[0]
-        return fields, busy
+        fields["tick_period_ps"] = self._tick_period(m, prescaler)
+        return fields
 
-    def _tick_period(self, m, prescaler, start):
+    def _tick_period(self, m, prescaler):
         """INFO's ``tick_period_ps`` (:func:`protocol.tick_period_ps`) of the live prescaler.
 
-        A constant times the register, computed serially when ``start`` is high (the INFO frame
-        waits for it): one product bit per cycle, least significant first, each from a small
-        adder of the partial sum and the constant (when the prescaler's bit is set). The bits
-        are shifted into the register the frame then sends. Returns ``(value, busy)``.
+        A constant times the register, registered: one multiplier with registered input and
+        output, which the board builds map to a DSP block (``synth_ice40 -dsp``; the ECP5's
+        are used by default). The product follows the register two cycles later, long before
+        an INFO frame that a write is followed by could send it. Returns the product.
         """
-        width = len(prescaler)
         period = protocol.clock_period_ps(self.clock_hz)
+        # The multiplier's input is registered too (a DSP block's input register).
+        multiplier = Signal(len(prescaler))
+        m.d.sync += multiplier.eq(Cat(prescaler[0] | (prescaler == 0), prescaler[1:]))  # 0 as 1
         # As wide as the largest product (INFO's field is 48 bits; its high bytes are zero).
-        out_bits = min(48, width + period.bit_length())
-        acc = Signal(out_bits)
-        partial = Signal(period.bit_length())
-        step = Signal(range(out_bits + 1))  # product bits left
-        busy = Signal()
-        m.d.comb += busy.eq(step != 0)
-        # The multiplier, the prescaler (0 acts as 1), copied as the computation starts and
-        # shifted right a bit per step (its low bit is the one that adds the constant).
-        multiplier = Signal(width)
-        total = partial + Mux(multiplier[0], period, 0)
-        with m.If(start):
-            m.d.sync += [partial.eq(0), step.eq(out_bits),
-                         multiplier.eq(Mux(prescaler == 0, 1, prescaler))]
-        with m.Elif(busy):
-            m.d.sync += [acc.eq(Cat(acc[1:], total[0])), partial.eq(total[1:]),
-                         step.eq(step - 1), multiplier.eq(multiplier >> 1)]
-        return acc, busy
+        product = Signal(min(48, len(prescaler) + period.bit_length()))
+        m.d.sync += product.eq(multiplier * period)
+        return product
 
 
 class _RecordFifo(wiring.Component):
@@ -877,13 +998,22 @@ class _RegisterFile:
         return Memory(shape=self.layout.size, depth=self.depth, init=init)
 
 
+class _Value(enum.Enum, shape=2):
+    """What a RESPONSE's value is (the command FSM's choice)."""
+
+    ZERO = 0
+    COMMAND = 1  # the command's value (PING)
+    REGISTER = 2  # the register read (or read back)
+    EPOCH = 3  # the sniffer's epoch (CLEAR)
+
+
 class _Source(enum.Enum, shape=2):
     """Where a byte of a frame comes from (a frame-programme ROM entry's ``kind``)."""
 
     CONST = 0  # ``arg`` is the byte
     VAR = 1  # byte ``arg`` of the table of variable bytes
     READ = 2  # the next byte of a word read from the frame's read port (or, ``arg != 0`` on
-    # a first byte, of latch ``arg`` copied whole into the word)
+    # a first byte, no byte: latch ``arg`` is read whole into its shifter)
 
 
 #: Bits of a READ entry's ``arg`` that hold the word count less one (the rest: the address of
@@ -891,10 +1021,17 @@ class _Source(enum.Enum, shape=2):
 _COUNT_BITS = 5
 
 class _Latch:
-    """A field copied whole into the walker's word register as its first byte goes out."""
+    """A field read from entry ``address`` of the link's counter RAM just before its first byte
+    goes out, copied whole into the register of shifter ``into`` and sent from there (never
+    torn). Its programme is one entry more than its bytes: the read, which sends nothing."""
 
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, address, width, into):
+        if width > len(into.reg):
+            raise ValueError(f"A latch of {width} bits does not fit a shifter of "
+                             f"{len(into.reg)}")
+        self.address = address
+        self.width = width
+        self.into = into
 
 
 #: Marks a field read word by word from the frame's read port.
@@ -949,11 +1086,39 @@ class _Shifter:
                 parts.append(Const(0, 8 * nbytes - len(value)))
         return self.reg.eq(Cat(*parts))
 
-    def next(self):
-        """The register after one byte is sent."""
+    def low(self):
+        """The byte a frame sends next."""
+        return self.reg[:8]
+
+    def advance(self):
+        """The statement moving on to the next byte (once the low byte is sent)."""
         if self.rotate:
-            return Cat(self.reg[8:], self.reg[:8])
-        return self.reg >> 8
+            return self.reg.eq(Cat(self.reg[8:], self.reg[:8]))
+        return self.reg.eq(self.reg >> 8)
+
+
+class _RamShifter(_Shifter):
+    """A :class:`_Shifter` whose bytes are in a RAM, read in order through a read port.
+
+    ``data`` is the read port's data (here registered) and ``pointer`` its address: the walker
+    sends ``data`` and increments the pointer, and the next byte is there before the walker
+    comes back for it (at least three cycles later: SEND, NEXT). Whoever writes the bytes resets
+    the pointer.
+    """
+
+    def __init__(self, name, widths, *, data, pointer):
+        super().__init__(name, widths, reg=Const(0, 1))
+        self.data = data
+        self.pointer = pointer
+
+    def low(self):
+        return self.data
+
+    def advance(self):
+        return self.pointer.eq(self.pointer + 1)
+
+    def load(self, values):
+        raise TypeError("A RAM shifter is written through its RAM's write port")
 
 
 class _Segment:
@@ -993,7 +1158,7 @@ class _FrameProgram:
         if key not in self._var_keys:
             self._var_keys[key] = len(self.var_bytes)
             self.shifters[len(self.var_bytes)] = shifter
-            self.var_bytes.append(shifter.reg[:8])
+            self.var_bytes.append(shifter.low())
         return self._var_keys[key]
 
     def _value_bytes(self, value, nbytes, used):
@@ -1039,10 +1204,10 @@ class _FrameProgram:
         for name, field in layout:
             value = values[name]
             if isinstance(value, _Latch):
-                self.latches.append(value.value)
+                self.latches.append(value)
                 nbytes = data.Shape.cast(field.shape).width // 8
-                steps += [(_Source.READ, len(self.latches) if b == 0 else 0, int(b == 0), 0)
-                          for b in range(nbytes)]
+                steps += [(_Source.READ, len(self.latches), 1, 0)]
+                steps += [(_Source.VAR, self._shift_input(value.into), 0, 0)] * nbytes
                 continue
             if value is _READ:
                 elem_bytes = data.Shape.cast(field.shape.elem_shape).width // 8

@@ -44,7 +44,9 @@ class ReadSource:
     The command ``opcode`` sends frames for units ``0 … units - 1``. The frame's layout
     (``protocol.payload_layout(params, frame_type)``) has a ``unit_field`` (e.g. ``"die"``), a
     ``"timestamp"`` and one array field read word by word through the ports ``ext_read_req``
-    (payload: ``unit``, ``index``) and ``ext_read_resp`` (``word_bits`` wide).
+    (payload: ``unit``, ``index``) and ``ext_read_resp`` (``word_bits`` wide). The source must
+    hold a response's payload from its transfer until the next request: the link sends the
+    word's bytes from it (as it does from the sniffer's read port).
     """
 
     frame_type: protocol.FrameType

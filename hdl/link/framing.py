@@ -145,6 +145,12 @@ class CommandDecoder(wiring.Component):
     command : Out(stream.Signature(decoded_command_layout()))
         The payload is the register the command bytes are collected in: it stays as it is after
         the command is taken, until the next frame's command bytes arrive.
+    rotate : In(1)
+        Rotates the held command by a byte (its first byte becomes its last), so that its bytes
+        can be read one at a time from the low byte; ten rotations bring it back. Only while
+        the command is held (``command.valid``).
+    load, value : In(1), In(32)
+        Replaces the held command's value field by ``value`` (only while held, not rotated).
     good : Out(1)
         Pulses for each good frame.
     bad : Out(1)
@@ -155,6 +161,9 @@ class CommandDecoder(wiring.Component):
 
     wire: In(stream.Signature(8))
     command: Out(stream.Signature(decoded_command_layout()))
+    rotate: In(1)
+    load: In(1)
+    value: In(32)
     good: Out(1)
     bad: Out(1)
     dropped: Out(1)
@@ -247,4 +256,9 @@ class CommandDecoder(wiring.Component):
                         m.d.sync += buffer.eq(Cat(buffer[8:], value))
             with m.If(count <= size):
                 m.d.sync += count.eq(count + 1)
+        with m.If(self.rotate):
+            m.d.sync += buffer.eq(Cat(buffer[8:], buffer[:8]))
+        with m.If(self.load):
+            field = protocol.COMMAND["value"]
+            m.d.sync += buffer[field.offset:field.offset + 32].eq(self.value)
         return m
