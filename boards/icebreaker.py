@@ -6,8 +6,10 @@ LED/button section removed. There are not enough pins for the emulator's ONFI bu
 R/B# inputs; an emulator build runs in loopback. Pins are 3.3 V LVCMOS with the FPGA's pull-up on,
 so an unconnected channel idles ready (high).
 
-Sniffer: 20-bit width counters (``width_bits``), to save logic cells: at the default 0.1 µs tick
-a pulse is overlong from about 0.1 s on (erases take a few ms).
+Sniffer: 20-bit widths (``width_bits``), to save logic cells: at the default 0.1 µs tick a pulse
+is overlong from about 0.1 s on (erases take a few ms). Seven of the ten class-window bounds are
+held and compared in the UP5K's DSP blocks (``dsp_bounds``; the link's tick-period multiplier
+takes the eighth), which saves their flip-flops and carry chains.
 
 Clock: the 12 MHz oscillator into an SB_PLL40_PAD, 48 MHz out (12 × 64 / 16). UART: the FTDI's
 second channel (pins 6/9), 3 Mbaud (divisor 16). LEDs: green = link traffic, red = R/B# activity.
@@ -38,6 +40,7 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     led_activity = ("led_r", 0)
     io_attrs = Attrs(IO_STANDARD="SB_LVCMOS", PULLUP=1)
     width_bits = 20
+    dsp_bounds = 7
 
     def create_clock(self, m):
         return self.ice40_pll(m, ("clk12", 0))

@@ -217,6 +217,9 @@ class BoardMixin:
     width_bits : int
         The sniffer's width counter size on this board (``SnifferParams.width_bits``): a pulse of
         ``2**width_bits - 1`` ticks or more is overlong. Narrower on a part short of logic.
+    dsp_bounds : int
+        Class-window bounds held and compared in the part's DSP blocks (iCE40UP: up to 8, one
+        per ``SB_MAC16``, less those the link uses); 0 for none.
     """
 
     board_name = "board"
@@ -228,6 +231,7 @@ class BoardMixin:
     reset_button = None
     io_attrs = Attrs()
     width_bits = 24
+    dsp_bounds = 0
 
     @classmethod
     def header_from_connectors(cls, connectors, names):
@@ -402,7 +406,8 @@ class RBScopeTop(Elaboratable):
         divisor = round(clock_hz / UART_BAUD)
         self.device = device = RBScopeDevice(
             self.params, uart_divisor=divisor, clock_hz=clock_hz, board=platform.board_name,
-            snapshot_ms=self.snapshot_ms, emulator=self.emulator, tap=self.tap)
+            snapshot_ms=self.snapshot_ms, emulator=self.emulator, tap=self.tap,
+            dsp_bounds=platform.dsp_bounds if self.emulator is None else 0)
         m.submodules.device = device
 
         # ---- pins --------------------------------------------------------------------------

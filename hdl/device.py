@@ -175,6 +175,11 @@ class DeviceCore(wiring.Component):
         equal the emulated dies, one LUN each); else to the ``tap_*`` pins.
     tap_config : TapConfig, optional
         The tap's boot configuration.
+    dsp_bounds : int
+        How many class-window bounds the sniffer holds and compares in iCE40UP DSP blocks
+        (``RBSniffer(dsp_bounds=…)``; the link writes them, and the register file's reset
+        values are their power-up values). 0 (the default) for none; not with an emulator
+        (its loopback builds its own sniffer).
 
     Members
     -------
@@ -195,9 +200,13 @@ class DeviceCore(wiring.Component):
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, emulator=None, emu_config=None, traffic=None, tap=None,
-                 tap_config=None):
+                 tap_config=None, dsp_bounds=0):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
+        if dsp_bounds and emulator is not None:
+            raise ValueError("dsp_bounds applies to a sniffer of R/B# pins, not to an emulator "
+                             "build")
+        self.dsp_bounds = dsp_bounds
         self.params = params
         self.emulator = emulator
         self.tap = tap
@@ -212,7 +221,12 @@ class DeviceCore(wiring.Component):
                 raise ValueError(f"in loopback the tap has one target per emulated die "
                                  f"({emulator.dies}), one LUN each")
         if emulator is None:
-            self.sniffer = RBSniffer(params)
+            # The DSP-held bounds power up with the register file's reset values.
+            resets = {reg.field: reg.reset
+                      for reg in protocol.register_map(params, config=config)}
+            boot_windows = [(resets[f"windows.{k}.lo"], resets[f"windows.{k}.hi"])
+                            for k in range(params.classes)]
+            self.sniffer = RBSniffer(params, dsp_bounds=dsp_bounds, boot_windows=boot_windows)
         else:
             from .nand_emu.loopback import Loopback
             self.loopback = Loopback(emulator, params)  # checks channels == dies
@@ -253,6 +267,9 @@ class DeviceCore(wiring.Component):
             wiring.connect(m, controller.read_req, sniffer.read_req)
             wiring.connect(m, sniffer.read_resp, controller.read_resp)
             wiring.connect(m, sniffer.trace, controller.trace)
+            if self.dsp_bounds:
+                m.d.comb += [sniffer.win_load.eq(controller.win_load[:self.dsp_bounds]),
+                             sniffer.win_data.eq(controller.win_data)]
             m.d.comb += [
                 sniffer.rb.eq(self.rb),
                 sniffer.cfg.eq(controller.cfg),

@@ -66,10 +66,12 @@ class CoreBench:
         assert header.type == protocol.FrameType.RESPONSE and resp.tag == tag
         return resp, frames[1:]
 
-    def run(self, bench):
+    def run(self, bench, *processes):
         sim = Simulator(self.dut)
         sim.add_clock(1e-6)
         sim.add_process(self.collect)
+        for process in processes:
+            sim.add_process(process)
         sim.add_testbench(bench)
         sim.run()
 
@@ -282,3 +284,26 @@ def test_status_counts_frames_received_and_receive_errors():
     b.run(bench)
     # WRITE_REG, 3 PINGs and the SNAPSHOT: 5 good frames; 2 corrupted ones.
     assert out == [(5, 2), (6, 2), (7, 3)]
+
+
+def test_window_register_writes_strobe_the_window_port():
+    """A sniffer that holds its own window bounds (in DSP blocks) is told of each window write:
+    one strobe per window register, with the value, and nothing for other registers."""
+    b = CoreBench()
+    strobes = []
+
+    async def watch(ctx):
+        ctrl = b.dut.controller
+        async for _, _, load, value in ctx.tick().sample(ctrl.win_load, ctrl.win_data):
+            for bit in range(2 * P.classes):
+                if load >> bit & 1:
+                    strobes.append((bit, value))
+
+    async def bench(ctx):
+        for tag, (name, value) in enumerate((("WINDOW_2_HI", 0xABCDE), ("PRESCALER", 3),
+                                             ("WINDOW_0_LO", 5), ("WINDOW_4_HI", 0x12345))):
+            resp, _ = await b.command(ctx, tag, OP.WRITE_REG, REGS[name].address, value)
+            assert resp.status == protocol.ResponseStatus.OK
+
+    b.run(bench, watch)
+    assert strobes == [(5, 0xABCDE), (0, 5), (9, 0x12345)]

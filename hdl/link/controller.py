@@ -89,6 +89,12 @@ class LinkController(wiring.Component):
         Strobes counting received frames and receive errors (bad frames, UART errors).
     cfg : Out(config_layout)
         The sniffer's configuration registers.
+    win_load : Out(2 * classes)
+        A strobe per class-window register (``WINDOW_k_LO`` at bit ``2k``, ``WINDOW_k_HI`` at
+        ``2k + 1``) in the cycle it is written: for a sniffer that holds its bounds itself
+        (``RBSniffer(dsp_bounds=…)``).
+    win_data : Out(width_bits)
+        The value written, beside ``win_load``.
     clear : Out(1)
         Strobe to the sniffer.
     sniffer_status : In(status_layout)
@@ -142,6 +148,8 @@ class LinkController(wiring.Component):
             "rx_good": In(1),
             "rx_bad": In(1),
             "cfg": Out(config_layout(params)),
+            "win_load": Out(2 * params.classes),
+            "win_data": Out(params.width_bits),
             "clear": Out(1),
             "sniffer_status": In(sniffer_status_layout(params)),
             "read_req": Out(stream.Signature(read_request_layout(params))),
@@ -471,6 +479,9 @@ class LinkController(wiring.Component):
             if reg.access is protocol.Access.RW:
                 write = Signal(name=f"write_{reg.name.lower()}")
                 m.d.comb += write.eq(reg_write_q & (rf_index == regfile.entry(address)))
+                if reg.field.startswith("windows."):
+                    _, k, edge = reg.field.split(".")
+                    m.d.comb += self.win_load[2 * int(k) + (edge == "hi")].eq(write)
                 if reg.field == "link.snapshot_period":
                     m.d.comb += periods_wr.en[:2].eq(Mux(write, 0b11, 0))
                 elif reg.field == "link.hist_period":
@@ -481,6 +492,8 @@ class LinkController(wiring.Component):
                 if reg.field in reloads:
                     m.d.comb += reloads[reg.field].eq(write)
         m.d.comb += periods_wr.data.eq(Cat(cmd.value, cmd.value[:16]))
+
+        m.d.comb += self.win_data.eq(cmd.value[:p.width_bits])
 
         # ---- periodic snapshots and histograms ---------------------------------------------
         # Down-counters, reloaded from the period as they expire and when it is written: a
