@@ -378,11 +378,9 @@ class LinkController(wiring.Component):
         def respond(status, source=_Value.ZERO):
             m.d.sync += [resp_pending.eq(1), resp_status.eq(status), resp_source.eq(source),
                          resp_k.eq(0)]
-            if source is _Value.REGISTER:
-                # The register's value replaces the command's in the decoder's register, where
-                # RESPOND reads it with the other bytes (no multiplexer after the RAM's output).
-                m.d.comb += self.command_load.eq(1)
-            m.next = "RESPOND"
+            # A register's value first replaces the command's in the decoder's register (LOAD),
+            # where RESPOND reads it with the other bytes (no multiplexer after the RAM's output).
+            m.next = "LOAD" if source is _Value.REGISTER else "RESPOND"
 
         with m.FSM(name="command"):
             with m.State("WAIT"):
@@ -461,6 +459,9 @@ class LinkController(wiring.Component):
                 m.d.comb += clear_pending.eq(1)
                 with m.If(self.sniffer_status.epoch[0] != clear_epoch):
                     respond(protocol.ResponseStatus.OK, _Value.EPOCH)
+            with m.State("LOAD"):
+                m.d.comb += self.command_load.eq(1)
+                m.next = "RESPOND"
             with m.State("RESPOND"):
                 # One byte per cycle, the decoder's command rotated a byte each; after the last
                 # the command is back in place and taken.
