@@ -41,7 +41,11 @@ class CoreBench:
                 self.wire.append(payload)
 
     async def send(self, ctx, body):
-        for b in frame(body):
+        await self.send_wire(ctx, frame(body))
+
+    async def send_wire(self, ctx, wire):
+        """Send these bytes as they are (a frame, or a deliberately damaged one)."""
+        for b in wire:
             ctx.set(self.dut.rx.payload, b)
             ctx.set(self.dut.rx.valid, 1)
             await ctx.tick()
@@ -104,11 +108,7 @@ def test_info_registers_and_errors():
         # A corrupted command frame: BAD_FRAME, tag unknown.
         wire = bytearray(frame(command_body(16, OP.PING, 0, 0)))
         wire[4] ^= 0x01
-        for byte in wire:
-            ctx.set(b.dut.rx.payload, byte)
-            ctx.set(b.dut.rx.valid, 1)
-            await ctx.tick()
-        ctx.set(b.dut.rx.valid, 0)
+        await b.send_wire(ctx, wire)
         [(_, resp)] = await b.wait_frames(ctx, 1)
         out["corrupt"] = (resp.status, resp.tag)
         out["cfg"] = ctx.get(b.dut.sniffer.cfg)
@@ -258,11 +258,7 @@ def test_status_counts_frames_received_and_receive_errors():
     async def corrupt(ctx, tag):
         wire = bytearray(frame(command_body(tag, OP.PING, 0, 0)))
         wire[3] ^= 0x40
-        for byte in wire:
-            ctx.set(b.dut.rx.payload, byte)
-            ctx.set(b.dut.rx.valid, 1)
-            await ctx.tick()
-        ctx.set(b.dut.rx.valid, 0)
+        await b.send_wire(ctx, wire)
         [(_, resp)] = await b.wait_frames(ctx, 1)
         assert resp.status == protocol.ResponseStatus.BAD_FRAME
 
