@@ -301,7 +301,7 @@ class LinkController(wiring.Component):
         cmd = self.command.payload.command
         # A command's register index is registered as it arrives (WAIT), looked up in the
         # register file RAM (_RegisterFile) in the next cycle (INDEX), its address checked
-        # against the entry in the one after (LOOKUP), and it is executed in the next
+        # against the entry in the two after (LOOKUP, CHECK), and it is executed in the next
         # (EXECUTE). The RAM keeps a copy of every register as written; only the read-only
         # registers bound to a port of an extension are read live (a registered multiplexer,
         # empty without an extension). Writing a period restarts its down-counter (below).
@@ -320,6 +320,9 @@ class LinkController(wiring.Component):
         m.d.comb += [rf_rd.addr.eq(rf_index), rf_wr.addr.eq(rf_index), rf_wr.data.eq(cmd.value)]
         rf_entry = regfile.layout(rf_rd.data)
         address_ok = Signal()
+        address_lo_ok = Signal()
+        address_hi_ok = Signal()
+        entry_valid = Signal()
         writable = Signal()
         opcode = Signal(8)  # the command's, registered (LOOKUP)
         frame_bad = Signal()
@@ -396,10 +399,17 @@ class LinkController(wiring.Component):
                                 m.d.sync += [live_value.eq(target), live.eq(1)]
                 m.next = "LOOKUP"
             with m.State("LOOKUP"):
-                m.d.sync += [address_ok.eq(rf_entry.valid & (rf_entry.address == cmd.address)),
+                # The address is checked in two halves, registered, and joined in CHECK (the
+                # register file RAM's output goes through few logic levels).
+                m.d.sync += [address_lo_ok.eq(rf_entry.address[:8] == cmd.address[:8]),
+                             address_hi_ok.eq(rf_entry.address[8:] == cmd.address[8:]),
+                             entry_valid.eq(rf_entry.valid),
                              writable.eq(rf_entry.writable), opcode.eq(cmd.opcode),
                              frame_bad.eq(self.command.payload.status !=
                                           protocol.ResponseStatus.OK)]
+                m.next = "CHECK"
+            with m.State("CHECK"):
+                m.d.sync += address_ok.eq(entry_valid & address_lo_ok & address_hi_ok)
                 m.next = "EXECUTE"
             with m.State("EXECUTE"):
                 with m.If(frame_bad):
