@@ -270,6 +270,7 @@ def test_front_end_counts_glitches_beside_the_mailbox():
     async def bench(ctx):
         dut = d.dut
         ctx.set(dut.glitch_ticks, 3)
+        ctx.set(dut.glitch_now, 3 - 1)  # a tick every cycle: the threshold less this tick
         await d.step(ctx, 1, n=2)
         await d.step(ctx, 0, n=5)  # a pulse: occupies the mailbox
         for width in (1, 2, 1):  # ringing: glitches below 3 ticks

@@ -41,6 +41,8 @@ class TimeBase(wiring.Component):
         Ticks since reset.
     ticks : Out(copies)
         Copies of ``tick``, each from its own flip-flops, to split its fan-out.
+    ticks_next : Out(copies)
+        ``ticks`` one cycle ahead: the tick copy ``k`` will be high in the next cycle.
     stamps : Out(copies * stamp_bits)
         Copies of the low ``stamp_bits`` bits of ``timestamp`` (copy ``k`` in bits
         ``k * stamp_bits …``), each a counter of its own enabled by its ``ticks`` copy.
@@ -54,6 +56,7 @@ class TimeBase(wiring.Component):
             "tick": Out(1),
             "timestamp": Out(params.timestamp_bits),
             "ticks": Out(copies),
+            "ticks_next": Out(copies),
             "stamps": Out(copies * params.stamp_bits),
         })
         half = params.timestamp_bits // 2
@@ -85,7 +88,7 @@ class TimeBase(wiring.Component):
             ahead_k = Signal(name=f"ahead_{k}")
             first_k = Signal(name=f"first_tick_{k}", reset_less=True)
             m.d.sync += [ahead_k.eq(due), first_k.eq(first & (self.prescaler <= 1))]
-            m.d.comb += self.ticks[k].eq(ahead_k | first_k)
+            m.d.comb += [self.ticks[k].eq(ahead_k | first_k), self.ticks_next[k].eq(due)]
             # The timestamp's low bits, counted again beside each tick copy (same reset, same
             # enable: always equal to them) so that no net of the time base reaches every channel.
             stamp_k = Signal(p.stamp_bits, name=f"stamp_{k}")
@@ -131,6 +134,9 @@ class FrontEnd(wiring.Component):
     glitch_ticks : In(glitch_bits)
         An observed pulse shorter than this is a glitch and only increments the side count.
         (A registered copy of the configuration, shared by the channels.)
+    glitch_now : In(glitch_bits)
+        ``glitch_ticks`` less this cycle's tick (not below 0), from flip-flops: the age after
+        this cycle is below ``glitch_ticks`` exactly when the age now is below this.
     take_event : In(1)
         The pipeline takes the mailbox's pulse end this cycle.
     take_side : In(1)
@@ -163,6 +169,7 @@ class FrontEnd(wiring.Component):
             "tick": In(1),
             "stamp": In(params.stamp_bits),
             "glitch_ticks": In(params.glitch_bits),
+            "glitch_now": In(params.glitch_bits),
             "take_event": In(1),
             "take_side": In(1),
             "take_fall": In(1),
@@ -207,15 +214,16 @@ class FrontEnd(wiring.Component):
 
         # `short`, at the pulse's end: it measured fewer than glitch_ticks ticks. The age is the
         # width unless it wrapped, which a flag remembers (set by the tick that wraps it). The
-        # comparison is made on the age's next value and registered, so at the end (age = the
-        # width) it is a flip-flop.
+        # comparison is made for the age's next value and registered, so at the end (age = the
+        # width) it is a flip-flop: against glitch_now, which takes this cycle's tick off the
+        # threshold, so that no adder precedes the comparison.
         wrapped = Signal()
         with m.If(~self.low):
             m.d.sync += wrapped.eq(0)
         with m.Elif(self.tick & age.all()):
             m.d.sync += wrapped.eq(1)
         below = Signal()
-        m.d.sync += below.eq(age_next < self.glitch_ticks)
+        m.d.sync += below.eq(Mux(self.low, age < self.glitch_now, self.glitch_ticks != 0))
         short = Signal()
         m.d.comb += short.eq(~wrapped & below)
 

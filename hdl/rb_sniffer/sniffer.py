@@ -225,11 +225,17 @@ class RBSniffer(wiring.Component):
         })
         # glitch_ticks, registered once per group of TICK_GROUP front ends (a short net each;
         # reset-less, so it is valid from the first cycle after reset).
+        # Beside it, per tick copy, the threshold less the next cycle's tick (see FrontEnd).
         glitch_ticks = []
+        glitch_now = []
         for k in range(-(-n // TICK_GROUP)):
             copy = Signal(p.glitch_bits, name=f"glitch_ticks_{k}", reset_less=True)
-            m.d.sync += copy.eq(self.cfg.glitch_ticks)
+            now = Signal(p.glitch_bits, name=f"glitch_now_{k}", reset_less=True)
+            g = self.cfg.glitch_ticks
+            m.d.sync += [copy.eq(g),
+                         now.eq(Mux(timebase.ticks_next[k] & (g != 0), g - 1, g))]
             glitch_ticks.append(copy)
+            glitch_now.append(now)
         front_ends = []
         groups = []
         side_half = 1 << (lb - 1)
@@ -245,6 +251,7 @@ class RBSniffer(wiring.Component):
                     fe.tick.eq(timebase.ticks[copy]),
                     fe.stamp.eq(timebase.stamps.word_select(copy, kb)),
                     fe.glitch_ticks.eq(glitch_ticks[copy]),
+                    fe.glitch_now.eq(glitch_now[copy]),
                 ]
                 if tb:
                     m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
