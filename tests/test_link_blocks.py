@@ -25,6 +25,16 @@ def run(dut, *benches, processes=(), background=()):
     sim.run()
 
 
+async def feed_wire(ctx, dut, data):
+    """Put ``data`` on the command decoder's wire, a byte a cycle, then let it settle."""
+    for b in data:
+        ctx.set(dut.wire.payload, b)
+        ctx.set(dut.wire.valid, 1)
+        await ctx.tick()
+    ctx.set(dut.wire.valid, 0)
+    await ctx.tick().repeat(3)
+
+
 # ---- UART ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("divisor", [4, 7, 16])
@@ -179,12 +189,7 @@ def test_command_decoder_accepts_good_and_flags_bad_frames():
     results = []
 
     async def feed(ctx):
-        for b in stream_:
-            ctx.set(dut.wire.payload, b)
-            ctx.set(dut.wire.valid, 1)
-            await ctx.tick()
-        ctx.set(dut.wire.valid, 0)
-        await ctx.tick().repeat(3)
+        await feed_wire(ctx, dut, stream_)
 
     async def take(ctx):
         ctx.set(dut.command.ready, 1)
@@ -211,12 +216,7 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
     out = {}
 
     async def send(ctx, body):
-        for b in frame(body):
-            ctx.set(dut.wire.payload, b)
-            ctx.set(dut.wire.valid, 1)
-            await ctx.tick()
-        ctx.set(dut.wire.valid, 0)
-        await ctx.tick().repeat(3)
+        await feed_wire(ctx, dut, frame(body))
 
     async def bench(ctx):
         await send(ctx, first)

@@ -13,7 +13,7 @@ from .layouts import mailbox_layout, window_layout
 from .params import Counter, SnifferParams
 
 __all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "first_window",
-           "DSP_BOUNDS", "dsp_at_least", "leading_one_hot", "log_bin"]
+           "DSP_BOUNDS", "dsp_at_least", "leading_one_hot", "log_bin", "or_all"]
 
 
 def _check_params(params):
@@ -435,10 +435,11 @@ def log_bin(m, bin_, width, hot, params):
     terms = [Mux(hot[e - s], ((e - s + 1) << s) | width[e - s:e], 0)
              for e in range(s, params.width_bits)]
     low = Mux(hot.any(), 0, width[:s])
-    m.d.comb += bin_.eq(_or_all(terms + [low]))
+    m.d.comb += bin_.eq(or_all(terms + [low]))
 
 
-def _or_all(values):
+def or_all(values):
+    """The bitwise OR of ``values`` (a list of values or signals)."""
     result = values[0]
     for value in values[1:]:
         result = result | value

@@ -19,6 +19,7 @@ from .blocks import (
     first_window,
     leading_one_hot,
     log_bin,
+    or_all,
 )
 from .layouts import (
     EPOCH_BITS,
@@ -33,12 +34,6 @@ from .ram import RAM_KINDS, SinglePortRAM, pick_ram_kind
 
 __all__ = ["RBSniffer", "SnifferSignature", "TraceSignature", "SCAN_GROUP", "TICK_GROUP"]
 
-
-def _or_all(values):
-    result = values[0]
-    for value in values[1:]:
-        result = result | value
-    return result
 
 #: Channels whose mailboxes are merged by one first-level OR gate of the scanner.
 SCAN_GROUP = 8
@@ -370,7 +365,7 @@ class RBSniffer(wiring.Component):
         start_next = Signal(wide, reset_less=True)  # the start after a saturation
         with m.If(phase):
             merged = Signal(offer)
-            m.d.comb += merged.eq(_or_all(groups))
+            m.d.comb += merged.eq(or_all(groups))
             m.d.sync += [
                 s0.eq(merged),
                 elapsed.eq(ts_c0 - st_q.start),
