@@ -429,7 +429,7 @@ class RBSniffer(wiring.Component):
                 ]
                 m.d.comb += [st_we.eq(1), st_data.start.eq(start_next), st_data.sat.eq(1)]
 
-        # ---- c4 (phase 0): arbitration with the service jobs; window comparisons, log-bin ---
+        # ---- c4 (phase 0): arbitration with the service jobs; window comparisons, leading one
 
         # A read request is first taken into a register (ready depends on that register only),
         # so that neither direction of the handshake passes combinationally through the
