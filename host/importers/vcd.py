@@ -1,7 +1,8 @@
 """Value Change Dump (IEEE 1364 §18) import and export of R/B# lines.
 
-:func:`import_vcd` streams a VCD file line by line (never loading it whole) and classifies the
-selected signals through the bit-exact model; see :mod:`rbscope.importers` for the time base.
+:func:`import_vcd` streams a VCD file in 2 MiB blocks (never loading it whole): plain
+scalar changes are decoded with numpy, anything else word by word, and the selected signals are
+classified through the bit-exact model; see :mod:`rbscope.importers` for the time base.
 :func:`write_vcd` writes pulse trains as a VCD (for GTKWave, sigrok and the tests).
 
 Accepted VCD
