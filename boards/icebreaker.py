@@ -41,6 +41,7 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     io_attrs = Attrs(IO_STANDARD="SB_LVCMOS", PULLUP=1)
     width_bits = 20
     dsp_bounds = 7
+    ram_output_registers = False
 
     def create_clock(self, m):
         return self.ice40_pll(m, ("clk12", 0))

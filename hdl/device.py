@@ -180,6 +180,9 @@ class DeviceCore(wiring.Component):
         (``RBSniffer(dsp_bounds=…)``; the link writes them, and the register file's reset
         values are their power-up values). 0 (the default) for none; not with an emulator
         (its loopback builds its own sniffer).
+    ram_output_registers : bool
+        The link's registers after its block RAMs' outputs (``LinkController``'s; ``False`` for
+        the iCE40, whose block RAM output is fast).
 
     Members
     -------
@@ -200,7 +203,7 @@ class DeviceCore(wiring.Component):
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, emulator=None, emu_config=None, traffic=None, tap=None,
-                 tap_config=None, dsp_bounds=0):
+                 tap_config=None, dsp_bounds=0, ram_output_registers=True):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if dsp_bounds and emulator is not None:
@@ -235,7 +238,8 @@ class DeviceCore(wiring.Component):
             tap_extension(tap, tap_config) if tap is not None else None)
         self.controller = LinkController(params, clock_hz=clock_hz, uart_divisor=uart_divisor,
                                          board=board, snapshot_ms=snapshot_ms, config=config,
-                                         extension=extension)
+                                         extension=extension,
+                                         ram_output_registers=ram_output_registers)
         super().__init__({
             **_emu_bus_members(emulator),
             **_tap_members(tap, emulator),

@@ -27,8 +27,9 @@ def decode(body):
 
 
 class CoreBench:
-    def __init__(self):
-        self.dut = DeviceCore(P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test")
+    def __init__(self, ram_output_registers=True):
+        self.dut = DeviceCore(P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test",
+                              ram_output_registers=ram_output_registers)
         self.wire = bytearray()
         self.frames = []
         self.seen = 0
@@ -48,7 +49,7 @@ class CoreBench:
         for b in wire:
             ctx.set(self.dut.rx.payload, b)
             ctx.set(self.dut.rx.valid, 1)
-            await ctx.tick()
+            await ctx.tick().until(self.dut.rx.ready)
         ctx.set(self.dut.rx.valid, 0)
 
     async def wait_frames(self, ctx, count, limit=200_000):
@@ -80,8 +81,9 @@ class CoreBench:
         sim.run()
 
 
-def test_info_registers_and_errors():
-    b = CoreBench()
+@pytest.mark.parametrize("ram_output_registers", [True, False])
+def test_info_registers_and_errors(ram_output_registers):
+    b = CoreBench(ram_output_registers)
     out = {}
 
     async def bench(ctx):
@@ -149,9 +151,10 @@ def test_info_registers_and_errors():
     assert cfg.idle_ticks == (7 << 32) | 1_000_000
 
 
+@pytest.mark.parametrize("ram_output_registers", [True, False])
 @pytest.mark.parametrize("trace", [False, True])
-def test_snapshot_histograms_clear_and_trace_match_model(trace):
-    b = CoreBench()
+def test_snapshot_histograms_clear_and_trace_match_model(trace, ram_output_registers):
+    b = CoreBench(ram_output_registers)
     config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
                            windows=((5, 20), (20, 60), (60, 200)))
     trains = [Train(1, [(100, 0), (110, 1), (150, 0), (180, 1), (300, 0), (301, 1)]),
@@ -249,10 +252,11 @@ def test_periodic_snapshots_and_histograms():
     assert statuses[1].timestamp > statuses[0].timestamp
 
 
-def test_status_counts_frames_received_and_receive_errors():
+@pytest.mark.parametrize("ram_output_registers", [True, False])
+def test_status_counts_frames_received_and_receive_errors(ram_output_registers):
     """STATUS's ``rx_frames`` and ``rx_errors`` count every good and every bad frame received
     (the command asking for the snapshot included), whole and cumulative."""
-    b = CoreBench()
+    b = CoreBench(ram_output_registers)
     out = []
 
     async def corrupt(ctx, tag):

@@ -26,11 +26,12 @@ def run(dut, *benches, processes=(), background=()):
 
 
 async def feed_wire(ctx, dut, data):
-    """Put ``data`` on the command decoder's wire, a byte a cycle, then let it settle."""
+    """Put ``data`` on the command decoder's wire, each byte until taken, then let it
+    settle."""
     for b in data:
         ctx.set(dut.wire.payload, b)
         ctx.set(dut.wire.valid, 1)
-        await ctx.tick()
+        await ctx.tick().until(dut.wire.ready)
     ctx.set(dut.wire.valid, 0)
     await ctx.tick().repeat(3)
 

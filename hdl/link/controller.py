@@ -72,6 +72,11 @@ class LinkController(wiring.Component):
     extension : LinkExtension, optional
         Registers, ports, INFO fields and a read source of another block on the chip (the NAND
         emulator plugs in this way: ``rbscope.gateware.device.emulator_extension``).
+    ram_output_registers : bool
+        Register the output of the programme ROM, the response scratch RAM and the loss
+        counter RAM before any logic (default): the ECP5's block RAM spends most of a cycle in
+        its clock to output. ``False`` (the iCE40, whose block RAM output is fast) leaves these
+        registers out, which saves their logic cells; the frames are the same.
 
     Members
     -------
@@ -108,7 +113,7 @@ class LinkController(wiring.Component):
     """
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
-                 config=None, extension=None):
+                 config=None, extension=None, ram_output_registers=True):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -120,6 +125,7 @@ class LinkController(wiring.Component):
         if extension is not None and not isinstance(extension, LinkExtension):
             raise TypeError(f"Link extension must be a LinkExtension, not {extension!r}")
         self.params = params
+        self.ram_output_registers = bool(ram_output_registers)
         self.clock_hz = clock_hz
         self.uart_divisor = uart_divisor
         self.board = board
@@ -267,14 +273,17 @@ class LinkController(wiring.Component):
         lost_count = Signal(32)
         m.d.sync += [s1_valid.eq(update), s1_addr.eq(update_addr),
                      s2_valid.eq(s1_valid), s2_addr.eq(s1_addr)]
-        with m.If(s1_valid):
-            m.d.sync += lost_count.eq(tl_rd.data)
-        m.d.comb += [
-            tl_rd.addr.eq(Mux(update, update_addr, read_addr)),
-            tl_wr.addr.eq(s2_addr),
-            tl_wr.data.eq(lost_count + 1),
-            tl_wr.en.eq(s2_valid),
-        ]
+        m.d.comb += tl_rd.addr.eq(Mux(update, update_addr, read_addr))
+        if self.ram_output_registers:
+            with m.If(s1_valid):
+                m.d.sync += lost_count.eq(tl_rd.data)
+            m.d.comb += [tl_wr.addr.eq(s2_addr), tl_wr.data.eq(lost_count + 1),
+                         tl_wr.en.eq(s2_valid)]
+        else:
+            # (The iCE40's block RAM output is fast: the count goes straight to the adder and
+            # is written in stage 1; stage 2 only keeps ``tl_valid`` as it is.)
+            m.d.comb += [tl_wr.addr.eq(s1_addr), tl_wr.data.eq(tl_rd.data + 1),
+                         tl_wr.en.eq(s1_valid)]
         # The read port's data is the count at ``read_addr`` (as it was a cycle ago): not while
         # an update used the port, nor while that counter is between its read and its write.
         tl_valid = Signal()
@@ -344,9 +353,12 @@ class LinkController(wiring.Component):
         sc_wr = scratch.write_port()
         sc_rd = scratch.read_port()
         resp_ptr = Signal(4)
-        resp_byte = Signal(8)  # the byte at resp_ptr, registered (no RAM output into logic)
         m.d.comb += sc_rd.addr.eq(resp_ptr)
-        m.d.sync += resp_byte.eq(sc_rd.data)
+        if self.ram_output_registers:
+            resp_byte = Signal(8)  # the byte at resp_ptr, registered (no RAM output into logic)
+            m.d.sync += resp_byte.eq(sc_rd.data)
+        else:
+            resp_byte = sc_rd.data
         rot = self.command.payload.command.as_value()[:8]  # byte ``resp_k`` of the command
         value_index = resp_k[:2] ^ 0b10  # byte of the value (bytes 6 … 9 of the response)
         value_byte = Signal(8)
@@ -634,8 +646,16 @@ class LinkController(wiring.Component):
         # output is most of a cycle on the ECP5): an entry is decoded two cycles after its
         # address (the walker spends a cycle in NEXT after each byte; the UART needs >= 40).
         entry = Signal(entry_layout)
-        m.d.sync += entry.eq(rom_rd.data)
+        if self.ram_output_registers:
+            m.d.sync += entry.eq(rom_rd.data)
+        else:
+            # (The read port keeps its data while ``pc`` stays: through PICK and EXEC.)
+            m.d.comb += entry.eq(rom_rd.data)
         ftype = Signal(range(max(FT) + 1), init=FT.RESPONSE)  # (the type's value)
+        # The variable byte of the entry, and its shifter's strobe (one-hot), picked in PICK.
+        var_byte = Signal(8)
+        shifter_bit = {k: i for i, k in enumerate(program.shifters)}
+        var_shift = Signal(max(1, len(program.shifters)))
         obyte = Signal(8)
         olast = Signal()
         # A word read from a read port is sent from the port's payload, which its source holds
@@ -714,6 +734,18 @@ class LinkController(wiring.Component):
                 m.next = "NEXT"
             with m.State("NEXT"):
                 # The registered entry of ``pc`` arrives.
+                m.next = "PICK"
+            with m.State("PICK"):
+                # The variable byte the entry names (if it names one) is picked into a register
+                # of its own, with its shifter's strobe: EXEC then only chooses among a constant,
+                # this byte and a word's byte (few logic levels to ``obyte``).
+                m.d.sync += var_shift.eq(0)
+                with m.Switch(entry.arg):
+                    for k, byte in enumerate(program.var_bytes):
+                        with m.Case(k):
+                            m.d.sync += var_byte.eq(byte)
+                            if k in program.shifters:
+                                m.d.sync += var_shift.eq(1 << shifter_bit[k])
                 m.next = "EXEC"
             with m.State("EXEC"):
                 # Every byte but a word's first is sent at once; the walker then moves on (one
@@ -736,12 +768,9 @@ class LinkController(wiring.Component):
                         m.d.sync += obyte.eq(entry.arg[:8])
                     with m.Case(_Source.VAR):
                         m.d.comb += advance.eq(1)
-                        with m.Switch(entry.arg):
-                            for k, byte in enumerate(program.var_bytes):
-                                with m.Case(k):
-                                    m.d.sync += obyte.eq(byte)
-                                    if k in program.shifters:
-                                        m.d.comb += program.shifters[k].shift.eq(1)
+                        m.d.sync += obyte.eq(var_byte)
+                        m.d.comb += Cat(shifter.shift for shifter in program.shifters.values()
+                                        ).eq(var_shift)
                     with m.Case(_Source.READ):
                         with m.If(~entry.word_first):
                             m.d.comb += advance.eq(1)
@@ -893,10 +922,12 @@ class LinkController(wiring.Component):
         """
         period = protocol.clock_period_ps(self.clock_hz)
         # The multiplier's input is registered too (a DSP block's input register).
-        multiplier = Signal(len(prescaler))
+        # (Neither register is reset, so that ``synth_ice40 -dsp`` packs both into the DSP
+        # block's own input and output registers: no logic cells.)
+        multiplier = Signal(len(prescaler), reset_less=True)
         m.d.sync += multiplier.eq(Cat(prescaler[0] | (prescaler == 0), prescaler[1:]))  # 0 as 1
         # As wide as the largest product (INFO's field is 48 bits; its high bytes are zero).
-        product = Signal(min(48, len(prescaler) + period.bit_length()))
+        product = Signal(min(48, len(prescaler) + period.bit_length()), reset_less=True)
         m.d.sync += product.eq(multiplier * period)
         return product
 

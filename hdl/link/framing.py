@@ -139,8 +139,10 @@ class CommandDecoder(wiring.Component):
     Members
     -------
     wire : In(stream.Signature(8))
-        Received bytes. Always ready: a frame whose command bytes arrive while the previous
-        result has not been taken is lost and counted in ``dropped`` (the host keeps one command
+        Received bytes. The CRC takes a byte's bits one per cycle (as the encoder's does), so a
+        byte is taken at most every ten cycles (a UART delivers one every ten bit times of at
+        least four cycles). A frame whose command bytes arrive while the previous result has
+        not been taken is lost and counted in ``dropped`` (the host keeps one command
         outstanding).
     command : Out(stream.Signature(decoded_command_layout()))
         The payload is the register the command bytes are collected in: it stays as it is after
@@ -173,7 +175,15 @@ class CommandDecoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.crc = crc_gen = _crc_parameters().create()
+        # The CRC is bit-serial (a quarter of a byte-wide one's logic): a data byte goes through
+        # it least significant bit first in the eight cycles after it is stored, and no byte is
+        # taken from the wire meanwhile (so the CRC is complete when a frame's END is seen).
+        m.submodules.crc = crc_gen = _crc_parameters(data_width=1).create()
+        crc_shift = Signal(8)
+        crc_bits = Signal(range(9))
+        with m.If(crc_bits != 0):
+            m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(crc_shift[0])]
+            m.d.sync += [crc_shift.eq(crc_shift >> 1), crc_bits.eq(crc_bits - 1)]
         size = self.FRAME_BYTES
         header_bytes = protocol.layout_bytes(protocol.HEADER)
         command_bytes = protocol.layout_bytes(protocol.COMMAND)
@@ -193,20 +203,21 @@ class CommandDecoder(wiring.Component):
                    for name in ("type", "version", "length")
                    for k in range(protocol.HEADER[name].width // 8)}
 
-        m.d.comb += [self.wire.ready.eq(1), self.command.payload.command.eq(buffer)]
+        store = Signal()
+        m.d.comb += [self.wire.ready.eq(~store & (crc_bits == 0)),
+                     self.command.payload.command.eq(buffer)]
         with m.If(self.command.ready):
             m.d.sync += self.command.valid.eq(0)
 
         # Stage 1: unstuff. A byte becomes, one cycle later, a data byte (``store``, ``value``),
         # the end of a frame (``end``, ``dangling`` if it ended in an escape) or a bad escape.
         byte = self.wire.payload
-        store = Signal()
         value = Signal(8)
         end = Signal()
         dangling = Signal()
         bad_escape = Signal()
         m.d.sync += [store.eq(0), end.eq(0), bad_escape.eq(0)]
-        with m.If(self.wire.valid):
+        with m.If(self.wire.valid & self.wire.ready):
             with m.If(byte == protocol.FRAME_END):
                 m.d.sync += [end.eq(1), dangling.eq(escape), escape.eq(0)]
             with m.Elif(escape):
@@ -243,7 +254,7 @@ class CommandDecoder(wiring.Component):
             m.d.comb += crc_gen.start.eq(1)
 
         with m.If(store):
-            m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(value)]
+            m.d.sync += [crc_shift.eq(value), crc_bits.eq(8)]
             with m.Switch(count):
                 for k in sorted(checked):
                     with m.Case(k):
