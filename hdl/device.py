@@ -259,6 +259,7 @@ class DeviceCore(wiring.Component):
         wiring.connect(m, decoder.command, controller.command)
         m.d.comb += [decoder.rotate.eq(controller.command_rotate),
                      decoder.load.eq(controller.command_load),
+                     decoder.zero.eq(controller.command_zero),
                      decoder.value.eq(controller.command_value)]
         wiring.connect(m, controller.body, encoder.body)
         wiring.connect(m, encoder.wire, wiring.flipped(self.tx))

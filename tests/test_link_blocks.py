@@ -209,8 +209,8 @@ def test_command_decoder_accepts_good_and_flags_bad_frames():
 
 def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
     """``rotate`` turns the held command by a byte (its bytes come out at the low byte, in
-    order); ten rotations bring it back; ``load`` replaces its value field; and a new frame
-    still replaces it once taken."""
+    order); ten rotations bring it back; ``load`` replaces its value field, ``zero`` clears it;
+    and a new frame still replaces it once taken."""
     dut = CommandDecoder()
     first = command_body(0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x11223344)
     second = command_body(0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)
@@ -237,6 +237,13 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
         ctx.set(dut.load, 0)
         cmd = ctx.get(dut.command.payload.command)
         out["loaded"] = (cmd.tag, cmd.opcode, cmd.address, cmd.value)
+        ctx.set(dut.zero, 1)
+        ctx.set(dut.load, 1)  # (zero wins)
+        await ctx.tick()
+        ctx.set(dut.zero, 0)
+        ctx.set(dut.load, 0)
+        cmd = ctx.get(dut.command.payload.command)
+        out["zeroed"] = (cmd.tag, cmd.opcode, cmd.address, cmd.value)
         ctx.set(dut.command.ready, 1)
         await ctx.tick()
         ctx.set(dut.command.ready, 0)
@@ -249,4 +256,5 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
     assert out["low"] == first[6:]  # the command's bytes, after the 6-byte header
     assert out["back"]
     assert out["loaded"] == (0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x89ABCDEF)
+    assert out["zeroed"] == (0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0)
     assert out["second"] == (1, 0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)

@@ -85,9 +85,10 @@ class LinkController(wiring.Component):
     command_rotate : Out(1)
         Asks the decoder to rotate the held command by a byte (its ``rotate``): the response is
         written from the command's bytes, ten rotations before the command is taken.
-    command_load, command_value : Out(1), Out(32)
+    command_load, command_zero, command_value : Out(1), Out(1), Out(32)
         Replace the held command's value (the decoder's ``load``, ``value``): a register's value,
-        which the response then carries.
+        which the response then carries (``command_zero``, the decoder's ``zero``: 0, for a bad
+        address).
     body : Out(stream.Signature(FrameByte))
         Frame bodies for the :class:`~.framing.FrameEncoder`.
     rx_good, rx_bad : In(1)
@@ -149,6 +150,7 @@ class LinkController(wiring.Component):
             "command": In(stream.Signature(decoded_command_layout())),
             "command_rotate": Out(1),
             "command_load": Out(1),
+            "command_zero": Out(1),
             "command_value": Out(32),
             "body": Out(stream.Signature(FrameByte)),
             "rx_good": In(1),
@@ -199,8 +201,6 @@ class LinkController(wiring.Component):
             **period_targets,
             "link.trace_enable": Signal(reset_less=True),
         }
-        snapshot_period = periods_rd.data[:32]
-        hist_period = periods_rd.data[32:]
         strobes = []
         for port in ext.ports:
             signal = getattr(self, port.port_name)
@@ -337,8 +337,9 @@ class LinkController(wiring.Component):
         frame_bad = Signal()
         live_value = Signal(32)
         live = Signal()
-        read_value = Mux(address_ok, Mux(live, live_value, rf_entry.value), 0)
-        m.d.comb += self.command_value.eq(read_value)
+        # (A bad address's value, 0, is loaded as the decoder's ``zero``: its flip-flops'
+        # synchronous reset, no multiplexer on the RAM's output.)
+        m.d.comb += self.command_value.eq(Mux(live, live_value, rf_entry.value))
 
         # The response is written byte by byte into a scratch RAM that the RESPONSE frame then
         # reads (_RamShifter): the command's bytes come from the decoder's register, rotated a
@@ -482,7 +483,8 @@ class LinkController(wiring.Component):
                 with m.If(self.sniffer_status.epoch[0] != clear_epoch):
                     respond(protocol.ResponseStatus.OK, _Value.EPOCH)
             with m.State("LOAD"):
-                m.d.comb += self.command_load.eq(1)
+                m.d.comb += [self.command_load.eq(address_ok),
+                             self.command_zero.eq(~address_ok)]
                 m.next = "RESPOND"
             with m.State("RESPOND"):
                 # One byte per cycle, the decoder's command rotated a byte each; after the last
@@ -519,16 +521,26 @@ class LinkController(wiring.Component):
         m.d.comb += self.win_data.eq(cmd.value[:p.width_bits])
 
         # ---- periodic snapshots and histograms ---------------------------------------------
-        # Down-counters, reloaded from the period as they expire and when it is written: a
-        # snapshot every SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
-        period_left = Signal(32, init=self.snapshot_period)
-        hist_left = Signal(16)
-        # (Two cycles after the write, once the RAM's read port has read the new period. The
-        # cycle after a period is written, the read port returns what it read while the RAM
-        # was written: nothing expires in the two cycles after a write, which restarts both
-        # counters. Whether a period is 0, off, is registered as it is written.)
-        reload_period = Signal(2)
-        reload_hist = Signal(2)
+        # Up-counters from 0, compared with the period and cleared (a flip-flop's synchronous
+        # reset: no multiplexer) as they reach it and when it is written: a snapshot every
+        # SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
+        # (The periods RAM's output is registered first where block RAM is slow.)
+        if self.ram_output_registers:
+            period_value = Signal(48)
+            m.d.sync += period_value.eq(periods_rd.data)
+        else:
+            period_value = periods_rd.data
+        snapshot_period = period_value[:32]
+        hist_period = period_value[32:]
+        period_count = Signal(32)  # cycles of this period gone, less one
+        hist_count = Signal(16)  # snapshots of this histogram period, less one
+        # (Once the new period can be compared, two cycles after the write (three with the
+        # register): what the read port returns the cycle after the RAM is written is stale.
+        # Nothing expires from the write until then, and the write restarts both counters.
+        # Whether a period is 0, off, is registered as it is written.)
+        delay = 3 if self.ram_output_registers else 2
+        reload_period = Signal(delay)
+        reload_hist = Signal(delay)
         m.d.sync += [reload_period.eq(Cat(period_written, reload_period)),
                      reload_hist.eq(Cat(hist_written, reload_hist))]
         stale = (reload_period | reload_hist).any()
@@ -538,24 +550,28 @@ class LinkController(wiring.Component):
             m.d.sync += period_on.eq(cmd.value != 0)
         with m.If(hist_written):
             m.d.sync += hist_on.eq(cmd.value[:len(hist_period)] != 0)
-        expired = Signal()  # the period's last cycle (or it is 0: off)
+        expired = Signal()  # the period's last cycle (a period of 0 is off: see period_on)
         periodic = Signal()
-        m.d.comb += [expired.eq((period_left[1:] == 0) & ~stale),
+        period_next = Signal(32)
+        m.d.comb += [period_next.eq(period_count + 1),
+                     expired.eq((period_next == snapshot_period) & ~stale),
                      periodic.eq(expired & period_on)]
-        with m.If(expired | reload_period[1]):
-            m.d.sync += period_left.eq(snapshot_period)
+        with m.If(expired | reload_period[-1]):
+            m.d.sync += period_count.eq(0)
         with m.Else():
-            m.d.sync += period_left.eq(period_left - 1)
+            m.d.sync += period_count.eq(period_next)
         hist_expired = Signal()
-        m.d.comb += hist_expired.eq(periodic & (hist_left[1:] == 0))
+        hist_next = Signal(16)
+        m.d.comb += [hist_next.eq(hist_count + 1),
+                     hist_expired.eq(periodic & (hist_next == hist_period))]
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
         with m.If(hist_expired):
             m.d.sync += hist_request.eq(hist_on)
-        with m.If(hist_expired | reload_hist[1]):
-            m.d.sync += hist_left.eq(hist_period)
+        with m.If(hist_expired | reload_hist[-1]):
+            m.d.sync += hist_count.eq(0)
         with m.Elif(periodic):
-            m.d.sync += hist_left.eq(hist_left - 1)
+            m.d.sync += hist_count.eq(hist_next)
 
         # ---- frame builder ------------------------------------------------------------------
         seq = Signal(16)
@@ -575,28 +591,27 @@ class LinkController(wiring.Component):
         # frame's (latched as every frame starts, below) and the snapshot number does not change
         # until the last COUNTERS frame; the sniffer's quiet_since, the flags and the total of
         # lost trace records (which the host checks against the pulses up to that time) are
-        # latched when the snapshot starts (the total into the COUNTERS frames' loss count
-        # register, free in STATUS). The link's receive counters are each copied whole into the
-        # snapshot latch (sent by then) as their first byte goes out (_Latch): never torn between
-        # bytes, at most a frame time later than the timestamp.
+        # latched into the snapshot latch when the snapshot starts (one source and the shift
+        # per flip-flop). The link's receive counters are each copied whole into the COUNTERS
+        # frames' loss count register (free in STATUS) as their first byte goes out (_Latch):
+        # never torn between bytes, at most a frame time later than the timestamp.
         #
-        # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time, the
-        # snapshot latch, the loss count, and the sequence and snapshot numbers (which rotate, so
-        # that they are whole again after each frame); the response is one in a RAM.
-        snap_now = [status.quiet_since, snap_flag_bits]
+        # The multi-byte values a frame latches are shifters (see _Shifter): the frame's time,
+        # the snapshot latch, the loss count; the response is one in a RAM. The sequence and
+        # snapshot numbers, counters of 16 bits, are bytes of the variable-byte multiplexer (a
+        # rotating shifter would cost a multiplexer in front of each of their flip-flops).
+        snap_now = [status.quiet_since, snap_flag_bits, trace_lost_total]
         snap_latch = _Shifter.of("snap_latch", snap_now)
-        seq_shift = _Shifter("seq", [16], reg=seq, rotate=True)
-        snapshot_shift = _Shifter("snapshot_no", [16], reg=snapshot_no, rotate=True)
         epoch = status.epoch  # (constant during a frame: see clear_pending)
         time_shift = _Shifter("frame_timestamp", [p.timestamp_bits], reg=frame_timestamp)
         resp_shift = _RamShifter("resp", [field.width for _, field in resp], data=resp_byte,
                                  pointer=resp_ptr)
         tl_shift = _Shifter("tl_frame", [32], reg=tl_frame)
-        snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
+        snap_fields = {"snapshot": snapshot_no, "timestamp": time_shift[0],
                        "epoch": epoch, "quiet_since": snap_latch[0],
-                       "flags": snap_latch[1], "trace_lost": tl_shift[0],
-                       "rx_frames": _Latch(rx_base, 32, snap_latch),
-                       "rx_errors": _Latch(rx_base + 1, 32, snap_latch)}
+                       "flags": snap_latch[1], "trace_lost": snap_latch[2],
+                       "rx_frames": _Latch(rx_base, 32, tl_shift),
+                       "rx_errors": _Latch(rx_base + 1, 32, tl_shift)}
 
         FT = protocol.FrameType
         info_fields = self._info_fields(m, cfg_reg.prescaler)
@@ -605,7 +620,7 @@ class LinkController(wiring.Component):
             FT.INFO: info_fields,
             FT.STATUS: snap_fields,
             FT.COUNTERS: {
-                "snapshot": snapshot_shift[0], "channel": snap_channel,
+                "snapshot": snapshot_no, "channel": snap_channel,
                 "epoch": epoch, "timestamp": time_shift[0], "trace_lost": tl_shift[0],
                 "counters": _READ,
             },
@@ -631,7 +646,7 @@ class LinkController(wiring.Component):
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
         program = _FrameProgram(p)
-        program._seq = seq_shift[0]
+        program._seq = seq
         for ftype, values in frames.items():
             program.add_frame(ftype, values)
         program.finish()
@@ -709,7 +724,7 @@ class LinkController(wiring.Component):
                     start(FT.INFO)
                 with m.Elif(snap_request):
                     m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
-                    m.d.sync += [snap_latch.load(snap_now), tl_frame.eq(trace_lost_total)]
+                    m.d.sync += snap_latch.load(snap_now)
                     start(FT.STATUS)
                 with m.Elif(hist_request):
                     m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
@@ -740,12 +755,15 @@ class LinkController(wiring.Component):
                 # of its own, with its shifter's strobe: EXEC then only chooses among a constant,
                 # this byte and a word's byte (few logic levels to ``obyte``).
                 m.d.sync += var_shift.eq(0)
+                # (A binary tree of multiplexers on the index, not a decoded one: word_select.)
+                var_table = Cat(*(Cat(byte, Const(0, 8 - len(byte)))
+                                  for byte in program.var_bytes))
+                m.d.sync += var_byte.eq(var_table.word_select(
+                    entry.arg[:(len(program.var_bytes) - 1).bit_length()], 8))
                 with m.Switch(entry.arg):
-                    for k, byte in enumerate(program.var_bytes):
+                    for k in program.shifters:
                         with m.Case(k):
-                            m.d.sync += var_byte.eq(byte)
-                            if k in program.shifters:
-                                m.d.sync += var_shift.eq(1 << shifter_bit[k])
+                            m.d.sync += var_shift.eq(1 << shifter_bit[k])
                 m.next = "EXEC"
             with m.State("EXEC"):
                 # Every byte but a word's first is sent at once; the walker then moves on (one

@@ -153,6 +153,8 @@ class CommandDecoder(wiring.Component):
         the command is held (``command.valid``).
     load, value : In(1), In(32)
         Replaces the held command's value field by ``value`` (only while held, not rotated).
+    zero : In(1)
+        Replaces the held command's value field by 0 (as ``load``; it wins over ``load``).
     good : Out(1)
         Pulses for each good frame.
     bad : Out(1)
@@ -165,6 +167,7 @@ class CommandDecoder(wiring.Component):
     command: Out(stream.Signature(decoded_command_layout()))
     rotate: In(1)
     load: In(1)
+    zero: In(1)
     value: In(32)
     good: Out(1)
     bad: Out(1)
@@ -272,4 +275,6 @@ class CommandDecoder(wiring.Component):
         with m.If(self.load):
             field = protocol.COMMAND["value"]
             m.d.sync += buffer[field.offset:field.offset + 32].eq(self.value)
+        with m.If(self.zero):
+            m.d.sync += buffer[field.offset:field.offset + 32].eq(0)
         return m
