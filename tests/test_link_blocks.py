@@ -1,13 +1,14 @@
 """Amaranth-simulator tests of the link blocks: UART, frame encoder, command decoder."""
 
 import random
+import zlib
 
 import pytest
 from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
 from rbscope.gateware.link import protocol
-from rbscope.gateware.link.framing import CommandDecoder, FrameEncoder
+from rbscope.gateware.link.framing import CommandDecoder, FrameEncoder, _SerialCrc
 from rbscope.gateware.link.uart import UartRx, UartTx
 
 from .link_reference import command_body, frame, unframe
@@ -166,6 +167,51 @@ def test_frame_encoder_matches_reference_framing():
     assert bytes(wire) == b"".join(frame(b) for b in bodies)
     good, bad = unframe(bytes(wire))
     assert good == bodies and bad == 0
+
+
+# ---- the serial CRC -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_serial_crc_gives_the_frames_crc_a_byte_at_a_time_and_matches_its_own(seed):
+    """Bit by bit, the register gives CRC-32/ISO-HDLC's bytes (zlib's) by shifting, and after
+    the message and those bytes it matches (and not after a damaged one)."""
+    rng = random.Random(seed)
+    message = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
+    dut = _SerialCrc()
+    out = {}
+
+    async def feed(ctx, data):
+        for byte in data:
+            for k in range(8):
+                ctx.set(dut.valid, 1)
+                ctx.set(dut.data, (byte >> k) & 1)
+                await ctx.tick()
+        ctx.set(dut.valid, 0)
+
+    async def bench(ctx):
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        await feed(ctx, message)
+        out["before"] = ctx.get(dut.match)
+        crc = []
+        for _ in range(4):
+            crc.append(ctx.get(dut.byte))
+            ctx.set(dut.shift, 1)
+            await ctx.tick()
+        ctx.set(dut.shift, 0)
+        out["crc"] = bytes(crc)
+        for tail, key in ((out["crc"], "whole"), (bytes([out["crc"][0] ^ 1]) + out["crc"][1:],
+                                                  "damaged")):
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            await feed(ctx, message + tail)
+            out[key] = ctx.get(dut.match)
+
+    run(dut, bench)
+    assert out["crc"] == zlib.crc32(message).to_bytes(4, "little")
+    assert out["whole"] == 1 and out["damaged"] == 0 and out["before"] == 0
 
 
 # ---- CommandDecoder -----------------------------------------------------------------------------

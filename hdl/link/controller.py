@@ -521,8 +521,9 @@ class LinkController(wiring.Component):
         m.d.comb += self.win_data.eq(cmd.value[:p.width_bits])
 
         # ---- periodic snapshots and histograms ---------------------------------------------
-        # Up-counters from 0, compared with the period and cleared (a flip-flop's synchronous
-        # reset: no multiplexer) as they reach it and when it is written: a snapshot every
+        # Up-counters from 1, compared with the period (their flip-flops, no adder before the
+        # comparison) and set back to 1 (a flip-flop's synchronous set or reset: no
+        # multiplexer) as they reach it and when it is written: a snapshot every
         # SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
         # (The periods RAM's output is registered first where block RAM is slow.)
         if self.ram_output_registers:
@@ -532,8 +533,8 @@ class LinkController(wiring.Component):
             period_value = periods_rd.data
         snapshot_period = period_value[:32]
         hist_period = period_value[32:]
-        period_count = Signal(32)  # cycles of this period gone, less one
-        hist_count = Signal(16)  # snapshots of this histogram period, less one
+        period_count = Signal(32, init=1)  # this period's cycle, from 1
+        hist_count = Signal(16, init=1)  # this histogram period's snapshot, from 1
         # (Once the new period can be compared, two cycles after the write (three with the
         # register): what the read port returns the cycle after the RAM is written is stale.
         # Nothing expires from the write until then, and the write restarts both counters.
@@ -552,26 +553,23 @@ class LinkController(wiring.Component):
             m.d.sync += hist_on.eq(cmd.value[:len(hist_period)] != 0)
         expired = Signal()  # the period's last cycle (a period of 0 is off: see period_on)
         periodic = Signal()
-        period_next = Signal(32)
-        m.d.comb += [period_next.eq(period_count + 1),
-                     expired.eq((period_next == snapshot_period) & ~stale),
-                     periodic.eq(expired & period_on)]
+        m.d.comb += expired.eq((period_count == snapshot_period) & ~stale)
+        # (Registered: the histogram period's count and the requests follow a cycle later.)
+        m.d.sync += periodic.eq(expired & period_on)
         with m.If(expired | reload_period[-1]):
-            m.d.sync += period_count.eq(0)
+            m.d.sync += period_count.eq(1)
         with m.Else():
-            m.d.sync += period_count.eq(period_next)
+            m.d.sync += period_count.eq(period_count + 1)
         hist_expired = Signal()
-        hist_next = Signal(16)
-        m.d.comb += [hist_next.eq(hist_count + 1),
-                     hist_expired.eq(periodic & (hist_next == hist_period))]
+        m.d.comb += hist_expired.eq(periodic & (hist_count == hist_period))
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
         with m.If(hist_expired):
             m.d.sync += hist_request.eq(hist_on)
         with m.If(hist_expired | reload_hist[-1]):
-            m.d.sync += hist_count.eq(0)
+            m.d.sync += hist_count.eq(1)
         with m.Elif(periodic):
-            m.d.sync += hist_count.eq(hist_next)
+            m.d.sync += hist_count.eq(hist_count + 1)
 
         # ---- frame builder ------------------------------------------------------------------
         seq = Signal(16)

@@ -12,8 +12,65 @@ __all__ = ["FrameByte", "FrameEncoder", "CommandDecoder", "decoded_command_layou
 FrameByte = data.StructLayout({"data": 8, "last": 1})
 
 
-def _crc_parameters(data_width=8):
-    return getattr(crc.catalog, protocol.CRC_ALGORITHM)(data_width=data_width)
+def _crc_step(state, bit, poly):
+    """One bit through a reflected CRC register (least significant bit first)."""
+    return (state >> 1) ^ (poly if (state ^ bit) & 1 else 0)
+
+
+class _SerialCrc(wiring.Component):
+    """The frames' CRC (``protocol.CRC_ALGORITHM``, a reflected CRC) one bit per cycle, whose
+    register then gives the CRC out a byte at a time by shifting: no multiplexer picks its
+    bytes.
+
+    Members
+    -------
+    start : In(1)
+        Restart (the initial value).
+    valid, data : In(1), In(1)
+        A bit of the message, least significant bit of each byte first.
+    shift : In(1)
+        Move on to the CRC's next byte (once the message is through).
+    byte : Out(8)
+        The CRC's next byte (least significant first, as frames send it).
+    match : Out(1)
+        The message so far ends in its own CRC (a received frame is whole).
+    """
+
+    start: In(1)
+    valid: In(1)
+    data: In(1)
+    shift: In(1)
+    byte: Out(8)
+    match: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        algo = getattr(crc.catalog, protocol.CRC_ALGORITHM)
+        width = algo.crc_width
+        if not (algo.reflect_input and algo.reflect_output):
+            raise ValueError(f"{protocol.CRC_ALGORITHM} is not a reflected CRC")
+        poly = int(f"{algo.polynomial:0{width}b}"[::-1], 2)
+        init, xor_out = algo.initial_crc, algo.xor_output
+        # The register after a message and its CRC (least significant byte first): the same
+        # for every message (worked out here on one).
+        state = init
+        for byte in b"residue":
+            for k in range(8):
+                state = _crc_step(state, (byte >> k) & 1, poly)
+        for byte in (state ^ xor_out).to_bytes(width // 8, "little"):
+            for k in range(8):
+                state = _crc_step(state, (byte >> k) & 1, poly)
+        residue = state
+        reg = Signal(width, init=init)
+        feedback = reg[0] ^ self.data
+        with m.If(self.start):
+            m.d.sync += reg.eq(init)
+        with m.Elif(self.valid):
+            m.d.sync += reg.eq((reg >> 1) ^ Mux(feedback, poly, 0))
+        with m.Elif(self.shift):
+            m.d.sync += reg.eq(reg >> 8)
+        m.d.comb += [self.byte.eq(reg[:8] ^ (xor_out & 0xFF)), self.match.eq(reg == residue)]
+        return m
 
 
 def _special(byte):
@@ -46,7 +103,7 @@ class FrameEncoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.crc = crc_gen = _crc_parameters(data_width=1).create()
+        m.submodules.crc = crc_gen = _SerialCrc()
         crc_sent = Signal(range(5))  # CRC bytes sent
         escaped = Signal(8)  # the second byte of an escape pair
         # The byte going through the CRC, one bit per cycle, and its bits left.
@@ -102,7 +159,7 @@ class FrameEncoder(wiring.Component):
                 with m.If(crc_bits == 0):
                     m.next = "CRC"
             with m.State("CRC"):
-                byte = crc_gen.crc.word_select(crc_sent, 8)
+                byte = crc_gen.byte
                 with m.If(crc_sent == 4):
                     emit(protocol.FRAME_END)
                     with m.If(self.wire.ready):
@@ -110,6 +167,7 @@ class FrameEncoder(wiring.Component):
                 with m.Else():
                     emit(Mux(_special(byte), protocol.FRAME_ESC, byte))
                     with m.If(self.wire.ready):
+                        m.d.comb += crc_gen.shift.eq(1)
                         m.d.sync += [
                             crc_sent.eq(crc_sent + 1),
                             escaped.eq(_escape_code(byte)),
@@ -181,7 +239,7 @@ class CommandDecoder(wiring.Component):
         # The CRC is bit-serial (a quarter of a byte-wide one's logic): a data byte goes through
         # it least significant bit first in the eight cycles after it is stored, and no byte is
         # taken from the wire meanwhile (so the CRC is complete when a frame's END is seen).
-        m.submodules.crc = crc_gen = _crc_parameters(data_width=1).create()
+        m.submodules.crc = crc_gen = _SerialCrc()
         crc_shift = Signal(8)
         crc_bits = Signal(range(9))
         with m.If(crc_bits != 0):
@@ -242,7 +300,7 @@ class CommandDecoder(wiring.Component):
         with m.If(end):
             with m.If(count != 0):
                 ok = (~broken & ~dangling & ~header_bad & (count == size) &
-                      crc_gen.match_detected)
+                      crc_gen.match)
                 m.d.comb += [self.good.eq(ok), self.bad.eq(~ok)]
                 with m.If((self.command.valid & ~self.command.ready) | skipped):
                     m.d.comb += self.dropped.eq(1)
