@@ -333,7 +333,13 @@ class LinkController(wiring.Component):
         address_hi_ok = Signal()
         entry_valid = Signal()
         writable = Signal()
-        opcode = Signal(8)  # the command's, registered (LOOKUP)
+        # The command's opcode, decoded as it is registered (LOOKUP): one flag per opcode.
+        OP = protocol.Opcode
+        opcodes = [OP.PING, OP.READ_INFO, OP.READ_REG, OP.WRITE_REG, OP.SNAPSHOT,
+                   OP.READ_HISTOGRAMS, OP.CLEAR]
+        if ext.source is not None:
+            opcodes.append(ext.source.opcode)
+        is_op = {int(op): Signal(name=f"is_op_{int(op):02x}") for op in opcodes}
         frame_bad = Signal()
         live_value = Signal(32)
         live = Signal()
@@ -417,7 +423,8 @@ class LinkController(wiring.Component):
                 m.d.sync += [address_lo_ok.eq(rf_entry.address[:8] == cmd.address[:8]),
                              address_hi_ok.eq(rf_entry.address[8:] == cmd.address[8:]),
                              entry_valid.eq(rf_entry.valid),
-                             writable.eq(rf_entry.writable), opcode.eq(cmd.opcode),
+                             writable.eq(rf_entry.writable),
+                             *(flag.eq(cmd.opcode == op) for op, flag in is_op.items()),
                              frame_bad.eq(self.command.payload.status !=
                                           protocol.ResponseStatus.OK)]
                 m.next = "CHECK"
@@ -427,38 +434,36 @@ class LinkController(wiring.Component):
             with m.State("EXECUTE"):
                 with m.If(frame_bad):
                     respond(protocol.ResponseStatus.BAD_FRAME)
+                with m.Elif(is_op[OP.PING]):
+                    respond(protocol.ResponseStatus.OK, _Value.COMMAND)
+                with m.Elif(is_op[OP.READ_INFO]):
+                    respond(protocol.ResponseStatus.OK)
+                    m.d.sync += info_pending.eq(1)
+                with m.Elif(is_op[OP.READ_REG]):
+                    respond(Mux(address_ok, protocol.ResponseStatus.OK,
+                                protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
+                with m.Elif(is_op[OP.WRITE_REG]):
+                    with m.If(~address_ok):
+                        respond(protocol.ResponseStatus.BAD_ADDRESS)
+                    with m.Elif(~writable):
+                        respond(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
+                    with m.Else():
+                        m.d.comb += reg_write.eq(1)
+                        m.next = "WRITTEN"
+                with m.Elif(is_op[OP.SNAPSHOT]):
+                    respond(protocol.ResponseStatus.OK)
+                    m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
+                with m.Elif(is_op[OP.READ_HISTOGRAMS]):
+                    respond(protocol.ResponseStatus.OK)
+                    m.d.sync += hist_request.eq(1)
+                if ext.source is not None:
+                    with m.Elif(is_op[int(ext.source.opcode)]):
+                        respond(protocol.ResponseStatus.OK)
+                        m.d.sync += ext_request.eq(1)
+                with m.Elif(is_op[OP.CLEAR]):
+                    m.next = "CLEAR_WAIT"
                 with m.Else():
-                    with m.Switch(opcode):
-                        with m.Case(protocol.Opcode.PING):
-                            respond(protocol.ResponseStatus.OK, _Value.COMMAND)
-                        with m.Case(protocol.Opcode.READ_INFO):
-                            respond(protocol.ResponseStatus.OK)
-                            m.d.sync += info_pending.eq(1)
-                        with m.Case(protocol.Opcode.READ_REG):
-                            respond(Mux(address_ok, protocol.ResponseStatus.OK,
-                                        protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
-                        with m.Case(protocol.Opcode.WRITE_REG):
-                            with m.If(~address_ok):
-                                respond(protocol.ResponseStatus.BAD_ADDRESS)
-                            with m.Elif(~writable):
-                                respond(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
-                            with m.Else():
-                                m.d.comb += reg_write.eq(1)
-                                m.next = "WRITTEN"
-                        with m.Case(protocol.Opcode.SNAPSHOT):
-                            respond(protocol.ResponseStatus.OK)
-                            m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
-                        with m.Case(protocol.Opcode.READ_HISTOGRAMS):
-                            respond(protocol.ResponseStatus.OK)
-                            m.d.sync += hist_request.eq(1)
-                        if ext.source is not None:
-                            with m.Case(ext.source.opcode):
-                                respond(protocol.ResponseStatus.OK)
-                                m.d.sync += ext_request.eq(1)
-                        with m.Case(protocol.Opcode.CLEAR):
-                            m.next = "CLEAR_WAIT"
-                        with m.Default():
-                            respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
+                    respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
                 # The write (from the registered strobe, below) goes to the register file: the
                 # register's bits only.
@@ -695,23 +700,25 @@ class LinkController(wiring.Component):
                          self.ext_read_req.payload.index.eq(word_index)]
             ports.append(((source.frame_type,), self.ext_read_req, self.ext_read_resp))
 
-        # A frame starts from one place: its type is chosen (``start``), and its first
-        # programme address comes from the type.
+        # A frame starts from one place: its type is chosen and registered (``start``), and its
+        # first programme address comes from the registered type (BEGIN).
         starting = Signal()
         next_ftype = Signal(range(max(FT) + 1))
 
         def start(frame):
             m.d.comb += [starting.eq(1), next_ftype.eq(frame)]
-            m.next = "FETCH"
+            m.next = "BEGIN"
 
         with m.If(starting):
             m.d.sync += [ftype.eq(next_ftype), word_index.eq(0)]
-            with m.Switch(next_ftype):
-                for frame, address in program.start.items():
-                    with m.Case(frame):
-                        m.d.sync += pc.eq(address)
 
-        with m.FSM(name="frames") as frames_fsm:
+        with m.FSM(init="IDLE", name="frames") as frames_fsm:
+            with m.State("BEGIN"):
+                with m.Switch(ftype):
+                    for frame, address in program.start.items():
+                        with m.Case(frame):
+                            m.d.sync += pc.eq(address)
+                m.next = "FETCH"
             with m.State("IDLE"):
                 with m.If(clear_pending):
                     pass
