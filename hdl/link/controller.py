@@ -588,7 +588,12 @@ class LinkController(wiring.Component):
         m.d.comb += trace_head.as_value().eq(trace_fifo.r_data)
 
         status = self.sniffer_status
-        snap_flag_bits = Cat(status.quiescent, status.clear_busy, link["link.trace_enable"],
+        # (The sniffer's quiescence is a comparison it does not register: registered here, so
+        # that the snapshot latch's enable and data do not wait for its carry chain; it is then
+        # a cycle older than the rest of the snapshot.)
+        quiescent = Signal()
+        m.d.sync += quiescent.eq(status.quiescent)
+        snap_flag_bits = Cat(quiescent, status.clear_busy, link["link.trace_enable"],
                              snap_solicited)
         # A snapshot's header describes the sniffer at one instant. Its time and epoch are the
         # frame's (latched as every frame starts, below) and the snapshot number does not change
@@ -674,6 +679,14 @@ class LinkController(wiring.Component):
         var_byte = Signal(8)
         shifter_bit = {k: i for i, k in enumerate(program.shifters)}
         var_shift = Signal(max(1, len(program.shifters)))
+        # The entry's decode (PICK), one flag per kind of step: a constant byte, the variable
+        # byte, the next byte of a word, a latch's read, a word's first byte; whether it is a
+        # word's last entry, whether the walker then jumps back for another word, and which
+        # latch (one-hot).
+        x_const, x_var, x_byte, x_latch, x_word = (Signal(name=f"x_{name}") for name in (
+            "const", "var", "byte", "latch", "word"))
+        x_word_last, x_more = Signal(), Signal()
+        x_latch_sel = Signal(max(1, len(program.latches)))
         obyte = Signal(8)
         olast = Signal()
         # A word read from a read port is sent from the port's payload, which its source holds
@@ -769,6 +782,19 @@ class LinkController(wiring.Component):
                     for k in program.shifters:
                         with m.Case(k):
                             m.d.sync += var_shift.eq(1 << shifter_bit[k])
+                # The entry is decoded here too, into flags (EXEC starts from flip-flops).
+                read = entry.kind == _Source.READ
+                m.d.sync += [
+                    x_const.eq(entry.kind == _Source.CONST),
+                    x_var.eq(entry.kind == _Source.VAR),
+                    x_byte.eq(read & ~entry.word_first),
+                    x_latch.eq(read & entry.word_first & (entry.arg != 0)),
+                    x_word.eq(read & entry.word_first & (entry.arg == 0)),
+                    x_word_last.eq(read & entry.word_last),
+                    x_more.eq(read & entry.word_last & (word_index != entry.arg[:_COUNT_BITS])),
+                    x_latch_sel.eq(Cat(entry.arg == k
+                                       for k in range(1, len(program.latches) + 1))),
+                ]
                 m.next = "EXEC"
             with m.State("EXEC"):
                 # Every byte but a word's first is sent at once; the walker then moves on (one
@@ -777,57 +803,51 @@ class LinkController(wiring.Component):
                 # entry's ``arg`` holds the word count less one and the address of its first
                 # entry).
                 advance = Signal()
-                more = ((entry.kind == _Source.READ) & entry.word_last &
-                        (word_index != entry.arg[:_COUNT_BITS]))
-                m.d.sync += olast.eq(entry.last & ~more)
+                m.d.sync += olast.eq(entry.last & ~x_more)
                 with m.If(advance):
-                    m.d.sync += pc.eq(Mux(more, entry.arg[_COUNT_BITS:], pc + 1))
-                    with m.If((entry.kind == _Source.READ) & entry.word_last):
+                    m.d.sync += pc.eq(Mux(x_more, entry.arg[_COUNT_BITS:], pc + 1))
+                    with m.If(x_word_last):
                         m.d.sync += word_index.eq(word_index + 1)
                     m.next = "SEND"
-                with m.Switch(entry.kind):
-                    with m.Case(_Source.CONST):
-                        m.d.comb += advance.eq(1)
-                        m.d.sync += obyte.eq(entry.arg[:8])
-                    with m.Case(_Source.VAR):
-                        m.d.comb += advance.eq(1)
-                        m.d.sync += obyte.eq(var_byte)
-                        m.d.comb += Cat(shifter.shift for shifter in program.shifters.values()
-                                        ).eq(var_shift)
-                    with m.Case(_Source.READ):
-                        with m.If(~entry.word_first):
-                            m.d.comb += advance.eq(1)
-                            m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
-                                         word_byte.eq(word_byte + 1)]
-                        with m.Elif(entry.arg != 0):
-                            # A latched counter: read it (a cycle to set the address, then until
-                            # the port has read it) and copy it whole into its shifter, which
-                            # sends it (the next entries); this entry sends no byte.
-                            m.d.comb += latch_reading.eq(1)
-                            m.d.sync += latch_wait.eq(1)
-                            with m.Switch(entry.arg):
-                                for k, latch in enumerate(program.latches, start=1):
-                                    with m.Case(k):
-                                        m.d.comb += latch_addr.eq(latch.address)
-                                        with m.If(latch_wait & tl_valid):
-                                            m.d.sync += [
-                                                latch_wait.eq(0), pc.eq(pc + 1),
-                                                latch.into.reg.eq(tl_rd.data[:latch.width])]
-                                            m.next = "SKIP"
-                        with m.Else():
-                            # First byte of a word: read it from the frame's read port.
-                            for frames_of_port, req, resp in ports:
-                                with m.If(Cat(ftype == f for f in frames_of_port).any()):
-                                    with m.If(~requested):
-                                        m.d.comb += req.valid.eq(1)
-                                        with m.If(req.ready):
-                                            m.d.sync += requested.eq(1)
-                                    with m.Else():
-                                        m.d.comb += resp.ready.eq(1)
-                                        with m.If(resp.valid):
-                                            m.d.comb += advance.eq(1)
-                                            m.d.sync += [obyte.eq(resp.payload[:8]),
-                                                         word_byte.eq(1), requested.eq(0)]
+                with m.If(x_const):
+                    m.d.comb += advance.eq(1)
+                    m.d.sync += obyte.eq(entry.arg[:8])
+                with m.If(x_var):
+                    m.d.comb += advance.eq(1)
+                    m.d.sync += obyte.eq(var_byte)
+                    m.d.comb += Cat(shifter.shift for shifter in program.shifters.values()
+                                    ).eq(var_shift)
+                with m.If(x_byte):
+                    m.d.comb += advance.eq(1)
+                    m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
+                                 word_byte.eq(word_byte + 1)]
+                with m.If(x_latch):
+                    # A latched counter: read it (a cycle to set the address, then until the
+                    # port has read it) and copy it whole into its shifter, which sends it (the
+                    # next entries); this entry sends no byte.
+                    m.d.comb += latch_reading.eq(1)
+                    m.d.sync += latch_wait.eq(1)
+                    for k, latch in enumerate(program.latches):
+                        with m.If(x_latch_sel[k]):
+                            m.d.comb += latch_addr.eq(latch.address)
+                            with m.If(latch_wait & tl_valid):
+                                m.d.sync += [latch_wait.eq(0), pc.eq(pc + 1),
+                                             latch.into.reg.eq(tl_rd.data[:latch.width])]
+                                m.next = "SKIP"
+                with m.If(x_word):
+                    # First byte of a word: read it from the frame's read port.
+                    for frames_of_port, req, resp in ports:
+                        with m.If(Cat(ftype == f for f in frames_of_port).any()):
+                            with m.If(~requested):
+                                m.d.comb += req.valid.eq(1)
+                                with m.If(req.ready):
+                                    m.d.sync += requested.eq(1)
+                            with m.Else():
+                                m.d.comb += resp.ready.eq(1)
+                                with m.If(resp.valid):
+                                    m.d.comb += advance.eq(1)
+                                    m.d.sync += [obyte.eq(resp.payload[:8]),
+                                                 word_byte.eq(1), requested.eq(0)]
             with m.State("SEND"):
                 m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
                              self.body.payload.last.eq(olast)]
