@@ -465,9 +465,8 @@ class LinkController(wiring.Component):
                 with m.Else():
                     respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
-                # The write (from the registered strobe, below) goes to the register file: the
-                # register's bits only.
-                m.d.comb += rf_wr.en.eq(rf_entry.mask)
+                # The write goes to the register file: the register's bits only (enabled by
+                # ``reg_write_q``, below, which is set in exactly this state).
                 m.next = "SETTLE"
             with m.State("SETTLE"):
                 # (The register file's read port catches up with the write.)
@@ -505,6 +504,7 @@ class LinkController(wiring.Component):
         # each: the address is known good, so its index is enough to tell the register.
         reg_write_q = Signal()
         m.d.sync += reg_write_q.eq(reg_write)
+        m.d.comb += rf_wr.en.eq(Mux(reg_write_q, rf_entry.mask, 0))
         for address, (reg, target) in targets.items():
             if reg.access is protocol.Access.RW:
                 write = Signal(name=f"write_{reg.name.lower()}")
@@ -559,14 +559,18 @@ class LinkController(wiring.Component):
         expired = Signal()  # the period's last cycle (a period of 0 is off: see period_on)
         periodic = Signal()
         m.d.comb += expired.eq((period_count == snapshot_period) & ~stale)
-        # (Registered: the histogram period's count and the requests follow a cycle later.)
-        m.d.sync += periodic.eq(expired & period_on)
+        # (Registered: the histogram period's count and the requests follow a cycle later. At
+        # least a cycle apart, so that ``hist_last`` has seen the count's last change: a period
+        # of 1 gives a request every other cycle, which is as many as a snapshot can take.)
+        m.d.sync += periodic.eq(expired & period_on & ~periodic)
         with m.If(expired | reload_period[-1]):
             m.d.sync += period_count.eq(1)
         with m.Else():
             m.d.sync += period_count.eq(period_count + 1)
         hist_expired = Signal()
-        m.d.comb += hist_expired.eq(periodic & (hist_count == hist_period))
+        hist_last = Signal()  # the count is at the period (registered)
+        m.d.sync += hist_last.eq(hist_count == hist_period)
+        m.d.comb += hist_expired.eq(periodic & hist_last)
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
         with m.If(hist_expired):

@@ -85,7 +85,8 @@ class FrameEncoder(wiring.Component):
     """Turn a frame body (header and payload bytes) into a delimited, stuffed frame with its CRC.
 
     Output: ``END``, the stuffed body, the stuffed CRC-32 (little-endian), ``END``. It is a
-    single pass with no buffering: at most two output bytes per input byte. The CRC is computed
+    single pass with one registered output byte: at most two output bytes per input byte, at most
+    one every other cycle. The CRC is computed
     one bit per cycle (least significant first, as the reflected CRC-32 takes a byte), which is
     far smaller than a byte-wide one and still eight times faster than the fastest UART
     (4 clocks per bit): a body byte is taken once the previous one has gone through.
@@ -113,8 +114,19 @@ class FrameEncoder(wiring.Component):
             m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(crc_shift[0])]
             m.d.sync += [crc_shift.eq(crc_shift >> 1), crc_bits.eq(crc_bits - 1)]
 
+        # The output byte is registered (a slot, free or full): no combinational path from this
+        # state machine into the UART's, nor back. A byte goes into the free slot (``emit``);
+        # the FSM moves on when the slot is free, so bytes leave at most every other cycle.
+        out_valid = Signal()
+        out_byte = Signal(8)
+        free = ~out_valid
+        m.d.comb += [self.wire.valid.eq(out_valid), self.wire.payload.eq(out_byte)]
+        with m.If(self.wire.ready):
+            m.d.sync += out_valid.eq(0)
+
         def emit(byte):
-            m.d.comb += [self.wire.valid.eq(1), self.wire.payload.eq(byte)]
+            with m.If(free):
+                m.d.sync += [out_valid.eq(1), out_byte.eq(byte)]
 
         # The body byte is taken into a register first, so that no combinational path runs
         # from the UART's ready back to the frame's source.
@@ -128,14 +140,14 @@ class FrameEncoder(wiring.Component):
             with m.State("IDLE"):
                 with m.If(have):
                     emit(protocol.FRAME_END)
-                    with m.If(self.wire.ready):
+                    with m.If(free):
                         m.d.comb += crc_gen.start.eq(1)
                         m.next = "BODY"
             with m.State("BODY"):
                 byte = held.data
                 with m.If(have & (crc_bits == 0)):
                     emit(Mux(_special(byte), protocol.FRAME_ESC, byte))
-                    with m.If(self.wire.ready):
+                    with m.If(free):
                         m.d.sync += [escaped.eq(_escape_code(byte)), crc_shift.eq(byte),
                                      crc_bits.eq(8), have.eq(0)]
                         with m.If(_special(byte)):
@@ -146,11 +158,11 @@ class FrameEncoder(wiring.Component):
                             m.next = "CRC_LOAD"
             with m.State("BODY_ESC"):
                 emit(escaped)
-                with m.If(self.wire.ready):
+                with m.If(free):
                     m.next = "BODY"
             with m.State("BODY_ESC_LAST"):
                 emit(escaped)
-                with m.If(self.wire.ready):
+                with m.If(free):
                     m.next = "CRC_LOAD"
             with m.State("CRC_LOAD"):
                 # The CRC register holds the last bit's update one cycle after it was fed; it
@@ -162,11 +174,11 @@ class FrameEncoder(wiring.Component):
                 byte = crc_gen.byte
                 with m.If(crc_sent == 4):
                     emit(protocol.FRAME_END)
-                    with m.If(self.wire.ready):
+                    with m.If(free):
                         m.next = "IDLE"
                 with m.Else():
                     emit(Mux(_special(byte), protocol.FRAME_ESC, byte))
-                    with m.If(self.wire.ready):
+                    with m.If(free):
                         m.d.comb += crc_gen.shift.eq(1)
                         m.d.sync += [
                             crc_sent.eq(crc_sent + 1),
@@ -176,7 +188,7 @@ class FrameEncoder(wiring.Component):
                             m.next = "CRC_ESC"
             with m.State("CRC_ESC"):
                 emit(escaped)
-                with m.If(self.wire.ready):
+                with m.If(free):
                     m.next = "CRC"
         return m
 
