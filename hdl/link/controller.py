@@ -394,7 +394,8 @@ class LinkController(wiring.Component):
                 m.d.comb += sc_wr.data.eq(rot)
         m.d.comb += sc_wr.addr.eq(resp_k)
 
-        # (The RESPONSE frame waits until its bytes are written: ``resp_writing``.)
+        # (The RESPONSE frame waits until its bytes are written: ``resp_writing``, from the
+        # cycle after the command is executed.)
         resp_writing = Signal()
 
         def respond(status, source=_Value.ZERO):
@@ -487,7 +488,7 @@ class LinkController(wiring.Component):
                 with m.If(self.sniffer_status.epoch[0] != clear_epoch):
                     respond(protocol.ResponseStatus.OK, _Value.EPOCH)
             with m.State("LOAD"):
-                m.d.comb += [self.command_load.eq(address_ok),
+                m.d.comb += [resp_writing.eq(1), self.command_load.eq(address_ok),
                              self.command_zero.eq(~address_ok)]
                 m.next = "RESPOND"
             with m.State("RESPOND"):
@@ -729,6 +730,29 @@ class LinkController(wiring.Component):
         with m.If(starting):
             m.d.sync += [ftype.eq(next_ftype), word_index.eq(0)]
 
+        # The next frame, chosen in every cycle and registered (the choice reaches no frame
+        # start's logic in the cycle it is made). Priority at a frame boundary: RESPONSE (once
+        # written), INFO, a snapshot, histograms, the extension's frames, TRACE.
+        pick = Signal(range(max(FT) + 1))
+        pick_any = Signal()
+        idle_seen = Signal()  # the frame builder was idle in the previous cycle
+        m.d.sync += [pick_any.eq(1), idle_seen.eq(0)]
+        with m.If(resp_pending):
+            m.d.sync += [pick.eq(FT.RESPONSE), pick_any.eq(~resp_writing)]
+        with m.Elif(info_pending):
+            m.d.sync += pick.eq(FT.INFO)
+        with m.Elif(snap_request):
+            m.d.sync += pick.eq(FT.STATUS)
+        with m.Elif(hist_request):
+            m.d.sync += pick.eq(FT.HISTOGRAM)
+        if source is not None:
+            with m.Elif(ext_request):
+                m.d.sync += pick.eq(source.frame_type)
+        with m.Elif(trace_fifo.r_rdy):
+            m.d.sync += pick.eq(FT.TRACE)
+        with m.Else():
+            m.d.sync += pick_any.eq(0)
+
         with m.FSM(init="IDLE", name="frames") as frames_fsm:
             with m.State("BEGIN"):
                 with m.Switch(ftype):
@@ -737,26 +761,22 @@ class LinkController(wiring.Component):
                             m.d.sync += pc.eq(address)
                 m.next = "FETCH"
             with m.State("IDLE"):
-                with m.If(clear_pending):
-                    pass
-                with m.Elif(resp_pending):
-                    with m.If(~resp_writing):
-                        start(FT.RESPONSE)
-                with m.Elif(info_pending):
-                    start(FT.INFO)
-                with m.Elif(snap_request):
-                    m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
-                    m.d.sync += snap_latch.load(snap_now)
-                    start(FT.STATUS)
-                with m.Elif(hist_request):
-                    m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
-                    start(FT.HISTOGRAM)
-                if source is not None:
-                    with m.Elif(ext_request):
-                        m.d.sync += [ext_request.eq(0), unit.eq(0)]
-                        start(source.frame_type)
-                with m.Elif(trace_fifo.r_rdy):
-                    start(FT.TRACE)
+                # The frame chosen a cycle ago (``pick``, from a cycle spent here: after a
+                # TRACE frame the FIFO's state is the new one), unless a clear is pending.
+                m.d.sync += idle_seen.eq(1)
+                with m.If(idle_seen & pick_any & ~clear_pending):
+                    m.d.comb += [starting.eq(1), next_ftype.eq(pick)]
+                    m.next = "BEGIN"
+                    with m.Switch(pick):
+                        with m.Case(FT.STATUS):
+                            m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
+                                         snap_solicited.eq(0), snap_latch.load(snap_now)]
+                        with m.Case(FT.HISTOGRAM):
+                            m.d.sync += [hist_request.eq(0), hist_channel.eq(0),
+                                         hist_first.eq(0)]
+                        if source is not None:
+                            with m.Case(source.frame_type):
+                                m.d.sync += [ext_request.eq(0), unit.eq(0)]
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
                 # the snapshot's channel is latched here too, once the read port has read it
