@@ -281,14 +281,16 @@ class LinkController(wiring.Component):
                          tl_wr.en.eq(s2_valid)]
         else:
             # (The iCE40's block RAM output is fast: the count goes straight to the adder and
-            # is written in stage 1; stage 2 only keeps ``tl_valid`` as it is.)
+            # is written in stage 1; there is no stage 2.)
             m.d.comb += [tl_wr.addr.eq(s1_addr), tl_wr.data.eq(tl_rd.data + 1),
                          tl_wr.en.eq(s1_valid)]
         # The read port's data is the count at ``read_addr`` (as it was a cycle ago): not while
         # an update used the port, nor while that counter is between its read and its write.
         tl_valid = Signal()
-        m.d.sync += tl_valid.eq(~update & ~((s1_valid & (s1_addr == read_addr)) |
-                                            (s2_valid & (s2_addr == read_addr))))
+        busy = s1_valid & (s1_addr == read_addr)
+        if self.ram_output_registers:
+            busy |= s2_valid & (s2_addr == read_addr)
+        m.d.sync += tl_valid.eq(~update & ~busy)
 
         # ---- command execution --------------------------------------------------------------
         # Time of the frame being built, latched as it starts. A clear takes effect only between
