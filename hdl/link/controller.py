@@ -315,7 +315,7 @@ class LinkController(wiring.Component):
         # against the entry in the two after (LOOKUP, CHECK), and it is executed in the next
         # (EXECUTE). The RAM keeps a copy of every register as written; only the read-only
         # registers bound to a port of an extension are read live (a registered multiplexer,
-        # empty without an extension). Writing a period restarts its down-counter (below).
+        # empty without an extension). Writing a period restarts its counter (below).
         # The decoder holds the command until its response is written (RESPOND, below).
         reg_write = Signal()
         period_written = Signal()
@@ -672,9 +672,10 @@ class LinkController(wiring.Component):
         rom_rd = rom.read_port()
         pc = Signal(range(len(program.rom)))
         m.d.comb += rom_rd.addr.eq(pc)
-        # The ROM's output is registered before anything decodes it (a block RAM's clock to
-        # output is most of a cycle on the ECP5): an entry is decoded two cycles after its
-        # address (the walker spends a cycle in NEXT after each byte; the UART needs >= 40).
+        # The ROM's output is registered before anything decodes it where block RAM is slow (a
+        # block RAM's clock to output is most of a cycle on the ECP5): an entry is then decoded
+        # (PICK) two cycles after its address (the walker spends a cycle in NEXT after each
+        # byte; the UART needs >= 40).
         entry = Signal(entry_layout)
         if self.ram_output_registers:
             m.d.sync += entry.eq(rom_rd.data)
@@ -1224,10 +1225,10 @@ class _Shifter:
 class _RamShifter(_Shifter):
     """A :class:`_Shifter` whose bytes are in a RAM, read in order through a read port.
 
-    ``data`` is the read port's data (here registered) and ``pointer`` its address: the walker
-    sends ``data`` and increments the pointer, and the next byte is there before the walker
-    comes back for it (at least three cycles later: SEND, NEXT). Whoever writes the bytes resets
-    the pointer.
+    ``data`` is the read port's data (registered or not: ``ram_output_registers``) and
+    ``pointer`` its address: the walker sends ``data`` and increments the pointer, and the next
+    byte is there before the walker comes back for it (at least three cycles later: SEND, NEXT,
+    PICK). Whoever writes the bytes resets the pointer.
     """
 
     def __init__(self, name, widths, *, data, pointer):
