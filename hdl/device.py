@@ -194,7 +194,8 @@ class DeviceCore(wiring.Component):
     rb : In(channels)
         The R/B# pins (unused in loopback).
     rx : In(stream.Signature(8))
-        Bytes received from the host.
+        Bytes received from the host (taken at most every ten cycles: the command decoder's CRC
+        is bit-serial; a UART delivers a byte every ten bit times of at least four cycles).
     tx : Out(stream.Signature(8))
         Bytes to send to the host.
     rx_error : In(1)
