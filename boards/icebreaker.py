@@ -9,7 +9,9 @@ so an unconnected channel idles ready (high).
 Sniffer: 20-bit widths (``width_bits``), to save logic cells: at the default 0.1 µs tick a pulse
 is overlong from about 0.1 s on (erases take a few ms). Seven of the ten class-window bounds are
 held and compared in the UP5K's DSP blocks (``dsp_bounds``; the link's tick-period multiplier
-takes the eighth), which saves their flip-flops and carry chains.
+takes the eighth), which saves their flip-flops and carry chains. The link leaves out the
+registers it keeps after its block RAMs' outputs for the ECP5 (``ram_output_registers``): the
+iCE40's block RAM output is fast, and each of them would cost a logic cell.
 
 Clock: the 12 MHz oscillator into an SB_PLL40_PAD, 48 MHz out (12 × 64 / 16). UART: the FTDI's
 second channel (pins 6/9), 3 Mbaud (divisor 16). LEDs: green = link traffic, red = R/B# activity.
@@ -41,6 +43,7 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     io_attrs = Attrs(IO_STANDARD="SB_LVCMOS", PULLUP=1)
     width_bits = 20
     dsp_bounds = 7
+    ram_output_registers = False
 
     def create_clock(self, m):
         return self.ice40_pll(m, ("clk12", 0))

@@ -220,6 +220,9 @@ class BoardMixin:
     dsp_bounds : int
         Class-window bounds held and compared in the part's DSP blocks (iCE40UP: up to 8, one
         per ``SB_MAC16``, less those the link uses); 0 for none.
+    ram_output_registers : bool
+        Whether the link registers its block RAMs' outputs before logic (the ECP5, whose block
+        RAM clock to output is slow); ``False`` saves those logic cells on the iCE40.
     """
 
     board_name = "board"
@@ -232,6 +235,7 @@ class BoardMixin:
     io_attrs = Attrs()
     width_bits = 24
     dsp_bounds = 0
+    ram_output_registers = True
 
     @classmethod
     def header_from_connectors(cls, connectors, names):
@@ -407,7 +411,8 @@ class RBScopeTop(Elaboratable):
         self.device = device = RBScopeDevice(
             self.params, uart_divisor=divisor, clock_hz=clock_hz, board=platform.board_name,
             snapshot_ms=self.snapshot_ms, emulator=self.emulator, tap=self.tap,
-            dsp_bounds=platform.dsp_bounds if self.emulator is None else 0)
+            dsp_bounds=platform.dsp_bounds if self.emulator is None else 0,
+            ram_output_registers=platform.ram_output_registers)
         m.submodules.device = device
 
         # ---- pins --------------------------------------------------------------------------

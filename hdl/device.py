@@ -180,6 +180,9 @@ class DeviceCore(wiring.Component):
         (``RBSniffer(dsp_bounds=…)``; the link writes them, and the register file's reset
         values are their power-up values). 0 (the default) for none; not with an emulator
         (its loopback builds its own sniffer).
+    ram_output_registers : bool
+        The link's registers after its block RAMs' outputs (``LinkController``'s; ``False`` for
+        the iCE40, whose block RAM output is fast).
 
     Members
     -------
@@ -191,7 +194,8 @@ class DeviceCore(wiring.Component):
     rb : In(channels)
         The R/B# pins (unused in loopback).
     rx : In(stream.Signature(8))
-        Bytes received from the host.
+        Bytes received from the host (taken at most every ten cycles: the command decoder's CRC
+        is bit-serial; a UART delivers a byte every ten bit times of at least four cycles).
     tx : Out(stream.Signature(8))
         Bytes to send to the host.
     rx_error : In(1)
@@ -200,7 +204,7 @@ class DeviceCore(wiring.Component):
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, emulator=None, emu_config=None, traffic=None, tap=None,
-                 tap_config=None, dsp_bounds=0):
+                 tap_config=None, dsp_bounds=0, ram_output_registers=True):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if dsp_bounds and emulator is not None:
@@ -235,7 +239,8 @@ class DeviceCore(wiring.Component):
             tap_extension(tap, tap_config) if tap is not None else None)
         self.controller = LinkController(params, clock_hz=clock_hz, uart_divisor=uart_divisor,
                                          board=board, snapshot_ms=snapshot_ms, config=config,
-                                         extension=extension)
+                                         extension=extension,
+                                         ram_output_registers=ram_output_registers)
         super().__init__({
             **_emu_bus_members(emulator),
             **_tap_members(tap, emulator),
@@ -255,6 +260,7 @@ class DeviceCore(wiring.Component):
         wiring.connect(m, decoder.command, controller.command)
         m.d.comb += [decoder.rotate.eq(controller.command_rotate),
                      decoder.load.eq(controller.command_load),
+                     decoder.zero.eq(controller.command_zero),
                      decoder.value.eq(controller.command_value)]
         wiring.connect(m, controller.body, encoder.body)
         wiring.connect(m, encoder.wire, wiring.flipped(self.tx))

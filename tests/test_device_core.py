@@ -27,8 +27,9 @@ def decode(body):
 
 
 class CoreBench:
-    def __init__(self):
-        self.dut = DeviceCore(P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test")
+    def __init__(self, ram_output_registers=True):
+        self.dut = DeviceCore(P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test",
+                              ram_output_registers=ram_output_registers)
         self.wire = bytearray()
         self.frames = []
         self.seen = 0
@@ -48,7 +49,7 @@ class CoreBench:
         for b in wire:
             ctx.set(self.dut.rx.payload, b)
             ctx.set(self.dut.rx.valid, 1)
-            await ctx.tick()
+            await ctx.tick().until(self.dut.rx.ready)
         ctx.set(self.dut.rx.valid, 0)
 
     async def wait_frames(self, ctx, count, limit=200_000):
@@ -80,8 +81,9 @@ class CoreBench:
         sim.run()
 
 
-def test_info_registers_and_errors():
-    b = CoreBench()
+@pytest.mark.parametrize("ram_output_registers", [True, False])
+def test_info_registers_and_errors(ram_output_registers):
+    b = CoreBench(ram_output_registers)
     out = {}
 
     async def bench(ctx):
@@ -149,9 +151,10 @@ def test_info_registers_and_errors():
     assert cfg.idle_ticks == (7 << 32) | 1_000_000
 
 
+@pytest.mark.parametrize("ram_output_registers", [True, False])
 @pytest.mark.parametrize("trace", [False, True])
-def test_snapshot_histograms_clear_and_trace_match_model(trace):
-    b = CoreBench()
+def test_snapshot_histograms_clear_and_trace_match_model(trace, ram_output_registers):
+    b = CoreBench(ram_output_registers)
     config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
                            windows=((5, 20), (20, 60), (60, 200)))
     trains = [Train(1, [(100, 0), (110, 1), (150, 0), (180, 1), (300, 0), (301, 1)]),
@@ -249,10 +252,11 @@ def test_periodic_snapshots_and_histograms():
     assert statuses[1].timestamp > statuses[0].timestamp
 
 
-def test_status_counts_frames_received_and_receive_errors():
+@pytest.mark.parametrize("ram_output_registers", [True, False])
+def test_status_counts_frames_received_and_receive_errors(ram_output_registers):
     """STATUS's ``rx_frames`` and ``rx_errors`` count every good and every bad frame received
     (the command asking for the snapshot included), whole and cumulative."""
-    b = CoreBench()
+    b = CoreBench(ram_output_registers)
     out = []
 
     async def corrupt(ctx, tag):
@@ -303,3 +307,57 @@ def test_window_register_writes_strobe_the_window_port():
 
     b.run(bench, watch)
     assert strobes == [(5, 0xABCDE), (0, 5), (9, 0x12345)]
+
+
+@pytest.mark.parametrize("ram_output_registers", [True, False])
+def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
+    """More pulses than the trace FIFO holds while TRACE frames drain it: every pulse is either
+    sent or counted as lost, per channel (COUNTERS) and in total (STATUS), with either loss
+    counter pipeline (``ram_output_registers``)."""
+    b = CoreBench(ram_output_registers)
+    config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
+                           windows=((5, 20), (20, 60), (60, 200)))
+    trains = [Train(1, [e for k in range(12) for e in ((100 + 70 * k + 9 * ch, 0),
+                                                         (130 + 70 * k + 9 * ch, 1))])
+              for ch in range(P.channels)]
+    model = SnifferModel(P, config).run(trains, 1200)
+    glitch = P.counter_index(Counter.GLITCH)
+    want_trace = [(q.channel, q.index, q.width) for q in model.pulses if q.index != glitch]
+    out = {}
+
+    async def bench(ctx):
+        await b.command(ctx, 1, OP.WRITE_REG, REGS["SNAPSHOT_PERIOD"].address, 0)
+        await b.command(ctx, 2, OP.WRITE_REG, REGS["GLITCH_TICKS"].address, 2)
+        for k, (lo, hi) in enumerate(config.windows):
+            await b.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_LO"].address, lo)
+            await b.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_HI"].address, hi)
+        await b.command(ctx, 4, OP.WRITE_REG, REGS["TRACE_ENABLE"].address, 1)
+        schedule = sorted((c, ch, lvl) for ch, t in enumerate(trains) for c, lvl in t.edges)
+        now = 0
+        word = (1 << P.channels) - 1
+        for cycle, ch, level in schedule:
+            await ctx.tick().repeat(cycle - now)
+            now = cycle
+            word = (word & ~(1 << ch)) | (level << ch)
+            ctx.set(b.dut.rb, word)
+        # Long enough for the FIFO to drain (a TRACE frame takes about a thousand cycles).
+        await ctx.tick().repeat(40_000)
+        good, _ = unframe(bytes(b.wire))
+        out["trace"] = [decode(body) for body in good[b.seen:]]
+        b.seen = len(good)
+        _, frames = await b.command(ctx, 5, OP.SNAPSHOT, extra=1 + P.channels)
+        out["snapshot"] = frames
+
+    b.run(bench)
+    assert all(h.type == protocol.FrameType.TRACE for h, _ in out["trace"])
+    sent = [(t.channel, t.index, t.width) for _, t in out["trace"]]
+    (_, status), *rows = out["snapshot"]
+    per_channel = [counters.trace_lost for _, counters in rows]
+    assert status.trace_lost > 0 and len(sent) > 0
+    assert len(sent) + status.trace_lost == len(want_trace)
+    assert sum(per_channel) == status.trace_lost
+    for ch in range(P.channels):
+        mine = [t for t in want_trace if t[0] == ch]
+        assert len([t for t in sent if t[0] == ch]) + per_channel[ch] == len(mine)
+    left = iter(want_trace)
+    assert all(any(t == w for w in left) for t in sent)  # in order, a subsequence

@@ -1,13 +1,14 @@
 """Amaranth-simulator tests of the link blocks: UART, frame encoder, command decoder."""
 
 import random
+import zlib
 
 import pytest
 from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
 from rbscope.gateware.link import protocol
-from rbscope.gateware.link.framing import CommandDecoder, FrameEncoder
+from rbscope.gateware.link.framing import CommandDecoder, FrameEncoder, _SerialCrc
 from rbscope.gateware.link.uart import UartRx, UartTx
 
 from .link_reference import command_body, frame, unframe
@@ -26,11 +27,12 @@ def run(dut, *benches, processes=(), background=()):
 
 
 async def feed_wire(ctx, dut, data):
-    """Put ``data`` on the command decoder's wire, a byte a cycle, then let it settle."""
+    """Put ``data`` on the command decoder's wire, each byte until taken, then let it
+    settle."""
     for b in data:
         ctx.set(dut.wire.payload, b)
         ctx.set(dut.wire.valid, 1)
-        await ctx.tick()
+        await ctx.tick().until(dut.wire.ready)
     ctx.set(dut.wire.valid, 0)
     await ctx.tick().repeat(3)
 
@@ -167,6 +169,51 @@ def test_frame_encoder_matches_reference_framing():
     assert good == bodies and bad == 0
 
 
+# ---- the serial CRC -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_serial_crc_gives_the_frames_crc_a_byte_at_a_time_and_matches_its_own(seed):
+    """Bit by bit, the register gives CRC-32/ISO-HDLC's bytes (zlib's) by shifting, and after
+    the message and those bytes it matches (and not after a damaged one)."""
+    rng = random.Random(seed)
+    message = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
+    dut = _SerialCrc()
+    out = {}
+
+    async def feed(ctx, data):
+        for byte in data:
+            for k in range(8):
+                ctx.set(dut.valid, 1)
+                ctx.set(dut.data, (byte >> k) & 1)
+                await ctx.tick()
+        ctx.set(dut.valid, 0)
+
+    async def bench(ctx):
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        await feed(ctx, message)
+        out["before"] = ctx.get(dut.match)
+        crc = []
+        for _ in range(4):
+            crc.append(ctx.get(dut.byte))
+            ctx.set(dut.shift, 1)
+            await ctx.tick()
+        ctx.set(dut.shift, 0)
+        out["crc"] = bytes(crc)
+        for tail, key in ((out["crc"], "whole"), (bytes([out["crc"][0] ^ 1]) + out["crc"][1:],
+                                                  "damaged")):
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            await feed(ctx, message + tail)
+            out[key] = ctx.get(dut.match)
+
+    run(dut, bench)
+    assert out["crc"] == zlib.crc32(message).to_bytes(4, "little")
+    assert out["whole"] == 1 and out["damaged"] == 0 and out["before"] == 0
+
+
 # ---- CommandDecoder -----------------------------------------------------------------------------
 
 def test_command_decoder_accepts_good_and_flags_bad_frames():
@@ -208,8 +255,8 @@ def test_command_decoder_accepts_good_and_flags_bad_frames():
 
 def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
     """``rotate`` turns the held command by a byte (its bytes come out at the low byte, in
-    order); ten rotations bring it back; ``load`` replaces its value field; and a new frame
-    still replaces it once taken."""
+    order); ten rotations bring it back; ``load`` replaces its value field, ``zero`` clears it;
+    and a new frame still replaces it once taken."""
     dut = CommandDecoder()
     first = command_body(0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x11223344)
     second = command_body(0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)
@@ -236,6 +283,13 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
         ctx.set(dut.load, 0)
         cmd = ctx.get(dut.command.payload.command)
         out["loaded"] = (cmd.tag, cmd.opcode, cmd.address, cmd.value)
+        ctx.set(dut.zero, 1)
+        ctx.set(dut.load, 1)  # (zero wins)
+        await ctx.tick()
+        ctx.set(dut.zero, 0)
+        ctx.set(dut.load, 0)
+        cmd = ctx.get(dut.command.payload.command)
+        out["zeroed"] = (cmd.tag, cmd.opcode, cmd.address, cmd.value)
         ctx.set(dut.command.ready, 1)
         await ctx.tick()
         ctx.set(dut.command.ready, 0)
@@ -248,4 +302,5 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
     assert out["low"] == first[6:]  # the command's bytes, after the 6-byte header
     assert out["back"]
     assert out["loaded"] == (0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x89ABCDEF)
+    assert out["zeroed"] == (0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0)
     assert out["second"] == (1, 0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)

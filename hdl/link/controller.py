@@ -72,6 +72,11 @@ class LinkController(wiring.Component):
     extension : LinkExtension, optional
         Registers, ports, INFO fields and a read source of another block on the chip (the NAND
         emulator plugs in this way: ``rbscope.gateware.device.emulator_extension``).
+    ram_output_registers : bool
+        Register the output of the programme ROM, the response scratch RAM and the loss
+        counter RAM before any logic (default): the ECP5's block RAM spends most of a cycle in
+        its clock to output. ``False`` (the iCE40, whose block RAM output is fast) leaves these
+        registers out, which saves their logic cells; the frames are the same.
 
     Members
     -------
@@ -80,9 +85,10 @@ class LinkController(wiring.Component):
     command_rotate : Out(1)
         Asks the decoder to rotate the held command by a byte (its ``rotate``): the response is
         written from the command's bytes, ten rotations before the command is taken.
-    command_load, command_value : Out(1), Out(32)
+    command_load, command_zero, command_value : Out(1), Out(1), Out(32)
         Replace the held command's value (the decoder's ``load``, ``value``): a register's value,
-        which the response then carries.
+        which the response then carries (``command_zero``, the decoder's ``zero``: 0, for a bad
+        address).
     body : Out(stream.Signature(FrameByte))
         Frame bodies for the :class:`~.framing.FrameEncoder`.
     rx_good, rx_bad : In(1)
@@ -108,7 +114,7 @@ class LinkController(wiring.Component):
     """
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
-                 config=None, extension=None):
+                 config=None, extension=None, ram_output_registers=True):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -120,6 +126,7 @@ class LinkController(wiring.Component):
         if extension is not None and not isinstance(extension, LinkExtension):
             raise TypeError(f"Link extension must be a LinkExtension, not {extension!r}")
         self.params = params
+        self.ram_output_registers = bool(ram_output_registers)
         self.clock_hz = clock_hz
         self.uart_divisor = uart_divisor
         self.board = board
@@ -143,6 +150,7 @@ class LinkController(wiring.Component):
             "command": In(stream.Signature(decoded_command_layout())),
             "command_rotate": Out(1),
             "command_load": Out(1),
+            "command_zero": Out(1),
             "command_value": Out(32),
             "body": Out(stream.Signature(FrameByte)),
             "rx_good": In(1),
@@ -193,8 +201,6 @@ class LinkController(wiring.Component):
             **period_targets,
             "link.trace_enable": Signal(reset_less=True),
         }
-        snapshot_period = periods_rd.data[:32]
-        hist_period = periods_rd.data[32:]
         strobes = []
         for port in ext.ports:
             signal = getattr(self, port.port_name)
@@ -267,19 +273,24 @@ class LinkController(wiring.Component):
         lost_count = Signal(32)
         m.d.sync += [s1_valid.eq(update), s1_addr.eq(update_addr),
                      s2_valid.eq(s1_valid), s2_addr.eq(s1_addr)]
-        with m.If(s1_valid):
-            m.d.sync += lost_count.eq(tl_rd.data)
-        m.d.comb += [
-            tl_rd.addr.eq(Mux(update, update_addr, read_addr)),
-            tl_wr.addr.eq(s2_addr),
-            tl_wr.data.eq(lost_count + 1),
-            tl_wr.en.eq(s2_valid),
-        ]
+        m.d.comb += tl_rd.addr.eq(Mux(update, update_addr, read_addr))
+        if self.ram_output_registers:
+            with m.If(s1_valid):
+                m.d.sync += lost_count.eq(tl_rd.data)
+            m.d.comb += [tl_wr.addr.eq(s2_addr), tl_wr.data.eq(lost_count + 1),
+                         tl_wr.en.eq(s2_valid)]
+        else:
+            # (The iCE40's block RAM output is fast: the count goes straight to the adder and
+            # is written in stage 1; there is no stage 2.)
+            m.d.comb += [tl_wr.addr.eq(s1_addr), tl_wr.data.eq(tl_rd.data + 1),
+                         tl_wr.en.eq(s1_valid)]
         # The read port's data is the count at ``read_addr`` (as it was a cycle ago): not while
         # an update used the port, nor while that counter is between its read and its write.
         tl_valid = Signal()
-        m.d.sync += tl_valid.eq(~update & ~((s1_valid & (s1_addr == read_addr)) |
-                                            (s2_valid & (s2_addr == read_addr))))
+        busy = s1_valid & (s1_addr == read_addr)
+        if self.ram_output_registers:
+            busy |= s2_valid & (s2_addr == read_addr)
+        m.d.sync += tl_valid.eq(~update & ~busy)
 
         # ---- command execution --------------------------------------------------------------
         # Time of the frame being built, latched as it starts. A clear takes effect only between
@@ -304,7 +315,7 @@ class LinkController(wiring.Component):
         # against the entry in the two after (LOOKUP, CHECK), and it is executed in the next
         # (EXECUTE). The RAM keeps a copy of every register as written; only the read-only
         # registers bound to a port of an extension are read live (a registered multiplexer,
-        # empty without an extension). Writing a period restarts its down-counter (below).
+        # empty without an extension). Writing a period restarts its counter (below).
         # The decoder holds the command until its response is written (RESPOND, below).
         reg_write = Signal()
         period_written = Signal()
@@ -324,12 +335,19 @@ class LinkController(wiring.Component):
         address_hi_ok = Signal()
         entry_valid = Signal()
         writable = Signal()
-        opcode = Signal(8)  # the command's, registered (LOOKUP)
+        # The command's opcode, decoded as it is registered (LOOKUP): one flag per opcode.
+        OP = protocol.Opcode
+        opcodes = [OP.PING, OP.READ_INFO, OP.READ_REG, OP.WRITE_REG, OP.SNAPSHOT,
+                   OP.READ_HISTOGRAMS, OP.CLEAR]
+        if ext.source is not None:
+            opcodes.append(ext.source.opcode)
+        is_op = {int(op): Signal(name=f"is_op_{int(op):02x}") for op in opcodes}
         frame_bad = Signal()
         live_value = Signal(32)
         live = Signal()
-        read_value = Mux(address_ok, Mux(live, live_value, rf_entry.value), 0)
-        m.d.comb += self.command_value.eq(read_value)
+        # (A bad address's value, 0, is loaded as the decoder's ``zero``: its flip-flops'
+        # synchronous reset, no multiplexer on the RAM's output.)
+        m.d.comb += self.command_value.eq(Mux(live, live_value, rf_entry.value))
 
         # The response is written byte by byte into a scratch RAM that the RESPONSE frame then
         # reads (_RamShifter): the command's bytes come from the decoder's register, rotated a
@@ -344,9 +362,12 @@ class LinkController(wiring.Component):
         sc_wr = scratch.write_port()
         sc_rd = scratch.read_port()
         resp_ptr = Signal(4)
-        resp_byte = Signal(8)  # the byte at resp_ptr, registered (no RAM output into logic)
         m.d.comb += sc_rd.addr.eq(resp_ptr)
-        m.d.sync += resp_byte.eq(sc_rd.data)
+        if self.ram_output_registers:
+            resp_byte = Signal(8)  # the byte at resp_ptr, registered (no RAM output into logic)
+            m.d.sync += resp_byte.eq(sc_rd.data)
+        else:
+            resp_byte = sc_rd.data
         rot = self.command.payload.command.as_value()[:8]  # byte ``resp_k`` of the command
         value_index = resp_k[:2] ^ 0b10  # byte of the value (bytes 6 … 9 of the response)
         value_byte = Signal(8)
@@ -375,7 +396,8 @@ class LinkController(wiring.Component):
                 m.d.comb += sc_wr.data.eq(rot)
         m.d.comb += sc_wr.addr.eq(resp_k)
 
-        # (The RESPONSE frame waits until its bytes are written: ``resp_writing``.)
+        # (The RESPONSE frame waits until its bytes are written: ``resp_writing``, from the
+        # cycle after the command is executed.)
         resp_writing = Signal()
 
         def respond(status, source=_Value.ZERO):
@@ -404,7 +426,8 @@ class LinkController(wiring.Component):
                 m.d.sync += [address_lo_ok.eq(rf_entry.address[:8] == cmd.address[:8]),
                              address_hi_ok.eq(rf_entry.address[8:] == cmd.address[8:]),
                              entry_valid.eq(rf_entry.valid),
-                             writable.eq(rf_entry.writable), opcode.eq(cmd.opcode),
+                             writable.eq(rf_entry.writable),
+                             *(flag.eq(cmd.opcode == op) for op, flag in is_op.items()),
                              frame_bad.eq(self.command.payload.status !=
                                           protocol.ResponseStatus.OK)]
                 m.next = "CHECK"
@@ -414,42 +437,39 @@ class LinkController(wiring.Component):
             with m.State("EXECUTE"):
                 with m.If(frame_bad):
                     respond(protocol.ResponseStatus.BAD_FRAME)
+                with m.Elif(is_op[OP.PING]):
+                    respond(protocol.ResponseStatus.OK, _Value.COMMAND)
+                with m.Elif(is_op[OP.READ_INFO]):
+                    respond(protocol.ResponseStatus.OK)
+                    m.d.sync += info_pending.eq(1)
+                with m.Elif(is_op[OP.READ_REG]):
+                    respond(Mux(address_ok, protocol.ResponseStatus.OK,
+                                protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
+                with m.Elif(is_op[OP.WRITE_REG]):
+                    with m.If(~address_ok):
+                        respond(protocol.ResponseStatus.BAD_ADDRESS)
+                    with m.Elif(~writable):
+                        respond(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
+                    with m.Else():
+                        m.d.comb += reg_write.eq(1)
+                        m.next = "WRITTEN"
+                with m.Elif(is_op[OP.SNAPSHOT]):
+                    respond(protocol.ResponseStatus.OK)
+                    m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
+                with m.Elif(is_op[OP.READ_HISTOGRAMS]):
+                    respond(protocol.ResponseStatus.OK)
+                    m.d.sync += hist_request.eq(1)
+                if ext.source is not None:
+                    with m.Elif(is_op[int(ext.source.opcode)]):
+                        respond(protocol.ResponseStatus.OK)
+                        m.d.sync += ext_request.eq(1)
+                with m.Elif(is_op[OP.CLEAR]):
+                    m.next = "CLEAR_WAIT"
                 with m.Else():
-                    with m.Switch(opcode):
-                        with m.Case(protocol.Opcode.PING):
-                            respond(protocol.ResponseStatus.OK, _Value.COMMAND)
-                        with m.Case(protocol.Opcode.READ_INFO):
-                            respond(protocol.ResponseStatus.OK)
-                            m.d.sync += info_pending.eq(1)
-                        with m.Case(protocol.Opcode.READ_REG):
-                            respond(Mux(address_ok, protocol.ResponseStatus.OK,
-                                        protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
-                        with m.Case(protocol.Opcode.WRITE_REG):
-                            with m.If(~address_ok):
-                                respond(protocol.ResponseStatus.BAD_ADDRESS)
-                            with m.Elif(~writable):
-                                respond(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
-                            with m.Else():
-                                m.d.comb += reg_write.eq(1)
-                                m.next = "WRITTEN"
-                        with m.Case(protocol.Opcode.SNAPSHOT):
-                            respond(protocol.ResponseStatus.OK)
-                            m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
-                        with m.Case(protocol.Opcode.READ_HISTOGRAMS):
-                            respond(protocol.ResponseStatus.OK)
-                            m.d.sync += hist_request.eq(1)
-                        if ext.source is not None:
-                            with m.Case(ext.source.opcode):
-                                respond(protocol.ResponseStatus.OK)
-                                m.d.sync += ext_request.eq(1)
-                        with m.Case(protocol.Opcode.CLEAR):
-                            m.next = "CLEAR_WAIT"
-                        with m.Default():
-                            respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
+                    respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
             with m.State("WRITTEN"):
-                # The write (from the registered strobe, below) goes to the register file: the
-                # register's bits only.
-                m.d.comb += rf_wr.en.eq(rf_entry.mask)
+                # The write goes to the register file: the register's bits only (enabled by
+                # ``reg_write_q``, below, which is set in exactly this state).
                 m.next = "SETTLE"
             with m.State("SETTLE"):
                 # (The register file's read port catches up with the write.)
@@ -470,7 +490,8 @@ class LinkController(wiring.Component):
                 with m.If(self.sniffer_status.epoch[0] != clear_epoch):
                     respond(protocol.ResponseStatus.OK, _Value.EPOCH)
             with m.State("LOAD"):
-                m.d.comb += self.command_load.eq(1)
+                m.d.comb += [resp_writing.eq(1), self.command_load.eq(address_ok),
+                             self.command_zero.eq(~address_ok)]
                 m.next = "RESPOND"
             with m.State("RESPOND"):
                 # One byte per cycle, the decoder's command rotated a byte each; after the last
@@ -486,6 +507,7 @@ class LinkController(wiring.Component):
         # each: the address is known good, so its index is enough to tell the register.
         reg_write_q = Signal()
         m.d.sync += reg_write_q.eq(reg_write)
+        m.d.comb += rf_wr.en.eq(Mux(reg_write_q, rf_entry.mask, 0))
         for address, (reg, target) in targets.items():
             if reg.access is protocol.Access.RW:
                 write = Signal(name=f"write_{reg.name.lower()}")
@@ -507,16 +529,27 @@ class LinkController(wiring.Component):
         m.d.comb += self.win_data.eq(cmd.value[:p.width_bits])
 
         # ---- periodic snapshots and histograms ---------------------------------------------
-        # Down-counters, reloaded from the period as they expire and when it is written: a
-        # snapshot every SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
-        period_left = Signal(32, init=self.snapshot_period)
-        hist_left = Signal(16)
-        # (Two cycles after the write, once the RAM's read port has read the new period. The
-        # cycle after a period is written, the read port returns what it read while the RAM
-        # was written: nothing expires in the two cycles after a write, which restarts both
-        # counters. Whether a period is 0, off, is registered as it is written.)
-        reload_period = Signal(2)
-        reload_hist = Signal(2)
+        # Up-counters from 1, compared with the period (their flip-flops, no adder before the
+        # comparison) and set back to 1 (a flip-flop's synchronous set or reset: no
+        # multiplexer) as they reach it and when it is written: a snapshot every
+        # SNAPSHOT_PERIOD cycles, histograms every HIST_PERIOD-th of them.
+        # (The periods RAM's output is registered first where block RAM is slow.)
+        if self.ram_output_registers:
+            period_value = Signal(48)
+            m.d.sync += period_value.eq(periods_rd.data)
+        else:
+            period_value = periods_rd.data
+        snapshot_period = period_value[:32]
+        hist_period = period_value[32:]
+        period_count = Signal(32, init=1)  # this period's cycle, from 1
+        hist_count = Signal(16, init=1)  # this histogram period's snapshot, from 1
+        # (Once the new period can be compared, two cycles after the write (three with the
+        # register): what the read port returns the cycle after the RAM is written is stale.
+        # Nothing expires from the write until then, and the write restarts both counters.
+        # Whether a period is 0, off, is registered as it is written.)
+        delay = 3 if self.ram_output_registers else 2
+        reload_period = Signal(delay)
+        reload_hist = Signal(delay)
         m.d.sync += [reload_period.eq(Cat(period_written, reload_period)),
                      reload_hist.eq(Cat(hist_written, reload_hist))]
         stale = (reload_period | reload_hist).any()
@@ -526,24 +559,29 @@ class LinkController(wiring.Component):
             m.d.sync += period_on.eq(cmd.value != 0)
         with m.If(hist_written):
             m.d.sync += hist_on.eq(cmd.value[:len(hist_period)] != 0)
-        expired = Signal()  # the period's last cycle (or it is 0: off)
+        expired = Signal()  # the period's last cycle (a period of 0 is off: see period_on)
         periodic = Signal()
-        m.d.comb += [expired.eq((period_left[1:] == 0) & ~stale),
-                     periodic.eq(expired & period_on)]
-        with m.If(expired | reload_period[1]):
-            m.d.sync += period_left.eq(snapshot_period)
+        m.d.comb += expired.eq((period_count == snapshot_period) & ~stale)
+        # (Registered: the histogram period's count and the requests follow a cycle later. At
+        # least a cycle apart, so that ``hist_last`` has seen the count's last change: a period
+        # of 1 gives a request every other cycle, which is as many as a snapshot can take.)
+        m.d.sync += periodic.eq(expired & period_on & ~periodic)
+        with m.If(expired | reload_period[-1]):
+            m.d.sync += period_count.eq(1)
         with m.Else():
-            m.d.sync += period_left.eq(period_left - 1)
+            m.d.sync += period_count.eq(period_count + 1)
         hist_expired = Signal()
-        m.d.comb += hist_expired.eq(periodic & (hist_left[1:] == 0))
+        hist_last = Signal()  # the count is at the period (registered)
+        m.d.sync += hist_last.eq(hist_count == hist_period)
+        m.d.comb += hist_expired.eq(periodic & hist_last)
         with m.If(periodic):
             m.d.sync += snap_request.eq(1)
         with m.If(hist_expired):
             m.d.sync += hist_request.eq(hist_on)
-        with m.If(hist_expired | reload_hist[1]):
-            m.d.sync += hist_left.eq(hist_period)
+        with m.If(hist_expired | reload_hist[-1]):
+            m.d.sync += hist_count.eq(1)
         with m.Elif(periodic):
-            m.d.sync += hist_left.eq(hist_left - 1)
+            m.d.sync += hist_count.eq(hist_count + 1)
 
         # ---- frame builder ------------------------------------------------------------------
         seq = Signal(16)
@@ -557,34 +595,38 @@ class LinkController(wiring.Component):
         m.d.comb += trace_head.as_value().eq(trace_fifo.r_data)
 
         status = self.sniffer_status
-        snap_flag_bits = Cat(status.quiescent, status.clear_busy, link["link.trace_enable"],
+        # (The sniffer's quiescence is a comparison it does not register: registered here, so
+        # that the snapshot latch's enable and data do not wait for its carry chain; it is then
+        # a cycle older than the rest of the snapshot.)
+        quiescent = Signal()
+        m.d.sync += quiescent.eq(status.quiescent)
+        snap_flag_bits = Cat(quiescent, status.clear_busy, link["link.trace_enable"],
                              snap_solicited)
         # A snapshot's header describes the sniffer at one instant. Its time and epoch are the
         # frame's (latched as every frame starts, below) and the snapshot number does not change
         # until the last COUNTERS frame; the sniffer's quiet_since, the flags and the total of
         # lost trace records (which the host checks against the pulses up to that time) are
-        # latched when the snapshot starts (the total into the COUNTERS frames' loss count
-        # register, free in STATUS). The link's receive counters are each copied whole into the
-        # snapshot latch (sent by then) as their first byte goes out (_Latch): never torn between
-        # bytes, at most a frame time later than the timestamp.
+        # latched into the snapshot latch when the snapshot starts (one source and the shift
+        # per flip-flop). The link's receive counters are each copied whole into the COUNTERS
+        # frames' loss count register (free in STATUS) as their first byte goes out (_Latch):
+        # never torn between bytes, at most a frame time later than the timestamp.
         #
-        # Every multi-byte value a frame sends is a shifter (see _Shifter): the frame's time, the
-        # snapshot latch, the loss count, and the sequence and snapshot numbers (which rotate, so
-        # that they are whole again after each frame); the response is one in a RAM.
-        snap_now = [status.quiet_since, snap_flag_bits]
+        # The multi-byte values a frame latches are shifters (see _Shifter): the frame's time,
+        # the snapshot latch, the loss count; the response is one in a RAM. The sequence and
+        # snapshot numbers, counters of 16 bits, are bytes of the variable-byte multiplexer (a
+        # rotating shifter would cost a multiplexer in front of each of their flip-flops).
+        snap_now = [status.quiet_since, snap_flag_bits, trace_lost_total]
         snap_latch = _Shifter.of("snap_latch", snap_now)
-        seq_shift = _Shifter("seq", [16], reg=seq, rotate=True)
-        snapshot_shift = _Shifter("snapshot_no", [16], reg=snapshot_no, rotate=True)
         epoch = status.epoch  # (constant during a frame: see clear_pending)
         time_shift = _Shifter("frame_timestamp", [p.timestamp_bits], reg=frame_timestamp)
         resp_shift = _RamShifter("resp", [field.width for _, field in resp], data=resp_byte,
                                  pointer=resp_ptr)
         tl_shift = _Shifter("tl_frame", [32], reg=tl_frame)
-        snap_fields = {"snapshot": snapshot_shift[0], "timestamp": time_shift[0],
+        snap_fields = {"snapshot": snapshot_no, "timestamp": time_shift[0],
                        "epoch": epoch, "quiet_since": snap_latch[0],
-                       "flags": snap_latch[1], "trace_lost": tl_shift[0],
-                       "rx_frames": _Latch(rx_base, 32, snap_latch),
-                       "rx_errors": _Latch(rx_base + 1, 32, snap_latch)}
+                       "flags": snap_latch[1], "trace_lost": snap_latch[2],
+                       "rx_frames": _Latch(rx_base, 32, tl_shift),
+                       "rx_errors": _Latch(rx_base + 1, 32, tl_shift)}
 
         FT = protocol.FrameType
         info_fields = self._info_fields(m, cfg_reg.prescaler)
@@ -593,7 +635,7 @@ class LinkController(wiring.Component):
             FT.INFO: info_fields,
             FT.STATUS: snap_fields,
             FT.COUNTERS: {
-                "snapshot": snapshot_shift[0], "channel": snap_channel,
+                "snapshot": snapshot_no, "channel": snap_channel,
                 "epoch": epoch, "timestamp": time_shift[0], "trace_lost": tl_shift[0],
                 "counters": _READ,
             },
@@ -619,7 +661,7 @@ class LinkController(wiring.Component):
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
         program = _FrameProgram(p)
-        program._seq = seq_shift[0]
+        program._seq = seq
         for ftype, values in frames.items():
             program.add_frame(ftype, values)
         program.finish()
@@ -630,12 +672,29 @@ class LinkController(wiring.Component):
         rom_rd = rom.read_port()
         pc = Signal(range(len(program.rom)))
         m.d.comb += rom_rd.addr.eq(pc)
-        # The ROM's output is registered before anything decodes it (a block RAM's clock to
-        # output is most of a cycle on the ECP5): an entry is decoded two cycles after its
-        # address (the walker spends a cycle in NEXT after each byte; the UART needs >= 40).
+        # The ROM's output is registered before anything decodes it where block RAM is slow (a
+        # block RAM's clock to output is most of a cycle on the ECP5): an entry is then decoded
+        # (PICK) two cycles after its address (the walker spends a cycle in NEXT after each
+        # byte; the UART needs >= 40).
         entry = Signal(entry_layout)
-        m.d.sync += entry.eq(rom_rd.data)
+        if self.ram_output_registers:
+            m.d.sync += entry.eq(rom_rd.data)
+        else:
+            # (The read port keeps its data while ``pc`` stays: through PICK and EXEC.)
+            m.d.comb += entry.eq(rom_rd.data)
         ftype = Signal(range(max(FT) + 1), init=FT.RESPONSE)  # (the type's value)
+        # The variable byte of the entry, and its shifter's strobe (one-hot), picked in PICK.
+        var_byte = Signal(8)
+        shifter_bit = {k: i for i, k in enumerate(program.shifters)}
+        var_shift = Signal(max(1, len(program.shifters)))
+        # The entry's decode (PICK), one flag per kind of step: a constant byte, the variable
+        # byte, the next byte of a word, a latch's read, a word's first byte; whether it is a
+        # word's last entry, whether the walker then jumps back for another word, and which
+        # latch (one-hot).
+        x_const, x_var, x_byte, x_latch, x_word = (Signal(name=f"x_{name}") for name in (
+            "const", "var", "byte", "latch", "word"))
+        x_word_last, x_more = Signal(), Signal()
+        x_latch_sel = Signal(max(1, len(program.latches)))
         obyte = Signal(8)
         olast = Signal()
         # A word read from a read port is sent from the port's payload, which its source holds
@@ -662,44 +721,65 @@ class LinkController(wiring.Component):
                          self.ext_read_req.payload.index.eq(word_index)]
             ports.append(((source.frame_type,), self.ext_read_req, self.ext_read_resp))
 
-        # A frame starts from one place: its type is chosen (``start``), and its first
-        # programme address comes from the type.
+        # A frame starts from one place: its type is chosen and registered (``start``), and its
+        # first programme address comes from the registered type (BEGIN).
         starting = Signal()
         next_ftype = Signal(range(max(FT) + 1))
 
         def start(frame):
             m.d.comb += [starting.eq(1), next_ftype.eq(frame)]
-            m.next = "FETCH"
+            m.next = "BEGIN"
 
         with m.If(starting):
             m.d.sync += [ftype.eq(next_ftype), word_index.eq(0)]
-            with m.Switch(next_ftype):
-                for frame, address in program.start.items():
-                    with m.Case(frame):
-                        m.d.sync += pc.eq(address)
 
-        with m.FSM(name="frames") as frames_fsm:
+        # The next frame, chosen in every cycle and registered (the choice reaches no frame
+        # start's logic in the cycle it is made). Priority at a frame boundary: RESPONSE (once
+        # written), INFO, a snapshot, histograms, the extension's frames, TRACE.
+        pick = Signal(range(max(FT) + 1))
+        pick_any = Signal()
+        idle_seen = Signal()  # the frame builder was idle in the previous cycle
+        m.d.sync += [pick_any.eq(1), idle_seen.eq(0)]
+        with m.If(resp_pending):
+            m.d.sync += [pick.eq(FT.RESPONSE), pick_any.eq(~resp_writing)]
+        with m.Elif(info_pending):
+            m.d.sync += pick.eq(FT.INFO)
+        with m.Elif(snap_request):
+            m.d.sync += pick.eq(FT.STATUS)
+        with m.Elif(hist_request):
+            m.d.sync += pick.eq(FT.HISTOGRAM)
+        if source is not None:
+            with m.Elif(ext_request):
+                m.d.sync += pick.eq(source.frame_type)
+        with m.Elif(trace_fifo.r_rdy):
+            m.d.sync += pick.eq(FT.TRACE)
+        with m.Else():
+            m.d.sync += pick_any.eq(0)
+
+        with m.FSM(init="IDLE", name="frames") as frames_fsm:
+            with m.State("BEGIN"):
+                with m.Switch(ftype):
+                    for frame, address in program.start.items():
+                        with m.Case(frame):
+                            m.d.sync += pc.eq(address)
+                m.next = "FETCH"
             with m.State("IDLE"):
-                with m.If(clear_pending):
-                    pass
-                with m.Elif(resp_pending):
-                    with m.If(~resp_writing):
-                        start(FT.RESPONSE)
-                with m.Elif(info_pending):
-                    start(FT.INFO)
-                with m.Elif(snap_request):
-                    m.d.sync += [snap_request.eq(0), snap_channel.eq(0), snap_solicited.eq(0)]
-                    m.d.sync += [snap_latch.load(snap_now), tl_frame.eq(trace_lost_total)]
-                    start(FT.STATUS)
-                with m.Elif(hist_request):
-                    m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
-                    start(FT.HISTOGRAM)
-                if source is not None:
-                    with m.Elif(ext_request):
-                        m.d.sync += [ext_request.eq(0), unit.eq(0)]
-                        start(source.frame_type)
-                with m.Elif(trace_fifo.r_rdy):
-                    start(FT.TRACE)
+                # The frame chosen a cycle ago (``pick``, from a cycle spent here: after a
+                # TRACE frame the FIFO's state is the new one), unless a clear is pending.
+                m.d.sync += idle_seen.eq(1)
+                with m.If(idle_seen & pick_any & ~clear_pending):
+                    m.d.comb += [starting.eq(1), next_ftype.eq(pick)]
+                    m.next = "BEGIN"
+                    with m.Switch(pick):
+                        with m.Case(FT.STATUS):
+                            m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
+                                         snap_solicited.eq(0), snap_latch.load(snap_now)]
+                        with m.Case(FT.HISTOGRAM):
+                            m.d.sync += [hist_request.eq(0), hist_channel.eq(0),
+                                         hist_first.eq(0)]
+                        if source is not None:
+                            with m.Case(source.frame_type):
+                                m.d.sync += [ext_request.eq(0), unit.eq(0)]
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
                 # the snapshot's channel is latched here too, once the read port has read it
@@ -714,6 +794,34 @@ class LinkController(wiring.Component):
                 m.next = "NEXT"
             with m.State("NEXT"):
                 # The registered entry of ``pc`` arrives.
+                m.next = "PICK"
+            with m.State("PICK"):
+                # The variable byte the entry names (if it names one) is picked into a register
+                # of its own, with its shifter's strobe: EXEC then only chooses among a constant,
+                # this byte and a word's byte (few logic levels to ``obyte``).
+                m.d.sync += var_shift.eq(0)
+                # (A binary tree of multiplexers on the index, not a decoded one: word_select.)
+                var_table = Cat(*(Cat(byte, Const(0, 8 - len(byte)))
+                                  for byte in program.var_bytes))
+                m.d.sync += var_byte.eq(var_table.word_select(
+                    entry.arg[:(len(program.var_bytes) - 1).bit_length()], 8))
+                with m.Switch(entry.arg):
+                    for k in program.shifters:
+                        with m.Case(k):
+                            m.d.sync += var_shift.eq(1 << shifter_bit[k])
+                # The entry is decoded here too, into flags (EXEC starts from flip-flops).
+                read = entry.kind == _Source.READ
+                m.d.sync += [
+                    x_const.eq(entry.kind == _Source.CONST),
+                    x_var.eq(entry.kind == _Source.VAR),
+                    x_byte.eq(read & ~entry.word_first),
+                    x_latch.eq(read & entry.word_first & (entry.arg != 0)),
+                    x_word.eq(read & entry.word_first & (entry.arg == 0)),
+                    x_word_last.eq(read & entry.word_last),
+                    x_more.eq(read & entry.word_last & (word_index != entry.arg[:_COUNT_BITS])),
+                    x_latch_sel.eq(Cat(entry.arg == k
+                                       for k in range(1, len(program.latches) + 1))),
+                ]
                 m.next = "EXEC"
             with m.State("EXEC"):
                 # Every byte but a word's first is sent at once; the walker then moves on (one
@@ -722,60 +830,51 @@ class LinkController(wiring.Component):
                 # entry's ``arg`` holds the word count less one and the address of its first
                 # entry).
                 advance = Signal()
-                more = ((entry.kind == _Source.READ) & entry.word_last &
-                        (word_index != entry.arg[:_COUNT_BITS]))
-                m.d.sync += olast.eq(entry.last & ~more)
+                m.d.sync += olast.eq(entry.last & ~x_more)
                 with m.If(advance):
-                    m.d.sync += pc.eq(Mux(more, entry.arg[_COUNT_BITS:], pc + 1))
-                    with m.If((entry.kind == _Source.READ) & entry.word_last):
+                    m.d.sync += pc.eq(Mux(x_more, entry.arg[_COUNT_BITS:], pc + 1))
+                    with m.If(x_word_last):
                         m.d.sync += word_index.eq(word_index + 1)
                     m.next = "SEND"
-                with m.Switch(entry.kind):
-                    with m.Case(_Source.CONST):
-                        m.d.comb += advance.eq(1)
-                        m.d.sync += obyte.eq(entry.arg[:8])
-                    with m.Case(_Source.VAR):
-                        m.d.comb += advance.eq(1)
-                        with m.Switch(entry.arg):
-                            for k, byte in enumerate(program.var_bytes):
-                                with m.Case(k):
-                                    m.d.sync += obyte.eq(byte)
-                                    if k in program.shifters:
-                                        m.d.comb += program.shifters[k].shift.eq(1)
-                    with m.Case(_Source.READ):
-                        with m.If(~entry.word_first):
-                            m.d.comb += advance.eq(1)
-                            m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
-                                         word_byte.eq(word_byte + 1)]
-                        with m.Elif(entry.arg != 0):
-                            # A latched counter: read it (a cycle to set the address, then until
-                            # the port has read it) and copy it whole into its shifter, which
-                            # sends it (the next entries); this entry sends no byte.
-                            m.d.comb += latch_reading.eq(1)
-                            m.d.sync += latch_wait.eq(1)
-                            with m.Switch(entry.arg):
-                                for k, latch in enumerate(program.latches, start=1):
-                                    with m.Case(k):
-                                        m.d.comb += latch_addr.eq(latch.address)
-                                        with m.If(latch_wait & tl_valid):
-                                            m.d.sync += [
-                                                latch_wait.eq(0), pc.eq(pc + 1),
-                                                latch.into.reg.eq(tl_rd.data[:latch.width])]
-                                            m.next = "SKIP"
-                        with m.Else():
-                            # First byte of a word: read it from the frame's read port.
-                            for frames_of_port, req, resp in ports:
-                                with m.If(Cat(ftype == f for f in frames_of_port).any()):
-                                    with m.If(~requested):
-                                        m.d.comb += req.valid.eq(1)
-                                        with m.If(req.ready):
-                                            m.d.sync += requested.eq(1)
-                                    with m.Else():
-                                        m.d.comb += resp.ready.eq(1)
-                                        with m.If(resp.valid):
-                                            m.d.comb += advance.eq(1)
-                                            m.d.sync += [obyte.eq(resp.payload[:8]),
-                                                         word_byte.eq(1), requested.eq(0)]
+                with m.If(x_const):
+                    m.d.comb += advance.eq(1)
+                    m.d.sync += obyte.eq(entry.arg[:8])
+                with m.If(x_var):
+                    m.d.comb += advance.eq(1)
+                    m.d.sync += obyte.eq(var_byte)
+                    m.d.comb += Cat(shifter.shift for shifter in program.shifters.values()
+                                    ).eq(var_shift)
+                with m.If(x_byte):
+                    m.d.comb += advance.eq(1)
+                    m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
+                                 word_byte.eq(word_byte + 1)]
+                with m.If(x_latch):
+                    # A latched counter: read it (a cycle to set the address, then until the
+                    # port has read it) and copy it whole into its shifter, which sends it (the
+                    # next entries); this entry sends no byte.
+                    m.d.comb += latch_reading.eq(1)
+                    m.d.sync += latch_wait.eq(1)
+                    for k, latch in enumerate(program.latches):
+                        with m.If(x_latch_sel[k]):
+                            m.d.comb += latch_addr.eq(latch.address)
+                            with m.If(latch_wait & tl_valid):
+                                m.d.sync += [latch_wait.eq(0), pc.eq(pc + 1),
+                                             latch.into.reg.eq(tl_rd.data[:latch.width])]
+                                m.next = "SKIP"
+                with m.If(x_word):
+                    # First byte of a word: read it from the frame's read port.
+                    for frames_of_port, req, resp in ports:
+                        with m.If(Cat(ftype == f for f in frames_of_port).any()):
+                            with m.If(~requested):
+                                m.d.comb += req.valid.eq(1)
+                                with m.If(req.ready):
+                                    m.d.sync += requested.eq(1)
+                            with m.Else():
+                                m.d.comb += resp.ready.eq(1)
+                                with m.If(resp.valid):
+                                    m.d.comb += advance.eq(1)
+                                    m.d.sync += [obyte.eq(resp.payload[:8]),
+                                                 word_byte.eq(1), requested.eq(0)]
             with m.State("SEND"):
                 m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
                              self.body.payload.last.eq(olast)]
@@ -893,10 +992,12 @@ class LinkController(wiring.Component):
         """
         period = protocol.clock_period_ps(self.clock_hz)
         # The multiplier's input is registered too (a DSP block's input register).
-        multiplier = Signal(len(prescaler))
+        # (Neither register is reset, so that ``synth_ice40 -dsp`` packs both into the DSP
+        # block's own input and output registers: no logic cells.)
+        multiplier = Signal(len(prescaler), reset_less=True)
         m.d.sync += multiplier.eq(Cat(prescaler[0] | (prescaler == 0), prescaler[1:]))  # 0 as 1
         # As wide as the largest product (INFO's field is 48 bits; its high bytes are zero).
-        product = Signal(min(48, len(prescaler) + period.bit_length()))
+        product = Signal(min(48, len(prescaler) + period.bit_length()), reset_less=True)
         m.d.sync += product.eq(multiplier * period)
         return product
 
@@ -1124,10 +1225,10 @@ class _Shifter:
 class _RamShifter(_Shifter):
     """A :class:`_Shifter` whose bytes are in a RAM, read in order through a read port.
 
-    ``data`` is the read port's data (here registered) and ``pointer`` its address: the walker
-    sends ``data`` and increments the pointer, and the next byte is there before the walker
-    comes back for it (at least three cycles later: SEND, NEXT). Whoever writes the bytes resets
-    the pointer.
+    ``data`` is the read port's data (registered or not: ``ram_output_registers``) and
+    ``pointer`` its address: the walker sends ``data`` and increments the pointer, and the next
+    byte is there before the walker comes back for it (at least three cycles later: SEND, NEXT,
+    PICK). Whoever writes the bytes resets the pointer.
     """
 
     def __init__(self, name, widths, *, data, pointer):

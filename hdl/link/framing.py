@@ -12,8 +12,65 @@ __all__ = ["FrameByte", "FrameEncoder", "CommandDecoder", "decoded_command_layou
 FrameByte = data.StructLayout({"data": 8, "last": 1})
 
 
-def _crc_parameters(data_width=8):
-    return getattr(crc.catalog, protocol.CRC_ALGORITHM)(data_width=data_width)
+def _crc_step(state, bit, poly):
+    """One bit through a reflected CRC register (least significant bit first)."""
+    return (state >> 1) ^ (poly if (state ^ bit) & 1 else 0)
+
+
+class _SerialCrc(wiring.Component):
+    """The frames' CRC (``protocol.CRC_ALGORITHM``, a reflected CRC) one bit per cycle, whose
+    register then gives the CRC out a byte at a time by shifting: no multiplexer picks its
+    bytes.
+
+    Members
+    -------
+    start : In(1)
+        Restart (the initial value).
+    valid, data : In(1), In(1)
+        A bit of the message, least significant bit of each byte first.
+    shift : In(1)
+        Move on to the CRC's next byte (once the message is through).
+    byte : Out(8)
+        The CRC's next byte (least significant first, as frames send it).
+    match : Out(1)
+        The message so far ends in its own CRC (a received frame is whole).
+    """
+
+    start: In(1)
+    valid: In(1)
+    data: In(1)
+    shift: In(1)
+    byte: Out(8)
+    match: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        algo = getattr(crc.catalog, protocol.CRC_ALGORITHM)
+        width = algo.crc_width
+        if not (algo.reflect_input and algo.reflect_output):
+            raise ValueError(f"{protocol.CRC_ALGORITHM} is not a reflected CRC")
+        poly = int(f"{algo.polynomial:0{width}b}"[::-1], 2)
+        init, xor_out = algo.initial_crc, algo.xor_output
+        # The register after a message and its CRC (least significant byte first): the same
+        # for every message (worked out here on one).
+        state = init
+        for byte in b"residue":
+            for k in range(8):
+                state = _crc_step(state, (byte >> k) & 1, poly)
+        for byte in (state ^ xor_out).to_bytes(width // 8, "little"):
+            for k in range(8):
+                state = _crc_step(state, (byte >> k) & 1, poly)
+        residue = state
+        reg = Signal(width, init=init)
+        feedback = reg[0] ^ self.data
+        with m.If(self.start):
+            m.d.sync += reg.eq(init)
+        with m.Elif(self.valid):
+            m.d.sync += reg.eq((reg >> 1) ^ Mux(feedback, poly, 0))
+        with m.Elif(self.shift):
+            m.d.sync += reg.eq(reg >> 8)
+        m.d.comb += [self.byte.eq(reg[:8] ^ (xor_out & 0xFF)), self.match.eq(reg == residue)]
+        return m
 
 
 def _special(byte):
@@ -28,7 +85,8 @@ class FrameEncoder(wiring.Component):
     """Turn a frame body (header and payload bytes) into a delimited, stuffed frame with its CRC.
 
     Output: ``END``, the stuffed body, the stuffed CRC-32 (little-endian), ``END``. It is a
-    single pass with no buffering: at most two output bytes per input byte. The CRC is computed
+    single pass with one registered output byte: at most two output bytes per input byte, at most
+    one every other cycle. The CRC is computed
     one bit per cycle (least significant first, as the reflected CRC-32 takes a byte), which is
     far smaller than a byte-wide one and still eight times faster than the fastest UART
     (4 clocks per bit): a body byte is taken once the previous one has gone through.
@@ -46,7 +104,7 @@ class FrameEncoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.crc = crc_gen = _crc_parameters(data_width=1).create()
+        m.submodules.crc = crc_gen = _SerialCrc()
         crc_sent = Signal(range(5))  # CRC bytes sent
         escaped = Signal(8)  # the second byte of an escape pair
         # The byte going through the CRC, one bit per cycle, and its bits left.
@@ -56,8 +114,19 @@ class FrameEncoder(wiring.Component):
             m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(crc_shift[0])]
             m.d.sync += [crc_shift.eq(crc_shift >> 1), crc_bits.eq(crc_bits - 1)]
 
+        # The output byte is registered (a slot, free or full): no combinational path from this
+        # state machine into the UART's, nor back. A byte goes into the free slot (``emit``);
+        # the FSM moves on when the slot is free, so bytes leave at most every other cycle.
+        out_valid = Signal()
+        out_byte = Signal(8)
+        free = ~out_valid
+        m.d.comb += [self.wire.valid.eq(out_valid), self.wire.payload.eq(out_byte)]
+        with m.If(self.wire.ready):
+            m.d.sync += out_valid.eq(0)
+
         def emit(byte):
-            m.d.comb += [self.wire.valid.eq(1), self.wire.payload.eq(byte)]
+            with m.If(free):
+                m.d.sync += [out_valid.eq(1), out_byte.eq(byte)]
 
         # The body byte is taken into a register first, so that no combinational path runs
         # from the UART's ready back to the frame's source.
@@ -71,14 +140,14 @@ class FrameEncoder(wiring.Component):
             with m.State("IDLE"):
                 with m.If(have):
                     emit(protocol.FRAME_END)
-                    with m.If(self.wire.ready):
+                    with m.If(free):
                         m.d.comb += crc_gen.start.eq(1)
                         m.next = "BODY"
             with m.State("BODY"):
                 byte = held.data
                 with m.If(have & (crc_bits == 0)):
                     emit(Mux(_special(byte), protocol.FRAME_ESC, byte))
-                    with m.If(self.wire.ready):
+                    with m.If(free):
                         m.d.sync += [escaped.eq(_escape_code(byte)), crc_shift.eq(byte),
                                      crc_bits.eq(8), have.eq(0)]
                         with m.If(_special(byte)):
@@ -89,11 +158,11 @@ class FrameEncoder(wiring.Component):
                             m.next = "CRC_LOAD"
             with m.State("BODY_ESC"):
                 emit(escaped)
-                with m.If(self.wire.ready):
+                with m.If(free):
                     m.next = "BODY"
             with m.State("BODY_ESC_LAST"):
                 emit(escaped)
-                with m.If(self.wire.ready):
+                with m.If(free):
                     m.next = "CRC_LOAD"
             with m.State("CRC_LOAD"):
                 # The CRC register holds the last bit's update one cycle after it was fed; it
@@ -102,14 +171,15 @@ class FrameEncoder(wiring.Component):
                 with m.If(crc_bits == 0):
                     m.next = "CRC"
             with m.State("CRC"):
-                byte = crc_gen.crc.word_select(crc_sent, 8)
+                byte = crc_gen.byte
                 with m.If(crc_sent == 4):
                     emit(protocol.FRAME_END)
-                    with m.If(self.wire.ready):
+                    with m.If(free):
                         m.next = "IDLE"
                 with m.Else():
                     emit(Mux(_special(byte), protocol.FRAME_ESC, byte))
-                    with m.If(self.wire.ready):
+                    with m.If(free):
+                        m.d.comb += crc_gen.shift.eq(1)
                         m.d.sync += [
                             crc_sent.eq(crc_sent + 1),
                             escaped.eq(_escape_code(byte)),
@@ -118,7 +188,7 @@ class FrameEncoder(wiring.Component):
                             m.next = "CRC_ESC"
             with m.State("CRC_ESC"):
                 emit(escaped)
-                with m.If(self.wire.ready):
+                with m.If(free):
                     m.next = "CRC"
         return m
 
@@ -139,8 +209,10 @@ class CommandDecoder(wiring.Component):
     Members
     -------
     wire : In(stream.Signature(8))
-        Received bytes. Always ready: a frame whose command bytes arrive while the previous
-        result has not been taken is lost and counted in ``dropped`` (the host keeps one command
+        Received bytes. The CRC takes a byte's bits one per cycle (as the encoder's does), so a
+        byte is taken at most every ten cycles (a UART delivers one every ten bit times of at
+        least four cycles). A frame whose command bytes arrive while the previous result has
+        not been taken is lost and counted in ``dropped`` (the host keeps one command
         outstanding).
     command : Out(stream.Signature(decoded_command_layout()))
         The payload is the register the command bytes are collected in: it stays as it is after
@@ -151,6 +223,8 @@ class CommandDecoder(wiring.Component):
         the command is held (``command.valid``).
     load, value : In(1), In(32)
         Replaces the held command's value field by ``value`` (only while held, not rotated).
+    zero : In(1)
+        Replaces the held command's value field by 0 (as ``load``; it wins over ``load``).
     good : Out(1)
         Pulses for each good frame.
     bad : Out(1)
@@ -163,6 +237,7 @@ class CommandDecoder(wiring.Component):
     command: Out(stream.Signature(decoded_command_layout()))
     rotate: In(1)
     load: In(1)
+    zero: In(1)
     value: In(32)
     good: Out(1)
     bad: Out(1)
@@ -173,7 +248,15 @@ class CommandDecoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.crc = crc_gen = _crc_parameters().create()
+        # The CRC is bit-serial (a quarter of a byte-wide one's logic): a data byte goes through
+        # it least significant bit first in the eight cycles after it is stored, and no byte is
+        # taken from the wire meanwhile (so the CRC is complete when a frame's END is seen).
+        m.submodules.crc = crc_gen = _SerialCrc()
+        crc_shift = Signal(8)
+        crc_bits = Signal(range(9))
+        with m.If(crc_bits != 0):
+            m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(crc_shift[0])]
+            m.d.sync += [crc_shift.eq(crc_shift >> 1), crc_bits.eq(crc_bits - 1)]
         size = self.FRAME_BYTES
         header_bytes = protocol.layout_bytes(protocol.HEADER)
         command_bytes = protocol.layout_bytes(protocol.COMMAND)
@@ -193,20 +276,21 @@ class CommandDecoder(wiring.Component):
                    for name in ("type", "version", "length")
                    for k in range(protocol.HEADER[name].width // 8)}
 
-        m.d.comb += [self.wire.ready.eq(1), self.command.payload.command.eq(buffer)]
+        store = Signal()
+        m.d.comb += [self.wire.ready.eq(~store & (crc_bits == 0)),
+                     self.command.payload.command.eq(buffer)]
         with m.If(self.command.ready):
             m.d.sync += self.command.valid.eq(0)
 
         # Stage 1: unstuff. A byte becomes, one cycle later, a data byte (``store``, ``value``),
         # the end of a frame (``end``, ``dangling`` if it ended in an escape) or a bad escape.
         byte = self.wire.payload
-        store = Signal()
         value = Signal(8)
         end = Signal()
         dangling = Signal()
         bad_escape = Signal()
         m.d.sync += [store.eq(0), end.eq(0), bad_escape.eq(0)]
-        with m.If(self.wire.valid):
+        with m.If(self.wire.valid & self.wire.ready):
             with m.If(byte == protocol.FRAME_END):
                 m.d.sync += [end.eq(1), dangling.eq(escape), escape.eq(0)]
             with m.Elif(escape):
@@ -228,7 +312,7 @@ class CommandDecoder(wiring.Component):
         with m.If(end):
             with m.If(count != 0):
                 ok = (~broken & ~dangling & ~header_bad & (count == size) &
-                      crc_gen.match_detected)
+                      crc_gen.match)
                 m.d.comb += [self.good.eq(ok), self.bad.eq(~ok)]
                 with m.If((self.command.valid & ~self.command.ready) | skipped):
                     m.d.comb += self.dropped.eq(1)
@@ -243,7 +327,7 @@ class CommandDecoder(wiring.Component):
             m.d.comb += crc_gen.start.eq(1)
 
         with m.If(store):
-            m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(value)]
+            m.d.sync += [crc_shift.eq(value), crc_bits.eq(8)]
             with m.Switch(count):
                 for k in sorted(checked):
                     with m.Case(k):
@@ -261,4 +345,6 @@ class CommandDecoder(wiring.Component):
         with m.If(self.load):
             field = protocol.COMMAND["value"]
             m.d.sync += buffer[field.offset:field.offset + 32].eq(self.value)
+        with m.If(self.zero):
+            m.d.sync += buffer[field.offset:field.offset + 32].eq(0)
         return m
