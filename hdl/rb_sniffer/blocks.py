@@ -131,12 +131,13 @@ class FrontEnd(wiring.Component):
         Time base strobe.
     stamp : In(stamp_bits)
         The low bits of the timestamp (a copy from :class:`TimeBase`).
-    glitch_ticks : In(glitch_bits)
-        An observed pulse shorter than this is a glitch and only increments the side count.
-        (A registered copy of the configuration, shared by the channels.)
+    glitch_off : In(1)
+        ``glitch_ticks`` is 0: no pulse is a glitch. (From a flip-flop shared by a group of
+        channels.) An observed pulse shorter than ``glitch_ticks`` is a glitch and only
+        increments the side count.
     glitch_now : In(glitch_bits)
         ``glitch_ticks`` less this cycle's tick (not below 0), from flip-flops: the age after
-        this cycle is below ``glitch_ticks`` exactly when the age now is below this.
+        this cycle equals ``glitch_ticks`` exactly when the age now equals this.
     take_event : In(1)
         The pipeline takes the mailbox's pulse end this cycle.
     take_side : In(1)
@@ -168,7 +169,7 @@ class FrontEnd(wiring.Component):
             "enable": In(1),
             "tick": In(1),
             "stamp": In(params.stamp_bits),
-            "glitch_ticks": In(params.glitch_bits),
+            "glitch_off": In(1, init=1),
             "glitch_now": In(params.glitch_bits),
             "take_event": In(1),
             "take_side": In(1),
@@ -212,20 +213,19 @@ class FrontEnd(wiring.Component):
             self.run_rec.eq(self.low & recorded),
         ]
 
-        # `short`, at the pulse's end: it measured fewer than glitch_ticks ticks. The age is the
-        # width unless it wrapped, which a flag remembers (set by the tick that wraps it). The
-        # comparison is made for the age's next value and registered, so at the end (age = the
-        # width) it is a flip-flop: against glitch_now, which takes this cycle's tick off the
-        # threshold, so that no adder precedes the comparison.
-        wrapped = Signal()
+        # `short`, at the pulse's end: it measured fewer than glitch_ticks ticks. The age grows
+        # by at most one a cycle from 0, so it reaches glitch_ticks (at most 2**stamp_bits - 1)
+        # on its way to any larger value, wrapped or not: a flag that is set when the age's next
+        # value equals glitch_ticks, and stays set, says "age >= glitch_ticks". An equality, not
+        # a comparator (no carry chain), against glitch_now, which takes this cycle's tick off
+        # the threshold (no adder either); at the end (age = the width) it is a flip-flop.
+        reached = Signal()
         with m.If(~self.low):
-            m.d.sync += wrapped.eq(0)
-        with m.Elif(self.tick & age.all()):
-            m.d.sync += wrapped.eq(1)
-        below = Signal()
-        m.d.sync += below.eq(Mux(self.low, age < self.glitch_now, self.glitch_ticks != 0))
+            m.d.sync += reached.eq(self.glitch_off)
+        with m.Elif(age == self.glitch_now):
+            m.d.sync += reached.eq(1)
         short = Signal()
-        m.d.comb += short.eq(~wrapped & below)
+        m.d.comb += short.eq(~reached)
 
         ends = low_prev & ~self.low
         complete = armed & self.enable
@@ -267,14 +267,17 @@ class FrontEnd(wiring.Component):
         # The side counts add their increments a cycle late (registered), which keeps the
         # emit logic and the counters' carry chains in separate cycles. A count taken by the
         # pipeline in that cycle is not lost: it stays for the next SIDE job.
+        # (Written as "the late increment alone, or the count plus it" rather than as a sum of a
+        # multiplexer: the counts' upper bits then take `take_side` as a synchronous reset, and
+        # no logic sits before their adders.)
         lost_late = Signal()
         glitch_late = Signal()
-        m.d.sync += [
-            lost_late.eq(lost_inc),
-            glitch_late.eq(glitch_inc),
-            box.lost.eq(Mux(self.take_side, 0, box.lost) + lost_late),
-            box.glitches.eq(Mux(self.take_side, 0, box.glitches) + glitch_late),
-        ]
+        m.d.sync += [lost_late.eq(lost_inc), glitch_late.eq(glitch_inc)]
+        with m.If(self.take_side):
+            m.d.sync += [box.lost.eq(lost_late), box.glitches.eq(glitch_late)]
+        with m.Else():
+            m.d.sync += [box.lost.eq(box.lost + lost_late),
+                         box.glitches.eq(box.glitches + glitch_late)]
         return m
 
 
@@ -492,7 +495,8 @@ class Quiescence(wiring.Component):
     timestamp : In(timestamp_bits)
     idle_ticks : In(timestamp_bits)
     quiescent : Out(1)
-        All lines ready for at least ``idle_ticks`` ticks.
+        All lines ready for at least ``idle_ticks`` ticks, a cycle late (registered):
+        :data:`~.params.QUIESCENT_LAG`.
     quiet_since : Out(timestamp_bits)
         Timestamp at which all lines last became ready.
     """
@@ -512,32 +516,31 @@ class Quiescence(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         # The idle counter counts in two halves like the timestamp (the upper takes the lower's
-        # carry in the same cycle), and saturates: no 48-bit chain or AND anywhere.
-        # Whether each half is all ones is itself registered (from the halves' next values),
-        # so the increment's enable comes from flip-flops.
+        # carry in the same cycle): no 48-bit carry chain anywhere. Instead of saturating, it
+        # wraps and a flag remembers that it did (idle_ticks is below 2**timestamp_bits, so a
+        # wrapped count is always enough). "The lower half is all ones" is a flip-flop, set
+        # from a comparison with a constant (no carry chain before it).
         half = self.params.timestamp_bits // 2
         lower = Signal(half)
         upper = Signal(self.params.timestamp_bits - half)
         lower_full = Signal()
-        upper_full = Signal()
-        lower_next = Signal(half)
-        upper_next = Signal(self.params.timestamp_bits - half)
+        over = Signal()
         ready_prev = Signal()
         m.d.sync += ready_prev.eq(self.all_ready)
-        m.d.comb += [lower_next.eq(lower), upper_next.eq(upper)]
         with m.If(~self.all_ready):
-            m.d.comb += [lower_next.eq(0), upper_next.eq(0)]
-        with m.Elif(self.tick & ~(lower_full & upper_full)):
-            m.d.comb += lower_next.eq(lower + 1)
+            m.d.sync += [lower.eq(0), upper.eq(0), lower_full.eq(0), over.eq(0)]
+        with m.Elif(self.tick):
+            m.d.sync += [lower.eq(lower + 1), lower_full.eq(lower == (1 << half) - 2)]
             with m.If(lower_full):
-                m.d.comb += upper_next.eq(upper + 1)
-        m.d.sync += [lower.eq(lower_next), upper.eq(upper_next),
-                     lower_full.eq(lower_next.all()), upper_full.eq(upper_next.all())]
+                m.d.sync += upper.eq(upper + 1)
+                with m.If(upper.all()):
+                    m.d.sync += over.eq(1)
         with m.If(self.all_ready & ~ready_prev):
             m.d.sync += self.quiet_since.eq(self.timestamp)
-        # idle >= idle_ticks, compared in two halves side by side: the result leaves the
-        # sniffer unregistered, and a 48-bit carry chain alone is 13.4 ns on the iCE40.
+        # idle >= idle_ticks, compared in two halves side by side (a 48-bit carry chain alone is
+        # 13.4 ns on the iCE40) and registered: `quiescent` says on cycle t what the levels and
+        # the count said on cycle t - 1 (QUIESCENT_LAG), and leaves from a flip-flop.
         t = self.idle_ticks
-        at_least = (upper > t[half:]) | ((upper == t[half:]) & (lower >= t[:half]))
-        m.d.comb += self.quiescent.eq(self.all_ready & at_least)
+        at_least = over | (upper > t[half:]) | ((upper == t[half:]) & (lower >= t[:half]))
+        m.d.sync += self.quiescent.eq(self.all_ready & at_least)
         return m

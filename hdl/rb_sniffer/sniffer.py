@@ -218,22 +218,21 @@ class RBSniffer(wiring.Component):
             "event": 1, "side": 1, "fall": 1, "run": 1, "partial": 1, "rec": 1,
             "stamp": kb, "age": kb, "lost": lb, "glitches": lb, "tag": tb,
         })
-        # glitch_ticks, registered once per group of TICK_GROUP front ends (a short net each;
-        # reset-less, so it is valid from the first cycle after reset).
-        # Beside it, per tick copy, the threshold less the next cycle's tick (see FrontEnd).
-        glitch_ticks = []
+        # Per group of TICK_GROUP front ends (a short net each; reset-less, so valid from the
+        # first cycle after reset): glitch_ticks == 0, and the threshold less the next cycle's
+        # tick (see FrontEnd).
+        glitch_off = []
         glitch_now = []
         for k in range(-(-n // TICK_GROUP)):
-            copy = Signal(p.glitch_bits, name=f"glitch_ticks_{k}", reset_less=True)
+            off = Signal(name=f"glitch_off_{k}", reset_less=True)
             now = Signal(p.glitch_bits, name=f"glitch_now_{k}", reset_less=True)
             g = self.cfg.glitch_ticks
-            m.d.sync += [copy.eq(g),
+            m.d.sync += [off.eq(g == 0),
                          now.eq(Mux(timebase.ticks_next[k] & (g != 0), g - 1, g))]
-            glitch_ticks.append(copy)
+            glitch_off.append(off)
             glitch_now.append(now)
         front_ends = []
         groups = []
-        side_half = 1 << (lb - 1)
         for g in range(0, n, SCAN_GROUP):
             merged = 0
             for i in range(g, min(g + SCAN_GROUP, n)):
@@ -245,30 +244,27 @@ class RBSniffer(wiring.Component):
                     fe.enable.eq(self.cfg.enable[i] & ~booting),
                     fe.tick.eq(timebase.ticks[copy]),
                     fe.stamp.eq(timebase.stamps.word_select(copy, kb)),
-                    fe.glitch_ticks.eq(glitch_ticks[copy]),
+                    fe.glitch_off.eq(glitch_off[copy]),
                     fe.glitch_now.eq(glitch_now[copy]),
                 ]
                 if tb:
                     m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
                 front_ends.append(fe)
                 box = fe.mailbox
-                # Side counts are served when there is no event, or before they reach half
+                # Side counts are taken when there is no event, or before they reach half
                 # their range (they grow by at most N+1 between two visits, and half the range
-                # is at least N+2: no overflow). Both flags are registered, a cycle old when
-                # the slot uses them (a count only grows until it is taken, so an old flag
-                # never offers empty counts; an urgent one seen a cycle late still has room).
-                side_any = Signal(name=f"side_any_{i}", reset_less=True)
+                # is at least N+2: no overflow). Counts of zero are taken too (no test per
+                # channel): the pipeline drops such an empty SIDE job at c3, so that its slot
+                # stays free for a service job. The urgency flag is registered, a cycle old
+                # when the slot uses it (an urgent count seen a cycle late still has room).
                 side_urgent = Signal(name=f"side_urgent_{i}", reset_less=True)
-                m.d.sync += [
-                    side_any.eq((box.lost != 0) | (box.glitches != 0)),
-                    side_urgent.eq((box.lost >= side_half) | (box.glitches >= side_half)),
-                ]
+                m.d.sync += side_urgent.eq(box.lost[-1] | box.glitches[-1])
                 # This channel's slot (its token, first cycle): a flip-flop of its own, set the
                 # cycle before from the token's previous position, so that the global phase
                 # does not reach every channel's offer logic.
                 mine = Signal(name=f"mine_{i}", init=(i == 0), reset_less=True)
                 m.d.sync += mine.eq(phase & token[i - 1 if i else n])
-                take_side = mine & side_any & (side_urgent | ~box.valid)
+                take_side = mine & (side_urgent | ~box.valid)
                 take_event = mine & box.valid & ~take_side
                 # A pulse's start is recorded unless an older pulse end stays in the mailbox
                 # (that end may still need the RAM word the start would overwrite).
@@ -322,16 +318,15 @@ class RBSniffer(wiring.Component):
             self.status.clear_busy.eq(clear_pending | scrubbing),
         ]
 
-        # The channel index follows the token: scan is the slot's channel at its c0; copies
-        # delayed by 1 … 4 cycles follow it down the pipeline.
+        # The channel index follows the token: scan is the slot's channel during its c0 and c1;
+        # scan_prev the previous slot's (during a slot's c2 and c3, the c0 one), scan_prev2 the
+        # one before (during c4 and c5). They change only at the end of a slot.
         scan = Signal(range(n + 1), reset_less=True)
+        scan_prev = Signal(range(n + 1), reset_less=True)
+        scan_prev2 = Signal(range(n + 1), reset_less=True)
         with m.If(phase):
-            m.d.sync += scan.eq(Mux(scan == n, 0, scan + 1))
-        scan_d = [scan]
-        for k in range(1, 5):
-            d = Signal(range(n + 1), name=f"scan_c{k}", reset_less=True)
-            m.d.sync += d.eq(scan_d[-1])
-            scan_d.append(d)
+            m.d.sync += [scan.eq(Mux(scan == n, 0, scan + 1)), scan_prev.eq(scan),
+                         scan_prev2.eq(scan_prev)]
 
         # ---- The start RAM ------------------------------------------------------------------
         # Per channel, the (wide_bits-bit) timestamp at which the pulse in progress, or the last
@@ -356,7 +351,7 @@ class RBSniffer(wiring.Component):
         # ---- c1: merge the groups; differences of times ----------------------------------------
         # elapsed: ticks from the recorded start to c0 (the running width of a recorded pulse);
         # back: ticks from a recorded pulse's end to c0 (its stamp's distance, < 2**stamp_bits);
-        # new_start: the start of a pulse whose age is offered. All are held through c3.
+        # new_start (c2): the start of a pulse whose age is offered. All are held through c3.
         s0 = Signal(offer, reset_less=True)
         elapsed = Signal(wide, reset_less=True)
         back = Signal(kb, reset_less=True)
@@ -370,7 +365,6 @@ class RBSniffer(wiring.Component):
                 s0.eq(merged),
                 elapsed.eq(ts_c0 - st_q.start),
                 back.eq(ts_c0[:kb] - merged.stamp),
-                new_start.eq(ts_c0 - merged.age),
                 start_sat.eq(st_q.sat),
                 start_next.eq(st_q.start + mx),
             ]
@@ -383,7 +377,8 @@ class RBSniffer(wiring.Component):
             return value[-1] | value[:-1].all()
 
         with m.If(~phase):
-            m.d.sync += [total.eq(elapsed - back), elapsed_max.eq(at_least_max(elapsed))]
+            m.d.sync += [total.eq(elapsed - back), elapsed_max.eq(at_least_max(elapsed)),
+                         new_start.eq(ts_c0 - s0.age)]
 
         # ---- c3: the job, and the start RAM's update -----------------------------------------
         # `sb` is what the old single-stage front ends offered: an event (kind, width), or side
@@ -391,19 +386,24 @@ class RBSniffer(wiring.Component):
         # was seen is one job of its whole width (OVERLONG or BUSY, then the rest as BUSY: both
         # only add busy time), at most 2 * MAX.
         sb_layout = data.StructLayout({
-            "event": 1, "side": 1, "kind": EventKind, "width": wide, "lost": lb, "glitches": lb,
-            "tag": tb,
+            "event": 1, "side": 1, "kind": EventKind, "width": wide, "glitches": lb, "tag": tb,
         })
         sb = Signal(sb_layout, reset_less=True)
         st_we = Signal()
         st_data = Signal(start_word)
-        m.d.comb += [st_wr.addr.eq(scan_d[3]), st_wr.en.eq(st_we), st_wr.data.eq(st_data)]
+        m.d.comb += [st_wr.addr.eq(scan_prev), st_wr.en.eq(st_we), st_wr.data.eq(st_data)]
+        # An empty SIDE job (both counts zero: side counts are offered whenever a slot has no
+        # event) is no job, and leaves the slot to a saturation check or a service job.
+        side = Signal()
+        m.d.comb += side.eq(s0.side & ((s0.lost != 0) | (s0.glitches != 0)))
         with m.If(phase):  # c3 of the slot
             with m.If(s0.fall):
                 m.d.comb += [st_we.eq(1), st_data.start.eq(new_start), st_data.sat.eq(0)]
             m.d.sync += [
-                sb.event.eq(0), sb.side.eq(s0.side), sb.lost.eq(s0.lost),
-                sb.glitches.eq(s0.glitches), sb.kind.eq(EventKind.END), sb.width.eq(0),
+                sb.event.eq(0), sb.side.eq(side),
+                sb.glitches.eq(s0.glitches), sb.kind.eq(EventKind.END),
+                # A SIDE job's lost count rides in the width (an event job has none).
+                sb.width.eq(s0.lost),
             ]
             if tb:
                 m.d.sync += sb.tag.eq(s0.tag)
@@ -419,7 +419,7 @@ class RBSniffer(wiring.Component):
                 m.d.sync += [sb.event.eq(1), sb.width.eq(total),
                              sb.kind.eq(Mux(at_least_max(total), EventKind.OVERLONG,
                                             partial_or_end))]
-            with m.Elif(s0.run & ~s0.side & elapsed_max):
+            with m.Elif(s0.run & ~side & elapsed_max):
                 # A pulse in progress has reached MAX ticks: report it, and time the rest of it
                 # from MAX ticks after its start.
                 m.d.sync += [
@@ -495,10 +495,9 @@ class RBSniffer(wiring.Component):
 
         with m.If(is_slot):
             m.d.sync += [
-                s1_channel.eq(scan_d[4]),
+                s1_channel.eq(scan_prev2),
                 s1_epoch.eq(next_epoch),
-                # Only one of width (events) and lost (side jobs) is non-zero.
-                s1_width.eq(sb.width | sb.lost),
+                s1_width.eq(sb.width),
                 s1_glitches.eq(sb.glitches),
                 s1_match.eq(classifier.match),
                 s1_lead.eq(lead),
@@ -554,25 +553,33 @@ class RBSniffer(wiring.Component):
         def hist_addr(bin_, channel):
             return Cat(channel[:p.channel_bits], bin_)
 
-        # J: the job at c6 and c7, loaded at the end of c5.
+        # The job is registered twice from the c4 registers (s1, which hold through c6): J, at
+        # the end of c5, for what happens at c6 and c7 (the count word's read and write, the
+        # histogram's read); K, at the end of c6, for c7 and c8 (the busy word's read, its
+        # write loaded at c8, the read response). Nothing is copied from one to the other.
         job = data.StructLayout({
             "cnt_addr": range(a_depth), "cnt_inc": lb, "cnt_we": 1,
-            "acc_addr": range(a_depth), "acc_add": wide, "acc_we": 1,
             "h_addr": range(h_depth), "h_inc": 1, "h_we": 1,
-            "read": 1, "space": Space, "bad": 1, "scrub": 1, "epoch": 1, "zero": 1,
+            "scrub": 1, "epoch": 1, "zero": 1,
+        })
+        late_job = data.StructLayout({
+            "acc_addr": range(a_depth), "acc_add": wide, "acc_we": 1, "epoch": 1,
+            "read": 1, "space": Space, "bad": 1,
         })
         j = Signal(job, reset_less=True)
+        k = Signal(late_job, reset_less=True)
         is_event = s1_job <= _Job.BUSY
         s1_bin = Signal(range(p.hist_bins))
         log_bin(m, s1_bin, s1_width[:wb], s1_lead, p)
-        with m.If(phase):
+        read_bad = Signal()
+        m.d.comb += read_bad.eq((s1_channel >= n) | ((s1_space == Space.HISTOGRAM) &
+                                                     (s1_index >= p.hist_bins)))
+        with m.If(phase):  # c5
             m.d.sync += [
                 j.cnt_we.eq(0), j.cnt_inc.eq(0),
-                j.acc_we.eq(0), j.acc_add.eq(0),
                 j.h_we.eq(0), j.h_inc.eq(0),
-                j.read.eq(0), j.bad.eq(0), j.scrub.eq(0), j.zero.eq(0),
+                j.scrub.eq(0), j.zero.eq(0),
                 j.epoch.eq(s1_epoch),
-                j.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
                 j.h_addr.eq(hist_addr(s1_bin, s1_channel)),
             ]
             with m.Switch(s1_job):
@@ -580,7 +587,6 @@ class RBSniffer(wiring.Component):
                     m.d.sync += [
                         j.cnt_addr.eq(counter_addr(s1_channel, class_index)),
                         j.cnt_we.eq(1), j.cnt_inc.eq(1),
-                        j.acc_we.eq(1), j.acc_add.eq(s1_width),
                         j.h_we.eq(1), j.h_inc.eq(1),
                     ]
                 with m.Case(_Job.PARTIAL, _Job.OVERLONG):
@@ -589,27 +595,19 @@ class RBSniffer(wiring.Component):
                     m.d.sync += [
                         j.cnt_addr.eq(counter_addr(s1_channel, index)),
                         j.cnt_we.eq(1), j.cnt_inc.eq(1),
-                        j.acc_we.eq(1), j.acc_add.eq(s1_width),
                     ]
-                with m.Case(_Job.BUSY):
-                    m.d.sync += [j.acc_we.eq(1), j.acc_add.eq(s1_width)]
                 with m.Case(_Job.SIDE):
-                    # Two counts in one job: DROPPED in the first read-modify-write, GLITCH in
-                    # the second one that events use for busy time.
+                    # Two counts in one job: DROPPED in the first read-modify-write (the lost
+                    # count rides in the width), GLITCH in the second one that events use for
+                    # busy time.
                     m.d.sync += [
                         j.cnt_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.DROPPED))),
-                        j.cnt_we.eq(1), j.cnt_inc.eq(s1_width),
-                        j.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.GLITCH))),
-                        j.acc_we.eq(1), j.acc_add.eq(s1_glitches),
+                        j.cnt_we.eq(1), j.cnt_inc.eq(s1_width[:lb]),
                     ]
                 with m.Case(_Job.READ):
-                    bad = (s1_channel >= n) | ((s1_space == Space.HISTOGRAM) &
-                                               (s1_index >= p.hist_bins))
                     m.d.sync += [
-                        j.read.eq(1), j.space.eq(s1_space), j.bad.eq(bad),
-                        j.cnt_addr.eq(Mux(bad, 0, counter_addr(s1_channel, s1_index))),
-                        j.acc_addr.eq(Mux(bad, 0, counter_addr(s1_channel, s1_index))),
-                        j.h_addr.eq(Mux(bad, 0, hist_addr(s1_index, s1_channel))),
+                        j.cnt_addr.eq(Mux(read_bad, 0, counter_addr(s1_channel, s1_index))),
+                        j.h_addr.eq(Mux(read_bad, 0, hist_addr(s1_index, s1_channel))),
                     ]
                 with m.Case(_Job.SCRUB):
                     # Rewrite each word once with its normalised value (adding zero); at boot,
@@ -618,6 +616,25 @@ class RBSniffer(wiring.Component):
                         j.scrub.eq(1), j.zero.eq(booting),
                         j.cnt_addr.eq(s1_ptr), j.cnt_we.eq(s1_ptr < a_depth),
                         j.h_addr.eq(s1_ptr), j.h_we.eq(s1_ptr < h_depth),
+                    ]
+        with m.Else():  # c6 (s1 still holds the job)
+            m.d.sync += [
+                k.acc_we.eq(0), k.acc_add.eq(0), k.read.eq(0), k.bad.eq(0),
+                k.epoch.eq(s1_epoch), k.space.eq(s1_space),
+                k.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
+            ]
+            with m.Switch(s1_job):
+                with m.Case(_Job.END, _Job.PARTIAL, _Job.OVERLONG, _Job.BUSY):
+                    m.d.sync += [k.acc_we.eq(1), k.acc_add.eq(s1_width)]
+                with m.Case(_Job.SIDE):
+                    m.d.sync += [
+                        k.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.GLITCH))),
+                        k.acc_we.eq(1), k.acc_add.eq(s1_glitches),
+                    ]
+                with m.Case(_Job.READ):
+                    m.d.sync += [
+                        k.read.eq(1), k.bad.eq(read_bad),
+                        k.acc_addr.eq(Mux(read_bad, 0, counter_addr(s1_channel, s1_index))),
                     ]
 
         # Trace: one record per front-end event, straight from the c5 registers (the consumer
@@ -641,11 +658,6 @@ class RBSniffer(wiring.Component):
                         p.counter_index(Counter.BUSY_TICKS))))),
         ]
 
-        # J2: the job at c8 and c9, loaded from J at the end of c7.
-        j2 = Signal(job, reset_less=True)
-        with m.If(phase):
-            m.d.sync += j2.eq(j)
-
         # ---- Counter RAM: {value, tag}; one read and one write per cycle ---------------------
         # A job reads its first word (count) at c6 and its second (busy time) at c7; each read
         # word is normalised and registered (q) the next cycle, and written back plus the
@@ -662,13 +674,13 @@ class RBSniffer(wiring.Component):
         w_inc = Signal(max(wide, lb), reset_less=True)
         w_tag = Signal(reset_less=True)
         q = Signal(cb, reset_less=True)
-        # The job whose read data arrives this cycle (J's first word at c7, its second at c8) is
+        # The job whose read data arrives this cycle (its first word at c7, its second at c8) is
         # the one J held the cycle before: its epoch and zero flag come from flip-flops, so
         # nothing but one LUT level sits between the RAM's (slow) output and q.
         q_epoch = Signal(reset_less=True)
         q_zero = Signal(reset_less=True)
         m.d.sync += [q_epoch.eq(j.epoch), q_zero.eq(j.zero)]
-        m.d.comb += a_rd.addr.eq(Mux(phase, j.acc_addr, j.cnt_addr))
+        m.d.comb += a_rd.addr.eq(Mux(phase, k.acc_addr, j.cnt_addr))
         read_value = Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0)
         m.d.sync += q.eq(read_value)
         # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
@@ -693,10 +705,10 @@ class RBSniffer(wiring.Component):
                 w_addr.eq(j.cnt_addr), w_inc.eq(j.cnt_inc), w_tag.eq(j.epoch),
                 w_en.eq(j.cnt_we & ~(j.scrub & (a_hit | a_hit_now))),
             ]
-        with m.Else():  # load the c9 write: J2's busy-time update
+        with m.Else():  # load the c9 write: K's busy-time update
             m.d.sync += [
-                w_addr.eq(j2.acc_addr), w_inc.eq(j2.acc_add), w_tag.eq(j2.epoch),
-                w_en.eq(j2.acc_we),
+                w_addr.eq(k.acc_addr), w_inc.eq(k.acc_add), w_tag.eq(k.epoch),
+                w_en.eq(k.acc_we),
             ]
         m.d.comb += [
             a_wr.addr.eq(w_addr), a_wr.en.eq(w_en),
@@ -706,7 +718,8 @@ class RBSniffer(wiring.Component):
         # ---- Histogram RAM: {value, tag}, single port: read at c6, written at c9 -------------
         # The read data is registered in the RAM wrapper (c7), normalised and incremented at c8
         # (qh: the bin's new value; a read's increment is 0), and written at c9. The write of
-        # the job before lands at c7.
+        # the job before lands at c7, with the write registers (hw_*) still holding it; they
+        # take this job's at the end of c7, from J.
 
         hist_word = data.StructLayout({"value": hb, "tag": 1})
         m.submodules.histogram = hist = SinglePortRAM(
@@ -716,15 +729,22 @@ class RBSniffer(wiring.Component):
         hw_addr = Signal(range(h_depth), reset_less=True)
         hw_en = Signal(reset_less=True)
         hw_tag = Signal(reset_less=True)
-        h_hit = Signal(reset_less=True)
+        hw_zero = Signal(reset_less=True)
+        hw_inc = Signal(reset_less=True)
         with m.If(phase):  # c7: the write of the job before lands now
-            m.d.sync += h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch))
-        with m.Else():  # c8: J2's read data, normalised, for the write at c9
+            # A scrub skips its write when the job before wrote the same bin in the same epoch
+            # (that write has scrubbed it; the scrub's read came before it).
+            h_hit = hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch)
             m.d.sync += [
-                qh.eq(Mux((h_rd.tag == j2.epoch) & ~j2.zero, h_rd.value, 0) + j2.h_inc),
-                hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch),
-                hw_en.eq(j2.h_we & ~(j2.scrub & h_hit)),
+                hw_addr.eq(j.h_addr), hw_tag.eq(j.epoch), hw_zero.eq(j.zero), hw_inc.eq(j.h_inc),
+                hw_en.eq(j.h_we & ~(j.scrub & h_hit)),
             ]
+        with m.Else():  # c8: the read data, normalised, for the write at c9
+            # (The increment alone, or the word plus it: no multiplexer before the adder.)
+            with m.If((h_rd.tag == hw_tag) & ~hw_zero):
+                m.d.sync += qh.eq(h_rd.value + hw_inc)
+            with m.Else():
+                m.d.sync += qh.eq(hw_inc)
         h_write = phase & hw_en
         m.d.comb += [
             hist.addr.eq(Mux(h_write, hw_addr, j.h_addr)),
@@ -733,21 +753,27 @@ class RBSniffer(wiring.Component):
         ]
 
         # ---- Read responses (captured at c9) -------------------------------------------------
-        # A counter read reads its word at c6 and again at c7 (both of J's counter-RAM reads
-        # address it); the second read is the one registered in q at c9.
+        # A counter read reads its word at c6 and again at c7 (both of its job's counter-RAM
+        # reads address it); the second read is the one registered in q at c9. K's read flags
+        # are kept for c9.
 
-        with m.If(phase & j2.read):
+        resp_read = Signal(reset_less=True)
+        resp_bad = Signal(reset_less=True)
+        resp_space = Signal(Space, reset_less=True)
+        with m.If(~phase):  # c8
+            m.d.sync += [resp_read.eq(k.read), resp_bad.eq(k.bad), resp_space.eq(k.space)]
+        with m.If(phase & resp_read):
             m.d.sync += [
                 self.read_resp.valid.eq(1),
                 self.read_resp.payload.eq(Mux(
-                    j2.bad, 0, Mux(j2.space == Space.HISTOGRAM, qh, q))),
+                    resp_bad, 0, Mux(resp_space == Space.HISTOGRAM, qh, q))),
             ]
         with m.Elif(self.read_resp.ready):
             m.d.sync += self.read_resp.valid.eq(0)
         # A request is in flight from its acceptance (c4) to its response (end of c9).
         with m.If(take_read):
             m.d.sync += read_busy.eq(1)
-        with m.Elif(phase & j2.read):
+        with m.Elif(phase & resp_read):
             m.d.sync += read_busy.eq(0)
 
         return m
