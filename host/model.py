@@ -372,7 +372,7 @@ class ModelResult:
         """Return the value of ``status.quiescent`` during cycle ``t`` (``0 <= t <= cycles``).
 
         The output is registered: it says what ``all_ready`` and the idle count said on cycle
-        ``t - QUIESCENT_LAG`` (0 on the first cycle after reset).
+        ``t - QUIESCENT_LAG`` (0 on the first ``QUIESCENT_LAG`` cycles after reset).
         """
         t = self._check_t(t) - QUIESCENT_LAG
         if t < 0:

@@ -110,8 +110,7 @@ def naive_run(params, config, trains, cycles):
     armed = [False] * n
     low_prev = [False] * n
 
-    assert QUIESCENT_LAG == 1
-    quiescent_q = False  # reset
+    quiescent_q = [False] * QUIESCENT_LAG  # reset
     ts_log, quiescent_log, quiet_since_log = [], [], []
     for t in range(cycles + 1):
         tick = pc + 1 >= period
@@ -120,9 +119,10 @@ def naive_run(params, config, trains, cycles):
         all_ready = all_ready_q[0]
         all_ready_q = all_ready_q[1:] + [not any(low)]
         ts_log.append(timestamp)
-        # status.quiescent is a register: what all_ready and idle said the cycle before.
-        quiescent_log.append(quiescent_q)
-        quiescent_q = all_ready and idle >= config.idle_ticks
+        # status.quiescent is registered: what all_ready and idle said QUIESCENT_LAG cycles
+        # before.
+        quiescent_log.append(quiescent_q[0])
+        quiescent_q = quiescent_q[1:] + [all_ready and idle >= config.idle_ticks]
         quiet_since_log.append(quiet_since)
         for i in range(n):
             cnt_next, sat_next = cnt[i], saturated[i]
@@ -474,9 +474,9 @@ def test_quiescence_hand_computed():
     # Ticks on cycles 2, 5, 8, ...; timestamp(t) = t // 3.
     assert [result.timestamp_at(t) for t in (0, 2, 3, 59)] == [0, 0, 1, 19]
     # idle(t) = ticks in [0, t) (first run) or [27, t) (second): >= 2 from t = 6 and t = 33;
-    # quiescent is registered (QUIESCENT_LAG = 1): true from t = 7 to 14 and from t = 34.
-    assert QUIESCENT_LAG == 1
-    assert [result.quiescent_at(t) for t in (0, 6, 7, 14, 15, 27, 28, 33, 34, 60)] == [
+    # quiescent is registered (QUIESCENT_LAG = 2): true from t = 8 to 15 and from t = 35.
+    assert QUIESCENT_LAG == 2
+    assert [result.quiescent_at(t) for t in (0, 7, 8, 15, 16, 28, 29, 34, 35, 60)] == [
         False, False, True, True, False, False, False, False, True, True]
     # quiet_since: timestamp(0) from t = 1, then timestamp(27) = 9 from t = 28.
     assert [result.quiet_since_at(t) for t in (0, 1, 27, 28, 60)] == [0, 0, 0, 9, 9]

@@ -73,14 +73,14 @@ def test_timebase_prescaler_lowered_mid_count():
 
     async def bench(ctx):
         await ctx.tick().repeat(6)  # pc = 6
-        # pc + 1 >= 3: the new value is seen one cycle later, which ticks at once; then every
+        # pc + 1 >= 3: the new value is seen two cycles later, which ticks at once; then every
         # 3 cycles.
         ctx.set(dut.prescaler, 3)
         ticks = []
         for _ in range(10):
             ticks.append(ctx.get(dut.tick))
             await ctx.tick()
-        assert ticks == [0, 1, 0, 0, 1, 0, 0, 1, 0, 0]
+        assert ticks == [0, 0, 1, 0, 0, 1, 0, 0, 1, 0]
 
     run_after_reset(dut, bench, 10)
 
@@ -239,8 +239,8 @@ def test_front_end_disable_cuts_pulse_and_enable_while_low_is_partial():
 
 
 def test_front_end_asks_once_for_its_start_and_reports_its_run():
-    """`fall_req` from the first low cycle until the pipeline records the start, then `run_rec`
-    until the pulse ends; the age is the pulse's width so far."""
+    """`fall_req` (registered: from the second low cycle) until the pipeline records the start,
+    then `run_rec` until the pulse ends; the age is the pulse's width so far."""
     dut = FrontEnd(P24)
 
     async def bench(ctx):
@@ -258,7 +258,7 @@ def test_front_end_asks_once_for_its_start_and_reports_its_run():
         ctx.set(dut.lvl, 1)
         await ctx.tick()
         seen.append((ctx.get(dut.fall_req), ctx.get(dut.run_rec), ctx.get(dut.age)))
-        assert seen == [(1, 0, 0), (1, 0, 1), (1, 0, 2), (1, 0, 3), (0, 1, 4), (0, 1, 5),
+        assert seen == [(0, 0, 0), (1, 0, 1), (1, 0, 2), (1, 0, 3), (0, 1, 4), (0, 1, 5),
                         (0, 0, 0)]
 
     run(dut, bench)
@@ -418,8 +418,9 @@ def test_quiescence_flag_and_timestamp():
             seen.append((ctx.get(dut.quiescent), ctx.get(dut.quiet_since)))
             await ctx.tick()
         # Ready from t=0: idle reaches 5 at t=5. Busy t=8..10; ready again from t=11 (ts 111).
-        # The flag is registered: it shows each of those a cycle later.
-        assert [q for q, _ in seen] == [0] * 6 + [1] * 3 + [0] * 3 + [0] * 5 + [1] * 2
+        # The flag is registered after a registered comparison: it shows each of those two
+        # cycles later.
+        assert [q for q, _ in seen] == [0] * 7 + [1] * 3 + [0] * 3 + [0] * 5 + [1] * 1
         assert seen[5][1] == 100 and seen[12][1] == 111 and seen[18][1] == 111
 
     run(dut, bench)

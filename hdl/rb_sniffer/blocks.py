@@ -32,8 +32,9 @@ class TimeBase(wiring.Component):
     Members
     -------
     prescaler : In(prescaler_bits)
-        Cycles per tick; 0 behaves as 1. A new value is seen one cycle later (the tick is a
-        register computed a cycle ahead) and takes effect at the next tick.
+        Cycles per tick; 0 behaves as 1. A new value is seen two cycles later (the tick is a
+        register computed a cycle ahead, from a comparison registered a cycle before) and
+        takes effect at the next tick.
     tick : Out(1)
         High for one cycle every ``prescaler`` cycles, from flip-flops (it enables every
         channel's width counter, so it must not come out of a comparator).
@@ -67,10 +68,12 @@ class TimeBase(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        # tick(t) = count(t) + 1 >= P, with count returning to 0 on a tick. `next_count` holds
-        # count + 1; the comparison for cycle t + 1 is made on cycle t and registered.
-        next_count = Signal(p.prescaler_bits + 1, init=1)
-        ahead = Signal()  # the registered comparison; 0 during reset
+        # tick(t) = count(t) + 1 >= P(t - 2), with count returning to 0 on a tick. The decision
+        # for cycle t + 1 is made on cycle t (`due`) and registered (`ahead`); it is one LUT
+        # after flip-flops: the comparison with the prescaler is itself made a cycle earlier
+        # (`ge`, `le1`), for the count the next cycle will have, so a new prescaler value is
+        # seen two cycles after it is written.
+        ahead = Signal()  # the registered decision; 0 during reset
         # Cycle 0 (the first after reset) ticks when P <= 1: `first` is 1 during reset and on
         # cycle 0, so `first_tick` holds P <= 1 on cycle 0 (and on cycle 1, harmlessly: with
         # P <= 1 every cycle ticks).
@@ -78,12 +81,23 @@ class TimeBase(wiring.Component):
         first_tick = Signal(reset_less=True)
         m.d.sync += [first.eq(0), first_tick.eq(first & (self.prescaler <= 1))]
         m.d.comb += self.tick.eq(ahead | first_tick)
-        # `after` holds next_count + 1, kept beside it so that no adder precedes the comparison.
-        after = Signal(p.prescaler_bits + 1, init=2)
-        following = Mux(self.tick, 1, after)
-        due = Mux(self.tick, self.prescaler <= 1, after >= self.prescaler)
-        m.d.sync += [next_count.eq(following), after.eq(Mux(self.tick, 2, after + 1)),
-                     ahead.eq(due)]
+        # `after2` holds count + 3: on a cycle without a tick it is the next cycle's count + 2,
+        # which that cycle compares with P (count + 1 >= P one cycle ahead).
+        after2 = Signal(p.prescaler_bits + 1, init=3)
+        m.d.sync += after2.eq(Mux(self.tick, 3, after2 + 1))
+        ge = Signal()  # this cycle's count + 2 >= P (0 on cycle 0: see first_2)
+        le1 = Signal(reset_less=True)  # P <= 1 (the tick every cycle)
+        # On cycle 0 the count is 0: `first_2` holds 2 >= P then, the comparison that `ge`
+        # would have made during reset.
+        first_2 = Signal(reset_less=True)
+        m.d.sync += [
+            le1.eq(self.prescaler <= 1),
+            first_2.eq(first & (self.prescaler <= 2)),
+            # After a tick the next count is 0.
+            ge.eq(Mux(self.tick, self.prescaler <= 2, after2 >= self.prescaler)),
+        ]
+        due = Mux(self.tick, le1, ge | first_2)
+        m.d.sync += ahead.eq(due)
         for k in range(self.copies):
             ahead_k = Signal(name=f"ahead_{k}")
             first_k = Signal(name=f"first_tick_{k}", reset_less=True)
@@ -98,10 +112,13 @@ class TimeBase(wiring.Component):
         # The timestamp counts in two halves, so that no carry chain is longer than half of it
         # (on the iCE40 a 48-bit chain alone takes 13.4 ns of the 20.8 ns cycle): the upper
         # half takes the carry on the tick that wraps the lower half, in the same cycle.
+        # "The lower half is all ones" is a flip-flop (set from a comparison with a constant),
+        # so that the upper half's enable is one LUT after the tick.
         lower, upper = self.timestamp_halves
+        lower_full = Signal()
         with m.If(self.tick):
-            m.d.sync += lower.eq(lower + 1)
-            with m.If(lower.all()):
+            m.d.sync += [lower.eq(lower + 1), lower_full.eq(lower == (1 << len(lower)) - 2)]
+            with m.If(lower_full):
                 m.d.sync += upper.eq(upper + 1)
         m.d.comb += self.timestamp.eq(Cat(lower, upper))
         return m
@@ -153,7 +170,8 @@ class FrontEnd(wiring.Component):
     age : Out(stamp_bits)
         Ticks since the pulse in progress started (modulo ``2**stamp_bits``).
     fall_req : Out(1)
-        A pulse is in progress whose start the pipeline has not recorded.
+        A pulse was in progress on the cycle before whose start the pipeline has not recorded
+        (registered; cleared by ``take_fall``).
     run_rec : Out(1)
         A pulse is in progress whose start the pipeline has recorded (it checks saturation).
     tag : In(tag_bits)
@@ -208,8 +226,15 @@ class FrontEnd(wiring.Component):
             m.d.sync += recorded.eq(0)
         with m.Elif(self.take_fall):
             m.d.sync += recorded.eq(1)
+        # fall_req is registered (the scanner's offer logic then starts at flip-flops): it says
+        # what the cycle before said, and a take clears it at once. Seen a cycle late at a
+        # pulse's start, it delays the start's recording by at most a rotation; still high on
+        # the cycle a pulse ends (low is 0), a take records a start that nothing uses (the end
+        # was posted unrecorded, with its width) and the front end stays unrecorded.
+        fall_req = Signal()
+        m.d.sync += fall_req.eq(self.low & ~recorded & ~self.take_fall)
         m.d.comb += [
-            self.fall_req.eq(self.low & ~recorded),
+            self.fall_req.eq(fall_req),
             self.run_rec.eq(self.low & recorded),
         ]
 
@@ -412,15 +437,20 @@ class Classifier(wiring.Component):
         return m
 
 
-def leading_one_hot(value, lo):
+def leading_one_hot(value, lo, groups=None):
     """Return the one-hot position of ``value``'s highest set bit among bits ``lo`` and above:
     bit ``e - lo`` is set when bit ``e`` is the highest one (none when all those bits are 0).
 
     "Any bit above ``e``" is formed from ORs of 4-bit groups, so that each output is about four
-    LUT levels deep whatever the width (a priority chain is as deep as the width).
+    LUT levels deep whatever the width (a priority chain is as deep as the width). ``groups``,
+    if given, holds those ORs (bit ``g`` for bits ``4g … 4g + 3``), e.g. from flip-flops
+    registered beside ``value``: each output is then two or three LUT levels deep.
     """
     bits = len(value)
-    groups = [value[g:min(g + 4, bits)].any() for g in range(0, bits, 4)]
+    if groups is None:
+        groups = [value[g:min(g + 4, bits)].any() for g in range(0, bits, 4)]
+    else:
+        groups = [groups[g] for g in range(-(-bits // 4))]
     hot = []
     for e in range(lo, bits):
         g = e // 4
@@ -495,8 +525,8 @@ class Quiescence(wiring.Component):
     timestamp : In(timestamp_bits)
     idle_ticks : In(timestamp_bits)
     quiescent : Out(1)
-        All lines ready for at least ``idle_ticks`` ticks, a cycle late (registered):
-        :data:`~.params.QUIESCENT_LAG`.
+        All lines ready for at least ``idle_ticks`` ticks, two cycles late (a registered
+        comparison, then the registered flag): :data:`~.params.QUIESCENT_LAG`.
     quiet_since : Out(timestamp_bits)
         Timestamp at which all lines last became ready.
     """
@@ -524,23 +554,46 @@ class Quiescence(wiring.Component):
         lower = Signal(half)
         upper = Signal(self.params.timestamp_bits - half)
         lower_full = Signal()
+        # "The upper half is all ones", a cycle old: the upper half changes at most once per
+        # 2**half ticks, and only on a tick with lower_full, never the cycle after a change.
+        upper_full = Signal()
         over = Signal()
         ready_prev = Signal()
-        m.d.sync += ready_prev.eq(self.all_ready)
+        m.d.sync += [ready_prev.eq(self.all_ready), upper_full.eq(upper.all())]
         with m.If(~self.all_ready):
             m.d.sync += [lower.eq(0), upper.eq(0), lower_full.eq(0), over.eq(0)]
         with m.Elif(self.tick):
             m.d.sync += [lower.eq(lower + 1), lower_full.eq(lower == (1 << half) - 2)]
             with m.If(lower_full):
                 m.d.sync += upper.eq(upper + 1)
-                with m.If(upper.all()):
+                with m.If(upper_full):
                     m.d.sync += over.eq(1)
         with m.If(self.all_ready & ~ready_prev):
             m.d.sync += self.quiet_since.eq(self.timestamp)
-        # idle >= idle_ticks, compared in two halves side by side (a 48-bit carry chain alone is
-        # 13.4 ns on the iCE40) and registered: `quiescent` says on cycle t what the levels and
-        # the count said on cycle t - 1 (QUIESCENT_LAG), and leaves from a flip-flop.
+        # idle >= idle_ticks, in two registered steps (QUIESCENT_LAG = 2): segments are
+        # compared side by side into flip-flops (a 48-bit carry chain alone is 13.4 ns on the
+        # iCE40), then joined with all_ready and the wrap flag of the same cycle into
+        # `quiescent`, which leaves the sniffer from a flip-flop. So on cycle t it says what
+        # the levels and the count said on cycle t - 2.
+        # The comparison is made in 16-bit segments (on the iCE40 a 24-bit carry chain and its
+        # entry and exit already take most of a 55 MHz cycle): per segment "greater" and
+        # "equal" (the lowest: "at least"), registered, then joined from the top.
+        idle = Cat(lower, upper)
         t = self.idle_ticks
-        at_least = over | (upper > t[half:]) | ((upper == t[half:]) & (lower >= t[:half]))
-        m.d.sync += self.quiescent.eq(self.all_ready & at_least)
+        ready_q = Signal()
+        over_q = Signal()
+        m.d.sync += [ready_q.eq(self.all_ready), over_q.eq(over)]
+        at_least = None
+        for k, lo in enumerate(range(0, len(idle), 16)):
+            x, y = idle[lo:lo + 16], t[lo:lo + 16]
+            if at_least is None:
+                ge = Signal(name=f"ge_{k}")
+                m.d.sync += ge.eq(x >= y)
+                at_least = ge
+            else:
+                gt = Signal(name=f"gt_{k}")
+                eq = Signal(name=f"eq_{k}")
+                m.d.sync += [gt.eq(x > y), eq.eq(x == y)]
+                at_least = gt | (eq & at_least)
+        m.d.sync += self.quiescent.eq(ready_q & (over_q | at_least))
         return m

@@ -23,11 +23,12 @@ DEFAULT_CLASSES = 5
 #: the die. ``all_ready(t)`` says that no enabled channel was low on cycle ``t - READY_LAG``.
 READY_LAG = 2
 
-#: Cycles by which ``status.quiescent`` lags ``all_ready`` and the idle count: it is registered
-#: (it leaves the sniffer from a flip-flop), so on cycle ``t`` it says whether on cycle
-#: ``t - QUIESCENT_LAG`` ``all_ready`` held and the idle count had reached ``idle_ticks``; on the
-#: first cycle after reset it is 0.
-QUIESCENT_LAG = 1
+#: Cycles by which ``status.quiescent`` lags ``all_ready`` and the idle count: the comparison
+#: with ``idle_ticks`` is registered, and so is the flag (it leaves the sniffer from a
+#: flip-flop), so on cycle ``t`` it says whether on cycle ``t - QUIESCENT_LAG`` ``all_ready`` held
+#: and the idle count had reached ``idle_ticks``; on the first ``QUIESCENT_LAG`` cycles after
+#: reset it is 0.
+QUIESCENT_LAG = 2
 
 #: Cycles from a channel's scanner slot (``c0``, when its front end hands over a pulse end) to
 #: the last RAM write of the job (``c9``): an event reaches the counters at most

@@ -225,12 +225,20 @@ class RBSniffer(wiring.Component):
         glitch_now = []
         for k in range(-(-n // TICK_GROUP)):
             off = Signal(name=f"glitch_off_{k}", reset_less=True)
+            less = Signal(p.glitch_bits, name=f"glitch_less_{k}", reset_less=True)
             now = Signal(p.glitch_bits, name=f"glitch_now_{k}", reset_less=True)
             g = self.cfg.glitch_ticks
-            m.d.sync += [off.eq(g == 0),
-                         now.eq(Mux(timebase.ticks_next[k] & (g != 0), g - 1, g))]
+            # The threshold less the next cycle's tick, registered: one LUT after the tick's
+            # comparison (the threshold less one is a register of its own).
+            m.d.sync += [off.eq(g == 0), less.eq(Mux(g != 0, g - 1, 0)),
+                         now.eq(Mux(timebase.ticks_next[k], less, g))]
             glitch_off.append(off)
             glitch_now.append(now)
+        # Each channel's enable, registered (reset-less: it holds the configuration from the
+        # reset cycles on), so that the boot scrub's flag does not reach every front end
+        # through logic; disabling and enabling take effect a cycle later.
+        enable = Signal(n, reset_less=True)
+        m.d.sync += enable.eq(Mux(booting, 0, self.cfg.enable))
         front_ends = []
         groups = []
         for g in range(0, n, SCAN_GROUP):
@@ -241,7 +249,7 @@ class RBSniffer(wiring.Component):
                 copy = i // TICK_GROUP
                 m.d.comb += [
                     fe.lvl.eq(lvl[i]),
-                    fe.enable.eq(self.cfg.enable[i] & ~booting),
+                    fe.enable.eq(enable[i]),
                     fe.tick.eq(timebase.ticks[copy]),
                     fe.stamp.eq(timebase.stamps.word_select(copy, kb)),
                     fe.glitch_off.eq(glitch_off[copy]),
@@ -321,12 +329,14 @@ class RBSniffer(wiring.Component):
         # The channel index follows the token: scan is the slot's channel during its c0 and c1;
         # scan_prev the previous slot's (during a slot's c2 and c3, the c0 one), scan_prev2 the
         # one before (during c4 and c5). They change only at the end of a slot.
+        # scan_next, the next slot's, addresses the start RAM's read from a flip-flop.
         scan = Signal(range(n + 1), reset_less=True)
+        scan_next = Signal(range(n + 1), init=1 % (n + 1), reset_less=True)
         scan_prev = Signal(range(n + 1), reset_less=True)
         scan_prev2 = Signal(range(n + 1), reset_less=True)
         with m.If(phase):
-            m.d.sync += [scan.eq(Mux(scan == n, 0, scan + 1)), scan_prev.eq(scan),
-                         scan_prev2.eq(scan_prev)]
+            m.d.sync += [scan.eq(scan_next), scan_next.eq(Mux(scan_next == n, 0, scan_next + 1)),
+                         scan_prev.eq(scan), scan_prev2.eq(scan_prev)]
 
         # ---- The start RAM ------------------------------------------------------------------
         # Per channel, the (wide_bits-bit) timestamp at which the pulse in progress, or the last
@@ -342,7 +352,7 @@ class RBSniffer(wiring.Component):
         m.submodules.starts = starts = Memory(shape=start_word, depth=n, init=[])
         st_wr = starts.write_port()
         st_rd = starts.read_port(transparent_for=(st_wr,) if n == 1 else ())
-        m.d.comb += st_rd.addr.eq(Mux(scan == n, 0, scan + 1))
+        m.d.comb += st_rd.addr.eq(scan_next)
         st_q = Signal(start_word, reset_less=True)
         ts_c0 = Signal(wide, reset_less=True)  # the timestamp at the slot's c0
         with m.If(~phase):
@@ -363,6 +373,10 @@ class RBSniffer(wiring.Component):
             m.d.comb += merged.eq(or_all(groups))
             m.d.sync += [
                 s0.eq(merged),
+                # An empty SIDE job (both counts zero: side counts are offered whenever a slot
+                # has no event) is no job, and leaves the slot to a saturation check or a
+                # service job.
+                s0.side.eq(merged.side & ((merged.lost != 0) | (merged.glitches != 0))),
                 elapsed.eq(ts_c0 - st_q.start),
                 back.eq(ts_c0[:kb] - merged.stamp),
                 start_sat.eq(st_q.sat),
@@ -386,47 +400,52 @@ class RBSniffer(wiring.Component):
         # was seen is one job of its whole width (OVERLONG or BUSY, then the rest as BUSY: both
         # only add busy time), at most 2 * MAX.
         sb_layout = data.StructLayout({
-            "event": 1, "side": 1, "kind": EventKind, "width": wide, "glitches": lb, "tag": tb,
+            "event": 1, "side": 1, "kind": EventKind, "width": wide, "groups": -(-wb // 4),
+            "glitches": lb, "tag": tb,
         })
         sb = Signal(sb_layout, reset_less=True)
         st_we = Signal()
         st_data = Signal(start_word)
         m.d.comb += [st_wr.addr.eq(scan_prev), st_wr.en.eq(st_we), st_wr.data.eq(st_data)]
-        # An empty SIDE job (both counts zero: side counts are offered whenever a slot has no
-        # event) is no job, and leaves the slot to a saturation check or a service job.
-        side = Signal()
-        m.d.comb += side.eq(s0.side & ((s0.lost != 0) | (s0.glitches != 0)))
+        # The width (a SIDE job's lost count rides in it: an event job has none), and beside it
+        # the OR of each 4-bit group of it, for the leading one at c4.
+        width_next = Signal(wide)
+        m.d.comb += width_next.eq(s0.lost)
+        with m.If(phase):
+            m.d.sync += [sb.width.eq(width_next),
+                         sb.groups.eq(Cat(width_next[g:min(g + 4, wb)].any()
+                                          for g in range(0, wb, 4)))]
         with m.If(phase):  # c3 of the slot
             with m.If(s0.fall):
                 m.d.comb += [st_we.eq(1), st_data.start.eq(new_start), st_data.sat.eq(0)]
             m.d.sync += [
-                sb.event.eq(0), sb.side.eq(side),
+                sb.event.eq(0), sb.side.eq(s0.side),
                 sb.glitches.eq(s0.glitches), sb.kind.eq(EventKind.END),
-                # A SIDE job's lost count rides in the width (an event job has none).
-                sb.width.eq(s0.lost),
             ]
             if tb:
                 m.d.sync += sb.tag.eq(s0.tag)
             partial_or_end = Mux(s0.partial, EventKind.PARTIAL, EventKind.END)
             with m.If(s0.event & ~s0.rec):
                 # Began and ended between two visits: the front end measured it.
-                m.d.sync += [sb.event.eq(1), sb.kind.eq(partial_or_end), sb.width.eq(s0.stamp)]
+                m.d.sync += [sb.event.eq(1), sb.kind.eq(partial_or_end)]
+                m.d.comb += width_next.eq(s0.stamp)
             with m.Elif(s0.event & start_sat):
                 # The end of a saturated pulse: its remaining busy time (none: no event).
-                m.d.sync += [sb.event.eq(total != 0), sb.kind.eq(EventKind.BUSY),
-                             sb.width.eq(total)]
+                m.d.sync += [sb.event.eq(total != 0), sb.kind.eq(EventKind.BUSY)]
+                m.d.comb += width_next.eq(total)
             with m.Elif(s0.event):
-                m.d.sync += [sb.event.eq(1), sb.width.eq(total),
+                m.d.comb += width_next.eq(total)
+                m.d.sync += [sb.event.eq(1),
                              sb.kind.eq(Mux(at_least_max(total), EventKind.OVERLONG,
                                             partial_or_end))]
-            with m.Elif(s0.run & ~side & elapsed_max):
+            with m.Elif(s0.run & ~s0.side & elapsed_max):
                 # A pulse in progress has reached MAX ticks: report it, and time the rest of it
                 # from MAX ticks after its start.
                 m.d.sync += [
                     sb.event.eq(1),
                     sb.kind.eq(Mux(start_sat, EventKind.BUSY, EventKind.OVERLONG)),
-                    sb.width.eq(mx),
                 ]
+                m.d.comb += width_next.eq(mx)
                 m.d.comb += [st_we.eq(1), st_data.start.eq(start_next), st_data.sat.eq(1)]
 
         # ---- c4 (phase 0): arbitration with the service jobs; window comparisons, leading one
@@ -482,7 +501,7 @@ class RBSniffer(wiring.Component):
         # one is several LUT levels deep) and registered with them.
         # The log-bin is found in two steps: the leading one here (a balanced tree), beside the
         # window comparisons, and the bin from it at c5 (a fixed slice per octave).
-        lead = leading_one_hot(sb.width[:wb], p.hist_sub_bits)
+        lead = leading_one_hot(sb.width[:wb], p.hist_sub_bits, groups=sb.groups)
 
         # The epoch a job counts in: the bit in force when it is arbitrated, carried with the
         # job to its normalisation and its writes. A flip applies to the job arbitrated with it.
@@ -696,14 +715,17 @@ class RBSniffer(wiring.Component):
         # same epoch, the scrub's value is stale and that write has scrubbed the word already:
         # the scrub skips its write. (Jobs of one channel are a scanner round apart, so events
         # never meet such a hazard; a read may return a value one job old.)
+        # Both writes are known at c6 (the c7 one is K's, loaded at the end of c6), so the hit
+        # is a flip-flop at c7.
         a_hit = Signal(reset_less=True)
-        a_hit_now = w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)
         with m.If(~phase):
-            m.d.sync += a_hit.eq(a_hit_now)
+            m.d.sync += a_hit.eq(
+                (w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)) |
+                (k.acc_we & (k.acc_addr == j.cnt_addr) & (k.epoch == j.epoch)))
         with m.If(phase):  # load the c8 write: J's count update
             m.d.sync += [
                 w_addr.eq(j.cnt_addr), w_inc.eq(j.cnt_inc), w_tag.eq(j.epoch),
-                w_en.eq(j.cnt_we & ~(j.scrub & (a_hit | a_hit_now))),
+                w_en.eq(j.cnt_we & ~(j.scrub & a_hit)),
             ]
         with m.Else():  # load the c9 write: K's busy-time update
             m.d.sync += [
@@ -731,10 +753,13 @@ class RBSniffer(wiring.Component):
         hw_tag = Signal(reset_less=True)
         hw_zero = Signal(reset_less=True)
         hw_inc = Signal(reset_less=True)
+        # A scrub skips its write when the job before writes the same bin in the same epoch (at
+        # c7: that write scrubs it; the scrub's read came before it). Compared at c6, when both
+        # are known already.
+        h_hit = Signal(reset_less=True)
+        with m.If(~phase):
+            m.d.sync += h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch))
         with m.If(phase):  # c7: the write of the job before lands now
-            # A scrub skips its write when the job before wrote the same bin in the same epoch
-            # (that write has scrubbed it; the scrub's read came before it).
-            h_hit = hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch)
             m.d.sync += [
                 hw_addr.eq(j.h_addr), hw_tag.eq(j.epoch), hw_zero.eq(j.zero), hw_inc.eq(j.h_inc),
                 hw_en.eq(j.h_we & ~(j.scrub & h_hit)),
