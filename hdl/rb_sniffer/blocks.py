@@ -94,7 +94,7 @@ class TimeBase(wiring.Component):
             le1.eq(self.prescaler <= 1),
             first_2.eq(first & (self.prescaler <= 2)),
             # After a tick the next count is 0.
-            ge.eq(Mux(self.tick, self.prescaler <= 2, after2 >= self.prescaler)),
+            ge.eq(Mux(self.tick, self.prescaler <= 2, at_least_split(after2, self.prescaler))),
         ]
         due = Mux(self.tick, le1, ge | first_2)
         m.d.sync += ahead.eq(due)
@@ -471,12 +471,25 @@ def log_bin(m, bin_, width, hot, params):
     m.d.comb += bin_.eq(or_all(terms + [low]))
 
 
+def at_least_split(a, b):
+    """Return ``a >= b`` (unsigned) from the comparisons of their upper and lower halves made
+    side by side (two carry chains of half the length, then two LUT levels)."""
+    bits = max(len(a), len(b))
+    a, b = a.as_unsigned(), b.as_unsigned()
+    half = bits // 2
+    a_lo, b_lo = a[:half], b[:half]
+    a_hi, b_hi = a[half:bits], b[half:bits]
+    return (a_hi > b_hi) | ((a_hi == b_hi) & (a_lo >= b_lo))
+
+
 def or_all(values):
-    """The bitwise OR of ``values`` (a list of values or signals)."""
-    result = values[0]
-    for value in values[1:]:
-        result = result | value
-    return result
+    """The bitwise OR of ``values`` (a list of values or signals), as a balanced tree (the
+    synthesis tools keep much of the netlist's shape: a chain of ORs becomes a chain of LUTs)."""
+    values = list(values)
+    while len(values) > 1:
+        values = [values[k] | values[k + 1] if k + 1 < len(values) else values[k]
+                  for k in range(0, len(values), 2)]
+    return values[0]
 
 
 class LogBinner(wiring.Component):

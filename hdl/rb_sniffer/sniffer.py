@@ -263,10 +263,8 @@ class RBSniffer(wiring.Component):
                 # their range (they grow by at most N+1 between two visits, and half the range
                 # is at least N+2: no overflow). Counts of zero are taken too (no test per
                 # channel): the pipeline drops such an empty SIDE job at c3, so that its slot
-                # stays free for a service job. The urgency flag is registered, a cycle old
-                # when the slot uses it (an urgent count seen a cycle late still has room).
-                side_urgent = Signal(name=f"side_urgent_{i}", reset_less=True)
-                m.d.sync += side_urgent.eq(box.lost[-1] | box.glitches[-1])
+                # stays free for a service job. Urgent: either count's top bit (flip-flops).
+                side_urgent = box.lost[-1] | box.glitches[-1]
                 # This channel's slot (its token, first cycle): a flip-flop of its own, set the
                 # cycle before from the token's previous position, so that the global phase
                 # does not reach every channel's offer logic.
@@ -473,7 +471,6 @@ class RBSniffer(wiring.Component):
         s1_glitches = Signal(lb, reset_less=True)
         s1_space = Signal(Space, reset_less=True)
         s1_index = Signal(index_bits(p), reset_less=True)
-        s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
         s1_epoch = Signal(reset_less=True)
         s1_match = Signal(p.classes, reset_less=True)
         # The width's highest one (one-hot, from bit hist_sub_bits), for its log-bin.
@@ -535,17 +532,20 @@ class RBSniffer(wiring.Component):
                     s1_index.eq(req.index),
                 ]
             with m.Elif(take_scrub):
-                m.d.sync += [s1_job.eq(_Job.SCRUB), s1_ptr.eq(scrub_ptr)]
+                # (Channel 0: the histogram address is formed by ORs, see c5.)
+                m.d.sync += [s1_job.eq(_Job.SCRUB), s1_channel.eq(0)]
             with m.Else():
                 m.d.sync += s1_job.eq(_Job.NONE)
 
         with m.If(self.clear):
             m.d.sync += clear_pending.eq(1)
-        with m.If(take_scrub):
+        # The scrub pointer advances at c5 of its job (the job's addresses are formed from it
+        # then: no copy of it is registered); the next take is at the next c4.
+        with m.If(phase & (s1_job == _Job.SCRUB)):
             m.d.sync += scrub_ptr.eq(scrub_ptr + 1)
             with m.If(scrub_ptr == scrub_stop):
                 m.d.sync += [scrubbing.eq(0), booting.eq(0)]
-        with m.Elif(flip):
+        with m.If(flip):
             m.d.sync += [
                 clear_pending.eq(self.clear),
                 epoch_bit.eq(~epoch_bit),
@@ -599,7 +599,15 @@ class RBSniffer(wiring.Component):
                 j.h_we.eq(0), j.h_inc.eq(0),
                 j.scrub.eq(0), j.zero.eq(0),
                 j.epoch.eq(s1_epoch),
-                j.h_addr.eq(hist_addr(s1_bin, s1_channel)),
+                # A service job's slot has no width (its bin is 0) and a scrub's channel is 0,
+                # so the addresses of reads and scrubs are ORed into the bin's address: no
+                # multiplexer after the log-bin.
+                j.h_addr.eq(or_all([
+                    hist_addr(s1_bin, s1_channel),
+                    Mux((s1_job == _Job.READ) & ~read_bad,
+                        hist_addr(s1_index[:len(s1_bin)], Const(0, p.channel_bits)), 0),
+                    Mux(s1_job == _Job.SCRUB, scrub_ptr, 0),
+                ])),
             ]
             with m.Switch(s1_job):
                 with m.Case(_Job.END):
@@ -626,15 +634,14 @@ class RBSniffer(wiring.Component):
                 with m.Case(_Job.READ):
                     m.d.sync += [
                         j.cnt_addr.eq(Mux(read_bad, 0, counter_addr(s1_channel, s1_index))),
-                        j.h_addr.eq(Mux(read_bad, 0, hist_addr(s1_index, s1_channel))),
                     ]
                 with m.Case(_Job.SCRUB):
                     # Rewrite each word once with its normalised value (adding zero); at boot,
                     # with zero.
                     m.d.sync += [
                         j.scrub.eq(1), j.zero.eq(booting),
-                        j.cnt_addr.eq(s1_ptr), j.cnt_we.eq(s1_ptr < a_depth),
-                        j.h_addr.eq(s1_ptr), j.h_we.eq(s1_ptr < h_depth),
+                        j.cnt_addr.eq(scrub_ptr), j.cnt_we.eq(scrub_ptr < a_depth),
+                        j.h_we.eq(scrub_ptr < h_depth),
                     ]
         with m.Else():  # c6 (s1 still holds the job)
             m.d.sync += [
