@@ -408,11 +408,16 @@ class RBSniffer(wiring.Component):
         # The width (a SIDE job's lost count rides in it: an event job has none), and beside it
         # the OR of each 4-bit group of it, for the leading one at c4.
         width_next = Signal(wide)
+        groups_next = Signal(len(sb.groups))
         m.d.comb += width_next.eq(s0.lost)
+
+        def group_ors(value):
+            value = Const(value, wide) if isinstance(value, int) else value
+            return Cat(value[g:min(g + 4, wb)].any() for g in range(0, wb, 4))
+
+        m.d.comb += groups_next.eq(group_ors(s0.lost))
         with m.If(phase):
-            m.d.sync += [sb.width.eq(width_next),
-                         sb.groups.eq(Cat(width_next[g:min(g + 4, wb)].any()
-                                          for g in range(0, wb, 4)))]
+            m.d.sync += [sb.width.eq(width_next), sb.groups.eq(groups_next)]
         with m.If(phase):  # c3 of the slot
             with m.If(s0.fall):
                 m.d.comb += [st_we.eq(1), st_data.start.eq(new_start), st_data.sat.eq(0)]
@@ -426,13 +431,13 @@ class RBSniffer(wiring.Component):
             with m.If(s0.event & ~s0.rec):
                 # Began and ended between two visits: the front end measured it.
                 m.d.sync += [sb.event.eq(1), sb.kind.eq(partial_or_end)]
-                m.d.comb += width_next.eq(s0.stamp)
+                m.d.comb += [width_next.eq(s0.stamp), groups_next.eq(group_ors(s0.stamp))]
             with m.Elif(s0.event & start_sat):
                 # The end of a saturated pulse: its remaining busy time (none: no event).
                 m.d.sync += [sb.event.eq(total != 0), sb.kind.eq(EventKind.BUSY)]
-                m.d.comb += width_next.eq(total)
+                m.d.comb += [width_next.eq(total), groups_next.eq(group_ors(total))]
             with m.Elif(s0.event):
-                m.d.comb += width_next.eq(total)
+                m.d.comb += [width_next.eq(total), groups_next.eq(group_ors(total))]
                 m.d.sync += [sb.event.eq(1),
                              sb.kind.eq(Mux(at_least_max(total), EventKind.OVERLONG,
                                             partial_or_end))]
@@ -443,7 +448,7 @@ class RBSniffer(wiring.Component):
                     sb.event.eq(1),
                     sb.kind.eq(Mux(start_sat, EventKind.BUSY, EventKind.OVERLONG)),
                 ]
-                m.d.comb += width_next.eq(mx)
+                m.d.comb += [width_next.eq(mx), groups_next.eq(group_ors(mx))]
                 m.d.comb += [st_we.eq(1), st_data.start.eq(start_next), st_data.sat.eq(1)]
 
         # ---- c4 (phase 0): arbitration with the service jobs; window comparisons, leading one
@@ -471,6 +476,9 @@ class RBSniffer(wiring.Component):
         s1_glitches = Signal(lb, reset_less=True)
         s1_space = Signal(Space, reset_less=True)
         s1_index = Signal(index_bits(p), reset_less=True)
+        read_bad = Signal(reset_less=True)
+        # The histogram address a read or a scrub job contributes (see c5), else 0.
+        s1_h_service = Signal(range(h_depth), reset_less=True)
         s1_epoch = Signal(reset_less=True)
         s1_match = Signal(p.classes, reset_less=True)
         # The width's highest one (one-hot, from bit hist_sub_bits), for its log-bin.
@@ -511,6 +519,7 @@ class RBSniffer(wiring.Component):
 
         with m.If(is_slot):
             m.d.sync += [
+                s1_h_service.eq(0),
                 s1_channel.eq(scan_prev2),
                 s1_epoch.eq(next_epoch),
                 s1_width.eq(sb.width),
@@ -530,10 +539,19 @@ class RBSniffer(wiring.Component):
                     s1_channel.eq(req.channel),
                     s1_space.eq(req.space),
                     s1_index.eq(req.index),
+                    # A read outside the channels or the bins is answered with 0 (decided
+                    # here, from the request's register).
+                    read_bad.eq((req.channel >= n) | ((req.space == Space.HISTOGRAM) &
+                                                      (req.index >= p.hist_bins))),
+                    s1_h_service.eq(Mux(
+                        (req.channel >= n) | (req.index >= p.hist_bins), 0,
+                        Cat(Const(0, p.channel_bits),
+                            req.index[:(p.hist_bins - 1).bit_length()]))),
                 ]
             with m.Elif(take_scrub):
                 # (Channel 0: the histogram address is formed by ORs, see c5.)
-                m.d.sync += [s1_job.eq(_Job.SCRUB), s1_channel.eq(0)]
+                m.d.sync += [s1_job.eq(_Job.SCRUB), s1_channel.eq(0),
+                             s1_h_service.eq(scrub_ptr)]
             with m.Else():
                 m.d.sync += s1_job.eq(_Job.NONE)
 
@@ -590,9 +608,6 @@ class RBSniffer(wiring.Component):
         is_event = s1_job <= _Job.BUSY
         s1_bin = Signal(range(p.hist_bins))
         log_bin(m, s1_bin, s1_width[:wb], s1_lead, p)
-        read_bad = Signal()
-        m.d.comb += read_bad.eq((s1_channel >= n) | ((s1_space == Space.HISTOGRAM) &
-                                                     (s1_index >= p.hist_bins)))
         with m.If(phase):  # c5
             m.d.sync += [
                 j.cnt_we.eq(0), j.cnt_inc.eq(0),
@@ -602,12 +617,7 @@ class RBSniffer(wiring.Component):
                 # A service job's slot has no width (its bin is 0) and a scrub's channel is 0,
                 # so the addresses of reads and scrubs are ORed into the bin's address: no
                 # multiplexer after the log-bin.
-                j.h_addr.eq(or_all([
-                    hist_addr(s1_bin, s1_channel),
-                    Mux((s1_job == _Job.READ) & ~read_bad,
-                        hist_addr(s1_index[:len(s1_bin)], Const(0, p.channel_bits)), 0),
-                    Mux(s1_job == _Job.SCRUB, scrub_ptr, 0),
-                ])),
+                j.h_addr.eq(hist_addr(s1_bin, s1_channel) | s1_h_service),
             ]
             with m.Switch(s1_job):
                 with m.Case(_Job.END):
@@ -724,11 +734,14 @@ class RBSniffer(wiring.Component):
         # never meet such a hazard; a read may return a value one job old.)
         # Both writes are known at c6 (the c7 one is K's, loaded at the end of c6), so the hit
         # is a flip-flop at c7.
-        a_hit = Signal(reset_less=True)
+        a_hit_c6 = Signal(reset_less=True)
+        a_hit_c7 = Signal(reset_less=True)
         with m.If(~phase):
-            m.d.sync += a_hit.eq(
-                (w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)) |
-                (k.acc_we & (k.acc_addr == j.cnt_addr) & (k.epoch == j.epoch)))
+            m.d.sync += [
+                a_hit_c6.eq(w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)),
+                a_hit_c7.eq(k.acc_we & (k.acc_addr == j.cnt_addr) & (k.epoch == j.epoch)),
+            ]
+        a_hit = a_hit_c6 | a_hit_c7
         with m.If(phase):  # load the c8 write: J's count update
             m.d.sync += [
                 w_addr.eq(j.cnt_addr), w_inc.eq(j.cnt_inc), w_tag.eq(j.epoch),
