@@ -173,7 +173,8 @@ class FrontEnd(wiring.Component):
         A pulse was in progress on the cycle before whose start the pipeline has not recorded
         (registered; cleared by ``take_fall``).
     run_rec : Out(1)
-        A pulse is in progress whose start the pipeline has recorded (it checks saturation).
+        A pulse was in progress on the cycle before whose start the pipeline has recorded (it
+        checks saturation; registered).
     tag : In(tag_bits)
         Only with ``tag_bits > 0``: the opcode class a bus tap latched for this channel. It is
         sampled on the first low cycle of a pulse and rides with the pulse's end
@@ -231,12 +232,14 @@ class FrontEnd(wiring.Component):
         # pulse's start, it delays the start's recording by at most a rotation; still high on
         # the cycle a pulse ends (low is 0), a take records a start that nothing uses (the end
         # was posted unrecorded, with its width) and the front end stays unrecorded.
+        # run_rec likewise: still high on the cycle a recorded pulse ends, it lets the pipeline
+        # check the pulse's saturation once more, up to its end (the ticks it counts are the
+        # pulse's; the end then settles the rest).
         fall_req = Signal()
-        m.d.sync += fall_req.eq(self.low & ~recorded & ~self.take_fall)
-        m.d.comb += [
-            self.fall_req.eq(fall_req),
-            self.run_rec.eq(self.low & recorded),
-        ]
+        run_rec = Signal()
+        m.d.sync += [fall_req.eq(self.low & ~recorded & ~self.take_fall),
+                     run_rec.eq(self.low & recorded)]
+        m.d.comb += [self.fall_req.eq(fall_req), self.run_rec.eq(run_rec)]
 
         # `short`, at the pulse's end: it measured fewer than glitch_ticks ticks. The age grows
         # by at most one a cycle from 0, so it reaches glitch_ticks (at most 2**stamp_bits - 1)
