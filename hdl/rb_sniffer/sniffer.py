@@ -116,6 +116,13 @@ class RBSniffer(wiring.Component):
     boot_windows : sequence of (int, int)
         With ``dsp_bounds``: the windows the DSP bounds hold from power-up (the register
         file's reset values), loaded in the first cycles after configuration.
+    normalise_late : bool or None
+        Where a counter word read from the counter RAM is normalised (its epoch tag checked):
+        ``False``, as it is registered (one LUT after the RAM's output); ``True``, after it is
+        registered, in the write cycle and the read response (a flip-flop straight after the
+        RAM, for the ECP5's slow block RAM output). The default, None, picks ``False`` on an
+        iCE40 platform (about 25 logic cells less) and ``True`` elsewhere. The counts are the
+        same either way.
 
     Members
     -------
@@ -139,7 +146,7 @@ class RBSniffer(wiring.Component):
     """
 
     def __init__(self, params, *, hist_ram="auto", spram_block=None, dsp_bounds=0,
-                 boot_windows=()):
+                 boot_windows=(), normalise_late=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if hist_ram not in ("auto", *RAM_KINDS):
@@ -153,6 +160,10 @@ class RBSniffer(wiring.Component):
             raise ValueError(f"dsp_bounds must be an integer from 0 to {limit}, "
                              f"not {dsp_bounds!r}")
         self.dsp_bounds = dsp_bounds
+        if normalise_late not in (None, False, True):
+            raise ValueError(f"normalise_late must be None, False or True, "
+                             f"not {normalise_late!r}")
+        self.normalise_late = normalise_late
         windows = SnifferConfig(windows=tuple(boot_windows)).validate(params).windows
         self.boot_bounds = [b for window in windows for b in window][:self.dsp_bounds]
         members = {
@@ -711,21 +722,42 @@ class RBSniffer(wiring.Component):
         w_tag = Signal(reset_less=True)
         q = Signal(cb, reset_less=True)
         # The job whose read data arrives this cycle (its first word at c7, its second at c8) is
-        # the one J held the cycle before: its epoch and zero flag come from flip-flops, so
-        # nothing but one LUT level sits between the RAM's (slow) output and q.
+        # the one J held the cycle before: its epoch and zero flag come from flip-flops.
         q_epoch = Signal(reset_less=True)
         q_zero = Signal(reset_less=True)
         m.d.sync += [q_epoch.eq(j.epoch), q_zero.eq(j.zero)]
         m.d.comb += a_rd.addr.eq(Mux(phase, k.acc_addr, j.cnt_addr))
-        read_value = Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0)
-        m.d.sync += q.eq(read_value)
         # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
         # only ever gains the carry out of the lower part. The write cycle adds `width_bits`
         # bits and, in parallel, increments the upper part, and the carry picks one of the two.
         split = max(wide, lb)
         low_sum = Signal(split + 1)
-        m.d.comb += low_sum.eq(q[:split] + w_inc)
-        write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
+        late = self.normalise_late
+        if late is None:
+            late = not str(getattr(platform, "device", "")).startswith("iCE40")
+        if not late:
+            # Normalised as it is registered: one LUT level between the RAM's output and q (as
+            # q's synchronous reset). The iCE40's block RAM is quick enough for that.
+            m.d.sync += q.eq(Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0))
+            q_value = q
+            m.d.comb += low_sum.eq(q[:split] + w_inc)
+            write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
+        else:
+            # Registered as read (the ECP5's block RAM has 5.8 ns of clock-to-output and sits
+            # far from the logic), its tag beside it, and normalised where it is used: the
+            # write cycle's sum (the increment alone for a stale word) and the read response.
+            q_tag = Signal(reset_less=True)
+            q_epoch_late = Signal(reset_less=True)
+            q_zero_late = Signal(reset_less=True)
+            m.d.sync += [q.eq(a_rd.data.value), q_tag.eq(a_rd.data.tag),
+                         q_epoch_late.eq(q_epoch), q_zero_late.eq(q_zero)]
+            q_ok = Signal()
+            m.d.comb += q_ok.eq((q_tag == q_epoch_late) & ~q_zero_late)
+            q_value = Mux(q_ok, q, 0)
+            m.d.comb += low_sum.eq(Mux(q_ok, q[:split] + w_inc, w_inc))
+            write_value = Cat(low_sum[:split],
+                              Mux(low_sum[split], q[split:] + 1, q[split:]) &
+                              q_ok.replicate(cb - split))
 
         # A scrub job reads its word at c6 and writes it at c8; the job before it writes at c6
         # (count) and c7 (busy time), after the scrub's read. If that was the same word in the
@@ -811,7 +843,7 @@ class RBSniffer(wiring.Component):
             m.d.sync += [
                 self.read_resp.valid.eq(1),
                 self.read_resp.payload.eq(Mux(
-                    resp_bad, 0, Mux(resp_space == Space.HISTOGRAM, qh, q))),
+                    resp_bad, 0, Mux(resp_space == Space.HISTOGRAM, qh, q_value))),
             ]
         with m.Elif(self.read_resp.ready):
             m.d.sync += self.read_resp.valid.eq(0)
