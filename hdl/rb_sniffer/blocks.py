@@ -94,7 +94,7 @@ class TimeBase(wiring.Component):
             le1.eq(self.prescaler <= 1),
             first_2.eq(first & (self.prescaler <= 2)),
             # After a tick the next count is 0.
-            ge.eq(Mux(self.tick, self.prescaler <= 2, at_least_split(after2, self.prescaler))),
+            ge.eq(Mux(self.tick, self.prescaler <= 2, after2 >= self.prescaler)),
         ]
         due = Mux(self.tick, le1, ge | first_2)
         m.d.sync += ahead.eq(due)
@@ -472,17 +472,6 @@ def log_bin(m, bin_, width, hot, params):
              for e in range(s, params.width_bits)]
     low = Mux(hot.any(), 0, width[:s])
     m.d.comb += bin_.eq(or_all(terms + [low]))
-
-
-def at_least_split(a, b):
-    """Return ``a >= b`` (unsigned) from the comparisons of their upper and lower halves made
-    side by side (two carry chains of half the length, then two LUT levels)."""
-    bits = max(len(a), len(b))
-    a, b = a.as_unsigned(), b.as_unsigned()
-    half = bits // 2
-    a_lo, b_lo = a[:half], b[:half]
-    a_hi, b_hi = a[half:bits], b[half:bits]
-    return (a_hi > b_hi) | ((a_hi == b_hi) & (a_lo >= b_lo))
 
 
 def or_all(values):
