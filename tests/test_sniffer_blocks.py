@@ -73,14 +73,14 @@ def test_timebase_prescaler_lowered_mid_count():
 
     async def bench(ctx):
         await ctx.tick().repeat(6)  # pc = 6
-        # pc + 1 >= 3: the new value is seen one cycle later, which ticks at once; then every
+        # pc + 1 >= 3: the new value is seen two cycles later, which ticks at once; then every
         # 3 cycles.
         ctx.set(dut.prescaler, 3)
         ticks = []
         for _ in range(10):
             ticks.append(ctx.get(dut.tick))
             await ctx.tick()
-        assert ticks == [0, 1, 0, 0, 1, 0, 0, 1, 0, 0]
+        assert ticks == [0, 0, 1, 0, 0, 1, 0, 0, 1, 0]
 
     run_after_reset(dut, bench, 10)
 
@@ -239,8 +239,8 @@ def test_front_end_disable_cuts_pulse_and_enable_while_low_is_partial():
 
 
 def test_front_end_asks_once_for_its_start_and_reports_its_run():
-    """`fall_req` from the first low cycle until the pipeline records the start, then `run_rec`
-    until the pulse ends; the age is the pulse's width so far."""
+    """`fall_req` until the pipeline records the start, then `run_rec` until the pulse ends, both
+    registered (a cycle late); the age is the pulse's width so far."""
     dut = FrontEnd(P24)
 
     async def bench(ctx):
@@ -258,7 +258,7 @@ def test_front_end_asks_once_for_its_start_and_reports_its_run():
         ctx.set(dut.lvl, 1)
         await ctx.tick()
         seen.append((ctx.get(dut.fall_req), ctx.get(dut.run_rec), ctx.get(dut.age)))
-        assert seen == [(1, 0, 0), (1, 0, 1), (1, 0, 2), (1, 0, 3), (0, 1, 4), (0, 1, 5),
+        assert seen == [(0, 0, 0), (1, 0, 1), (1, 0, 2), (1, 0, 3), (0, 0, 4), (0, 1, 5),
                         (0, 0, 0)]
 
     run(dut, bench)
@@ -269,7 +269,7 @@ def test_front_end_counts_glitches_beside_the_mailbox():
 
     async def bench(ctx):
         dut = d.dut
-        ctx.set(dut.glitch_ticks, 3)
+        ctx.set(dut.glitch_off, 0)  # glitch_ticks = 3
         ctx.set(dut.glitch_now, 3 - 1)  # a tick every cycle: the threshold less this tick
         await d.step(ctx, 1, n=2)
         await d.step(ctx, 0, n=5)  # a pulse: occupies the mailbox
@@ -287,6 +287,32 @@ def test_front_end_counts_glitches_beside_the_mailbox():
         assert (box.valid, box.glitches, box.lost) == (1, 0, 0)
 
     run(d.dut, bench)
+
+
+@pytest.mark.parametrize("threshold", [1, 3, 255])
+def test_front_end_glitch_verdict_around_the_threshold_and_past_a_wrapped_age(threshold):
+    """A pulse is a glitch exactly when it is shorter than glitch_ticks: the verdict is a flag
+    set when the age passes the threshold, so a pulse long enough to wrap the age (whose final
+    age may be below the threshold again) is never one."""
+    d = FrontEndDriver(P24, take=True, every=1)
+    k = P24.stamp_bits
+    wrapped = (1 << k) + max(threshold - 2, 0)  # its age at the end is below the threshold
+    widths = [threshold - 1, threshold, threshold + 1, wrapped]
+
+    async def bench(ctx):
+        dut = d.dut
+        ctx.set(dut.glitch_off, 0)
+        ctx.set(dut.glitch_now, threshold - 1)  # a tick every cycle
+        await d.step(ctx, 1, n=2)
+        for width in widths:
+            await d.step(ctx, 0, n=width)
+            await d.step(ctx, 1, n=2)
+        await d.step(ctx, 1, n=2)
+        assert ctx.get(dut.mailbox.glitches) == (threshold > 1)
+
+    run(d.dut, bench)
+    # The recorded pulses' widths are formed by the driver from the recorded start.
+    assert d.events == [(EventKind.END, w) for w in widths if w >= threshold]
 
 
 def test_front_end_counts_lost_events_when_mailbox_is_full():
@@ -418,7 +444,9 @@ def test_quiescence_flag_and_timestamp():
             seen.append((ctx.get(dut.quiescent), ctx.get(dut.quiet_since)))
             await ctx.tick()
         # Ready from t=0: idle reaches 5 at t=5. Busy t=8..10; ready again from t=11 (ts 111).
-        assert [q for q, _ in seen] == [0] * 5 + [1] * 3 + [0] * 3 + [0] * 5 + [1] * 3
+        # The flag is registered after a registered comparison: it shows each of those two
+        # cycles later.
+        assert [q for q, _ in seen] == [0] * 7 + [1] * 3 + [0] * 3 + [0] * 5 + [1] * 1
         assert seen[5][1] == 100 and seen[12][1] == 111 and seen[18][1] == 111
 
     run(dut, bench)

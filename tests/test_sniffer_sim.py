@@ -1,5 +1,7 @@
 """Amaranth-simulator tests of the whole sniffer: counters, histogram, clear, drops, reads."""
 
+import pytest
+
 from rbscope.gateware.rb_sniffer import Counter, EventKind, SnifferConfig, SnifferParams, Space
 from rbscope.model import SnifferModel, Train
 from rbscope.stimulus import TrainSpec, merge_trains, random_trains
@@ -64,8 +66,9 @@ def test_counts_busy_time_and_histogram_of_known_pulses():
     assert seen["quiescent"] == 1
 
 
-def test_clear_is_atomic_and_counts_resume_in_the_new_epoch():
-    bench = SnifferBench(P3)
+@pytest.mark.parametrize("late", [False, True])
+def test_clear_is_atomic_and_counts_resume_in_the_new_epoch(late):
+    bench = SnifferBench(P3, normalise_late=late)
     log = {}
 
     async def tb(ctx):
@@ -179,7 +182,8 @@ def test_trace_reports_every_event_and_bad_reads_return_zero():
     assert reads == {"bad_channel": 0, "bad_bin": 0}
 
 
-def test_random_trains_match_reference_model():
+@pytest.mark.parametrize("late", [False, True])
+def test_random_trains_match_reference_model(late):
     """Seeded random NAND-like trains: every counter, bin and status field as the model says."""
     p = SnifferParams(channels=3, width_bits=16)
     config = SnifferConfig(prescaler=2, glitch_ticks=2, idle_ticks=30,
@@ -190,7 +194,7 @@ def test_random_trains_match_reference_model():
                                          low_at_reset=frozenset({1})), seed)
         model = SnifferModel(p, config).run(trains, cycles)
         assert not model.may_drop and len(model.pulses) > 30
-        bench = SnifferBench(p)
+        bench = SnifferBench(p, normalise_late=late)
         got = {}
 
         async def tb(ctx, bench=bench, trains=trains, got=got):
@@ -213,7 +217,8 @@ def test_random_trains_match_reference_model():
         assert status.quiet_since == model.quiet_since_at(cycles)
 
 
-def test_events_during_the_scrub_are_counted_exactly():
+@pytest.mark.parametrize("late", [False, True])
+def test_events_during_the_scrub_are_counted_exactly(late):
     """Pulses on every channel while the scrubber sweeps the RAMs after a clear: a scrub job
     right behind an event job on the same word must not undo the event's update."""
     p = SnifferParams(channels=3, width_bits=16)
@@ -221,7 +226,7 @@ def test_events_during_the_scrub_are_counted_exactly():
                            idle_ticks=10)
     rounds = 3
     got = []
-    bench = SnifferBench(p)
+    bench = SnifferBench(p, normalise_late=late)
 
     async def tb(ctx):
         dut = bench.dut

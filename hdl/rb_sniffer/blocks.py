@@ -32,8 +32,9 @@ class TimeBase(wiring.Component):
     Members
     -------
     prescaler : In(prescaler_bits)
-        Cycles per tick; 0 behaves as 1. A new value is seen one cycle later (the tick is a
-        register computed a cycle ahead) and takes effect at the next tick.
+        Cycles per tick; 0 behaves as 1. A new value is seen two cycles later (the tick is a
+        register computed a cycle ahead, from a comparison registered a cycle before) and
+        takes effect at the next tick.
     tick : Out(1)
         High for one cycle every ``prescaler`` cycles, from flip-flops (it enables every
         channel's width counter, so it must not come out of a comparator).
@@ -67,10 +68,12 @@ class TimeBase(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        # tick(t) = count(t) + 1 >= P, with count returning to 0 on a tick. `next_count` holds
-        # count + 1; the comparison for cycle t + 1 is made on cycle t and registered.
-        next_count = Signal(p.prescaler_bits + 1, init=1)
-        ahead = Signal()  # the registered comparison; 0 during reset
+        # tick(t) = count(t) + 1 >= P(t - 2), with count returning to 0 on a tick. The decision
+        # for cycle t + 1 is made on cycle t (`due`) and registered (`ahead`); it is one LUT
+        # after flip-flops: the comparison with the prescaler is itself made a cycle earlier
+        # (`ge`, `le1`), for the count the next cycle will have, so a new prescaler value is
+        # seen two cycles after it is written.
+        ahead = Signal()  # the registered decision; 0 during reset
         # Cycle 0 (the first after reset) ticks when P <= 1: `first` is 1 during reset and on
         # cycle 0, so `first_tick` holds P <= 1 on cycle 0 (and on cycle 1, harmlessly: with
         # P <= 1 every cycle ticks).
@@ -78,12 +81,23 @@ class TimeBase(wiring.Component):
         first_tick = Signal(reset_less=True)
         m.d.sync += [first.eq(0), first_tick.eq(first & (self.prescaler <= 1))]
         m.d.comb += self.tick.eq(ahead | first_tick)
-        # `after` holds next_count + 1, kept beside it so that no adder precedes the comparison.
-        after = Signal(p.prescaler_bits + 1, init=2)
-        following = Mux(self.tick, 1, after)
-        due = Mux(self.tick, self.prescaler <= 1, after >= self.prescaler)
-        m.d.sync += [next_count.eq(following), after.eq(Mux(self.tick, 2, after + 1)),
-                     ahead.eq(due)]
+        # `after2` holds count + 3: on a cycle without a tick it is the next cycle's count + 2,
+        # which that cycle compares with P (count + 1 >= P one cycle ahead).
+        after2 = Signal(p.prescaler_bits + 1, init=3)
+        m.d.sync += after2.eq(Mux(self.tick, 3, after2 + 1))
+        ge = Signal()  # this cycle's count + 2 >= P (0 on cycle 0: see first_2)
+        le1 = Signal(reset_less=True)  # P <= 1 (the tick every cycle)
+        # On cycle 0 the count is 0: `first_2` holds 2 >= P then, the comparison that `ge`
+        # would have made during reset.
+        first_2 = Signal(reset_less=True)
+        m.d.sync += [
+            le1.eq(self.prescaler <= 1),
+            first_2.eq(first & (self.prescaler <= 2)),
+            # After a tick the next count is 0.
+            ge.eq(Mux(self.tick, self.prescaler <= 2, after2 >= self.prescaler)),
+        ]
+        due = Mux(self.tick, le1, ge | first_2)
+        m.d.sync += ahead.eq(due)
         for k in range(self.copies):
             ahead_k = Signal(name=f"ahead_{k}")
             first_k = Signal(name=f"first_tick_{k}", reset_less=True)
@@ -98,10 +112,13 @@ class TimeBase(wiring.Component):
         # The timestamp counts in two halves, so that no carry chain is longer than half of it
         # (on the iCE40 a 48-bit chain alone takes 13.4 ns of the 20.8 ns cycle): the upper
         # half takes the carry on the tick that wraps the lower half, in the same cycle.
+        # "The lower half is all ones" is a flip-flop (set from a comparison with a constant),
+        # so that the upper half's enable is one LUT after the tick.
         lower, upper = self.timestamp_halves
+        lower_full = Signal()
         with m.If(self.tick):
-            m.d.sync += lower.eq(lower + 1)
-            with m.If(lower.all()):
+            m.d.sync += [lower.eq(lower + 1), lower_full.eq(lower == (1 << len(lower)) - 2)]
+            with m.If(lower_full):
                 m.d.sync += upper.eq(upper + 1)
         m.d.comb += self.timestamp.eq(Cat(lower, upper))
         return m
@@ -131,12 +148,13 @@ class FrontEnd(wiring.Component):
         Time base strobe.
     stamp : In(stamp_bits)
         The low bits of the timestamp (a copy from :class:`TimeBase`).
-    glitch_ticks : In(glitch_bits)
-        An observed pulse shorter than this is a glitch and only increments the side count.
-        (A registered copy of the configuration, shared by the channels.)
+    glitch_off : In(1)
+        ``glitch_ticks`` is 0: no pulse is a glitch. (From a flip-flop shared by a group of
+        channels.) An observed pulse shorter than ``glitch_ticks`` is a glitch and only
+        increments the side count.
     glitch_now : In(glitch_bits)
         ``glitch_ticks`` less this cycle's tick (not below 0), from flip-flops: the age after
-        this cycle is below ``glitch_ticks`` exactly when the age now is below this.
+        this cycle equals ``glitch_ticks`` exactly when the age now equals this.
     take_event : In(1)
         The pipeline takes the mailbox's pulse end this cycle.
     take_side : In(1)
@@ -152,9 +170,11 @@ class FrontEnd(wiring.Component):
     age : Out(stamp_bits)
         Ticks since the pulse in progress started (modulo ``2**stamp_bits``).
     fall_req : Out(1)
-        A pulse is in progress whose start the pipeline has not recorded.
+        A pulse was in progress on the cycle before whose start the pipeline has not recorded
+        (registered; cleared by ``take_fall``).
     run_rec : Out(1)
-        A pulse is in progress whose start the pipeline has recorded (it checks saturation).
+        A pulse was in progress on the cycle before whose start the pipeline has recorded (it
+        checks saturation; registered).
     tag : In(tag_bits)
         Only with ``tag_bits > 0``: the opcode class a bus tap latched for this channel. It is
         sampled on the first low cycle of a pulse and rides with the pulse's end
@@ -168,7 +188,7 @@ class FrontEnd(wiring.Component):
             "enable": In(1),
             "tick": In(1),
             "stamp": In(params.stamp_bits),
-            "glitch_ticks": In(params.glitch_bits),
+            "glitch_off": In(1, init=1),
             "glitch_now": In(params.glitch_bits),
             "take_event": In(1),
             "take_side": In(1),
@@ -207,25 +227,33 @@ class FrontEnd(wiring.Component):
             m.d.sync += recorded.eq(0)
         with m.Elif(self.take_fall):
             m.d.sync += recorded.eq(1)
-        m.d.comb += [
-            self.fall_req.eq(self.low & ~recorded),
-            self.run_rec.eq(self.low & recorded),
-        ]
+        # fall_req is registered (the scanner's offer logic then starts at flip-flops): it says
+        # what the cycle before said, and a take clears it at once. Seen a cycle late at a
+        # pulse's start, it delays the start's recording by at most a rotation; still high on
+        # the cycle a pulse ends (low is 0), a take records a start that nothing uses (the end
+        # was posted unrecorded, with its width) and the front end stays unrecorded.
+        # run_rec likewise: still high on the cycle a recorded pulse ends, it lets the pipeline
+        # check the pulse's saturation once more, up to its end (the ticks it counts are the
+        # pulse's; the end then settles the rest).
+        fall_req = Signal()
+        run_rec = Signal()
+        m.d.sync += [fall_req.eq(self.low & ~recorded & ~self.take_fall),
+                     run_rec.eq(self.low & recorded)]
+        m.d.comb += [self.fall_req.eq(fall_req), self.run_rec.eq(run_rec)]
 
-        # `short`, at the pulse's end: it measured fewer than glitch_ticks ticks. The age is the
-        # width unless it wrapped, which a flag remembers (set by the tick that wraps it). The
-        # comparison is made for the age's next value and registered, so at the end (age = the
-        # width) it is a flip-flop: against glitch_now, which takes this cycle's tick off the
-        # threshold, so that no adder precedes the comparison.
-        wrapped = Signal()
+        # `short`, at the pulse's end: it measured fewer than glitch_ticks ticks. The age grows
+        # by at most one a cycle from 0, so it reaches glitch_ticks (at most 2**stamp_bits - 1)
+        # on its way to any larger value, wrapped or not: a flag that is set when the age's next
+        # value equals glitch_ticks, and stays set, says "age >= glitch_ticks". An equality, not
+        # a comparator (no carry chain), against glitch_now, which takes this cycle's tick off
+        # the threshold (no adder either); at the end (age = the width) it is a flip-flop.
+        reached = Signal()
         with m.If(~self.low):
-            m.d.sync += wrapped.eq(0)
-        with m.Elif(self.tick & age.all()):
-            m.d.sync += wrapped.eq(1)
-        below = Signal()
-        m.d.sync += below.eq(Mux(self.low, age < self.glitch_now, self.glitch_ticks != 0))
+            m.d.sync += reached.eq(self.glitch_off)
+        with m.Elif(age == self.glitch_now):
+            m.d.sync += reached.eq(1)
         short = Signal()
-        m.d.comb += short.eq(~wrapped & below)
+        m.d.comb += short.eq(~reached)
 
         ends = low_prev & ~self.low
         complete = armed & self.enable
@@ -267,14 +295,17 @@ class FrontEnd(wiring.Component):
         # The side counts add their increments a cycle late (registered), which keeps the
         # emit logic and the counters' carry chains in separate cycles. A count taken by the
         # pipeline in that cycle is not lost: it stays for the next SIDE job.
+        # (Written as "the late increment alone, or the count plus it" rather than as a sum of a
+        # multiplexer: the counts' upper bits then take `take_side` as a synchronous reset, and
+        # no logic sits before their adders.)
         lost_late = Signal()
         glitch_late = Signal()
-        m.d.sync += [
-            lost_late.eq(lost_inc),
-            glitch_late.eq(glitch_inc),
-            box.lost.eq(Mux(self.take_side, 0, box.lost) + lost_late),
-            box.glitches.eq(Mux(self.take_side, 0, box.glitches) + glitch_late),
-        ]
+        m.d.sync += [lost_late.eq(lost_inc), glitch_late.eq(glitch_inc)]
+        with m.If(self.take_side):
+            m.d.sync += [box.lost.eq(lost_late), box.glitches.eq(glitch_late)]
+        with m.Else():
+            m.d.sync += [box.lost.eq(box.lost + lost_late),
+                         box.glitches.eq(box.glitches + glitch_late)]
         return m
 
 
@@ -409,15 +440,20 @@ class Classifier(wiring.Component):
         return m
 
 
-def leading_one_hot(value, lo):
+def leading_one_hot(value, lo, groups=None):
     """Return the one-hot position of ``value``'s highest set bit among bits ``lo`` and above:
     bit ``e - lo`` is set when bit ``e`` is the highest one (none when all those bits are 0).
 
     "Any bit above ``e``" is formed from ORs of 4-bit groups, so that each output is about four
-    LUT levels deep whatever the width (a priority chain is as deep as the width).
+    LUT levels deep whatever the width (a priority chain is as deep as the width). ``groups``,
+    if given, holds those ORs (bit ``g`` for bits ``4g … 4g + 3``), e.g. from flip-flops
+    registered beside ``value``: each output is then two or three LUT levels deep.
     """
     bits = len(value)
-    groups = [value[g:min(g + 4, bits)].any() for g in range(0, bits, 4)]
+    if groups is None:
+        groups = [value[g:min(g + 4, bits)].any() for g in range(0, bits, 4)]
+    else:
+        groups = [groups[g] for g in range(-(-bits // 4))]
     hot = []
     for e in range(lo, bits):
         g = e // 4
@@ -439,11 +475,13 @@ def log_bin(m, bin_, width, hot, params):
 
 
 def or_all(values):
-    """The bitwise OR of ``values`` (a list of values or signals)."""
-    result = values[0]
-    for value in values[1:]:
-        result = result | value
-    return result
+    """The bitwise OR of ``values`` (a list of values or signals), as a balanced tree (the
+    synthesis tools keep much of the netlist's shape: a chain of ORs becomes a chain of LUTs)."""
+    values = list(values)
+    while len(values) > 1:
+        values = [values[k] | values[k + 1] if k + 1 < len(values) else values[k]
+                  for k in range(0, len(values), 2)]
+    return values[0]
 
 
 class LogBinner(wiring.Component):
@@ -492,7 +530,8 @@ class Quiescence(wiring.Component):
     timestamp : In(timestamp_bits)
     idle_ticks : In(timestamp_bits)
     quiescent : Out(1)
-        All lines ready for at least ``idle_ticks`` ticks.
+        All lines ready for at least ``idle_ticks`` ticks, two cycles late (a registered
+        comparison, then the registered flag): :data:`~.params.QUIESCENT_LAG`.
     quiet_since : Out(timestamp_bits)
         Timestamp at which all lines last became ready.
     """
@@ -512,32 +551,54 @@ class Quiescence(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         # The idle counter counts in two halves like the timestamp (the upper takes the lower's
-        # carry in the same cycle), and saturates: no 48-bit chain or AND anywhere.
-        # Whether each half is all ones is itself registered (from the halves' next values),
-        # so the increment's enable comes from flip-flops.
+        # carry in the same cycle): no 48-bit carry chain anywhere. Instead of saturating, it
+        # wraps and a flag remembers that it did (idle_ticks is below 2**timestamp_bits, so a
+        # wrapped count is always enough). "The lower half is all ones" is a flip-flop, set
+        # from a comparison with a constant (no carry chain before it).
         half = self.params.timestamp_bits // 2
         lower = Signal(half)
         upper = Signal(self.params.timestamp_bits - half)
         lower_full = Signal()
+        # "The upper half is all ones", a cycle old: the upper half changes at most once per
+        # 2**half ticks, and only on a tick with lower_full, never the cycle after a change.
         upper_full = Signal()
-        lower_next = Signal(half)
-        upper_next = Signal(self.params.timestamp_bits - half)
+        over = Signal()
         ready_prev = Signal()
-        m.d.sync += ready_prev.eq(self.all_ready)
-        m.d.comb += [lower_next.eq(lower), upper_next.eq(upper)]
+        m.d.sync += [ready_prev.eq(self.all_ready), upper_full.eq(upper.all())]
         with m.If(~self.all_ready):
-            m.d.comb += [lower_next.eq(0), upper_next.eq(0)]
-        with m.Elif(self.tick & ~(lower_full & upper_full)):
-            m.d.comb += lower_next.eq(lower + 1)
+            m.d.sync += [lower.eq(0), upper.eq(0), lower_full.eq(0), over.eq(0)]
+        with m.Elif(self.tick):
+            m.d.sync += [lower.eq(lower + 1), lower_full.eq(lower == (1 << half) - 2)]
             with m.If(lower_full):
-                m.d.comb += upper_next.eq(upper + 1)
-        m.d.sync += [lower.eq(lower_next), upper.eq(upper_next),
-                     lower_full.eq(lower_next.all()), upper_full.eq(upper_next.all())]
+                m.d.sync += upper.eq(upper + 1)
+                with m.If(upper_full):
+                    m.d.sync += over.eq(1)
         with m.If(self.all_ready & ~ready_prev):
             m.d.sync += self.quiet_since.eq(self.timestamp)
-        # idle >= idle_ticks, compared in two halves side by side: the result leaves the
-        # sniffer unregistered, and a 48-bit carry chain alone is 13.4 ns on the iCE40.
+        # idle >= idle_ticks, in two registered steps (QUIESCENT_LAG = 2): segments are
+        # compared side by side into flip-flops (a 48-bit carry chain alone is 13.4 ns on the
+        # iCE40), then joined with all_ready and the wrap flag of the same cycle into
+        # `quiescent`, which leaves the sniffer from a flip-flop. So on cycle t it says what
+        # the levels and the count said on cycle t - 2.
+        # The comparison is made in 16-bit segments (on the iCE40 a 24-bit carry chain and its
+        # entry and exit already take most of a 55 MHz cycle): per segment "greater" and
+        # "equal" (the lowest: "at least"), registered, then joined from the top.
+        idle = Cat(lower, upper)
         t = self.idle_ticks
-        at_least = (upper > t[half:]) | ((upper == t[half:]) & (lower >= t[:half]))
-        m.d.comb += self.quiescent.eq(self.all_ready & at_least)
+        ready_q = Signal()
+        over_q = Signal()
+        m.d.sync += [ready_q.eq(self.all_ready), over_q.eq(over)]
+        at_least = None
+        for k, lo in enumerate(range(0, len(idle), 16)):
+            x, y = idle[lo:lo + 16], t[lo:lo + 16]
+            if at_least is None:
+                ge = Signal(name=f"ge_{k}")
+                m.d.sync += ge.eq(x >= y)
+                at_least = ge
+            else:
+                gt = Signal(name=f"gt_{k}")
+                eq = Signal(name=f"eq_{k}")
+                m.d.sync += [gt.eq(x > y), eq.eq(x == y)]
+                at_least = gt | (eq & at_least)
+        m.d.sync += self.quiescent.eq(ready_q & (over_q | at_least))
         return m

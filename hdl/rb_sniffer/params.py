@@ -12,7 +12,7 @@ from amaranth.lib import enum
 
 __all__ = [
     "Counter", "EventKind", "Space", "SnifferParams", "SnifferConfig", "hist_bin", "hist_bin_lo",
-    "DEFAULT_CLASSES", "classes_for_windows", "READY_LAG", "PIPELINE_DEPTH",
+    "DEFAULT_CLASSES", "classes_for_windows", "READY_LAG", "QUIESCENT_LAG", "PIPELINE_DEPTH",
 ]
 
 #: Class windows of the default build: read, program, erase, cache busy, reset.
@@ -22,6 +22,13 @@ DEFAULT_CLASSES = 5
 #: every channel's level is a registered tree (groups of channels, then the groups), as it spans
 #: the die. ``all_ready(t)`` says that no enabled channel was low on cycle ``t - READY_LAG``.
 READY_LAG = 2
+
+#: Cycles by which ``status.quiescent`` lags ``all_ready`` and the idle count: the comparison
+#: with ``idle_ticks`` is registered, and so is the flag (it leaves the sniffer from a
+#: flip-flop), so on cycle ``t`` it says whether on cycle ``t - QUIESCENT_LAG`` ``all_ready`` held
+#: and the idle count had reached ``idle_ticks``; on the first ``QUIESCENT_LAG`` cycles after
+#: reset it is 0.
+QUIESCENT_LAG = 2
 
 #: Cycles from a channel's scanner slot (``c0``, when its front end hands over a pulse end) to
 #: the last RAM write of the job (``c9``): an event reaches the counters at most

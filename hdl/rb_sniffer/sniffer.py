@@ -116,6 +116,13 @@ class RBSniffer(wiring.Component):
     boot_windows : sequence of (int, int)
         With ``dsp_bounds``: the windows the DSP bounds hold from power-up (the register
         file's reset values), loaded in the first cycles after configuration.
+    normalise_late : bool or None
+        Where a counter word read from the counter RAM is normalised (its epoch tag checked):
+        ``False``, as it is registered (one LUT after the RAM's output); ``True``, after it is
+        registered, in the write cycle and the read response (a flip-flop straight after the
+        RAM, for the ECP5's slow block RAM output). The default, None, picks ``False`` on an
+        iCE40 platform (about 25 logic cells less) and ``True`` elsewhere. The counts are the
+        same either way.
 
     Members
     -------
@@ -139,7 +146,7 @@ class RBSniffer(wiring.Component):
     """
 
     def __init__(self, params, *, hist_ram="auto", spram_block=None, dsp_bounds=0,
-                 boot_windows=()):
+                 boot_windows=(), normalise_late=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if hist_ram not in ("auto", *RAM_KINDS):
@@ -153,6 +160,10 @@ class RBSniffer(wiring.Component):
             raise ValueError(f"dsp_bounds must be an integer from 0 to {limit}, "
                              f"not {dsp_bounds!r}")
         self.dsp_bounds = dsp_bounds
+        if normalise_late not in (None, False, True):
+            raise ValueError(f"normalise_late must be None, False or True, "
+                             f"not {normalise_late!r}")
+        self.normalise_late = normalise_late
         windows = SnifferConfig(windows=tuple(boot_windows)).validate(params).windows
         self.boot_bounds = [b for window in windows for b in window][:self.dsp_bounds]
         members = {
@@ -218,22 +229,29 @@ class RBSniffer(wiring.Component):
             "event": 1, "side": 1, "fall": 1, "run": 1, "partial": 1, "rec": 1,
             "stamp": kb, "age": kb, "lost": lb, "glitches": lb, "tag": tb,
         })
-        # glitch_ticks, registered once per group of TICK_GROUP front ends (a short net each;
-        # reset-less, so it is valid from the first cycle after reset).
-        # Beside it, per tick copy, the threshold less the next cycle's tick (see FrontEnd).
-        glitch_ticks = []
+        # Per group of TICK_GROUP front ends (a short net each; reset-less, so valid from the
+        # first cycle after reset): glitch_ticks == 0, and the threshold less the next cycle's
+        # tick (see FrontEnd).
+        glitch_off = []
         glitch_now = []
         for k in range(-(-n // TICK_GROUP)):
-            copy = Signal(p.glitch_bits, name=f"glitch_ticks_{k}", reset_less=True)
+            off = Signal(name=f"glitch_off_{k}", reset_less=True)
+            less = Signal(p.glitch_bits, name=f"glitch_less_{k}", reset_less=True)
             now = Signal(p.glitch_bits, name=f"glitch_now_{k}", reset_less=True)
             g = self.cfg.glitch_ticks
-            m.d.sync += [copy.eq(g),
-                         now.eq(Mux(timebase.ticks_next[k] & (g != 0), g - 1, g))]
-            glitch_ticks.append(copy)
+            # The threshold less the next cycle's tick, registered: one LUT after the tick's
+            # comparison (the threshold less one is a register of its own).
+            m.d.sync += [off.eq(g == 0), less.eq(Mux(g != 0, g - 1, 0)),
+                         now.eq(Mux(timebase.ticks_next[k], less, g))]
+            glitch_off.append(off)
             glitch_now.append(now)
+        # Each channel's enable, registered (reset-less: it holds the configuration from the
+        # reset cycles on), so that the boot scrub's flag does not reach every front end
+        # through logic; disabling and enabling take effect a cycle later.
+        enable = Signal(n, reset_less=True)
+        m.d.sync += enable.eq(Mux(booting, 0, self.cfg.enable))
         front_ends = []
         groups = []
-        side_half = 1 << (lb - 1)
         for g in range(0, n, SCAN_GROUP):
             merged = 0
             for i in range(g, min(g + SCAN_GROUP, n)):
@@ -242,33 +260,28 @@ class RBSniffer(wiring.Component):
                 copy = i // TICK_GROUP
                 m.d.comb += [
                     fe.lvl.eq(lvl[i]),
-                    fe.enable.eq(self.cfg.enable[i] & ~booting),
+                    fe.enable.eq(enable[i]),
                     fe.tick.eq(timebase.ticks[copy]),
                     fe.stamp.eq(timebase.stamps.word_select(copy, kb)),
-                    fe.glitch_ticks.eq(glitch_ticks[copy]),
+                    fe.glitch_off.eq(glitch_off[copy]),
                     fe.glitch_now.eq(glitch_now[copy]),
                 ]
                 if tb:
                     m.d.comb += fe.tag.eq(self.tag.word_select(i, tb))
                 front_ends.append(fe)
                 box = fe.mailbox
-                # Side counts are served when there is no event, or before they reach half
+                # Side counts are taken when there is no event, or before they reach half
                 # their range (they grow by at most N+1 between two visits, and half the range
-                # is at least N+2: no overflow). Both flags are registered, a cycle old when
-                # the slot uses them (a count only grows until it is taken, so an old flag
-                # never offers empty counts; an urgent one seen a cycle late still has room).
-                side_any = Signal(name=f"side_any_{i}", reset_less=True)
-                side_urgent = Signal(name=f"side_urgent_{i}", reset_less=True)
-                m.d.sync += [
-                    side_any.eq((box.lost != 0) | (box.glitches != 0)),
-                    side_urgent.eq((box.lost >= side_half) | (box.glitches >= side_half)),
-                ]
+                # is at least N+2: no overflow). Counts of zero are taken too (no test per
+                # channel): the pipeline drops such an empty SIDE job at c3, so that its slot
+                # stays free for a service job. Urgent: either count's top bit (flip-flops).
+                side_urgent = box.lost[-1] | box.glitches[-1]
                 # This channel's slot (its token, first cycle): a flip-flop of its own, set the
                 # cycle before from the token's previous position, so that the global phase
                 # does not reach every channel's offer logic.
                 mine = Signal(name=f"mine_{i}", init=(i == 0), reset_less=True)
                 m.d.sync += mine.eq(phase & token[i - 1 if i else n])
-                take_side = mine & side_any & (side_urgent | ~box.valid)
+                take_side = mine & (side_urgent | ~box.valid)
                 take_event = mine & box.valid & ~take_side
                 # A pulse's start is recorded unless an older pulse end stays in the mailbox
                 # (that end may still need the RAM word the start would overwrite).
@@ -322,16 +335,17 @@ class RBSniffer(wiring.Component):
             self.status.clear_busy.eq(clear_pending | scrubbing),
         ]
 
-        # The channel index follows the token: scan is the slot's channel at its c0; copies
-        # delayed by 1 … 4 cycles follow it down the pipeline.
+        # The channel index follows the token: scan is the slot's channel during its c0 and c1;
+        # scan_prev the previous slot's (during a slot's c2 and c3, the c0 one), scan_prev2 the
+        # one before (during c4 and c5). They change only at the end of a slot.
+        # scan_next, the next slot's, addresses the start RAM's read from a flip-flop.
         scan = Signal(range(n + 1), reset_less=True)
+        scan_next = Signal(range(n + 1), init=1 % (n + 1), reset_less=True)
+        scan_prev = Signal(range(n + 1), reset_less=True)
+        scan_prev2 = Signal(range(n + 1), reset_less=True)
         with m.If(phase):
-            m.d.sync += scan.eq(Mux(scan == n, 0, scan + 1))
-        scan_d = [scan]
-        for k in range(1, 5):
-            d = Signal(range(n + 1), name=f"scan_c{k}", reset_less=True)
-            m.d.sync += d.eq(scan_d[-1])
-            scan_d.append(d)
+            m.d.sync += [scan.eq(scan_next), scan_next.eq(Mux(scan_next == n, 0, scan_next + 1)),
+                         scan_prev.eq(scan), scan_prev2.eq(scan_prev)]
 
         # ---- The start RAM ------------------------------------------------------------------
         # Per channel, the (wide_bits-bit) timestamp at which the pulse in progress, or the last
@@ -347,7 +361,7 @@ class RBSniffer(wiring.Component):
         m.submodules.starts = starts = Memory(shape=start_word, depth=n, init=[])
         st_wr = starts.write_port()
         st_rd = starts.read_port(transparent_for=(st_wr,) if n == 1 else ())
-        m.d.comb += st_rd.addr.eq(Mux(scan == n, 0, scan + 1))
+        m.d.comb += st_rd.addr.eq(scan_next)
         st_q = Signal(start_word, reset_less=True)
         ts_c0 = Signal(wide, reset_less=True)  # the timestamp at the slot's c0
         with m.If(~phase):
@@ -356,7 +370,7 @@ class RBSniffer(wiring.Component):
         # ---- c1: merge the groups; differences of times ----------------------------------------
         # elapsed: ticks from the recorded start to c0 (the running width of a recorded pulse);
         # back: ticks from a recorded pulse's end to c0 (its stamp's distance, < 2**stamp_bits);
-        # new_start: the start of a pulse whose age is offered. All are held through c3.
+        # new_start (c2): the start of a pulse whose age is offered. All are held through c3.
         s0 = Signal(offer, reset_less=True)
         elapsed = Signal(wide, reset_less=True)
         back = Signal(kb, reset_less=True)
@@ -368,9 +382,12 @@ class RBSniffer(wiring.Component):
             m.d.comb += merged.eq(or_all(groups))
             m.d.sync += [
                 s0.eq(merged),
+                # An empty SIDE job (both counts zero: side counts are offered whenever a slot
+                # has no event) is no job, and leaves the slot to a saturation check or a
+                # service job.
+                s0.side.eq(merged.side & ((merged.lost != 0) | (merged.glitches != 0))),
                 elapsed.eq(ts_c0 - st_q.start),
                 back.eq(ts_c0[:kb] - merged.stamp),
-                new_start.eq(ts_c0 - merged.age),
                 start_sat.eq(st_q.sat),
                 start_next.eq(st_q.start + mx),
             ]
@@ -383,7 +400,8 @@ class RBSniffer(wiring.Component):
             return value[-1] | value[:-1].all()
 
         with m.If(~phase):
-            m.d.sync += [total.eq(elapsed - back), elapsed_max.eq(at_least_max(elapsed))]
+            m.d.sync += [total.eq(elapsed - back), elapsed_max.eq(at_least_max(elapsed)),
+                         new_start.eq(ts_c0 - s0.age)]
 
         # ---- c3: the job, and the start RAM's update -----------------------------------------
         # `sb` is what the old single-stage front ends offered: an event (kind, width), or side
@@ -391,32 +409,47 @@ class RBSniffer(wiring.Component):
         # was seen is one job of its whole width (OVERLONG or BUSY, then the rest as BUSY: both
         # only add busy time), at most 2 * MAX.
         sb_layout = data.StructLayout({
-            "event": 1, "side": 1, "kind": EventKind, "width": wide, "lost": lb, "glitches": lb,
-            "tag": tb,
+            "event": 1, "side": 1, "kind": EventKind, "width": wide, "groups": -(-wb // 4),
+            "glitches": lb, "tag": tb,
         })
         sb = Signal(sb_layout, reset_less=True)
         st_we = Signal()
         st_data = Signal(start_word)
-        m.d.comb += [st_wr.addr.eq(scan_d[3]), st_wr.en.eq(st_we), st_wr.data.eq(st_data)]
+        m.d.comb += [st_wr.addr.eq(scan_prev), st_wr.en.eq(st_we), st_wr.data.eq(st_data)]
+        # The width (a SIDE job's lost count rides in it: an event job has none), and beside it
+        # the OR of each 4-bit group of it, for the leading one at c4.
+        width_next = Signal(wide)
+        groups_next = Signal(len(sb.groups))
+        m.d.comb += width_next.eq(s0.lost)
+
+        def group_ors(value):
+            value = Const(value, wide) if isinstance(value, int) else value
+            return Cat(value[g:min(g + 4, wb)].any() for g in range(0, wb, 4))
+
+        m.d.comb += groups_next.eq(group_ors(s0.lost))
+        with m.If(phase):
+            m.d.sync += [sb.width.eq(width_next), sb.groups.eq(groups_next)]
         with m.If(phase):  # c3 of the slot
             with m.If(s0.fall):
                 m.d.comb += [st_we.eq(1), st_data.start.eq(new_start), st_data.sat.eq(0)]
             m.d.sync += [
-                sb.event.eq(0), sb.side.eq(s0.side), sb.lost.eq(s0.lost),
-                sb.glitches.eq(s0.glitches), sb.kind.eq(EventKind.END), sb.width.eq(0),
+                sb.event.eq(0), sb.side.eq(s0.side),
+                sb.glitches.eq(s0.glitches), sb.kind.eq(EventKind.END),
             ]
             if tb:
                 m.d.sync += sb.tag.eq(s0.tag)
             partial_or_end = Mux(s0.partial, EventKind.PARTIAL, EventKind.END)
             with m.If(s0.event & ~s0.rec):
                 # Began and ended between two visits: the front end measured it.
-                m.d.sync += [sb.event.eq(1), sb.kind.eq(partial_or_end), sb.width.eq(s0.stamp)]
+                m.d.sync += [sb.event.eq(1), sb.kind.eq(partial_or_end)]
+                m.d.comb += [width_next.eq(s0.stamp), groups_next.eq(group_ors(s0.stamp))]
             with m.Elif(s0.event & start_sat):
                 # The end of a saturated pulse: its remaining busy time (none: no event).
-                m.d.sync += [sb.event.eq(total != 0), sb.kind.eq(EventKind.BUSY),
-                             sb.width.eq(total)]
+                m.d.sync += [sb.event.eq(total != 0), sb.kind.eq(EventKind.BUSY)]
+                m.d.comb += [width_next.eq(total), groups_next.eq(group_ors(total))]
             with m.Elif(s0.event):
-                m.d.sync += [sb.event.eq(1), sb.width.eq(total),
+                m.d.comb += [width_next.eq(total), groups_next.eq(group_ors(total))]
+                m.d.sync += [sb.event.eq(1),
                              sb.kind.eq(Mux(at_least_max(total), EventKind.OVERLONG,
                                             partial_or_end))]
             with m.Elif(s0.run & ~s0.side & elapsed_max):
@@ -425,8 +458,8 @@ class RBSniffer(wiring.Component):
                 m.d.sync += [
                     sb.event.eq(1),
                     sb.kind.eq(Mux(start_sat, EventKind.BUSY, EventKind.OVERLONG)),
-                    sb.width.eq(mx),
                 ]
+                m.d.comb += [width_next.eq(mx), groups_next.eq(group_ors(mx))]
                 m.d.comb += [st_we.eq(1), st_data.start.eq(start_next), st_data.sat.eq(1)]
 
         # ---- c4 (phase 0): arbitration with the service jobs; window comparisons, leading one
@@ -454,7 +487,9 @@ class RBSniffer(wiring.Component):
         s1_glitches = Signal(lb, reset_less=True)
         s1_space = Signal(Space, reset_less=True)
         s1_index = Signal(index_bits(p), reset_less=True)
-        s1_ptr = Signal(range(scrub_stop + 1), reset_less=True)
+        read_bad = Signal(reset_less=True)
+        # The histogram address a read or a scrub job contributes (see c5), else 0.
+        s1_h_service = Signal(range(h_depth), reset_less=True)
         s1_epoch = Signal(reset_less=True)
         s1_match = Signal(p.classes, reset_less=True)
         # The width's highest one (one-hot, from bit hist_sub_bits), for its log-bin.
@@ -482,7 +517,7 @@ class RBSniffer(wiring.Component):
         # one is several LUT levels deep) and registered with them.
         # The log-bin is found in two steps: the leading one here (a balanced tree), beside the
         # window comparisons, and the bin from it at c5 (a fixed slice per octave).
-        lead = leading_one_hot(sb.width[:wb], p.hist_sub_bits)
+        lead = leading_one_hot(sb.width[:wb], p.hist_sub_bits, groups=sb.groups)
 
         # The epoch a job counts in: the bit in force when it is arbitrated, carried with the
         # job to its normalisation and its writes. A flip applies to the job arbitrated with it.
@@ -495,10 +530,10 @@ class RBSniffer(wiring.Component):
 
         with m.If(is_slot):
             m.d.sync += [
-                s1_channel.eq(scan_d[4]),
+                s1_h_service.eq(0),
+                s1_channel.eq(scan_prev2),
                 s1_epoch.eq(next_epoch),
-                # Only one of width (events) and lost (side jobs) is non-zero.
-                s1_width.eq(sb.width | sb.lost),
+                s1_width.eq(sb.width),
                 s1_glitches.eq(sb.glitches),
                 s1_match.eq(classifier.match),
                 s1_lead.eq(lead),
@@ -515,19 +550,31 @@ class RBSniffer(wiring.Component):
                     s1_channel.eq(req.channel),
                     s1_space.eq(req.space),
                     s1_index.eq(req.index),
+                    # A read outside the channels or the bins is answered with 0 (decided
+                    # here, from the request's register).
+                    read_bad.eq((req.channel >= n) | ((req.space == Space.HISTOGRAM) &
+                                                      (req.index >= p.hist_bins))),
+                    s1_h_service.eq(Mux(
+                        (req.channel >= n) | (req.index >= p.hist_bins), 0,
+                        Cat(Const(0, p.channel_bits),
+                            req.index[:(p.hist_bins - 1).bit_length()]))),
                 ]
             with m.Elif(take_scrub):
-                m.d.sync += [s1_job.eq(_Job.SCRUB), s1_ptr.eq(scrub_ptr)]
+                # (Channel 0: the histogram address is formed by ORs, see c5.)
+                m.d.sync += [s1_job.eq(_Job.SCRUB), s1_channel.eq(0),
+                             s1_h_service.eq(scrub_ptr)]
             with m.Else():
                 m.d.sync += s1_job.eq(_Job.NONE)
 
         with m.If(self.clear):
             m.d.sync += clear_pending.eq(1)
-        with m.If(take_scrub):
+        # The scrub pointer advances at c5 of its job (the job's addresses are formed from it
+        # then: no copy of it is registered); the next take is at the next c4.
+        with m.If(phase & (s1_job == _Job.SCRUB)):
             m.d.sync += scrub_ptr.eq(scrub_ptr + 1)
             with m.If(scrub_ptr == scrub_stop):
                 m.d.sync += [scrubbing.eq(0), booting.eq(0)]
-        with m.Elif(flip):
+        with m.If(flip):
             m.d.sync += [
                 clear_pending.eq(self.clear),
                 epoch_bit.eq(~epoch_bit),
@@ -554,33 +601,40 @@ class RBSniffer(wiring.Component):
         def hist_addr(bin_, channel):
             return Cat(channel[:p.channel_bits], bin_)
 
-        # J: the job at c6 and c7, loaded at the end of c5.
+        # The job is registered twice from the c4 registers (s1, which hold through c6): J, at
+        # the end of c5, for what happens at c6 and c7 (the count word's read and write, the
+        # histogram's read); K, at the end of c6, for c7 and c8 (the busy word's read, its
+        # write loaded at c8, the read response). Nothing is copied from one to the other.
         job = data.StructLayout({
             "cnt_addr": range(a_depth), "cnt_inc": lb, "cnt_we": 1,
-            "acc_addr": range(a_depth), "acc_add": wide, "acc_we": 1,
             "h_addr": range(h_depth), "h_inc": 1, "h_we": 1,
-            "read": 1, "space": Space, "bad": 1, "scrub": 1, "epoch": 1, "zero": 1,
+            "scrub": 1, "epoch": 1, "zero": 1,
+        })
+        late_job = data.StructLayout({
+            "acc_addr": range(a_depth), "acc_add": wide, "acc_we": 1, "epoch": 1,
+            "read": 1, "space": Space, "bad": 1,
         })
         j = Signal(job, reset_less=True)
+        k = Signal(late_job, reset_less=True)
         is_event = s1_job <= _Job.BUSY
         s1_bin = Signal(range(p.hist_bins))
         log_bin(m, s1_bin, s1_width[:wb], s1_lead, p)
-        with m.If(phase):
+        with m.If(phase):  # c5
             m.d.sync += [
                 j.cnt_we.eq(0), j.cnt_inc.eq(0),
-                j.acc_we.eq(0), j.acc_add.eq(0),
                 j.h_we.eq(0), j.h_inc.eq(0),
-                j.read.eq(0), j.bad.eq(0), j.scrub.eq(0), j.zero.eq(0),
+                j.scrub.eq(0), j.zero.eq(0),
                 j.epoch.eq(s1_epoch),
-                j.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
-                j.h_addr.eq(hist_addr(s1_bin, s1_channel)),
+                # A service job's slot has no width (its bin is 0) and a scrub's channel is 0,
+                # so the addresses of reads and scrubs are ORed into the bin's address: no
+                # multiplexer after the log-bin.
+                j.h_addr.eq(hist_addr(s1_bin, s1_channel) | s1_h_service),
             ]
             with m.Switch(s1_job):
                 with m.Case(_Job.END):
                     m.d.sync += [
                         j.cnt_addr.eq(counter_addr(s1_channel, class_index)),
                         j.cnt_we.eq(1), j.cnt_inc.eq(1),
-                        j.acc_we.eq(1), j.acc_add.eq(s1_width),
                         j.h_we.eq(1), j.h_inc.eq(1),
                     ]
                 with m.Case(_Job.PARTIAL, _Job.OVERLONG):
@@ -589,35 +643,45 @@ class RBSniffer(wiring.Component):
                     m.d.sync += [
                         j.cnt_addr.eq(counter_addr(s1_channel, index)),
                         j.cnt_we.eq(1), j.cnt_inc.eq(1),
-                        j.acc_we.eq(1), j.acc_add.eq(s1_width),
                     ]
-                with m.Case(_Job.BUSY):
-                    m.d.sync += [j.acc_we.eq(1), j.acc_add.eq(s1_width)]
                 with m.Case(_Job.SIDE):
-                    # Two counts in one job: DROPPED in the first read-modify-write, GLITCH in
-                    # the second one that events use for busy time.
+                    # Two counts in one job: DROPPED in the first read-modify-write (the lost
+                    # count rides in the width), GLITCH in the second one that events use for
+                    # busy time.
                     m.d.sync += [
                         j.cnt_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.DROPPED))),
-                        j.cnt_we.eq(1), j.cnt_inc.eq(s1_width),
-                        j.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.GLITCH))),
-                        j.acc_we.eq(1), j.acc_add.eq(s1_glitches),
+                        j.cnt_we.eq(1), j.cnt_inc.eq(s1_width[:lb]),
                     ]
                 with m.Case(_Job.READ):
-                    bad = (s1_channel >= n) | ((s1_space == Space.HISTOGRAM) &
-                                               (s1_index >= p.hist_bins))
                     m.d.sync += [
-                        j.read.eq(1), j.space.eq(s1_space), j.bad.eq(bad),
-                        j.cnt_addr.eq(Mux(bad, 0, counter_addr(s1_channel, s1_index))),
-                        j.acc_addr.eq(Mux(bad, 0, counter_addr(s1_channel, s1_index))),
-                        j.h_addr.eq(Mux(bad, 0, hist_addr(s1_index, s1_channel))),
+                        j.cnt_addr.eq(Mux(read_bad, 0, counter_addr(s1_channel, s1_index))),
                     ]
                 with m.Case(_Job.SCRUB):
                     # Rewrite each word once with its normalised value (adding zero); at boot,
                     # with zero.
                     m.d.sync += [
                         j.scrub.eq(1), j.zero.eq(booting),
-                        j.cnt_addr.eq(s1_ptr), j.cnt_we.eq(s1_ptr < a_depth),
-                        j.h_addr.eq(s1_ptr), j.h_we.eq(s1_ptr < h_depth),
+                        j.cnt_addr.eq(scrub_ptr), j.cnt_we.eq(scrub_ptr < a_depth),
+                        j.h_we.eq(scrub_ptr < h_depth),
+                    ]
+        with m.Else():  # c6 (s1 still holds the job)
+            m.d.sync += [
+                k.acc_we.eq(0), k.acc_add.eq(0), k.read.eq(0), k.bad.eq(0),
+                k.epoch.eq(s1_epoch), k.space.eq(s1_space),
+                k.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.BUSY_TICKS))),
+            ]
+            with m.Switch(s1_job):
+                with m.Case(_Job.END, _Job.PARTIAL, _Job.OVERLONG, _Job.BUSY):
+                    m.d.sync += [k.acc_we.eq(1), k.acc_add.eq(s1_width)]
+                with m.Case(_Job.SIDE):
+                    m.d.sync += [
+                        k.acc_addr.eq(counter_addr(s1_channel, p.counter_index(Counter.GLITCH))),
+                        k.acc_we.eq(1), k.acc_add.eq(s1_glitches),
+                    ]
+                with m.Case(_Job.READ):
+                    m.d.sync += [
+                        k.read.eq(1), k.bad.eq(read_bad),
+                        k.acc_addr.eq(Mux(read_bad, 0, counter_addr(s1_channel, s1_index))),
                     ]
 
         # Trace: one record per front-end event, straight from the c5 registers (the consumer
@@ -641,11 +705,6 @@ class RBSniffer(wiring.Component):
                         p.counter_index(Counter.BUSY_TICKS))))),
         ]
 
-        # J2: the job at c8 and c9, loaded from J at the end of c7.
-        j2 = Signal(job, reset_less=True)
-        with m.If(phase):
-            m.d.sync += j2.eq(j)
-
         # ---- Counter RAM: {value, tag}; one read and one write per cycle ---------------------
         # A job reads its first word (count) at c6 and its second (busy time) at c7; each read
         # word is normalised and registered (q) the next cycle, and written back plus the
@@ -662,41 +721,68 @@ class RBSniffer(wiring.Component):
         w_inc = Signal(max(wide, lb), reset_less=True)
         w_tag = Signal(reset_less=True)
         q = Signal(cb, reset_less=True)
-        # The job whose read data arrives this cycle (J's first word at c7, its second at c8) is
-        # the one J held the cycle before: its epoch and zero flag come from flip-flops, so
-        # nothing but one LUT level sits between the RAM's (slow) output and q.
+        # The job whose read data arrives this cycle (its first word at c7, its second at c8) is
+        # the one J held the cycle before: its epoch and zero flag come from flip-flops.
         q_epoch = Signal(reset_less=True)
         q_zero = Signal(reset_less=True)
         m.d.sync += [q_epoch.eq(j.epoch), q_zero.eq(j.zero)]
-        m.d.comb += a_rd.addr.eq(Mux(phase, j.acc_addr, j.cnt_addr))
-        read_value = Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0)
-        m.d.sync += q.eq(read_value)
+        m.d.comb += a_rd.addr.eq(Mux(phase, k.acc_addr, j.cnt_addr))
         # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
         # only ever gains the carry out of the lower part. The write cycle adds `width_bits`
         # bits and, in parallel, increments the upper part, and the carry picks one of the two.
         split = max(wide, lb)
         low_sum = Signal(split + 1)
-        m.d.comb += low_sum.eq(q[:split] + w_inc)
-        write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
+        late = self.normalise_late
+        if late is None:
+            late = not str(getattr(platform, "device", "")).startswith("iCE40")
+        if not late:
+            # Normalised as it is registered: one LUT level between the RAM's output and q (as
+            # q's synchronous reset). The iCE40's block RAM is quick enough for that.
+            m.d.sync += q.eq(Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0))
+            q_value = q
+            m.d.comb += low_sum.eq(q[:split] + w_inc)
+            write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
+        else:
+            # Registered as read (the ECP5's block RAM has 5.8 ns of clock-to-output and sits
+            # far from the logic), its tag beside it, and normalised where it is used: the
+            # write cycle's sum (the increment alone for a stale word) and the read response.
+            q_tag = Signal(reset_less=True)
+            q_epoch_late = Signal(reset_less=True)
+            q_zero_late = Signal(reset_less=True)
+            m.d.sync += [q.eq(a_rd.data.value), q_tag.eq(a_rd.data.tag),
+                         q_epoch_late.eq(q_epoch), q_zero_late.eq(q_zero)]
+            q_ok = Signal()
+            m.d.comb += q_ok.eq((q_tag == q_epoch_late) & ~q_zero_late)
+            q_value = Mux(q_ok, q, 0)
+            m.d.comb += low_sum.eq(Mux(q_ok, q[:split] + w_inc, w_inc))
+            write_value = Cat(low_sum[:split],
+                              Mux(low_sum[split], q[split:] + 1, q[split:]) &
+                              q_ok.replicate(cb - split))
 
         # A scrub job reads its word at c6 and writes it at c8; the job before it writes at c6
         # (count) and c7 (busy time), after the scrub's read. If that was the same word in the
         # same epoch, the scrub's value is stale and that write has scrubbed the word already:
         # the scrub skips its write. (Jobs of one channel are a scanner round apart, so events
         # never meet such a hazard; a read may return a value one job old.)
-        a_hit = Signal(reset_less=True)
-        a_hit_now = w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)
+        # Both writes are known at c6 (the c7 one is K's, loaded at the end of c6), so the hit
+        # is a flip-flop at c7.
+        a_hit_c6 = Signal(reset_less=True)
+        a_hit_c7 = Signal(reset_less=True)
         with m.If(~phase):
-            m.d.sync += a_hit.eq(a_hit_now)
+            m.d.sync += [
+                a_hit_c6.eq(w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)),
+                a_hit_c7.eq(k.acc_we & (k.acc_addr == j.cnt_addr) & (k.epoch == j.epoch)),
+            ]
+        a_hit = a_hit_c6 | a_hit_c7
         with m.If(phase):  # load the c8 write: J's count update
             m.d.sync += [
                 w_addr.eq(j.cnt_addr), w_inc.eq(j.cnt_inc), w_tag.eq(j.epoch),
-                w_en.eq(j.cnt_we & ~(j.scrub & (a_hit | a_hit_now))),
+                w_en.eq(j.cnt_we & ~(j.scrub & a_hit)),
             ]
-        with m.Else():  # load the c9 write: J2's busy-time update
+        with m.Else():  # load the c9 write: K's busy-time update
             m.d.sync += [
-                w_addr.eq(j2.acc_addr), w_inc.eq(j2.acc_add), w_tag.eq(j2.epoch),
-                w_en.eq(j2.acc_we),
+                w_addr.eq(k.acc_addr), w_inc.eq(k.acc_add), w_tag.eq(k.epoch),
+                w_en.eq(k.acc_we),
             ]
         m.d.comb += [
             a_wr.addr.eq(w_addr), a_wr.en.eq(w_en),
@@ -706,7 +792,8 @@ class RBSniffer(wiring.Component):
         # ---- Histogram RAM: {value, tag}, single port: read at c6, written at c9 -------------
         # The read data is registered in the RAM wrapper (c7), normalised and incremented at c8
         # (qh: the bin's new value; a read's increment is 0), and written at c9. The write of
-        # the job before lands at c7.
+        # the job before lands at c7, with the write registers (hw_*) still holding it; they
+        # take this job's at the end of c7, from J.
 
         hist_word = data.StructLayout({"value": hb, "tag": 1})
         m.submodules.histogram = hist = SinglePortRAM(
@@ -716,15 +803,25 @@ class RBSniffer(wiring.Component):
         hw_addr = Signal(range(h_depth), reset_less=True)
         hw_en = Signal(reset_less=True)
         hw_tag = Signal(reset_less=True)
+        hw_zero = Signal(reset_less=True)
+        hw_inc = Signal(reset_less=True)
+        # A scrub skips its write when the job before writes the same bin in the same epoch (at
+        # c7: that write scrubs it; the scrub's read came before it). Compared at c6, when both
+        # are known already.
         h_hit = Signal(reset_less=True)
-        with m.If(phase):  # c7: the write of the job before lands now
+        with m.If(~phase):
             m.d.sync += h_hit.eq(hw_en & (hw_addr == j.h_addr) & (hw_tag == j.epoch))
-        with m.Else():  # c8: J2's read data, normalised, for the write at c9
+        with m.If(phase):  # c7: the write of the job before lands now
             m.d.sync += [
-                qh.eq(Mux((h_rd.tag == j2.epoch) & ~j2.zero, h_rd.value, 0) + j2.h_inc),
-                hw_addr.eq(j2.h_addr), hw_tag.eq(j2.epoch),
-                hw_en.eq(j2.h_we & ~(j2.scrub & h_hit)),
+                hw_addr.eq(j.h_addr), hw_tag.eq(j.epoch), hw_zero.eq(j.zero), hw_inc.eq(j.h_inc),
+                hw_en.eq(j.h_we & ~(j.scrub & h_hit)),
             ]
+        with m.Else():  # c8: the read data, normalised, for the write at c9
+            # (The increment alone, or the word plus it: no multiplexer before the adder.)
+            with m.If((h_rd.tag == hw_tag) & ~hw_zero):
+                m.d.sync += qh.eq(h_rd.value + hw_inc)
+            with m.Else():
+                m.d.sync += qh.eq(hw_inc)
         h_write = phase & hw_en
         m.d.comb += [
             hist.addr.eq(Mux(h_write, hw_addr, j.h_addr)),
@@ -733,21 +830,27 @@ class RBSniffer(wiring.Component):
         ]
 
         # ---- Read responses (captured at c9) -------------------------------------------------
-        # A counter read reads its word at c6 and again at c7 (both of J's counter-RAM reads
-        # address it); the second read is the one registered in q at c9.
+        # A counter read reads its word at c6 and again at c7 (both of its job's counter-RAM
+        # reads address it); the second read is the one registered in q at c9. K's read flags
+        # are kept for c9.
 
-        with m.If(phase & j2.read):
+        resp_read = Signal(reset_less=True)
+        resp_bad = Signal(reset_less=True)
+        resp_space = Signal(Space, reset_less=True)
+        with m.If(~phase):  # c8
+            m.d.sync += [resp_read.eq(k.read), resp_bad.eq(k.bad), resp_space.eq(k.space)]
+        with m.If(phase & resp_read):
             m.d.sync += [
                 self.read_resp.valid.eq(1),
                 self.read_resp.payload.eq(Mux(
-                    j2.bad, 0, Mux(j2.space == Space.HISTOGRAM, qh, q))),
+                    resp_bad, 0, Mux(resp_space == Space.HISTOGRAM, qh, q_value))),
             ]
         with m.Elif(self.read_resp.ready):
             m.d.sync += self.read_resp.valid.eq(0)
         # A request is in flight from its acceptance (c4) to its response (end of c9).
         with m.If(take_read):
             m.d.sync += read_busy.eq(1)
-        with m.Elif(phase & j2.read):
+        with m.Elif(phase & resp_read):
             m.d.sync += read_busy.eq(0)
 
         return m
