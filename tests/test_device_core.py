@@ -64,6 +64,28 @@ class CoreBench:
             await ctx.tick().repeat(50)
         raise AssertionError(f"timed out waiting for {count} frames")
 
+    async def configure(self, ctx, config, trace):
+        """Write the registers a model run needs: no periodic snapshots, glitch threshold 2,
+        ``config``'s class windows, the trace on or off."""
+        await self.command(ctx, 1, OP.WRITE_REG, REGS["SNAPSHOT_PERIOD"].address, 0)
+        await self.command(ctx, 2, OP.WRITE_REG, REGS["GLITCH_TICKS"].address, 2)
+        for k, (lo, hi) in enumerate(config.windows):
+            await self.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_LO"].address, lo)
+            await self.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_HI"].address, hi)
+        await self.command(ctx, 4, OP.WRITE_REG, REGS["TRACE_ENABLE"].address, int(trace))
+
+    async def play(self, ctx, trains):
+        """Drive the R/B# lines with ``trains`` (cycle numbers relative to now), all lines
+        ready before their first edge."""
+        schedule = sorted((c, ch, lvl) for ch, t in enumerate(trains) for c, lvl in t.edges)
+        now = 0
+        word = (1 << P.channels) - 1
+        for cycle, ch, level in schedule:
+            await ctx.tick().repeat(cycle - now)
+            now = cycle
+            word = (word & ~(1 << ch)) | (level << ch)
+            ctx.set(self.dut.rb, word)
+
     async def command(self, ctx, tag, opcode, address=0, value=0, extra=0):
         await self.send(ctx, command_body(tag, opcode, address, value))
         frames = await self.wait_frames(ctx, 1 + extra)
@@ -166,23 +188,11 @@ def test_snapshot_histograms_clear_and_trace_match_model(trace, ram_output_regis
     want_trace = [(q.channel, q.index, q.width) for q in model.pulses if q.index != glitch]
 
     async def bench(ctx):
-        await b.command(ctx, 1, OP.WRITE_REG, REGS["SNAPSHOT_PERIOD"].address, 0)
-        await b.command(ctx, 2, OP.WRITE_REG, REGS["GLITCH_TICKS"].address, 2)
-        for k, (lo, hi) in enumerate(config.windows):
-            await b.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_LO"].address, lo)
-            await b.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_HI"].address, hi)
-        await b.command(ctx, 4, OP.WRITE_REG, REGS["TRACE_ENABLE"].address, int(trace))
-        # Play the trains from here (cycle numbers relative to now; the model only needs the
-        # pulse widths, which do not depend on the absolute start with prescaler 1).
-        # The device has been running since reset with every line ready, as the model assumes.
-        schedule = sorted((c, ch, lvl) for ch, t in enumerate(trains) for c, lvl in t.edges)
-        now = 0
-        word = 0b111
-        for cycle, ch, level in schedule:
-            await ctx.tick().repeat(cycle - now)
-            now = cycle
-            word = (word & ~(1 << ch)) | (level << ch)
-            ctx.set(b.dut.rb, word)
+        await b.configure(ctx, config, trace)
+        # Play the trains from here (the model only needs the pulse widths, which do not
+        # depend on the absolute start with prescaler 1). The device has been running since
+        # reset with every line ready, as the model assumes.
+        await b.play(ctx, trains)
         await ctx.tick().repeat(100)
         if trace:
             out["trace"] = await b.wait_frames(ctx, len(want_trace))
@@ -326,20 +336,8 @@ def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
     out = {}
 
     async def bench(ctx):
-        await b.command(ctx, 1, OP.WRITE_REG, REGS["SNAPSHOT_PERIOD"].address, 0)
-        await b.command(ctx, 2, OP.WRITE_REG, REGS["GLITCH_TICKS"].address, 2)
-        for k, (lo, hi) in enumerate(config.windows):
-            await b.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_LO"].address, lo)
-            await b.command(ctx, 3, OP.WRITE_REG, REGS[f"WINDOW_{k}_HI"].address, hi)
-        await b.command(ctx, 4, OP.WRITE_REG, REGS["TRACE_ENABLE"].address, 1)
-        schedule = sorted((c, ch, lvl) for ch, t in enumerate(trains) for c, lvl in t.edges)
-        now = 0
-        word = (1 << P.channels) - 1
-        for cycle, ch, level in schedule:
-            await ctx.tick().repeat(cycle - now)
-            now = cycle
-            word = (word & ~(1 << ch)) | (level << ch)
-            ctx.set(b.dut.rb, word)
+        await b.configure(ctx, config, trace=True)
+        await b.play(ctx, trains)
         # Long enough for the FIFO to drain (a TRACE frame takes about a thousand cycles).
         await ctx.tick().repeat(40_000)
         good, _ = unframe(bytes(b.wire))
