@@ -271,13 +271,22 @@ class Die(wiring.Component):
         # which need a carry chain, compare registered copies of the data a cycle later:
         # `rule_programmed` only picks which refusal a refused program is counted as (a cycle
         # later too, see `refuse`), and `out_erased` serves data output, long after tR.
+        # The equality is registered in two halves (each a LUT level or two behind the RAM's
+        # output) and their AND formed from the flip-flops: the whole comparison in front of the
+        # register had reached five LUT levels on the ECP5 (`docs/benchmarks.md`).
         rule_data = Signal.like(bs_rule.data)
         out_data = Signal.like(bs_out.data)
+        word = Cat(rule_page, Const(0, 1))  # the page, as wide as the RAM's word
+        half = (len(word) + 1) // 2
+        next_lo = Signal()
+        next_hi = Signal()
+        m.d.comb += rule_next_page.eq(next_lo & next_hi)
         m.d.sync += [
             rule_data.eq(bs_rule.data),
             out_data.eq(bs_out.data),
             rule_bad.eq(is_bad(rule_block)),
-            rule_next_page.eq(rule_page == bs_rule.data),
+            next_lo.eq(word[:half] == bs_rule.data[:half]),
+            next_hi.eq(word[half:] == bs_rule.data[half:]),
             rule_programmed.eq(rule_page < rule_data),
             out_erased.eq(page_of(out_row) >= out_data),
         ]
