@@ -707,6 +707,7 @@ class LinkController(wiring.Component):
         word_index = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK,
                                       source.words if source is not None else 0) + 1))
         requested = Signal()
+        got = Signal()  # the word's response has arrived (its first byte is sent next)
 
         # Read ports: the sniffer's (counters, histogram bins) and the extension's.
         is_hist = ftype == FT.HISTOGRAM
@@ -862,19 +863,24 @@ class LinkController(wiring.Component):
                                              latch.into.reg.eq(tl_rd.data[:latch.width])]
                                 m.next = "SKIP"
                 with m.If(x_word):
-                    # First byte of a word: read it from the frame's read port.
+                    # First byte of a word: read it from the frame's read port. The response
+                    # is noted in a flip-flop (``got``) and its byte sent the cycle after (the
+                    # port holds its payload until the next request), so that no port's
+                    # ``valid`` reaches the walker's registers through logic.
+                    with m.If(got):
+                        m.d.comb += advance.eq(1)
+                        m.d.sync += [obyte.eq(word[:8]), word_byte.eq(1), got.eq(0)]
                     for frames_of_port, req, resp in ports:
                         with m.If(Cat(ftype == f for f in frames_of_port).any()):
                             with m.If(~requested):
-                                m.d.comb += req.valid.eq(1)
-                                with m.If(req.ready):
-                                    m.d.sync += requested.eq(1)
+                                with m.If(~got):
+                                    m.d.comb += req.valid.eq(1)
+                                    with m.If(req.ready):
+                                        m.d.sync += requested.eq(1)
                             with m.Else():
                                 m.d.comb += resp.ready.eq(1)
                                 with m.If(resp.valid):
-                                    m.d.comb += advance.eq(1)
-                                    m.d.sync += [obyte.eq(resp.payload[:8]),
-                                                 word_byte.eq(1), requested.eq(0)]
+                                    m.d.sync += [got.eq(1), requested.eq(0)]
             with m.State("SEND"):
                 m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
                              self.body.payload.last.eq(olast)]
