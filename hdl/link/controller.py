@@ -233,7 +233,7 @@ class LinkController(wiring.Component):
         # received, n + 1: receive errors), updated by read-modify-write through one read port:
         # read, the count registered the next cycle (a block RAM's output goes to no adder: its
         # clock to output is most of a cycle on the ECP5), written the cycle after. A record
-        # dropped is counted at once; a received frame or error waits (one flag each) for a
+        # dropped is counted the cycle after (``lost_now``); a received frame or error waits (one flag each) for a
         # cycle where no record is dropped (trace strobes are at least two cycles apart, frames
         # and errors at least a byte time). Two updates of one counter never overlap (a channel
         # drops at most one record per scan round of 4 cycles or more). The total of dropped
@@ -256,7 +256,12 @@ class LinkController(wiring.Component):
         push = self.trace.valid & link["link.trace_enable"]
         m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
                      trace_fifo.w_en.eq(push)]
-        lost_now = push & ~trace_fifo.w_rdy
+        # A dropped record is noted in flip-flops first (its channel too) and counted from
+        # there, a cycle later: the FIFO's fullness does not reach the counter RAM's address.
+        lost_now = Signal()
+        lost_channel = Signal.like(self.trace.payload.channel)
+        m.d.sync += [lost_now.eq(push & ~trace_fifo.w_rdy),
+                     lost_channel.eq(self.trace.payload.channel)]
         with m.If(lost_now):
             m.d.sync += trace_lost_total.eq(trace_lost_total + 1)
         rx_pending = Signal(2)  # a frame received, an error, not counted yet
@@ -266,7 +271,7 @@ class LinkController(wiring.Component):
         served = Mux(rx_serve, Mux(rx_which, 0b10, 0b01), 0)
         m.d.sync += rx_pending.eq((rx_pending & ~served) | Cat(self.rx_good, self.rx_bad))
         update = lost_now | rx_serve
-        update_addr = Mux(lost_now, self.trace.payload.channel, rx_base + rx_which)
+        update_addr = Mux(lost_now, lost_channel, rx_base + rx_which)
         # The two stages of an update: read (stage 1: registered), written (stage 2).
         s1_valid, s2_valid = Signal(), Signal()
         s1_addr, s2_addr = Signal(addr_bits), Signal(addr_bits)
