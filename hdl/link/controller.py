@@ -360,6 +360,14 @@ class LinkController(wiring.Component):
         # tag, address and value replaced where the response says so. No flip-flops hold it.
         resp_status = Signal(protocol.ResponseStatus)
         resp_source = Signal(_Value)
+        # The command's outcome (DECIDE): respond (with this status and value; ``d_load``: the
+        # value is the register's) and one flag per action.
+        d_respond, d_load = Signal(), Signal()
+        d_status = Signal(protocol.ResponseStatus)
+        d_source = Signal(_Value)
+        d_info, d_snap, d_hist, d_ext, d_write, d_clear = (Signal(name=f"d_{name}") for name in (
+            "info", "snap", "hist", "ext", "write", "clear"))
+        d_flags = [d_info, d_snap, d_hist, d_ext, d_write, d_clear]
         resp_k = Signal(range(protocol.layout_bytes(resp)))
         # (The RESPONSE frame reads the scratch only after it is written; what the read port
         # returns while it is written is never used.)
@@ -438,40 +446,70 @@ class LinkController(wiring.Component):
                 m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.sync += address_ok.eq(entry_valid & address_lo_ok & address_hi_ok)
-                m.next = "EXECUTE"
-            with m.State("EXECUTE"):
+                m.next = "DECIDE"
+            with m.State("DECIDE"):
+                # The command's outcome, decided into flip-flops (EXECUTE then acts on them with
+                # few logic levels): the response's status and value, and one flag per action.
+                m.d.sync += [d_respond.eq(1), d_status.eq(protocol.ResponseStatus.OK),
+                             d_source.eq(_Value.ZERO), d_load.eq(0),
+                             *(flag.eq(0) for flag in d_flags)]
+
+                def decide(status, source=_Value.ZERO):
+                    m.d.sync += [d_status.eq(status), d_source.eq(source),
+                                 d_load.eq(source is _Value.REGISTER)]
+
                 with m.If(frame_bad):
-                    respond(protocol.ResponseStatus.BAD_FRAME)
+                    decide(protocol.ResponseStatus.BAD_FRAME)
                 with m.Elif(is_op[OP.PING]):
-                    respond(protocol.ResponseStatus.OK, _Value.COMMAND)
+                    decide(protocol.ResponseStatus.OK, _Value.COMMAND)
                 with m.Elif(is_op[OP.READ_INFO]):
-                    respond(protocol.ResponseStatus.OK)
-                    m.d.sync += info_pending.eq(1)
+                    m.d.sync += d_info.eq(1)
                 with m.Elif(is_op[OP.READ_REG]):
-                    respond(Mux(address_ok, protocol.ResponseStatus.OK,
-                                protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
+                    decide(Mux(address_ok, protocol.ResponseStatus.OK,
+                               protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
                 with m.Elif(is_op[OP.WRITE_REG]):
                     with m.If(~address_ok):
-                        respond(protocol.ResponseStatus.BAD_ADDRESS)
+                        decide(protocol.ResponseStatus.BAD_ADDRESS)
                     with m.Elif(~writable):
-                        respond(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
+                        decide(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
                     with m.Else():
-                        m.d.comb += reg_write.eq(1)
-                        m.next = "WRITTEN"
+                        m.d.sync += [d_respond.eq(0), d_write.eq(1)]
                 with m.Elif(is_op[OP.SNAPSHOT]):
-                    respond(protocol.ResponseStatus.OK)
-                    m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
+                    m.d.sync += d_snap.eq(1)
                 with m.Elif(is_op[OP.READ_HISTOGRAMS]):
-                    respond(protocol.ResponseStatus.OK)
-                    m.d.sync += hist_request.eq(1)
+                    m.d.sync += d_hist.eq(1)
                 if ext.source is not None:
                     with m.Elif(is_op[int(ext.source.opcode)]):
-                        respond(protocol.ResponseStatus.OK)
-                        m.d.sync += ext_request.eq(1)
+                        m.d.sync += d_ext.eq(1)
                 with m.Elif(is_op[OP.CLEAR]):
-                    m.next = "CLEAR_WAIT"
+                    m.d.sync += [d_respond.eq(0), d_clear.eq(1)]
                 with m.Else():
-                    respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
+                    decide(protocol.ResponseStatus.UNKNOWN_OPCODE)
+                m.next = "EXECUTE"
+            with m.State("EXECUTE"):
+                with m.If(d_respond):
+                    m.d.sync += [resp_pending.eq(1), resp_status.eq(d_status),
+                                 resp_source.eq(d_source), resp_k.eq(0)]
+                    # A register's value first replaces the command's in the decoder's register
+                    # (LOAD), where RESPOND reads it with the other bytes.
+                    with m.If(d_load):
+                        m.next = "LOAD"
+                    with m.Else():
+                        m.next = "RESPOND"
+                with m.If(d_info):
+                    m.d.sync += info_pending.eq(1)
+                with m.If(d_snap):
+                    m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
+                with m.If(d_hist):
+                    m.d.sync += hist_request.eq(1)
+                if ext.source is not None:
+                    with m.If(d_ext):
+                        m.d.sync += ext_request.eq(1)
+                with m.If(d_write):
+                    m.d.comb += reg_write.eq(1)
+                    m.next = "WRITTEN"
+                with m.If(d_clear):
+                    m.next = "CLEAR_WAIT"
             with m.State("WRITTEN"):
                 # The write goes to the register file: the register's bits only (enabled by
                 # ``reg_write_q``, below, which is set in exactly this state).
