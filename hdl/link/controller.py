@@ -233,9 +233,9 @@ class LinkController(wiring.Component):
         # received, n + 1: receive errors), updated by read-modify-write through one read port:
         # read, the count registered the next cycle (a block RAM's output goes to no adder: its
         # clock to output is most of a cycle on the ECP5), written the cycle after. A record
-        # dropped is counted the cycle after (``lost_now``); a received frame or error waits (one flag each) for a
-        # cycle where no record is dropped (trace strobes are at least two cycles apart, frames
-        # and errors at least a byte time). Two updates of one counter never overlap (a channel
+        # dropped is counted the cycle after (``lost_now``); a received frame or error waits
+        # (one flag each) for a cycle where no record is counted (trace strobes are at least
+        # two cycles apart, frames and errors at least a byte time). Two updates of one counter never overlap (a channel
         # drops at most one record per scan round of 4 cycles or more). The total of dropped
         # records (STATUS) is a counter of its own.
         trace_shape = data.Layout.cast(self.trace.payload.shape())
