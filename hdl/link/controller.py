@@ -235,9 +235,9 @@ class LinkController(wiring.Component):
         # clock to output is most of a cycle on the ECP5), written the cycle after. A record
         # dropped is counted the cycle after (``lost_now``); a received frame or error waits
         # (one flag each) for a cycle where no record is counted (trace strobes are at least
-        # two cycles apart, frames and errors at least a byte time). Two updates of one counter never overlap (a channel
-        # drops at most one record per scan round of 4 cycles or more). The total of dropped
-        # records (STATUS) is a counter of its own.
+        # two cycles apart, frames and errors at least a byte time). Two updates of one counter
+        # never overlap (a channel drops at most one record per scan round of 4 cycles or
+        # more). The total of dropped records (STATUS) is a counter of its own.
         trace_shape = data.Layout.cast(self.trace.payload.shape())
         m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
         trace_lost_total = Signal(32)
