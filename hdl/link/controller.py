@@ -304,6 +304,8 @@ class LinkController(wiring.Component):
         # and frames send it as it is.
         frame_timestamp = Signal(p.timestamp_bits)
         frame_idle = Signal()
+        # A clear is pending (CLEAR_WAIT, CLEARING): a flip-flop set and cleared with those
+        # states, so that no state decode reaches the frame start's logic.
         clear_pending = Signal()
         resp = protocol.RESPONSE
         resp_pending = Signal()
@@ -509,6 +511,7 @@ class LinkController(wiring.Component):
                     m.d.comb += reg_write.eq(1)
                     m.next = "WRITTEN"
                 with m.If(d_clear):
+                    m.d.sync += clear_pending.eq(1)
                     m.next = "CLEAR_WAIT"
             with m.State("WRITTEN"):
                 # The write goes to the register file: the register's bits only (enabled by
@@ -523,14 +526,13 @@ class LinkController(wiring.Component):
             with m.State("CLEAR_WAIT"):
                 # Only between frames, so that no frame mixes counts of two epochs (and no frame
                 # starts from now until the sniffer's epoch has changed).
-                m.d.comb += clear_pending.eq(1)
                 with m.If(frame_idle):
                     m.d.comb += self.clear.eq(1)
                     m.d.sync += clear_epoch.eq(self.sniffer_status.epoch[0])
                     m.next = "CLEARING"
             with m.State("CLEARING"):
-                m.d.comb += clear_pending.eq(1)
                 with m.If(self.sniffer_status.epoch[0] != clear_epoch):
+                    m.d.sync += clear_pending.eq(0)
                     respond(protocol.ResponseStatus.OK, _Value.EPOCH)
             with m.State("LOAD"):
                 m.d.comb += [resp_writing.eq(1), self.command_load.eq(address_ok),
@@ -782,19 +784,22 @@ class LinkController(wiring.Component):
         # written), INFO, a snapshot, histograms, the extension's frames, TRACE.
         pick = Signal(range(max(FT) + 1))
         pick_any = Signal()
+        # (The choices that start a burst, one flag each.)
+        pick_snap, pick_hist, pick_ext = Signal(), Signal(), Signal()
         idle_seen = Signal()  # the frame builder was idle in the previous cycle
-        m.d.sync += [pick_any.eq(1), idle_seen.eq(0)]
+        m.d.sync += [pick_any.eq(1), idle_seen.eq(0), pick_snap.eq(0), pick_hist.eq(0),
+                     pick_ext.eq(0)]
         with m.If(resp_pending):
             m.d.sync += [pick.eq(FT.RESPONSE), pick_any.eq(~resp_writing)]
         with m.Elif(info_pending):
             m.d.sync += pick.eq(FT.INFO)
         with m.Elif(snap_request):
-            m.d.sync += pick.eq(FT.STATUS)
+            m.d.sync += [pick.eq(FT.STATUS), pick_snap.eq(1)]
         with m.Elif(hist_request):
-            m.d.sync += pick.eq(FT.HISTOGRAM)
+            m.d.sync += [pick.eq(FT.HISTOGRAM), pick_hist.eq(1)]
         if source is not None:
             with m.Elif(ext_request):
-                m.d.sync += pick.eq(source.frame_type)
+                m.d.sync += [pick.eq(source.frame_type), pick_ext.eq(1)]
         with m.Elif(trace_fifo.r_rdy):
             m.d.sync += pick.eq(FT.TRACE)
         with m.Else():
@@ -814,16 +819,14 @@ class LinkController(wiring.Component):
                 with m.If(idle_seen & pick_any & ~clear_pending):
                     m.d.comb += [starting.eq(1), next_ftype.eq(pick)]
                     m.next = "BEGIN"
-                    with m.Switch(pick):
-                        with m.Case(FT.STATUS):
-                            m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
-                                         snap_solicited.eq(0), snap_latch.load(snap_now)]
-                        with m.Case(FT.HISTOGRAM):
-                            m.d.sync += [hist_request.eq(0), hist_channel.eq(0),
-                                         hist_first.eq(0)]
-                        if source is not None:
-                            with m.Case(source.frame_type):
-                                m.d.sync += [ext_request.eq(0), unit.eq(0)]
+                    with m.If(pick_snap):
+                        m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
+                                     snap_solicited.eq(0), snap_latch.load(snap_now)]
+                    with m.If(pick_hist):
+                        m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
+                    if source is not None:
+                        with m.If(pick_ext):
+                            m.d.sync += [ext_request.eq(0), unit.eq(0)]
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
                 # the snapshot's channel is latched here too, once the read port has read it
