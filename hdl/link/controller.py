@@ -362,11 +362,10 @@ class LinkController(wiring.Component):
         # tag, address and value replaced where the response says so. No flip-flops hold it.
         resp_status = Signal(protocol.ResponseStatus)
         resp_source = Signal(_Value)
-        # The command's outcome (DECIDE): respond (with this status and value; ``d_load``: the
-        # value is the register's) and one flag per action.
+        # The command's outcome (DECIDE): respond (``d_load``: with the register's value) and
+        # one flag per action. (The response's status and value source are set there too: only
+        # RESPOND reads them, and no response is pending then.)
         d_respond, d_load = Signal(), Signal()
-        d_status = Signal(protocol.ResponseStatus)
-        d_source = Signal(_Value)
         d_info, d_snap, d_hist, d_ext, d_write, d_clear = (Signal(name=f"d_{name}") for name in (
             "info", "snap", "hist", "ext", "write", "clear"))
         d_flags = [d_info, d_snap, d_hist, d_ext, d_write, d_clear]
@@ -452,12 +451,12 @@ class LinkController(wiring.Component):
             with m.State("DECIDE"):
                 # The command's outcome, decided into flip-flops (EXECUTE then acts on them with
                 # few logic levels): the response's status and value, and one flag per action.
-                m.d.sync += [d_respond.eq(1), d_status.eq(protocol.ResponseStatus.OK),
-                             d_source.eq(_Value.ZERO), d_load.eq(0),
+                m.d.sync += [d_respond.eq(1), resp_status.eq(protocol.ResponseStatus.OK),
+                             resp_source.eq(_Value.ZERO), d_load.eq(0),
                              *(flag.eq(0) for flag in d_flags)]
 
                 def decide(status, source=_Value.ZERO):
-                    m.d.sync += [d_status.eq(status), d_source.eq(source),
+                    m.d.sync += [resp_status.eq(status), resp_source.eq(source),
                                  d_load.eq(source is _Value.REGISTER)]
 
                 with m.If(frame_bad):
@@ -490,8 +489,7 @@ class LinkController(wiring.Component):
                 m.next = "EXECUTE"
             with m.State("EXECUTE"):
                 with m.If(d_respond):
-                    m.d.sync += [resp_pending.eq(1), resp_status.eq(d_status),
-                                 resp_source.eq(d_source), resp_k.eq(0)]
+                    m.d.sync += [resp_pending.eq(1), resp_k.eq(0)]
                     # A register's value first replaces the command's in the decoder's register
                     # (LOAD), where RESPOND reads it with the other bytes.
                     with m.If(d_load):
