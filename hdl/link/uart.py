@@ -47,27 +47,33 @@ class UartTx(wiring.Component):
         timer = Signal(range(self.divisor))
         bits = Signal(10)  # stop, data[7:0], start; shifted out LSB first
         left = Signal(range(11))
+        # ``left == 0``, ``left == 1`` and ``timer == 0`` as flip-flops, set with the counters
+        # (the handshake and the counters' enables start from flip-flops).
+        idle = Signal(init=1)
+        last = Signal()
+        timer_zero = Signal(init=1)
+        reload = [timer.eq(self.divisor - 1), timer_zero.eq(self.divisor == 1)]
 
         # Ready when idle, or in the last cycle of a stop bit: back-to-back bytes leave no gap.
-        m.d.comb += self.data.ready.eq((left == 0) | ((left == 1) & (timer == 0)))
+        m.d.comb += self.data.ready.eq(idle | (last & timer_zero))
         with m.If(self.data.valid & self.data.ready):
             frame = Cat(Const(0, 1), self.data.payload, Const(1, 1))
             m.d.sync += [
                 bits.eq(frame >> 1),
                 self.tx.eq(0),
-                left.eq(10),
-                timer.eq(self.divisor - 1),
+                left.eq(10), idle.eq(0), last.eq(0),
+                *reload,
             ]
-        with m.Elif(left != 0):
-            with m.If(timer == 0):
+        with m.Elif(~idle):
+            with m.If(timer_zero):
                 m.d.sync += [
-                    timer.eq(self.divisor - 1),
-                    left.eq(left - 1),
+                    *reload,
+                    left.eq(left - 1), idle.eq(left == 1), last.eq(left == 2),
                 ]
-                with m.If(left != 1):
+                with m.If(~last):
                     m.d.sync += [self.tx.eq(bits[0]), bits.eq(bits >> 1)]
             with m.Else():
-                m.d.sync += timer.eq(timer - 1)
+                m.d.sync += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
         return m
 
 
