@@ -584,7 +584,11 @@ class LinkController(wiring.Component):
             period_value = periods_rd.data
         snapshot_period = period_value[:32]
         hist_period = period_value[32:]
-        period_count = Signal(32, init=1)  # this period's cycle, from 1
+        # This period's cycle, from 1, is ``count_ahead - 1``: the counter runs a cycle ahead,
+        # so that "the count is at the period" is compared for the next cycle and registered
+        # (``at_period``; the period's RAM output goes into no logic before ``expired``).
+        count_ahead = Signal(32, init=2)
+        at_period = Signal(init=self.snapshot_period == 1)
         hist_count = Signal(16, init=1)  # this histogram period's snapshot, from 1
         # (Once the new period can be compared, two cycles after the write (three with the
         # register): what the read port returns the cycle after the RAM is written is stale.
@@ -604,15 +608,16 @@ class LinkController(wiring.Component):
             m.d.sync += hist_on.eq(cmd.value[:len(hist_period)] != 0)
         expired = Signal()  # the period's last cycle (a period of 0 is off: see period_on)
         periodic = Signal()
-        m.d.comb += expired.eq((period_count == snapshot_period) & ~stale)
+        m.d.comb += expired.eq(at_period & ~stale)
         # (Registered: the histogram period's count and the requests follow a cycle later. At
         # least a cycle apart, so that ``hist_last`` has seen the count's last change: a period
         # of 1 gives a request every other cycle, which is as many as a snapshot can take.)
         m.d.sync += periodic.eq(expired & period_on & ~periodic)
         with m.If(expired | reload_period[-1]):
-            m.d.sync += period_count.eq(1)
+            m.d.sync += [count_ahead.eq(2), at_period.eq(snapshot_period == 1)]
         with m.Else():
-            m.d.sync += period_count.eq(period_count + 1)
+            m.d.sync += [count_ahead.eq(count_ahead + 1),
+                         at_period.eq(count_ahead == snapshot_period)]
         hist_expired = Signal()
         hist_last = Signal()  # the count is at the period (registered)
         m.d.sync += hist_last.eq(hist_count == hist_period)
