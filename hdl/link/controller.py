@@ -735,6 +735,8 @@ class LinkController(wiring.Component):
         var_byte = Signal(8)
         shifter_bit = {k: i for i, k in enumerate(program.shifters)}
         var_shift = Signal(max(1, len(program.shifters)))
+        shift_q = Signal.like(var_shift)  # the shifters' strobes, a cycle after EXEC sent
+        m.d.sync += shift_q.eq(0)
         # The entry's decode (PICK), one flag per kind of step: a constant byte, the variable
         # byte, the next byte of a word, a latch's read, a word's first byte; whether it is a
         # word's last entry, whether the walker then jumps back for another word, and which
@@ -891,9 +893,9 @@ class LinkController(wiring.Component):
                     m.d.sync += obyte.eq(entry.arg[:8])
                 with m.If(x_var):
                     m.d.comb += advance.eq(1)
-                    m.d.sync += obyte.eq(var_byte)
-                    m.d.comb += Cat(shifter.shift for shifter in program.shifters.values()
-                                    ).eq(var_shift)
+                    # (The shifter moves on the cycle after, from a registered strobe: its
+                    # byte was picked in PICK, and its next is picked cycles later.)
+                    m.d.sync += [obyte.eq(var_byte), shift_q.eq(var_shift)]
                 with m.If(x_byte):
                     m.d.comb += advance.eq(1)
                     m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
@@ -984,6 +986,7 @@ class LinkController(wiring.Component):
                             start(FT.RESPONSE)
                     with m.Else():
                         start(resume)
+        m.d.comb += Cat(shifter.shift for shifter in program.shifters.values()).eq(shift_q)
         for shifter in program.shifters.values():
             with m.If(shifter.shift):
                 m.d.sync += shifter.advance()
