@@ -233,11 +233,11 @@ class LinkController(wiring.Component):
         # received, n + 1: receive errors), updated by read-modify-write through one read port:
         # read, the count registered the next cycle (a block RAM's output goes to no adder: its
         # clock to output is most of a cycle on the ECP5), written the cycle after. A record
-        # dropped is counted at once; a received frame or error waits (one flag each) for a
-        # cycle where no record is dropped (trace strobes are at least two cycles apart, frames
-        # and errors at least a byte time). Two updates of one counter never overlap (a channel
-        # drops at most one record per scan round of 4 cycles or more). The total of dropped
-        # records (STATUS) is a counter of its own.
+        # dropped is counted the cycle after (``lost_now``); a received frame or error waits
+        # (one flag each) for a cycle where no record is counted (trace strobes are at least
+        # two cycles apart, frames and errors at least a byte time). Two updates of one counter
+        # never overlap (a channel drops at most one record per scan round of 4 cycles or
+        # more). The total of dropped records (STATUS) is a counter of its own.
         trace_shape = data.Layout.cast(self.trace.payload.shape())
         m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
         trace_lost_total = Signal(32)
@@ -256,7 +256,12 @@ class LinkController(wiring.Component):
         push = self.trace.valid & link["link.trace_enable"]
         m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
                      trace_fifo.w_en.eq(push)]
-        lost_now = push & ~trace_fifo.w_rdy
+        # A dropped record is noted in flip-flops first (its channel too) and counted from
+        # there, a cycle later: the FIFO's fullness does not reach the counter RAM's address.
+        lost_now = Signal()
+        lost_channel = Signal.like(self.trace.payload.channel)
+        m.d.sync += [lost_now.eq(push & ~trace_fifo.w_rdy),
+                     lost_channel.eq(self.trace.payload.channel)]
         with m.If(lost_now):
             m.d.sync += trace_lost_total.eq(trace_lost_total + 1)
         rx_pending = Signal(2)  # a frame received, an error, not counted yet
@@ -266,7 +271,7 @@ class LinkController(wiring.Component):
         served = Mux(rx_serve, Mux(rx_which, 0b10, 0b01), 0)
         m.d.sync += rx_pending.eq((rx_pending & ~served) | Cat(self.rx_good, self.rx_bad))
         update = lost_now | rx_serve
-        update_addr = Mux(lost_now, self.trace.payload.channel, rx_base + rx_which)
+        update_addr = Mux(lost_now, lost_channel, rx_base + rx_which)
         # The two stages of an update: read (stage 1: registered), written (stage 2).
         s1_valid, s2_valid = Signal(), Signal()
         s1_addr, s2_addr = Signal(addr_bits), Signal(addr_bits)
@@ -299,6 +304,8 @@ class LinkController(wiring.Component):
         # and frames send it as it is.
         frame_timestamp = Signal(p.timestamp_bits)
         frame_idle = Signal()
+        # A clear is pending (CLEAR_WAIT, CLEARING): a flip-flop set and cleared with those
+        # states, so that no state decode reaches the frame start's logic.
         clear_pending = Signal()
         resp = protocol.RESPONSE
         resp_pending = Signal()
@@ -355,6 +362,13 @@ class LinkController(wiring.Component):
         # tag, address and value replaced where the response says so. No flip-flops hold it.
         resp_status = Signal(protocol.ResponseStatus)
         resp_source = Signal(_Value)
+        # The command's outcome (DECIDE): respond (``d_load``: with the register's value) and
+        # one flag per action. (The response's status and value source are set there too: only
+        # RESPOND reads them, and no response is pending then.)
+        d_respond, d_load = Signal(), Signal()
+        d_info, d_snap, d_hist, d_ext, d_write, d_clear = (Signal(name=f"d_{name}") for name in (
+            "info", "snap", "hist", "ext", "write", "clear"))
+        d_flags = [d_info, d_snap, d_hist, d_ext, d_write, d_clear]
         resp_k = Signal(range(protocol.layout_bytes(resp)))
         # (The RESPONSE frame reads the scratch only after it is written; what the read port
         # returns while it is written is never used.)
@@ -433,40 +447,70 @@ class LinkController(wiring.Component):
                 m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.sync += address_ok.eq(entry_valid & address_lo_ok & address_hi_ok)
-                m.next = "EXECUTE"
-            with m.State("EXECUTE"):
+                m.next = "DECIDE"
+            with m.State("DECIDE"):
+                # The command's outcome, decided into flip-flops (EXECUTE then acts on them with
+                # few logic levels): the response's status and value, and one flag per action.
+                m.d.sync += [d_respond.eq(1), resp_status.eq(protocol.ResponseStatus.OK),
+                             resp_source.eq(_Value.ZERO), d_load.eq(0),
+                             *(flag.eq(0) for flag in d_flags)]
+
+                def decide(status, source=_Value.ZERO):
+                    m.d.sync += [resp_status.eq(status), resp_source.eq(source),
+                                 d_load.eq(source is _Value.REGISTER)]
+
                 with m.If(frame_bad):
-                    respond(protocol.ResponseStatus.BAD_FRAME)
+                    decide(protocol.ResponseStatus.BAD_FRAME)
                 with m.Elif(is_op[OP.PING]):
-                    respond(protocol.ResponseStatus.OK, _Value.COMMAND)
+                    decide(protocol.ResponseStatus.OK, _Value.COMMAND)
                 with m.Elif(is_op[OP.READ_INFO]):
-                    respond(protocol.ResponseStatus.OK)
-                    m.d.sync += info_pending.eq(1)
+                    m.d.sync += d_info.eq(1)
                 with m.Elif(is_op[OP.READ_REG]):
-                    respond(Mux(address_ok, protocol.ResponseStatus.OK,
-                                protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
+                    decide(Mux(address_ok, protocol.ResponseStatus.OK,
+                               protocol.ResponseStatus.BAD_ADDRESS), _Value.REGISTER)
                 with m.Elif(is_op[OP.WRITE_REG]):
                     with m.If(~address_ok):
-                        respond(protocol.ResponseStatus.BAD_ADDRESS)
+                        decide(protocol.ResponseStatus.BAD_ADDRESS)
                     with m.Elif(~writable):
-                        respond(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
+                        decide(protocol.ResponseStatus.READ_ONLY, _Value.REGISTER)
                     with m.Else():
-                        m.d.comb += reg_write.eq(1)
-                        m.next = "WRITTEN"
+                        m.d.sync += [d_respond.eq(0), d_write.eq(1)]
                 with m.Elif(is_op[OP.SNAPSHOT]):
-                    respond(protocol.ResponseStatus.OK)
-                    m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
+                    m.d.sync += d_snap.eq(1)
                 with m.Elif(is_op[OP.READ_HISTOGRAMS]):
-                    respond(protocol.ResponseStatus.OK)
-                    m.d.sync += hist_request.eq(1)
+                    m.d.sync += d_hist.eq(1)
                 if ext.source is not None:
                     with m.Elif(is_op[int(ext.source.opcode)]):
-                        respond(protocol.ResponseStatus.OK)
-                        m.d.sync += ext_request.eq(1)
+                        m.d.sync += d_ext.eq(1)
                 with m.Elif(is_op[OP.CLEAR]):
-                    m.next = "CLEAR_WAIT"
+                    m.d.sync += [d_respond.eq(0), d_clear.eq(1)]
                 with m.Else():
-                    respond(protocol.ResponseStatus.UNKNOWN_OPCODE)
+                    decide(protocol.ResponseStatus.UNKNOWN_OPCODE)
+                m.next = "EXECUTE"
+            with m.State("EXECUTE"):
+                with m.If(d_respond):
+                    m.d.sync += [resp_pending.eq(1), resp_k.eq(0)]
+                    # A register's value first replaces the command's in the decoder's register
+                    # (LOAD), where RESPOND reads it with the other bytes.
+                    with m.If(d_load):
+                        m.next = "LOAD"
+                    with m.Else():
+                        m.next = "RESPOND"
+                with m.If(d_info):
+                    m.d.sync += info_pending.eq(1)
+                with m.If(d_snap):
+                    m.d.sync += [snap_request.eq(1), snap_solicited.eq(1)]
+                with m.If(d_hist):
+                    m.d.sync += hist_request.eq(1)
+                if ext.source is not None:
+                    with m.If(d_ext):
+                        m.d.sync += ext_request.eq(1)
+                with m.If(d_write):
+                    m.d.comb += reg_write.eq(1)
+                    m.next = "WRITTEN"
+                with m.If(d_clear):
+                    m.d.sync += clear_pending.eq(1)
+                    m.next = "CLEAR_WAIT"
             with m.State("WRITTEN"):
                 # The write goes to the register file: the register's bits only (enabled by
                 # ``reg_write_q``, below, which is set in exactly this state).
@@ -480,14 +524,13 @@ class LinkController(wiring.Component):
             with m.State("CLEAR_WAIT"):
                 # Only between frames, so that no frame mixes counts of two epochs (and no frame
                 # starts from now until the sniffer's epoch has changed).
-                m.d.comb += clear_pending.eq(1)
                 with m.If(frame_idle):
                     m.d.comb += self.clear.eq(1)
                     m.d.sync += clear_epoch.eq(self.sniffer_status.epoch[0])
                     m.next = "CLEARING"
             with m.State("CLEARING"):
-                m.d.comb += clear_pending.eq(1)
                 with m.If(self.sniffer_status.epoch[0] != clear_epoch):
+                    m.d.sync += clear_pending.eq(0)
                     respond(protocol.ResponseStatus.OK, _Value.EPOCH)
             with m.State("LOAD"):
                 m.d.comb += [resp_writing.eq(1), self.command_load.eq(address_ok),
@@ -541,7 +584,11 @@ class LinkController(wiring.Component):
             period_value = periods_rd.data
         snapshot_period = period_value[:32]
         hist_period = period_value[32:]
-        period_count = Signal(32, init=1)  # this period's cycle, from 1
+        # This period's cycle, from 1, is ``count_ahead - 1``: the counter runs a cycle ahead,
+        # so that "the count is at the period" is compared for the next cycle and registered
+        # (``at_period``; the period's RAM output goes into no logic before ``expired``).
+        count_ahead = Signal(32, init=2)
+        at_period = Signal(init=self.snapshot_period == 1)
         hist_count = Signal(16, init=1)  # this histogram period's snapshot, from 1
         # (Once the new period can be compared, two cycles after the write (three with the
         # register): what the read port returns the cycle after the RAM is written is stale.
@@ -561,15 +608,16 @@ class LinkController(wiring.Component):
             m.d.sync += hist_on.eq(cmd.value[:len(hist_period)] != 0)
         expired = Signal()  # the period's last cycle (a period of 0 is off: see period_on)
         periodic = Signal()
-        m.d.comb += expired.eq((period_count == snapshot_period) & ~stale)
+        m.d.comb += expired.eq(at_period & ~stale)
         # (Registered: the histogram period's count and the requests follow a cycle later. At
         # least a cycle apart, so that ``hist_last`` has seen the count's last change: a period
         # of 1 gives a request every other cycle, which is as many as a snapshot can take.)
         m.d.sync += periodic.eq(expired & period_on & ~periodic)
         with m.If(expired | reload_period[-1]):
-            m.d.sync += period_count.eq(1)
+            m.d.sync += [count_ahead.eq(2), at_period.eq(snapshot_period == 1)]
         with m.Else():
-            m.d.sync += period_count.eq(period_count + 1)
+            m.d.sync += [count_ahead.eq(count_ahead + 1),
+                         at_period.eq(count_ahead == snapshot_period)]
         hist_expired = Signal()
         hist_last = Signal()  # the count is at the period (registered)
         m.d.sync += hist_last.eq(hist_count == hist_period)
@@ -687,6 +735,8 @@ class LinkController(wiring.Component):
         var_byte = Signal(8)
         shifter_bit = {k: i for i, k in enumerate(program.shifters)}
         var_shift = Signal(max(1, len(program.shifters)))
+        shift_q = Signal.like(var_shift)  # the shifters' strobes, a cycle after EXEC sent
+        m.d.sync += shift_q.eq(0)
         # The entry's decode (PICK), one flag per kind of step: a constant byte, the variable
         # byte, the next byte of a word, a latch's read, a word's first byte; whether it is a
         # word's last entry, whether the walker then jumps back for another word, and which
@@ -707,6 +757,7 @@ class LinkController(wiring.Component):
         word_index = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK,
                                       source.words if source is not None else 0) + 1))
         requested = Signal()
+        got = Signal()  # the word's response has arrived (its first byte is sent next)
 
         # Read ports: the sniffer's (counters, histogram bins) and the extension's.
         is_hist = ftype == FT.HISTOGRAM
@@ -738,19 +789,22 @@ class LinkController(wiring.Component):
         # written), INFO, a snapshot, histograms, the extension's frames, TRACE.
         pick = Signal(range(max(FT) + 1))
         pick_any = Signal()
+        # (The choices that start a burst, one flag each.)
+        pick_snap, pick_hist, pick_ext = Signal(), Signal(), Signal()
         idle_seen = Signal()  # the frame builder was idle in the previous cycle
-        m.d.sync += [pick_any.eq(1), idle_seen.eq(0)]
+        m.d.sync += [pick_any.eq(1), idle_seen.eq(0), pick_snap.eq(0), pick_hist.eq(0),
+                     pick_ext.eq(0)]
         with m.If(resp_pending):
             m.d.sync += [pick.eq(FT.RESPONSE), pick_any.eq(~resp_writing)]
         with m.Elif(info_pending):
             m.d.sync += pick.eq(FT.INFO)
         with m.Elif(snap_request):
-            m.d.sync += pick.eq(FT.STATUS)
+            m.d.sync += [pick.eq(FT.STATUS), pick_snap.eq(1)]
         with m.Elif(hist_request):
-            m.d.sync += pick.eq(FT.HISTOGRAM)
+            m.d.sync += [pick.eq(FT.HISTOGRAM), pick_hist.eq(1)]
         if source is not None:
             with m.Elif(ext_request):
-                m.d.sync += pick.eq(source.frame_type)
+                m.d.sync += [pick.eq(source.frame_type), pick_ext.eq(1)]
         with m.Elif(trace_fifo.r_rdy):
             m.d.sync += pick.eq(FT.TRACE)
         with m.Else():
@@ -770,16 +824,14 @@ class LinkController(wiring.Component):
                 with m.If(idle_seen & pick_any & ~clear_pending):
                     m.d.comb += [starting.eq(1), next_ftype.eq(pick)]
                     m.next = "BEGIN"
-                    with m.Switch(pick):
-                        with m.Case(FT.STATUS):
-                            m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
-                                         snap_solicited.eq(0), snap_latch.load(snap_now)]
-                        with m.Case(FT.HISTOGRAM):
-                            m.d.sync += [hist_request.eq(0), hist_channel.eq(0),
-                                         hist_first.eq(0)]
-                        if source is not None:
-                            with m.Case(source.frame_type):
-                                m.d.sync += [ext_request.eq(0), unit.eq(0)]
+                    with m.If(pick_snap):
+                        m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
+                                     snap_solicited.eq(0), snap_latch.load(snap_now)]
+                    with m.If(pick_hist):
+                        m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
+                    if source is not None:
+                        with m.If(pick_ext):
+                            m.d.sync += [ext_request.eq(0), unit.eq(0)]
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
                 # the snapshot's channel is latched here too, once the read port has read it
@@ -841,9 +893,9 @@ class LinkController(wiring.Component):
                     m.d.sync += obyte.eq(entry.arg[:8])
                 with m.If(x_var):
                     m.d.comb += advance.eq(1)
-                    m.d.sync += obyte.eq(var_byte)
-                    m.d.comb += Cat(shifter.shift for shifter in program.shifters.values()
-                                    ).eq(var_shift)
+                    # (The shifter moves on the cycle after, from a registered strobe: its
+                    # byte was picked in PICK, and its next is picked cycles later.)
+                    m.d.sync += [obyte.eq(var_byte), shift_q.eq(var_shift)]
                 with m.If(x_byte):
                     m.d.comb += advance.eq(1)
                     m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
@@ -862,19 +914,24 @@ class LinkController(wiring.Component):
                                              latch.into.reg.eq(tl_rd.data[:latch.width])]
                                 m.next = "SKIP"
                 with m.If(x_word):
-                    # First byte of a word: read it from the frame's read port.
+                    # First byte of a word: read it from the frame's read port. The response
+                    # is noted in a flip-flop (``got``) and its byte sent the cycle after (the
+                    # port holds its payload until the next request), so that no port's
+                    # ``valid`` reaches the walker's registers through logic.
+                    with m.If(got):
+                        m.d.comb += advance.eq(1)
+                        m.d.sync += [obyte.eq(word[:8]), word_byte.eq(1), got.eq(0)]
                     for frames_of_port, req, resp in ports:
                         with m.If(Cat(ftype == f for f in frames_of_port).any()):
                             with m.If(~requested):
-                                m.d.comb += req.valid.eq(1)
-                                with m.If(req.ready):
-                                    m.d.sync += requested.eq(1)
+                                with m.If(~got):
+                                    m.d.comb += req.valid.eq(1)
+                                    with m.If(req.ready):
+                                        m.d.sync += requested.eq(1)
                             with m.Else():
                                 m.d.comb += resp.ready.eq(1)
                                 with m.If(resp.valid):
-                                    m.d.comb += advance.eq(1)
-                                    m.d.sync += [obyte.eq(resp.payload[:8]),
-                                                 word_byte.eq(1), requested.eq(0)]
+                                    m.d.sync += [got.eq(1), requested.eq(0)]
             with m.State("SEND"):
                 m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
                              self.body.payload.last.eq(olast)]
@@ -929,6 +986,7 @@ class LinkController(wiring.Component):
                             start(FT.RESPONSE)
                     with m.Else():
                         start(resume)
+        m.d.comb += Cat(shifter.shift for shifter in program.shifters.values()).eq(shift_q)
         for shifter in program.shifters.values():
             with m.If(shifter.shift):
                 m.d.sync += shifter.advance()

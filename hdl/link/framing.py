@@ -73,23 +73,18 @@ class _SerialCrc(wiring.Component):
         return m
 
 
-def _special(byte):
-    return (byte == protocol.FRAME_END) | (byte == protocol.FRAME_ESC)
-
-
-def _escape_code(byte):
-    return Mux(byte == protocol.FRAME_END, protocol.ESC_END, protocol.ESC_ESC)
-
-
 class FrameEncoder(wiring.Component):
     """Turn a frame body (header and payload bytes) into a delimited, stuffed frame with its CRC.
 
-    Output: ``END``, the stuffed body, the stuffed CRC-32 (little-endian), ``END``. It is a
-    single pass with one registered output byte: at most two output bytes per input byte, at most
-    one every other cycle. The CRC is computed
-    one bit per cycle (least significant first, as the reflected CRC-32 takes a byte), which is
-    far smaller than a byte-wide one and still eight times faster than the fastest UART
-    (4 clocks per bit): a body byte is taken once the previous one has gone through.
+    Output: ``END``, the stuffed body, the stuffed CRC-32 (little-endian), ``END``. Two
+    registered stages, so that every path is a few LUTs deep (the UART takes a byte only every
+    40 or more cycles): a state machine puts the frame's unstuffed symbols (a delimiter, a body
+    byte, a CRC byte) into a one-symbol register, and a stuffer, a cycle after a symbol arrived
+    there (its ``special`` and ``is_end`` flags are registered from it), sends it, or ``ESC`` and
+    its escape code, through the registered output byte, at most one byte every other cycle. The
+    CRC is computed one bit per cycle (least significant first, as the reflected CRC-32 takes a
+    byte), which is far smaller than a byte-wide one and still five times faster than the
+    fastest UART (4 clocks per bit): a body byte is taken once the previous one has gone through.
 
     Members
     -------
@@ -106,90 +101,91 @@ class FrameEncoder(wiring.Component):
         m = Module()
         m.submodules.crc = crc_gen = _SerialCrc()
         crc_sent = Signal(range(5))  # CRC bytes sent
-        escaped = Signal(8)  # the second byte of an escape pair
         # The byte going through the CRC, one bit per cycle, and its bits left.
         crc_shift = Signal(8)
         crc_bits = Signal(range(9))
+        crc_idle = Signal(init=1)  # registered ``crc_bits == 0``
         with m.If(crc_bits != 0):
             m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(crc_shift[0])]
-            m.d.sync += [crc_shift.eq(crc_shift >> 1), crc_bits.eq(crc_bits - 1)]
+            m.d.sync += [crc_shift.eq(crc_shift >> 1), crc_bits.eq(crc_bits - 1),
+                         crc_idle.eq(crc_bits == 1)]
 
-        # The output byte is registered (a slot, free or full): no combinational path from this
-        # state machine into the UART's, nor back. A byte goes into the free slot (``emit``);
-        # the FSM moves on when the slot is free, so bytes leave at most every other cycle.
+        # Stage 2, the stuffer. The output byte is registered (a slot, free or full): no
+        # combinational path from here into the UART's state machine, nor back.
         out_valid = Signal()
         out_byte = Signal(8)
-        free = ~out_valid
         m.d.comb += [self.wire.valid.eq(out_valid), self.wire.payload.eq(out_byte)]
         with m.If(self.wire.ready):
             m.d.sync += out_valid.eq(0)
+        # The symbol register between the stages; ``checked`` once its flags are registered.
+        sym_full = Signal()
+        sym_byte = Signal(8)
+        sym_data = Signal()  # a body or CRC byte (stuffed), not a delimiter
+        checked = Signal()
+        special = Signal()  # a data byte that must be escaped
+        is_end = Signal()  # ... and it is ``END`` (else ``ESC``)
+        esc_sent = Signal()  # the ``ESC`` of its pair has gone out
+        m.d.sync += [
+            special.eq(sym_data & ((sym_byte == protocol.FRAME_END)
+                                   | (sym_byte == protocol.FRAME_ESC))),
+            is_end.eq(sym_byte == protocol.FRAME_END),
+            checked.eq(sym_full),
+        ]
+        take = Signal()  # the FSM fills the (empty) symbol register
+        with m.If(~out_valid & checked):
+            m.d.sync += out_valid.eq(1)
+            with m.If(special & ~esc_sent):
+                m.d.sync += [out_byte.eq(protocol.FRAME_ESC), esc_sent.eq(1)]
+            with m.Else():
+                m.d.sync += [sym_full.eq(0), checked.eq(0), esc_sent.eq(0)]
+                with m.If(special):
+                    m.d.sync += out_byte.eq(Mux(is_end, protocol.ESC_END, protocol.ESC_ESC))
+                with m.Else():
+                    m.d.sync += out_byte.eq(sym_byte)
+        with m.If(take):
+            m.d.sync += sym_full.eq(1)
 
-        def emit(byte):
-            with m.If(free):
-                m.d.sync += [out_valid.eq(1), out_byte.eq(byte)]
+        def emit(byte, data):
+            m.d.comb += take.eq(1)
+            m.d.sync += [sym_byte.eq(byte), sym_data.eq(data)]
 
         # The body byte is taken into a register first, so that no combinational path runs
-        # from the UART's ready back to the frame's source.
+        # from the encoder back to the frame's source.
         have = Signal()
         held = Signal(FrameByte)
         m.d.comb += self.body.ready.eq(~have)
         with m.If(self.body.valid & ~have):
             m.d.sync += [held.eq(self.body.payload), have.eq(1)]
 
+        # Stage 1: the frame's symbols, each into the empty symbol register.
         with m.FSM():
             with m.State("IDLE"):
-                with m.If(have):
-                    emit(protocol.FRAME_END)
-                    with m.If(free):
-                        m.d.comb += crc_gen.start.eq(1)
-                        m.next = "BODY"
-            with m.State("BODY"):
-                byte = held.data
-                with m.If(have & (crc_bits == 0)):
-                    emit(Mux(_special(byte), protocol.FRAME_ESC, byte))
-                    with m.If(free):
-                        m.d.sync += [escaped.eq(_escape_code(byte)), crc_shift.eq(byte),
-                                     crc_bits.eq(8), have.eq(0)]
-                        with m.If(_special(byte)):
-                            m.next = "BODY_ESC"
-                            with m.If(held.last):
-                                m.next = "BODY_ESC_LAST"
-                        with m.Elif(held.last):
-                            m.next = "CRC_LOAD"
-            with m.State("BODY_ESC"):
-                emit(escaped)
-                with m.If(free):
+                with m.If(have & ~sym_full):
+                    emit(protocol.FRAME_END, 0)
+                    m.d.comb += crc_gen.start.eq(1)
                     m.next = "BODY"
-            with m.State("BODY_ESC_LAST"):
-                emit(escaped)
-                with m.If(free):
-                    m.next = "CRC_LOAD"
+            with m.State("BODY"):
+                with m.If(have & crc_idle & ~sym_full):
+                    emit(held.data, 1)
+                    m.d.sync += [crc_shift.eq(held.data), crc_bits.eq(8), crc_idle.eq(0),
+                                 have.eq(0)]
+                    with m.If(held.last):
+                        m.next = "CRC_LOAD"
             with m.State("CRC_LOAD"):
                 # The CRC register holds the last bit's update one cycle after it was fed; it
                 # then keeps its value while its bytes are sent.
                 m.d.sync += crc_sent.eq(0)
-                with m.If(crc_bits == 0):
+                with m.If(crc_idle):
                     m.next = "CRC"
             with m.State("CRC"):
-                byte = crc_gen.byte
-                with m.If(crc_sent == 4):
-                    emit(protocol.FRAME_END)
-                    with m.If(free):
+                with m.If(~sym_full):
+                    with m.If(crc_sent == 4):
+                        emit(protocol.FRAME_END, 0)
                         m.next = "IDLE"
-                with m.Else():
-                    emit(Mux(_special(byte), protocol.FRAME_ESC, byte))
-                    with m.If(free):
+                    with m.Else():
+                        emit(crc_gen.byte, 1)
                         m.d.comb += crc_gen.shift.eq(1)
-                        m.d.sync += [
-                            crc_sent.eq(crc_sent + 1),
-                            escaped.eq(_escape_code(byte)),
-                        ]
-                        with m.If(_special(byte)):
-                            m.next = "CRC_ESC"
-            with m.State("CRC_ESC"):
-                emit(escaped)
-                with m.If(free):
-                    m.next = "CRC"
+                        m.d.sync += crc_sent.eq(crc_sent + 1)
         return m
 
 

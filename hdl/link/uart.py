@@ -47,27 +47,33 @@ class UartTx(wiring.Component):
         timer = Signal(range(self.divisor))
         bits = Signal(10)  # stop, data[7:0], start; shifted out LSB first
         left = Signal(range(11))
+        # ``left == 0``, ``left == 1`` and ``timer == 0`` as flip-flops, set with the counters
+        # (the handshake and the counters' enables start from flip-flops).
+        idle = Signal(init=1)
+        last = Signal()
+        timer_zero = Signal(init=1)
+        reload = [timer.eq(self.divisor - 1), timer_zero.eq(self.divisor == 1)]
 
         # Ready when idle, or in the last cycle of a stop bit: back-to-back bytes leave no gap.
-        m.d.comb += self.data.ready.eq((left == 0) | ((left == 1) & (timer == 0)))
+        m.d.comb += self.data.ready.eq(idle | (last & timer_zero))
         with m.If(self.data.valid & self.data.ready):
             frame = Cat(Const(0, 1), self.data.payload, Const(1, 1))
             m.d.sync += [
                 bits.eq(frame >> 1),
                 self.tx.eq(0),
-                left.eq(10),
-                timer.eq(self.divisor - 1),
+                left.eq(10), idle.eq(0), last.eq(0),
+                *reload,
             ]
-        with m.Elif(left != 0):
-            with m.If(timer == 0):
+        with m.Elif(~idle):
+            with m.If(timer_zero):
                 m.d.sync += [
-                    timer.eq(self.divisor - 1),
-                    left.eq(left - 1),
+                    *reload,
+                    left.eq(left - 1), idle.eq(left == 1), last.eq(left == 2),
                 ]
-                with m.If(left != 1):
+                with m.If(~last):
                     m.d.sync += [self.tx.eq(bits[0]), bits.eq(bits >> 1)]
             with m.Else():
-                m.d.sync += timer.eq(timer - 1)
+                m.d.sync += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
         return m
 
 
@@ -117,8 +123,17 @@ class UartRx(wiring.Component):
         majority = (history[0] & history[1]) | (history[0] & history[2]) | (history[1] & history[2])
 
         timer = Signal(range(2 * d))
+        # Whether the timer is 0: a flip-flop set as the timer is loaded or counts down (the
+        # state machine's decisions start from flip-flops).
+        timer_zero = Signal(init=1)
         shift = Signal(8)
         count = Signal(range(9))
+
+        def load(value):
+            m.d.sync += [timer.eq(value), timer_zero.eq(value == 0)]
+
+        def count_down():
+            m.d.sync += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
 
         with m.If(self.data.ready):
             m.d.sync += self.data.valid.eq(0)
@@ -127,30 +142,28 @@ class UartRx(wiring.Component):
             with m.State("IDLE"):
                 with m.If(~line):
                     # Sample the start bit one sample past its middle (the third of three).
-                    m.d.sync += timer.eq(d // 2)
+                    load(d // 2)
                     m.next = "START"
             with m.State("START"):
-                with m.If(timer == 0):
+                with m.If(timer_zero):
                     with m.If(~majority):
-                        m.d.sync += [timer.eq(d - 1), count.eq(0)]
+                        load(d - 1)
+                        m.d.sync += count.eq(0)
                         m.next = "DATA"
                     with m.Else():
                         m.next = "IDLE"  # a glitch, not a start bit
                 with m.Else():
-                    m.d.sync += timer.eq(timer - 1)
+                    count_down()
             with m.State("DATA"):
-                with m.If(timer == 0):
-                    m.d.sync += [
-                        shift.eq(Cat(shift[1:], majority)),
-                        count.eq(count + 1),
-                        timer.eq(d - 1),
-                    ]
+                with m.If(timer_zero):
+                    load(d - 1)
+                    m.d.sync += [shift.eq(Cat(shift[1:], majority)), count.eq(count + 1)]
                     with m.If(count == 7):
                         m.next = "STOP"
                 with m.Else():
-                    m.d.sync += timer.eq(timer - 1)
+                    count_down()
             with m.State("STOP"):
-                with m.If(timer == 0):
+                with m.If(timer_zero):
                     with m.If(majority):
                         with m.If(self.data.valid & ~self.data.ready):
                             m.d.comb += self.overrun.eq(1)
@@ -160,7 +173,7 @@ class UartRx(wiring.Component):
                         m.d.comb += self.error.eq(1)
                         m.next = "BREAK"
                 with m.Else():
-                    m.d.sync += timer.eq(timer - 1)
+                    count_down()
             with m.State("BREAK"):
                 with m.If(line):
                     m.next = "IDLE"
