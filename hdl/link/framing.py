@@ -12,11 +12,6 @@ __all__ = ["FrameByte", "FrameEncoder", "CommandDecoder", "decoded_command_layou
 FrameByte = data.StructLayout({"data": 8, "last": 1})
 
 
-def _crc_step(state, bit, poly):
-    """One bit through a reflected CRC register (least significant bit first)."""
-    return (state >> 1) ^ (poly if (state ^ bit) & 1 else 0)
-
-
 class _SerialCrc(wiring.Component):
     """The frames' CRC (``protocol.CRC_ALGORITHM``, a reflected CRC) one bit per cycle, whose
     register then gives the CRC out a byte at a time by shifting: no multiplexer picks its
@@ -52,15 +47,8 @@ class _SerialCrc(wiring.Component):
         poly = int(f"{algo.polynomial:0{width}b}"[::-1], 2)
         init, xor_out = algo.initial_crc, algo.xor_output
         # The register after a message and its CRC (least significant byte first): the same
-        # for every message (worked out here on one).
-        state = init
-        for byte in b"residue":
-            for k in range(8):
-                state = _crc_step(state, (byte >> k) & 1, poly)
-        for byte in (state ^ xor_out).to_bytes(width // 8, "little"):
-            for k in range(8):
-                state = _crc_step(state, (byte >> k) & 1, poly)
-        residue = state
+        # for every message, the algorithm's residue.
+        residue = algo(data_width=1).residue()
         reg = Signal(width, init=init)
         feedback = reg[0] ^ self.data
         with m.If(self.start):
