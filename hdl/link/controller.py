@@ -73,10 +73,12 @@ class LinkController(wiring.Component):
         Registers, ports, INFO fields and a read source of another block on the chip (the NAND
         emulator plugs in this way: ``rbscope.gateware.device.emulator_extension``).
     ram_output_registers : bool
-        Register the output of the programme ROM, the response scratch RAM and the loss
-        counter RAM before any logic (default): the ECP5's block RAM spends most of a cycle in
-        its clock to output. ``False`` (the iCE40, whose block RAM output is fast) leaves these
-        registers out, which saves their logic cells; the frames are the same.
+        Register the output of the response scratch RAM, the loss counter RAM and the periods
+        RAM before any logic (default): the ECP5's block RAM spends most of a cycle in its
+        clock to output. ``False`` (the iCE40, whose block RAM output is fast) leaves these
+        registers out, which saves their logic cells, and splits the variable-byte multiplexer
+        in two stages, the first of which reads the programme ROM's output directly (the
+        entry is registered on both); the frames are the same.
 
     Members
     -------
@@ -648,8 +650,14 @@ class LinkController(wiring.Component):
         # a cycle older than the rest of the snapshot.)
         quiescent = Signal()
         m.d.sync += quiescent.eq(status.quiescent)
+        # (The latch is loaded the cycle after the snapshot starts, from a flip-flop
+        # (``snap_load``): the start's decision reaches no enable of its 96 flip-flops. Whether
+        # the snapshot was asked for is noted as it starts, when the request is taken.)
+        snap_load = Signal()
+        solicited = Signal()
+        m.d.sync += snap_load.eq(0)
         snap_flag_bits = Cat(quiescent, status.clear_busy, link["link.trace_enable"],
-                             snap_solicited)
+                             solicited)
         # A snapshot's header describes the sniffer at one instant. Its time and epoch are the
         # frame's (latched as every frame starts, below) and the snapshot number does not change
         # until the last COUNTERS frame; the sniffer's quiet_since, the flags and the total of
@@ -702,9 +710,11 @@ class LinkController(wiring.Component):
             for name, _ in protocol.payload_layout(p, source.frame_type):
                 fields.setdefault(name, _READ)
             frames[source.frame_type] = fields
-        latch_reading = Signal()  # a latch's counter is read (see the walker)
-        latch_addr = Signal(addr_bits)
-        m.d.comb += read_addr.eq(Mux(latch_reading, latch_addr, snap_channel))
+        # The counter RAM's address for frames: the snapshot's channel (a cycle late, which no
+        # COUNTERS frame sees: it reads it from BEGIN on), or a latch's counter, set and held
+        # while EXEC reads it (see the walker). A register: no state decode reaches the
+        # RAM's address or the loss counters' collision check.
+        m.d.sync += read_addr.eq(snap_channel)
 
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
@@ -720,16 +730,14 @@ class LinkController(wiring.Component):
         rom_rd = rom.read_port()
         pc = Signal(range(len(program.rom)))
         m.d.comb += rom_rd.addr.eq(pc)
-        # The ROM's output is registered before anything decodes it where block RAM is slow (a
-        # block RAM's clock to output is most of a cycle on the ECP5): an entry is then decoded
-        # (PICK) two cycles after its address (the walker spends a cycle in NEXT after each
-        # byte; the UART needs >= 40).
+        # The ROM's output is registered before anything decodes it (on the ECP5 a block RAM's
+        # clock to output is most of a cycle; on the iCE40 the entry's bits go to many
+        # decoders): an entry is then decoded (PICK) two cycles after its address (the walker
+        # spends a cycle in NEXT after each byte; the UART needs >= 40). (The read port keeps
+        # its data while ``pc`` stays: the iCE40's first variable-byte stage reads it in NEXT.)
         entry = Signal(entry_layout)
-        if self.ram_output_registers:
-            m.d.sync += entry.eq(rom_rd.data)
-        else:
-            # (The read port keeps its data while ``pc`` stays: through PICK and EXEC.)
-            m.d.comb += entry.eq(rom_rd.data)
+        m.d.sync += entry.eq(rom_rd.data)
+        rom_entry = entry_layout(rom_rd.data)
         ftype = Signal(range(max(FT) + 1), init=FT.RESPONSE)  # (the type's value)
         # The variable byte of the entry, and its shifter's strobe (one-hot), picked in PICK.
         var_byte = Signal(8)
@@ -741,10 +749,33 @@ class LinkController(wiring.Component):
         # byte, the next byte of a word, a latch's read, a word's first byte; whether it is a
         # word's last entry, whether the walker then jumps back for another word, and which
         # latch (one-hot).
-        x_const, x_var, x_byte, x_latch, x_word = (Signal(name=f"x_{name}") for name in (
-            "const", "var", "byte", "latch", "word"))
-        x_word_last, x_more = Signal(), Signal()
+        x_vc, x_var, x_byte, x_latch, x_word = (Signal(name=f"x_{name}") for name in (
+            "vc", "var", "byte", "latch", "word"))
+        x_word_last, x_olast = Signal(), Signal()
         x_latch_sel = Signal(max(1, len(program.latches)))
+        pc_next = Signal.like(pc)
+        # The variable bytes, one multiplexer input each. Where the ROM's output is not
+        # registered (the iCE40), the entry is there in NEXT already, and the multiplexer is
+        # split in two stages: NEXT picks one byte of each group of eight (``var_pre``), PICK
+        # one of the groups; a RAM shifter's byte (read as its pointer moves, so not yet there
+        # in NEXT) goes to PICK's stage directly.
+        var_table = Cat(*(Cat(byte, Const(0, 8 - len(byte))) for byte in program.var_bytes))
+        sel_bits = max(1, (len(program.var_bytes) - 1).bit_length())
+        two_stage = not self.ram_output_registers and sel_bits > 3
+        if two_stage:
+            low_bits = 3
+            groups = 1 << (sel_bits - low_bits)
+            ram_inputs = [k for k, shifter in program.shifters.items()
+                          if isinstance(shifter, _RamShifter)]
+            var_pre = Signal(8 * groups)
+            stage_one = [Const(0, 8) if k in ram_inputs else byte
+                         for k, byte in enumerate(program.var_bytes)]
+            stage_one += [Const(0, 8)] * (8 * groups - len(stage_one))
+            group_tables = [Cat(*(Cat(byte, Const(0, 8 - len(byte)))
+                                  for byte in stage_one[8 * g:8 * g + 8]))
+                            for g in range(groups)]
+            var_group = Signal(sel_bits - low_bits)
+            var_ram = Signal(max(1, len(ram_inputs)))
         obyte = Signal(8)
         olast = Signal()
         # A word read from a read port is sent from the port's payload, which its source holds
@@ -753,24 +784,34 @@ class LinkController(wiring.Component):
         if source is not None:
             word = Mux(ftype == source.frame_type, self.ext_read_resp.payload, word)
         word_byte = Signal(range(8))
-        latch_wait = Signal()
+        latch_wait = Signal(2)
         word_index = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK,
                                       source.words if source is not None else 0) + 1))
-        requested = Signal()
         got = Signal()  # the word's response has arrived (its first byte is sent next)
 
-        # Read ports: the sniffer's (counters, histogram bins) and the extension's.
+        # Read ports: the sniffer's (counters, histogram bins) and the extension's. A word's
+        # request is registered in PICK (its payload, and ``valid`` in a flip-flop of the port,
+        # ``pending``), held until the port takes it, and the port's response awaited with a
+        # flip-flop (``waiting``: the port's ``ready``); no state decode reaches a port.
         is_hist = ftype == FT.HISTOGRAM
-        m.d.comb += [
+        requests = [
             self.read_req.payload.space.eq(Mux(is_hist, Space.HISTOGRAM, Space.COUNTERS)),
             self.read_req.payload.channel.eq(Mux(is_hist, hist_channel, snap_channel)),
             self.read_req.payload.index.eq(Mux(is_hist, hist_first + word_index, word_index)),
         ]
         ports = [((FT.COUNTERS, FT.HISTOGRAM), self.read_req, self.read_resp)]
         if source is not None:
-            m.d.comb += [self.ext_read_req.payload.unit.eq(unit),
+            requests += [self.ext_read_req.payload.unit.eq(unit),
                          self.ext_read_req.payload.index.eq(word_index)]
             ports.append(((source.frame_type,), self.ext_read_req, self.ext_read_resp))
+        pending = [Signal(name=f"pending_{k}") for k in range(len(ports))]
+        waiting = [Signal(name=f"waiting_{k}") for k in range(len(ports))]
+        for k, (_, req, resp) in enumerate(ports):
+            m.d.comb += [req.valid.eq(pending[k]), resp.ready.eq(waiting[k])]
+            with m.If(pending[k] & req.ready):
+                m.d.sync += [pending[k].eq(0), waiting[k].eq(1)]
+            with m.If(waiting[k] & resp.valid):
+                m.d.sync += [waiting[k].eq(0), got.eq(1)]
 
         # A frame starts from one place: its type is chosen and registered (``start``), and its
         # first programme address comes from the registered type (BEGIN).
@@ -810,6 +851,16 @@ class LinkController(wiring.Component):
         with m.Else():
             m.d.sync += pick_any.eq(0)
 
+        # Where a burst stands, registered as its counters change (DONE, at least a frame after
+        # the change, decides from flip-flops).
+        snap_last, hist_chunk_last, unit_last = Signal(), Signal(), Signal()
+        hist_channel_last = Signal()
+        m.d.sync += [snap_last.eq(snap_channel == n - 1),
+                     hist_chunk_last.eq(hist_first + protocol.HIST_CHUNK >= p.hist_bins),
+                     hist_channel_last.eq(hist_channel == n - 1)]
+        if source is not None:
+            m.d.sync += unit_last.eq(unit == source.units - 1)
+
         with m.FSM(init="IDLE", name="frames") as frames_fsm:
             with m.State("BEGIN"):
                 with m.Switch(ftype):
@@ -826,7 +877,8 @@ class LinkController(wiring.Component):
                     m.next = "BEGIN"
                     with m.If(pick_snap):
                         m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
-                                     snap_solicited.eq(0), snap_latch.load(snap_now)]
+                                     snap_solicited.eq(0), solicited.eq(snap_solicited),
+                                     snap_load.eq(1)]
                     with m.If(pick_hist):
                         m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
                     if source is not None:
@@ -845,93 +897,93 @@ class LinkController(wiring.Component):
                 # (No byte sent: as SEND, a cycle for the ROM to read the new ``pc``.)
                 m.next = "NEXT"
             with m.State("NEXT"):
-                # The registered entry of ``pc`` arrives.
+                # The registered entry of ``pc`` arrives (on the iCE40 the variable byte's first
+                # stage reads the ROM's output directly).
+                if two_stage:
+                    arg = rom_entry.arg
+                    m.d.sync += [var_pre.eq(Cat(table.word_select(arg[:low_bits], 8)
+                                                for table in group_tables)),
+                                 var_group.eq(arg[low_bits:sel_bits]),
+                                 var_ram.eq(Cat(arg == k for k in ram_inputs))]
                 m.next = "PICK"
             with m.State("PICK"):
-                # The variable byte the entry names (if it names one) is picked into a register
-                # of its own, with its shifter's strobe: EXEC then only chooses among a constant,
-                # this byte and a word's byte (few logic levels to ``obyte``).
+                # The variable byte the entry names (or its constant) is picked into a register
+                # of its own, with its shifter's strobe: EXEC then only chooses between this byte
+                # and a word's byte (few logic levels to ``obyte``).
                 m.d.sync += var_shift.eq(0)
-                # (A binary tree of multiplexers on the index, not a decoded one: word_select.)
-                var_table = Cat(*(Cat(byte, Const(0, 8 - len(byte)))
-                                  for byte in program.var_bytes))
-                m.d.sync += var_byte.eq(var_table.word_select(
-                    entry.arg[:(len(program.var_bytes) - 1).bit_length()], 8))
+                if two_stage:
+                    picked = var_pre.word_select(var_group, 8)
+                    for k, index in enumerate(ram_inputs):
+                        picked = Mux(var_ram[k], program.var_bytes[index], picked)
+                else:
+                    # (A binary tree of multiplexers on the index, not a decoded one.)
+                    picked = var_table.word_select(entry.arg[:sel_bits], 8)
+                m.d.sync += var_byte.eq(Mux(entry.kind == _Source.CONST, entry.arg[:8], picked))
                 with m.Switch(entry.arg):
                     for k in program.shifters:
                         with m.Case(k):
                             m.d.sync += var_shift.eq(1 << shifter_bit[k])
-                # The entry is decoded here too, into flags (EXEC starts from flip-flops).
+                # The entry is decoded here too, into flags (EXEC starts from flip-flops), and
+                # its next programme address, its word's request and its latch's address are
+                # registered.
                 read = entry.kind == _Source.READ
+                more = read & entry.word_last & (word_index != entry.arg[:_COUNT_BITS])
+                is_word = read & entry.word_first & (entry.arg == 0)
+                is_latch = read & entry.word_first & (entry.arg != 0)
                 m.d.sync += [
-                    x_const.eq(entry.kind == _Source.CONST),
-                    x_var.eq(entry.kind == _Source.VAR),
+                    x_vc.eq((entry.kind == _Source.CONST) | (entry.kind == _Source.VAR)),
                     x_byte.eq(read & ~entry.word_first),
-                    x_latch.eq(read & entry.word_first & (entry.arg != 0)),
-                    x_word.eq(read & entry.word_first & (entry.arg == 0)),
+                    x_var.eq(entry.kind == _Source.VAR),
+                    x_latch.eq(is_latch),
+                    x_word.eq(is_word),
                     x_word_last.eq(read & entry.word_last),
-                    x_more.eq(read & entry.word_last & (word_index != entry.arg[:_COUNT_BITS])),
+                    x_olast.eq(entry.last & ~more),
                     x_latch_sel.eq(Cat(entry.arg == k
                                        for k in range(1, len(program.latches) + 1))),
+                    pc_next.eq(Mux(more, entry.arg[_COUNT_BITS:], pc + 1)),
+                    *requests,
                 ]
+                for k, (frames_of_port, _, _) in enumerate(ports):
+                    m.d.sync += pending[k].eq(is_word & Cat(ftype == f
+                                                            for f in frames_of_port).any())
                 m.next = "EXEC"
             with m.State("EXEC"):
                 # Every byte but a word's first is sent at once; the walker then moves on (one
                 # place for it: ``advance``). One word's bytes are programmed once: after the
                 # word's last byte the walker jumps back for the next word of the array (a READ
                 # entry's ``arg`` holds the word count less one and the address of its first
-                # entry).
+                # entry): ``pc_next``, set in PICK. A word's bytes are its port's payload, byte
+                # ``word_byte`` (0 for the first, sent once the response is there: ``got``).
                 advance = Signal()
-                m.d.sync += olast.eq(entry.last & ~x_more)
+                m.d.comb += advance.eq(x_vc | x_byte | (x_word & got))
+                m.d.sync += olast.eq(x_olast)
                 with m.If(advance):
-                    m.d.sync += pc.eq(Mux(x_more, entry.arg[_COUNT_BITS:], pc + 1))
+                    m.d.sync += [pc.eq(pc_next),
+                                 obyte.eq(Mux(x_vc, var_byte, word.word_select(word_byte, 8)))]
                     with m.If(x_word_last):
-                        m.d.sync += word_index.eq(word_index + 1)
+                        m.d.sync += [word_index.eq(word_index + 1), word_byte.eq(0)]
+                    with m.Elif(~x_vc):
+                        m.d.sync += word_byte.eq(word_byte + 1)
                     m.next = "SEND"
-                with m.If(x_const):
-                    m.d.comb += advance.eq(1)
-                    m.d.sync += obyte.eq(entry.arg[:8])
                 with m.If(x_var):
-                    m.d.comb += advance.eq(1)
                     # (The shifter moves on the cycle after, from a registered strobe: its
                     # byte was picked in PICK, and its next is picked cycles later.)
-                    m.d.sync += [obyte.eq(var_byte), shift_q.eq(var_shift)]
-                with m.If(x_byte):
-                    m.d.comb += advance.eq(1)
-                    m.d.sync += [obyte.eq(word.word_select(word_byte, 8)),
-                                 word_byte.eq(word_byte + 1)]
+                    m.d.sync += shift_q.eq(var_shift)
+                with m.If(x_word & got):
+                    m.d.sync += got.eq(0)
                 with m.If(x_latch):
-                    # A latched counter: read it (a cycle to set the address, then until the
-                    # port has read it) and copy it whole into its shifter, which sends it (the
-                    # next entries); this entry sends no byte.
-                    m.d.comb += latch_reading.eq(1)
-                    m.d.sync += latch_wait.eq(1)
+                    # A latched counter: read it (its address is set in the first cycle here,
+                    # from flip-flops, and held; from the third the port's data is the
+                    # counter's once ``tl_valid``) and copy it whole into its shifter, which
+                    # sends it (the next entries); this entry sends no byte.
+                    m.d.sync += latch_wait.eq(Cat(1, latch_wait[0]))
                     for k, latch in enumerate(program.latches):
                         with m.If(x_latch_sel[k]):
-                            m.d.comb += latch_addr.eq(latch.address)
-                            with m.If(latch_wait & tl_valid):
-                                m.d.sync += [latch_wait.eq(0), pc.eq(pc + 1),
+                            m.d.sync += read_addr.eq(latch.address)
+                            with m.If(latch_wait[1] & tl_valid):
+                                m.d.sync += [latch_wait.eq(0), pc.eq(pc_next),
                                              latch.into.reg.eq(tl_rd.data[:latch.width])]
                                 m.next = "SKIP"
-                with m.If(x_word):
-                    # First byte of a word: read it from the frame's read port. The response
-                    # is noted in a flip-flop (``got``) and its byte sent the cycle after (the
-                    # port holds its payload until the next request), so that no port's
-                    # ``valid`` reaches the walker's registers through logic.
-                    with m.If(got):
-                        m.d.comb += advance.eq(1)
-                        m.d.sync += [obyte.eq(word[:8]), word_byte.eq(1), got.eq(0)]
-                    for frames_of_port, req, resp in ports:
-                        with m.If(Cat(ftype == f for f in frames_of_port).any()):
-                            with m.If(~requested):
-                                with m.If(~got):
-                                    m.d.comb += req.valid.eq(1)
-                                    with m.If(req.ready):
-                                        m.d.sync += requested.eq(1)
-                            with m.Else():
-                                m.d.comb += resp.ready.eq(1)
-                                with m.If(resp.valid):
-                                    m.d.sync += [got.eq(1), requested.eq(0)]
             with m.State("SEND"):
                 m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
                              self.body.payload.last.eq(olast)]
@@ -954,21 +1006,21 @@ class LinkController(wiring.Component):
                         m.next = "SNAP_NEXT"
                     with m.Case(FT.COUNTERS):
                         m.d.sync += snap_channel.eq(snap_channel + 1)
-                        with m.If(snap_channel == n - 1):
+                        with m.If(snap_last):
                             m.d.sync += snapshot_no.eq(snapshot_no + 1)
                         with m.Else():
                             m.next = "SNAP_NEXT"
                     with m.Case(FT.HISTOGRAM):
                         m.next = "HIST_NEXT"
-                        with m.If(hist_first + protocol.HIST_CHUNK >= p.hist_bins):
+                        with m.If(hist_chunk_last):
                             m.d.sync += [hist_first.eq(0), hist_channel.eq(hist_channel + 1)]
-                            with m.If(hist_channel == n - 1):
+                            with m.If(hist_channel_last):
                                 m.next = "IDLE"
                         with m.Else():
                             m.d.sync += hist_first.eq(hist_first + protocol.HIST_CHUNK)
                     if source is not None:
                         with m.Case(source.frame_type):
-                            with m.If(unit != source.units - 1):
+                            with m.If(~unit_last):
                                 m.d.sync += unit.eq(unit + 1)
                                 m.next = "EXT_NEXT"
             # Between the frames of a burst (snapshot, histograms, an extension's frames), a
@@ -990,6 +1042,8 @@ class LinkController(wiring.Component):
         for shifter in program.shifters.values():
             with m.If(shifter.shift):
                 m.d.sync += shifter.advance()
+        with m.If(snap_load):
+            m.d.sync += snap_latch.load(snap_now)
         # Between frames, keep the frame time current; it freezes when a frame starts (its first
         # byte is fetched in the cycle after leaving these states).
         between = ["IDLE", *bursts]
@@ -1065,9 +1119,11 @@ class _RecordFifo(wiring.Component):
 
     The interface of ``amaranth.lib.fifo``'s FIFOs (``w_data``, ``w_en``, ``w_rdy``, ``r_data``,
     ``r_rdy``, ``r_en``) with no output register: ``r_data`` is the RAM's read port, which
-    always reads the head. A record becomes readable two cycles after its write (once the port
-    has read it), and after ``r_en`` the next head is on ``r_data`` two cycles later; the walker
-    never looks sooner (a frame starts, then fetches its first programme entry).
+    always reads the head. ``r_rdy`` is a flip-flop: a record becomes readable three cycles
+    after its write (once the port has read it), and after ``r_en`` the FIFO is not readable
+    in the next cycle; the next head is on ``r_data`` when it is readable again, two cycles
+    after ``r_en`` (the walker never looks sooner: a frame starts, then fetches its first
+    programme entry).
 
     Parameters
     ----------
@@ -1098,10 +1154,10 @@ class _RecordFifo(wiring.Component):
         produce = Signal(bits)
         produced = Signal(bits)  # ``produce`` a cycle late: what the read port has seen
         consume = Signal(bits)
-        m.d.sync += produced.eq(produce)
+        take = self.r_en & self.r_rdy
+        m.d.sync += [produced.eq(produce), self.r_rdy.eq((produced != consume) & ~take)]
         m.d.comb += [
             self.w_rdy.eq((produce ^ consume) != self.depth),
-            self.r_rdy.eq(produced != consume),
             wr.addr.eq(produce[:-1]), wr.data.eq(self.w_data),
             wr.en.eq(self.w_en & self.w_rdy),
             rd.addr.eq(consume[:-1]),
@@ -1109,7 +1165,7 @@ class _RecordFifo(wiring.Component):
         ]
         with m.If(wr.en):
             m.d.sync += produce.eq(produce + 1)
-        with m.If(self.r_en & self.r_rdy):
+        with m.If(take):
             m.d.sync += consume.eq(consume + 1)
         return m
 
