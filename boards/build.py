@@ -94,6 +94,21 @@ def _top(board, channels, emulator, tap, emu_bus, page_type_slots=None):
     return cls, RBScopeTop(params, emulator=emu, emu_bus=emu_bus, tap_targets=tap)
 
 
+def _synth_options(platform):
+    """Yosys options of a board build beyond Amaranth's defaults.
+
+    On the iCE40: ``-dsp``, the multipliers go to its DSP blocks (as the ECP5's do by default);
+    ``-dffe_min_ce_use 4``, a clock enable that fewer than four flip-flops share is folded into
+    their logic. The eight logic cells of an iCE40 tile share one clock enable and one reset,
+    so every distinct enable is a set of cells the placer must keep apart: at 90 % of the
+    UP5K's cells, builds with an enable for each small group of flip-flops often found no
+    legal placement (``docs/benchmarks.md``, session 5).
+    """
+    if platform.device.startswith("iCE40"):
+        return {"synth_opts": "-dsp -dffe_min_ce_use 4"}
+    return {}
+
+
 def elaborate(board, *, channels=None, emulator=0, tap=0, emu_bus=True):
     """Elaborate a board build down to its netlist text (no synthesis); return the plan.
 
@@ -212,8 +227,7 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
     try:
         # Without --timing-allow-fail nextpnr stops with an error when timing fails; it has
         # written its report by then, which tells utilisation and Fmax all the same.
-        # (-dsp: the iCE40's multipliers go to its DSP blocks, as the ECP5's do by default.)
-        options = {"synth_opts": "-dsp"} if platform.device.startswith("iCE40") else {}
+        options = _synth_options(platform)
         products = platform.build(
             top, name=name, build_dir=str(out), do_program=False,
             nextpnr_opts=f"--seed {seed} --report {name}.report.json",
@@ -258,7 +272,7 @@ def synthesise(board, *, channels=None, emulator=0, tap=0, emu_bus=True,
             + (f"_tap{tap}" if tap else ""))
     out = Path(build_dir) / name
     env = tool_env()
-    options = {"synth_opts": "-dsp"} if platform.device.startswith("iCE40") else {}
+    options = _synth_options(platform)
     plan = platform.build(top, name=name, build_dir=str(out), do_build=False,
                           script_after_read=yosys_script(), **options)
     plan.extract(str(out))
