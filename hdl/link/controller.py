@@ -753,6 +753,7 @@ class LinkController(wiring.Component):
             "vc", "var", "byte", "latch", "word"))
         x_word_last, x_olast = Signal(), Signal()
         x_latch_sel = Signal(max(1, len(program.latches)))
+        latch_bits = len(program.latches).bit_length()  # (of a latch entry's ``arg``)
         pc_next = Signal.like(pc)
         # The variable bytes, one multiplexer input each. Where the ROM's output is not
         # registered (the iCE40), the entry is there in NEXT already, and the multiplexer is
@@ -928,8 +929,8 @@ class LinkController(wiring.Component):
                 # registered.
                 read = entry.kind == _Source.READ
                 more = read & entry.word_last & (word_index != entry.arg[:_COUNT_BITS])
-                is_word = read & entry.word_first & (entry.arg == 0)
-                is_latch = read & entry.word_first & (entry.arg != 0)
+                is_word = read & entry.word_first & ~entry.latch
+                is_latch = entry.latch
                 m.d.sync += [
                     x_vc.eq((entry.kind == _Source.CONST) | (entry.kind == _Source.VAR)),
                     x_byte.eq(read & ~entry.word_first),
@@ -938,7 +939,7 @@ class LinkController(wiring.Component):
                     x_word.eq(is_word),
                     x_word_last.eq(read & entry.word_last),
                     x_olast.eq(entry.last & ~more),
-                    x_latch_sel.eq(Cat(entry.arg == k
+                    x_latch_sel.eq(Cat(entry.arg[:latch_bits] == k
                                        for k in range(1, len(program.latches) + 1))),
                     pc_next.eq(Mux(more, entry.arg[_COUNT_BITS:], pc + 1)),
                     *requests,
@@ -1481,12 +1482,16 @@ class _FrameProgram:
     def entry_layout(self):
         arg_bits = max(8, (len(self.var_bytes) - 1).bit_length(),
                        _COUNT_BITS + max(1, len(self._entries) - 1).bit_length())
+        # (``latch`` marks a latch's entry, a READ's first with ``arg != 0``: decoded here, not
+        # by the walker.)
         return data.StructLayout({"kind": _Source, "arg": arg_bits, "word_first": 1,
-                                  "word_last": 1, "last": 1})
+                                  "word_last": 1, "last": 1, "latch": 1})
 
     def finish(self):
         """Pack the entries into ROM words."""
         layout = self.entry_layout
         self.rom = [layout.const({"kind": kind, "arg": arg, "word_first": first,
-                                  "word_last": wlast, "last": last}).as_value().value
+                                  "word_last": wlast, "last": last,
+                                  "latch": int(kind is _Source.READ and first and arg != 0)})
+                    .as_value().value
                     for kind, arg, first, wlast, last in self._entries]
