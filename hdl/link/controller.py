@@ -1157,10 +1157,21 @@ class _RecordFifo(wiring.Component):
         consume = Signal(bits)
         take = self.r_en & self.r_rdy
         m.d.sync += [produced.eq(produce), self.r_rdy.eq((produced != consume) & ~take)]
+        # Fullness is a flip-flop too (``w_rdy`` reaches the write's enable through one gate):
+        # the FIFO becomes full when a record is written, none taken, into its last free slot
+        # (``produce`` one short of ``consume`` plus the depth: ``last_slot``, kept beside
+        # ``consume``), and stops being full when one is taken.
+        full = Signal()
+        last_slot = Signal(bits, init=self.depth - 1)
+        write = self.w_en & ~full
+        with m.If(take):
+            m.d.sync += [full.eq(0), last_slot.eq(last_slot + 1)]
+        with m.Elif(write & (produce == last_slot)):
+            m.d.sync += full.eq(1)
         m.d.comb += [
-            self.w_rdy.eq((produce ^ consume) != self.depth),
+            self.w_rdy.eq(~full),
             wr.addr.eq(produce[:-1]), wr.data.eq(self.w_data),
-            wr.en.eq(self.w_en & self.w_rdy),
+            wr.en.eq(write),
             rd.addr.eq(consume[:-1]),
             self.r_data.eq(rd.data),
         ]
