@@ -751,9 +751,15 @@ class LinkController(wiring.Component):
         # latch (one-hot).
         x_vc, x_var, x_byte, x_latch, x_word = (Signal(name=f"x_{name}") for name in (
             "vc", "var", "byte", "latch", "word"))
-        x_word_last, x_olast = Signal(), Signal()
+        x_word_last, x_olast, x_more = Signal(), Signal(), Signal()
         x_latch_sel = Signal(max(1, len(program.latches)))
         latch_bits = len(program.latches).bit_length()  # (of a latch entry's ``arg``)
+        latch_targets = {}  # shifter → (width, the latches read into it)
+        for k, latch in enumerate(program.latches):
+            width, ks = latch_targets.setdefault(latch.into, (latch.width, []))
+            if width != latch.width:
+                raise ValueError("Latches into one shifter must have one width")
+            ks.append(k)
         pc_next = Signal.like(pc)
         # The variable bytes, one multiplexer input each. Where the ROM's output is not
         # registered (the iCE40), the entry is there in NEXT already, and the multiplexer is
@@ -824,7 +830,7 @@ class LinkController(wiring.Component):
             m.next = "BEGIN"
 
         with m.If(starting):
-            m.d.sync += [ftype.eq(next_ftype), word_index.eq(0)]
+            m.d.sync += ftype.eq(next_ftype)
 
         # The next frame, chosen in every cycle and registered (the choice reaches no frame
         # start's logic in the cycle it is made). Priority at a frame boundary: RESPONSE (once
@@ -939,6 +945,7 @@ class LinkController(wiring.Component):
                     x_word.eq(is_word),
                     x_word_last.eq(read & entry.word_last),
                     x_olast.eq(entry.last & ~more),
+                    x_more.eq(more),
                     x_latch_sel.eq(Cat(entry.arg[:latch_bits] == k
                                        for k in range(1, len(program.latches) + 1))),
                     pc_next.eq(Mux(more, entry.arg[_COUNT_BITS:], pc + 1)),
@@ -962,7 +969,9 @@ class LinkController(wiring.Component):
                     m.d.sync += [pc.eq(pc_next),
                                  obyte.eq(Mux(x_vc, var_byte, word.word_select(word_byte, 8)))]
                     with m.If(x_word_last):
-                        m.d.sync += [word_index.eq(word_index + 1), word_byte.eq(0)]
+                        # (Back to 0 after an array's last word: every array starts there.)
+                        m.d.sync += [word_index.eq(Mux(x_more, word_index + 1, 0)),
+                                     word_byte.eq(0)]
                     with m.Elif(~x_vc):
                         m.d.sync += word_byte.eq(word_byte + 1)
                     m.next = "SEND"
@@ -981,10 +990,16 @@ class LinkController(wiring.Component):
                     for k, latch in enumerate(program.latches):
                         with m.If(x_latch_sel[k]):
                             m.d.sync += read_addr.eq(latch.address)
-                            with m.If(latch_wait[1] & tl_valid):
-                                m.d.sync += [latch_wait.eq(0), pc.eq(pc_next),
-                                             latch.into.reg.eq(tl_rd.data[:latch.width])]
-                                m.next = "SKIP"
+                    with m.If(latch_wait[1] & tl_valid):
+                        m.d.sync += [latch_wait.eq(0), pc.eq(pc_next)]
+                        m.next = "SKIP"
+                        # (Into each latch's shifter; where every latch has the same one, no
+                        # choice among them reaches its enable.)
+                        for into, (width, ks) in latch_targets.items():
+                            chosen = (Cat(x_latch_sel[k] for k in ks).any()
+                                      if len(latch_targets) > 1 else 1)
+                            with m.If(chosen):
+                                m.d.sync += into.reg.eq(tl_rd.data[:width])
             with m.State("SEND"):
                 m.d.comb += [self.body.valid.eq(1), self.body.payload.data.eq(obyte),
                              self.body.payload.last.eq(olast)]
