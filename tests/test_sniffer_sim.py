@@ -272,6 +272,50 @@ def test_events_during_the_scrub_are_counted_exactly(late, scramble):
 
 
 @pytest.mark.parametrize(("late", "scramble"), VARIANTS)
+def test_an_event_right_behind_the_scrub_of_its_word(late, scramble):
+    """One busy channel with an event at every visit, the other idle, cleared at each of six
+    phases of the scanner: the scrubber (in the idle channel's slots and the service slots)
+    writes the busy channel's count word in the slot right before that channel's event at
+    some phase, and the event's read meets the scrub's write. Every count is the model's."""
+    p = SnifferParams(channels=2, width_bits=16)
+    config = SnifferConfig(prescaler=1, glitch_ticks=1, windows=((2, 12), (12, 40)),
+                           idle_ticks=10)
+    got = []
+    bench = SnifferBench(p, normalise_late=late, scramble_collisions=scramble)
+
+    async def tb(ctx):
+        dut = bench.dut
+        await bench.reset(ctx, config, 0b11)
+        for r in range(6):
+            await bench.run_to(ctx, bench.cycle + r)
+            ctx.set(dut.clear, 1)
+            await ctx.tick()
+            ctx.set(dut.clear, 0)
+            bench.cycle += 1
+            t0 = bench.cycle + 1
+            # A 3-tick pulse every 6 cycles (one scanner round of 3 slots): an event at
+            # every visit of channel 1 while the scrubber sweeps its words.
+            trains = [(1, []), (1, pulses(t0, [(3, 3)] * 40))]
+            await bench.play(ctx, pin_schedule(trains)[1], t0 + 40 * 6 + 10)
+            await bench.drain(ctx)
+            while ctx.get(dut.status.clear_busy):
+                await ctx.tick()
+                bench.cycle += 1
+            got.append((trains, [await bench.read_row(ctx, ch) for ch in range(2)]))
+
+    sim = bench.simulator()
+    sim.add_testbench(tb)
+    sim.run()
+    model = SnifferModel(p, config)
+    for trains, rows in got:
+        shift = trains[1][1][0][0] - 10
+        result = model.run([Train(1, [(c - shift, v) for c, v in edges]) for _, edges in trains],
+                           40 * 6 + 200)
+        assert rows == [c.row(p) for c in result.channels]
+        assert rows[1][0] == 40
+
+
+@pytest.mark.parametrize(("late", "scramble"), VARIANTS)
 def test_reads_during_traffic_never_see_a_collision(late, scramble):
     """Read requests for a busy channel's counters while its events are counted: a request
     often lands in the slot right after the channel's event, so its reads meet that event's
