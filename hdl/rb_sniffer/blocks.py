@@ -585,10 +585,12 @@ class Quiescence(wiring.Component):
         # iCE40), then joined with all_ready and the wrap flag of the same cycle into
         # `quiescent`, which leaves the sniffer from a flip-flop. So on cycle t it says what
         # the levels and the count said on cycle t - 2.
-        # The comparison is made in QUIESCENCE_SEGMENT-bit segments: per segment "greater" and
-        # "equal" (the lowest: "at least"), registered, then joined from the top. On the iCE40 a
-        # 16-bit segment's carry chain, with the LUTs Yosys puts around it, missed the 20.8 ns
-        # cycle; an 8-bit one and the join (a few LUTs after flip-flops) fit.
+        # The comparison is made in QUIESCENCE_SEGMENT-bit segments: per segment "at least"
+        # and (above the lowest) "equal", registered, then joined from the top ("greater" is
+        # "at least and not equal"). On the iCE40 a 16-bit segment's carry chain, with the LUTs
+        # Yosys puts around it, missed the 20.8 ns cycle; so did a "greater" flip-flop, which
+        # Yosys forms from the carry chain and the equality's LUT tree in series. "At least" is
+        # the carry chain alone, beside the equality.
         idle = Cat(lower, upper)
         t = self.idle_ticks
         ready_q = Signal()
@@ -597,14 +599,13 @@ class Quiescence(wiring.Component):
         at_least = None
         for k, lo in enumerate(range(0, len(idle), QUIESCENCE_SEGMENT)):
             x, y = idle[lo:lo + QUIESCENCE_SEGMENT], t[lo:lo + QUIESCENCE_SEGMENT]
+            ge = Signal(name=f"ge_{k}")
+            m.d.sync += ge.eq(x >= y)
             if at_least is None:
-                ge = Signal(name=f"ge_{k}")
-                m.d.sync += ge.eq(x >= y)
                 at_least = ge
             else:
-                gt = Signal(name=f"gt_{k}")
                 eq = Signal(name=f"eq_{k}")
-                m.d.sync += [gt.eq(x > y), eq.eq(x == y)]
-                at_least = gt | (eq & at_least)
+                m.d.sync += eq.eq(x == y)
+                at_least = ge & (~eq | at_least)
         m.d.sync += self.quiescent.eq(ready_q & (over_q | at_least))
         return m
