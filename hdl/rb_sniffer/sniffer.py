@@ -773,7 +773,7 @@ class RBSniffer(wiring.Component):
         q_zero = Signal(reset_less=True)
         m.d.sync += [q_epoch.eq(j.epoch), q_zero.eq(j.zero)]
         m.d.comb += a_rd.addr.eq(Mux(phase, k.acc_addr, j.cnt_addr))
-        # c7: this job's first read met the previous job's write (col_c6); keep6: q holds the
+        # c7: this job's first read met the previous job's write (col_c6); keep_c6: q holds the
         # word that write wrote and the job counts in its epoch. c8: the second read met the
         # previous job's busy-time write (col_c7): q keeps the first read.
         col_c6 = Signal(reset_less=True)
