@@ -7,6 +7,7 @@ from amaranth.hdl import Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
 from rbscope.gateware.rb_sniffer.blocks import (
+    QUIESCENCE_SEGMENT,
     Classifier,
     FrontEnd,
     LogBinner,
@@ -15,6 +16,7 @@ from rbscope.gateware.rb_sniffer.blocks import (
 )
 from rbscope.gateware.rb_sniffer.layouts import mailbox_layout
 from rbscope.gateware.rb_sniffer.params import (
+    QUIESCENT_LAG,
     Counter,
     EventKind,
     SnifferConfig,
@@ -448,6 +450,31 @@ def test_quiescence_flag_and_timestamp():
         # cycles later.
         assert [q for q, _ in seen] == [0] * 7 + [1] * 3 + [0] * 3 + [0] * 5 + [1] * 1
         assert seen[5][1] == 100 and seen[12][1] == 111 and seen[18][1] == 111
+
+    run(dut, bench)
+
+
+@pytest.mark.parametrize("idle_ticks", [0x0FF, 0x100, 0x105, 0x1FF, 0x2F0])
+def test_quiescence_compares_across_segments(idle_ticks):
+    """The segmented comparison (QUIESCENCE_SEGMENT bits per segment, joined a cycle later) is
+    exact when the count and the threshold differ in any segment: the flag rises exactly
+    QUIESCENT_LAG cycles after the count reaches idle_ticks, and not one cycle earlier."""
+    # The count runs past the lowest segment (for 0xFF: just past, where the lowest segment
+    # alone says "below").
+    assert (idle_ticks + 4) >> QUIESCENCE_SEGMENT
+    dut = Quiescence(P24)
+
+    async def bench(ctx):
+        ctx.set(dut.idle_ticks, idle_ticks)
+        ctx.set(dut.tick, 1)
+        ctx.set(dut.all_ready, 1)
+        flags = []
+        for _ in range(idle_ticks + QUIESCENT_LAG + 4):
+            flags.append(ctx.get(dut.quiescent))
+            await ctx.tick()
+        # The count is t on cycle t (ready from reset, a tick every cycle).
+        first = idle_ticks + QUIESCENT_LAG
+        assert flags[:first] == [0] * first and set(flags[first:]) == {1}
 
     run(dut, bench)
 

@@ -12,7 +12,8 @@ from amaranth.lib.wiring import In, Out
 from .layouts import mailbox_layout, window_layout
 from .params import Counter, SnifferParams
 
-__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "first_window",
+__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "QUIESCENCE_SEGMENT",
+           "first_window",
            "DSP_BOUNDS", "dsp_at_least", "leading_one_hot", "log_bin", "or_all"]
 
 
@@ -323,6 +324,10 @@ def first_window(m, match, index, params):
         m.d.comb += index.eq(params.counter_index(Counter.UNCLASSIFIED))
 
 
+#: Bits per segment of the quiescence comparison (see :class:`Quiescence`).
+QUIESCENCE_SEGMENT = 8
+
+
 #: Window bounds an iCE40UP's DSP blocks can hold and compare: its eight ``SB_MAC16``, one bound
 #: each (the low and high bound of classes 0 … 3).
 DSP_BOUNDS = 8
@@ -580,25 +585,27 @@ class Quiescence(wiring.Component):
         # iCE40), then joined with all_ready and the wrap flag of the same cycle into
         # `quiescent`, which leaves the sniffer from a flip-flop. So on cycle t it says what
         # the levels and the count said on cycle t - 2.
-        # The comparison is made in 16-bit segments (on the iCE40 a 24-bit carry chain and its
-        # entry and exit already take most of a 55 MHz cycle): per segment "greater" and
-        # "equal" (the lowest: "at least"), registered, then joined from the top.
+        # The comparison is made in QUIESCENCE_SEGMENT-bit segments: per segment "at least"
+        # and (above the lowest) "equal", registered, then joined from the top ("greater" is
+        # "at least and not equal"). On the iCE40 a 16-bit segment's carry chain, with the LUTs
+        # Yosys puts around it, missed the 20.8 ns cycle; so did a "greater" flip-flop, which
+        # Yosys forms from the carry chain and the equality's LUT tree in series. "At least" is
+        # the carry chain alone, beside the equality.
         idle = Cat(lower, upper)
         t = self.idle_ticks
         ready_q = Signal()
         over_q = Signal()
         m.d.sync += [ready_q.eq(self.all_ready), over_q.eq(over)]
         at_least = None
-        for k, lo in enumerate(range(0, len(idle), 16)):
-            x, y = idle[lo:lo + 16], t[lo:lo + 16]
+        for k, lo in enumerate(range(0, len(idle), QUIESCENCE_SEGMENT)):
+            x, y = idle[lo:lo + QUIESCENCE_SEGMENT], t[lo:lo + QUIESCENCE_SEGMENT]
+            ge = Signal(name=f"ge_{k}")
+            m.d.sync += ge.eq(x >= y)
             if at_least is None:
-                ge = Signal(name=f"ge_{k}")
-                m.d.sync += ge.eq(x >= y)
                 at_least = ge
             else:
-                gt = Signal(name=f"gt_{k}")
                 eq = Signal(name=f"eq_{k}")
-                m.d.sync += [gt.eq(x > y), eq.eq(x == y)]
-                at_least = gt | (eq & at_least)
+                m.d.sync += eq.eq(x == y)
+                at_least = ge & (~eq | at_least)
         m.d.sync += self.quiescent.eq(ready_q & (over_q | at_least))
         return m

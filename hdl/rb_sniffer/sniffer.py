@@ -10,6 +10,7 @@ from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..synthesis import COLLISION_FREE
 from .blocks import (
     DSP_BOUNDS,
     Classifier,
@@ -123,6 +124,12 @@ class RBSniffer(wiring.Component):
         RAM, for the ECP5's slow block RAM output). The default, None, picks ``False`` on an
         iCE40 platform (about 25 logic cells less) and ``True`` elsewhere. The counts are the
         same either way.
+    scramble_collisions : bool
+        Simulation aid. The counter RAM and (with two channels or more) the start RAM are built
+        as collision-free (:data:`~rbscope.gateware.synthesis.COLLISION_FREE`): the iCE40 build
+        lets a read that meets a write of its address return anything, and the pipeline never
+        uses such a read. With True, such a read returns the complement of the old word, so
+        that a simulation shows it if one is used. False (the default): the old word.
 
     Members
     -------
@@ -146,7 +153,7 @@ class RBSniffer(wiring.Component):
     """
 
     def __init__(self, params, *, hist_ram="auto", spram_block=None, dsp_bounds=0,
-                 boot_windows=(), normalise_late=None):
+                 boot_windows=(), normalise_late=None, scramble_collisions=False):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if hist_ram not in ("auto", *RAM_KINDS):
@@ -164,6 +171,7 @@ class RBSniffer(wiring.Component):
             raise ValueError(f"normalise_late must be None, False or True, "
                              f"not {normalise_late!r}")
         self.normalise_late = normalise_late
+        self.scramble_collisions = bool(scramble_collisions)
         windows = SnifferConfig(windows=tuple(boot_windows)).validate(params).windows
         self.boot_bounds = [b for window in windows for b in window][:self.dsp_bounds]
         members = {
@@ -176,6 +184,16 @@ class RBSniffer(wiring.Component):
         if params.tag_bits:
             members["tag"] = In(params.channels * params.tag_bits)
         super().__init__(members)
+
+    @staticmethod
+    def _scramble(m, name, rd, wr):
+        """The read data of ``rd``, complemented on the cycle after its read met a write of
+        ``wr`` to its address (see ``scramble_collisions``)."""
+        met = Signal(name=f"{name}_met")
+        m.d.sync += met.eq(wr.en & (wr.addr == rd.addr))
+        data_ = Signal(len(rd.data.as_value()), name=f"{name}_seen")
+        m.d.comb += data_.eq(Mux(met, ~rd.data.as_value(), rd.data.as_value()))
+        return data_
 
     def elaborate(self, platform):
         m = Module()
@@ -353,19 +371,25 @@ class RBSniffer(wiring.Component):
         # saturated. A slot's word is read in the cycle before its c0 (from the scanner's next
         # index), registered at c0, and written at c3. A channel's next read comes a rotation
         # later, at least two slots after the write; with a single channel only one cycle
-        # before it, hence the bypass then.
+        # before it, hence the bypass then. With two or more, a read never meets a write of its
+        # word (the write's index, scan_prev, is two behind the read's, scan_next, among at least
+        # three): the RAM is collision-free (no bypass that Yosys would add for the iCE40).
 
         wide = p.wide_bits
         mx = p.max_width
         start_word = data.StructLayout({"start": wide, "sat": 1})
-        m.submodules.starts = starts = Memory(shape=start_word, depth=n, init=[])
+        starts = Memory(shape=start_word, depth=n, init=[])
+        m.submodules["starts" + (COLLISION_FREE if n > 1 else "")] = starts
         st_wr = starts.write_port()
         st_rd = starts.read_port(transparent_for=(st_wr,) if n == 1 else ())
         m.d.comb += st_rd.addr.eq(scan_next)
         st_q = Signal(start_word, reset_less=True)
         ts_c0 = Signal(wide, reset_less=True)  # the timestamp at the slot's c0
+        st_data_read = st_rd.data
+        if n > 1 and self.scramble_collisions:
+            st_data_read = self._scramble(m, "starts", st_rd, st_wr)
         with m.If(~phase):
-            m.d.sync += [ts_c0.eq(timebase.timestamp[:wide]), st_q.eq(st_rd.data)]
+            m.d.sync += [ts_c0.eq(timebase.timestamp[:wide]), st_q.eq(st_data_read)]
 
         # ---- c1: merge the groups; differences of times ----------------------------------------
         # elapsed: ticks from the recorded start to c0 (the running width of a recorded pulse);
@@ -679,10 +703,12 @@ class RBSniffer(wiring.Component):
                         k.acc_we.eq(1), k.acc_add.eq(s1_glitches),
                     ]
                 with m.Case(_Job.READ):
-                    m.d.sync += [
-                        k.read.eq(1), k.bad.eq(read_bad),
-                        k.acc_addr.eq(Mux(read_bad, 0, counter_addr(s1_channel, s1_index))),
-                    ]
+                    # (Both of a read's counter-RAM reads address its word.)
+                    m.d.sync += [k.read.eq(1), k.bad.eq(read_bad), k.acc_addr.eq(j.cnt_addr)]
+                with m.Case(_Job.SCRUB):
+                    # A scrub reads its word twice too: the second read is what the next job
+                    # takes if its first read meets the scrub's write (see the counter RAM).
+                    m.d.sync += k.acc_addr.eq(j.cnt_addr)
 
         # Trace: one record per front-end event, straight from the c5 registers (the consumer
         # registers what it keeps).
@@ -711,10 +737,30 @@ class RBSniffer(wiring.Component):
         # increment the cycle after: counts at c8, busy time at c9. No adder follows a RAM output
         # in the same cycle.
 
+        # The RAM is collision-free: nothing uses a read that meets a write of its word (the
+        # iCE40's block RAM may return anything then, and the read-during-write bypass Yosys
+        # would add was the slowest path of the iCE40 build). Adjacent jobs are the only ones
+        # whose reads and writes share cycles (a job's reads at c6 and c7 meet the previous
+        # job's writes of its c8 and c9), and events in adjacent slots belong to different
+        # channels, so a read meets a write of its word only when one of the two jobs is a
+        # read or a scrub (whose two reads both address their word):
+        # * a scrub's read meets the write of the job before: the scrub skips its write (a_hit);
+        # * a read request's second read meets the previous job's busy-time write: the response
+        #   takes its first read (held in q), which came before that write, as a read-first
+        #   RAM would return it;
+        # * a job's first read meets the previous scrub's write: q then holds the scrub's second
+        #   read of the word, normalised, which is what the scrub writes; the job keeps it (or
+        #   takes 0 if it counts in another epoch).
+        # The two meetings are flip-flops at c7 (col_c6, col_c7), compared at c6 like a_hit.
+
         counter_word = data.StructLayout({"value": cb, "tag": 1})
-        m.submodules.counters = counters = Memory(shape=counter_word, depth=a_depth, init=[])
+        counters = Memory(shape=counter_word, depth=a_depth, init=[])
+        m.submodules["counters" + COLLISION_FREE] = counters
         a_wr = counters.write_port()
         a_rd = counters.read_port()
+        a_rd_data = a_rd.data
+        if self.scramble_collisions:
+            a_rd_data = counter_word(self._scramble(m, "counters", a_rd, a_wr))
 
         w_addr = Signal(range(a_depth), reset_less=True)
         w_en = Signal(reset_less=True)
@@ -727,6 +773,17 @@ class RBSniffer(wiring.Component):
         q_zero = Signal(reset_less=True)
         m.d.sync += [q_epoch.eq(j.epoch), q_zero.eq(j.zero)]
         m.d.comb += a_rd.addr.eq(Mux(phase, k.acc_addr, j.cnt_addr))
+        # c7: this job's first read met the previous job's write (col_c6); keep_c6: q holds the
+        # word that write wrote and the job counts in its epoch. c8: the second read met the
+        # previous job's busy-time write (col_c7): q keeps the first read.
+        col_c6 = Signal(reset_less=True)
+        col_c7 = Signal(reset_less=True)
+        same_c6 = Signal(reset_less=True)  # that write was in this job's epoch
+        keep_c6 = Signal()
+        m.d.comb += keep_c6.eq(col_c6 & same_c6 & ~q_zero)
+        q_hold = Signal()
+        q_clear = Signal()
+        m.d.comb += [q_hold.eq(Mux(phase, keep_c6, col_c7)), q_clear.eq(phase & col_c6)]
         # Carry-select: the increment is at most `width_bits` wide, so the word's upper part
         # only ever gains the carry out of the lower part. The write cycle adds `width_bits`
         # bits and, in parallel, increments the upper part, and the carry picks one of the two.
@@ -738,7 +795,9 @@ class RBSniffer(wiring.Component):
         if not late:
             # Normalised as it is registered: one LUT level between the RAM's output and q (as
             # q's synchronous reset). The iCE40's block RAM is quick enough for that.
-            m.d.sync += q.eq(Mux((a_rd.data.tag == q_epoch) & ~q_zero, a_rd.data.value, 0))
+            with m.If(~q_hold):
+                m.d.sync += q.eq(Mux((a_rd_data.tag == q_epoch) & ~q_zero & ~q_clear,
+                                     a_rd_data.value, 0))
             q_value = q
             m.d.comb += low_sum.eq(q[:split] + w_inc)
             write_value = Cat(low_sum[:split], Mux(low_sum[split], q[split:] + 1, q[split:]))
@@ -749,10 +808,14 @@ class RBSniffer(wiring.Component):
             q_tag = Signal(reset_less=True)
             q_epoch_late = Signal(reset_less=True)
             q_zero_late = Signal(reset_less=True)
-            m.d.sync += [q.eq(a_rd.data.value), q_tag.eq(a_rd.data.tag),
-                         q_epoch_late.eq(q_epoch), q_zero_late.eq(q_zero)]
             q_ok = Signal()
             m.d.comb += q_ok.eq((q_tag == q_epoch_late) & ~q_zero_late)
+            m.d.sync += [q_epoch_late.eq(q_epoch), q_zero_late.eq(q_zero)]
+            with m.If(q_clear):
+                # The word the previous scrub wrote: q normalised, with the scrub's epoch.
+                m.d.sync += [q.eq(Mux(q_ok, q, 0)), q_tag.eq(q_epoch_late)]
+            with m.Elif(~q_hold):
+                m.d.sync += [q.eq(a_rd_data.value), q_tag.eq(a_rd_data.tag)]
             q_value = Mux(q_ok, q, 0)
             m.d.comb += low_sum.eq(Mux(q_ok, q[:split] + w_inc, w_inc))
             write_value = Cat(low_sum[:split],
@@ -766,14 +829,16 @@ class RBSniffer(wiring.Component):
         # never meet such a hazard; a read may return a value one job old.)
         # Both writes are known at c6 (the c7 one is K's, loaded at the end of c6), so the hit
         # is a flip-flop at c7.
-        a_hit_c6 = Signal(reset_less=True)
-        a_hit_c7 = Signal(reset_less=True)
+        # (Addresses and epochs are compared into separate flip-flops, joined after them.)
+        same_c7 = Signal(reset_less=True)
         with m.If(~phase):
             m.d.sync += [
-                a_hit_c6.eq(w_en & (w_addr == j.cnt_addr) & (w_tag == j.epoch)),
-                a_hit_c7.eq(k.acc_we & (k.acc_addr == j.cnt_addr) & (k.epoch == j.epoch)),
+                col_c6.eq(w_en & (w_addr == j.cnt_addr)),
+                col_c7.eq(k.acc_we & (k.acc_addr == j.cnt_addr)),
+                same_c6.eq(w_tag == j.epoch),
+                same_c7.eq(k.epoch == j.epoch),
             ]
-        a_hit = a_hit_c6 | a_hit_c7
+        a_hit = (col_c6 & same_c6) | (col_c7 & same_c7)
         with m.If(phase):  # load the c8 write: J's count update
             m.d.sync += [
                 w_addr.eq(j.cnt_addr), w_inc.eq(j.cnt_inc), w_tag.eq(j.epoch),
