@@ -112,8 +112,9 @@ class RBSniffer(wiring.Component):
         :data:`~.blocks.DSP_BOUNDS`, the iCE40UP5K's DSP count), are held and compared in
         iCE40UP DSP blocks (:func:`~.blocks.dsp_at_least`) rather than in flip-flops and carry
         chains: about 40 logic cells less per bound. Those bounds are then written through
-        ``win_load`` and ``win_data`` (``cfg.windows`` gives only the others), and hold
-        ``boot_windows`` from power-up. 0 (the default): none.
+        ``win_load`` and ``win_data`` (``cfg.windows`` gives only the others; both are
+        registered before the DSP blocks, so a bound written is compared from the second cycle
+        after its strobe), and hold ``boot_windows`` from power-up. 0 (the default): none.
     boot_windows : sequence of (int, int)
         With ``dsp_bounds``: the windows the DSP bounds hold from power-up (the register
         file's reset values), loaded in the first cycles after configuration.
@@ -533,10 +534,14 @@ class RBSniffer(wiring.Component):
                 m.d.sync += boot_step.eq(boot_step + 1)
             # (Only read while boot_step < nb.)
             boot_value = Array(Const(b, wb) for b in self.boot_bounds)[boot_step]
-            m.d.comb += [
-                classifier.load.eq(Mux(booted, self.win_load, Const(1, nb) << boot_step)),
-                classifier.load_data.eq(Mux(booted, self.win_data, boot_value)),
-            ]
+            # (Registered on their way to the DSP blocks' hold inputs: the register file's
+            # address decode and the boot choice reach no DSP in the cycle they are made. A
+            # window written here is compared from the second cycle after its strobe.)
+            load_q = Signal(nb, reset_less=True)  # (the boot runs during a reset too)
+            data_q = Signal(wb, reset_less=True)
+            m.d.sync += [load_q.eq(Mux(booted, self.win_load, Const(1, nb) << boot_step)),
+                         data_q.eq(Mux(booted, self.win_data, boot_value))]
+            m.d.comb += [classifier.load.eq(load_q), classifier.load_data.eq(data_q)]
         # The log bin is found beside the window comparisons (its priority chain on the leading
         # one is several LUT levels deep) and registered with them.
         # The log-bin is found in two steps: the leading one here (a balanced tree), beside the
