@@ -249,9 +249,22 @@ class FrontEnd(wiring.Component):
         # a comparator (no carry chain), against glitch_now, which takes this cycle's tick off
         # the threshold (no adder either); at the end (age = the width) it is a flip-flop.
         reached = Signal()
+        # (The equality as a balanced tree whose first level, one LUT per two bits, is kept
+        # through synthesis: left to itself, Yosys' mapping chains it a bit per LUT, six levels
+        # deep on the iCEBreaker, where the threshold comes from a flip-flop shared by eight
+        # front ends.)
+        pairs = []
+        for i in range(0, p.glitch_bits, 2):
+            pair = Signal(name=f"age_eq_{i}", attrs={"keep": 1})
+            m.d.comb += pair.eq(age[i:i + 2] == self.glitch_now[i:i + 2])
+            pairs.append(pair)
+        if len(age) > p.glitch_bits:
+            high = Signal(name="age_high_zero", attrs={"keep": 1})
+            m.d.comb += high.eq(age[p.glitch_bits:] == 0)
+            pairs.append(high)
         with m.If(~self.low):
             m.d.sync += reached.eq(self.glitch_off)
-        with m.Elif(age == self.glitch_now):
+        with m.Elif(Cat(pairs).all()):
             m.d.sync += reached.eq(1)
         short = Signal()
         m.d.comb += short.eq(~reached)
