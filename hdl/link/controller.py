@@ -594,10 +594,14 @@ class LinkController(wiring.Component):
         hist_count = Signal(16, init=1)  # this histogram period's snapshot, from 1
         # (Once the new period can be compared, two cycles after the write (three with the
         # register): what the read port returns the cycle after the RAM is written is stale.
-        # Nothing expires from the write until then, and the write restarts both counters.
-        # Whether a period is 0, off, is registered as it is written.)
+        # Nothing expires from the write until then, and a write of either period restarts the
+        # snapshot counter (a period whose last cycle fell in those cycles would otherwise be
+        # passed over, and the counter run on to its wrap); a write of HIST_PERIOD restarts
+        # the histogram count too. Whether a period is 0, off, is registered as it is written.)
         delay = 3 if self.ram_output_registers else 2
-        reload_period = Signal(delay)
+        # (From power-up and a logic reset too, the read port's first words are not the
+        # periods: the snapshot counter starts as after a write, once they are.)
+        reload_period = Signal(delay, init=(1 << delay) - 1)
         reload_hist = Signal(delay)
         m.d.sync += [reload_period.eq(Cat(period_written, reload_period)),
                      reload_hist.eq(Cat(hist_written, reload_hist))]
@@ -615,7 +619,9 @@ class LinkController(wiring.Component):
         # least a cycle apart, so that ``hist_last`` has seen the count's last change: a period
         # of 1 gives a request every other cycle, which is as many as a snapshot can take.)
         m.d.sync += periodic.eq(expired & period_on & ~periodic)
-        with m.If(expired | reload_period[-1]):
+        self._timer = {"periodic": periodic, "period_written": period_written,
+                       "hist_written": hist_written}  # (inspection, by the tests)
+        with m.If(expired | reload_period[-1] | reload_hist[-1]):
             m.d.sync += [count_ahead.eq(2), at_period.eq(snapshot_period == 1)]
         with m.Else():
             m.d.sync += [count_ahead.eq(count_ahead + 1),
