@@ -290,13 +290,16 @@ class CommandDecoder(wiring.Component):
             with m.Else():
                 m.d.sync += [store.eq(1), value.eq(byte)]
 
-        # Stage 2: check and collect.
+        # Stage 2: check and collect. (The CRC's match and the size are registered: neither
+        # changes in the cycle an END is taken, when the CRC is idle and no byte is stored.)
+        match = Signal()
+        whole = Signal()
+        m.d.sync += [match.eq(crc_gen.match), whole.eq(count == size)]
         with m.If(bad_escape):
             m.d.sync += broken.eq(1)
         with m.If(end):
             with m.If(count != 0):
-                ok = (~broken & ~dangling & ~header_bad & (count == size) &
-                      crc_gen.match)
+                ok = ~broken & ~dangling & ~header_bad & whole & match
                 m.d.comb += [self.good.eq(ok), self.bad.eq(~ok)]
                 with m.If((self.command.valid & ~self.command.ready) | skipped):
                     m.d.comb += self.dropped.eq(1)
