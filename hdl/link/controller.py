@@ -659,9 +659,9 @@ class LinkController(wiring.Component):
         # (The latch is loaded the cycle after the snapshot starts, from a flip-flop
         # (``snap_load``): the start's decision reaches no enable of its 96 flip-flops. Whether
         # the snapshot was asked for is noted as it starts, when the request is taken.)
-        snap_load = Signal()
+        snap_load, hist_load, ext_load = Signal(), Signal(), Signal()
         solicited = Signal()
-        m.d.sync += snap_load.eq(0)
+        m.d.sync += [snap_load.eq(0), hist_load.eq(0), ext_load.eq(0)]
         snap_flag_bits = Cat(quiescent, status.clear_busy, link["link.trace_enable"],
                              solicited)
         # A snapshot's header describes the sniffer at one instant. Its time and epoch are the
@@ -889,14 +889,13 @@ class LinkController(wiring.Component):
                     m.d.comb += [starting.eq(1), next_ftype.eq(pick)]
                     m.next = "BEGIN"
                     with m.If(pick_snap):
-                        m.d.sync += [snap_request.eq(0), snap_channel.eq(0),
-                                     snap_solicited.eq(0), solicited.eq(snap_solicited),
-                                     snap_load.eq(1)]
+                        m.d.sync += [snap_request.eq(0), snap_solicited.eq(0),
+                                     solicited.eq(snap_solicited), snap_load.eq(1)]
                     with m.If(pick_hist):
-                        m.d.sync += [hist_request.eq(0), hist_channel.eq(0), hist_first.eq(0)]
+                        m.d.sync += [hist_request.eq(0), hist_load.eq(1)]
                     if source is not None:
                         with m.If(pick_ext):
-                            m.d.sync += [ext_request.eq(0), unit.eq(0)]
+                            m.d.sync += [ext_request.eq(0), ext_load.eq(1)]
             with m.State("FETCH"):
                 # The ROM's read port answers one cycle after the address. The loss counter of
                 # the snapshot's channel is latched here too, once the read port has read it
@@ -1064,8 +1063,15 @@ class LinkController(wiring.Component):
         for shifter in program.shifters.values():
             with m.If(shifter.shift):
                 m.d.sync += shifter.advance()
+        # A burst's first frame starts from its first channel (or unit), set in the cycle
+        # after the start from the registered strobes (BEGIN: no read uses them before PICK).
         with m.If(snap_load):
-            m.d.sync += snap_latch.load(snap_now)
+            m.d.sync += [snap_latch.load(snap_now), snap_channel.eq(0)]
+        with m.If(hist_load):
+            m.d.sync += [hist_channel.eq(0), hist_first.eq(0)]
+        if source is not None:
+            with m.If(ext_load):
+                m.d.sync += unit.eq(0)
         # Between frames, keep the frame time current; it freezes when a frame starts (its first
         # byte is fetched in the cycle after leaving these states).
         between = ["IDLE", *bursts]

@@ -313,6 +313,13 @@ class CommandDecoder(wiring.Component):
             m.d.sync += [count.eq(0), broken.eq(0), header_bad.eq(0), skipped.eq(0)]
             m.d.comb += crc_gen.start.eq(1)
 
+        # Whether the next byte stored is one of the command's, registered from the count (a
+        # data byte is stored at most every ten cycles; an END clears it, as the count): the
+        # command register's enable is then a gate from flip-flops.
+        collect = Signal()
+        m.d.sync += collect.eq((count >= header_bytes) & (count < header_bytes + command_bytes))
+        with m.If(end):
+            m.d.sync += collect.eq(0)
         with m.If(store):
             m.d.sync += [crc_shift.eq(value), crc_bits.eq(8)]
             with m.Switch(count):
@@ -320,11 +327,11 @@ class CommandDecoder(wiring.Component):
                     with m.Case(k):
                         with m.If(value != (expected >> 8 * k) & 0xFF):
                             m.d.sync += header_bad.eq(1)
-                with m.Case(*range(header_bytes, header_bytes + command_bytes)):
-                    with m.If(self.command.valid):
-                        m.d.sync += skipped.eq(1)
-                    with m.Else():
-                        m.d.sync += buffer.eq(Cat(buffer[8:], value))
+            with m.If(collect):
+                with m.If(self.command.valid):
+                    m.d.sync += skipped.eq(1)
+                with m.Else():
+                    m.d.sync += buffer.eq(Cat(buffer[8:], value))
             with m.If(count <= size):
                 m.d.sync += count.eq(count + 1)
         with m.If(self.rotate):
