@@ -78,6 +78,11 @@ class TrafficGenerator(wiring.Component):
         group = Signal(p.block_bits + 1)
         page = Signal(p.page_bits + 1)
         reads = Signal(8)
+        # The page's reads end with the next one: registered (a step follows the previous one
+        # by at least an operation's busy time), so that the carry chain of the comparison
+        # reaches none of the step's enables.
+        reads_last = Signal()
+        m.d.sync += reads_last.eq(reads + 1 >= cfg.reads)
         plane = Signal(range(p.planes))
         stage = Signal(_Stage)
         kind = Signal(Step)
@@ -138,7 +143,7 @@ class TrafficGenerator(wiring.Component):
                         m.d.comb += advance_page.eq(1)
                 with m.Case(_Stage.READS):
                     m.d.sync += reads.eq(reads + 1)
-                    with m.If(reads + 1 >= cfg.reads):
+                    with m.If(reads_last):
                         m.d.comb += advance_page.eq(1)
                 with m.Case(_Stage.ERASE):
                     with m.If(~last_plane):
