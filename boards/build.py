@@ -94,6 +94,13 @@ def _top(board, channels, emulator, tap, emu_bus, page_type_slots=None):
     return cls, RBScopeTop(params, emulator=emu, emu_bus=emu_bus, tap_targets=tap)
 
 
+def _build_name(board, top, emulator, tap, page_type_slots=None):
+    """The name of a build's products (and of its directory under the build directory)."""
+    return (f"rbscope_{board}_{top.params.channels}ch" + (f"_emu{emulator}" if emulator else "")
+            + (f"_tap{tap}" if tap else "")
+            + (f"_pt{page_type_slots}" if emulator and page_type_slots else ""))
+
+
 def _synth_options(platform):
     """Yosys options of a board build beyond Amaranth's defaults.
 
@@ -212,9 +219,7 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=1,
     """
     cls, top = _top(board, channels, emulator, tap, emu_bus, page_type_slots)
     platform = cls()
-    name = name or (f"rbscope_{board}_{top.params.channels}ch"
-                    + (f"_emu{emulator}" if emulator else "") + (f"_tap{tap}" if tap else "")
-                    + (f"_pt{page_type_slots}" if emulator and page_type_slots else ""))
+    name = name or _build_name(board, top, emulator, tap, page_type_slots)
     out = Path(build_dir) / name
     env = tool_env()
     saved = {k: os.environ.get(k) for k in env}
@@ -264,12 +269,11 @@ def synthesise(board, *, channels=None, emulator=0, tap=0, emu_bus=True,
     """Synthesise a board build with Yosys only (no place and route); return the netlist path.
 
     The netlist is the JSON nextpnr would read; ``benchmarks/logic_depth.py`` ranks its paths.
-    It takes a minute where a place and route of the iCEBreaker takes several.
+    It takes about 15 s for the iCEBreaker, whose place and route takes minutes.
     """
     cls, top = _top(board, channels, emulator, tap, emu_bus)
     platform = cls()
-    name = (f"rbscope_{board}_{top.params.channels}ch" + (f"_emu{emulator}" if emulator else "")
-            + (f"_tap{tap}" if tap else ""))
+    name = _build_name(board, top, emulator, tap)
     out = Path(build_dir) / name
     env = tool_env()
     options = _synth_options(platform)
