@@ -15,13 +15,13 @@ import random
 import sys
 import time
 
-from rbscope.calibrate import hints_from_geometry, overlap_correction
+from rbscope.analysis.calibrate import hints_from_geometry, overlap_correction
+from rbscope.analysis.geometry import load_geometry
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.measurement import Measurement
+from rbscope.analysis.wa import compute_wa
+from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.geometry import load_geometry
-from rbscope.logical import from_bytes
-from rbscope.measurement import Measurement
-from rbscope.model import SnifferModel, Train
-from rbscope.wa import compute_wa
 
 CASES = [
     # name, erase centre µs, erase per programs, upper-page spread (lo, hi) µs

@@ -8,7 +8,7 @@ events, then per snapshot one STATUS and 16 COUNTERS frames with cumulative coun
 burst (11 HISTOGRAM frames per channel) after every 100th snapshot, and at the end a solicited
 snapshot, the histograms and a ``stop`` event.
 
-Every frame payload is packed by the host's protocol encoder (``rbscope.protocol``, compiled
+Every frame payload is packed by the host's protocol encoder (``rbscope.device.protocol``, compiled
 from the wire layouts), framed by ``frame_bytes`` and packed into records by the capture module's
 own record packer, so the file is byte for byte what ``CaptureWriter`` writes (``--check``
 compares a one-minute file written record by record through ``CaptureWriter.raw_frame``).
@@ -34,9 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rbscope import capture as cap
-from rbscope import protocol as hp
-from rbscope.capture import CaptureWriter
+from rbscope.analysis.geometry import load_geometry
+from rbscope.device import capture as cap
+from rbscope.device import protocol as hp
+from rbscope.device.capture import CaptureWriter
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import (
     HIST_CHUNK,
@@ -45,7 +46,6 @@ from rbscope.gateware.link.protocol import (
     register_map,
 )
 from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.geometry import load_geometry
 
 CLOCK_HZ = 48_000_000
 PERIOD_S = 0.1

@@ -10,8 +10,8 @@ from cocotb.clock import Clock
 
 from rbscope.cocotb.rb import RbDriver, RbRecording
 from rbscope.cocotb.sniffer import Sniffer
+from rbscope.device.stimulus import TrainSpec, random_trains
 from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams
-from rbscope.stimulus import TrainSpec, random_trains
 
 PERIOD_NS = 10
 

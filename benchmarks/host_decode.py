@@ -15,8 +15,8 @@ import random
 import tempfile
 import time
 
-from rbscope import protocol as hp
-from rbscope.capture import CaptureReader, CaptureWriter
+from rbscope.device import protocol as hp
+from rbscope.device.capture import CaptureReader, CaptureWriter
 from rbscope.gateware.link.protocol import HIST_CHUNK, FrameType
 from rbscope.gateware.rb_sniffer.params import SnifferParams
 

@@ -1,7 +1,7 @@
 """Benchmark the logic-analyser importers: throughput of VCD and sigrok (.sr) import.
 
-Generates a random NAND workload on N channels (``rbscope.stimulus``, 1 cycle = 1 µs scaled to
-the chosen time unit), writes it as a VCD with the project's writer, converts it with the real
+Generates a random NAND workload on N channels (``rbscope.device.stimulus``, 1 cycle = 1 µs scaled
+to the chosen time unit), writes it as a VCD with the project's writer, converts it with the real
 ``sigrok-cli`` to a session file, then imports both through the bit-exact model and reports
 bytes/s, edges/s and samples/s, and whether both imports agree.
 
@@ -42,11 +42,11 @@ from pathlib import Path
 
 import numpy as np
 
+from rbscope.device.stimulus import TrainSpec, random_trains
+from rbscope.gateware.rb_sniffer.model import SYNC_LATENCY, SnifferModel, Train
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.importers.sigrok import import_sr
-from rbscope.importers.vcd import import_vcd, write_vcd
-from rbscope.model import SYNC_LATENCY, SnifferModel, Train
-from rbscope.stimulus import TrainSpec, random_trains
+from rbscope.recordings.sigrok import import_sr
+from rbscope.recordings.vcd import import_vcd, write_vcd
 
 WINDOWS = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
 
@@ -55,8 +55,8 @@ WINDOWS = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
 CHILD = """
 import importlib, importlib.util, json, sys
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.importers.sigrok import import_sr
-from rbscope.importers.vcd import import_vcd
+from rbscope.recordings.sigrok import import_sr
+from rbscope.recordings.vcd import import_vcd
 kind, path, u = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if len(sys.argv) > 4:
     spec = importlib.util.spec_from_file_location(
@@ -294,7 +294,7 @@ def main():
                 result[key].pulses == result["before_" + key].pulses for key in ("vcd", "sr"))
     # The per-transition work alone: the same edges, already extracted, through the model in
     # 4 M-cycle batches (what the importers do after finding the changes).
-    classifiers = {"": importlib.import_module("rbscope.importers").StreamClassifier}
+    classifiers = {"": importlib.import_module("rbscope.recordings").StreamClassifier}
     if args.before:
         before = importlib.import_module("rbscope_before.importers")
         classifiers["before_"] = before.StreamClassifier

@@ -2,8 +2,10 @@
 
 For each drive (``benchmarks/accuracy.py``'s scaled ones), a training run (a mixed workload,
 ``--train-workload``, its own seed, steady state) is watched on channel 0's bus through the
-bit-exact tap model (:func:`rbscope.labelled.from_refssd`, what ``rbscope label`` writes for a
-recording); :func:`rbscope.trained.train` learns each class's widths from those labels (what
+bit-exact tap model (:func:`rbscope.analysis.labelled.from_refssd`, what ``rbscope label`` writes
+for a
+recording); :func:`rbscope.analysis.trained.train` learns each class's widths from those labels
+(what
 ``rbscope calibrate --labelled`` does). Then ``wa_classifier.py``'s workloads run, and every die's
 R/B# is classified four ways: untrained / trained × with the pulse order (per-pulse widths) /
 histograms only. Reported: ``|RE_WA|`` and whether the 95 % interval holds ``WA_true``.
@@ -20,13 +22,13 @@ import accuracy  # benchmarks/accuracy.py: drives and volumes
 from wa_classifier import PRECONDITIONS, WORKLOADS
 
 from rbscope import refssd
-from rbscope.labelled import from_refssd
-from rbscope.logical import from_bytes
-from rbscope.measurement import Measurement
+from rbscope.analysis.labelled import from_refssd
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.measurement import Measurement
+from rbscope.analysis.sequence import classify_measurement
+from rbscope.analysis.trained import train
+from rbscope.analysis.wa import compute_wa
 from rbscope.refssd.measure import to_measurement
-from rbscope.sequence import classify_measurement
-from rbscope.trained import train
-from rbscope.wa import compute_wa
 
 TRAIN_SEED = 99
 _trained = {}

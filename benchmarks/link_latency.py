@@ -20,12 +20,12 @@ import statistics
 import sys
 import time
 
-from rbscope.device import Device
+from rbscope.device.device import Device
+from rbscope.device.protocol import Counters, FrameDecoder, encode_frame
+from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.link import protocol
 from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams
-from rbscope.model import Train
-from rbscope.protocol import Counters, FrameDecoder, encode_frame
-from rbscope.simdevice import SimDevice
+from rbscope.gateware.rb_sniffer.model import Train
 
 CHANNELS = 16
 

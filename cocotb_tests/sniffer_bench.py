@@ -1,8 +1,8 @@
 """Cocotb bench for the R/B# sniffer on its generated Verilog (Icarus and Verilator).
 
 The bench drives the pins from pulse trains, reads every counter and histogram bin back through
-the read port, and checks them against the bit-exact reference model (:mod:`rbscope.model`).
-The pytest side is ``tests/test_sniffer_cocotb.py``.
+the read port, and checks them against the bit-exact reference model
+(:mod:`rbscope.gateware.rb_sniffer.model`). The pytest side is ``tests/test_sniffer_cocotb.py``.
 
 Parameters (:func:`cocotb_tests.runner.bench_params`):
 
@@ -36,11 +36,11 @@ from cocotb.triggers import ReadOnly, RisingEdge, Timer
 from cocotb_tests.runner import bench_params
 from rbscope.cocotb.rb import RbDriver
 from rbscope.cocotb.sniffer import Sniffer
+from rbscope.device.stimulus import TrainSpec, merge_trains, random_trains
 from rbscope.gateware.rb_sniffer import Counter, EventKind, SnifferConfig, SnifferParams, Space
 from rbscope.gateware.rb_sniffer.layouts import trace_layout
+from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 from rbscope.gateware.rb_sniffer.params import PIPELINE_DEPTH
-from rbscope.model import SnifferModel, Train
-from rbscope.stimulus import TrainSpec, merge_trains, random_trains
 
 CLOCK_NS = 10
 RESET_CYCLES = 3

@@ -13,6 +13,13 @@ from .link.controller import LinkController
 from .link.extension import ExtPort, LinkExtension, ReadSource
 from .link.framing import CommandDecoder, FrameEncoder
 from .link.uart import UartRx, UartTx
+from .nand_emu import layouts as emu_layouts
+from .nand_emu.layouts import bus_signature_members
+from .nand_emu.loopback import Loopback
+from .nand_emu.params import EmuConfig
+from .onfi_tap import OnfiTap
+from .onfi_tap import tap as tap_hdl
+from .onfi_tap.params import TapConfig, TapParams, TapSpace
 from .rb_sniffer import RBSniffer, SnifferParams
 
 __all__ = ["DeviceCore", "RBScopeDevice", "emulator_extension", "tap_extension",
@@ -30,8 +37,6 @@ def emulator_extension(emu, config=None, traffic=None):
     traffic : TrafficConfig, optional
         The traffic generator's boot programme (default: all zero).
     """
-    from .nand_emu import layouts as emu_layouts
-    from .nand_emu.params import EmuConfig
     if emu.counter_bits != protocol.EMU_COUNTER_BITS:
         raise ValueError(f"The link carries {protocol.EMU_COUNTER_BITS}-bit ground-truth "
                          f"counters; the emulator has {emu.counter_bits}")
@@ -71,8 +76,6 @@ def tap_extension(tap, config=None):
     config : TapConfig, optional
         The tap's boot configuration (default: no sniffer tags).
     """
-    from .onfi_tap import tap as tap_hdl
-    from .onfi_tap.params import TapConfig
     config = TapConfig() if config is None else config
     link = protocol.TapLink(tap.targets, tap.luns, tap_hdl.config_layout(tap).size,
                             tap_hdl.config_const(tap, config))
@@ -90,8 +93,6 @@ def tap_link_from_info(info):
     """The :class:`~.link.protocol.TapLink` of a device from its INFO (``None`` without a tap)."""
     if not getattr(info, "tap_targets", 0):
         return None
-    from .onfi_tap import tap as tap_hdl
-    from .onfi_tap.params import TapParams
     params = TapParams(targets=info.tap_targets, luns=info.tap_luns)
     return protocol.TapLink(info.tap_targets, info.tap_luns,
                             tap_hdl.config_layout(params).size)
@@ -129,7 +130,6 @@ def _emu_bus_members(emulator):
     """The emulator's ONFI bus ports, prefixed ``emu_`` (none without an emulator)."""
     if emulator is None:
         return {}
-    from .nand_emu.layouts import bus_signature_members
     return {f"emu_{name}": member for name, member in bus_signature_members(emulator).items()}
 
 
@@ -215,7 +215,6 @@ class DeviceCore(wiring.Component):
         self.emulator = emulator
         self.tap = tap
         if tap is not None:
-            from .onfi_tap.params import TapParams
             if not isinstance(tap, TapParams):
                 raise TypeError(f"Tap parameters must be a TapParams, not {tap!r}")
             if tap.sniffer != params or tap.first_channel != 0 or params.tag_bits != 4:
@@ -232,7 +231,6 @@ class DeviceCore(wiring.Component):
                             for k in range(params.classes)]
             self.sniffer = RBSniffer(params, dsp_bounds=dsp_bounds, boot_windows=boot_windows)
         else:
-            from .nand_emu.loopback import Loopback
             self.loopback = Loopback(emulator, params)  # checks channels == dies
         extension = _joined(
             emulator_extension(emulator, emu_config, traffic) if emulator is not None else None,
@@ -319,7 +317,6 @@ class DeviceCore(wiring.Component):
     def _add_tap(self, m, controller):
         """The bus tap: its bus, R/B# and trace, its tags into the sniffer, its counters and
         configuration through the link."""
-        from .onfi_tap import OnfiTap
         tap = self.tap
         m.submodules.tap = onfi = OnfiTap(tap)
         if self.emulator is None:
@@ -342,7 +339,6 @@ class DeviceCore(wiring.Component):
         ]
         # One counter word per TAP_READ write: requested, answered a few cycles later, kept in
         # TAP_DATA with its "done" bit until the next request.
-        from .onfi_tap.params import TapSpace
         pending = Signal()
         space = Signal(TapSpace)
         index = Signal(len(onfi.read_req.payload.index))

@@ -20,7 +20,6 @@ own simulator:
 Usage::
 
     rbscope verilog --help                                  # the command line (rbscope.cli)
-    python -m rbscope.gateware.export [OPTIONS] [OUTDIR]    # the same as `rbscope verilog`
 
 From Python::
 
@@ -29,13 +28,14 @@ From Python::
 """
 
 import dataclasses
-import sys
 from pathlib import Path
 
 from amaranth.back import rtlil
 
+from .device import RBScopeDevice
 from .nand_emu import EmuParams, NandEmulator
 from .nand_emu.loopback import Loopback
+from .ports import ports_of, reference
 from .rb_sniffer import RBSniffer, SnifferParams
 
 __all__ = [
@@ -178,8 +178,6 @@ def design_of(top, *, sniffer=None, emulator=None, clock_hz=DEFAULT_CLOCK_HZ,
     if top == "loopback":
         emulator = emulator or EmuParams(dies=sniffer.channels if sniffer else 2)
         return Loopback(emulator, sniffer)
-    from .device import RBScopeDevice
-
     if uart_divisor < 4:
         raise ValueError(f"uart_divisor must be at least 4, not {uart_divisor!r}")
     return RBScopeDevice(sniffer or SnifferParams(channels=16), clock_hz=clock_hz,
@@ -230,8 +228,6 @@ def clock_wrapper(design, module, *, name=None, period_ns=10, timescale=TIMESCAL
     is made in Verilog, so the simulator runs cycles without waking cocotb (under Verilator it
     needs ``--timing``; see :mod:`rbscope.cocotb.build`).
     """
-    from .ports import ports_of
-
     if not isinstance(period_ns, (int, float)) or not period_ns > 0:
         raise ValueError(f"the clock period must be a positive number of ns, not {period_ns!r}")
     name = name or f"{module}_clocked"
@@ -257,13 +253,21 @@ def sniffer_verilog(params, name="rb_sniffer", *, timescale=TIMESCALE):
     return convert(RBSniffer(params), name, timescale=timescale)
 
 
-def main(argv=None):
-    """``python -m rbscope.gateware.export ...``: the same as ``rbscope verilog ...``."""
-    from rbscope.cli import main as cli_main
+def reference_sections():
+    """The sections of ``docs/ports.md``: every top at its documented default size."""
+    return [
+        ("sniffer", design_of("sniffer", sniffer=SnifferParams(channels=16)),
+         TOPS["sniffer"].module, "`rbscope verilog --top sniffer` (16 channels, K = 5, "
+         "W = 24, 48-bit counters)"),
+        ("emulator", design_of("emulator", emulator=EmuParams()), TOPS["emulator"].module,
+         "`rbscope verilog --top emulator` (one timing-only die of the default geometry)"),
+        ("loopback", design_of("loopback"), TOPS["loopback"].module,
+         "`rbscope verilog --top loopback` (2 dies, a 2-channel sniffer)"),
+        ("device", design_of("device"), TOPS["device"].module,
+         "`rbscope verilog --top device` (16 channels, 48 MHz, UART divisor 48)"),
+    ]
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    return cli_main(["verilog", *argv])
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+def port_reference():
+    """Return the text of ``docs/ports.md``."""
+    return reference(reference_sections())

@@ -34,6 +34,20 @@ import sys
 import time
 from pathlib import Path
 
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.measurement import Probe
+from rbscope.analysis.pipeline import wa_of
+from rbscope.device.capture import CaptureWriter, capture_to_measurement
+from rbscope.device.device import Device
+from rbscope.device.simdevice import SimDevice, SimError
+from rbscope.gateware.rb_sniffer.model import Train
+
+from . import refssd
+from .gateware.rb_sniffer import SnifferParams
+from .refssd import RefSSDError, rtl
+from .refssd.measure import die_edges
+from .report import ReportError, analyse_run, build_report, write_report
+
 __all__ = ["main"]
 
 
@@ -50,7 +64,6 @@ def _progress(now_us, target_us):
 def _emulated(args, run, preset, windows, capture_path):
     """The FTL's commands into emulated dies (the default); returns ``(m, names, equal, what)``
     or an exit code."""
-    from .refssd import RefSSDError, rtl
 
     drive = run.drive
     n_cmd = len(run.commands)
@@ -96,13 +109,6 @@ def _emulated(args, run, preset, windows, capture_path):
 
 def _pulses(args, run, preset, windows, capture_path):
     """The former demo: the timing model's R/B# pulse trains on the device's pins."""
-    from .capture import CaptureWriter, capture_to_measurement
-    from .device import Device
-    from .gateware.rb_sniffer import SnifferParams
-    from .measurement import Probe
-    from .model import Train
-    from .refssd.measure import die_edges
-    from .simdevice import SimDevice, SimError
 
     drive = run.drive
     # One cycle of the simulated device is one µs: the pulse trains in µs are its stimulus.
@@ -158,10 +164,6 @@ def _pulses(args, run, preset, windows, capture_path):
 
 
 def main(argv=None):
-    from . import refssd
-    from .analyze_cli import wa_of
-    from .logical import from_bytes
-    from .refssd import rtl
 
     parser = argparse.ArgumentParser(
         prog="rbscope-demo", description=__doc__.split("\n\n")[0],
@@ -242,7 +244,6 @@ def main(argv=None):
         print(f"  warning: {w}")
     report_path = capture_path.with_suffix(".html")
     try:
-        from .report import ReportError, analyse_run, build_report, write_report
         rr = analyse_run(m, run.geometry, from_bytes(run.logical_bytes), result=r,
                          drive=drive.name,
                          workload=args.workload,

@@ -23,15 +23,16 @@ import time
 import zipfile
 import zlib
 
-from rbscope.capture import CaptureError, CaptureReader, CaptureWriter, capture_to_measurement
-from rbscope.gateware.link.protocol import FrameType, StatusFlags
-from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.geometry import GeometryError, parse_geometry
-from rbscope.importers import RecordingError
-from rbscope.importers import vcd as vcd_module
-from rbscope.measurement import MeasurementError
-from rbscope.presets import PresetError, parse_toml
-from rbscope.protocol import (
+from rbscope.analysis.geometry import GeometryError, parse_geometry
+from rbscope.analysis.measurement import MeasurementError
+from rbscope.analysis.presets import PresetError, parse_toml
+from rbscope.device.capture import (
+    CaptureError,
+    CaptureReader,
+    CaptureWriter,
+    capture_to_measurement,
+)
+from rbscope.device.protocol import (
     FrameDecoder,
     encode_frame,
     encode_payload,
@@ -39,7 +40,11 @@ from rbscope.protocol import (
     info_values,
     stuff,
 )
-from rbscope.sources import SourceOptionError, open_measurement
+from rbscope.gateware.link.protocol import FrameType, StatusFlags
+from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.recordings import vcd as vcd_module
+from rbscope.recordings.sources import SourceOptionError, open_measurement
+from rbscope.recordings.stream import RecordingError
 
 __all__ = ["FuzzFailure", "TARGETS", "mutate", "case", "run"]
 

@@ -8,11 +8,11 @@ their initial levels, as the platform's power-on reset does.
 from amaranth.hdl import Module, ResetInserter, Signal
 from amaranth.sim import Simulator
 
+from rbscope.device.stimulus import merge_trains
 from rbscope.gateware.rb_sniffer import RBSniffer, Space
 from rbscope.gateware.rb_sniffer.layouts import config_const
+from rbscope.gateware.rb_sniffer.model import Train
 from rbscope.gateware.rb_sniffer.params import PIPELINE_DEPTH
-from rbscope.model import Train
-from rbscope.stimulus import merge_trains
 
 RESET_CYCLES = 3
 

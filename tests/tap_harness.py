@@ -1,14 +1,15 @@
 """Pin-level bus programs for the ONFI tap tests: one pin word per clock cycle.
 
-A program is a list of pin words (bit layout ``rbscope.tap_model.PIN_*``) that a testbench drives
-cycle by cycle and that :class:`rbscope.tap_model.BusDecoder` decodes for the model.
+A program is a list of pin words (bit layout ``rbscope.gateware.onfi_tap.model.PIN_*``) that a
+testbench drives
+cycle by cycle and that :class:`rbscope.gateware.onfi_tap.model.BusDecoder` decodes for the model.
 """
 
 import random
 
 from amaranth.hdl import Elaboratable
 
-from rbscope.tap_model import PIN_ALE, PIN_CE, PIN_CLE, PIN_IO, PIN_WE
+from rbscope.gateware.onfi_tap.model import PIN_ALE, PIN_CE, PIN_CLE, PIN_IO, PIN_WE
 
 
 class BusProgram:
@@ -202,8 +203,8 @@ def rig_bench(rig, hold=2, record=None):
 
 def write_recording(f, record, dies, targets):
     """Write a recording from :func:`rig_bench` as a VCD (1 ns per cycle) with named signals."""
-    from rbscope.importers.vcd import write_vcd
-    from rbscope.model import Train
+    from rbscope.gateware.rb_sniffer.model import Train
+    from rbscope.recordings.vcd import write_vcd
 
     names = [f"RB{d}" for d in range(dies)] + ["WE", "CLE", "ALE"]
     names += [f"DQ{i}" for i in range(8)] + [f"CE{t}" for t in range(targets)]

@@ -6,18 +6,18 @@ import random
 
 import pytest
 
-from rbscope import cli
-from rbscope.calibrate import (
+from rbscope.analysis.calibrate import (
     CalibrationError,
     ascii_histogram,
     calibrate,
     find_clusters,
     overlap_correction,
 )
+from rbscope.analysis.measurement import Measurement
+from rbscope.analysis.presets import load_toml
+from rbscope.cli import commands as cli
+from rbscope.gateware.rb_sniffer.model import ChannelCounts
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.measurement import Measurement
-from rbscope.model import ChannelCounts
-from rbscope.presets import load_toml
 
 TICK = 1e-7  # 0.1 µs
 PARAMS = SnifferParams(channels=1)

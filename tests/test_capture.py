@@ -7,12 +7,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rbscope import capture as cap
-from rbscope import protocol as hp
+from rbscope.analysis.measurement import Measurement
+from rbscope.device import capture as cap
+from rbscope.device import protocol as hp
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import FrameType, StatusFlags
 from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.measurement import Measurement
 
 from .test_protocol import info_values
 
@@ -70,7 +70,7 @@ def test_self_describing_round_trip(tmp_path):
     frames = _write_session(path)
     r = cap.CaptureReader(path)
     assert r.truncated == 0 and r.errors == []
-    assert r.header["format"] == "rbscope.capture" and r.header["port"] == "test"
+    assert r.header["format"] == "rbscope.device.capture" and r.header["port"] == "test"
     assert r.records[0].kind == cap.RecordKind.HEADER
     assert r.records[1].kind == cap.RecordKind.FRAME and isinstance(r.records[1].frame, hp.Info)
     assert [f.raw for _, f in r.frames()] == frames

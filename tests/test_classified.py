@@ -10,12 +10,12 @@ from collections import Counter
 
 import pytest
 
-from rbscope.classified import export_classified_vcd, gtkwave_filter, timescale_for
-from rbscope.cli import main
-from rbscope.importers.vcd import write_vcd
-from rbscope.presets import Preset
-from rbscope.sources import open_measurement
-from rbscope.stimulus import TrainSpec, random_trains
+from rbscope.analysis.presets import Preset
+from rbscope.cli.commands import main
+from rbscope.device.stimulus import TrainSpec, random_trains
+from rbscope.recordings.classified import export_classified_vcd, gtkwave_filter, timescale_for
+from rbscope.recordings.sources import open_measurement
+from rbscope.recordings.vcd import write_vcd
 from tests.test_importers import VARIANTS
 
 # One cycle of the recording is 1 µs so that the windows read in µs.

@@ -8,7 +8,7 @@ import types
 import pytest
 
 import rbscope
-from rbscope import cli
+from rbscope.cli import commands as cli
 
 
 def rbscope_cmd(*args, **kwargs):
@@ -52,13 +52,6 @@ def test_no_subcommand_is_usage_error(capsys):
 def test_verilog_rejects_bad_channel_count(value, capsys):
     assert cli.main(["verilog", "--channels", value, "out"]) == cli.EXIT_USAGE
     assert "expected a positive integer" in capsys.readouterr().err
-
-
-def test_verilog_reports_missing_export(monkeypatch, capsys, tmp_path):
-    # A None entry in sys.modules makes the import fail, as if the module were not written yet.
-    monkeypatch.setitem(sys.modules, "rbscope.gateware.export", None)
-    assert cli.main(["verilog", str(tmp_path)]) == cli.EXIT_USAGE
-    assert "gateware export is not available" in capsys.readouterr().err
 
 
 def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from rbscope import cli
-from rbscope.capture import CaptureReader
-from rbscope.fake_device import FakeDevice
+from rbscope.cli import commands as cli
+from rbscope.device.capture import CaptureReader
+from rbscope.device.fake import FakeDevice
+from rbscope.device.stimulus import TrainSpec, random_trains
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.stimulus import TrainSpec, random_trains
 
 PARAMS = SnifferParams(channels=2)
 
@@ -157,8 +157,8 @@ def test_ctrl_c_leaves_a_complete_file(fake, tmp_path):
 def test_live_view_redraws_on_a_tty_and_prints_lines_otherwise():
     import io
 
-    from rbscope.live import LiveView
-    from rbscope.protocol import Counters, LinkStats, Snapshot, Status, StatusFlags
+    from rbscope.device.live import LiveView
+    from rbscope.device.protocol import Counters, LinkStats, Snapshot, Status, StatusFlags
 
     def snap(ts, n, quiet_since=0, quiescent=False):
         row = tuple([n] * PARAMS.counters_per_channel)
@@ -195,7 +195,7 @@ def test_live_view_redraws_on_a_tty_and_prints_lines_otherwise():
 def test_quiescence_countdown():
     from types import SimpleNamespace as S
 
-    from rbscope.live import quiescence
+    from rbscope.device.live import quiescence
     st = S(timestamp=10_000_000, quiet_since=4_000_000, quiescent=False)
     # 6 s idle of the 300 s RB-Explorer waits: 294 s (4 min 54 s) left.
     text, left = quiescence(st, 300.0, 1e-6, moving=False)

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from rbscope import demo, refssd
-from rbscope.analyze_cli import wa_of
-from rbscope.logical import from_bytes
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.pipeline import wa_of
 from rbscope.refssd import rtl
 
 ARGS = ["--volume", "65536", "--state", "initial", "--workload", "4K-SQ-100%-W-4KiB-align"]

@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from rbscope.capture import CaptureReader, CaptureWriter, capture_to_measurement
-from rbscope.device import (
+from rbscope.analysis.presets import get_preset
+from rbscope.device.capture import CaptureReader, CaptureWriter, capture_to_measurement
+from rbscope.device.device import (
     CommandError,
     ConfigError,
     Device,
@@ -14,11 +15,10 @@ from rbscope.device import (
     DeviceTimeout,
     PortError,
 )
-from rbscope.fake_device import FakeDevice, LinkFaults
+from rbscope.device.fake import FakeDevice, LinkFaults
+from rbscope.device.stimulus import TrainSpec, random_trains
 from rbscope.gateware.link.protocol import Opcode
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.presets import get_preset
-from rbscope.stimulus import TrainSpec, random_trains
 
 PARAMS = SnifferParams(channels=4)
 CONFIG = SnifferConfig(prescaler=1, glitch_ticks=3,
@@ -119,7 +119,7 @@ def test_exact_counts_through_a_corrupted_link():
 
 
 def test_histogram_totals_survive_32_bit_wraps():
-    from rbscope.model import Train
+    from rbscope.gateware.rb_sniffer.model import Train
     cycles = 200_000
     # One second of ready lines first, so that the clear and the first read of the preloaded
     # bins happen before any pulse, however busy the machine is.

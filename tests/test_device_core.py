@@ -8,7 +8,7 @@ from rbscope.gateware.device import DeviceCore
 from rbscope.gateware.link import protocol
 from rbscope.gateware.link.controller import build_id
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
-from rbscope.model import SnifferModel, Train
+from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 
 from .link_reference import command_body, frame, unframe
 

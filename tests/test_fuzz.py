@@ -15,14 +15,14 @@ import zlib
 
 import pytest
 
-from rbscope import capture as cap
+from rbscope.analysis.geometry import GeometryError, parse_geometry
+from rbscope.analysis.presets import Preset, PresetError, parse_toml
+from rbscope.device import capture as cap
+from rbscope.device.protocol import FrameDecoder, encode_frame, encode_payload, info_values
 from rbscope.gateware.link.protocol import FrameType
 from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.geometry import GeometryError, parse_geometry
-from rbscope.importers import RecordingError
-from rbscope.presets import Preset, PresetError, parse_toml
-from rbscope.protocol import FrameDecoder, encode_frame, encode_payload, info_values
-from rbscope.sources import open_measurement
+from rbscope.recordings.sources import open_measurement
+from rbscope.recordings.stream import RecordingError
 from tests import fuzzing
 
 
@@ -55,7 +55,7 @@ def test_noise_then_a_frame_decodes_at_any_chunking():
 
 
 def test_the_frame_layout_cache_is_bounded():
-    from rbscope import protocol
+    from rbscope.device import protocol
     d = FrameDecoder()
     for channels in range(1, 120):
         info = encode_payload(None, FrameType.INFO, info_values(
@@ -274,7 +274,7 @@ def test_huge_windows_do_not_overflow_the_tick_conversion():
 
 def test_a_line_stuck_low_across_a_time_jump_is_counted_in_bulk(monkeypatch):
     """A 10^15-cycle low pulse once walked its 6 × 10^7 saturations one by one."""
-    from rbscope import model
+    from rbscope.gateware.rb_sniffer import model
     from rbscope.gateware.rb_sniffer.params import SnifferConfig
     params = SnifferParams(channels=1, width_bits=16)
     config = SnifferConfig(windows=((1, 100),))

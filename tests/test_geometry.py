@@ -2,14 +2,14 @@
 
 import pytest
 
-from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.geometry import (
+from rbscope.analysis.geometry import (
     GeometryError,
     example_geometries,
     load_geometry,
     parse_geometry,
 )
-from rbscope.presets import DEFAULT_PRESET, Preset, format_preset, parse_toml
+from rbscope.analysis.presets import DEFAULT_PRESET, Preset, format_preset, parse_toml
+from rbscope.gateware.rb_sniffer.params import SnifferParams
 
 GOOD = """
 name = "T"

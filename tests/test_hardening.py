@@ -10,15 +10,15 @@ import time
 
 import pytest
 
-from rbscope import cli
-from rbscope.capture import CaptureReader, CaptureWriter, capture_to_measurement
-from rbscope.device import CommandError, ConfigError, Device, DeviceError, PortError
-from rbscope.fake_device import FakeDevice, LinkFaults
+from rbscope.analysis.geometry import GeometryError, parse_geometry
+from rbscope.cli import commands as cli
+from rbscope.device.capture import CaptureReader, CaptureWriter, capture_to_measurement
+from rbscope.device.device import CommandError, ConfigError, Device, DeviceError, PortError
+from rbscope.device.fake import FakeDevice, LinkFaults
+from rbscope.device.protocol import encode_payload, frame_bytes, info_values
+from rbscope.device.stimulus import TrainSpec, random_trains
 from rbscope.gateware.link.protocol import FrameType, StatusFlags
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.geometry import GeometryError, parse_geometry
-from rbscope.protocol import encode_payload, frame_bytes, info_values
-from rbscope.stimulus import TrainSpec, random_trains
 
 PARAMS = SnifferParams(channels=4)
 CONFIG = SnifferConfig(prescaler=1, glitch_ticks=3,
@@ -169,8 +169,8 @@ def test_geometry_defaults_that_scale_wa_are_explicit():
 
 
 def test_ambiguous_logical_units_and_bad_probes_are_usage_errors(tmp_path):
-    from rbscope.measurement import Measurement
-    from rbscope.model import ChannelCounts
+    from rbscope.analysis.measurement import Measurement
+    from rbscope.gateware.rb_sniffer.model import ChannelCounts
     params = SnifferParams(channels=2)
     counts = [ChannelCounts.zeros(params) for _ in range(2)]
     counts[0].classes[1] = 1000
@@ -351,8 +351,8 @@ def test_every_subcommand_with_bad_arguments_gives_a_clear_error(tmp_path):
 
 
 def test_analyze_series_into_a_closed_pipe(tmp_path):
-    from rbscope.measurement import Measurement, SeriesPoint
-    from rbscope.model import ChannelCounts
+    from rbscope.analysis.measurement import Measurement, SeriesPoint
+    from rbscope.gateware.rb_sniffer.model import ChannelCounts
     params = SnifferParams(channels=1)
     snaps = []
     for i in range(1, 400):

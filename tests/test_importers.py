@@ -9,14 +9,14 @@ import zipfile
 
 import pytest
 
-from rbscope import cli
+from rbscope.analysis.measurement import Measurement
+from rbscope.cli import commands as cli
+from rbscope.device.stimulus import TrainSpec, random_trains
+from rbscope.gateware.rb_sniffer.model import SYNC_LATENCY, SnifferModel, Train
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.importers import RecordingError, parse_time
-from rbscope.importers.sigrok import import_sr
-from rbscope.importers.vcd import default_clock, import_vcd, write_vcd
-from rbscope.measurement import Measurement
-from rbscope.model import SYNC_LATENCY, SnifferModel, Train
-from rbscope.stimulus import TrainSpec, random_trains
+from rbscope.recordings.sigrok import import_sr
+from rbscope.recordings.stream import RecordingError, parse_time
+from rbscope.recordings.vcd import default_clock, import_vcd, write_vcd
 
 NAMES = ("cache", "read", "program", "erase")
 WINDOWS = ((1, 3), (3, 20), (20, 400), (400, 800))
@@ -203,7 +203,7 @@ def _session(tmp_path, trains, end, name="s"):
 
 def _import_chunked(monkeypatch, sr, chunk, **kw):
     """Import ``sr`` reading ``chunk`` bytes at a time; also return every edge fed."""
-    import rbscope.importers.sigrok as sr_mod
+    from rbscope.recordings import sigrok as sr_mod
 
     monkeypatch.setattr(sr_mod, "CHUNK", chunk)
     edges = []
@@ -501,7 +501,7 @@ def test_cli_analyze_reads_capture_files(tmp_path, capsys):
 def test_vcd_fast_path_equals_word_loop(tmp_path, trains, monkeypatch, clock, tick, one_line,
                                         unknown):
     """Small chunks send most of the file through the numpy path; big ones through the loop."""
-    import rbscope.importers.vcd as vcd_mod
+    from rbscope.recordings import vcd as vcd_mod
 
     path = tmp_path / "t.vcd"
     with open(path, "w") as f:
@@ -561,7 +561,7 @@ def test_vcd_scanner_equals_word_by_word(seed):
     (None) on anything else."""
     import numpy as np
 
-    from rbscope.importers.vcd import _scan_scalars
+    from rbscope.recordings.vcd import _scan_scalars
 
     rng = np.random.default_rng(seed)
     idents = [bytes(rng.integers(33, 127, size=n).tolist()).replace(b"#", b"a")
@@ -591,7 +591,7 @@ def test_vcd_scanner_timestamps_of_every_length():
     leading zeros, at the start of the data and anywhere in it; a byte next to the digits in
     ASCII (/ :), a byte above 0x7f or (up to 16 digits) a sign in one makes the scanner give
     up."""
-    from rbscope.importers.vcd import _scan_scalars
+    from rbscope.recordings.vcd import _scan_scalars
 
     # A chunk of changes without a timestamp (all at the time before it).
     got = _scan_scalars(b"1!\n0\"\nz!\n")
@@ -619,7 +619,7 @@ def test_vcd_scanner_timestamps_of_every_length():
 
 def test_vcd_error_line_after_fast_chunks(tmp_path, trains, monkeypatch):
     """Errors name their line also after chunks the numpy scanner took."""
-    import rbscope.importers.vcd as vcd_mod
+    from rbscope.recordings import vcd as vcd_mod
 
     path = tmp_path / "t.vcd"
     with open(path, "w") as f:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rbscope.geometry import EXAMPLES
+from rbscope.analysis.geometry import EXAMPLES
 
 BENCH = EXAMPLES.parent.parent / "benchmarks"
 

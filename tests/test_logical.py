@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rbscope.logical import (
+from rbscope.analysis.logical import (
     NVME_DATA_UNIT,
     LogicalSourceError,
     from_bytes,
@@ -169,7 +169,7 @@ def test_unreadable_file_names_it(tmp_path):
 
 
 def test_fio_bw_log_integrates_the_write_bandwidth(tmp_path):
-    from rbscope.logical import read_fio_bw_log
+    from rbscope.analysis.logical import read_fio_bw_log
 
     a = tmp_path / "job_bw.1.log"
     b = tmp_path / "job_bw.2.log"
@@ -188,7 +188,7 @@ def test_fio_bw_log_integrates_the_write_bandwidth(tmp_path):
     ("500, 1000, 0, 4096, 0\n", "no write entries"),
 ])
 def test_fio_bw_log_errors_name_the_line(tmp_path, text, message):
-    from rbscope.logical import LogicalSourceError, read_fio_bw_log
+    from rbscope.analysis.logical import LogicalSourceError, read_fio_bw_log
 
     path = tmp_path / "bw.log"
     path.write_text(text)
@@ -197,7 +197,7 @@ def test_fio_bw_log_errors_name_the_line(tmp_path, text, message):
 
 
 def test_sample_sysfs_records_bytes_written_since_the_first_sample(tmp_path):
-    from rbscope.logical import sample_sysfs
+    from rbscope.analysis.logical import sample_sysfs
 
     stat = tmp_path / "stat"
     readings = iter([100, 180, 1180])  # sectors written at each sample

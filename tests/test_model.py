@@ -1,4 +1,4 @@
-"""Tests of the sniffer reference model (`rbscope.model`).
+"""Tests of the sniffer reference model (`rbscope.gateware.rb_sniffer.model`).
 
 The fast, edge-based model is checked against a deliberately naive simulator written here straight
 from the rules of docs/architecture.md, one clock cycle at a time, and against hand-computed cases.
@@ -10,6 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rbscope.gateware.rb_sniffer.model import (
+    SYNC_LATENCY,
+    ChannelCounts,
+    ChannelTracker,
+    PulseRecord,
+    QuiescenceTracker,
+    SnifferModel,
+    Train,
+)
 from rbscope.gateware.rb_sniffer.params import (
     QUIESCENT_LAG,
     READY_LAG,
@@ -18,15 +27,6 @@ from rbscope.gateware.rb_sniffer.params import (
     SnifferConfig,
     SnifferParams,
     hist_bin,
-)
-from rbscope.model import (
-    SYNC_LATENCY,
-    ChannelCounts,
-    ChannelTracker,
-    PulseRecord,
-    QuiescenceTracker,
-    SnifferModel,
-    Train,
 )
 
 # The naive per-cycle reference ------------------------------------------------------------------

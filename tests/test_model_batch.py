@@ -5,8 +5,13 @@ import random
 import numpy as np
 import pytest
 
+from rbscope.gateware.rb_sniffer.model import (
+    ChannelTracker,
+    hist_bin_array,
+    window_counts,
+    window_index_array,
+)
 from rbscope.gateware.rb_sniffer.params import EventKind, SnifferConfig, SnifferParams, hist_bin
-from rbscope.model import ChannelTracker, hist_bin_array, window_counts, window_index_array
 
 
 def test_hist_bin_array_equals_hist_bin():
@@ -96,7 +101,7 @@ def test_change_many_rejects_bad_input():
 def test_stream_classifier_last_rise(seed):
     # The quiet time of an import ends at the last rise of any line: found from the end of a
     # batch, with repeats and runs of one level too.
-    from rbscope.importers import _last_rise
+    from rbscope.recordings.stream import _last_rise
     rng = random.Random(seed)
     for _ in range(50):
         levels = np.array([rng.choice((0, 1, 1)) if rng.random() < 0.5 else rng.randint(0, 1)

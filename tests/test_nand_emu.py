@@ -18,11 +18,11 @@ from rbscope.gateware.nand_emu import (
     TrafficConfig,
     pattern_byte,
 )
+from rbscope.gateware.nand_emu.families import PRESETS, preset, us_to_ticks
 from rbscope.gateware.nand_emu.layouts import config_const, config_layout, traffic_const
 from rbscope.gateware.nand_emu.onfi_rom import id_bytes, parameter_page
 from rbscope.gateware.nand_emu.timing import BusyTimer, JitterLfsr, lfsr_step
-from rbscope.nand_presets import PRESETS, preset, us_to_ticks
-from rbscope.onfi import ParameterPageError, onfi_crc16, parse_parameter_page
+from rbscope.nand.onfi import ParameterPageError, onfi_crc16, parse_parameter_page
 from tests.nand_emu_harness import EmuBench
 
 SMALL = EmuParams(page_bytes=64, spare_bytes=8, pages_per_block=8, blocks_per_plane=4, planes=2)

@@ -3,16 +3,16 @@
 import pytest
 from amaranth.lib import data
 
-from rbscope import cli
+from rbscope.analysis.presets import DEFAULT_PRESET, PRESETS, format_preset, load_toml, us_to_ticks
+from rbscope.cli import commands as cli
 from rbscope.gateware.link.protocol import (
     config_from_registers,
     register_map,
     register_values,
 )
 from rbscope.gateware.rb_sniffer.layouts import config_layout
+from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS, ChannelCounts
 from rbscope.gateware.rb_sniffer.params import Counter, SnifferConfig, SnifferParams
-from rbscope.model import FIXED_COUNTERS, ChannelCounts
-from rbscope.presets import DEFAULT_PRESET, PRESETS, format_preset, load_toml, us_to_ticks
 
 
 def _field_width(params, field):
@@ -79,7 +79,7 @@ def test_one_us_to_ticks():
 
 
 def test_the_file_calibrate_writes_configures_a_device(tmp_path, capsys):
-    from rbscope.fake_device import FakeDevice
+    from rbscope.device.fake import FakeDevice
     path = tmp_path / "calibrated.toml"
     path.write_text(format_preset(DEFAULT_PRESET, ["rbscope calibrate run.sr"]))
     (preset,) = load_toml(path).values()
@@ -95,32 +95,32 @@ def test_the_file_calibrate_writes_configures_a_device(tmp_path, capsys):
 
 
 def test_builtin_presets_use_the_class_names():
-    from rbscope.presets import CLASS_NAMES
+    from rbscope.analysis.presets import CLASS_NAMES
     for preset in PRESETS.values():
         assert set(preset.names) <= set(CLASS_NAMES)
     assert set(DEFAULT_PRESET.names) <= set(CLASS_NAMES)
 
 
 def test_measurement_open_reads_every_source(tmp_path):
-    from rbscope.measurement import Measurement
-    from rbscope.sources import SourceOptionError
+    from rbscope.analysis.measurement import Measurement
+    from rbscope.recordings.sources import SourceOptionError, open_source
     params = SnifferParams(channels=2)
     counts = [ChannelCounts.zeros(params) for _ in range(2)]
     counts[1].classes[1] = 42
     config = SnifferConfig(windows=((10, 100), (100, 3000)))
     saved = tmp_path / "m.json"
     Measurement(params, config, 1e-6, counts, ("read", "program")).save(saved)
-    m = Measurement.open(saved)
+    m = open_source(saved)
     assert m.counts[1].classes[1] == 42 and m.provenance["notes"] == []
     # A name without a suffix is recognised by its content.
     plain = tmp_path / "measurement"
     plain.write_bytes(saved.read_bytes())
-    assert Measurement.open(plain).counts[1].classes[1] == 42
+    assert open_source(plain).counts[1].classes[1] == 42
     with pytest.raises(SourceOptionError, match="--tick is for VCD and sigrok recordings"):
-        Measurement.open(saved, tick=1e-6)
+        open_source(saved, tick=1e-6)
     vcd = tmp_path / "r.vcd"
     vcd.write_text("$timescale 1ns $end\n$var wire 1 ! rb $end\n$enddefinitions $end\n"
                    "#0\n1!\n#1000\n0!\n#300000\n1!\n#400000\n")
-    m = Measurement.open(vcd, probes=[(0, ((0, 0, 0),))])
+    m = open_source(vcd, probes=[(0, ((0, 0, 0),))])
     assert m.counts[0].classes[m.class_index("program")] == 1
     assert m.probes[0].dies == ((0, 0, 0),)

@@ -6,11 +6,19 @@ import pytest
 from amaranth.sim import Simulator
 
 from rbscope.gateware.onfi_tap import OnfiTap, OpClass, TapConfig, TapParams, TapSpace
+from rbscope.gateware.onfi_tap.model import (
+    PIN_ALE,
+    PIN_CE,
+    PIN_CLE,
+    PIN_IO,
+    PIN_WE,
+    BusDecoder,
+    TapModel,
+)
 from rbscope.gateware.onfi_tap.params import CLASS_SLOTS
 from rbscope.gateware.onfi_tap.tap import config_const
+from rbscope.gateware.rb_sniffer.model import SYNC_LATENCY
 from rbscope.gateware.rb_sniffer.params import EventKind, SnifferParams
-from rbscope.model import SYNC_LATENCY
-from rbscope.tap_model import PIN_ALE, PIN_CE, PIN_CLE, PIN_IO, PIN_WE, BusDecoder, TapModel
 
 from .nand_emu_harness import stream_read
 from .tap_harness import random_program
@@ -236,7 +244,7 @@ def test_loopback_counts_equal_the_emulators_ground_truth(tmp_path):
 
     bench.run(workload, config)
     tp = rig.tap_params
-    from rbscope.tap_model import TapCounts
+    from rbscope.gateware.onfi_tap.model import TapCounts
     counts = TapCounts.zeros(tp)
     for d in range(2):
         for k in range(CLASS_SLOTS):
@@ -278,9 +286,9 @@ def check_recording(tmp_path, record, rig, result, snf_cfg):
     import shutil
     import subprocess
 
-    from rbscope.importers.sigrok import import_sr
-    from rbscope.importers.vcd import import_vcd
-    from rbscope.tap_model import BusSignals, TapLabeller
+    from rbscope.gateware.onfi_tap.model import BusSignals, TapLabeller
+    from rbscope.recordings.sigrok import import_sr
+    from rbscope.recordings.vcd import import_vcd
 
     from .tap_harness import write_recording
 
@@ -320,8 +328,8 @@ def check_recording(tmp_path, record, rig, result, snf_cfg):
         assert len(widths) == 3 and max(widths) < 150
 
     # The documented command path writes the same counts into a labelled-pulse file.
-    from rbscope import cli
-    from rbscope.labelled import LabelledPulses
+    from rbscope.analysis.labelled import LabelledPulses
+    from rbscope.cli import commands as cli
 
     out = tmp_path / "tapped.labels.json"
     argv = ["label", str(path), "--clock", "1ns", "--signal", "RB0", "--signal", "RB1",
@@ -392,7 +400,7 @@ def test_labelled_file_round_trip_and_errors(tmp_path):
 
     import numpy as np
 
-    from rbscope.labelled import LabelledError, LabelledPulses
+    from rbscope.analysis.labelled import LabelledError, LabelledPulses
 
     lab = LabelledPulses(
         tick_seconds=1e-6, clock_seconds=1e-8, hist_sub_bits=3, dies=["RB0"],
@@ -432,8 +440,8 @@ def test_labelled_file_round_trip_and_errors(tmp_path):
 ])
 def test_tap_on_the_reference_ssd_counts_its_truth(drive, workload, changes):
     from rbscope import refssd
+    from rbscope.analysis.labelled import from_refssd
     from rbscope.gateware.onfi_tap import PlaneKind
-    from rbscope.labelled import from_refssd
     from rbscope.refssd.workload import micro
 
     d = refssd.preset(drive, **changes)

@@ -16,7 +16,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "ports.md"
 
 
 def test_docs_ports_md_is_up_to_date():
-    proc = subprocess.run([sys.executable, "-m", "rbscope.gateware.ports", "--check", str(DOC)],
+    proc = subprocess.run([sys.executable, "-m", "rbscope.cli.ports", "--check", str(DOC)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
 

@@ -2,8 +2,7 @@
 
 import pytest
 
-from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.presets import (
+from rbscope.analysis.presets import (
     PRESETS,
     Preset,
     PresetError,
@@ -11,6 +10,7 @@ from rbscope.presets import (
     get_preset,
     load_toml,
 )
+from rbscope.gateware.rb_sniffer.params import SnifferParams
 
 P16 = SnifferParams(channels=16)
 
@@ -115,8 +115,8 @@ def test_unknown_preset_lists_the_names():
 
 
 def test_identify_recognises_a_preset_from_the_device_registers():
+    from rbscope.analysis.presets import PRESETS, identify
     from rbscope.gateware.rb_sniffer import SnifferParams
-    from rbscope.presets import PRESETS, identify
 
     params = SnifferParams(channels=4)
     for preset in PRESETS.values():

@@ -1,4 +1,4 @@
-"""Host framing and decoding of the wire protocol (rbscope.protocol)."""
+"""Host framing and decoding of the wire protocol (rbscope.device.protocol)."""
 
 import random
 import zlib
@@ -8,7 +8,7 @@ from amaranth.lib import crc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rbscope import protocol as hp
+from rbscope.device import protocol as hp
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import FrameType, Opcode
 from rbscope.gateware.rb_sniffer.params import SnifferParams

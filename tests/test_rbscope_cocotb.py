@@ -7,11 +7,11 @@ import pytest
 
 from rbscope.cocotb.build import VERILATOR_MAKE, build_args, verilator_env
 from rbscope.cocotb.rb import RbRecording
+from rbscope.device.stimulus import TrainSpec, random_trains
 from rbscope.gateware.export import clock_wrapper, convert, design_of
 from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams
-from rbscope.importers.vcd import write_vcd
-from rbscope.model import SnifferModel, Train
-from rbscope.stimulus import TrainSpec, random_trains
+from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
+from rbscope.recordings.vcd import write_vcd
 
 PARAMS = SnifferParams(channels=3, width_bits=16)
 CONFIG = SnifferConfig(prescaler=2, glitch_ticks=2, windows=((1, 6), (6, 60), (60, 1200)),
@@ -48,7 +48,7 @@ def test_recording_from_vcd_equals_recording_from_trains(tmp_path):
 
 
 def test_recording_rejects_a_size_mismatch(tmp_path):
-    from rbscope.importers import RecordingError
+    from rbscope.recordings.stream import RecordingError
 
     path = tmp_path / "rb.vcd"
     with open(path, "w") as f:

@@ -357,7 +357,7 @@ def test_measure_wa_equals_rbscope_analyze_of_the_vcd(tmp_path):
     assert m["wa"] < run.truth.wa_true  # slow upper pages fall in SSD-v's erase window
     # The sequence-aware classifier of analyze, on the same measurement; it reads the block
     # size from the geometry, so the CLI gets SSD-v with this drive's 32 pages per block.
-    from rbscope.geometry import EXAMPLES
+    from rbscope.analysis.geometry import EXAMPLES
 
     s = refssd.measure.measure_wa(run, classifier="sequence")
     geo = tmp_path / "ssd-v-32.toml"
@@ -372,7 +372,7 @@ def test_measure_wa_equals_rbscope_analyze_of_the_vcd(tmp_path):
 
 
 def test_shipped_traces_replay(tmp_path):
-    from rbscope.geometry import EXAMPLES
+    from rbscope.analysis.geometry import EXAMPLES
 
     traces = EXAMPLES.parent / "traces"
     d = refssd.preset("ssd-v", blocks_per_plane=32, pages_per_block=32)
@@ -469,7 +469,7 @@ def exact_measure(run):
 def test_accuracy_benchmark_measurement_is_swappable(monkeypatch):
     import importlib.util
 
-    from rbscope.geometry import EXAMPLES
+    from rbscope.analysis.geometry import EXAMPLES
 
     path = EXAMPLES.parent.parent / "benchmarks" / "accuracy.py"
     spec = importlib.util.spec_from_file_location("accuracy_bench", path)

@@ -15,9 +15,9 @@ import pytest
 
 from cocotb_tests.runner import run_bench
 from rbscope import refssd
+from rbscope.analysis.presets import Preset
 from rbscope.gateware.nand_emu import EmuParams
 from rbscope.gateware.rb_sniffer import Counter
-from rbscope.presets import Preset
 from rbscope.refssd import rtl
 
 from .conftest import REPO_ROOT

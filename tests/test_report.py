@@ -15,14 +15,14 @@ from html.parser import HTMLParser
 import pytest
 from matplotlib import image
 
-from rbscope.cli import main
+from rbscope.analysis.geometry import load_geometry
+from rbscope.analysis.logical import from_bytes
+from rbscope.cli.commands import main
+from rbscope.device.stimulus import TrainSpec, random_trains
 from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.geometry import load_geometry
-from rbscope.importers import StreamClassifier
-from rbscope.logical import from_bytes
+from rbscope.recordings.stream import StreamClassifier
 from rbscope.report import ReportError, analyse_run, build_report, render_html
 from rbscope.report.tables import Column, Table
-from rbscope.stimulus import TrainSpec, random_trains
 
 CLOCK = 1e-6  # one model cycle stands for 1 µs, so the SSD-v windows apply as they are
 
@@ -173,7 +173,7 @@ def test_ranking_says_when_intervals_overlap(saved):
     close = [analyse_run(m, g, from_bytes(int(nand / w)), drive=f"d{w}") for w in (1.0, 1.001)]
     far = analyse_run(m, g, from_bytes(int(nand / 3.0)), drive="far")
     # Widen the first two runs' intervals to overlap (as a coarse host counter would).
-    from rbscope.logical import LogicalVolume
+    from rbscope.analysis.logical import LogicalVolume
     close = [analyse_run(m, g, LogicalVolume(int(nand / w * 0.98), int(nand / w * 1.02)),
                          drive=f"d{w}") for w in (1.0, 1.001)]
     by_wa, _ = build_report([far, *close]).rankings

@@ -8,13 +8,14 @@ import json
 
 import pytest
 
-from rbscope import selftest as st
-from rbscope.cli import main
-from rbscope.fake_device import FakeDevice
+from rbscope.cli.commands import main
+from rbscope.cli.selftest import _geometry
+from rbscope.cli.sim import emulator_setup
+from rbscope.device import selftest as st
+from rbscope.device.fake import FakeDevice
+from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.nand_emu.params import SMALL_GEOMETRY, EmuCounter, EmuParams
 from rbscope.gateware.rb_sniffer import SnifferParams
-from rbscope.sim_cli import emulator_setup
-from rbscope.simdevice import SimDevice
 
 from .conftest import REPO_ROOT
 
@@ -97,8 +98,8 @@ def test_geometry_option_is_checked(capsys):
 
 def test_geometry_option_names_a_page_type_map_size():
     """A board built with ``--page-type-slots 256`` is told apart by its configuration size."""
+    from rbscope.device.protocol import Info
     from rbscope.gateware.device import emulator_extension
-    from rbscope.protocol import Info
 
     emu = EmuParams(dies=2, page_type_slots=256)
     link = emulator_extension(emu).emu
@@ -106,4 +107,4 @@ def test_geometry_option_names_a_page_type_map_size():
                 emu_traffic_bits=link.traffic_bits)
     with pytest.raises(st.SelftestError, match="matches no known geometry"):
         st.identify_emulator(info)
-    assert st.identify_emulator(info, st._geometry("page_type_slots=256")) == emu
+    assert st.identify_emulator(info, _geometry("page_type_slots=256")) == emu

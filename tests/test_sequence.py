@@ -12,15 +12,15 @@ import math
 import numpy as np
 import pytest
 
-from rbscope import cli
-from rbscope.calibrate import calibrate, erase_plausible
+from rbscope.analysis.calibrate import calibrate, erase_plausible
+from rbscope.analysis.geometry import Geometry
+from rbscope.analysis.logical import LogicalVolume, from_bytes
+from rbscope.analysis.measurement import Measurement, Probe
+from rbscope.analysis.sequence import SequenceError, classify, classify_measurement
+from rbscope.analysis.wa import WAError, compute_wa, decide_mp, measured_mp
+from rbscope.cli import commands as cli
+from rbscope.gateware.rb_sniffer.model import ChannelCounts
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.geometry import Geometry
-from rbscope.logical import LogicalVolume, from_bytes
-from rbscope.measurement import Measurement, Probe
-from rbscope.model import ChannelCounts
-from rbscope.sequence import SequenceError, classify, classify_measurement
-from rbscope.wa import WAError, compute_wa, decide_mp, measured_mp
 
 TICK = 1e-7  # 0.1 µs
 PPB = 64

@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from rbscope.capture import CaptureReader, CaptureWriter
-from rbscope.device import Device
+from rbscope.device.capture import CaptureReader, CaptureWriter
+from rbscope.device.device import Device
+from rbscope.device.simdevice import SimDevice
+from rbscope.device.stimulus import TrainSpec, random_trains
 from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams
-from rbscope.simdevice import SimDevice
-from rbscope.stimulus import TrainSpec, random_trains
 
 from .conftest import REPO_ROOT
 
@@ -95,8 +95,8 @@ def test_trace_records_in_order_and_every_loss_counted():
     """TRACE at link saturation: 250 kbaud carries far fewer records than the workload makes.
     Every record that arrives is one of the model's pulses, in order per channel, and the
     per-channel and total loss counters account for every other one."""
+    from rbscope.device.protocol import Trace
     from rbscope.gateware.rb_sniffer import Counter
-    from rbscope.protocol import Trace
 
     with SimDevice(PARAMS, CONFIG, trains(9), build_root=BUILD_ROOT) as sim:
         dev = Device(str(sim.link), timeout=0.5, retries=8)

@@ -9,12 +9,12 @@ relation N_page = N_Tprogram × Mp holds exactly.
 
 import time
 
-from rbscope.device import Device
+from rbscope.device.device import Device
+from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.nand_emu.layouts import traffic_const
 from rbscope.gateware.nand_emu.params import EmuConfig, EmuCounter, EmuParams, TrafficConfig
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
-from rbscope.model import Train
-from rbscope.simdevice import SimDevice
+from rbscope.gateware.rb_sniffer.model import Train
 
 from .conftest import REPO_ROOT
 from .test_nand_emu_cocotb import GEOMETRY, LOOP_CONFIG, LOOP_TRAFFIC, LOOP_WINDOWS

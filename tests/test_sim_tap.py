@@ -9,13 +9,13 @@ program and erase, and read operations agree exactly, and the measured Mp is the
 
 import json
 
-from rbscope import cli
-from rbscope.capture import CaptureWriter, capture_to_measurement
-from rbscope.device import Device
+from rbscope.cli import commands as cli
+from rbscope.device.capture import CaptureWriter, capture_to_measurement
+from rbscope.device.device import Device
+from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.nand_emu.params import EmuCounter, TrafficConfig
 from rbscope.gateware.onfi_tap.params import OpClass, PlaneKind, TapConfig, TapParams
 from rbscope.gateware.rb_sniffer import Counter
-from rbscope.simdevice import SimDevice
 
 from .conftest import REPO_ROOT
 from .test_sim_emulator import loop_setup, run_traffic
@@ -151,7 +151,7 @@ def test_sim_tap_needs_the_emulator(capsys):
 def test_capture_reports_the_tap_difference_and_a_lone_read(tmp_path):
     """The tap's counters at start and stop of a capture: analyze takes their difference
     (counters wrap at 48 bits); a capture with only the start read says so."""
-    from rbscope.tap_model import TapCounts
+    from rbscope.gateware.onfi_tap.model import TapCounts
 
     from .test_capture import _write_session
 

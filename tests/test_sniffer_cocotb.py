@@ -12,7 +12,7 @@ from rbscope.gateware.rb_sniffer import RBSniffer, SnifferParams
 
 SIMULATORS = ["icarus", "verilator"]
 
-#: Windows in ticks for the scaled NAND mix of rbscope.stimulus: cache busy, read, program
+#: Windows in ticks for the scaled NAND mix of rbscope.device.stimulus: cache busy, read, program
 #: (both MLC clusters), erase.
 WINDOWS = [[3, 12], [12, 120], [120, 2400], [2400, 5000]]
 

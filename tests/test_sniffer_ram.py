@@ -17,7 +17,9 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
+from rbscope.device.stimulus import merge_trains
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
+from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 from rbscope.gateware.rb_sniffer.ram import (
     BANK_DEPTH,
     SPRAM_DEPTH,
@@ -27,8 +29,6 @@ from rbscope.gateware.rb_sniffer.ram import (
     pick_ram_kind,
 )
 from rbscope.gateware.rb_sniffer.sniffer import RBSniffer
-from rbscope.model import SnifferModel, Train
-from rbscope.stimulus import merge_trains
 
 from .sniffer_harness import SnifferBench
 

@@ -2,9 +2,9 @@
 
 import pytest
 
+from rbscope.device.stimulus import TrainSpec, merge_trains, random_trains
 from rbscope.gateware.rb_sniffer import Counter, EventKind, SnifferConfig, SnifferParams, Space
-from rbscope.model import SnifferModel, Train
-from rbscope.stimulus import TrainSpec, merge_trains, random_trains
+from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 
 from .sniffer_harness import SnifferBench, pin_schedule
 

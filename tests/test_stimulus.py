@@ -2,9 +2,9 @@
 
 import pytest
 
+from rbscope.device.stimulus import TrainSpec, load_mix, random_trains
 from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams
-from rbscope.model import SnifferModel
-from rbscope.stimulus import TrainSpec, load_mix, random_trains
+from rbscope.gateware.rb_sniffer.model import SnifferModel
 
 from .conftest import REPO_ROOT
 

@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from rbscope import cli
+from rbscope.analysis.labelled import LabelledPulses
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.sequence import classify_measurement
+from rbscope.analysis.trained import TrainedClassifier, TrainedError, train
+from rbscope.analysis.wa import compute_wa
+from rbscope.cli import commands as cli
 from rbscope.gateware.onfi_tap.params import OpClass
-from rbscope.labelled import LabelledPulses
-from rbscope.logical import from_bytes
-from rbscope.sequence import classify_measurement
-from rbscope.trained import TrainedClassifier, TrainedError, train
-from rbscope.wa import compute_wa
 
 from .test_sequence import GEOM, PPB, TICK, make, programs_of, to_measurement
 
@@ -142,8 +142,8 @@ def test_reference_ssd_train_on_one_tapped_channel_measure_every_die_by_rb():
     # The documented path on the reference SSD's cache-program drive: tap channel 0 during
     # one workload, train, then measure another workload on every die by R/B# alone.
     from rbscope import refssd
-    from rbscope.labelled import from_refssd
-    from rbscope.measurement import Measurement
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.measurement import Measurement
     from rbscope.refssd.measure import to_measurement as rb_measurement
 
     drive = refssd.preset("cache-prog", channels=2, dies_per_chip=2, pages_per_block=64,

@@ -5,12 +5,12 @@ import json
 
 import pytest
 
+from rbscope.analysis.geometry import Geometry, load_geometry
+from rbscope.analysis.logical import LogicalVolume, from_bytes
+from rbscope.analysis.measurement import Measurement, MeasurementError, Probe, SeriesPoint
+from rbscope.analysis.wa import Interval, WAError, compute_wa, decide_mp, wa_series
+from rbscope.gateware.rb_sniffer.model import ChannelCounts, SnifferModel, Train
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
-from rbscope.geometry import Geometry, load_geometry
-from rbscope.logical import LogicalVolume, from_bytes
-from rbscope.measurement import Measurement, MeasurementError, Probe, SeriesPoint
-from rbscope.model import ChannelCounts, SnifferModel, Train
-from rbscope.wa import Interval, WAError, compute_wa, decide_mp, wa_series
 
 NAMES = ("cache", "read", "program", "erase")
 WINDOWS = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
@@ -288,9 +288,9 @@ def test_confidence_interval_equals_the_bounds_when_every_die_is_probed():
 
 def test_opcode_wa_counts_the_pages_the_bus_confirms():
     from rbscope import refssd
-    from rbscope.labelled import from_refssd
-    from rbscope.logical import from_bytes
-    from rbscope.wa import opcode_wa
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.wa import opcode_wa
 
     d = refssd.preset("cache-prog", channels=2, dies_per_chip=1, pages_per_block=32,
                       blocks_per_plane=64)
@@ -322,9 +322,9 @@ def test_tap_model_ignores_address_cycles_with_one_lun():
     nothing the tap counts or tags (they only select the LUN)."""
     import random
 
+    from rbscope.gateware.onfi_tap.model import ADDR, CMD, Strobe, TapModel
     from rbscope.gateware.onfi_tap.params import TapParams
     from rbscope.gateware.rb_sniffer.params import SnifferParams
-    from rbscope.tap_model import ADDR, CMD, Strobe, TapModel
 
     params = TapParams(targets=2, luns=1, sniffer=SnifferParams(channels=2))
     rng = random.Random(4)

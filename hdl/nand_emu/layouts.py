@@ -5,6 +5,7 @@ host: ``layout.const({...}).as_value().value`` packs a record, ``layout.from_bit
 """
 
 from amaranth.lib import data
+from amaranth.lib.wiring import In, Out
 
 from .params import PAGE_TYPE_WORD, BusyTime, EmuConfig, EmuCounter, EmuParams, TrafficConfig
 
@@ -128,7 +129,6 @@ def bus_signature_members(params):
     die or per target (wired-OR). Idle levels as initial values.
     """
     _check(params)
-    from amaranth.lib.wiring import In, Out
     n = params.dies
     return {
         "ce_n": In(n, init=(1 << n) - 1), "cle": In(1), "ale": In(1),

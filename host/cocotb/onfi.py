@@ -29,12 +29,12 @@ import dataclasses
 from cocotb.triggers import First, ReadOnly, Timer, ValueChange
 from cocotb.utils import get_sim_time
 
-from rbscope.onfi import STATUS_ARDY, STATUS_FAIL, STATUS_FAILC, STATUS_RDY, STATUS_WP_N
+from rbscope.nand.onfi import STATUS_ARDY, STATUS_FAIL, STATUS_FAILC, STATUS_RDY, STATUS_WP_N
 
 __all__ = ["OnfiTiming", "MODE0", "MODE1", "MODE2", "OnfiPins", "OnfiDriver", "OnfiTimeout",
            "SR_FAIL", "SR_FAILC", "SR_ARDY", "SR_RDY", "SR_WP_N"]
 
-#: Status register bits (defined once, in :mod:`rbscope.onfi`).
+#: Status register bits (defined once, in :mod:`rbscope.nand.onfi`).
 SR_FAIL = STATUS_FAIL
 SR_FAILC = STATUS_FAILC
 SR_ARDY = STATUS_ARDY

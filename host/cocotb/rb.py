@@ -1,9 +1,10 @@
 """R/B# stimulus for cocotb: replay pulse trains or a logic-analyser recording onto ``rb``.
 
 A :class:`RbRecording` holds the pin changes of every channel on the clock-cycle grid and the
-:class:`~rbscope.measurement.Measurement` that the bit-exact reference model counts for them —
+:class:`~rbscope.analysis.measurement.Measurement` that the bit-exact reference model counts for
+them —
 the same numbers ``rbscope analyze`` reports for the same file, because it is the same importer
-(:mod:`rbscope.importers`). :class:`RbDriver` plays it onto a ``rb`` port::
+(:mod:`rbscope.recordings`). :class:`RbDriver` plays it onto a ``rb`` port::
 
     rec = RbRecording.from_file("capture.vcd", params, config, clock=10e-9)
     await sniffer.reset(config, rb=rec.initial_word)     # rb holds its level during reset
@@ -22,10 +23,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from rbscope.importers import StreamClassifier
-from rbscope.measurement import Measurement
-from rbscope.model import Train
-from rbscope.stimulus import merge_trains
+from rbscope.analysis.measurement import Measurement
+from rbscope.device.stimulus import merge_trains
+from rbscope.gateware.rb_sniffer.model import Train
+from rbscope.recordings.sigrok import import_sr
+from rbscope.recordings.stream import RecordingError, StreamClassifier
+from rbscope.recordings.vcd import default_clock, import_vcd, read_header
 
 __all__ = ["RbRecording", "RbDriver"]
 
@@ -44,7 +47,7 @@ class RbRecording:
         The clock period the cycles stand for.
     expected : Measurement
         The reference model's counts: events emitted up to cycle ``N + 2`` with every pin
-        holding its last level after cycle ``N`` (see :mod:`rbscope.importers`).
+        holding its last level after cycle ``N`` (see :mod:`rbscope.recordings`).
     """
 
     trains: list
@@ -64,7 +67,8 @@ class RbRecording:
 
     @classmethod
     def from_trains(cls, trains, cycles, params, config, *, clock_seconds=1e-8, class_names=()):
-        """Build a recording from :class:`~rbscope.model.Train` objects (one per channel)."""
+        """Build a recording from :class:`~rbscope.gateware.rb_sniffer.model.Train` objects (one
+        per channel)."""
         trains = [t if isinstance(t, Train) else Train(*t) for t in trains]
         if len(trains) != params.channels:
             raise ValueError(f"trains must have one Train per channel ({params.channels}), not "
@@ -80,7 +84,7 @@ class RbRecording:
     @classmethod
     def from_file(cls, path, params, config, *, clock=None, signals=(), class_names=(),
                   unknown="hold"):
-        """Read a VCD (``.vcd``) or sigrok session (``.sr``) through :mod:`rbscope.importers`.
+        """Read a VCD (``.vcd``) or sigrok session (``.sr``) through :mod:`rbscope.recordings`.
 
         Parameters
         ----------
@@ -101,10 +105,9 @@ class RbRecording:
 
         Raises
         ------
-        rbscope.importers.RecordingError
+        rbscope.recordings.RecordingError
             If the file cannot be read or does not fit ``params``.
         """
-        from rbscope.importers import RecordingError
 
         path = Path(path)
         config = config.validate(params)
@@ -126,7 +129,6 @@ class RbRecording:
                       on_edge=on_edge)
         suffix = path.suffix.lower()
         if suffix == ".vcd":
-            from rbscope.importers.vcd import default_clock, import_vcd, read_header
 
             if clock is None:
                 with open(path, encoding="ascii", errors="replace") as f:
@@ -136,7 +138,6 @@ class RbRecording:
         elif suffix == ".sr":
             if clock is not None:
                 raise ValueError("a sigrok session's clock is its sample rate; give no clock")
-            from rbscope.importers.sigrok import import_sr
 
             m = import_sr(path, **common)
         else:
@@ -181,9 +182,9 @@ class RbDriver:
                                  recording.cycles if cycles is None else cycles)
 
     async def play_schedule(self, schedule, cycles):
-        """Apply ``[(cycle, rb word)]`` (as :func:`rbscope.stimulus.merge_trains` makes);
+        """Apply ``[(cycle, rb word)]`` (as :func:`rbscope.device.stimulus.merge_trains` makes);
         return in cycle ``cycles``."""
-        from cocotb.triggers import Timer
+        from cocotb.triggers import Timer  # optional: the [cocotb] extra
 
         now = 0
         for cycle, word in schedule:

@@ -2,7 +2,7 @@
 
 :class:`Sniffer` resets the design with ``rb`` at its idle level, loads the run-time
 configuration on ``cfg``, reads counters and histogram bins through the read stream, and
-returns everything as a :class:`~rbscope.measurement.Measurement` — the class that
+returns everything as a :class:`~rbscope.analysis.measurement.Measurement` — the class that
 ``rbscope analyze`` consumes and that :class:`~rbscope.cocotb.rb.RbRecording` carries as the
 model's expectation, so RTL and model compare with ``==``::
 
@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer
 
+from rbscope.analysis.measurement import Measurement
 from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams, Space
 from rbscope.gateware.rb_sniffer.layouts import config_const, read_request_layout, status_layout
+from rbscope.gateware.rb_sniffer.model import SYNC_LATENCY, ChannelCounts
 from rbscope.gateware.rb_sniffer.params import PIPELINE_DEPTH
-from rbscope.measurement import Measurement
-from rbscope.model import SYNC_LATENCY, ChannelCounts
 
 __all__ = ["Sniffer", "SnifferTimeout", "RESET_CYCLES"]
 
@@ -137,7 +137,8 @@ class Sniffer:
         raise SnifferTimeout(what)
 
     async def read_channel(self, channel, histogram=True):
-        """Return the :class:`~rbscope.model.ChannelCounts` of ``channel`` as read."""
+        """Return the :class:`~rbscope.gateware.rb_sniffer.model.ChannelCounts` of ``channel`` as
+        read."""
         p = self.params
         row = [await self.read(Space.COUNTERS, channel, i) for i in range(p.counters_per_channel)]
         bins = ([await self.read(Space.HISTOGRAM, channel, b) for b in range(p.hist_bins)]
@@ -146,7 +147,7 @@ class Sniffer:
 
     async def measurement(self, config, *, clock_seconds=None, class_names=(), settle=True,
                           histogram=True, provenance=None):
-        """Read every channel and return a :class:`~rbscope.measurement.Measurement`.
+        """Read every channel and return a :class:`~rbscope.analysis.measurement.Measurement`.
 
         Parameters
         ----------

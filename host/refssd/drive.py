@@ -8,7 +8,8 @@ A :class:`Drive` is everything :func:`rbscope.refssd.simulate` needs to know abo
   static wear levelling, DRAM write buffer, multi-plane / cache programs, cache reads;
 * the NAND timing distributions (µs) the timing model draws from;
 * the view a user of rbscope has of this drive (:meth:`Drive.user_geometry`): a
-  :class:`rbscope.geometry.Geometry` with the classifier windows a new user would start from.
+  :class:`rbscope.analysis.geometry.Geometry` with the classifier windows a new user would start
+  from.
 
 Drives come from named presets (:data:`PRESETS`, :func:`preset`) or from a TOML drive spec
 (:func:`load_drive`)::
@@ -65,7 +66,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..geometry import Geometry, GeometryError, load_geometry
+from rbscope.analysis.geometry import Geometry, GeometryError, load_geometry
 
 __all__ = [
     "RefSSDError", "PageType", "CELL_BITS", "page_types", "Drive", "PRESETS", "preset",
@@ -383,7 +384,8 @@ class Drive:
     # The user's view ------------------------------------------------------------------------
 
     def user_geometry(self):
-        """Return the :class:`rbscope.geometry.Geometry` a rbscope user would give for this drive.
+        """Return the :class:`rbscope.analysis.geometry.Geometry` a rbscope user would give for
+        this drive.
 
         The array layout, page size, program model and capacities are this drive's; the
         classifier windows and timing hints come from the bundled geometry named by

@@ -3,22 +3,24 @@
 :func:`to_measurement` feeds the dies' R/B# pulse trains, as pin edges on a 100 MHz clock grid,
 to the bit-exact model of the sniffer through the importers' :class:`StreamClassifier` — the
 path ``rbscope analyze`` takes for a VCD recording of the same pins — and returns the
-:class:`~rbscope.measurement.Measurement`. :func:`measure_wa` then computes WA with the WA
+:class:`~rbscope.analysis.measurement.Measurement`. :func:`measure_wa` then computes WA with the WA
 engine as ``rbscope analyze`` does (R/B# only), with the windows a new user would use: the
 bundled geometry's, or those ``rbscope calibrate`` proposes from the recording.
 """
 
 import numpy as np
 
+from rbscope.analysis import calibrate as cal
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.measurement import Probe
+from rbscope.analysis.pipeline import wa_of
+from rbscope.analysis.presets import DEFAULT_PRESET
+from rbscope.analysis.sequence import SequenceError
+from rbscope.gateware.rb_sniffer.model import Train
 from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
+from rbscope.recordings.stream import StreamClassifier
+from rbscope.recordings.vcd import write_vcd as _write_vcd
 
-from .. import calibrate as cal
-from ..importers import StreamClassifier
-from ..importers.vcd import write_vcd as _write_vcd
-from ..logical import from_bytes
-from ..measurement import Probe
-from ..model import Train
-from ..presets import DEFAULT_PRESET
 from .drive import RefSSDError
 
 __all__ = ["to_measurement", "measure_wa", "measure_wa_sequence", "user_preset", "write_vcd",
@@ -65,7 +67,7 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
     Parameters
     ----------
     run : Run
-    preset : rbscope.presets.Preset, optional
+    preset : rbscope.analysis.presets.Preset, optional
         Windows (default :func:`user_preset`).
     dies : sequence of int, optional
         Dies whose R/B# is probed, one sniffer line each (default: all).
@@ -117,7 +119,7 @@ def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS, classifier="w
 
     R/B#-only mode with plain class windows (the RB-Explorer method); ``classifier="sequence"``
     (or ``"auto"``) applies ``analyze``'s sequence-aware classifier
-    (:func:`rbscope.sequence.classify_measurement`) to the same measurement instead.
+    (:func:`rbscope.analysis.sequence.classify_measurement`) to the same measurement instead.
 
     Parameters
     ----------
@@ -160,9 +162,7 @@ def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS, classifier="w
                                max_pulses=keep)
     elif windows != "bundled":
         raise RefSSDError(f"windows must be bundled or calibrated, not {windows!r}")
-    # WA exactly as `rbscope analyze` computes it (one path: analyze_cli.wa_of).
-    from ..analyze_cli import wa_of
-    from ..sequence import SequenceError
+    # WA exactly as `rbscope analyze` computes it (one path: rbscope.analysis.pipeline.wa_of).
     try:
         r = wa_of(m, geometry, from_bytes(run.logical_bytes), classifier=classifier,
                   notes=notes)

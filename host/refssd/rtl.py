@@ -4,8 +4,8 @@ The model back end (:mod:`.timing`, :mod:`.measure`) turns the FTL's operations 
 trains. This one replays the FTL's *commands* (:attr:`Run.commands`: 00h-30h reads, 31h/3Fh
 cache reads, 80h-10h programs, 80h-11h multi-plane queueing, 80h-15h cache-program chains,
 60h-D1h/D0h erases, FFh, EFh) as ONFI bus cycles into ``nand_emu`` dies inside the simulated
-device (:class:`rbscope.simdevice.SimDevice` built with the emulator in loopback): the dies pull
-their own R/B# low, the sniffer gateware counts those pulses, and the host reads the counters
+device (:class:`rbscope.device.simdevice.SimDevice` built with the emulator in loopback): the dies
+pull their own R/B# low, the sniffer gateware counts those pulses, and the host reads the counters
 over the simulated UART into a capture, exactly as from a board. The replay runs in the C++
 harness (``sim_harness.cpp``, ``--commands``), one WE# level per clock cycle, with no Python per
 cycle.
@@ -43,9 +43,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..onfi import address_bytes
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.measurement import Probe
+from rbscope.analysis.wa import compute_wa
+from rbscope.device.capture import CaptureWriter, capture_to_measurement
+from rbscope.device.device import Device
+from rbscope.device.simdevice import SimDevice, SimError
+from rbscope.gateware.nand_emu import EmuConfig, EmuCounter, EmuParams
+from rbscope.gateware.rb_sniffer.model import Train
+from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
+from rbscope.nand.onfi import address_bytes
+
 from .drive import CELL_BITS, TIMING_KEYS, PageType, RefSSDError
-from .measure import user_preset
+from .measure import to_measurement, user_preset
 from .timing import NandOp
 
 __all__ = ["rtl_drive", "emulator_setup", "bus_cycles", "preamble", "write_commands", "RtlResult",
@@ -121,7 +131,6 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
     the drive's pages per block (a 96-page TLC block uses the first 96 entries of a 128-entry
     map; the rest, pages the FTL never programs, repeat the last type).
     """
-    from rbscope.gateware.nand_emu import EmuConfig, EmuParams
 
     _check(drive)
     types = drive.page_types()
@@ -237,7 +246,7 @@ class RtlResult:
 
     Members
     -------
-    measurement : rbscope.measurement.Measurement
+    measurement : rbscope.analysis.measurement.Measurement
         From the capture received over the simulated UART (as ``rbscope analyze`` reads it).
     truth : dict of int to dict
         Per die, the emulator's ground-truth counters by ``EmuCounter`` name.
@@ -280,7 +289,7 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
     ----------
     run : Run
         A run of a drive the emulator can hold, normally ``simulate(rtl_drive(drive), …)``.
-    preset : rbscope.presets.Preset, optional
+    preset : rbscope.analysis.presets.Preset, optional
         The sniffer's class windows (default the user's, :func:`user_preset`).
     cycles_per_us : int
         Clock cycles per µs tick.
@@ -297,13 +306,6 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
     the device time has passed the last model pulse plus ``idle_us`` and the device reports
     quiescence.
     """
-    from rbscope.capture import CaptureWriter, capture_to_measurement
-    from rbscope.device import Device
-    from rbscope.gateware.nand_emu import EmuCounter
-    from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
-    from rbscope.measurement import Probe
-    from rbscope.model import Train
-    from rbscope.simdevice import SimDevice, SimError
 
     emu, emu_config = emulator_setup(run.drive, cycles_per_us)
     preset = preset or user_preset(run)
@@ -403,10 +405,7 @@ def compare(run, result, preset=None):
         the WA as ``rbscope analyze --classifier windows`` computes it from each back end's
         counts; ``model_measurement``.
     """
-    from rbscope.logical import from_bytes
-    from rbscope.wa import compute_wa
 
-    from .measure import to_measurement
 
     preset = preset or user_preset(run)
     model = to_measurement(run, preset=preset, clock_ns=1000)

@@ -77,7 +77,7 @@ class Run:
     commands : numpy.ndarray
         The bus command stream, :data:`~rbscope.refssd.timing.COMMAND_DTYPE`, in time order.
     truth : Truth
-    geometry : rbscope.geometry.Geometry
+    geometry : rbscope.analysis.geometry.Geometry
         The drive as a rbscope user describes it (see :meth:`Drive.user_geometry`).
     logical_bytes : int
         Host bytes written (the WA denominator).

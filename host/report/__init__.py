@@ -14,7 +14,7 @@ The layers:
 * :func:`render_html` fills the Jinja2 template; :func:`write_report` writes the HTML file and,
   through a headless browser (:mod:`.browser`), the PDF;
 * :mod:`.study` reads a study TOML that names every run, so a comparison is rebuilt with one
-  command; ``rbscope report`` (:mod:`rbscope.report_cli`) is the command line.
+  command; ``rbscope report`` (:mod:`rbscope.cli.report`) is the command line.
 
 Nothing in the HTML refers outside the file: styles are inline, figures are inline SVG and the
 CSV/JSON exports are ``data:`` links.
@@ -26,20 +26,21 @@ import html
 import math
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 import jinja2
 
+from rbscope.analysis.logical import LogicalVolume
+from rbscope.analysis.wa import compute_wa, wa_series
+
 from .. import __version__
-from ..wa import compute_wa, wa_series
 from . import figures
+from .browser import html_to_pdf
+from .errors import ReportError
 from .tables import Column, Table, fmt_bytes
 
 __all__ = ["ReportError", "ReportRun", "Report", "analyse_run", "build_report", "render_html",
            "write_report", "interval_note"]
-
-
-class ReportError(Exception):
-    """A report cannot be made; the message says which input and why."""
 
 
 @dataclass
@@ -96,11 +97,10 @@ def analyse_run(measurement, geometry, logical, *, result=None, label=None, driv
                 workload="", mp=None, program_class="program", logical_series=None, notes=()):
     """Return a :class:`ReportRun` of a measurement.
 
-    ``logical`` is a :class:`rbscope.logical.LogicalVolume` or None (physical volume only).
-    ``result`` is the run's :class:`~rbscope.wa.WAResult` as ``rbscope analyze`` computed it
-    (:func:`rbscope.analyze_cli.analyse`); without it the width windows' counts are used.
+    ``logical`` is a :class:`rbscope.analysis.logical.LogicalVolume` or None (physical volume only).
+    ``result`` is the run's :class:`~rbscope.analysis.wa.WAResult` as ``rbscope analyze`` computed
+    it (:func:`rbscope.analysis.pipeline.analyse`); without it the width windows' counts are used.
     """
-    from ..logical import LogicalVolume
     given = logical is not None
     if result is None:
         result = compute_wa(measurement, geometry,
@@ -407,9 +407,7 @@ def render_html(report):
 
 def write_report(report, html_path, *, pdf_path=None, browser=None):
     """Write the HTML report to ``html_path`` (and its PDF to ``pdf_path``); return the paths."""
-    from pathlib import Path
 
-    from .browser import html_to_pdf
     html_path = Path(html_path)
     try:
         html_path.write_text(render_html(report), encoding="utf-8")

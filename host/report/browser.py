@@ -12,6 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .errors import ReportError
+
 __all__ = ["find_browser", "html_to_pdf", "html_to_png", "BROWSERS"]
 
 #: Executable names tried in order (Debian's package installs ``chromium``).
@@ -23,7 +25,6 @@ TIMEOUT = 120
 def find_browser(browser=None):
     """Return the path of the browser to use: ``browser``, ``$RBSCOPE_BROWSER`` or the first of
     :data:`BROWSERS` on ``PATH``; raise :class:`~rbscope.report.ReportError` if there is none."""
-    from . import ReportError
     name = browser or os.environ.get("RBSCOPE_BROWSER")
     candidates = [name] if name else list(BROWSERS)
     for c in candidates:
@@ -36,7 +37,6 @@ def find_browser(browser=None):
 
 
 def _run(browser, html_path, flags):
-    from . import ReportError
     html_path = Path(html_path).resolve()
     if not html_path.is_file():
         raise ReportError(f"{html_path}: no such report file")
@@ -62,7 +62,6 @@ def _run(browser, html_path, flags):
 
 def html_to_pdf(html_path, pdf_path, *, browser=None):
     """Print ``html_path`` to ``pdf_path`` (A4, no browser header or footer)."""
-    from . import ReportError
     pdf_path = Path(pdf_path).resolve()
     _run(browser, html_path, ["--no-pdf-header-footer", f"--print-to-pdf={pdf_path}"])
     if not pdf_path.is_file() or pdf_path.stat().st_size == 0:
@@ -72,7 +71,6 @@ def html_to_pdf(html_path, pdf_path, *, browser=None):
 
 def html_to_png(html_path, png_path, *, width=1200, height=900, browser=None):
     """Render the top ``width`` × ``height`` pixels of ``html_path`` to ``png_path``."""
-    from . import ReportError
     png_path = Path(png_path).resolve()
     _run(browser, html_path, [f"--window-size={width},{height}", "--hide-scrollbars",
                               f"--screenshot={png_path}"])

@@ -155,8 +155,8 @@ def series_figure(m, series, class_names):
     """Operation rates per class over time, the NAND write rate and, when the host's bytes over
     time are known, the write amplification over time.
 
-    ``series`` is the :func:`rbscope.wa.wa_series` output (or None). Returns SVG, or None when the
-    measurement has no snapshots.
+    ``series`` is the :func:`rbscope.analysis.wa.wa_series` output (or None). Returns SVG, or None
+    when the measurement has no snapshots.
     """
     if not m.snapshots:
         return None

@@ -25,14 +25,16 @@ workload names the report shows::
     options = ["--mp", "2"]             # any other `rbscope analyze` option
 
 Relative paths are relative to the study file. Every run is parsed by ``rbscope analyze``'s own
-argument parser, so a run means exactly what the same ``analyze`` command line means, and bad
-values get the same messages (prefixed with the run they are in).
+argument parser (``rbscope report --study``), so a run means exactly what the same ``analyze``
+command line means, and bad values get the same messages (prefixed with the run they are in).
+This module reads and checks the file; it knows no command line.
 """
 
-import argparse
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from .errors import ReportError
 
 __all__ = ["Study", "StudyRun", "load_study", "RUN_KEYS"]
 
@@ -64,7 +66,6 @@ class Study:
 
 
 def _fail(path, where, message):
-    from . import ReportError
     raise ReportError(f"{path}: {where}: {message}")
 
 
@@ -129,7 +130,6 @@ def _run_argv(path, base, where, run):
 
 def load_study(path):
     """Read a study file; return a :class:`Study`. Errors name the file and the run."""
-    from . import ReportError
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -174,29 +174,3 @@ def load_study(path):
         out.append(StudyRun(names.get("label"), names.get("drive"), names.get("workload", ""),
                             argv, series))
     return Study(title, tuple(out), str(path))
-
-
-class _ParserError(Exception):
-    pass
-
-
-class _RaisingParser(argparse.ArgumentParser):
-    """An argument parser that raises instead of printing usage and exiting."""
-
-    def error(self, message):
-        raise _ParserError(message)
-
-
-def analyze_namespace(argv, where):
-    """Parse ``argv`` with ``rbscope analyze``'s parser; raise ReportError naming ``where``."""
-    from ..analyze_cli import add_analyze_parser
-    from . import ReportError
-    parser = _RaisingParser(prog="rbscope", add_help=False)
-    sub = parser.add_subparsers(dest="command")
-    add_analyze_parser(sub)
-    try:
-        return parser.parse_args(["analyze", *argv])
-    except _ParserError as exc:
-        raise ReportError(f"{where}: {exc}") from None
-    except SystemExit:  # --help or --version inside a run's options
-        raise ReportError(f"{where}: options may not ask for help") from None

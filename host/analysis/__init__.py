@@ -1,0 +1,26 @@
+"""From counts to write amplification: the measurement, SSD geometry, class-window presets, the
+logical volume, the WA engine, the sequence classifier, calibration and the trained classifier.
+
+The entry point that takes a request and a source is :mod:`rbscope.analysis.pipeline`."""
+
+from .calibrate import Calibration, CalibrationError, calibrate
+from .geometry import Geometry, GeometryError, load_geometry, parse_geometry
+from .labelled import LabelledError, LabelledPulses
+from .logical import LogicalSourceError, LogicalVolume, parse_size
+from .measurement import Measurement, MeasurementError, Probe, SeriesPoint
+from .presets import CLASS_NAMES, DEFAULT_PRESET, PRESETS, Preset, PresetError
+from .sequence import SequenceError, classify_measurement
+from .trained import TrainedClassifier, TrainedError, train
+from .wa import Interval, WAError, WAResult, compute_wa
+
+__all__ = [
+    "Calibration", "CalibrationError", "calibrate",
+    "Geometry", "GeometryError", "load_geometry", "parse_geometry",
+    "LabelledError", "LabelledPulses",
+    "LogicalSourceError", "LogicalVolume", "parse_size",
+    "Measurement", "MeasurementError", "Probe", "SeriesPoint",
+    "CLASS_NAMES", "DEFAULT_PRESET", "PRESETS", "Preset", "PresetError",
+    "SequenceError", "classify_measurement",
+    "TrainedClassifier", "TrainedError", "train",
+    "Interval", "WAError", "WAResult", "compute_wa",
+]

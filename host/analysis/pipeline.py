@@ -1,0 +1,230 @@
+"""The analysis pipeline: a request in, a write amplification out.
+
+:func:`analyse` is what ``rbscope analyze`` computes, taking an :class:`AnalysisRequest` (a
+dataclass, not parsed command-line arguments), so that the report, the demo, the reference SSD
+and the benchmarks run exactly the same path as the command line::
+
+    from rbscope.analysis import load_geometry
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import AnalysisRequest, SourceOptions, analyse
+
+    a = analyse(AnalysisRequest("run.vcd", load_geometry("ssd-v"), from_bytes(2 << 30),
+                                options=SourceOptions(probes=((0, ((0, 0, 0),)),))))
+    print(a.result.wa)
+
+:func:`wa_of` is the engine's part alone, for a :class:`~rbscope.analysis.measurement.Measurement`
+already in hand (the reference SSD, the demo).
+"""
+
+from dataclasses import dataclass, field, fields
+
+from rbscope.recordings.sources import SourceOptionError, open_measurement
+from rbscope.recordings.stream import RecordingError
+
+from . import calibrate as cal
+from .geometry import GeometryError
+from .logical import LogicalVolume
+from .sequence import SequenceError, classify_measurement
+from .wa import compute_wa, opcode_wa_of_pages, wa_series
+
+__all__ = ["SourceOptions", "AnalysisRequest", "Analysis", "RequestError", "load_source",
+           "analyse", "wa_of"]
+
+#: The classifiers :func:`wa_of` knows.
+CLASSIFIERS = ("auto", "sequence", "windows")
+
+
+class RequestError(SourceOptionError):
+    """A request that does not fit its source or geometry (a usage error on the command line)."""
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """How to read a source: :func:`rbscope.recordings.sources.open_measurement`'s options.
+
+    Members
+    -------
+    fmt : str
+        ``"auto"`` (from the name, then the content), ``"json"``, ``"capture"``, ``"vcd"``,
+        ``"sr"``.
+    preset : Preset, optional
+        The class windows of an imported recording (default: the generic MLC preset).
+    windows : tuple of (name, lo_us, hi_us)
+        Class windows replacing the preset's, in priority order.
+    probes : tuple of (line, ((channel, chip, die), ...))
+        The die(s) on each sniffer line (several for a wired-OR line).
+    progress : callable, optional
+        ``progress(done_bytes, total_bytes)`` while a recording is read.
+
+    The others (``glitch_us``, ``signals``, ``clock``, ``tick``, ``unknown``, ``width_bits``,
+    ``snapshot_seconds``, ``max_pulses``, ``bus``, ``tap_for``) are those of
+    :func:`~rbscope.recordings.sources.open_measurement`.
+    """
+
+    fmt: str = "auto"
+    preset: object = None
+    windows: tuple = ()
+    glitch_us: float | None = None
+    signals: tuple = ()
+    clock: float | None = None
+    tick: float | None = None
+    unknown: str = "hold"
+    width_bits: int = 24
+    snapshot_seconds: float | None = None
+    max_pulses: int = 10_000_000
+    probes: tuple = ()
+    bus: object = None
+    tap_for: object = None
+    progress: object = None
+
+    def open_options(self):
+        """The keyword arguments of :func:`~rbscope.recordings.sources.open_measurement`."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["windows"] = list(self.windows)
+        out["signals"] = list(self.signals)
+        out["probes"] = list(self.probes)
+        return out
+
+
+@dataclass(frozen=True)
+class AnalysisRequest:
+    """One analysis: a source, the drive's geometry, the host's logical volume and the choices.
+
+    Members
+    -------
+    source : str or Path
+        A measurement (``.json``), a capture file, a VCD or a sigrok session.
+    geometry : Geometry
+    logical : LogicalVolume, optional
+        Bytes the host wrote; None gives the physical volume only (no WA).
+    options : SourceOptions
+    mp : int, optional
+        Pages per program pulse (default: the geometry's).
+    program_class : str or int
+        The window of program pulses.
+    classifier : str
+        ``"auto"`` (sequence when it can, else windows), ``"sequence"`` or ``"windows"``.
+    write_only : bool
+        The workload only wrote (enables the read-pulse and cache-program checks).
+    trained : TrainedClassifier, optional
+        Class width distributions learned from labelled pulses (sequence classifier only).
+    overlap_correct : bool
+        Correct the program count by a mixture fit of the width histogram.
+    series : bool
+        Also compute WA per snapshot interval.
+    logical_series : tuple of (seconds, cumulative bytes), optional
+        Host bytes over time, for the series.
+    save_measurement : str, optional
+        Also save the measurement there (JSON).
+    notes : tuple of str
+        Notes the caller adds (e.g. on the logical volume's unit).
+    """
+
+    source: object
+    geometry: object
+    logical: LogicalVolume | None = None
+    options: SourceOptions = field(default_factory=SourceOptions)
+    mp: int | None = None
+    program_class: object = "program"
+    classifier: str = "auto"
+    write_only: bool = False
+    trained: object = None
+    overlap_correct: bool = False
+    series: bool = False
+    logical_series: tuple | None = None
+    save_measurement: str | None = None
+    notes: tuple = ()
+
+
+@dataclass
+class Analysis:
+    """What one analysis computed (also what ``rbscope report`` shows of a run)."""
+
+    measurement: object
+    geometry: object
+    logical: object  # LogicalVolume or None: physical volume only
+    result: object  # WAResult
+    notes: list
+    series: list | None = None
+    evidence: dict | None = None
+    opcode: object = None  # OpcodeWA: WA by the bus tap's program confirms, if it watched
+
+
+def load_source(source, options=None, *, save_to=None):
+    """Return the :class:`Measurement` of ``source`` and the notes of its import (and save it
+    to ``save_to`` when given)."""
+    options = SourceOptions() if options is None else options
+    m, notes = open_measurement(source, **options.open_options())
+    if save_to:
+        try:
+            m.save(save_to)
+        except OSError as exc:
+            raise RecordingError(f"{save_to}: cannot write: {exc.strerror}") from None
+    return m, notes
+
+
+def analyse(request):
+    """Load the request's source and compute its WA exactly as ``rbscope analyze`` does.
+
+    Raises the loaders' and the engine's errors, and :class:`RequestError` for a probe outside
+    the geometry or a choice that does not fit the others.
+    """
+    geometry = request.geometry
+    if request.mp is not None and (isinstance(request.mp, bool) or request.mp < 1):
+        raise RequestError(f"--mp must be a positive integer, not {request.mp}")
+    if request.classifier not in CLASSIFIERS:
+        raise RequestError(f"classifier must be one of {', '.join(CLASSIFIERS)}, "
+                           f"not {request.classifier!r}")
+    for index, dies in request.options.probes:
+        for loc in dies:
+            try:
+                geometry.check_location(loc)
+            except GeometryError as exc:
+                raise RequestError(f"--probe {index}: {exc}") from None
+    m, notes = load_source(request.source, request.options, save_to=request.save_measurement)
+    notes.extend(request.notes)
+    correction = evidence = None
+    if request.overlap_correct:
+        correction, evidence = cal.overlap_correction(
+            m, request.program_class, hints=cal.hints_from_geometry(geometry))
+    rows = None
+    if request.series:
+        rows = wa_series(m, geometry, mp=request.mp, program_class=request.program_class,
+                         logical_series=request.logical_series)
+    result = wa_of(m, geometry, request.logical, mp=request.mp,
+                   program_class=request.program_class, classifier=request.classifier,
+                   write_only=request.write_only, correction=correction, notes=notes,
+                   trained=request.trained)
+    opcode = None
+    tap = m.provenance.get("tap")
+    if tap and request.logical is not None and tap.get("dies"):
+        # The capture holds the bus tap's counts: WA by the pages its confirms name.
+        opcode = opcode_wa_of_pages(tap["pages_programmed"], len(tap["dies"]), geometry,
+                                    request.logical)
+    return Analysis(m, geometry, request.logical, result, notes, rows, evidence, opcode)
+
+
+def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",
+          write_only=False, correction=None, notes=None, trained=None):
+    """The WA of a measurement as ``rbscope analyze`` computes it (classifier included).
+
+    ``logical`` None gives the physical volume only. Notes of the classifier go to ``notes``.
+    ``trained`` (a :class:`~rbscope.analysis.trained.TrainedClassifier`) gives the sequence
+    classifier the class width distributions learned from labelled pulses.
+    """
+    seq = None
+    if trained is not None and (classifier == "windows" or correction is not None):
+        raise RequestError("--trained needs the sequence classifier (not --classifier windows "
+                           "or --overlap-correct)")
+    if classifier != "windows" and correction is None:
+        try:
+            seq = classify_measurement(m, geometry, trained=trained)
+        except SequenceError as exc:
+            if classifier == "sequence":
+                raise
+            if notes is not None:
+                notes.append(f"sequence classifier not used ({exc}); window counts instead")
+    # Without a logical volume: the physical volume only (a placeholder of 1 byte).
+    lv = logical if logical is not None else LogicalVolume(1, 1, "none")
+    return compute_wa(m, geometry, lv, mp=mp, program_class=program_class,
+                      correction=correction, sequence=seq, write_only=write_only)

@@ -1,0 +1,818 @@
+"""Sequence-aware classification of R/B# pulses: a hidden-Markov model over each die's pulses.
+
+A width window sees one pulse at a time; where upper-page programs (1.3–2.2 ms) and erases
+(~2 ms) overlap, no window can tell them apart. The order of the pulses on a die carries more:
+
+* page types follow the block's page order, so fast and slow programs alternate in a pattern
+  (MLC lower/upper, TLC lower/middle/upper);
+* an erase opens a block that programs then fill: over a run, erase pulses are about program
+  pulses ÷ pages per block, never many more;
+* reads cluster (host reads, garbage-collection reads), multi-plane programs are preceded by
+  short tDBSY pulses (one per queued plane), cache-program chains have their own rhythm.
+
+:func:`classify` fits a hidden-Markov model to the pulse sequences of the probed dies: one
+hidden state per pulse class (short classes found in the data, one program state per page type,
+an erase state), Gaussian emissions in ``log2(width)``, and a transition matrix learned by
+expectation–maximisation (Baum–Welch) on the capture itself. The structure enters as a
+constraint in every M-step: the expected erase count may not exceed
+``programs ÷ pages_per_block`` by more than ``erase_slack`` (plus two blocks for the open ones),
+which is what stops an "erase" state from swallowing the slow programs. The forward–backward
+posteriors give, per die, the expected number of pulses of each class and the posterior variance
+of the program count — the classification part of the interval the WA engine reports.
+
+Pulses are given per die as widths (and optionally start times) in ticks; everything here works
+in ``log2(width / µs)``. numpy does the forward–backward passes, batched over the dies.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .calibrate import merged_peaks
+
+__all__ = [
+    "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
+    "PROGRAM_KINDS", "TCBSY_US", "classify_measurement",
+]
+
+#: Operation time ranges (µs) that name the short states; program/erase ranges come from the
+#: geometry's ``[timing]`` or these.
+SEQUENCE_HINTS = {"multiplane": (0.2, 1.5), "cache": (1.5, 12.0), "read": (12.0, 150.0),
+                  "program": (150.0, 2300.0), "erase": (1500.0, 10000.0)}
+
+#: tCBSY of a cache program (80h…15h): a few µs to ~35 µs, among the read widths (µs).
+TCBSY_US = (1.5, 40.0)
+
+#: State kinds that write pages (one page per pulse, times Mp).
+PROGRAM_KINDS = ("program", "cache_program")
+
+_SIGMA_MIN = 0.02   # octaves: the narrowest seed
+_FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
+_F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
+#: Resolution of the emission histograms (also that of a trained classifier's file).
+BINS_PER_OCTAVE = 32
+_BINS_PER_OCTAVE = BINS_PER_OCTAVE
+_SMOOTH = 1.0       # bins: Gaussian smoothing of the emission histograms
+#: Most pulses per line the histogram mixture represents (see classify_measurement).
+MIXTURE_PULSES = 200_000
+
+
+class SequenceError(ValueError):
+    """The pulse sequences cannot be classified (too few pulses, bad input)."""
+
+
+class _Grid:
+    """Bins of ``log2(width / µs)`` shared by every state's emission histogram."""
+
+    def __init__(self, lo, hi):
+        self.lo = math.floor(lo * _BINS_PER_OCTAVE) / _BINS_PER_OCTAVE
+        self.step = 1.0 / _BINS_PER_OCTAVE
+        self.n = int(math.ceil((hi - self.lo) / self.step)) + 1
+        radius = int(4 * _SMOOTH) + 1
+        k = np.exp(-0.5 * (np.arange(-radius, radius + 1) / _SMOOTH) ** 2)
+        self.kernel = k / k.sum()
+
+    def index(self, x):
+        return np.clip(((x - self.lo) / self.step).astype(np.int64), 0, self.n - 1)
+
+    def centres(self):
+        return self.lo + (np.arange(self.n) + 0.5) * self.step
+
+
+@dataclass
+class State:
+    """One hidden state: a pulse class and its width distribution.
+
+    The distribution is a smoothed histogram over ``log2(width / µs)`` (:class:`_Grid`), kept
+    inside the state's ``support`` (octaves): no parametric shape is assumed, so uniform or
+    skewed timing distributions fit as well as log-normal ones. ``mu`` and ``sigma`` summarise
+    it (octaves).
+    """
+
+    name: str
+    kind: str  # "program", "erase", "read", "cache", "multiplane", "other"
+    mu: float
+    sigma: float
+    support: tuple = (-math.inf, math.inf)
+    dens: np.ndarray | None = field(default=None, repr=False)
+    fixed: bool = False  # keep the seeded (flat) distribution: a catch-all state
+
+    @property
+    def center_us(self):
+        return 2.0 ** self.mu
+
+    def seed(self, grid):
+        c = grid.centres()
+        z = (c - self.mu) / self.sigma
+        d = np.exp(-0.5 * z * z)
+        self._limit(grid, d)
+
+    def _limit(self, grid, d):
+        c = grid.centres()
+        d = np.where((c >= self.support[0]) & (c <= self.support[1]), d, 0.0)
+        total = d.sum()
+        if total <= 0:
+            d = np.zeros(grid.n)
+            d[grid.index(np.array([self.mu]))[0]] = 1.0
+            total = 1.0
+        self.dens = d / total
+
+    def update(self, grid, idx, w):
+        if self.fixed:
+            return
+        h = np.bincount(idx, weights=w, minlength=grid.n)
+        tw = h.sum()
+        if tw < 1e-6:
+            return
+        c = grid.centres()
+        self.mu = float((h * c).sum() / tw)
+        self.sigma = max(float(np.sqrt((h * (c - self.mu) ** 2).sum() / tw)), _SIGMA_MIN / 4)
+        self._limit(grid, np.convolve(h, grid.kernel, mode="same") + 1e-6 * tw / grid.n)
+
+    def to_dict(self):
+        return {"name": self.name, "kind": self.kind, "center_us": self.center_us,
+                "sigma_octaves": self.sigma,
+                "support_us": [2.0 ** v if math.isfinite(v) else None for v in self.support]}
+
+
+@dataclass
+class DieResult:
+    """Posterior counts of one die (or one probed line)."""
+
+    pulses: int
+    expected: dict  # state name -> expected pulses
+    program_pulses: float  # expected program pulses (posterior mean)
+    program_var: float  # posterior variance of the program-pulse count
+    erase_pulses: float
+    multiplane_pages: float  # extra pages announced by tDBSY pulses before programs
+    erase_cap: float | None  # the structural cap on erases in force, if any
+    announced: float = 0.0  # short pulses counted as programs (a tDBSY announced them)
+    ambiguous_short: float = 0.0  # unannounced short pulses in the tCBSY range
+    undecided: float = 0.0  # Σ min(p, 1 - p) of the program posteriors
+    multiplane_pulses: float = 0.0  # expected tDBSY pulses (ordered or not)
+
+    @property
+    def pages(self):
+        """Pages programmed: program pulses plus the planes their tDBSY pulses queued."""
+        return self.program_pulses + self.multiplane_pages
+
+    def to_dict(self):
+        return {"pulses": self.pulses, "expected": self.expected,
+                "program_pulses": self.program_pulses,
+                "program_sd": math.sqrt(max(0.0, self.program_var)),
+                "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
+                "pages": self.pages, "erase_cap": self.erase_cap,
+                "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
+                "multiplane_pulses": self.multiplane_pulses}
+
+
+@dataclass
+class SequenceResult:
+    """What :func:`classify` found: the model and the posterior counts per die."""
+
+    states: list
+    transitions: np.ndarray
+    dies: dict  # key (channel) -> DieResult
+    loglik: float
+    iterations: int
+    pages_per_block: int | None
+    erase_capped: bool
+    notes: list = field(default_factory=list)
+    balanced: bool = False
+    mode: str = "sequence"  # "sequence" (per-pulse order) or "mixture" (histograms only)
+
+    @property
+    def page_types(self):
+        """Number of program states (page types)."""
+        return sum(1 for s in self.states if s.kind == "program")
+
+    def state(self, name):
+        return next(s for s in self.states if s.name == name)
+
+    def to_dict(self):
+        names = [s.name for s in self.states]
+        return {"model": "hmm", "states": [s.to_dict() for s in self.states],
+                "transitions": {a: {b: float(self.transitions[i, j])
+                                    for j, b in enumerate(names)} for i, a in enumerate(names)},
+                "dies": {str(k): d.to_dict() for k, d in self.dies.items()},
+                "loglik": self.loglik, "iterations": self.iterations,
+                "pages_per_block": self.pages_per_block,
+                "erase_capped": bool(self.erase_capped), "balanced": bool(self.balanced),
+                "mode": self.mode, "notes": self.notes}
+
+
+# Initialisation ----------------------------------------------------------------------------
+
+
+def _peaks(x, lo, hi, *, per_octave=16, smooth=1.5, merge=0.6, min_share=0.005):
+    """Cluster the values ``x`` (octaves) in ``[lo, hi)``: ``[(centre, sd, count)]``."""
+    x = x[(x >= lo) & (x < hi)]
+    if x.size == 0:
+        return []
+    nb = max(4, int(math.ceil((hi - lo) * per_octave)))
+    counts, edges = np.histogram(x, bins=nb, range=(lo, hi))
+    radius = max(1, int(3 * smooth))
+    k = np.exp(-0.5 * (np.arange(-radius, radius + 1) / smooth) ** 2)
+    s = np.convolve(counts.astype(float), k / k.sum(), mode="same")
+    _, cuts = merged_peaks(s.tolist(), merge)
+    out = []
+    for lo_b, hi_b in zip(cuts, cuts[1:], strict=False):
+        sel = x[(x >= edges[lo_b]) & (x < edges[hi_b] if hi_b < nb else x <= edges[-1])]
+        if sel.size < max(3, min_share * x.size):
+            continue
+        out.append((float(np.median(sel)), max(float(sel.std()), _SIGMA_MIN), int(sel.size)))
+    return out
+
+
+def _nearest(center_us, hints, kinds):
+    def dist(name):
+        lo, hi = hints[name]
+        v = math.log(center_us)
+        if math.log(lo) <= v <= math.log(hi):
+            return 0.0
+        return min(abs(v - math.log(lo)), abs(v - math.log(hi)))
+    return min(kinds, key=dist)
+
+
+def _initial_states(x, hints, page_types):
+    """Seed the states from the clusters of all pulses and the timing hints.
+
+    Clusters below the program range become short states named by the nearest hint
+    (``multiplane``, ``cache``, ``read``); clusters inside it are program page types (or
+    ``page_types`` quantile slices of the program pulses); a cluster above it is the erase,
+    else an erase state is seeded at the hinted time. Each state's support is its cluster
+    widened by 4 spreads (the erase: its hinted range), so that states do not wander.
+    """
+    # Short pulses and programs split halfway (in log) between the slowest read and the fastest
+    # program the hints allow: a program a little faster than its datasheet range (or a
+    # histogram bin straddling the range's edge) is still a program.
+    plo = math.log2(hints["program"][0])
+    if "read" in hints and hints["read"][1] < hints["program"][0]:
+        plo = 0.5 * (math.log2(hints["read"][1]) + plo)
+    phi = math.log2(hints["program"][1])
+    elo, ehi = (math.log2(v) for v in hints["erase"])
+    xmin, xmax = float(x.min()) - 0.5, float(x.max()) + 0.5
+    states = []
+    short = [k for k in ("multiplane", "cache", "read") if k in hints]
+    used = {}
+    peaks = _peaks(x, xmin, plo)
+    kinds = [_nearest(2 ** c, hints, short) for c, _sd, _n in peaks]
+    # The short states share the widths below the programs: each owns its cluster and reaches
+    # towards its neighbours (the outer ones to the ends) — halfway, but not more than half an
+    # octave beyond its kind's hinted range — so that a pulse too rare to make a cluster of its
+    # own (a cache program's tCBSY among tDBSY and reads) still has a state.
+    cuts = [xmin]
+    for i in range(len(peaks) - 1):
+        cut = 0.5 * (peaks[i][0] + peaks[i + 1][0])
+        if kinds[i] != kinds[i + 1]:
+            cut = min(cut, math.log2(hints[kinds[i]][1]) + 0.5)
+        cuts.append(cut)
+    last = plo + 0.25
+    if kinds and kinds[-1] != "read":
+        last = min(last, math.log2(hints[kinds[-1]][1]) + 0.5)
+    cuts.append(last)
+    for i, (c, sd, _n) in enumerate(peaks):
+        kind = kinds[i]
+        used[kind] = used.get(kind, 0) + 1
+        name = kind if used[kind] == 1 else f"{kind}_{used[kind]}"
+        sd = min(max(sd, _SIGMA_MIN), 0.5)
+        states.append(State(name, kind, c, sd, (cuts[i], cuts[i + 1])))
+    # Short pulses no cluster claims (a reset's tRST, set features, a rare tCBSY): not programs,
+    # and not the tDBSY that would add a page to the next program.
+    states.append(State("other", "other", 0.5 * (xmin + plo), 100.0, (xmin, plo + 0.25),
+                        fixed=True))
+    long_peaks = _peaks(x, plo, max(ehi, xmax))
+    prog = [p for p in long_peaks if p[0] < phi]
+    erase = [p for p in long_peaks if p[0] >= phi]
+    sel = np.sort(x[(x >= plo) & (x < phi)])
+    if page_types is not None and sel.size:
+        prog = []
+        for t in range(page_types):
+            part = sel[t * sel.size // page_types:(t + 1) * sel.size // page_types]
+            if part.size:
+                prog.append((float(np.median(part)), float(part.std()), part.size))
+    if not prog and sel.size:
+        prog = [(float(np.median(sel)), float(sel.std()), sel.size)]
+    for t, (c, sd, _n) in enumerate(sorted(prog)):
+        sd = max(sd, 0.03)
+        states.append(State(f"program_{t + 1}" if len(prog) > 1 else "program", "program",
+                            c, sd, (max(c - 4 * sd, plo - 0.25), c + 4 * sd)))
+    lo, hi = elo - 0.1, ehi + 0.1
+    if erase:
+        c, sd, _n = max(erase, key=lambda p: p[2])
+        sd = max(sd, _SIGMA_MIN)
+        if ehi - elo < 0.05:
+            # A datasheet often gives one typical tBERS (a point, not a range): the erase
+            # cluster found above the programs widens the support to the erases really seen.
+            lo, hi = min(lo, max(c - 3 * sd, phi)), max(hi, c + 3 * sd)
+    else:
+        c, sd = 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4)
+    states.append(State("erase", "erase", c, sd, (lo, hi)))
+    return states
+
+
+# Forward-backward --------------------------------------------------------------------------
+
+
+def _emissions(idx, states):
+    """Emission likelihoods ``(…, K)`` of the pulses in grid bins ``idx``."""
+    table = np.stack([s.dens for s in states], axis=1)  # (bins, K)
+    return table[idx] + _FLOOR
+
+
+def _forward_backward(idx, mask, states, A, pi, f, want_xi=True):
+    """Batched scaled forward–backward over padded sequences.
+
+    ``idx`` is ``(T, D)`` grid bins (padded), ``mask`` ``(T, D)`` True where a pulse exists,
+    ``f`` the posterior-regularisation factors. Returns ``(gamma (T, D, K), xi_sum (K, K))``.
+    """
+    T, D = idx.shape
+    K = len(states)
+    B = _emissions(idx, states) * f
+    B[~mask] = 1.0
+    alpha = np.empty((T, D, K))
+    c = np.empty((T, D))
+    a = pi[None, :] * B[0]
+    c[0] = a.sum(axis=1)
+    alpha[0] = a / c[0][:, None]
+    for t in range(1, T):
+        a = (alpha[t - 1] @ A) * B[t]
+        c[t] = a.sum(axis=1)
+        alpha[t] = a / c[t][:, None]
+    beta = np.ones((D, K))
+    gamma = np.empty((T, D, K))
+    gamma[T - 1] = alpha[T - 1]
+    xi = np.zeros((K, K))
+    for t in range(T - 2, -1, -1):
+        bb = B[t + 1] * beta / c[t + 1][:, None]
+        if want_xi:
+            m = mask[t + 1]
+            if m.any():
+                xi += alpha[t][m].T @ bb[m]
+        beta = bb @ A.T
+        g = alpha[t] * beta
+        gamma[t] = g / g.sum(axis=1, keepdims=True)
+    if want_xi:
+        xi *= A
+    return gamma, xi
+
+
+def _pad(seqs):
+    T = max(len(s) for s in seqs)
+    out = np.zeros((T, len(seqs)), dtype=np.int64)
+    mask = np.zeros((T, len(seqs)), dtype=bool)
+    for d, s in enumerate(seqs):
+        out[:len(s), d] = s
+        mask[:len(s), d] = True
+    return out, mask
+
+
+# The model ----------------------------------------------------------------------------------
+
+
+def _targets(counts, kinds, *, cap=None, balance=False):
+    """The ratios ``target / count`` the structure asks of each state (1: unconstrained).
+
+    With ``balance``, every program state should hold the mean of the program states (a block's
+    page order programs each page type equally often); the erase state at most ``cap``.
+    """
+    r = np.ones(len(kinds))
+    pj = [j for j, k in enumerate(kinds) if k == "program"]
+    hit = False
+    if balance and len(pj) > 1:
+        mean = counts[pj].mean()
+        for j in pj:
+            if counts[j] > 1e-9:
+                r[j] = mean / counts[j]
+    if cap is not None:
+        e = kinds.index("erase")
+        if counts[e] > cap * (1 + 1e-9):
+            r[e] = max(cap, 1e-3) / counts[e]
+            hit = True
+    return r, hit
+
+
+def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
+    """Project the posteriors of bins ``b`` (holding ``hc`` pulses) onto the structure.
+
+    Posterior regularisation: the KL projection of a posterior onto constraints on expected
+    counts multiplies each state's likelihood by a factor ``f_j`` and renormalises. The factors
+    are found one constrained state at a time (each state's count grows with its own factor)
+    by bisection on ``log f_j``, sweeping until the targets of :func:`_targets` hold. A state
+    whose count does not respond to its factor (no other state claims its widths) is left
+    alone. Returns ``(posteriors, f, capped)``.
+    """
+    lf = np.log(f)
+    pj = [j for j, k in enumerate(kinds) if k == "program"]
+    e = kinds.index("erase")
+
+    def post(lf):
+        g = b * (weights * np.exp(lf - lf.max()))
+        g /= g.sum(axis=1, keepdims=True)
+        return g, (g * hc[:, None]).sum(axis=0)
+
+    g, counts = post(lf)
+    hit = False
+    for _ in range(sweeps):
+        cap = cap_for(counts)
+        targets = {}
+        if balance and len(pj) > 1:
+            for j in pj:
+                targets[j] = counts[pj].mean()
+        if cap is not None and (counts[e] > cap * (1 + 1e-9) or lf[e] < 0):
+            targets[e] = min(cap, counts[e]) if lf[e] >= 0 else cap
+            hit = hit or counts[e] > cap * (1 + 1e-9)
+        worst = max((abs(counts[j] - t) / max(t, 1.0) for j, t in targets.items()),
+                    default=0.0)
+        if worst < tol:
+            break
+        for j, t in targets.items():
+            lo, hi = lf[j] - 30.0, lf[j] + 30.0
+            if j == e:
+                hi = min(hi, 0.0)  # the cap only ever lowers the erase factor
+            probe = lf.copy()
+            probe[j] = lf[j] + 1.0
+            up = post(probe)[1][j]
+            probe[j] = lf[j] - 1.0
+            down = post(probe)[1][j]
+            if abs(up - down) < 1e-3 * max(abs(counts[j] - t), 1.0):
+                continue  # nothing (that matters) to move
+            for _b in range(40):
+                mid = 0.5 * (lo + hi)
+                probe[j] = mid
+                c = post(probe)[1][j]
+                if c < t:
+                    lo = mid
+                else:
+                    hi = mid
+            lf[j] = 0.5 * (lo + hi)
+            g, counts = post(lf)
+    return g, np.exp(lf - lf.max()), hit
+
+
+def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=()):
+    """Counts of one die from its posteriors ``g``, with the order rules applied.
+
+    * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
+      that follows: a short pulse right after one is not a read but the tCBSY of a cache
+      program heading a chain (R/B# shows only tCBSY while the array programs), so it counts
+      as a program pulse (``announced``).
+    * Each program pulse writes one page plus one per tDBSY pulse queued right before it
+      (``extra_pages``): Mp measured pulse by pulse.
+    * Short pulses in the tCBSY range that nothing announces may be reads or cache programs
+      (``ambiguous_short``); the WA engine keeps them in the interval when the capture shows
+      cache programs.
+    """
+    pprog = g[:, pj].sum(axis=1)
+    pshort = g[:, sj].sum(axis=1) if sj else np.zeros(len(x))
+    announced = np.zeros(len(x))
+    extra = 0.0
+    if mj:
+        pm = g[:, mj].sum(axis=1)
+        if len(x) > 1 and pshort[0] > 0:
+            # A capture that starts at power-on shows reset (FFh), then set features (EFh),
+            # as short as a tDBSY: that pulse announces nothing.
+            pm = pm.copy()
+            pm[1] *= 1.0 - pshort[0]
+        prev = np.concatenate([[0.0], pm[:-1]])
+        short = x <= cbsy_hi
+        plong = pprog[~short]
+        if plong.sum() and (plong * prev[~short]).sum() > 0.9 * plong.sum():
+            # Every program on this die is multi-plane (a tDBSY before it): a short pulse
+            # without one is no cache program's head, whatever its width suggests (a trained
+            # tCBSY distribution overlaps the reads).
+            moved = pprog * (1 - prev) * short
+            pprog = pprog - moved
+            pshort = pshort + moved
+        announced = pshort * prev
+        # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
+        pprog = np.clip(pprog + announced, 0.0, 1.0)
+        # Expected run of tDBSY pulses right before each pulse: R(i) = pm(i-1) (1 + R(i-1)).
+        run = np.zeros(len(x))
+        acc = 0.0
+        for i in range(1, len(x)):  # a short recurrence; vectorising it buys little
+            acc = prev[i] * (1.0 + acc)
+            run[i] = acc
+        extra = float((pprog * run).sum())
+    ambiguous = float((pshort * (1 - announced) * (x <= cbsy_hi)).sum())
+    # A cache-program chain ends with a 10h program; on a die whose programs are multi-plane
+    # only the chains of single-plane programs (unannounced long programs) can hide a head.
+    plong = g[:, pj].sum(axis=1)
+    if mj:
+        ambiguous = min(ambiguous, float((plong * (1 - prev)).sum()))
+    cap = None
+    if pages_per_block:
+        cap = (1 + erase_slack) * float(pprog.sum()) / pages_per_block + 2
+    expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
+    return DieResult(int(len(x)), expected, float(pprog.sum()),
+                     float(np.maximum(pprog * (1 - pprog), 0.0).sum()), float(g[:, ej].sum()),
+                     extra, cap,
+                     float(announced.sum()), ambiguous,
+                     float(np.minimum(pprog, 1 - pprog).sum()),
+                     float(g[:, list(mk)].sum()) if mk else 0.0)
+
+
+def _trained_states(trained, grid, hints):
+    """Fixed emission states from a :class:`~rbscope.analysis.trained.TrainedClassifier` on
+    ``grid``.
+
+    Each class's labelled widths, smoothed like a learned state's, with a faint floor half an
+    octave around them (a width a little beyond the training still belongs somewhere). An erase
+    state is seeded from the hints when the labels held no erase.
+    """
+    states = []
+    for t in trained.states:
+        lo, hi = t.range_log2
+        st = State(t.name, t.kind, 0.0, 0.0, (lo - 0.5, hi + 0.5), fixed=True)
+        idx = np.arange(len(t.counts)) + t.first_bin - round(grid.lo * BINS_PER_OCTAVE)
+        h = np.bincount(np.clip(idx, 0, grid.n - 1), weights=t.counts.astype(float),
+                        minlength=grid.n)
+        c = grid.centres()
+        st.mu = float((h * c).sum() / h.sum())
+        st.sigma = max(float(np.sqrt((h * (c - st.mu) ** 2).sum() / h.sum())), _SIGMA_MIN)
+        st._limit(grid, np.convolve(h, grid.kernel, mode="same") + 1e-4 * h.sum() / grid.n)
+        states.append(st)
+    if not any(s.kind == "erase" for s in states):
+        elo, ehi = (math.log2(v) for v in hints["erase"])
+        st = State("erase", "erase", 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4),
+                   (elo - 0.1, ehi + 0.1))
+        st.seed(grid)
+        states.append(st)
+    return states
+
+
+def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
+             balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
+             hmm_iterations=0, ordered=True, trained=None):
+    """Classify each die's pulses with a constrained mixture / hidden-Markov model.
+
+    Parameters
+    ----------
+    pulses : dict of key to sequence of int
+        Per die (or probed line) the widths of its measured pulses in ticks, in order.
+    tick_seconds : float
+    pages_per_block : int, optional
+        Enables the structural cap on erases (``programs ÷ pages_per_block``).
+    hints : dict of str to (float, float), optional
+        Operation time ranges in µs (``program``, ``erase``, ``read``, …); defaults
+        :data:`SEQUENCE_HINTS`.
+    page_types : int, optional
+        Number of program page types (1 SLC, 2 MLC, 3 TLC); default: the clusters found.
+    balance : bool or "auto"
+        Hold the page types to equal counts (the page order of a block programs each type
+        equally often). ``"auto"``: when 2 or 3 program clusters are found whose counts are
+        within 50 % of each other (the erase seed counted with its nearest program state).
+    erase_slack : float
+        Relative slack of the erase cap.
+    train_pulses : int
+        Fit the emissions on at most this many pulses per die (the posteriors use all).
+    iterations, hmm_iterations : int
+        EM iterations of the constrained mixture, then Baum–Welch iterations of the
+        hidden-Markov model seeded by it (0: the mixture's posteriors).
+    ordered : bool
+        The widths are in pulse order (False for widths rebuilt from histograms: no order rule
+        is applied).
+    trained : rbscope.analysis.trained.TrainedClassifier, optional
+        Class width distributions learned from labelled pulses (the opcode tap's): they replace
+        the clusters found in the data as fixed emission densities (page types held equal as
+        usual when the training found 2 or 3; the erase cap and the tDBSY rules apply).
+
+    Returns
+    -------
+    SequenceResult
+    """
+    if not tick_seconds > 0:
+        raise SequenceError(f"tick must be positive, not {tick_seconds!r}")
+    h = dict(SEQUENCE_HINTS)
+    if hints:
+        h.update({k: v for k, v in hints.items() if k in h})
+    tick_us = tick_seconds * 1e6
+    keys = [k for k, w in pulses.items() if len(w)]
+    if not keys:
+        raise SequenceError("no per-pulse widths: sequence-aware classification needs the "
+                            "pulse sequence (import a recording or capture with traces)")
+    seqs = []
+    for k in keys:
+        w = np.asarray(pulses[k], dtype=float)
+        if (w <= 0).any():
+            raise SequenceError(f"line {k}: pulse widths must be positive ticks")
+        seqs.append(np.log2(w * tick_us))
+    total = sum(s.size for s in seqs)
+    if total < 50:
+        raise SequenceError(f"only {total} pulses: too few for sequence-aware classification")
+    allx = np.concatenate(seqs)
+    if trained is not None:
+        lo = min([float(allx.min())] + [t.range_log2[0] for t in trained.states])
+        hi = max([float(allx.max()), math.log2(h["erase"][1])]
+                 + [t.range_log2[1] for t in trained.states])
+        grid = _Grid(lo - 1.0, hi + 1.0)
+        states = _trained_states(trained, grid, h)
+    else:
+        states = _initial_states(allx, h, page_types)
+        grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()),
+                                                  math.log2(h["erase"][1])) + 0.5)
+    for st in states:
+        if st.dens is None:
+            st.seed(grid)
+    kinds = [st.kind for st in states]
+    names = [st.name for st in states]
+    K = len(states)
+    # Program pulses: the page types ("program", held to equal counts) and a trained
+    # classifier's cache programs (counted, not balanced).
+    pj = [j for j, kd in enumerate(kinds) if kd in PROGRAM_KINDS]
+    pt = [j for j, kd in enumerate(kinds) if kd == "program"]
+    ej = kinds.index("erase")
+    train = [grid.index(s[:train_pulses]) for s in seqs]
+    # The mixture works on bin counts: every pulse of a bin has the same posterior.
+    hist = np.bincount(np.concatenate([grid.index(s) for s in seqs]), minlength=grid.n)
+    hist = hist.astype(float)
+    occupied = np.nonzero(hist)[0]
+    hc = hist[occupied]
+    b = _emissions(occupied, states)
+    weights = np.bincount(np.argmax(b, axis=1), weights=hc, minlength=K) + 1.0
+    if balance == "auto" and pt:
+        # Seeds split the overlap of the slowest page type and the erases arbitrarily: count
+        # the erase seed with its nearest program state before comparing the page types.
+        pc = weights[pt].copy()
+        pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pt]))] += weights[ej]
+        balance = 2 <= len(pt) <= 3 and pc.max() <= 1.5 * pc.min()
+    balance = bool(balance and len(pt) > 1)
+    if pages_per_block:
+        weights[ej] = max(1.0, weights[pj].sum() / pages_per_block)
+    weights /= weights.sum()
+    f = np.ones(K)
+    capped = False
+    n_dies = len(seqs)
+
+    def cap_for(counts):
+        if not pages_per_block:
+            return None
+        return (1 + erase_slack) * counts[pj].sum() / pages_per_block + 2 * n_dies
+
+    it = 0
+    for it in range(1, iterations + 1):  # noqa: B007 (reported)
+        b = _emissions(occupied, states)
+        g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+        capped = capped or hit
+        old = np.stack([st.dens for st in states])
+        for j, st in enumerate(states):
+            st.update(grid, occupied, g[:, j] * hc)
+        # The weights follow the projected posteriors (a constrained M-step); f then only
+        # carries what the next E-step still needs to meet the structure.
+        weights = (g * hc[:, None]).sum(axis=0) / hc.sum()
+        f = np.ones(K)
+        if np.abs(np.stack([st.dens for st in states]) - old).max() < 1e-7:
+            break
+    b = _emissions(occupied, states)
+    f = np.ones(K)
+    g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+    capped = capped or hit
+    counts = (g * hc[:, None]).sum(axis=0)
+    cap = cap_for(counts)
+    if balance and cap is not None and counts[ej] > 1.05 * cap:
+        # Equal page types and the erase cap cannot both hold: the widths do not keep the page
+        # order (cache-program chains shift each pulse to the previous page's program time and
+        # double the last one). Keep the cap, drop the balance.
+        result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
+                          page_types=page_types, balance=False, erase_slack=erase_slack,
+                          train_pulses=train_pulses, iterations=iterations,
+                          hmm_iterations=hmm_iterations, ordered=ordered, trained=trained)
+        result.notes.append("equal page types conflict with the erase cap (cache-program "
+                            "chains?): page types not balanced")
+        return result
+    A = np.tile(weights, (K, 1))
+    pi = weights.copy()
+    if hmm_iterations:
+        pidx, mask = _pad(train)
+        for _ in range(hmm_iterations):
+            gamma, xi = _forward_backward(pidx, mask, states, A, pi, f)
+            g = gamma[mask]
+            counts = g.sum(axis=0)
+            r, hit = _targets(counts, kinds, cap=cap_for(counts), balance=balance)
+            f = np.maximum(f * r / (f * r).max(), _F_MIN)
+            capped = capped or hit
+            for j, st in enumerate(states):
+                st.update(grid, pidx[mask], g[:, j])
+            A = xi + 1e-6
+            A /= A.sum(axis=1, keepdims=True)
+            pi = gamma[0][mask[0]].sum(axis=0) + 1e-6
+            pi /= pi.sum()
+    # Posteriors on every pulse, die by die (bounded memory).
+    dies = {}
+    notes = []
+    mk = [j for j, kd in enumerate(kinds) if kd == "multiplane"]
+    mj = mk if ordered else []
+    sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
+    cbsy_hi = math.log2(TCBSY_US[1])
+    for k, s in zip(keys, seqs, strict=True):
+        sidx = grid.index(s)
+        if hmm_iterations:
+            pidx, mask = _pad([sidx])
+            g = _forward_backward(pidx, mask, states, A, pi, f, want_xi=False)[0][:, 0, :]
+        else:
+            g = _emissions(sidx, states) * (weights * f)
+            g /= g.sum(axis=1, keepdims=True)
+        dies[k] = _die_result(s, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block,
+                              erase_slack, mk)
+    for k, w in pulses.items():  # lines without a pulse: nothing programmed there
+        if not len(w):
+            dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
+                                2.0 if pages_per_block else None)
+    if capped:
+        notes.append("the erase state was held to the structural cap (programs ÷ pages per "
+                     "block): the widths alone would have called more pulses erases")
+    if balance:
+        notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
+    if trained is not None:
+        notes.append("classes with the width distributions trained on labelled pulses"
+                     + (f" ({trained.source})" if trained.source else ""))
+    return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
+                          balanced=balance)
+
+
+def classify_measurement(measurement, geometry=None, channels=None, *, hints=None, **kw):
+    """Classify a :class:`~rbscope.analysis.measurement.Measurement`'s lines; keys are channels.
+
+    With per-pulse widths (``measurement.pulses``, complete) the pulses keep their order
+    (``mode "sequence"``); otherwise each channel's width histogram stands in for its pulses,
+    one pulse per count at the bin's geometric centre, without order (``mode "mixture"``: the
+    constrained mixture, which still holds the page types equal and the erases to their cap).
+
+    Parameters
+    ----------
+    measurement : Measurement
+    geometry : Geometry, optional
+        Gives ``pages_per_block`` and the ``[timing]`` hints.
+    channels : sequence of int, optional
+        Default: every enabled channel.
+    hints : dict, optional
+        Timing hints (µs); default from the geometry.
+    **kw
+        Passed to :func:`classify`.
+    """
+    channels = measurement.enabled if channels is None else list(channels)
+    if hints is None and geometry is not None:
+        hints = dict(geometry.timing)
+    ppb = kw.pop("pages_per_block", None)
+    if ppb is None and geometry is not None:
+        ppb = geometry.pages_per_block
+    have = all(len(measurement.pulses.get(ch, ())) for ch in channels)
+    if have and not measurement.pulses_truncated:
+        pulses = {ch: measurement.pulses[ch] for ch in channels}
+        mode = "sequence"
+    else:
+        params = measurement.params
+        pulses = {}
+        scale = {}  # channel -> pulses each representative stands for
+        for ch in channels:
+            hist = measurement.counts[ch].histogram
+            total = sum(hist)
+            counted = sum(measurement.counts[ch].classes) + measurement.counts[ch].unclassified
+            if counted and not total:
+                raise SequenceError(f"line {measurement.probes[ch].name or ch} has counts but "
+                                    f"no width histogram to classify")
+            # Without the order of the pulses the mixture sees only each bin's share, so a long
+            # capture is represented by at most MIXTURE_PULSES pulses in the same proportions
+            # (memory and time stay bounded); the counts are scaled back afterwards.
+            f = min(1.0, MIXTURE_PULSES / total) if total else 1.0
+            widths = []
+            kept = 0
+            for b, n in enumerate(hist):
+                k = round(n * f)
+                if not k:
+                    continue
+                lo = max(params.hist_bin_lo(b), 1)
+                hi = params.hist_bin_lo(b + 1) if b + 1 < params.hist_bins else params.max_width
+                widths.append(np.full(k, math.sqrt(lo * max(hi - 1, lo))))
+                kept += k
+            pulses[ch] = np.concatenate(widths) if widths else np.zeros(0)
+            scale[ch] = total / kept if kept else 1.0
+        mode = "mixture"
+        kw["hmm_iterations"] = 0
+        kw["ordered"] = False
+    hints = {k: (max(lo, 1e-3), max(hi, lo * 1.01, 1e-3)) for k, (lo, hi) in
+             (hints or {}).items()}
+    result = classify(pulses, measurement.tick_seconds, pages_per_block=ppb, hints=hints, **kw)
+    result.mode = mode
+    if mode == "mixture" and any(x != 1.0 for x in scale.values()):
+        for ch, die in result.dies.items():
+            x = scale.get(ch, 1.0)
+            if x == 1.0:
+                continue
+            # Counts scale with x; the posterior variance of a count (a sum of independent
+            # assignments) too.
+            die.pulses = round(die.pulses * x)
+            die.expected = {k: v * x for k, v in die.expected.items()}
+            for name in ("program_pulses", "program_var", "erase_pulses", "multiplane_pages",
+                         "announced", "ambiguous_short", "undecided", "multiplane_pulses"):
+                if hasattr(die, name):
+                    setattr(die, name, getattr(die, name) * x)
+            if die.erase_cap is not None:
+                die.erase_cap *= x
+        result.notes.append(f"the histograms hold more than {MIXTURE_PULSES:,} pulses per line: "
+                            f"the mixture was fitted to a proportional sample of them")
+    if mode == "mixture":
+        result.notes.append("no per-pulse widths: the width histograms were classified without "
+                            "the order of the pulses (a constrained mixture)")
+    return result

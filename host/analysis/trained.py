@@ -1,0 +1,231 @@
+"""A classifier trained on labelled pulses: the drive's real timing per operation class.
+
+The opcode tap labels every busy pulse of a tapped channel with the command that started it
+(``rbscope label`` → :class:`~rbscope.analysis.labelled.LabelledPulses`). :func:`train` turns those
+labels into the width distribution of each pulse class the sequence-aware classifier knows
+(``program`` — one state per page type where the program widths form 2 or 3 clusters —,
+``cache_program``, ``erase``, ``multiplane`` for tDBSY, ``read``, ``other``), and
+:func:`rbscope.analysis.sequence.classify` (``trained=``) then uses them as fixed emission
+densities on
+R/B#-only captures of every other die: only the mixture weights and the structure (erase cap,
+tDBSY-announced programs) are left to fit. With known densities the share of two overlapping
+classes (a cache program's tCBSY among reads, a chain's last program among erases) is
+identifiable where untrained clusters are not.
+
+File format (JSON, ``format: "rbscope.analysis.trained-classifier"``, ``version: 1``)
+---------------------------------------------------------------------------
+* ``bins_per_octave``: the histogram resolution (that of :mod:`rbscope.analysis.sequence`);
+* ``states``: one per class, ``name``, ``kind``, ``first_bin`` (bin ``k`` spans
+  ``log2(width / µs)`` from ``k / bins_per_octave``), ``counts`` (pulses per bin), ``pulses``;
+* ``mp``: the measured planes per program (final confirms), or null;
+* ``source``: where the labels came from (free text).
+
+``rbscope calibrate --labelled FILE -o trained.json`` writes it, ``rbscope analyze --trained
+trained.json`` classifies with it (``docs/accuracy.md``, "Labelled training").
+"""
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rbscope.gateware.onfi_tap.params import OpClass
+from rbscope.gateware.rb_sniffer.params import hist_bin_lo
+
+from .sequence import BINS_PER_OCTAVE, _peaks
+
+__all__ = ["TrainedClassifier", "TrainedError", "train", "FORMAT", "KIND_OF_CLASS"]
+
+FORMAT = "rbscope.analysis.trained-classifier"
+VERSION = 1
+
+#: Operation class (the tap's ``OpClass`` name) → (state name, state kind) of the classifier.
+KIND_OF_CLASS = {
+    "PROGRAM": ("program", "program"), "CACHE_PROGRAM": ("cache_program", "cache_program"),
+    "MP_QUEUE": ("multiplane", "multiplane"), "ERASE_QUEUE": ("multiplane", "multiplane"),
+    "READ_MP": ("multiplane", "multiplane"), "ERASE": ("erase", "erase"),
+    "READ": ("read", "read"), "READ_CACHE": ("read", "read"),
+    "READ_CACHE_END": ("read", "read"), "COPYBACK_READ": ("read", "read"),
+    "RESET": ("other", "other"), "SET_FEATURES": ("other", "other"),
+    "GET_FEATURES": ("other", "other"), "PARAM_PAGE": ("other", "other"),
+}
+
+#: Fewest labelled pulses that make a class's distribution.
+MIN_PULSES = 5
+
+
+class TrainedError(ValueError):
+    """Labels that train nothing, or a malformed trained-classifier file."""
+
+
+@dataclass
+class TrainedState:
+    """The width distribution of one class: pulses per ``log2`` bin from ``first_bin``."""
+
+    name: str
+    kind: str
+    first_bin: int
+    counts: np.ndarray
+    pulses: int
+
+    @property
+    def range_log2(self):
+        """(lo, hi) of ``log2(width / µs)`` the samples cover."""
+        return self.first_bin / BINS_PER_OCTAVE, (self.first_bin + len(self.counts)) / \
+            BINS_PER_OCTAVE
+
+
+@dataclass
+class TrainedClassifier:
+    """Per-class width distributions learned from labelled pulses (see the module doc)."""
+
+    states: list
+    mp: float | None = None
+    source: str = ""
+    notes: list = field(default_factory=list)
+
+    def state(self, name):
+        return next((s for s in self.states if s.name == name), None)
+
+    def to_dict(self):
+        return {"format": FORMAT, "version": VERSION, "bins_per_octave": BINS_PER_OCTAVE,
+                "source": self.source, "mp": self.mp,
+                "states": [{"name": s.name, "kind": s.kind, "first_bin": s.first_bin,
+                            "counts": [int(x) for x in s.counts], "pulses": s.pulses}
+                           for s in self.states]}
+
+    def save(self, path):
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(self.to_dict(), f, indent=1)
+                f.write("\n")
+        except OSError as exc:
+            raise TrainedError(f"{path}: cannot write: {exc.strerror}") from None
+
+    @classmethod
+    def from_dict(cls, obj):
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+            raise TrainedError(f"not a trained classifier (format must be {FORMAT!r})")
+        if obj.get("version") != VERSION:
+            raise TrainedError(f"version {obj.get('version')!r} is not supported (only "
+                               f"{VERSION})")
+        if obj.get("bins_per_octave") != BINS_PER_OCTAVE:
+            raise TrainedError(f"bins_per_octave must be {BINS_PER_OCTAVE}, not "
+                               f"{obj.get('bins_per_octave')!r}")
+        states = []
+        kinds = {k for _, k in KIND_OF_CLASS.values()}
+        for i, s in enumerate(obj.get("states") or []):
+            try:
+                name, kind = str(s["name"]), str(s["kind"])
+                first, counts = int(s["first_bin"]), np.asarray(s["counts"], dtype=np.int64)
+                pulses = int(s["pulses"])
+            except (KeyError, TypeError, ValueError):
+                raise TrainedError(f"states[{i}]: needs name, kind, first_bin, counts and "
+                                   f"pulses") from None
+            if kind not in kinds:
+                raise TrainedError(f"states[{i}]: unknown kind {kind!r}")
+            if counts.ndim != 1 or not len(counts) or (counts < 0).any() or not counts.sum():
+                raise TrainedError(f"states[{i}]: counts must be non-negative, not all zero")
+            states.append(TrainedState(name, kind, first, counts, pulses))
+        if not any(s.kind == "program" for s in states):
+            raise TrainedError("no program state: the labels held no program pulse")
+        mp = obj.get("mp")
+        if mp is not None and not (isinstance(mp, (int, float)) and mp >= 1):
+            raise TrainedError(f"mp must be a number >= 1 or null, not {mp!r}")
+        return cls(states, mp, str(obj.get("source", "")))
+
+    @classmethod
+    def load(cls, path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                obj = json.load(f)
+        except OSError as exc:
+            raise TrainedError(f"{path}: cannot read: {exc.strerror}") from None
+        except json.JSONDecodeError as exc:
+            raise TrainedError(f"{path}: not JSON: {exc}") from None
+        try:
+            return cls.from_dict(obj)
+        except TrainedError as exc:
+            raise TrainedError(f"{path}: {exc}") from None
+
+
+def _class_widths_us(labels):
+    """``{OpClass name: widths in µs}`` of the labelled pulses (the kept ones, else the
+    histograms' bins at their geometric centre)."""
+
+    us = labels.tick_seconds * 1e6
+    out = {}
+    if len(labels.width) and not labels.pulses_truncated:
+        for c in np.unique(labels.op_class):
+            out[OpClass(int(c)).name] = labels.width[labels.op_class == c] * us
+        return out
+    for name, bins in labels.histograms.items():
+        w = []
+        for b, n in bins.items():
+            lo = max(hist_bin_lo(int(b), labels.hist_sub_bits), 1)
+            hi = max(hist_bin_lo(int(b) + 1, labels.hist_sub_bits) - 1, lo)
+            w.append(np.full(int(n), math.sqrt(lo * hi) * us))
+        if w:
+            out[name] = np.concatenate(w)
+    return out
+
+
+def train(labels, *, source=""):
+    """Learn the width distribution of each class from labelled pulses.
+
+    Parameters
+    ----------
+    labels : LabelledPulses or sequence of them
+        One or more tapped channels' labels (``rbscope label``).
+    source : str
+        Recorded in the file.
+
+    Returns
+    -------
+    TrainedClassifier
+    """
+
+    if not isinstance(labels, (list, tuple)):
+        labels = [labels]
+    samples = {}
+    kinds = {}
+    mp_pages = mp_ops = 0
+    for lab in labels:
+        for cls_name, w in _class_widths_us(lab).items():
+            if cls_name not in KIND_OF_CLASS or not len(w):
+                continue
+            name, kind = KIND_OF_CLASS[cls_name]
+            samples.setdefault(name, []).append(np.asarray(w, dtype=float))
+            kinds[name] = kind
+        mp_pages += lab.pages()
+        mp_ops += sum(sum(r["PROGRAM"]) for r in lab.planes)
+    states, notes = [], []
+    for name, parts in samples.items():
+        w = np.concatenate(parts)
+        w = w[w > 0]
+        if len(w) < MIN_PULSES:
+            notes.append(f"{name}: only {len(w)} labelled pulses, not used")
+            continue
+        x = np.log2(w)
+        groups = [(name, x)]
+        if name == "program":
+            # Page types (lower / middle / upper) are clusters of the program widths: one
+            # state each, so that the classifier can hold them to equal counts.
+            peaks = _peaks(x, float(x.min()) - 0.1, float(x.max()) + 0.1, min_share=0.1)
+            if 2 <= len(peaks) <= 3:
+                c = np.array([p[0] for p in peaks])
+                near = np.argmin(np.abs(x[:, None] - c[None, :]), axis=1)
+                groups = [(f"program_{i + 1}", x[near == i]) for i in range(len(c))]
+        for state_name, xs in groups:
+            k = np.floor(xs * BINS_PER_OCTAVE).astype(np.int64)
+            first = int(k.min())
+            states.append(TrainedState(state_name, kinds[name], first, np.bincount(k - first),
+                                       len(xs)))
+    if not any(s.kind == "program" for s in states):
+        raise TrainedError("the labels hold no program pulses: tap the bus while the drive "
+                           "writes")
+    order = {"multiplane": 0, "other": 1, "read": 2, "cache_program": 3, "program": 4,
+             "erase": 5}
+    states.sort(key=lambda s: (order[s.kind], s.first_bin))
+    return TrainedClassifier(states, mp_pages / mp_ops if mp_ops else None, source, notes)

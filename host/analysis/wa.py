@@ -1,0 +1,867 @@
+"""The write-amplification engine: counts + geometry + logical volume → WA with its interval.
+
+The RB-Explorer method (Sun et al. 2015, eq. 5–7) counts the program pulses ``N_Tprogram`` on
+one die's R/B# and scales by the geometry::
+
+    P_Volume = Nchannel × Nchip × Ndie × N_Tprogram × Mp × PageSize,   WA = P_Volume / L_Volume
+
+rbscope generalises this to any set of probed lines (see ``docs/wa.md``):
+
+* every enabled sniffer channel ``i`` watches ``d_i`` dies (``Probe.die_count``: 1 unless the
+  probe lists a wired-OR line of several) and counted ``n_i`` pulses in the program window;
+* the probed dies ``D_p = Σ d_i`` stand for all ``D = geometry.dies`` dies (the paper's
+  full-parallelism assumption, needed only when ``D_p < D``)::
+
+      N = (Σ n_i) × D / D_p,    P = N × Mp × page_size,    WA = P / L
+
+* the **interval** is what the counts cannot tell apart, not a statistical confidence: a pulse
+  whose width was not measured (``PARTIAL``: in progress at the start or cut at the end) or
+  that the device had to drop (``DROPPED``) may or may not have been a program, so
+  ``n_i ∈ [n_i, n_i + partial_i + dropped_i]``; the logical volume is itself an interval
+  ``[L_lo, L_hi]`` (coarse NVMe counters); hence
+  ``WA ∈ [P_lo / L_hi, P_hi / L_lo]`` — the exact minimum and maximum over every way of
+  resolving the unknowns, which the tests check by brute force;
+* ``per_die`` gives the paper's single-die estimate from each probed line, whose spread shows how
+  far the full-parallelism assumption holds;
+* an optional **overlap correction** (:func:`rbscope.analysis.calibrate.overlap_correction`)
+replaces   ``n_i`` by ``n_i − E[erases inside the program window] + E[programs outside it]`` from a
+  mixture fit of the channel's width histogram; the interval is widened to keep the raw count.
+
+* the **confidence interval** ``wa_confidence`` (95 %) adds what the counts *can* tell
+  statistically: when only some of the dies are probed, the probed lines are a sample of the
+  dies, and the die-to-die spread of their program counts gives a Student-t interval on the
+  extrapolated total (with the finite-population correction, so it shrinks to the deterministic
+  interval when every die is probed). One probed line out of several dies gives no spread: the
+  confidence interval is then unknown (``None``) and a warning says so;
+* **endurance** (:class:`Endurance`): NAND bytes written, blocks erased and erases per block
+  (needs ``pages_per_block`` and the raw capacity), the share of the rated P/E life this
+  measurement used, and the projected endurance at this WA: ``TBW = P/E × raw capacity / WA``
+  and drive writes per day over the warranty, ``DWPD = TBW / (user capacity × 365 × years)``.
+
+:func:`decide_mp` implements the paper's calibration (section 3.5): on an incompressible
+sequential write, WA computed with ``Mp = 1`` is ≈ ``1 / Mp``.
+"""
+
+import math
+from dataclasses import dataclass, field
+
+from rbscope.gateware.onfi_tap.params import PlaneKind
+from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS
+
+from .logical import LogicalVolume
+from .presets import CLASS_NAMES
+
+__all__ = [
+    "WAError", "Interval", "ChannelPrograms", "WAResult", "compute_wa", "MpDecision",
+    "decide_mp", "measured_mp", "SeriesRow", "wa_series", "program_class_index", "Endurance",
+    "t_quantile", "opcode_wa", "opcode_wa_of_pages", "OpcodeWA",
+]
+
+#: Window classes of read-like pulses (reads, and the cache window where tCBSY falls), from the
+#: one list of class names.
+READ_CLASSES = tuple(n for n in CLASS_NAMES if n in ("read", "cache"))
+
+#: Two-sided 95 % Student-t quantiles (0.975) for 1 … 30 degrees of freedom.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t_quantile(df):
+    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (95 % two-sided)."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, not {df!r}")
+    if df <= 30:
+        return _T975[df - 1]
+    return 1.960 + 2.4 / df  # within 0.002 of the exact quantile beyond 30
+
+
+@dataclass(frozen=True)
+class Endurance:
+    """What the measured writes mean for the drive's life (fields are None when an input is
+    missing; ``missing`` says which)."""
+
+    nand_bytes: float
+    blocks_erased: float | None
+    erases_per_block: float | None
+    life_used: float | None  # erases per block / rated P/E cycles
+    tbw_bytes: float | None
+    dwpd: float | None
+    missing: tuple = ()
+
+    def to_dict(self):
+        return {"nand_bytes": self.nand_bytes, "blocks_erased": self.blocks_erased,
+                "erases_per_block": self.erases_per_block, "life_used": self.life_used,
+                "tbw_bytes": self.tbw_bytes, "dwpd": self.dwpd, "missing": list(self.missing)}
+
+
+class WAError(ValueError):
+    """The inputs cannot give a write amplification; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate and the bounds that contain every consistent value."""
+
+    value: float
+    lo: float
+    hi: float
+
+    def __post_init__(self):
+        if not self.lo <= self.value <= self.hi:
+            raise ValueError(f"interval must satisfy lo <= value <= hi, not "
+                             f"{self.lo} <= {self.value} <= {self.hi}")
+
+    def scale(self, factor):
+        return Interval(self.value * factor, self.lo * factor, self.hi * factor)
+
+    @property
+    def width(self):
+        return self.hi - self.lo
+
+    def to_dict(self):
+        def num(x):
+            return x if math.isfinite(x) else None
+        return {"value": num(self.value), "lo": num(self.lo), "hi": num(self.hi)}
+
+
+@dataclass
+class ChannelPrograms:
+    """Program pulses counted on one probed line."""
+
+    channel: int
+    name: str
+    dies: int
+    programs: int
+    unknown: int  # partial + dropped: pulses of unknown width
+    corrected: float | None = None  # programs after overlap correction, if asked
+    class_var: float = 0.0  # posterior variance of the program count (sequence classifier)
+    class_slack: float = 0.0  # structural slack of the program count, both ways
+    class_up: float = 0.0  # pulses that may be programs on top (cache-program ambiguity)
+    hidden: float = 0.0  # program operations tDBSY pulses announce beyond the long pulses
+
+    @property
+    def estimate(self):
+        return self.programs if self.corrected is None else self.corrected
+
+    def to_dict(self):
+        return {"channel": self.channel, "name": self.name, "dies": self.dies,
+                "programs": self.programs, "unknown": self.unknown,
+                "corrected": self.corrected, "class_sd": math.sqrt(max(0.0, self.class_var)),
+                "class_slack": self.class_slack, "class_up": self.class_up,
+                "hidden_programs": self.hidden}
+
+
+@dataclass
+class WAResult:
+    """Everything :func:`compute_wa` derived, for reports and ``--json``."""
+
+    wa: Interval
+    physical_bytes: Interval
+    program_pulses: Interval  # extrapolated to all dies
+    logical: LogicalVolume
+    mp: int
+    page_size: int
+    dies: int
+    dies_probed: int
+    program_class: str
+    channels: list
+    per_die: list  # (channel name, WA from that line alone)
+    class_totals: dict
+    other_totals: dict
+    warnings: list = field(default_factory=list)
+    wa_confidence: Interval | None = None  # 95 %, with the sampling of dies
+    endurance: Endurance | None = None
+    classifier: str = "windows"  # "windows", "sequence" (per-pulse order) or "mixture"
+    interval_includes: tuple = ()  # what the 95 % interval accounts for
+    interval_excludes: tuple = ()  # what it does not
+    checks: list = field(default_factory=list)  # plausibility checks that failed
+    classification: dict | None = None  # the sequence classifier's evidence
+
+    @property
+    def spread(self):
+        """(min, max) of the single-line WA estimates, or None."""
+        values = [w for _, w in self.per_die if w is not None]
+        return (min(values), max(values)) if values else None
+
+    def to_dict(self):
+        spread = self.spread
+        return {
+            "wa": self.wa.to_dict(),
+            "physical_bytes": self.physical_bytes.to_dict(),
+            "program_pulses": self.program_pulses.to_dict(),
+            "logical_bytes": self.logical.to_dict(),
+            "mp": self.mp, "page_size": self.page_size, "dies": self.dies,
+            "dies_probed": self.dies_probed, "program_class": self.program_class,
+            "channels": [c.to_dict() for c in self.channels],
+            "per_die_wa": [{"name": n, "wa": w} for n, w in self.per_die],
+            "per_die_spread": list(spread) if spread else None,
+            "class_totals": self.class_totals, "other_totals": self.other_totals,
+            "warnings": self.warnings,
+            "wa_confidence_95": self.wa_confidence.to_dict() if self.wa_confidence else None,
+            "classifier": self.classifier,
+            "interval_includes": list(self.interval_includes),
+            "interval_excludes": list(self.interval_excludes),
+            "checks": self.checks,
+            "classification": self.classification,
+            "endurance": self.endurance.to_dict() if self.endurance else None,
+        }
+
+
+def erase_plausible(erases, programs, pages_per_block):
+    """Can ``erases`` erase pulses go with ``programs`` program pulses?
+
+    An erase opens a block that ``pages_per_block`` page programs then fill: over a run the
+    erases are about programs ÷ pages per block (fewer on a fresh drive still using its free
+    blocks), never many more. The bound allows twice as many, three standard deviations and the
+    blocks open at either end of the capture.
+    """
+    expected = programs / pages_per_block
+    return erases <= 2 * expected + 3 * math.sqrt(expected) + 8
+
+
+def program_class_index(measurement, program_class="program"):
+    """Resolve ``program_class`` (a window name or index) in ``measurement``."""
+    k = measurement.params.classes
+    if isinstance(program_class, int) or (isinstance(program_class, str)
+                                          and program_class.isdigit()):
+        index = int(program_class)
+        if not 0 <= index < k:
+            raise WAError(f"program class {index} is not a window index 0 … {k - 1}")
+        return index
+    try:
+        return measurement.class_index(program_class)
+    except KeyError as exc:
+        raise WAError(f"{exc.args[0]}; name the program window with --program-class") from None
+
+
+def _check_positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise WAError(f"{name} must be a positive integer, not {value!r}")
+    return value
+
+
+def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
+    """Fill a row's estimate and classification uncertainty from a sequence-classified die."""
+    measured_mp = die.program_pulses > 0 and die.multiplane_pages > 0.01 * die.program_pulses
+    per_pulse = 1.0 / mp if measured_mp else 1.0  # pages measured -> pulse equivalents
+    pages = die.pages if measured_mp else die.program_pulses
+    row.corrected = pages * per_pulse
+    row.class_var = die.program_var * per_pulse ** 2
+    chains = die.program_pulses and die.announced > 0.002 * die.program_pulses
+    if balanced and not chains:
+        # Page types are equal over whole blocks; open blocks (host and GC streams) at the
+        # edges of the capture leave each type up to 2 pages apart.
+        slack = 2 * 2 * page_types
+    else:
+        # (Cache-program chains shift each pulse to the previous page's time and double the
+        # last: the page types no longer pin the erases either.)
+        # Nothing pins the erase count: it may be anything up to its structural cap.
+        hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
+        slack = max(die.erase_pulses, hi_e - die.erase_pulses)
+    if mode == "mixture":
+        # Histogram bins, not pulses: every pulse of a bin shares one posterior, so the pulses
+        # the posterior leaves undecided may all go either way.
+        slack = max(slack, die.undecided)
+    row.class_slack = slack * per_pulse * (1 + (mp - 1) * measured_mp)
+    if measured_mp:
+        # Two estimates of the pages: tDBSY-measured, and program pulses × Mp; the interval
+        # spans both (a reset or set-features pulse can pass for a tDBSY).
+        row.class_slack += abs(die.program_pulses - row.corrected)
+    up = die.ambiguous_short
+    if mode == "mixture" and mp > 1 and die.multiplane_pulses:
+        # Without the order, a tCBSY cannot be told from a read; but every multi-plane program
+        # or erase queues Mp - 1 planes with a tDBSY pulse, so tDBSY pulses beyond the long
+        # pulses' share count the programs that showed only a short pulse (cache programs).
+        # That count (with a tenth and two pulses of margin) bounds the ambiguity better than
+        # every short pulse in the tCBSY range, reads included.
+        row.hidden = max(0.0, die.multiplane_pulses / (mp - 1) - die.program_pulses
+                         - die.erase_pulses)
+        up = 1.1 * row.hidden + 2
+    # A hidden program is one more program operation: one pulse of Mp pages.
+    row.class_up = up
+
+
+def compute_wa(measurement, geometry, logical, *, mp=None, program_class="program",
+               channels=None, correction=None, sequence=None, write_only=False):
+    """Compute the write amplification of a measurement.
+
+    Parameters
+    ----------
+    measurement : Measurement
+    geometry : Geometry
+    logical : LogicalVolume
+    mp : int, optional
+        Pages per program pulse (default ``geometry.pages_per_pulse``).
+    program_class : str or int
+        The window holding program pulses.
+    channels : sequence of int, optional
+        Sniffer channels to use (default: every enabled channel).
+    correction : dict of int to float, optional
+        Overlap-corrected program counts per channel
+        (:func:`rbscope.analysis.calibrate.overlap_correction`).
+    sequence : SequenceResult, optional
+        The sequence-aware classification of every used channel's pulses
+        (:func:`rbscope.analysis.sequence.classify`, keyed by channel): its program pages replace
+        the window counts, and its posterior and structural slack enter the 95 % interval.
+    write_only : bool
+        The workload wrote only (enables the read-pulse and WA < 1 checks).
+
+    Returns
+    -------
+    WAResult
+    """
+    if not isinstance(logical, LogicalVolume):
+        raise WAError(f"logical must be a LogicalVolume, not {logical!r}")
+    if logical.hi == 0:
+        raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
+    mp = geometry.pages_per_pulse if mp is None else _check_positive_int("mp", mp)
+    if mp > geometry.planes_per_die:
+        raise WAError(f"Mp {mp} contradicts the geometry: a {geometry.planes_per_die}-plane die "
+                      f"programs at most {geometry.planes_per_die} pages per pulse")
+    k = program_class_index(measurement, program_class)
+    name_of = measurement.class_names[k] or str(k)
+    enabled = measurement.enabled
+    if channels is None:
+        channels = enabled
+    else:
+        for ch in channels:
+            if ch not in enabled:
+                raise WAError(f"channel {ch} is not an enabled channel of the measurement "
+                              f"(enabled: {enabled})")
+    if not channels:
+        raise WAError("the measurement has no enabled channel")
+    warnings = []
+    rows = []
+    seen = set()
+    for ch in channels:
+        probe = measurement.probes[ch]
+        for loc in probe.dies:
+            try:
+                geometry.check_location(loc)
+            except ValueError as exc:
+                raise WAError(f"probe {probe.name!r}: {exc}") from None
+            if loc in seen:
+                raise WAError(f"die {loc} is watched by two probes; each die may be counted "
+                              f"once")
+            seen.add(loc)
+        c = measurement.counts[ch]
+        corrected = None if correction is None else correction.get(ch)
+        rows.append(ChannelPrograms(ch, probe.name, probe.die_count, c.classes[k],
+                                    c.partial + c.dropped, corrected))
+        if sequence is not None:
+            if ch in sequence.dies:
+                _sequence_row(rows[-1], sequence.dies[ch], mp, sequence.balanced,
+                              sequence.page_types, sequence.mode)
+            elif sum(c.classes) + c.unclassified:
+                raise WAError(f"line {probe.name or ch}: no pulse sequence was classified")
+            # else: a line without a measured pulse has nothing to classify (no programs)
+        if probe.die_count > 1:
+            warnings.append(f"{probe.name}: a wired-OR line of {probe.die_count} dies; pulses of "
+                            f"different dies that overlap merge into one, so programs are "
+                            f"undercounted when the dies work in parallel")
+    dies_probed = sum(r.dies for r in rows)
+    dies = geometry.dies
+    if dies_probed > dies:
+        raise WAError(f"{dies_probed} dies are probed but {geometry.name} has only {dies}")
+    scale = dies / dies_probed
+    raw = sum(r.programs for r in rows)
+    est = sum(r.estimate for r in rows)
+    hi_count = sum(r.programs + r.unknown for r in rows)
+    lo_count = min(raw, est)
+    hi_count = max(hi_count, est)
+    if sequence is not None:  # the windows' count is no bound of the classifier's estimate
+        lo_count = est
+        hi_count = est + sum(r.unknown for r in rows)
+    pulses = Interval(est * scale, lo_count * scale, hi_count * scale)
+    unit = mp * geometry.page_size
+    physical = pulses.scale(unit)
+    lv = logical.value
+    wa_value = physical.value / lv if lv else math.inf
+    wa_lo = physical.lo / logical.hi
+    wa_hi = physical.hi / logical.lo if logical.lo else math.inf
+    wa = Interval(wa_value, min(wa_lo, wa_value), max(wa_hi, wa_value))
+    per_die = []
+    for r in rows:
+        per_die.append((r.name, r.estimate / r.dies * dies * unit / lv if lv else None))
+
+    names = [n or str(i) for i, n in enumerate(measurement.class_names)]
+    class_totals = {names[i]: sum(measurement.counts[ch].classes[i] for ch in channels)
+                    for i in range(measurement.params.classes)
+                    if measurement.config.windows[i][0] < measurement.config.windows[i][1]}
+    other = {f: sum(getattr(measurement.counts[ch], f) for ch in channels)
+             for f in FIXED_COUNTERS}
+    _warn(measurement, geometry, channels, k, rows, dies_probed, dies, other, class_totals,
+          warnings)
+
+    # The 95 % interval: the bounds above, widened by the sampling of dies and, with the
+    # sequence classifier, by the classification (posterior, structural slack, cache programs).
+    includes = ["partial and dropped pulses", "logical-volume resolution"]
+    excludes = []
+    sampling = None
+    if dies_probed == dies:
+        sampling = 0.0
+        includes.append("every die probed (no die sampling)")
+    elif len(rows) >= 2:
+        samples = [r.estimate / r.dies for r in rows]
+        mean = sum(samples) / len(samples)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in samples) / (len(samples) - 1))
+        fpc = math.sqrt(max(0.0, (dies - dies_probed) / (dies - 1)))
+        sampling = t_quantile(len(samples) - 1) * dies * sd / math.sqrt(len(samples)) * fpc
+        includes.append("die sampling (Student t)")
+    else:
+        warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown, so "
+                        f"no confidence interval for the sampling of dies (probe two or more)")
+        excludes.append("die sampling (one probed line)")
+    class_sd = math.sqrt(max(0.0, sum(r.class_var for r in rows))) * scale
+    class_slack = sum(r.class_slack for r in rows) * scale
+    cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
+                                                                wa.value)
+    class_up = sum(r.class_up for r in rows) * scale if cache_suspected else 0.0
+    if sequence is not None:
+        includes += ["classification posterior", "structural slack of the classification"]
+        if cache_suspected:
+            includes.append("cache-program ambiguity (short pulses that may be programs)")
+    else:
+        excludes.append("classification (window counts are taken as exact; the sequence "
+                        "classifier needs per-pulse widths)")
+    confidence = None
+    if sampling is not None:
+        margin = math.sqrt(sampling ** 2 + (1.96 * class_sd) ** 2) + class_slack
+        lo_p = max(0.0, pulses.lo - margin) * unit
+        hi_p = (pulses.hi + margin + class_up) * unit
+        confidence = Interval(wa.value, min(lo_p / logical.hi, wa.value),
+                              max(hi_p / logical.lo if logical.lo else math.inf, wa.value))
+
+    erase_index = next((i for i, n in enumerate(measurement.class_names) if n == "erase"), None)
+    erase_pulses = None if erase_index is None else \
+        sum(measurement.counts[ch].classes[erase_index] for ch in channels) * scale
+    classification = None
+    if sequence is not None:
+        erase_pulses = sum(sequence.dies[r.channel].erase_pulses for r in rows) * scale
+        classification = sequence.to_dict()
+    endurance = _endurance(geometry, physical.value, erase_pulses, mp, wa.value)
+    checks = _checks(measurement, geometry, logical, channels, rows, k, mp, scale, wa, pulses,
+                     erase_pulses, sequence, cache_suspected, write_only)
+    warnings.extend(c["message"] for c in checks)
+    return WAResult(wa=wa, physical_bytes=physical, program_pulses=pulses, logical=logical,
+                    mp=mp, page_size=geometry.page_size, dies=dies, dies_probed=dies_probed,
+                    program_class=name_of, channels=rows, per_die=per_die,
+                    class_totals=class_totals, other_totals=other, warnings=warnings,
+                    wa_confidence=confidence, endurance=endurance,
+                    classifier="windows" if sequence is None else sequence.mode,
+                    interval_includes=tuple(includes), interval_excludes=tuple(excludes),
+                    checks=checks, classification=classification)
+
+
+@dataclass
+class OpcodeWA:
+    """WA from the opcode tap's operation counts (:func:`opcode_wa`)."""
+
+    wa: Interval
+    pages: int  # pages programmed on the tapped dies (final 10h and 15h confirms × planes)
+    dies_tapped: int
+    dies: int
+    edge_pages: int  # pages the capture's edges may have cut, each way
+    warnings: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {"wa": self.wa.to_dict(), "pages": self.pages, "dies_tapped": self.dies_tapped,
+                "dies": self.dies, "edge_pages": self.edge_pages, "warnings": self.warnings}
+
+
+def opcode_wa(labels, geometry, logical):
+    """WA in opcode-aware mode: the pages the bus's program confirms name, not R/B# widths.
+
+    The tap counts every final program confirm (10h, and 15h of a cache program, whose R/B#
+    shows only tCBSY) with the planes its 11h queue added, so the pages programmed on each
+    tapped die are counted, not classified. The only unknowns are the operations cut at the
+    capture's edges: one per die at each edge, of up to ``planes_per_die`` pages.
+
+    Parameters
+    ----------
+    labels : sequence of rbscope.analysis.labelled.LabelledPulses
+        One per tapped channel (``rbscope label``, or
+        :func:`rbscope.analysis.labelled.from_refssd`).
+    geometry : Geometry
+    logical : LogicalVolume
+
+    Returns
+    -------
+    OpcodeWA
+    """
+
+    labels = list(labels)
+    kinds = (PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM)
+    pages = sum(lab.pages(d, k) for lab in labels for d in range(len(lab.dies)) for k in kinds)
+    return opcode_wa_of_pages(pages, sum(len(lab.dies) for lab in labels), geometry, logical)
+
+
+def opcode_wa_of_pages(pages, tapped, geometry, logical):
+    """:func:`opcode_wa` from the tap's page count of ``tapped`` dies (e.g. a capture's
+    ``provenance["tap"]``: ``pages_programmed`` and its ``dies``)."""
+    if not isinstance(logical, LogicalVolume):
+        raise WAError(f"logical must be a LogicalVolume, not {logical!r}")
+    if logical.hi == 0:
+        raise WAError("the logical volume is 0 bytes: nothing was written, WA is undefined")
+    if not tapped:
+        raise WAError("no tapped die: opcode-aware WA needs the labels of at least one channel")
+    if tapped > geometry.dies:
+        raise WAError(f"{tapped} dies are tapped but {geometry.name} has only {geometry.dies}")
+    edge = 2 * tapped * geometry.planes_per_die  # one operation per die at each edge
+    warnings = []
+    scale = geometry.dies / tapped
+    if tapped < geometry.dies:
+        warnings.append(f"{tapped} of {geometry.dies} dies tapped: their pages stand for every "
+                        f"die (the full-parallelism assumption; tap every channel, or measure "
+                        f"the others by R/B# with the classifier trained on these labels)")
+    unit = geometry.page_size * scale
+    value = pages * unit / logical.value
+    lo = max(0, pages - edge) * unit / logical.hi
+    hi = (pages + edge) * unit / logical.lo if logical.lo else math.inf
+    return OpcodeWA(Interval(value, min(lo, value), max(hi, value)), pages, tapped,
+                    geometry.dies, edge, warnings)
+
+
+def _cache_suspected(rows, sequence, write_only, wa):
+    """Does the capture show cache programs (80h…15h), whose R/B# shows only tCBSY?
+
+    Either tDBSY pulses announced short pulses as programs, or (in a write-only run) there are
+    more short pulses in the tCBSY range than garbage-collection reads explain.
+    """
+    dies = [sequence.dies[r.channel] for r in rows]
+    programs = sum(d.program_pulses for d in dies)
+    announced = sum(d.announced for d in dies)
+    ambiguous = sum(d.ambiguous_short for d in dies)
+    if not programs:
+        return False
+    if announced > 0.002 * programs:
+        return True
+    hidden = sum(r.hidden for r in rows)
+    if hidden > 0.002 * programs + 2 * len(rows):
+        return True
+    gc = programs * max(0.0, 1 - 1 / wa) if wa > 0 else 0.0
+    return bool(write_only and ambiguous > 1.2 * gc + 0.02 * programs)
+
+
+def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, erase_pulses,
+            sequence, cache_suspected, write_only):
+    """Plausibility checks: ``[{"check": id, "message": text}]`` for each that fails."""
+    out = []
+
+    def fail(check, message):
+        out.append({"check": check, "message": message})
+
+    has_logical = logical.source != "none"
+    if has_logical and wa.value < 0.98:
+        fail("wa_below_1", f"WA {wa.value:.3f} is below 1: the drive cannot program less than "
+                           f"the host wrote (unless it compresses or deduplicates). Programs are "
+                           f"being missed: windows cutting the program cluster, a wrong Mp, or "
+                           f"cache programs whose R/B# shows only tCBSY (tap the bus)")
+    programs = pulses.value
+    ppb = geometry.pages_per_block
+    if ppb and erase_pulses is not None and programs >= 4 * ppb:
+        expected = programs / ppb
+        if not erase_plausible(erase_pulses, programs, ppb):
+            fail("erase_count", f"{erase_pulses:,.0f} erase pulses, but programs ÷ pages per "
+                                f"block gives ≈{expected:,.0f}: an erase opens a block that "
+                                f"{ppb} page programs then fill, so most of these are programs "
+                                f"(the erase window holds slow programs; use the sequence "
+                                f"classifier or rbscope calibrate)")
+    # Read-class pulses in a write-only run, beyond what garbage collection explains.
+    if write_only and has_logical:
+        if sequence is not None:
+            reads = sum(v for r in rows for n, v in sequence.dies[r.channel].expected.items()
+                        if sequence.state(n).kind in ("read", "cache")) * scale
+            reads -= sum(sequence.dies[r.channel].announced for r in rows) * scale
+        else:
+            reads = sum(m.counts[ch].classes[i] for ch in channels
+                        for i, n in enumerate(m.class_names)
+                        if n in READ_CLASSES) * scale
+        gc = max(0.0, programs * (1 - 1 / wa.value)) if wa.value > 0 else 0.0
+        if reads > 1.2 * gc + 0.01 * programs + 10:
+            fail("reads_in_write_run",
+                 f"{reads:,.0f} read-class pulses in a write-only run, more than garbage "
+                 f"collection explains (≤ ≈{gc:,.0f}): cache programs (80h…15h) show only "
+                 f"tCBSY, which falls among the read widths — tap the bus (opcode-aware mode)")
+    if cache_suspected and sequence.mode == "mixture":
+        hidden = sum(r.hidden for r in rows) * scale
+        fail("cache_programs",
+             f"cache programs (80h…15h) on this drive: the tDBSY pulses queue ≈{hidden:,.0f} "
+             f"more multi-plane operations than the program and erase pulses account for, so "
+             f"about that many programs showed R/B# only a short tCBSY, which width histograms "
+             f"cannot tell from reads. WA may be that much higher, and the 95 % interval "
+             f"includes it. Capture per-pulse widths (the pulse order finds them), or tap the "
+             f"bus (opcode-aware mode) for exact counts")
+    elif cache_suspected:
+        amb = sum(r.class_up for r in rows) * scale
+        ann = sum(sequence.dies[r.channel].announced for r in rows) * scale
+        fail("cache_programs",
+             f"cache programs (80h…15h) on this drive: R/B# shows only tCBSY for a chain's first "
+             f"page. {ann:,.0f} short pulses were counted as programs because a tDBSY announced "
+             f"them; {amb:,.0f} more short pulses may be programs or reads, and the 95 % "
+             f"interval includes them. Tap the bus (opcode-aware mode) for exact counts")
+    if sequence is not None:
+        d = [sequence.dies[r.channel] for r in rows]
+        prog = sum(x.program_pulses for x in d)
+        if prog and sum(x.multiplane_pages for x in d) > 0.01 * prog:
+            measured = sum(x.pages for x in d) / prog
+            if abs(measured - mp) > 0.1 * mp:
+                fail("mp_measured", f"tDBSY pulses show {measured:.2f} pages per program "
+                                    f"pulse, but Mp is {mp}: the measured pages are used")
+    else:
+        fail_edges = _edge_pileup(m, channels)
+        for name, edge_us in fail_edges:
+            fail("window_edge", f"widths pile up against the edge {edge_us:g} µs of window "
+                                f"{name!r}: the edge cuts through a cluster, so pulses of one "
+                                f"class fall on both sides (rbscope calibrate, or the sequence "
+                                f"classifier)")
+    return out
+
+
+def _edge_pileup(m, channels, share=0.25):
+    """Window edges with dense histogram bins on both sides: ``[(window, edge µs)]``."""
+    hist = m.histogram_total(channels)
+    params = m.params
+    if not sum(hist):
+        return []
+
+    def density(b):
+        lo = max(params.hist_bin_lo(b), 0.5)
+        hi = params.hist_bin_lo(b + 1) if b + 1 < params.hist_bins else params.max_width
+        return hist[b] / math.log2(hi / lo) if hi > lo else 0.0
+
+    peak = max(density(b) for b in range(params.hist_bins))
+    us = m.tick_seconds * 1e6
+    out = []
+    for name, (lo, hi) in zip(m.class_names, m.config.windows, strict=False):
+        if not name or lo >= hi:
+            continue
+        for edge in (lo, hi):
+            if edge <= 1 or edge >= params.max_width:
+                continue
+            below, above = params.hist_bin(edge - 1), params.hist_bin(edge)
+            if below == above:  # the edge cuts a bin: look at its neighbours
+                below, above = below - 1, above + 1
+                if below < 0 or above >= params.hist_bins:
+                    continue
+            if min(density(below), density(above)) > share * peak:
+                out.append((name, edge * us))
+    return out
+
+
+def _endurance(geometry, nand_bytes, erase_pulses, mp, wa):
+    """Endurance figures; a multi-plane erase pulse erases Mp blocks, like a program."""
+    missing = []
+    blocks_erased = per_block = life = tbw = dwpd = None
+    if erase_pulses is None:
+        missing.append("a window named 'erase'")
+    else:
+        blocks_erased = erase_pulses * mp
+    if geometry.pages_per_block and geometry.raw_bytes and blocks_erased is not None:
+        blocks = geometry.raw_bytes / (geometry.page_size * geometry.pages_per_block)
+        per_block = blocks_erased / blocks
+    elif blocks_erased is not None:
+        missing.append("geometry.pages_per_block and capacity.raw_gb")
+    if geometry.pe_cycles and per_block is not None:
+        life = per_block / geometry.pe_cycles
+    if geometry.pe_cycles and geometry.raw_bytes and wa and math.isfinite(wa):
+        tbw = geometry.pe_cycles * geometry.raw_bytes / wa
+        if geometry.user_bytes and geometry.warranty_years:
+            dwpd = tbw / (geometry.user_bytes * 365 * geometry.warranty_years)
+        else:
+            missing.append("capacity.user_gb and endurance.warranty_years (for DWPD)")
+    elif not geometry.pe_cycles:
+        missing.append("endurance.pe_cycles")
+    return Endurance(nand_bytes, blocks_erased, per_block, life, tbw, dwpd, tuple(missing))
+
+
+def _warn(m, geometry, channels, k, rows, dies_probed, dies, other, class_totals, warnings):
+    if dies_probed < dies:
+        warnings.append(f"{dies_probed} of {dies} dies probed: the others are assumed to program "
+                        f"as much as the probed ones (full parallelism)")
+    if m.quiet_ticks is not None and m.quiet_ticks < m.config.idle_ticks:
+        warnings.append(f"the lines were ready for only {m.quiet_ticks * m.tick_seconds:.3g} s at "
+                        f"the end (quiescence needs {m.config.idle_ticks * m.tick_seconds:.3g} "
+                        f"s): background programs may be missing")
+    if other["partial"]:
+        warnings.append(f"{other['partial']} pulse(s) with an unobserved start or end (partial); "
+                        f"counted in the interval, not the estimate")
+    if other["dropped"]:
+        warnings.append(f"{other['dropped']} event(s) dropped by the device; counted in the "
+                        f"interval, not the estimate")
+    if m.may_drop:
+        warnings.append("pulses came faster than the gateware's scanner can take them on some "
+                        "line: a device could have dropped events here")
+    if other["overlong"]:
+        warnings.append(f"{other['overlong']} overlong pulse(s): a line stuck busy?")
+    measured = sum(class_totals.values()) + other["unclassified"]
+    if measured and other["unclassified"] > 0.05 * measured:
+        warnings.append(f"{other['unclassified']} of {measured} pulses "
+                        f"({100 * other['unclassified'] / measured:.1f} %) fell outside every "
+                        f"window: check the windows (rbscope calibrate)")
+    lo, hi = m.config.windows[k]
+    tick_us = m.tick_seconds * 1e6
+    erase = geometry.timing.get("erase")
+    if erase and lo * tick_us <= erase[1] and erase[0] < hi * tick_us:
+        warnings.append(f"the program window [{lo * tick_us:g}, {hi * tick_us:g}) µs overlaps "
+                        f"the erase time {erase[0]:g}–{erase[1]:g} µs of {geometry.name}: "
+                        f"erases may count as programs (try --overlap-correct)")
+    if not sum(r.programs for r in rows):
+        warnings.append("no program pulse was counted")
+
+
+@dataclass(frozen=True)
+class MpDecision:
+    """Outcome of :func:`decide_mp`."""
+
+    mp: int | None  # None when ambiguous
+    status: str  # "decided" or "ambiguous"
+    implied: float  # 1 / WA(Mp=1)
+    wa1: Interval
+    candidates: tuple
+    tolerance: float
+    reason: str
+
+    def to_dict(self):
+        return {"mp": self.mp, "status": self.status, "implied_mp": self.implied,
+                "wa_mp1": self.wa1.to_dict(), "candidates": list(self.candidates),
+                "tolerance": self.tolerance, "reason": self.reason}
+
+
+def measured_mp(sequence, tolerance=0.1):
+    """Mp read off the tDBSY pulses of a sequence classification, or None.
+
+    A multi-plane program queues each extra plane with 80h…11h, whose tDBSY pulse comes right
+    before the program pulse; :func:`rbscope.analysis.sequence.classify` counts those pages. Returns
+    ``(pages per program pulse, decided Mp or None)`` when tDBSY pulses were seen.
+    """
+    dies = list(sequence.dies.values())
+    programs = sum(d.program_pulses for d in dies)
+    if not programs or sum(d.multiplane_pages for d in dies) <= 0.01 * programs:
+        return None
+    ratio = sum(d.pages for d in dies) / programs
+    m = round(ratio)
+    return ratio, (m if m >= 1 and abs(ratio - m) <= tolerance * m else None)
+
+
+def decide_mp(wa1, candidates=(1, 2, 4), tolerance=0.2, *, planes=None):
+    """Decide Mp from the WA of a sequential, incompressible calibration write computed with Mp=1.
+
+    Candidate ``m`` predicts ``WA(Mp=1) ≈ 1/m`` (the drive programs each logical page once; the
+    tolerance absorbs metadata writes and an unfinished last page). ``m`` is decided when its
+    band ``[(1 - tol)/m, (1 + tol)/m]`` holds the point estimate and no other candidate's band
+    meets the interval ``wa1``; otherwise the result is ambiguous, with the reason.
+
+    Parameters
+    ----------
+    wa1 : Interval or float
+    candidates : tuple of int
+        Possible Mp values (1 and the plane counts of the die).
+    tolerance : float
+        Relative tolerance (0 < tol < 1/3 keeps factor-2 candidates apart).
+    planes : int, optional
+        Planes per die: a pulse cannot program more pages than the die has planes, so larger
+        candidates are never proposed.
+    """
+    if not isinstance(wa1, Interval):
+        wa1 = Interval(float(wa1), float(wa1), float(wa1))
+    if not 0 < tolerance < 1:
+        raise WAError(f"tolerance must be between 0 and 1, not {tolerance!r}")
+    cands = tuple(sorted(set(_check_positive_int("candidate", c) for c in candidates)))
+    if planes is not None:
+        cands = tuple(c for c in cands if c <= planes)
+        if not cands:
+            raise WAError(f"no Mp candidate is possible on a {planes}-plane die")
+    implied = 1 / wa1.value if wa1.value > 0 else math.inf
+
+    def band(m):
+        return ((1 - tolerance) / m, (1 + tolerance) / m)
+
+    holding = [m for m in cands if band(m)[0] <= wa1.value <= band(m)[1]]
+    meeting = [m for m in cands if band(m)[0] <= wa1.hi and wa1.lo <= band(m)[1]]
+    if len(holding) == 1 and meeting == holding:
+        m = holding[0]
+        return MpDecision(m, "decided", implied, wa1, cands, tolerance,
+                          f"WA(Mp=1) = {wa1.value:.3f} is within {tolerance:.0%} of 1/{m}")
+    if not holding:
+        near = min(cands, key=lambda m: abs(math.log(wa1.value * m)) if wa1.value > 0
+                   else math.inf)
+        reason = (f"WA(Mp=1) = {wa1.value:.3f} (implied Mp {implied:.2f}) is within "
+                  f"{tolerance:.0%} of no 1/Mp (nearest: 1/{near}); was the calibration write "
+                  f"sequential, incompressible, large and finished?")
+    elif len(holding) > 1:
+        reason = f"bands of Mp {holding} overlap at tolerance {tolerance:.0%}"
+    else:
+        reason = (f"WA(Mp=1) = {wa1.value:.3f} fits Mp = {holding[0]}, but its interval "
+                  f"[{wa1.lo:.3f}, {wa1.hi:.3f}] also meets Mp = "
+                  f"{[m for m in meeting if m != holding[0]]}: write more data")
+    return MpDecision(None, "ambiguous", implied, wa1, cands, tolerance, reason)
+
+
+@dataclass(frozen=True)
+class SeriesRow:
+    """One interval of a time-resolved WA series."""
+
+    t0: float
+    t1: float
+    programs: int  # on the probed lines, in this interval
+    physical_bytes: float  # extrapolated to all dies
+    logical_bytes: float | None
+    wa: float | None
+    cumulative_wa: float | None
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+
+def wa_series(measurement, geometry, *, mp=None, program_class="program", logical_series=None,
+              channels=None):
+    """Physical bytes (and WA, given the host's cumulative bytes over time) per snapshot interval.
+
+    ``logical_series`` is a list of ``(seconds, cumulative bytes)`` in the measurement's time
+    (seconds since its start), increasing in time; it is interpolated linearly at the snapshot
+    times (and held constant outside its range).
+    """
+    if not measurement.snapshots:
+        raise WAError("the measurement has no snapshots: record with a snapshot period for a "
+                      "time series")
+    mp = geometry.pages_per_pulse if mp is None else _check_positive_int("mp", mp)
+    k = program_class_index(measurement, program_class)
+    channels = measurement.enabled if channels is None else channels
+    dies_probed = sum(measurement.probes[ch].die_count for ch in channels)
+    scale = geometry.dies / dies_probed * mp * geometry.page_size
+    tick = measurement.tick_seconds
+    points = [(0.0, 0)]
+    for snap in measurement.snapshots:
+        points.append((snap.timestamp * tick,
+                       sum(snap.counts[ch].classes[k] for ch in channels)))
+    final = sum(measurement.counts[ch].classes[k] for ch in channels)
+    end = measurement.duration_ticks * tick
+    if end > points[-1][0]:
+        points.append((end, final))
+
+    def logical_at(t):
+        s = logical_series
+        if t <= s[0][0]:
+            return s[0][1]
+        for (ta, ba), (tb, bb) in zip(s, s[1:], strict=False):
+            if t <= tb:
+                return ba + (bb - ba) * (t - ta) / (tb - ta) if tb > ta else bb
+        return s[-1][1]
+
+    if logical_series is not None:
+        logical_series = sorted(logical_series)
+        if not logical_series:
+            raise WAError("the logical series is empty")
+    rows = []
+    for (t0, n0), (t1, n1) in zip(points, points[1:], strict=False):
+        phys = (n1 - n0) * scale
+        lb = wa = cum = None
+        if logical_series is not None:
+            lb = logical_at(t1) - logical_at(t0)
+            wa = phys / lb if lb > 0 else None
+            total = logical_at(t1) - logical_at(0.0)
+            cum = n1 * scale / total if total > 0 else None
+        rows.append(SeriesRow(t0, t1, n1 - n0, phys, lb, wa, cum))
+    return rows

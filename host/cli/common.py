@@ -1,0 +1,81 @@
+"""What every ``rbscope`` subcommand shares: exit codes, error printing, the port options.
+
+Exit codes (``rbscope --help`` lists them): 0 success, 1 failure (an input that cannot be read
+or analysed), 2 usage error (bad option, unknown preset, invalid TOML), 3 device or port error
+(cannot open, vanished and did not come back, an error RESPONSE, a different device after a
+reconnection), 4 timeout (the device does not answer), 130 interrupted (Ctrl-C).
+"""
+
+import enum
+import sys
+
+from rbscope.analysis.presets import PresetError
+from rbscope.device.device import ConfigError, Device, DeviceError, DeviceTimeout
+
+from .argtypes import integer, number
+
+__all__ = ["ExitCode", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_DEVICE", "EXIT_TIMEOUT",
+           "EXIT_INTERRUPTED", "err", "PORT_HELP", "port_options", "open_device",
+           "device_errors"]
+
+
+class ExitCode(enum.IntEnum):
+    """The exit codes of every ``rbscope`` subcommand (the one table)."""
+
+    OK = 0
+    FAILURE = 1
+    USAGE = 2
+    DEVICE = 3
+    TIMEOUT = 4
+    INTERRUPTED = 130
+
+
+EXIT_OK = ExitCode.OK
+EXIT_FAILURE = ExitCode.FAILURE
+EXIT_USAGE = ExitCode.USAGE
+EXIT_DEVICE = ExitCode.DEVICE
+EXIT_TIMEOUT = ExitCode.TIMEOUT
+EXIT_INTERRUPTED = ExitCode.INTERRUPTED
+
+PORT_HELP = "serial device (/dev/ttyUSB0), pty path (from `rbscope sim`) or pyserial URL"
+
+
+def err(cmd, msg):
+    """Print ``rbscope CMD: MSG`` on stderr."""
+    print(f"rbscope {cmd}: {msg}", file=sys.stderr)
+
+
+def port_options(p):
+    """Add the options of a command that opens a device: ``--baud``, ``--timeout``, ``--json``."""
+    p.add_argument("--baud", type=integer(1, 50_000_000), default=3_000_000,
+                   help="link rate, 1 … 50000000 (default 3000000)")
+    p.add_argument("--timeout", type=number(0), default=0.5,
+                   help="seconds to wait for an answer before retrying (default 0.5)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def open_device(args, **kw):
+    """The :class:`~rbscope.device.device.Device` that ``args`` (port options) name."""
+    return Device(args.port, baudrate=args.baud, timeout=args.timeout, **kw)
+
+
+def device_errors(cmd):
+    """Map device exceptions onto exit codes (a decorator for command handlers)."""
+    def wrap(fn):
+        def run(args):
+            try:
+                return fn(args)
+            except ConfigError as exc:
+                err(cmd, f"invalid configuration (nothing written): {exc}")
+                return EXIT_USAGE
+            except DeviceTimeout as exc:
+                err(cmd, f"timeout: {exc}")
+                return EXIT_TIMEOUT
+            except DeviceError as exc:
+                err(cmd, str(exc))
+                return EXIT_DEVICE
+            except PresetError as exc:
+                err(cmd, str(exc))
+                return EXIT_USAGE
+        return run
+    return wrap

@@ -1,0 +1,835 @@
+"""Capture files: an append-only, self-describing record of everything a device sent.
+
+The format (documented in ``docs/capture.md``) is a 16-byte preamble followed by records::
+
+    preamble  b"\\x89RBSCAP\\r\\n\\x1a\\n" (11 bytes) | version u8 | reserved (4 bytes, zero)
+    record    sync 0xA5 | kind u8 | length u32 | host_time_ns i64 | body (length bytes)
+              | crc32 u32 (CRC-32/ISO-HDLC over kind, length, host_time_ns and body)
+
+All integers little-endian. Kinds: ``HEADER`` (JSON: file metadata; always the first record),
+``FRAME`` (the unstuffed ``header | payload`` of one device frame, exactly as received; decoded
+again with the protocol layouts on reading), ``CONFIG`` (JSON: register values), ``EVENT``
+(JSON: a host event — reconnect, clear, link statistics, stop …).
+
+A record is written with one ``write`` and flushed (optionally ``fsync``-ed) before the next, so
+a crash or unplug can leave at most the last record incomplete; the reader stops at the first
+record that is incomplete and reports how many bytes it ignored. A record whose CRC is wrong in
+the middle of a file (disk corruption) is reported with its byte offset; the reader then looks
+for the next record that checks.
+"""
+
+import json
+import os
+import socket
+import struct
+import time
+import zlib
+from array import array
+from dataclasses import dataclass, field
+
+from rbscope import __version__
+from rbscope.analysis.measurement import Measurement, Probe, SeriesPoint
+from rbscope.analysis.presets import identify
+from rbscope.gateware.link.protocol import config_from_registers
+from rbscope.gateware.onfi_tap.model import TapCounts
+from rbscope.gateware.rb_sniffer.model import ChannelCounts
+
+from .protocol import (
+    HEADER_BYTES,
+    Counters,
+    Histogram,
+    Info,
+    LinkStats,
+    Snapshot,
+    Status,
+    Trace,
+    decode_frame_bytes,
+    params_from_info,
+)
+
+__all__ = [
+    "MAGIC", "FORMAT_VERSION", "RecordKind", "CaptureRecord", "CaptureWriter", "CaptureReader",
+    "CaptureError", "SnapshotSeries", "HistogramAccumulator",
+    "capture_to_measurement", "iter_records", "CHUNK_SIZE",
+    "MAX_SERIES",
+]
+
+MAGIC = b"\x89RBSCAP\r\n\x1a\n"
+FORMAT_VERSION = 1
+PREAMBLE = struct.Struct("<11sB4x")
+SYNC = 0xA5
+RECORD = struct.Struct("<BBIq")  # sync, kind, length, host_time_ns
+TRAILER = struct.Struct("<I")
+#: Refuse records longer than this (a corrupted length field must not make the reader allocate
+#: gigabytes).
+MAX_BODY = 1 << 20
+#: Longest FRAME body (a device frame is a few hundred bytes at most); a longer FRAME record is
+#: corrupt. Also bounds the CRC work a resynchronisation can spend on one false record header.
+MAX_FRAME_BODY = 4096
+#: The reader reads files in chunks of this many bytes (it never holds the whole file).
+CHUNK_SIZE = 4 << 20
+#: Default bound on the snapshot time series :func:`capture_to_measurement` keeps.
+MAX_SERIES = 4096
+
+
+class RecordKind:
+    HEADER = 1
+    FRAME = 2
+    CONFIG = 3
+    EVENT = 4
+
+    names = {1: "header", 2: "frame", 3: "config", 4: "event"}
+
+
+class CaptureError(ValueError):
+    """A capture file cannot be read; the message names the byte offset."""
+
+
+@dataclass(slots=True)
+class CaptureRecord:
+    """One record: ``kind``, host receive time (ns since the epoch), file ``offset``, ``body``.
+
+    ``frame`` is the decoded frame of a FRAME record (None if it cannot be decoded, e.g. a
+    COUNTERS frame before any INFO), ``data`` the parsed JSON of the other kinds.
+    """
+
+    kind: int
+    time_ns: int
+    offset: int
+    body: bytes = field(repr=False)
+    frame: object = None
+    data: object = None
+
+
+def _pack(kind, body, time_ns):
+    head = RECORD.pack(SYNC, kind, len(body), time_ns)
+    crc = zlib.crc32(body, zlib.crc32(head[1:]))
+    return head + body + TRAILER.pack(crc)
+
+
+class CaptureWriter:
+    """Append records to a capture file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Created, or appended to if it exists and is a capture file (a truncated last record of
+        an existing file is cut off first so the file stays readable).
+    fsync : bool
+        ``os.fsync`` after every record (survives power loss; slower).
+    meta : dict
+        Extra members of the HEADER record.
+    """
+
+    def __init__(self, path, *, fsync=False, meta=None):
+        self.path = os.fspath(path)
+        self.fsync = fsync
+        self.records = 0
+        exists = os.path.exists(self.path) and os.path.getsize(self.path) > 0
+        if exists:
+            good = CaptureReader.valid_length(self.path)
+            self._file = open(self.path, "r+b")
+            self._file.truncate(good)
+            self._file.seek(good)
+            # A new session in an existing file: what the reader checks for a stop record.
+            self._write(RecordKind.EVENT, json.dumps({
+                "event": "start", "rbscope": __version__, "host": socket.gethostname(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **(meta or {})}).encode())
+        else:
+            self._file = open(self.path, "wb")
+            self._file.write(PREAMBLE.pack(MAGIC, FORMAT_VERSION))
+            self._write(RecordKind.HEADER, json.dumps({
+                "format": "rbscope.device.capture", "version": FORMAT_VERSION,
+                "rbscope": __version__, "host": socket.gethostname(),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **(meta or {}),
+            }).encode())
+
+    def _write(self, kind, body, time_ns=None):
+        if self._file is None:
+            raise ValueError(f"capture file {self.path} is closed")
+        if len(body) > MAX_BODY:
+            raise ValueError(f"record of {len(body)} bytes is longer than {MAX_BODY}")
+        self._file.write(_pack(kind, body, time.time_ns() if time_ns is None else time_ns))
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+        self.records += 1
+
+    def frame(self, frame, time_ns=None):
+        """Record one decoded device frame (its raw bytes as received)."""
+        self._write(RecordKind.FRAME, frame.raw, time_ns)
+
+    def raw_frame(self, raw, time_ns=None):
+        """Record the unstuffed ``header | payload`` of a frame."""
+        self._write(RecordKind.FRAME, bytes(raw), time_ns)
+
+    def config(self, registers, time_ns=None):
+        """Record the register values ``{name: value}`` in force from now on."""
+        self._write(RecordKind.CONFIG, json.dumps({"registers": dict(registers)}).encode(),
+                    time_ns)
+
+    def event(self, event, time_ns=None, **fields_):
+        """Record a host event: ``event`` names it, ``fields_`` are JSON members."""
+        self._write(RecordKind.EVENT, json.dumps({"event": event, **fields_}).encode(), time_ns)
+
+    def tap(self, counts, phase, time_ns=None):
+        """Record a read of the bus tap's counters (a
+        :class:`~rbscope.gateware.onfi_tap.model.TapCounts`):
+        ``phase`` ``"start"`` or ``"stop"``; the run's opcode counts are their difference."""
+        self.event("tap", time_ns, phase=phase, **counts.to_dict())
+
+    def close(self):
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# Reading -----------------------------------------------------------------------------------------
+
+
+class HistogramAccumulator:
+    """Rebuild exact histogram totals from successive reads of wrapping ``hist_bits`` bins.
+
+    Each read of a bin adds ``(new - old) mod 2**hist_bits`` to its total, so totals are exact
+    as long as no bin counts ``2**hist_bits`` pulses or more between two reads (2^32 pulses: over
+    an hour of back-to-back 1 µs pulses on one bin). A new epoch (a clear) restarts the totals.
+    """
+
+    def __init__(self, params):
+        self.params = params
+        self._mod = 1 << params.hist_bits
+        self.raw = {}
+        self.totals = {}
+        self.epoch = {}
+        self.timestamp = {}
+
+    def update(self, frame):
+        """Apply one HISTOGRAM frame."""
+        ch, first, bins = frame.channel, frame.first, frame.bins
+        n = self.params.hist_bins
+        if not 0 <= ch < self.params.channels or first >= n:
+            return
+        if self.epoch.get(ch) != frame.epoch:
+            self.epoch[ch] = frame.epoch
+            self.raw[ch] = [0] * n
+            self.totals[ch] = [0] * n
+        raw, totals = self.raw[ch], self.totals[ch]
+        mod = self._mod
+        for i, value in enumerate(bins[:n - first]):
+            b = first + i
+            totals[b] += (value - raw[b]) % mod
+            raw[b] = value
+        self.timestamp[ch] = frame.timestamp
+
+
+_KINDS = (RecordKind.HEADER, RecordKind.FRAME, RecordKind.CONFIG, RecordKind.EVENT)
+
+
+def _plausible(kind, length):
+    """Whether a record header could be real (cheap checks before any CRC work)."""
+    if kind == RecordKind.FRAME:
+        return HEADER_BYTES <= length <= MAX_FRAME_BODY
+    return kind in _KINDS and 2 <= length <= MAX_BODY
+
+
+def _plausible_body(kind, length, buf, start, avail):
+    """Whether the body of a record starting at ``start`` could be real, from what ``buf``
+    holds up to ``avail``: a FRAME's own header states its payload length; the other kinds are
+    JSON objects. O(1): keeps the CRC work of a resynchronisation linear in the file size."""
+    if avail <= start:
+        return True
+    if kind == RecordKind.FRAME:
+        if avail < start + HEADER_BYTES:
+            return True
+        return int.from_bytes(buf[start + 4:start + 6], "little") == length - HEADER_BYTES
+    if buf[start] != 0x7B:  # "{"
+        return False
+    return avail < start + length or buf[start + length - 1] == 0x7D  # "}"
+
+
+def _skip(buf, pos, base, skip, why):
+    """Start (or continue) a run of garbage at ``pos``; return the next candidate position."""
+    if skip[0] is None:
+        skip[0] = (base + pos, why)
+    nxt = buf.find(SYNC, pos + 1)
+    return len(buf) if nxt < 0 else nxt
+
+
+def _end_run(skip, errors, at):
+    if skip[0] is not None:
+        start, why = skip[0]
+        if errors is not None:
+            errors.append(f"offset {start}: {why}; skipped {at - start} bytes to {at}")
+        skip[0] = None
+
+
+def _scan(buf, pos, base, errors, final, skip):
+    """Yield the complete, valid records of ``buf[pos:]`` (offsets ``base`` + position).
+
+    Returns the position up to which ``buf`` is consumed: the start of the first incomplete
+    record (the caller keeps the rest and appends the next chunk), or ``len(buf)`` when the end
+    is garbage without a sync byte. ``final`` says no more data follows. ``skip`` (a one-element
+    list) carries the start of a run of garbage across chunks: a run is everything between two
+    valid records that is not one, and gives one error message when it ends, so the messages
+    and offsets do not depend on how the file is cut into chunks. Every decision is taken only
+    once the bytes it depends on are in ``buf``; the CRC work per candidate record is bounded
+    (:data:`MAX_FRAME_BODY`, or a JSON body's first and last bytes checked first).
+    """
+    n = len(buf)
+    size = RECORD.size
+    while pos < n:
+        if buf[pos] != SYNC:  # decided on one byte, however few follow
+            pos = _skip(buf, pos, base, skip, "no record starts here (bad sync, kind or length)")
+            continue
+        if n - pos < size:
+            break
+        sync, kind, length, time_ns = RECORD.unpack_from(buf, pos)
+        if not _plausible(kind, length):
+            pos = _skip(buf, pos, base, skip, "no record starts here (bad sync, kind or length)")
+            continue
+        end = pos + size + length + TRAILER.size
+        if not _plausible_body(kind, length, buf, pos + size, min(n, end - TRAILER.size)):
+            pos = _skip(buf, pos, base, skip, "no record starts here (implausible body)")
+            continue
+        if end > n:
+            break  # wait for more (at the end of the file: the truncated tail)
+        body = bytes(buf[pos + size:pos + size + length])
+        (crc,) = TRAILER.unpack_from(buf, pos + size + length)
+        if zlib.crc32(body, zlib.crc32(buf[pos + 1:pos + size])) != crc:
+            pos = _skip(buf, pos, base, skip, "record CRC mismatch")
+            continue
+        _end_run(skip, errors, base + pos)
+        yield base + pos, kind, time_ns, body
+        pos = end
+    if final:
+        _end_run(skip, errors, base + pos)
+    return pos
+
+
+def iter_records(path, *, errors=None, chunk_size=CHUNK_SIZE):
+    """Yield ``(offset, kind, time_ns, body)`` of every complete, valid record of ``path``.
+
+    The file is read in chunks of ``chunk_size`` bytes, so memory does not grow with its
+    length (a record is at most :data:`MAX_BODY` bytes). Corrupt records are reported in
+    ``errors`` (a list) with their byte offsets and skipped, as by :meth:`CaptureReader.scan`.
+    The generator's return value is ``(end, size)``: the offset after the last complete record
+    and the number of bytes read; ``size - end`` bytes at the end form no complete record (the
+    truncated tail). Raises :class:`CaptureError` for a file that is not a capture.
+    """
+    path = os.fspath(path)
+    chunk_size = max(int(chunk_size), 1)
+    with open(path, "rb") as f:
+        buf = bytearray(f.read(max(chunk_size, PREAMBLE.size)))
+        CaptureReader._check_preamble(buf, path)
+        base, pos, total = 0, PREAMBLE.size, len(buf)
+        skip = [None]
+        while True:
+            more = f.read(chunk_size)
+            final = not more
+            pos = yield from _scan(buf, pos, base, errors, final, skip)
+            if final:
+                return base + pos, total
+            # Keep the unconsumed tail (an incomplete record), append the next chunk.
+            del buf[:pos]
+            base += pos
+            pos = 0
+            buf += more
+            total += len(more)
+
+
+class CaptureReader:
+    """Read a capture file (also while it is being written).
+
+    The file is read in chunks (:func:`iter_records`), never whole; what the reader keeps is
+    chosen by the ``keep_*`` parameters, so a reader for a day-long capture can run in bounded
+    memory (``keep_records=False, keep_snapshots=False, keep_traces=False``: only the latest
+    counters, the histogram totals, the header, registers and events).
+
+    Parameters
+    ----------
+    path : str or path-like
+    keep_records : bool
+        Keep every :class:`CaptureRecord` in :attr:`records` (needed by :meth:`frames`).
+    keep_snapshots : bool
+        Keep every complete snapshot in :attr:`snapshots`; otherwise only the last one
+        (:attr:`last_snapshot`) and their number (:attr:`snapshot_count`).
+    keep_traces : bool
+        Keep every TRACE frame in :attr:`traces` (otherwise only :attr:`trace_count`).
+    on_snapshot : callable, optional
+        Called with each complete :class:`~rbscope.device.protocol.Snapshot`, in file order, as it
+        is read.
+    on_device : callable, optional
+        Called (no arguments) when an INFO frame shows another device than the one before
+        (a file appended to by a second writer): the records that follow are that device's.
+    chunk_size : int
+        Bytes read at a time.
+
+    Attributes (after :meth:`read`, which the constructor calls)
+    ----------
+    records : list of CaptureRecord
+    info : Info or None
+        The last INFO frame.
+    params : SnifferParams or None
+    registers : dict
+        The register values of the last CONFIG record.
+    truncated : int
+        Bytes at the end that do not form a complete record (ignored).
+    errors : list of str
+        Corrupt records skipped, with their byte offsets.
+    stats : LinkStats
+        Frames that could not be decoded.
+    """
+
+    def __init__(self, path, *, keep_records=True, keep_snapshots=True, keep_traces=True,
+                 on_snapshot=None, on_device=None, chunk_size=CHUNK_SIZE):
+        self.path = os.fspath(path)
+        self.keep_records = keep_records
+        self.keep_snapshots = keep_snapshots
+        self.keep_traces = keep_traces
+        self.on_snapshot = on_snapshot
+        self.on_device = on_device
+        self.chunk_size = chunk_size
+        self.read()
+
+    @staticmethod
+    def scan(buf, start=0, errors=None):
+        """Yield ``(offset, kind, time_ns, body)`` of the complete, valid records in ``buf``.
+
+        Stops at the first incomplete record; returns (as the generator's value) the offset
+        after the last complete record.
+        """
+        return (yield from _scan(buf, start, 0, errors, True, [None]))
+
+    @classmethod
+    def valid_length(cls, path):
+        """Return the length of the longest prefix of ``path`` made of complete records."""
+        gen = iter_records(path)
+        while True:
+            try:
+                next(gen)
+            except StopIteration as stop:
+                return stop.value[0]
+
+    @staticmethod
+    def _check_preamble(buf, path):
+        if len(buf) < PREAMBLE.size:
+            raise CaptureError(f"{path}: {len(buf)} bytes is too short for a capture file")
+        magic, version = PREAMBLE.unpack_from(buf, 0)
+        if magic != MAGIC:
+            raise CaptureError(f"{path}: not an rbscope capture file (bad magic at offset 0)")
+        if version > FORMAT_VERSION:
+            raise CaptureError(f"{path}: capture format version {version} is newer than this "
+                               f"rbscope reads ({FORMAT_VERSION}); byte offset 11")
+
+    def read(self):
+        """(Re)read the whole file; picks up records appended since the last read."""
+        self.records = []
+        self.errors = []
+        self.stats = LinkStats()
+        self.header = None
+        self.info = None
+        self.params = None
+        self.registers = {}
+        self.config_history = []
+        self.events = []
+        self._snapshots = []
+        self._pending = None
+        self.last_snapshot = None
+        self.snapshot_count = 0
+        self.latest = {}
+        self.traces = []
+        self.trace_count = 0
+        self.hist = None
+        self.frame_count = 0
+        self.record_count = 0
+        self.device_snapshots = 0  # complete snapshots of the last device
+        self.devices = 0  # distinct devices (INFO with other parameters or build) seen
+        self.session = None  # the last session: {"offset", "stop"}
+        self.last_time_ns = None
+        gen = iter_records(self.path, errors=self.errors, chunk_size=self.chunk_size)
+        while True:
+            try:
+                offset, kind, time_ns, body = next(gen)
+            except StopIteration as stop:
+                end, size = stop.value
+                break
+            rec = CaptureRecord(kind, time_ns, offset, body)
+            self._apply(rec)
+            self.last_time_ns = time_ns
+            self.record_count += 1
+            if self.keep_records:
+                self.records.append(rec)
+        self.end = end
+        self.truncated = size - end
+        return self
+
+    def _apply(self, rec):
+        if rec.kind == RecordKind.FRAME:
+            frame = decode_frame_bytes(rec.body, self.params, self.stats)
+            rec.frame = frame
+            if frame is None:
+                return
+            self.frame_count += 1
+            if isinstance(frame, Info):
+                try:
+                    params = params_from_info(frame)
+                except ValueError as exc:
+                    self.errors.append(f"offset {rec.offset}: {exc}")
+                    return
+                old = self.info
+                if (old is None or params != self.params or old.build_id != frame.build_id
+                        or old.board_name != frame.board_name):
+                    # Another device (appended by a second writer): its records stand apart.
+                    self.devices += 1
+                    self.params = params
+                    self.hist = HistogramAccumulator(params)
+                    self.latest = {}
+                    self._pending = None
+                    self.last_snapshot = None
+                    self.device_snapshots = 0
+                    if self.on_device is not None and self.devices > 1:
+                        self.on_device()
+                self.info = frame
+            elif isinstance(frame, Status):
+                self._flush_pending()
+                self._pending = (rec.time_ns, frame, {})
+            elif isinstance(frame, Counters):
+                self.latest[frame.channel] = frame
+                p = self._pending
+                if p is not None and frame.snapshot == p[1].snapshot:
+                    p[2][frame.channel] = frame
+                    self._flush_pending()
+            elif isinstance(frame, Histogram):
+                if self.hist is not None:
+                    self.hist.update(frame)
+            elif isinstance(frame, Trace):
+                self.trace_count += 1
+                if self.keep_traces:
+                    self.traces.append(frame)
+            return
+        what = RecordKind.names.get(rec.kind, rec.kind)
+        try:
+            rec.data = json.loads(rec.body)
+        except (ValueError, RecursionError):
+            self.errors.append(f"offset {rec.offset}: {what} record is not valid JSON")
+            return
+        if not isinstance(rec.data, dict):
+            self.errors.append(f"offset {rec.offset}: {what} record is not a JSON object")
+            rec.data = None
+            return
+        if rec.kind == RecordKind.HEADER:
+            self.header = rec.data
+            self.session = {"offset": rec.offset, "stop": None}
+        elif rec.kind == RecordKind.CONFIG:
+            regs = rec.data.get("registers")
+            if not isinstance(regs, dict) or not all(
+                    isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                    and 0 <= v < 1 << 32 for k, v in regs.items()):
+                self.errors.append(f"offset {rec.offset}: config record does not hold "
+                                   f"registers {{NAME: 32-bit value}}")
+                return
+            self.registers = dict(regs)
+            self.config_history.append((rec.time_ns, dict(regs)))
+        elif rec.kind == RecordKind.EVENT:
+            self.events.append((rec.time_ns, rec.data))
+            event = rec.data.get("event")
+            if event == "start":
+                self.session = {"offset": rec.offset, "stop": None}
+            elif event == "stop" and self.session is not None:
+                self.session["stop"] = rec.data.get("reason") or "stopped"
+
+    def _flush_pending(self):
+        if self._pending is None or self.params is None:
+            return
+        time_ns, status, counters = self._pending
+        n = self.params.channels
+        if all(ch in counters for ch in range(n)):
+            self._pending = None
+            p = Snapshot(status, [counters[ch] for ch in range(n)], time_ns)
+            self.last_snapshot = p
+            self.snapshot_count += 1
+            self.device_snapshots += 1
+            if self.keep_snapshots:
+                self._snapshots.append(p)
+            if self.on_snapshot is not None:
+                self.on_snapshot(p)
+
+    # Views ---------------------------------------------------------------------------------------
+
+    @property
+    def snapshots(self):
+        """Complete snapshots (STATUS + every channel's COUNTERS), in order (empty unless
+        ``keep_snapshots``)."""
+        return list(self._snapshots)
+
+    def latest_counters(self):
+        """Return ``{channel: Counters}``: the most recent counters of every channel."""
+        return dict(self.latest)
+
+    def histograms(self):
+        """Return ``{channel: [exact bin totals]}`` rebuilt from every HISTOGRAM frame."""
+        return {} if self.hist is None else {ch: list(t) for ch, t in self.hist.totals.items()}
+
+    def frames(self):
+        """Yield ``(time_ns, frame)`` of every decodable frame."""
+        for rec in self.records:
+            if rec.kind == RecordKind.FRAME and rec.frame is not None:
+                yield rec.time_ns, rec.frame
+
+    @property
+    def config(self):
+        """The :class:`SnifferConfig` of the last CONFIG record (needs INFO); raises
+        :class:`CaptureError` when the registers do not fit the device."""
+        if self.params is None:
+            return None
+        try:
+            return config_from_registers(self.params, self.registers)
+        except ValueError as exc:
+            raise CaptureError(f"{self.path}: the recorded registers do not fit the device: "
+                               f"{exc}") from None
+
+    def missing(self, *, recent_s=10.0):
+        """Return what the capture lacks to be complete, as sentences (empty: complete).
+
+        A capture is complete when it ends with a ``stop`` record, no record is cut or corrupt,
+        it holds one device, and the last snapshot was taken at quiescence. ``recent_s``: a
+        file modified this recently without a stop record is said to be still being written.
+        """
+        out = []
+        if self.truncated:
+            out.append(f"the file ends inside a record ({self.truncated} bytes ignored): it was "
+                       f"cut short or is still being written")
+        if self.errors:
+            out.append(f"{len(self.errors)} corrupt region(s) skipped: their records are "
+                       f"missing")
+        if self.session is None or self.session["stop"] is None:
+            try:
+                age = time.time() - os.path.getmtime(self.path)
+            except OSError:
+                age = None
+            why = ("is still being written" if age is not None and age < recent_s
+                   else "was killed or lost its end")
+            out.append(f"no stop record after the last capture session: the capture {why}; "
+                       f"counts after the last complete snapshot are missing")
+        elif self.session["stop"] not in ("quiescent", "duration"):
+            out.append(f"the capture was stopped early ({self.session['stop']})")
+        if self.devices > 1:
+            out.append(f"the file holds captures of {self.devices} devices (different INFO); "
+                       f"only the last device's records are used")
+        last = self.last_snapshot
+        if last is not None and not last.status.quiescent:
+            out.append("the device was not quiescent at the last snapshot: operations may have "
+                       "been in progress and counts may still have grown")
+        return out
+
+    def summary(self):
+        """Return a JSON-ready summary of the capture."""
+        last = self.last_snapshot
+        return {
+            "path": self.path,
+            "records": self.record_count,
+            "frames": self.frame_count,
+            "snapshots": self.snapshot_count,
+            "traces": self.trace_count,
+            "events": [d.get("event") for _, d in self.events if isinstance(d, dict)],
+            "truncated_bytes": self.truncated,
+            "errors": list(self.errors),
+            "board": self.info.board_name if self.info else None,
+            "channels": self.params.channels if self.params else None,
+            "last_timestamp": last.timestamp if last else None,
+            "epoch": last.status.epoch if last else None,
+            "devices": self.devices,
+            "missing": self.missing(),
+        }
+
+
+class SnapshotSeries:
+    """The snapshot time series of the last epoch, in bounded memory.
+
+    Feed it every complete :class:`~rbscope.device.protocol.Snapshot` in order
+    (``CaptureReader(on_snapshot=...)``).
+    It keeps the timestamp and the counter words of every ``stride``-th snapshot of the current
+    epoch as one compact ``array('Q')`` per kept snapshot (no frame objects), starting with
+    ``stride = every``; whenever more than ``max_points`` are kept it drops every other one and
+    doubles the stride. The kept snapshots are therefore evenly spaced, at most ``max_points``
+    of them, whatever the length of the capture (a 24-hour capture at 100 ms has 864 000
+    snapshots: with the default 4096 points one in 256 is kept, every 25.6 s). The last
+    snapshot is always kept (:meth:`rows` appends it). A new epoch (a clear) starts afresh.
+    """
+
+    def __init__(self, max_points=MAX_SERIES, every=1):
+        if max_points < 2:
+            raise ValueError(f"max_points must be at least 2, not {max_points}")
+        if every < 1:
+            raise ValueError(f"every must be at least 1, not {every}")
+        self.max_points = max_points
+        self.every = every
+        self.epoch = None
+        self.device = 0
+        self.key = None
+        self.first_time_ns = None
+        self._reset()
+
+    def _reset(self):
+        self.stride = self.every
+        self.count = 0  # snapshots of the current epoch seen
+        self.first = None
+        self.last_row = None  # the latest snapshot (a Snapshot)
+        self.kept = []  # [(index, timestamp, words)]
+
+    @staticmethod
+    def _words(row):
+        out = array("Q")
+        for counters in row.counters:
+            out.extend(counters.counters)
+        return out
+
+    def new_device(self):
+        """Another device's snapshots follow: start afresh (as a new epoch does)."""
+        self.device += 1
+
+    def add(self, row):
+        """Account one complete snapshot."""
+        if (self.device, row.status.epoch) != (self.key, self.epoch):
+            self.epoch = row.status.epoch
+            self.key = self.device
+            self._reset()
+            self.first = row.status
+            self.first_time_ns = row.time_ns
+        i = self.count
+        self.count += 1
+        self.last_row = row
+        if i % self.stride == 0:
+            self.kept.append((i, row.timestamp, self._words(row)))
+            if len(self.kept) > self.max_points:
+                self.kept = self.kept[::2]
+                self.stride *= 2
+
+    __call__ = add
+
+    def rows(self):
+        """``[(timestamp, words)]`` of the kept snapshots and the last one, in order."""
+        out = [(ts, w) for _, ts, w in self.kept]
+        if self.count and self.kept[-1][0] != self.count - 1:
+            out.append((self.last_row.timestamp, self._words(self.last_row)))
+        return out
+
+
+def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots=MAX_SERIES,
+                           snapshot_every=1, chunk_size=CHUNK_SIZE):
+    """Return the :class:`rbscope.analysis.measurement.Measurement` of a capture file.
+
+    The counts are those of the last complete snapshot, histograms the exact totals of the last
+    epoch; the snapshot time series is that of the last epoch (timestamps relative to its first
+    snapshot). ``duration_ticks`` runs from the first to the last snapshot of the last epoch.
+
+    The file is streamed (bounded memory, whatever its length). The time series keeps every
+    ``snapshot_every``-th snapshot, thinned by halving (see :class:`SnapshotSeries`) so that
+    at most ``max_snapshots`` remain, plus the last one; ``provenance["snapshot_stride"]``
+    says how many device snapshots one kept snapshot stands for.
+    """
+
+    series = SnapshotSeries(max_snapshots, snapshot_every)
+    reader = CaptureReader(path, keep_records=False, keep_snapshots=False, keep_traces=False,
+                           on_snapshot=series, on_device=series.new_device,
+                           chunk_size=chunk_size)
+    if reader.info is None:
+        raise CaptureError(f"{reader.path}: no INFO frame; cannot interpret the counters")
+    if not reader.device_snapshots:
+        raise CaptureError(f"{reader.path}: no complete snapshot"
+                           + (" of the last device" if reader.snapshot_count else ""))
+    params = reader.params
+    config = reader.config
+    last_epoch = series.epoch
+    t0 = series.first.timestamp
+    width = params.counters_per_channel
+
+    def counts_of(words, with_hist):
+        hist = [0] * params.hist_bins if with_hist else ()
+        return [ChannelCounts.from_row(params, words[ch * width:(ch + 1) * width], hist)
+                for ch in range(params.channels)]
+
+    rows = series.rows()
+    counts = counts_of(rows[-1][1], True)
+    for ch, totals in reader.histograms().items():
+        if reader.hist.epoch.get(ch) == last_epoch:
+            counts[ch].histogram = list(totals)
+    snaps = []
+    last_ts = -1
+    for timestamp, words in rows:
+        ts = timestamp - t0
+        if ts > last_ts:
+            snaps.append(SeriesPoint(ts, counts_of(words, False)))
+            last_ts = ts
+    last = series.last_row.status
+    quiet = last.timestamp - last.quiet_since if last.quiescent else None
+    info = reader.info
+    prescaler = max(config.prescaler, 1)
+    missing = reader.missing()
+    warnings = [f"incomplete capture: {m}" for m in missing]
+    # The windows in force must not have changed while the counts of the epoch accumulated.
+    before = None
+    for time_ns, regs in reader.config_history:
+        try:
+            cfg = config_from_registers(params, regs)
+        except ValueError:
+            continue
+        if time_ns <= series.first_time_ns:
+            before = cfg
+        elif before is not None and (cfg.windows, cfg.prescaler) != (before.windows,
+                                                                       before.prescaler):
+            warnings.append("the class windows or the tick changed during the analysed epoch: "
+                            "counts before the change were classified with other windows "
+                            "(clear the counters after configuring)")
+            break
+    names = class_names
+    if names is None:
+        for _, d in reversed(reader.events):
+            got = d.get("class_names") if d.get("event") == "config" else None
+            if isinstance(got, list) and got and len(got) <= params.classes and all(
+                    isinstance(n, str) for n in got):
+                names = tuple(got)
+                break
+    if names is None and reader.registers and info.clock_hz:
+        # Configured in another session: recognise a built-in preset from the windows.
+        preset = identify(params, info.clock_hz, reader.registers)
+        if preset is not None:
+            names = preset.names
+    if not info.clock_hz:
+        warnings.append("INFO gives no clock frequency: times assume a 1 µs tick")
+    provenance_tap = {}
+    taps = [d for _, d in reader.events if isinstance(d, dict) and d.get("event") == "tap"]
+    starts = [d for d in taps if d.get("phase") == "start"]
+    stops = [d for d in taps if d.get("phase") == "stop"]
+    if starts and stops:
+        try:
+            provenance_tap = {"tap": TapCounts.between(starts[0], stops[-1]).summary()}
+        except (KeyError, TypeError, ValueError):
+            warnings.append("the bus tap's counts in the capture are unreadable: left out")
+    elif taps:
+        warnings.append("the capture holds only one read of the bus tap's counters (the "
+                        "capture did not end normally): no opcode counts")
+    return Measurement(
+        params=params,
+        config=config,
+        tick_seconds=prescaler / info.clock_hz if info.clock_hz else 1e-6,
+        counts=counts,
+        class_names=tuple(names or ()),
+        probes=list(probes) if probes else [Probe(f"ch{i}") for i in range(params.channels)],
+        duration_ticks=max(0, last.timestamp - t0),
+        quiet_ticks=quiet,
+        may_drop=any(c.dropped for c in counts),
+        snapshots=snaps,
+        provenance={"source": "capture", "path": reader.path, "board": info.board_name,
+                    "build_id": info.build_id, "epoch": last_epoch,
+                    "link_errors": reader.stats.errors,
+                    "snapshots_total": series.count, "snapshot_stride": series.stride,
+                    "complete": not missing, "missing": missing, "warnings": warnings,
+                    **provenance_tap},
+    )
