@@ -3,12 +3,12 @@
 import json
 import subprocess
 import sys
-import types
 
 import pytest
 
 import rbscope
 from rbscope.cli import commands as cli
+from rbscope.cli import verilog as verilog_cli
 
 
 def rbscope_cmd(*args, **kwargs):
@@ -61,9 +61,7 @@ def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):
         calls.append((top, outdir, options))
         return [tmp_path / f"{top}.v"]
 
-    fake = types.ModuleType("rbscope.gateware.export")
-    fake.write_top = write_top
-    monkeypatch.setitem(sys.modules, "rbscope.gateware.export", fake)
+    monkeypatch.setattr(verilog_cli, "write_top", write_top)
     argv = ["verilog", "--top", "sniffer", "--channels", "3", "--windows", "7", "--width-bits",
             "16", "--timescale", "none", "--json", "out"]
     assert cli.main(argv) == 0
