@@ -8,10 +8,15 @@
 #   make verilog   write the Verilog of every top to build/ (rbscope verilog build/)
 #   make versions  print the versions of the tools in use
 #   make bitstream BOARD=icebreaker|ulx3s|ecpix5 [CHANNELS=N] [EMULATOR=DIES] [TAP=TARGETS]
-#                  place and route a board build with the PyPI tools; prints utilisation and
-#                  Fmax, fails when timing is not met (docs/boards.md)
+#                  [SEED=S] [MARGIN=PCT] [JOBS=N]
+#                  synthesise once, then place and route with the placer seeds 1, 2, ... 8 in
+#                  order until one meets the clock (the seed sweep; SEED=S: that seed only;
+#                  MARGIN=PCT: the clock plus PCT per cent; JOBS=N: N seeds side by side, the
+#                  same seed kept); prints the seed kept, every seed's Fmax and the
+#                  utilisation, fails when no seed meets timing (docs/boards.md, "Seed sweep")
 #   make program BOARD=...  build, then load the bitstream with openFPGALoader
-#   make test-boards        place and route one configuration per board, timing checked (slow)
+#   make test-boards        place and route the boards' main configurations with the seed sweep,
+#                  timing checked, on two pytest workers (slow; at most about 20 minutes)
 #   make capacity  regenerate the capacity table in docs/benchmarks.md (very slow)
 #   make clean     remove build products and caches (keeps .venv)
 #   make distclean clean, and remove .venv too
@@ -50,9 +55,13 @@ BOARD ?=
 CHANNELS ?=
 EMULATOR ?=
 TAP ?=
-SEED ?= 1
+# Empty SEED: the seed sweep (rbscope.boards.build.SEEDS); SEED=S pins one placer seed.
+SEED ?=
+MARGIN ?=
+JOBS ?=
 BOARD_ARGS = $(BOARD) $(if $(CHANNELS),--channels $(CHANNELS)) \
-	$(if $(EMULATOR),--emulator $(EMULATOR)) $(if $(TAP),--tap $(TAP)) --seed $(SEED)
+	$(if $(EMULATOR),--emulator $(EMULATOR)) $(if $(TAP),--tap $(TAP)) \
+	$(if $(SEED),--seed $(SEED)) $(if $(MARGIN),--margin $(MARGIN)) $(if $(JOBS),--jobs $(JOBS))
 
 test: bootstrap
 	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow" $(PYTEST_ARGS)
@@ -74,7 +83,7 @@ versions: bootstrap
 
 bitstream: bootstrap
 	@[ -n "$(BOARD)" ] || { echo "usage: make bitstream BOARD=icebreaker|ulx3s|ecpix5" \
-		"[CHANNELS=N] [EMULATOR=DIES] [TAP=TARGETS]"; exit 2; }
+		"[CHANNELS=N] [EMULATOR=DIES] [TAP=TARGETS] [SEED=S] [MARGIN=PCT] [JOBS=N]"; exit 2; }
 	nice -n 5 $(PY) -m rbscope.boards.build $(BOARD_ARGS)
 
 program: bootstrap
@@ -84,8 +93,11 @@ program: bootstrap
 		"(Debian: apt-get install openfpgaloader); 'make bitstream' builds without it"; exit 1; }
 	nice -n 5 $(PY) -m rbscope.boards.build $(BOARD_ARGS) --program
 
+# Two workers: the iCEBreaker's sweep (two seeds at a time) on one, the ECP5 builds on the other
+# (tests/test_boards.py groups them); -rA prints each build's summary, with the seed kept.
 test-boards: bootstrap
-	nice -n 5 $(PY) -m pytest -q -n 1 -m slow tests/test_boards.py $(PYTEST_ARGS)
+	nice -n 5 $(PY) -m pytest -q -rA -n 2 --dist loadgroup -m slow tests/test_boards.py \
+		$(PYTEST_ARGS)
 
 capacity: bootstrap
 	nice -n 5 $(PY) benchmarks/capacity.py

@@ -1,10 +1,28 @@
-"""Board builds: header plans, PLL settings, elaboration of every board configuration, and (slow,
-``make test-boards``) place and route with the timing checked."""
+"""Board builds: header plans, PLL settings, elaboration of every board configuration, the seed
+sweep (with one seed's place and route stubbed), and (slow, ``make test-boards``) place and
+route with the timing checked."""
+
+import importlib.util
+import json
+import random
+from pathlib import Path
 
 import pytest
 from amaranth.hdl import Fragment
 
-from rbscope.boards.build import BOARDS, _top, board_class, build, main, parse_report
+from rbscope.boards import build as build_module
+from rbscope.boards.build import (
+    SEEDS,
+    BuildResult,
+    PlaceError,
+    SeedTry,
+    _top,
+    board_class,
+    build,
+    log_utilisation,
+    main,
+    parse_report,
+)
 from rbscope.boards.top import BoardError, ecp5_pll_params, ice40_pll_params, plan_header
 
 # ---- header plans --------------------------------------------------------------------------------
@@ -92,6 +110,178 @@ def test_parse_report_takes_the_clock_with_least_margin():
         parse_report({"utilization": {}, "fmax": {}})
 
 
+# ---- seed sweep (one seed's place and route stubbed) ---------------------------------------------
+
+
+def stub_seeds(monkeypatch, fmax_mhz, target_mhz=48.0, fail=None):
+    """Replace synthesis by nothing and one seed's place and route by a stub: seed ``s`` reaches
+    ``fmax_mhz[s]`` MHz, or raises ``fail[s]`` (a :class:`PlaceError`). Returns the seeds placed,
+    in the order they started (``"yosys"`` for each synthesis)."""
+    calls = []
+
+    def synthesise(*args):
+        calls.append("yosys")
+        return "rtlil"
+
+    def place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, out, seed,
+                   rtlil):
+        assert rtlil == "rtlil" and out.is_dir()
+        calls.append(seed)
+        if fail and seed in fail:
+            raise fail[seed]
+        return BuildResult(board, "iCE40UP5K", 16, 0, target_mhz * 1e6, fmax_mhz[seed] * 1e6,
+                           {"LC": (4702 + seed, 5280)}, 10.0 + seed,
+                           f"build/x/seed{seed}.bin", seed=seed)
+
+    monkeypatch.setattr(build_module, "_synthesise_netlist", synthesise)
+    monkeypatch.setattr(build_module, "_place_seed", place_seed)
+    return calls
+
+
+def test_sweep_keeps_the_first_seed_that_meets_timing(monkeypatch, tmp_path):
+    calls = stub_seeds(monkeypatch, {1: 47.5, 2: 48.0, 3: 52.0})
+    result = build("icebreaker", build_dir=str(tmp_path))
+    # Seed 2 meets 48 MHz exactly; seed 3, better, is never tried. Yosys runs once.
+    assert calls == ["yosys", 1, 2]
+    assert result.timing_met and result.seed == 2
+    assert (result.fmax_hz, result.utilisation) == (48.0e6, {"LC": (4704, 5280)})
+    assert result.seeds == list(SEEDS)
+    assert result.seeds_tried == [SeedTry(1, 47.5e6, False, 11.0), SeedTry(2, 48.0e6, True, 12.0)]
+    text = result.summary()
+    assert "placer seed 2 (seeds allowed, in order: 1, 2, 3, 4, 5, 6, 7, 8)" in text
+    assert "seed 1: 47.50 MHz, not met" in text and "seed 2: 48.00 MHz, met" in text
+    # The build directory records the result.
+    record = json.loads((tmp_path / "rbscope_icebreaker_16ch" /
+                         "rbscope_icebreaker_16ch.sweep.json").read_text())
+    assert record["seed"] == 2 and [t["seed"] for t in record["seeds_tried"]] == [1, 2]
+
+
+def test_seeds_side_by_side_keep_the_seed_one_at_a_time_keeps(monkeypatch, tmp_path):
+    # Whatever the Fmax of each seed, the seed kept does not depend on how many run at once.
+    rng = random.Random(20)
+    for _ in range(40):
+        fmax = {s: rng.choice((46.0, 47.9, 48.0, 49.5)) for s in SEEDS}
+        kept = set()
+        for jobs in (1, 2, 3, 8):
+            calls = stub_seeds(monkeypatch, fmax)
+            result = build("icebreaker", jobs=jobs, build_dir=str(tmp_path))
+            kept.add((result.seed, result.fmax_hz, result.timing_met))
+            # Seeds are tried in rounds of `jobs`, in the list's order, and stop after the round
+            # that met.
+            met = next((i for i, s in enumerate(SEEDS) if fmax[s] >= 48.0), len(SEEDS) - 1)
+            placed = list(SEEDS[:(met // jobs + 1) * jobs])
+            assert calls[0] == "yosys" and sorted(calls[1:]) == placed
+            assert [t.seed for t in result.seeds_tried] == placed  # reported in the list's order
+        assert len(kept) == 1, (fmax, kept)
+    with pytest.raises(ValueError, match="jobs must be at least 1"):
+        build("icebreaker", jobs=0, build_dir=str(tmp_path))
+
+
+def test_sweep_that_no_seed_meets_tries_them_all_and_fails_with_each_fmax(monkeypatch, capsys,
+                                                                           tmp_path):
+    fmax = {s: 46.0 + s / 10 for s in SEEDS}
+    fmax[3] = 47.9
+    calls = stub_seeds(monkeypatch, fmax)
+    result = build("icebreaker", build_dir=str(tmp_path))
+    assert calls == ["yosys", *SEEDS]
+    assert not result.timing_met
+    # The figures kept are the best seed's, but there is no bitstream that meets timing.
+    assert (result.seed, result.fmax_hz, result.bitstream) == (3, 47.9e6, "")
+    assert [(t.seed, t.fmax_hz, t.met) for t in result.seeds_tried] == [
+        (s, fmax[s] * 1e6, False) for s in SEEDS]
+    assert "no placer seed met it" in result.summary()
+    assert main(["icebreaker", "--build-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "error: timing not met at any seed tried" in err
+    for seed in SEEDS:  # each seed's Fmax, as it finished and in the final error
+        assert f"seed {seed}: {fmax[seed]:.2f} MHz" in err.splitlines()[-1]
+        assert f"  seed {seed}: {fmax[seed]:.2f} MHz, not met" in err
+
+
+def test_pinned_seed_is_the_only_one_tried(monkeypatch, capsys, tmp_path):
+    calls = stub_seeds(monkeypatch, {5: 47.0})
+    result = build("icebreaker", seed=5, build_dir=str(tmp_path))
+    assert calls == ["yosys", 5] and result.seeds == [5] and not result.timing_met
+    assert main(["icebreaker", "--seed", "5", "--json", "--build-dir", str(tmp_path)]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert (out["seed"], out["seeds"]) == (5, [5])
+    assert out["seeds_tried"] == [{"seed": 5, "fmax_hz": 47.0e6, "met": False, "seconds": 15.0,
+                                   "error": ""}]
+
+
+def test_cli_names_the_seed_it_kept(monkeypatch, capsys, tmp_path):
+    stub_seeds(monkeypatch, {1: 40.0, 2: 49.0})
+    assert main(["icebreaker", "--json", "--build-dir", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seed"] == 2 and out["seeds"] == list(SEEDS)
+    assert [t["fmax_hz"] for t in out["seeds_tried"]] == [40.0e6, 49.0e6]
+    assert main(["icebreaker", "--build-dir", str(tmp_path)]) == 0
+    assert "placer seed 2" in capsys.readouterr().out
+
+
+def test_margin_raises_what_a_seed_must_reach(monkeypatch, tmp_path):
+    calls = stub_seeds(monkeypatch, {1: 101.0, 2: 104.9, 3: 105.0}, target_mhz=100.0)
+    result = build("ulx3s", margin=0.05, build_dir=str(tmp_path))
+    assert calls == ["yosys", 1, 2, 3] and result.seed == 3
+    assert result.required_hz == pytest.approx(105e6)
+    assert "5 % margin required" in result.summary()
+    with pytest.raises(ValueError, match="non-negative"):
+        build("ulx3s", margin=-0.01, build_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="at least one seed"):
+        build("ulx3s", seeds=(), build_dir=str(tmp_path))
+
+
+def test_sweep_goes_past_a_seed_without_placement_but_not_past_a_design_too_big(monkeypatch,
+                                                                                  tmp_path):
+    no_placement = PlaceError("ERROR: failed to find a legal placement", {"LC": (4840, 5280)})
+    calls = stub_seeds(monkeypatch, {2: 48.5}, fail={1: no_placement})
+    result = build("icebreaker", build_dir=str(tmp_path))
+    assert calls == ["yosys", 1, 2] and result.seed == 2
+    assert result.seeds_tried[0].error.startswith("ERROR: failed to find a legal placement")
+    assert "seed 1: no placement (ERROR" in result.summary()
+
+    too_big = PlaceError("ERROR: Failed to expand region", {"LC": (5436, 5280)})
+    calls = stub_seeds(monkeypatch, {}, fail={1: too_big})
+    with pytest.raises(PlaceError, match="expand region"):
+        build("icebreaker", build_dir=str(tmp_path))
+    assert calls == ["yosys", 1]  # more cells than the part has: no other seed is tried
+
+    calls = stub_seeds(monkeypatch, {}, fail={s: no_placement for s in (1, 2, 3)})
+    with pytest.raises(BoardError, match="no placement at any seed: seed 1: .*; seed 3: "):
+        build("icebreaker", seeds=(1, 2, 3), build_dir=str(tmp_path))
+    assert calls == ["yosys", 1, 2, 3]
+
+
+def test_nextpnr_log_utilisation():
+    log = ("Info: Device utilisation:\n"
+           "Info: \t         ICESTORM_LC:    5436/   5280   102%\n"
+           "Info: \t        ICESTORM_RAM:      24/     30    80%\n"
+           "Info: \t         SB_WARMBOOT:       0/      1     0%\n"
+           "Info: constrained 'rb_0__io[0]' to bel 'X9/Y0/io0'\n")
+    util = log_utilisation(log)
+    assert util == {"LC": (5436, 5280), "BRAM": (24, 30)}
+    assert not PlaceError("", util).fits and PlaceError("", {"BRAM": (24, 30)}).fits
+
+
+def test_capacity_table_sweeps_seeds_and_names_the_one_kept(monkeypatch, tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location(
+        "capacity", Path(__file__).resolve().parent.parent / "benchmarks" / "capacity.py")
+    capacity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(capacity)
+    too_big = PlaceError("ERROR: Failed to expand region", {"LC": (5436, 5280)})
+    calls = stub_seeds(monkeypatch, {1: 47.0, 2: 48.2}, fail={7: too_big})
+    rows = capacity.run([("icebreaker", 16, 0)], None, str(tmp_path))
+    assert calls == ["yosys", 1, 2]
+    assert (rows[0]["seed"], rows[0]["met"], rows[0]["fmax_mhz"]) == (2, True, 48.2)
+    assert [t["fmax_mhz"] for t in rows[0]["seeds_tried"]] == [47.0, 48.2]
+    rows += capacity.run([("icebreaker", 24, 0)], 7, str(tmp_path))  # a pinned seed
+    assert calls[-1] == 7 and rows[1]["utilisation"] == {"LC": (5436, 5280)}
+    text = capacity.table(rows, {}, "capacity.py")
+    assert "| 48.2 MHz | 2 | 48 MHz | meets timing |" in text
+    assert "| – | – | 48 MHz | **does not fit** (LC 103 %) |" in text
+    assert "seed 1: 47.00 MHz, not met" in capsys.readouterr().out
+
+
 # ---- elaboration of every board configuration ----------------------------------------------------
 
 CONFIGS = [
@@ -148,22 +338,30 @@ def test_cli_reports_bad_options_without_traceback(capsys):
 
 # ---- place and route (slow; `make test-boards`) --------------------------------------------------
 
+#: (board, channels, emulated dies, seeds placed side by side). ``make test-boards`` runs two
+#: pytest workers (``--dist loadgroup``): the iCEBreaker, whose seeds most often miss, sweeps on
+#: one, two seeds at a time; the ECP5 builds, which meet their clock with room, share the other.
 PNR = [
-    ("icebreaker", 16, 0),
-    ("ulx3s", 56, 0),
-    ("ecpix5", 64, 0),
+    pytest.param("icebreaker", 16, 0, 2, marks=pytest.mark.xdist_group("ice40")),
+    pytest.param("ulx3s", 56, 0, 1, marks=pytest.mark.xdist_group("ecp5")),
+    pytest.param("ecpix5", 64, 0, 1, marks=pytest.mark.xdist_group("ecp5")),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("board, channels, emulator", PNR)
-def test_board_meets_timing_after_place_and_route(board, channels, emulator, tmp_path):
-    assert board in BOARDS
-    result = build(board, channels=channels, emulator=emulator, build_dir=str(tmp_path))
-    print(result.summary())
+@pytest.mark.parametrize("board, channels, emulator, jobs", PNR)
+def test_board_meets_timing_after_place_and_route(board, channels, emulator, jobs, tmp_path):
+    result = build(board, channels=channels, emulator=emulator, jobs=jobs,
+                   build_dir=str(tmp_path))
+    print(result.summary())  # `make test-boards` shows it (-rA): the seed kept, every seed's Fmax
     for kind, (used, avail) in result.utilisation.items():
         assert used <= avail, kind
     assert result.timing_met, result.summary()
+    # The seed sweep: the seed kept is the first of SEEDS, in order, that met the clock.
+    assert result.seeds == list(SEEDS)
+    assert [t.seed for t in result.seeds_tried] == list(SEEDS[:len(result.seeds_tried)])
+    assert result.seed == next(t.seed for t in result.seeds_tried if t.met)
+    assert Path(result.bitstream).stat().st_size > 0
 
 
 def test_board_build_takes_the_emulators_page_type_map_size(capsys):
