@@ -13,6 +13,7 @@ from rbscope import refssd
 from rbscope.analysis.trained import KIND_OF_CLASS
 from rbscope.cocotb import onfi as cocotb_onfi
 from rbscope.gateware.nand_emu import EmuParams, TrafficConfig
+from rbscope.gateware.nand_emu import fsm as emu_fsm
 from rbscope.gateware.nand_emu.layouts import traffic_const
 from rbscope.gateware.nand_emu.traffic import TrafficGenerator
 from rbscope.gateware.onfi_tap import params as tap_params
@@ -36,6 +37,11 @@ def test_the_table_is_consistent():
         assert all(CONFIRM_CLASS[op] is op_class for op in info.confirms)
         assert kind_of(op_class) == kind_of(op_class.name) == info.kind
     assert set(WINDOW_CLASSES) - {"reset"} <= set(KINDS)
+
+
+def test_emulator_decodes_the_table():
+    # The die's command decoder switches on the members of the one table.
+    assert emu_fsm.Opcode is Opcode
 
 
 def _commands_sent(traffic):
