@@ -17,15 +17,17 @@ from rbscope.nand.timebase import us_to_ticks
 
 from .params import BusyTime, EmuConfig, EmuParams
 
-__all__ = ["NandFamily", "PRESETS", "preset", "PAGE_TYPE_MAPS"]
+__all__ = ["NandFamily", "PRESETS", "preset", "PAGE_TYPE_MAPS", "BUSY_TIME_KEYS"]
 
 #: The emulator's page-type map (``EmuConfig.page_types``, repeating over a block's pages) of
 #: each cell type: lower and upper pages alternate in MLC (a simplification of real MLC maps).
 PAGE_TYPE_MAPS = {"slc": (0,), "mlc": (0, 1), "tlc": (0, 1, 2, 0), "qlc": (0, 1, 2, 3)}
 
-#: Busy times of the emulator other than tR and tPROG: part busy key of each.
-_BUSY = {BusyTime.BERS: "erase", BusyTime.CBSY: "cache_busy", BusyTime.DBSY: "plane_busy",
-         BusyTime.RCBSY: "read_cache_busy", BusyTime.RST: "reset", BusyTime.FEAT: "feature"}
+#: The emulator's busy times other than tR and tPROG, and the busy-time key
+#: (:data:`rbscope.nand.parts.BUSY_KEYS`) of each.
+BUSY_TIME_KEYS = {BusyTime.BERS: "erase", BusyTime.CBSY: "cache_busy",
+                  BusyTime.DBSY: "plane_busy", BusyTime.RCBSY: "read_cache_busy",
+                  BusyTime.RST: "reset", BusyTime.FEAT: "feature"}
 
 
 def _pow2_at_least(n):
@@ -105,7 +107,7 @@ class NandFamily:
         times = {BusyTime.R: ticks(self.t_r_us, "tR")}
         for i, us in enumerate(progs):
             times[BusyTime(BusyTime.PROG0 + i)] = ticks(us, f"tPROG{i}")
-        for busy_time, key in _BUSY.items():
+        for busy_time, key in BUSY_TIME_KEYS.items():
             times[busy_time] = ticks(self.part.typical_us(key), key)
         jitter = {}
         for key, us in (jitter_us or {}).items():

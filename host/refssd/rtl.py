@@ -50,9 +50,11 @@ from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
 from rbscope.device.simdevice import SimDevice, SimError
 from rbscope.gateware.nand_emu import EmuConfig, EmuCounter, EmuParams
+from rbscope.gateware.nand_emu.families import BUSY_TIME_KEYS
 from rbscope.gateware.rb_sniffer.model import Train
 from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
 from rbscope.nand.onfi import Opcode, address_bytes
+from rbscope.nand.timebase import us_to_ticks
 
 from .drive import CELL_BITS, TIMING_KEYS, PageType, RefSSDError
 from .measure import to_measurement, user_preset
@@ -69,9 +71,6 @@ CMD, ADDR, DATA = 0, 1, 2
 #: The emulator's tPROG slot of each page type (``EmuConfig.page_types`` values).
 _PROG_SLOT = {PageType.SLC: 0, PageType.LOWER: 0, PageType.MIDDLE: 1, PageType.UPPER: 2}
 _MLC_SLOT = {PageType.LOWER: 0, PageType.UPPER: 1}
-#: Drive timing key → emulator busy time name (``BusyTime``).
-_BUSY = {"erase": "BERS", "cache_busy": "CBSY", "plane_busy": "DBSY",
-         "read_cache_busy": "RCBSY", "reset": "RST", "feature": "FEAT"}
 
 
 #: Pages per block (and page-type map entries) of the largest emulated block the simulated
@@ -144,10 +143,11 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
                     page_type_slots=pages, bits_per_cell=CELL_BITS[drive.cell])
     t = drive.timing
 
-    def ticks(key):
-        return max(1, round(t[key][0]))
+    def ticks(key):  # a tick is a prescaler of cycles_per_us cycles: 1 µs
+        return us_to_ticks(t[key][0], 1e-6, what=f"drive {drive.name}: timing.{key}",
+                           nonzero=True, error=RefSSDError)
 
-    times = {name: ticks(key) for key, name in _BUSY.items()}
+    times = {busy.name: ticks(key) for busy, key in BUSY_TIME_KEYS.items()}
     times["R"] = ticks(f"read_{drive.type_key(types[0])}")
     levels = sorted(set(types.tolist()))
     for level in levels:
