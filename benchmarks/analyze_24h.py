@@ -108,7 +108,7 @@ class Synth:
     def __init__(self, seed=1):
         self.params = p = SnifferParams(channels=16)
         self.rng = random.Random(seed)
-        g = load_geometry(Path(__file__).resolve().parent.parent / "examples/geometry/ssd-m.toml")
+        g = load_geometry("ssd-m")  # the bundled SSD-M geometry
         self.geometry = g
         self.config, self.class_names, _ = g.classifier.to_config(p, 1 / CLOCK_HZ)
         self.k = {name: i for i, name in enumerate(self.class_names)}
@@ -346,7 +346,7 @@ def run_cli(args, limit_gb=None, pythonpath=None):
 def run_analyze(path, logical, limit_gb=None, pythonpath=None):
     """Run ``rbscope analyze`` in a subprocess; return wall time, its own peak RSS
     (``VmHWM``) and its result."""
-    args = ["analyze", str(path), "--geometry", "examples/geometry/ssd-m.toml",
+    args = ["analyze", str(path), "--geometry", "ssd-m",
             "--logical", str(logical), "--json", "--quiet"]
     res, out = run_cli(args, limit_gb, pythonpath)
     if res["returncode"] == 0:

@@ -30,7 +30,7 @@ def long_capture(tmp, hours, pdf):
     path = Path(tmp) / "long.rbcap"
     gen = write_capture(path, hours)
     out = Path(tmp) / "long.html"
-    args = ["report", str(path), "--geometry", "examples/geometry/ssd-m.toml", "--logical",
+    args = ["report", str(path), "--geometry", "ssd-m", "--logical",
             str(gen["logical_bytes"]), "-o", str(out), "--quiet", "--json"]
     res, _ = run_cli(args, limit_gb=12)
     res.update(hours=hours, capture_bytes=gen["bytes"], frames=gen["frames"],

@@ -18,6 +18,7 @@ import cocotb
 from cocotb_tests.nand_loopback_bench import LoopbackBench
 from cocotb_tests.runner import bench_params
 from rbscope.gateware.nand_emu import EmuConfig, EmuCounter, EmuParams
+from rbscope.nand.onfi import Opcode
 
 
 @cocotb.test()
@@ -33,12 +34,12 @@ async def refssd_commands(dut):
     before = await bench.snapshot()
     for die, first, confirm, row in prm["commands"]:
         nand.select(die)
-        if first == 0x00:
+        if first == Opcode.READ:
             await nand.read_page(row, 1)
-        elif first == 0x80:
+        elif first == Opcode.PROGRAM:
             await nand.program_page(row, b"\x5a", confirm=confirm, wait=False)
             await nand.wait_ready()
-        elif first == 0x60:
+        elif first == Opcode.ERASE:
             await nand.erase_block(row, confirm=confirm, wait=False)
             await nand.wait_ready()
         else:

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from rbscope.analysis.geometry import EXAMPLES
+from .conftest import REPO_ROOT
 
-BENCH = EXAMPLES.parent.parent / "benchmarks"
+BENCH = REPO_ROOT / "benchmarks"
 
 
 def _load(name):

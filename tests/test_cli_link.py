@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from rbscope.analysis.presets import PRESETS
 from rbscope.cli import commands as cli
 from rbscope.device.capture import CaptureReader
 from rbscope.device.fake import FakeDevice
@@ -42,19 +43,21 @@ def test_info_text(fake, capsys):
 
 
 def test_configure_preset_with_overrides(fake, capsys, tmp_path):
-    argv = ["configure", fake.path, "--preset", "slc34nm", "--set", "program=100:900",
+    argv = ["configure", fake.path, "--preset", "slc34nm", "--set", "program=130:900",
             "--set", "GLITCH_TICKS=7", "--json"]
     assert cli.main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     tick = out["tick_seconds"]
     assert out["registers"]["GLITCH_TICKS"] == 7 == fake.regs["GLITCH_TICKS"]
-    assert fake.regs["WINDOW_1_LO"] == round(100e-6 / tick)
+    program = list(out["preset"]["windows"]).index("program")
+    assert fake.regs[f"WINDOW_{program}_LO"] == round(130e-6 / tick)
     toml = tmp_path / "p.toml"
     toml.write_text('[preset.mine]\nbase = "mlc34nm"\n[preset.mine.windows]\n'
                     'erase = [3000, 9000]\n')
     assert cli.main(["configure", fake.path, "--from-toml", str(toml)]) == 0
     assert "preset mine" in capsys.readouterr().out
-    assert fake.regs["WINDOW_2_LO"] == round(3000e-6 / tick)
+    erase = PRESETS["mlc34nm"].names.index("erase")
+    assert fake.regs[f"WINDOW_{erase}_LO"] == round(3000e-6 / tick)
 
 
 def test_configure_usage_errors(fake, capsys):

@@ -18,11 +18,12 @@ from rbscope.gateware.nand_emu import (
     TrafficConfig,
     pattern_byte,
 )
-from rbscope.gateware.nand_emu.families import PRESETS, preset, us_to_ticks
+from rbscope.gateware.nand_emu.families import PRESETS, preset
 from rbscope.gateware.nand_emu.layouts import config_const, config_layout, traffic_const
 from rbscope.gateware.nand_emu.onfi_rom import id_bytes, parameter_page
 from rbscope.gateware.nand_emu.timing import BusyTimer, JitterLfsr, lfsr_step
 from rbscope.nand.onfi import ParameterPageError, onfi_crc16, parse_parameter_page
+from rbscope.nand.timebase import us_to_ticks
 from tests.nand_emu_harness import EmuBench
 
 SMALL = EmuParams(page_bytes=64, spare_bytes=8, pages_per_block=8, blocks_per_plane=4, planes=2)
@@ -122,13 +123,21 @@ def test_id_bytes():
 
 # ---- Presets ----------------------------------------------------------------------------------
 
-def test_us_to_ticks():
-    assert us_to_ticks(200, 48e6, prescaler=48) == 200
-    assert us_to_ticks(1500, 48e6, prescaler=1, scale=1000) == 72
-    assert us_to_ticks(0.01, 48e6, prescaler=4800) == 1  # never rounds a busy time to 0
-    assert us_to_ticks(0, 48e6) == 0
-    with pytest.raises(ValueError):
-        us_to_ticks(1, 0)
+def test_family_busy_times_in_ticks():
+    """A family's busy times are its part's middles in ticks of the one µs → tick conversion."""
+    family = preset("mlc34nm")
+    erase_us = family.part.typical_us("erase")
+    assert erase_us == 2100  # the middle of 1900–2300 µs
+    cfg = family.config(48e6, prescaler=48)  # 1 µs ticks
+    assert cfg.times[BusyTime.BERS] == us_to_ticks(erase_us, 48 / 48e6) == 2100
+    cfg = family.config(48e6, prescaler=1, scale=1000)  # 1/48 µs ticks, times / 1000
+    assert cfg.times[BusyTime.BERS] == 101  # 2.1 µs = 100.8 ticks
+    cfg = family.config(48e6, prescaler=4800)  # 100 µs ticks
+    assert cfg.times[BusyTime.DBSY] == 1  # 0.75 µs: never rounds a busy time to 0
+    for kw, name in (({"clock_hz": 0}, "clock_hz"), ({"prescaler": 0}, "prescaler"),
+                     ({"scale": -1}, "scale")):
+        with pytest.raises(ValueError, match=name):
+            family.config(**{"clock_hz": 48e6, **kw})
 
 
 def test_presets_validate_and_separate_program_from_erase():

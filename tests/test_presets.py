@@ -40,7 +40,7 @@ def test_presets_convert_for_real_clocks(name, clock_hz):
 
 def test_window_too_long_for_the_width_counter():
     small = SnifferParams(channels=1, width_bits=16)
-    with pytest.raises(PresetError, match=r"windows.erase\[1\] = 10000 µs .* choose a longer "
+    with pytest.raises(PresetError, match=r"windows.erase\[1\] = 12000 µs .* choose a longer "
                                           r"tick_us"):
         PRESETS["mlc34nm"].registers(small, 100_000_000)
 

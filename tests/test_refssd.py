@@ -7,6 +7,8 @@ from rbscope import refssd
 from rbscope.refssd import Cause, NandOp, PageFTL, PageType, RefSSDError
 from rbscope.refssd.workload import READ, WRITE, Workload
 
+from .conftest import REPO_ROOT
+
 
 def small(**changes):
     """A tiny SLC/MLC drive: 1 channel, 1 die, 2 planes x 8 blocks x 8 pages of 4 KiB."""
@@ -357,13 +359,15 @@ def test_measure_wa_equals_rbscope_analyze_of_the_vcd(tmp_path):
     assert m["wa"] < run.truth.wa_true  # slow upper pages fall in SSD-v's erase window
     # The sequence-aware classifier of analyze, on the same measurement; it reads the block
     # size from the geometry, so the CLI gets SSD-v with this drive's 32 pages per block.
-    from rbscope.analysis.geometry import EXAMPLES
+    from rbscope.analysis.geometry import BUNDLED, load_geometry
 
     s = refssd.measure.measure_wa(run, classifier="sequence")
     geo = tmp_path / "ssd-v-32.toml"
-    text = (EXAMPLES / "ssd-v.toml").read_text()
-    assert "pages_per_block = 128" in text
-    geo.write_text(text.replace("pages_per_block = 128", "pages_per_block = 32"))
+    text = (BUNDLED / "ssd-v.toml").read_text()
+    assert load_geometry("ssd-v").pages_per_block == 128 and "\n[geometry]\n" in text
+    # A key of the file overrides the part's.
+    geo.write_text(text.replace("\n[geometry]\n", "\n[geometry]\npages_per_block = 32\n"))
+    assert load_geometry(geo).pages_per_block == 32
     out = subprocess.run([sys.executable, "-m", "rbscope.cli", "analyze", str(vcd),
                           "--geometry", str(geo), "--logical", str(run.logical_bytes),
                           "--classifier", "sequence", "--json"],
@@ -372,9 +376,7 @@ def test_measure_wa_equals_rbscope_analyze_of_the_vcd(tmp_path):
 
 
 def test_shipped_traces_replay(tmp_path):
-    from rbscope.analysis.geometry import EXAMPLES
-
-    traces = EXAMPLES.parent / "traces"
+    traces = REPO_ROOT / "examples" / "traces"
     d = refssd.preset("ssd-v", blocks_per_plane=32, pages_per_block=32)
     for w in (refssd.read_spc(traces / "synthetic.spc", space=d.logical_bytes),
               refssd.read_blkparse(traces / "synthetic.blkparse.txt", space=d.logical_bytes)):
@@ -469,9 +471,7 @@ def exact_measure(run):
 def test_accuracy_benchmark_measurement_is_swappable(monkeypatch):
     import importlib.util
 
-    from rbscope.analysis.geometry import EXAMPLES
-
-    path = EXAMPLES.parent.parent / "benchmarks" / "accuracy.py"
+    path = REPO_ROOT / "benchmarks" / "accuracy.py"
     spec = importlib.util.spec_from_file_location("accuracy_bench", path)
     acc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(acc)

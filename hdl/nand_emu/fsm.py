@@ -11,6 +11,8 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from rbscope.nand.onfi import Opcode  # the ONFI opcodes the die understands: the one table
+
 from .counters import inc_bits
 from .layouts import config_layout, page_type_words, page_type_write_layout
 from .onfi_rom import id_bytes, parameter_page
@@ -18,33 +20,6 @@ from .params import PAGE_TYPE_WORD, BusyTime, EmuCounter, EmuParams, Storage
 from .timing import BusyTimer, JitterLfsr
 
 __all__ = ["Die", "Opcode", "OutMode", "Phase", "Op"]
-
-
-class Opcode(enum.IntEnum, shape=8):
-    """The ONFI opcodes the die understands."""
-
-    READ = 0x00
-    CHANGE_READ_COL = 0x05
-    READ_CONFIRM = 0x30
-    READ_CACHE_SEQ = 0x31
-    READ_CACHE_END = 0x3F
-    ERASE = 0x60
-    STATUS = 0x70
-    STATUS_ENH = 0x78
-    PROGRAM = 0x80
-    PROGRAM_MP = 0x81
-    CHANGE_WRITE_COL = 0x85
-    READ_ID = 0x90
-    PROGRAM_CONFIRM = 0x10
-    PROGRAM_MP_CONFIRM = 0x11
-    PROGRAM_CACHE = 0x15
-    ERASE_CONFIRM = 0xD0
-    ERASE_MP_CONFIRM = 0xD1
-    CHANGE_READ_COL_CONFIRM = 0xE0
-    READ_PARAM = 0xEC
-    GET_FEATURES = 0xEE
-    SET_FEATURES = 0xEF
-    RESET = 0xFF
 
 
 class OutMode(enum.Enum, shape=3):

@@ -9,6 +9,8 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from rbscope.nand.onfi import Opcode
+
 from .layouts import traffic_layout, traffic_status_layout
 from .params import EmuParams
 
@@ -102,11 +104,13 @@ class TrafficGenerator(wiring.Component):
         erase_like = (kind == Step.ERASE) | (kind == Step.ERASE_Q)
 
         # The step's bus cycles: (is_command, byte), `last` marks the confirm.
-        first = Mux(erase_like, 0x60, Mux(kind == Step.READ, 0x00, 0x80))
+        first = Mux(erase_like, Opcode.ERASE, Mux(kind == Step.READ, Opcode.READ, Opcode.PROGRAM))
         # Cache programs: 15h for every page of the block but its last, which ends with 10h.
-        program_confirm = Mux(cfg.cache & (page + 1 < cfg.pages), 0x15, 0x10)
-        confirm = Array([Const(0x11, 8), program_confirm, Const(0x30, 8), Const(0xD1, 8),
-                         Const(0xD0, 8)])[kind]
+        program_confirm = Mux(cfg.cache & (page + 1 < cfg.pages), Opcode.PROGRAM_CACHE,
+                              Opcode.PROGRAM_CONFIRM)
+        confirm = Array([Const(Opcode.PROGRAM_MP_CONFIRM, 8), program_confirm,
+                         Const(Opcode.READ_CONFIRM, 8), Const(Opcode.ERASE_MP_CONFIRM, 8),
+                         Const(Opcode.ERASE_CONFIRM, 8)])[kind]
         seq_len = Mux(erase_like, 5, 7)
         addr_bytes = Mux(erase_like,
                          Array([row[0:8], row[8:16], row[16:24]])[index - 1],

@@ -35,6 +35,7 @@ from rbscope.gateware.onfi_tap.params import (
 )
 from rbscope.gateware.rb_sniffer.model import SYNC_LATENCY, hist_bin_array
 from rbscope.gateware.rb_sniffer.params import hist_bin
+from rbscope.nand.onfi import Opcode
 
 #: Cycles from a WE# rising edge on the pins to the front end's strobe: the synchroniser's, plus
 #: one because the front end registers its strobes (:class:`~rbscope.gateware.nand_emu.bus.
@@ -345,8 +346,8 @@ class TapModel:
                 continue
             tgt.arun = 0
             tgt.lun = lun_now
-            if kind == CMD and nl > 1 and byte in (0xF1, 0xF2):
-                tgt.lun = byte - 0xF1
+            if kind == CMD and nl > 1 and byte in (Opcode.SELECT_LUN0, Opcode.SELECT_LUN1):
+                tgt.lun = byte - Opcode.SELECT_LUN0
             if op_class is None:
                 continue
             wide = op_class in TARGET_CLASSES

@@ -5,9 +5,12 @@ these very definitions: the opcode classes, which confirm command sets which cla
 spaces and their index arithmetic. See ``docs/opcode_tap.md`` for the semantics.
 """
 
+import types
 from dataclasses import dataclass
 
 from amaranth.lib import enum
+
+from rbscope.nand import ops
 
 from ..rb_sniffer.params import SnifferParams
 
@@ -17,35 +20,20 @@ __all__ = [
 ]
 
 
-class OpClass(enum.IntEnum, shape=4):
-    """The class of operation a die's busy pulse belongs to: the command that started it."""
-
-    NONE = 0  # no confirm command seen for this die yet
-    PROGRAM = 1  # 10h
-    CACHE_PROGRAM = 2  # 15h
-    MP_QUEUE = 3  # 11h (multi-plane queue, tDBSY)
-    ERASE = 4  # D0h
-    ERASE_QUEUE = 5  # D1h (multi-plane erase queue, tDBSY)
-    READ = 6  # 30h
-    READ_CACHE = 7  # 31h (sequential or random cache read)
-    READ_CACHE_END = 8  # 3Fh
-    READ_MP = 9  # 32h (multi-plane read queue)
-    COPYBACK_READ = 10  # 35h
-    RESET = 11  # FFh, FCh (synchronous reset), FAh (reset LUN)
-    SET_FEATURES = 12  # EFh
-    GET_FEATURES = 13  # EEh
-    PARAM_PAGE = 14  # ECh
+#: The class of operation a die's busy pulse belongs to: :class:`rbscope.nand.ops.OpClass` (the
+#: one list, its members and values) as the 4-bit Amaranth enum the gateware stores and counts by.
+def _op_classes(namespace):
+    for op_class in ops.OpClass:
+        namespace[op_class.name] = op_class.value
+    namespace["__module__"] = __name__
+    namespace["__doc__"] = ops.OpClass.__doc__
 
 
-#: Which confirm (or busy-starting) command byte sets which class.
-CONFIRM_CLASS = {
-    0x10: OpClass.PROGRAM, 0x15: OpClass.CACHE_PROGRAM, 0x11: OpClass.MP_QUEUE,
-    0xD0: OpClass.ERASE, 0xD1: OpClass.ERASE_QUEUE,
-    0x30: OpClass.READ, 0x31: OpClass.READ_CACHE, 0x3F: OpClass.READ_CACHE_END,
-    0x32: OpClass.READ_MP, 0x35: OpClass.COPYBACK_READ,
-    0xFF: OpClass.RESET, 0xFC: OpClass.RESET, 0xFA: OpClass.RESET,
-    0xEF: OpClass.SET_FEATURES, 0xEE: OpClass.GET_FEATURES, 0xEC: OpClass.PARAM_PAGE,
-}
+OpClass = types.new_class("OpClass", (enum.IntEnum,), {"shape": 4}, _op_classes)
+
+#: Which confirm (or busy-starting) command (:class:`rbscope.nand.onfi.Opcode`) sets which class:
+#: :data:`rbscope.nand.ops.CONFIRM_CLASS` in the gateware's encoding.
+CONFIRM_CLASS = {opcode: OpClass(op_class) for opcode, op_class in ops.CONFIRM_CLASS.items()}
 
 #: Classes whose command addresses the whole target (every LUN): they carry no row address.
 TARGET_CLASSES = frozenset({OpClass.RESET, OpClass.SET_FEATURES, OpClass.GET_FEATURES,

@@ -19,6 +19,8 @@ from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from rbscope.nand.onfi import Opcode
+
 from ..nand_emu.bus import BusFrontEnd
 from ..rb_sniffer.blocks import LogBinner
 from ..rb_sniffer.params import EventKind
@@ -282,9 +284,9 @@ class OnfiTap(wiring.Component):
                 # A run of at least three address cycles ended: it carried a row address.
                 m.d.sync += [arun.eq(0), lun.eq(lun_now)]
                 if nl > 1:
-                    with m.If(cyc.cmd & (byte == 0xF1)):
+                    with m.If(cyc.cmd & (byte == Opcode.SELECT_LUN0)):
                         m.d.sync += lun.eq(0)
-                    with m.If(cyc.cmd & (byte == 0xF2)):
+                    with m.If(cyc.cmd & (byte == Opcode.SELECT_LUN1)):
                         m.d.sync += lun.eq(1)
 
             strobe = sel & cyc.cmd & is_conf

@@ -2,19 +2,27 @@
 
 A geometry file describes the drive under test (how many dies, the page size, how many pages one
 program pulse writes) and may carry a classifier preset (the class windows, in microseconds) for
-its NAND. ``examples/geometry/`` holds the four drives of the RB-Explorer paper. The format::
+its NAND. The four drives of the RB-Explorer paper are bundled with the package
+(``rbscope/nand/geometries/``: ``--geometry ssd-v``, ``ssd-i``, ``ssd-m``, ``ssd-s``). The
+format::
 
     name = "SSD-v"                      # required
     description = "..."                 # optional
+    part = "mlc34nm"                    # optional: the NAND part (rbscope.nand.parts.PARTS);
+                                        # its planes_per_die, page_size, spare_size,
+                                        # pages_per_block, cell, [timing] and [classifier] are
+                                        # the defaults of the keys below
 
     [geometry]                          # required
     channels = 4                        # flash channels
     chips_per_channel = 1               # packages (CE#) per channel
     dies_per_chip = 1                   # dies (LUNs) per package
-    planes_per_die = 2
-    page_size = 4096                    # data bytes per page (spare area not counted)
+    planes_per_die = 2                  # required unless the part gives it
+    page_size = 4096                    # data bytes per page (spare area not counted); required
+                                        # unless the part gives it
     spare_size = 128                    # optional, bytes
     pages_per_block = 128               # optional
+    cell = "mlc"                        # optional: slc, mlc, tlc or qlc
     program_model = "single-plane"      # or "multi-plane"; required unless mp is given
     mp = 1                              # optional: pages per program pulse (default from the
                                         # program model: 1, or planes_per_die)
@@ -28,14 +36,14 @@ its NAND. ``examples/geometry/`` holds the four drives of the RB-Explorer paper.
     warranty_years = 3
 
     [timing]                            # optional, microseconds: [lo, hi] or a single value
-    read = [0.02, 50]
+    read = [0.02, 50]                   # (a part's ranges are the defaults, key by key)
     program = [200, 2200]
     erase = 2000
 
     [classifier]                        # optional preset; `rbscope calibrate` writes one
-    glitch_us = 0.2                     # pulses shorter than this are glitches
-    [classifier.windows]                # half-open [lo, hi) in µs, in priority order
-    read = [10, 150]
+    glitch_us = 0.2                     # pulses shorter than this are glitches (replaces
+    [classifier.windows]                # the part's windows); half-open [lo, hi) in µs, in
+    read = [10, 150]                    # priority order
     program = [150, 2300]
     erase = [2300, 10000]
 
@@ -46,16 +54,20 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rbscope import nand
+from rbscope.nand.parts import CELLS, PartError, part
+
 from .presets import CLASS_NAMES, Preset, PresetError, from_table
 
 __all__ = [
     "GeometryError", "Geometry", "load_geometry", "parse_geometry", "example_geometries",
+    "BUNDLED",
 ]
 
 PROGRAM_MODELS = ("single-plane", "multi-plane")
 
-#: Directory of the bundled example geometries (repository checkout).
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "geometry"
+#: Directory of the bundled geometries (package data of ``rbscope.nand``).
+BUNDLED = Path(nand.__file__).resolve().parent / "geometries"
 
 
 class GeometryError(ValueError):
@@ -128,6 +140,10 @@ class Geometry:
     mp : int or None
         Pages written by one program pulse; ``None`` means "from the program model".
     spare_size, pages_per_block : int or None
+    cell : str or None
+        ``"slc"``, ``"mlc"``, ``"tlc"`` or ``"qlc"``.
+    part : str or None
+        The NAND part of :data:`rbscope.nand.parts.PARTS` the file named.
     raw_bytes, user_bytes : float or None
     pe_cycles : int or None
         Rated program/erase cycles per block.
@@ -148,6 +164,8 @@ class Geometry:
     mp: int | None = None
     spare_size: int | None = None
     pages_per_block: int | None = None
+    cell: str | None = None
+    part: str | None = None
     raw_bytes: float | None = None
     user_bytes: float | None = None
     pe_cycles: int | None = None
@@ -165,6 +183,8 @@ class Geometry:
                                 f"not {self.program_model!r}")
         if self.mp is not None:
             _int("", "mp", self.mp)
+        if self.cell is not None and self.cell not in CELLS:
+            raise GeometryError(f"cell must be one of {', '.join(CELLS)}, not {self.cell!r}")
 
     @property
     def dies(self):
@@ -239,16 +259,26 @@ def parse_geometry(text, source=""):
     """Parse a geometry TOML document (``text``); ``source`` names it in errors."""
     doc, source = _load_toml(text, source)
     _no_unknown(source, doc, "top level",
-                ("name", "description", "geometry", "capacity", "endurance", "timing",
+                ("name", "description", "part", "geometry", "capacity", "endurance", "timing",
                  "classifier"))
     name = doc.get("name")
     if not isinstance(name, str) or not name:
         raise GeometryError(f"{_where(source, 'name')} must be a non-empty string, not {name!r}")
+    die = None
+    if "part" in doc:
+        try:
+            die = part(doc["part"])
+        except PartError as exc:
+            raise GeometryError(f"{_where(source, 'part')}: {exc}") from None
     g = _table(source, doc, "geometry", required=True)
     keys = ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "page_size",
-            "spare_size", "pages_per_block", "program_model", "mp")
+            "spare_size", "pages_per_block", "cell", "program_model", "mp")
     _no_unknown(source, g, "[geometry]", keys)
-    values = {}
+    if die is not None:  # the part's die facts, unless the file gives them
+        g = {"planes_per_die": die.planes_per_die, "page_size": die.page_size,
+             "spare_size": die.spare_size, "pages_per_block": die.pages_per_block,
+             "cell": die.cell, **g}
+    values = {"part": die.name if die is not None else None}
     for key in keys[:5]:
         if key not in g:
             raise GeometryError(f"{_where(source, 'geometry.' + key)} is missing")
@@ -263,6 +293,11 @@ def parse_geometry(text, source=""):
         raise GeometryError(f"{_where(source, 'geometry.program_model')} is missing: say "
                             f"\"single-plane\" (one page per program pulse) or \"multi-plane\" "
                             f"(planes_per_die pages per pulse), or give mp")
+    if "cell" in g:
+        if g["cell"] not in CELLS:
+            raise GeometryError(f"{_where(source, 'geometry.cell')} must be one of "
+                                f"{', '.join(CELLS)}, not {g['cell']!r}")
+        values["cell"] = g["cell"]
     model = g.get("program_model", "single-plane")
     if model not in PROGRAM_MODELS:
         raise GeometryError(f"{_where(source, 'geometry.program_model')} must be one of "
@@ -281,7 +316,7 @@ def parse_geometry(text, source=""):
     if "warranty_years" in endurance:
         values["warranty_years"] = _num(source, "endurance.warranty_years",
                                         endurance["warranty_years"])
-    timing = {}
+    timing = dict(die.timing) if die is not None else {}
     for key, value in _table(source, doc, "timing").items():
         if key not in CLASS_NAMES:
             raise GeometryError(f"{_where(source, 'timing.' + key)} is not a class; allowed: "
@@ -290,6 +325,8 @@ def parse_geometry(text, source=""):
     classifier = None
     if "classifier" in doc:
         classifier = _parse_classifier(source, _table(source, doc, "classifier"), name)
+    elif die is not None and die.windows:
+        classifier = Preset(die.windows, glitch_us=die.glitch_us, name=name)
     description = doc.get("description", "")
     if not isinstance(description, str):
         raise GeometryError(f"{_where(source, 'description')} must be a string")
@@ -298,10 +335,10 @@ def parse_geometry(text, source=""):
 
 
 def load_geometry(path):
-    """Load a geometry file; ``path`` may also name a bundled example (``ssd-v``, ``SSD-M``…)."""
+    """Load a geometry file; ``path`` may also name a bundled geometry (``ssd-v``, ``SSD-M``…)."""
     p = Path(path)
     if not p.exists():
-        candidate = EXAMPLES / f"{str(path).lower()}.toml"
+        candidate = BUNDLED / f"{str(path).lower()}.toml"
         if candidate.exists():
             p = candidate
         else:
@@ -312,7 +349,7 @@ def load_geometry(path):
 
 
 def example_geometries():
-    """Return ``{name: path}`` of the bundled example geometries."""
-    if not EXAMPLES.is_dir():
+    """Return ``{name: path}`` of the bundled geometries."""
+    if not BUNDLED.is_dir():
         return {}
-    return {p.stem: p for p in sorted(EXAMPLES.glob("*.toml"))}
+    return {p.stem: p for p in sorted(BUNDLED.glob("*.toml"))}

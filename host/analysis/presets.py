@@ -12,8 +12,9 @@ Windows are half-open ``[lo, hi)`` in priority order: window ``k`` of the sniffe
 times overlap (34 nm MLC: programs 200–2200 µs, erases ~2 ms) an erase inside the program window
 counts as a program — the RB-Explorer error source the WA engine accounts for.
 
-Built-in presets follow published timings (RB-Explorer SSD-v/-M/-S, Agrawal et al., hUBI, Samsung
-K9, MQSim TLC). User presets come from TOML::
+Built-in presets are the windows of the parts catalogue (:data:`rbscope.nand.parts.PARTS`:
+RB-Explorer SSD-v/-I, -M, -S, Agrawal et al., hUBI, Samsung K9, MQSim TLC), each named after
+its part; the bundled geometries carry the same windows. User presets come from TOML::
 
     [preset.mydie]
     base = "mlc34nm"            # optional: start from another preset
@@ -35,14 +36,16 @@ from pathlib import Path
 
 from rbscope.gateware.link.protocol import config_from_registers, register_values
 from rbscope.gateware.rb_sniffer.params import SnifferConfig
+from rbscope.nand.ops import WINDOW_CLASSES
+from rbscope.nand.parts import PARTS
 from rbscope.nand.timebase import us_to_ticks as _us_to_ticks
 
 __all__ = ["CLASS_NAMES", "Preset", "PresetError", "PRESETS", "DEFAULT_PRESET", "get_preset",
            "load_toml", "parse_toml", "resolve_preset", "apply_overrides", "identify",
            "format_preset", "us_to_ticks"]
 
-#: Every name a class window may have (one list for presets, calibration and analysis).
-CLASS_NAMES = ("read", "program", "erase", "cache", "reset")
+#: Every name a class window may have: :data:`rbscope.nand.ops.WINDOW_CLASSES`.
+CLASS_NAMES = WINDOW_CLASSES
 _FIELDS = ("base", "description", "tick_us", "glitch_us", "idle_s", "windows")
 
 
@@ -228,31 +231,11 @@ class Preset:
                 "windows": {k: [lo, hi] for k, lo, hi in self.windows}}
 
 
-def _p(name, description, read, program, erase, **kw):
-    # Window order = register order: read, program, erase, then cache busy below the reads.
-    windows = (("read", *read), ("program", *program), ("erase", *erase),
-               ("cache", 0.5, read[0]))
-    return Preset(windows, name=name, description=description, **kw)
-
-
-#: Built-in presets. Windows in µs.
-PRESETS = {p.name: p for p in (
-    _p("mlc34nm", "RB-Explorer SSD-v: Intel MD332 34 nm MLC (tR <= 50 µs, tPROG 200–2200 µs "
-       "measured, tBERS 2 ms)", read=(5, 120), program=(150, 2300), erase=(2300, 10000)),
-    _p("micron25nm", "RB-Explorer SSD-M: Micron 25 nm MLC, Crucial m4 (tR 75 µs, tPROG "
-       "200–2200 µs, tBERS 3.8 ms)", read=(20, 150), program=(150, 2300),
-       erase=(2300, 10000)),
-    _p("slc34nm", "RB-Explorer SSD-S: 34 nm SLC (tR 25 µs, tPROG 200–500 µs, tBERS 2 ms)",
-       read=(10, 80), program=(150, 700), erase=(1000, 5000)),
-    _p("agrawal_slc", "Agrawal et al. SLC (tR 25 µs, tPROG 200 µs, tBERS 1.5 ms)",
-       read=(10, 80), program=(120, 500), erase=(800, 4000)),
-    _p("hubi_mlc", "hUBI paper, Huawei MLC (tR 50 µs, tPROG 800 µs, tBERS 1.5 ms)",
-       read=(20, 150), program=(300, 1200), erase=(1200, 4000)),
-    _p("samsung_k9", "Samsung K9 (Kuo thesis; tR 20 µs, tPROG 200 µs, tBERS 1.5 ms)",
-       read=(8, 60), program=(100, 500), erase=(800, 4000)),
-    _p("tlc_mqsim", "Modern TLC, MQSim defaults (tR 75 µs, tPROG 750 µs, tBERS 3.8 ms)",
-       read=(30, 200), program=(300, 2500), erase=(2500, 10000)),
-)}
+#: Built-in presets: the class windows of every part of the catalogue that has them
+#: (:data:`rbscope.nand.parts.PARTS`), named after the part. Windows in µs.
+PRESETS = {p.name: Preset(p.windows, glitch_us=p.glitch_us, name=p.name,
+                          description=p.description)
+           for p in PARTS.values() if p.windows}
 
 
 #: Windows used by ``analyze`` when neither a geometry nor a preset gives any: a generic MLC die.

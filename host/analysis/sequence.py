@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rbscope.nand.ops import PROGRAM_KINDS
+
 from .calibrate import merged_peaks
 
 __all__ = [
@@ -43,9 +45,6 @@ SEQUENCE_HINTS = {"multiplane": (0.2, 1.5), "cache": (1.5, 12.0), "read": (12.0,
 
 #: tCBSY of a cache program (80h…15h): a few µs to ~35 µs, among the read widths (µs).
 TCBSY_US = (1.5, 40.0)
-
-#: State kinds that write pages (one page per pulse, times Mp).
-PROGRAM_KINDS = ("program", "cache_program")
 
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
 _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
@@ -91,7 +90,7 @@ class State:
     """
 
     name: str
-    kind: str  # "program", "erase", "read", "cache", "multiplane", "other"
+    kind: str  # one of rbscope.nand.ops.KINDS
     mu: float
     sigma: float
     support: tuple = (-math.inf, math.inf)

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rbscope.gateware.onfi_tap.params import OpClass
 from rbscope.gateware.rb_sniffer.params import hist_bin_lo
+from rbscope.nand.ops import KINDS, OPS, OpClass
 
 from .sequence import BINS_PER_OCTAVE, _peaks
 
@@ -40,16 +40,9 @@ __all__ = ["TrainedClassifier", "TrainedError", "train", "FORMAT", "KIND_OF_CLAS
 FORMAT = "rbscope.analysis.trained-classifier"
 VERSION = 1
 
-#: Operation class (the tap's ``OpClass`` name) → (state name, state kind) of the classifier.
-KIND_OF_CLASS = {
-    "PROGRAM": ("program", "program"), "CACHE_PROGRAM": ("cache_program", "cache_program"),
-    "MP_QUEUE": ("multiplane", "multiplane"), "ERASE_QUEUE": ("multiplane", "multiplane"),
-    "READ_MP": ("multiplane", "multiplane"), "ERASE": ("erase", "erase"),
-    "READ": ("read", "read"), "READ_CACHE": ("read", "read"),
-    "READ_CACHE_END": ("read", "read"), "COPYBACK_READ": ("read", "read"),
-    "RESET": ("other", "other"), "SET_FEATURES": ("other", "other"),
-    "GET_FEATURES": ("other", "other"), "PARAM_PAGE": ("other", "other"),
-}
+#: Operation class (:class:`rbscope.nand.ops.OpClass` name) → (state name, state kind) of the
+#: classifier: one state per pulse kind, named after it (:attr:`rbscope.nand.ops.OpInfo.kind`).
+KIND_OF_CLASS = {cls.name: (info.kind, info.kind) for cls, info in OPS.items()}
 
 #: Fewest labelled pulses that make a class's distribution.
 MIN_PULSES = 5
@@ -225,7 +218,5 @@ def train(labels, *, source=""):
     if not any(s.kind == "program" for s in states):
         raise TrainedError("the labels hold no program pulses: tap the bus while the drive "
                            "writes")
-    order = {"multiplane": 0, "other": 1, "read": 2, "cache_program": 3, "program": 4,
-             "erase": 5}
-    states.sort(key=lambda s: (order[s.kind], s.first_bin))
+    states.sort(key=lambda s: (KINDS.index(s.kind), s.first_bin))
     return TrainedClassifier(states, mp_pages / mp_ops if mp_ops else None, source, notes)

@@ -17,9 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-from rbscope.analysis import calibrate as cal
 from rbscope.analysis import logical as lg
 from rbscope.analysis import pipeline
+from rbscope.analysis.calibrate import (
+    CalibrationError,
+    ascii_histogram,
+    calibrate,
+    hints_from_geometry,
+)
 from rbscope.analysis.geometry import GeometryError, load_geometry
 from rbscope.analysis.labelled import LabelledError, LabelledPulses
 from rbscope.analysis.measurement import MeasurementError
@@ -323,7 +328,7 @@ def cmd_analyze(args):
         err("analyze", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
-            cal.CalibrationError, SequenceError, TrainedError) as exc:
+            CalibrationError, SequenceError, TrainedError) as exc:
         err("analyze", exc)
         return EXIT_FAILURE
     m, logical, result, notes = a.measurement, a.logical, a.result, a.notes
@@ -559,12 +564,12 @@ def cmd_calibrate(args):
         if logical is not None and geometry is None:
             raise UsageError("deciding Mp needs --geometry (dies and page size)")
         m, notes = load_source(args, geometry)
-        hints = cal.hints_from_geometry(geometry)
-        result = cal.calibrate(m.histogram_total(), m.params, m.tick_seconds, hints=hints,
-                               glitch_us=(args.glitch if args.glitch is not None
-                                          else (_preset(args, geometry)
-                                                or DEFAULT_PRESET).glitch_us),
-                               pages_per_block=geometry.pages_per_block if geometry else None)
+        hints = hints_from_geometry(geometry)
+        result = calibrate(m.histogram_total(), m.params, m.tick_seconds, hints=hints,
+                           glitch_us=(args.glitch if args.glitch is not None
+                                      else (_preset(args, geometry)
+                                            or DEFAULT_PRESET).glitch_us),
+                           pages_per_block=geometry.pages_per_block if geometry else None)
         decision = None
         if logical is not None:
             decision = _decide_mp(m, geometry, logical, args, candidates, notes)
@@ -572,7 +577,7 @@ def cmd_calibrate(args):
         err("calibrate", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
-            cal.CalibrationError) as exc:
+            CalibrationError) as exc:
         err("calibrate", exc)
         return EXIT_FAILURE
     comments = [f"rbscope calibrate {m.provenance.get('path', '')}",
@@ -610,8 +615,8 @@ def cmd_calibrate(args):
         print(f"overlap: ≈{o['erases_in_program_window']:.1f} erases inside the program window, "
               f"≈{o['programs_outside_program_window']:.1f} programs outside it")
     print()
-    for line in cal.ascii_histogram(m.histogram_total(), m.params, m.tick_seconds,
-                                    result.preset.windows):
+    for line in ascii_histogram(m.histogram_total(), m.params, m.tick_seconds,
+                                result.preset.windows):
         print(line)
     print()
     print("proposed windows (µs):  " + "  ".join(f"{n} [{lo:g}, {hi:g})"

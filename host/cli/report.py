@@ -256,7 +256,8 @@ def cmd_export_vcd(args):
     try:
         geometry = load_geometry(args.geometry) if args.geometry else None
         options = ac.source_options(args, geometry)
-        result = export_classified_vcd(args.source, args.output, onehot=args.onehot, **options)
+        result = export_classified_vcd(args.source, args.output, onehot=args.onehot,
+                                       **options.open_options())
         if args.gtkwave_filter:
             try:
                 Path(args.gtkwave_filter).write_text(gtkwave_filter(result.codes),
@@ -288,7 +289,7 @@ def cmd_export_vcd(args):
 
 def sigrok_decoder_dir():
     """The directory holding rbscope's libsigrokdecode protocol decoder (``rbscope_rb``)."""
-    return Path(str(resources.files("rbscope").joinpath("sigrok_decoders")))
+    return Path(str(resources.files("rbscope.recordings").joinpath("sigrok_decoders")))
 
 
 def add_sigrok_parser(subparsers):

@@ -1,6 +1,8 @@
-"""The one NAND vocabulary of rbscope (no Amaranth): ONFI commands, status bits and the parameter
-page, and the µs → tick conversion. The gateware, its models, the cocotb driver and the
-reference SSD all import it."""
+"""The one NAND vocabulary of rbscope (no Amaranth): the ONFI command table, status bits and
+the parameter page (:mod:`.onfi`), the operation classes (:mod:`.ops`), the parts catalogue and
+the bundled geometries (:mod:`.parts`, ``geometries/``), and the µs → tick conversion
+(:mod:`.timebase`). The gateware, its models, the cocotb driver, the reference SSD and the
+analysis all import it."""
 
 from .onfi import (
     COLUMN_COMMANDS,
@@ -9,16 +11,20 @@ from .onfi import (
     STATUS_FAILC,
     STATUS_RDY,
     STATUS_WP_N,
+    Opcode,
     ParameterPage,
     ParameterPageError,
     address_bytes,
     onfi_crc16,
     parse_parameter_page,
 )
+from .ops import CONFIRM_CLASS, KINDS, OPS, WINDOW_CLASSES, OpClass
+from .parts import CELLS, PARTS, Part, PartError, part
 from .timebase import us_to_ticks
 
 __all__ = [
     "COLUMN_COMMANDS", "STATUS_ARDY", "STATUS_FAIL", "STATUS_FAILC", "STATUS_RDY", "STATUS_WP_N",
-    "ParameterPage", "ParameterPageError", "address_bytes", "onfi_crc16", "parse_parameter_page",
-    "us_to_ticks",
+    "Opcode", "ParameterPage", "ParameterPageError", "address_bytes", "onfi_crc16",
+    "parse_parameter_page", "CONFIRM_CLASS", "KINDS", "OPS", "WINDOW_CLASSES", "OpClass",
+    "CELLS", "PARTS", "Part", "PartError", "part", "us_to_ticks",
 ]

@@ -67,10 +67,12 @@ from pathlib import Path
 import numpy as np
 
 from rbscope.analysis.geometry import Geometry, GeometryError, load_geometry
+from rbscope.nand.parts import BUSY_KEYS, GENERIC_BUSY, PAGE_LEVELS, PartError, part
+from rbscope.nand.parts import CELL_BITS as PART_CELL_BITS
 
 __all__ = [
     "RefSSDError", "PageType", "CELL_BITS", "page_types", "Drive", "PRESETS", "preset",
-    "load_drive", "parse_drive",
+    "from_part", "load_drive", "parse_drive",
 ]
 
 
@@ -88,8 +90,8 @@ class PageType(IntEnum):
     NONE = 15  # erase, reset, set features
 
 
-#: Bits per cell of each cell type.
-CELL_BITS = {"slc": 1, "mlc": 2, "tlc": 3}
+#: Bits per cell of each cell type the reference SSD models (the catalogue's, up to TLC).
+CELL_BITS = {cell: bits for cell, bits in PART_CELL_BITS.items() if bits <= 3}
 _LEVELS = {1: (PageType.SLC,), 2: (PageType.LOWER, PageType.UPPER),
            3: (PageType.LOWER, PageType.MIDDLE, PageType.UPPER)}
 _TYPE_KEY = {PageType.SLC: "slc", PageType.LOWER: "lower", PageType.MIDDLE: "middle",
@@ -124,16 +126,13 @@ def page_types(cell, pages_per_block):
 
 # Timing ------------------------------------------------------------------------------------------
 
-#: Timing keys of a drive (µs) and what they are.
+#: Timing keys of a drive (µs) and what they are: the parts catalogue's busy times of the page
+#: types modelled here (:data:`rbscope.nand.parts.BUSY_KEYS`), and the controller's overhead.
+_UNMODELLED = ({level for levels in PAGE_LEVELS.values() for level in levels}
+               - {level for cell in CELL_BITS for level in PAGE_LEVELS[cell]})
 TIMING_KEYS = {
-    "read_slc": "tR of an SLC page", "read_lower": "tR of a lower page",
-    "read_middle": "tR of a middle page", "read_upper": "tR of an upper page",
-    "program_slc": "tPROG of an SLC page (or an SLC-mode block)",
-    "program_lower": "tPROG of a lower page", "program_middle": "tPROG of a middle page",
-    "program_upper": "tPROG of an upper page", "erase": "tBERS",
-    "cache_busy": "tCBSY (cache program: data register to cache register)",
-    "read_cache_busy": "tRCBSY (cache read)", "plane_busy": "tDBSY (multi-plane queueing)",
-    "reset": "tRST of an idle die", "feature": "tFEAT (set features)",
+    **{key: what for key, what in BUSY_KEYS.items()
+       if key.partition("_")[2] not in _UNMODELLED},
     "overhead": "controller time between a die's ready and its next command",
 }
 
@@ -422,89 +421,76 @@ class Drive:
         return _TYPE_KEY[PageType(page_type)]
 
 
-#: Timing every drive starts from (µs); a 34 nm-class MLC die on an ONFI 1.0 bus.
-DEFAULT_TIMING = {
-    "read_slc": (20.0, 30.0), "read_lower": (25.0, 40.0), "read_middle": (35.0, 50.0),
-    "read_upper": (40.0, 60.0),
-    "program_slc": (200.0, 300.0), "program_lower": (200.0, 500.0),
-    "program_middle": (700.0, 1200.0), "program_upper": (1300.0, 2200.0),
-    "erase": (1900.0, 2300.0), "cache_busy": (3.0, 35.0), "read_cache_busy": (2.0, 4.0),
-    "plane_busy": (0.5, 1.0), "reset": (3.0, 5.0), "feature": (0.8, 1.2),
-    "overhead": (1.0, 20.0),
-}
+#: Timing every drive starts from (µs): the catalogue's generic die (a 34 nm-class die on an
+#: ONFI 1.0 bus, :data:`rbscope.nand.parts.GENERIC_BUSY`) and a controller overhead.
+DEFAULT_TIMING = {**GENERIC_BUSY, "overhead": (1.0, 20.0)}
+
+
+def from_part(name, part_name, **fields_):
+    """Return a :class:`Drive` named ``name`` of dies of the catalogue's part ``part_name``.
+
+    The die's planes, blocks per plane, pages per block, page size, cell type and busy-time
+    distributions are the part's (:data:`rbscope.nand.parts.PARTS`); ``fields_`` set the
+    drive's layout and firmware (and may shrink ``blocks_per_plane``).
+    """
+    try:
+        p = part(part_name)
+    except PartError as exc:
+        raise RefSSDError(f"drive {name}: {exc}") from None
+    die = dict(planes_per_die=p.planes_per_die, blocks_per_plane=p.blocks_per_plane,
+               pages_per_block=p.pages_per_block, page_size=p.page_size, cell=p.cell,
+               timing=dict(p.busy))
+    return Drive(name=name, **{**die, **fields_})
 
 
 def _presets():
     p = {}
-    p["ssd-v"] = Drive(
-        name="ssd-v", description="RB-Explorer's SSD-v: 34 nm MLC, 4 channels x 1 chip x 1 die "
-        "x 2 planes, single-plane programs, greedy GC, small write buffer",
-        channels=4, planes_per_die=2, blocks_per_plane=4096, pages_per_block=128,
-        page_size=4096, cell="mlc", over_provisioning=16 / 14.0 - 1, write_buffer=32 * 1024,
-        bus_mb_s=40.0, user_geometry_name="ssd-v")
-    p["ssd-i"] = Drive(
-        name="ssd-i", description="RB-Explorer's SSD-I (Intel X25-V 40 GB class): 34 nm MLC, 5 "
-        "channels x 1 chip x 2 dies x 2 planes, single-plane programs, the OP-sweep drive",
-        channels=5, dies_per_chip=2, planes_per_die=2, blocks_per_plane=2048,
-        pages_per_block=128, page_size=4096, cell="mlc", over_provisioning=40 / 37.2 - 1,
-        write_buffer=32 * 1024, bus_mb_s=40.0, user_geometry_name="ssd-i")
-    p["mlc-2plane"] = Drive(
-        name="mlc-2plane", description="SSD-M class: 25 nm MLC, 8 channels x 1 chip x 2 dies x "
-        "2 planes, two-plane programs and erases, 1 MiB write buffer",
-        channels=8, dies_per_chip=2, planes_per_die=2, blocks_per_plane=1024,
-        pages_per_block=256, page_size=4096, cell="mlc", over_provisioning=64 / 59.6 - 1,
-        write_buffer=1 << 20, multi_plane=True, bus_mb_s=166.0,
-        timing={"read_lower": (50.0, 65.0), "read_upper": (65.0, 80.0),
-                "program_lower": (250.0, 600.0), "program_upper": (1400.0, 2400.0),
-                "erase": (3500.0, 4100.0)},
-        user_geometry_name="ssd-m")
-    p["tlc-gc"] = Drive(
-        name="tlc-gc", description="TLC with heavy garbage collection: 4 channels x 2 dies, "
-        "16 KiB pages, 7 % over-provisioning, cost-benefit GC, no write buffer",
-        channels=4, dies_per_chip=2, planes_per_die=2, blocks_per_plane=512,
-        pages_per_block=192, page_size=16384, cell="tlc", over_provisioning=0.07,
-        gc="cost-benefit", wear_levelling=50, bus_mb_s=200.0,
-        timing={"read_lower": (50.0, 70.0), "read_middle": (60.0, 80.0),
-                "read_upper": (70.0, 95.0), "program_lower": (400.0, 700.0),
-                "program_middle": (1200.0, 1800.0), "program_upper": (2500.0, 4000.0),
-                "erase": (3000.0, 4500.0)},
-        user_windows="calibrated")
+    p["ssd-v"] = from_part(
+        "ssd-v", "mlc34nm", description="RB-Explorer's SSD-v: 34 nm MLC, 4 channels x 1 chip x "
+        "1 die x 2 planes, single-plane programs, greedy GC, small write buffer",
+        channels=4, over_provisioning=16 / 14.0 - 1, write_buffer=32 * 1024, bus_mb_s=40.0,
+        user_geometry_name="ssd-v")
+    p["ssd-i"] = from_part(
+        "ssd-i", "mlc34nm", description="RB-Explorer's SSD-I (Intel X25-V 40 GB class): 34 nm "
+        "MLC, 5 channels x 1 chip x 2 dies x 2 planes, single-plane programs, the OP-sweep "
+        "drive", channels=5, dies_per_chip=2, blocks_per_plane=2048,
+        over_provisioning=40 / 37.2 - 1, write_buffer=32 * 1024, bus_mb_s=40.0,
+        user_geometry_name="ssd-i")
+    p["mlc-2plane"] = from_part(
+        "mlc-2plane", "micron25nm", description="SSD-M class: 25 nm MLC, 8 channels x 1 chip x "
+        "2 dies x 2 planes, two-plane programs and erases, 1 MiB write buffer",
+        channels=8, dies_per_chip=2, blocks_per_plane=1024, over_provisioning=64 / 59.6 - 1,
+        write_buffer=1 << 20, multi_plane=True, bus_mb_s=166.0, user_geometry_name="ssd-m")
+    p["tlc-gc"] = from_part(
+        "tlc-gc", "tlc16k", description="TLC with heavy garbage collection: 4 channels x 2 "
+        "dies, 16 KiB pages, 7 % over-provisioning, cost-benefit GC, no write buffer",
+        channels=4, dies_per_chip=2, over_provisioning=0.07, gc="cost-benefit",
+        wear_levelling=50, bus_mb_s=200.0, user_windows="calibrated")
     p["tlc-slc"] = p["tlc-gc"].with_(
         name="tlc-slc", description="TLC with an SLC write cache (16 SLC-mode blocks per die), "
         "4 channels x 2 dies, 16 KiB pages, 10 % over-provisioning, greedy GC",
-        over_provisioning=0.10, slc_cache=16, gc="greedy", wear_levelling=0,
-        timing={"read_slc": (30.0, 40.0), "program_slc": (150.0, 250.0)})
-    p["hubi"] = Drive(
-        name="hubi", description="hUBI-paper class MLC (2 KiB pages, 128-page blocks) with a "
-        "hybrid FTL: 100 data + 28 log pages per block, single-block merge",
-        channels=4, planes_per_die=1, blocks_per_plane=2048, pages_per_block=128,
-        page_size=2048, cell="mlc", ftl="hybrid", hybrid_log_pages=28,
-        timing={"read_lower": (40.0, 50.0), "read_upper": (45.0, 60.0),
-                "program_lower": (300.0, 600.0), "program_upper": (900.0, 1500.0),
-                "erase": (1400.0, 1600.0)},
-        user_windows="calibrated")
-    p["cache-prog"] = Drive(
-        name="cache-prog", description="MLC with cache programs (80h-15h chains) and cache "
+        over_provisioning=0.10, slc_cache=16, gc="greedy", wear_levelling=0)
+    p["hubi"] = from_part(
+        "hubi", "hubi_mlc", description="hUBI-paper class MLC (2 KiB pages, 128-page blocks) "
+        "with a hybrid FTL: 100 data + 28 log pages per block, single-block merge",
+        channels=4, ftl="hybrid", hybrid_log_pages=28, user_windows="calibrated")
+    p["cache-prog"] = from_part(
+        "cache-prog", "mlc8k", description="MLC with cache programs (80h-15h chains) and cache "
         "reads, two-plane, 4 channels x 1 chip x 2 dies, 256 KiB write buffer",
-        channels=4, dies_per_chip=2, planes_per_die=2, blocks_per_plane=1024,
-        pages_per_block=256, page_size=8192, cell="mlc", over_provisioning=0.12,
-        write_buffer=256 * 1024, multi_plane=True, cache_program=True, cache_read=True,
-        bus_mb_s=100.0,
-        timing={"program_lower": (250.0, 600.0), "program_upper": (1400.0, 2400.0),
-                "erase": (2500.0, 3500.0)},
+        channels=4, dies_per_chip=2, over_provisioning=0.12, write_buffer=256 * 1024,
+        multi_plane=True, cache_program=True, cache_read=True, bus_mb_s=100.0,
         user_windows="calibrated")
-    p["slc"] = Drive(
-        name="slc", description="SSD-S class SLC: 4 channels x 2 chips x 2 dies x 2 planes, "
-        "two-plane programs", channels=4, chips_per_channel=2, dies_per_chip=2,
-        planes_per_die=2, blocks_per_plane=512, pages_per_block=64, page_size=4096,
-        cell="slc", over_provisioning=32 / 28.1 - 1, multi_plane=True, write_buffer=64 * 1024,
-        timing={"program_slc": (200.0, 500.0), "erase": (1800.0, 2200.0)},
-        user_geometry_name="ssd-s")
+    p["slc"] = from_part(
+        "slc", "slc34nm", description="SSD-S class SLC: 4 channels x 2 chips x 2 dies x 2 "
+        "planes, two-plane programs", channels=4, chips_per_channel=2, dies_per_chip=2,
+        blocks_per_plane=512, over_provisioning=32 / 28.1 - 1, multi_plane=True,
+        write_buffer=64 * 1024, user_geometry_name="ssd-s")
     return p
 
 
-#: Named drives. Their array sizes are the full drives' (SSD-v: 16 GiB raw); shrink them with
-#: ``preset(name, blocks_per_plane=…)`` for quick runs.
+#: Named drives, each of a part of the catalogue (:func:`from_part`). SSD-v's array is the full
+#: drive's (16 GiB raw); SSD-I, the SSD-M class, and the SLC drive model fewer blocks per plane
+#: than their parts have. Shrink any with ``preset(name, blocks_per_plane=…)`` for quick runs.
 PRESETS = _presets()
 
 

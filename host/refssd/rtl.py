@@ -50,9 +50,11 @@ from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
 from rbscope.device.simdevice import SimDevice, SimError
 from rbscope.gateware.nand_emu import EmuConfig, EmuCounter, EmuParams
+from rbscope.gateware.nand_emu.families import BUSY_TIME_KEYS
 from rbscope.gateware.rb_sniffer.model import Train
 from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
-from rbscope.nand.onfi import address_bytes
+from rbscope.nand.onfi import Opcode, address_bytes
+from rbscope.nand.timebase import us_to_ticks
 
 from .drive import CELL_BITS, TIMING_KEYS, PageType, RefSSDError
 from .measure import to_measurement, user_preset
@@ -69,9 +71,6 @@ CMD, ADDR, DATA = 0, 1, 2
 #: The emulator's tPROG slot of each page type (``EmuConfig.page_types`` values).
 _PROG_SLOT = {PageType.SLC: 0, PageType.LOWER: 0, PageType.MIDDLE: 1, PageType.UPPER: 2}
 _MLC_SLOT = {PageType.LOWER: 0, PageType.UPPER: 1}
-#: Drive timing key → emulator busy time name (``BusyTime``).
-_BUSY = {"erase": "BERS", "cache_busy": "CBSY", "plane_busy": "DBSY",
-         "read_cache_busy": "RCBSY", "reset": "RST", "feature": "FEAT"}
 
 
 #: Pages per block (and page-type map entries) of the largest emulated block the simulated
@@ -144,10 +143,11 @@ def emulator_setup(drive, cycles_per_us=CYCLES_PER_US):
                     page_type_slots=pages, bits_per_cell=CELL_BITS[drive.cell])
     t = drive.timing
 
-    def ticks(key):
-        return max(1, round(t[key][0]))
+    def ticks(key):  # a tick is a prescaler of cycles_per_us cycles: 1 µs
+        return us_to_ticks(t[key][0], 1e-6, what=f"drive {drive.name}: timing.{key}",
+                           nonzero=True, error=RefSSDError)
 
-    times = {name: ticks(key) for key, name in _BUSY.items()}
+    times = {busy.name: ticks(key) for busy, key in BUSY_TIME_KEYS.items()}
     times["R"] = ticks(f"read_{drive.type_key(types[0])}")
     levels = sorted(set(types.tolist()))
     for level in levels:
@@ -170,16 +170,16 @@ def bus_cycles(row, emu):
     op = int(row["op"])
     r = emu.row(_emu_block(row, emu), max(int(row["page"]), 0))
     if op == NandOp.READ:
-        return [(CMD, 0x00), *((ADDR, b) for b in address_bytes(0x00, r)), (CMD, confirm)]
+        return [(CMD, first), *((ADDR, b) for b in address_bytes(first, r)), (CMD, confirm)]
     if op == NandOp.CACHE_READ or op == NandOp.RESET:
         return [(CMD, confirm)]
-    if first == 0x80:
-        return [(CMD, 0x80), *((ADDR, b) for b in address_bytes(0x80, r)), (DATA, 0x5A),
+    if first == Opcode.PROGRAM:
+        return [(CMD, first), *((ADDR, b) for b in address_bytes(first, r)), (DATA, 0x5A),
                 (CMD, confirm)]
-    if first == 0x60:
-        return [(CMD, 0x60), *((ADDR, b) for b in address_bytes(0x60, r)), (CMD, confirm)]
+    if first == Opcode.ERASE:
+        return [(CMD, first), *((ADDR, b) for b in address_bytes(first, r)), (CMD, confirm)]
     if op == NandOp.SET_FEATURES:  # feature 01h (timing mode): mode 0
-        return [(CMD, 0xEF), (ADDR, 0x01)] + [(DATA, 0)] * 4
+        return [(CMD, Opcode.SET_FEATURES), (ADDR, 0x01)] + [(DATA, 0)] * 4
     raise RefSSDError(f"command {first:#04x}…{confirm:#04x} cannot be replayed")
 
 
@@ -194,13 +194,13 @@ def preamble(run, emu):
     seen = set()
     out = []
     c = run.commands
-    touch = (c["first"] == 0x80) | (c["first"] == 0x60)
+    touch = (c["first"] == Opcode.PROGRAM) | (c["first"] == Opcode.ERASE)
     for row in c[touch]:
         key = (int(row["die"]), _emu_block(row, emu))
         if key in seen:
             continue
         seen.add(key)
-        if row["first"] == 0x80 and row["page"] > 0:
+        if row["first"] == Opcode.PROGRAM and row["page"] > 0:
             out.append((*key, int(row["page"])))
     return out
 
@@ -227,8 +227,9 @@ def write_commands(path, run, emu, cycles_per_us=CYCLES_PER_US):
             if rows:
                 r = rows.pop(0)
                 records.append(_record(0, die, [
-                    (CMD, 0x80), (ADDR, 0), (ADDR, 0), (ADDR, r & 0xFF), (ADDR, r >> 8 & 0xFF),
-                    (ADDR, r >> 16 & 0xFF), (DATA, 0x5A), (CMD, 0x10)]))
+                    (CMD, Opcode.PROGRAM),
+                    *((ADDR, b) for b in address_bytes(Opcode.PROGRAM, r)), (DATA, 0x5A),
+                    (CMD, Opcode.PROGRAM_CONFIRM)]))
     n_pre = len(records)
     records.append(_record(0, 0, []))  # the barrier
     c = np.sort(run.commands, order="confirm_ns", kind="stable")

@@ -41,14 +41,17 @@ from enum import IntEnum
 
 import numpy as np
 
+from rbscope.nand.ops import OPS, OpClass
+
 from .drive import PageType, draw
 from .ftl import Cause, FtlOp, unpack
 
-__all__ = ["NandOp", "PULSE_DTYPE", "COMMAND_DTYPE", "CONFIRM", "FIRST", "schedule"]
+__all__ = ["NandOp", "CLASS", "PULSE_DTYPE", "COMMAND_DTYPE", "CONFIRM", "FIRST", "schedule"]
 
 
 class NandOp(IntEnum):
-    """The NAND operation whose command started an R/B# pulse."""
+    """The NAND operation whose command started an R/B# pulse (the reference SSD's grouping of
+    the operation classes, :data:`CLASS`)."""
 
     READ = 0  # 00h-30h
     CACHE_READ = 1  # 31h, or 3Fh at the end of a sequence
@@ -60,14 +63,19 @@ class NandOp(IntEnum):
     SET_FEATURES = 7  # EFh
 
 
-#: First command byte of each operation's sequence.
-FIRST = {NandOp.READ: 0x00, NandOp.CACHE_READ: 0x31, NandOp.PROGRAM: 0x80,
-         NandOp.CACHE_PROGRAM: 0x80, NandOp.MULTIPLANE_QUEUE: 0x80, NandOp.ERASE: 0x60,
-         NandOp.RESET: 0xFF, NandOp.SET_FEATURES: 0xEF}
+#: The operation class (:class:`rbscope.nand.ops.OpClass`) of each operation's usual sequence;
+#: a cache read's last pulse is a ``READ_CACHE_END`` (3Fh) and a multi-plane erase's queued one
+#: an ``ERASE_QUEUE`` (60h-D1h), set per row.
+CLASS = {NandOp.READ: OpClass.READ, NandOp.CACHE_READ: OpClass.READ_CACHE,
+         NandOp.PROGRAM: OpClass.PROGRAM, NandOp.CACHE_PROGRAM: OpClass.CACHE_PROGRAM,
+         NandOp.MULTIPLANE_QUEUE: OpClass.MP_QUEUE, NandOp.ERASE: OpClass.ERASE,
+         NandOp.RESET: OpClass.RESET, NandOp.SET_FEATURES: OpClass.SET_FEATURES}
+#: First command byte of each operation's sequence (:attr:`rbscope.nand.ops.OpInfo.first`).
+FIRST = {op: OPS[cls].first for op, cls in CLASS.items()}
 #: Confirm command byte (the one that starts the busy pulse); 3Fh and D1h are set per row.
-CONFIRM = {NandOp.READ: 0x30, NandOp.CACHE_READ: 0x31, NandOp.PROGRAM: 0x10,
-           NandOp.CACHE_PROGRAM: 0x15, NandOp.MULTIPLANE_QUEUE: 0x11, NandOp.ERASE: 0xD0,
-           NandOp.RESET: 0xFF, NandOp.SET_FEATURES: 0xEF}
+CONFIRM = {op: OPS[cls].confirms[0] for op, cls in CLASS.items()}
+_END = OPS[OpClass.READ_CACHE_END]
+_ERASE_QUEUE = OPS[OpClass.ERASE_QUEUE]
 
 #: One R/B# pulse of a die. ``block`` is the erase unit within the die (a block, or with
 #: multi-plane operations the block index in every plane), ``page`` the page (row) in it; both
@@ -123,11 +131,11 @@ def _expand(drive, log, rng):
     op[(k == FtlOp.ERASE) & main] = NandOp.ERASE
     confirm = np.vectorize(CONFIRM.get, otypes=[np.uint8])(op) if len(op) else \
         np.zeros(0, np.uint8)
-    confirm[extra] = 0x3F
-    confirm[(k == FtlOp.ERASE) & ~main] = 0xD1
+    confirm[extra] = _END.confirms[0]
+    confirm[(k == FtlOp.ERASE) & ~main] = _ERASE_QUEUE.confirms[0]
     first = np.vectorize(FIRST.get, otypes=[np.uint8])(op) if len(op) else np.zeros(0, np.uint8)
-    first[extra] = 0x3F
-    first[(k == FtlOp.ERASE) & ~main] = 0x60
+    first[extra] = _END.first
+    first[(k == FtlOp.ERASE) & ~main] = _ERASE_QUEUE.first
     rows = np.zeros(len(idx), dtype=PULSE_DTYPE)
     rows["op"] = op
     ptype = f["page_type"][idx]
@@ -169,8 +177,10 @@ def _power_on(drive, rng):
     rows["cause"] = Cause.INIT
     base = np.concatenate([draw(rng, drive.timing["reset"], 1),
                            draw(rng, drive.timing["feature"], 1)])
-    return (rows, base, np.zeros(2, np.int64), np.array([0xFF, 0xEF], np.uint8),
-            np.array([0xFF, 0xEF], np.uint8), np.zeros(2, np.int64), np.zeros(2, np.int64))
+    confirm = np.array([CONFIRM[NandOp.RESET], CONFIRM[NandOp.SET_FEATURES]], np.uint8)
+    first = np.array([FIRST[NandOp.RESET], FIRST[NandOp.SET_FEATURES]], np.uint8)
+    return (rows, base, np.zeros(2, np.int64), confirm, first, np.zeros(2, np.int64),
+            np.zeros(2, np.int64))
 
 
 def schedule(drive, logs, rng, *, start_ns=1000):
