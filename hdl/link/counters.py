@@ -1,0 +1,226 @@
+"""The link's counters (trace records lost, frames received) and its trace FIFO.
+
+Part of the :class:`~.controller.LinkController`.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from ..rb_sniffer.sniffer import TraceSignature
+from ..synthesis import COLLISION_FREE
+
+__all__ = ["LinkCounters"]
+
+
+class LinkCounters(wiring.Component):
+    """The trace FIFO, and the link's counters: trace records lost, frames received, errors.
+
+    The sniffer's trace records (while ``trace_enable``) go into a FIFO of 16 that the frame
+    builder empties with TRACE frames (``records``); a record that finds it full is counted as
+    lost, per channel and in total (``lost_total``, which STATUS sends).
+
+    One RAM holds the counters (entry ``i < channels``: channel ``i``'s trace records lost;
+    ``channels``: frames received, ``channels + 1``: receive errors), updated by
+    read-modify-write through one read port: read, the count registered the next cycle (a block
+    RAM's output goes to no adder: its clock to output is most of a cycle on the ECP5), written
+    the cycle after. A record dropped is counted the cycle after (``lost_now``); a received
+    frame or error waits (one flag each) for a cycle where no record is counted (trace strobes
+    are at least two cycles apart, frames and errors at least a byte time). Two updates of one
+    counter never overlap (a channel drops at most one record per scan round of 4 cycles or
+    more).
+
+    The frame builder reads a counter through the same read port (``read_addr``,
+    ``read_data``) whenever no update uses it: ``read_valid`` says when ``read_data`` is the
+    count at ``read_addr``.
+
+    Parameters
+    ----------
+    params : SnifferParams
+    ram_output_registers : bool
+        Register the counter RAM's output before the adder (three-stage update; see
+        :class:`~.controller.LinkController`); ``False``: a two-stage update.
+
+    Members
+    -------
+    trace : In(TraceSignature)
+        The sniffer's trace strobe.
+    trace_enable : In(1)
+        The ``TRACE_ENABLE`` register: records are kept only while it is set.
+    records : Out(stream.Signature(trace_layout))
+        The FIFO's head (see :class:`_RecordFifo` for its timing).
+    rx_good, rx_bad : In(1)
+        Strobes counting received frames and receive errors.
+    lost_total : Out(32)
+        The total of trace records lost.
+    read_addr : In(range(channels + 2))
+        The counter the frame builder reads (a register of the frame builder).
+    read_data : Out(32)
+        The counter RAM's read port.
+    read_valid : Out(1)
+        ``read_data`` is the count at ``read_addr`` (as it was a cycle ago).
+    """
+
+    def __init__(self, params, *, ram_output_registers):
+        self.params = params
+        self.ram_output_registers = bool(ram_output_registers)
+        trace = TraceSignature(params)
+        super().__init__({
+            "trace": In(trace),
+            "trace_enable": In(1),
+            "records": Out(stream.Signature(trace.members["payload"].shape)),
+            "rx_good": In(1),
+            "rx_bad": In(1),
+            "lost_total": Out(32),
+            "read_addr": In(ceil_log2(params.channels + 2)),
+            "read_data": Out(32),
+            "read_valid": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.params.channels
+        trace_shape = data.Layout.cast(self.trace.payload.shape())
+        m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
+        trace_lost_total = Signal(32)
+        m.d.comb += self.lost_total.eq(trace_lost_total)
+        rx_base = n  # entries of rx_frames, rx_errors
+        # (A read that collides with a write is never used: see tl_valid below.)
+        m.submodules["counters" + COLLISION_FREE] = counter_ram = Memory(
+            shape=32, depth=n + 2, init=[])
+        tl_wr = counter_ram.write_port()
+        # One read port (one block RAM less on the iCE40): it reads the counter being updated,
+        # else the one a frame asks for (``read_addr``: the channel of the COUNTERS frame,
+        # latched into tl_frame, or a receive counter that STATUS sends).
+        tl_rd = counter_ram.read_port()
+        addr_bits = len(tl_rd.addr)
+        read_addr = self.read_addr
+        m.d.comb += self.read_data.eq(tl_rd.data)
+        push = self.trace.valid & self.trace_enable
+        m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
+                     trace_fifo.w_en.eq(push),
+                     self.records.valid.eq(trace_fifo.r_rdy),
+                     self.records.payload.eq(trace_fifo.r_data),
+                     trace_fifo.r_en.eq(self.records.ready)]
+        # A dropped record is noted in flip-flops first (its channel too) and counted from
+        # there, a cycle later: the FIFO's fullness does not reach the counter RAM's address.
+        lost_now = Signal()
+        lost_channel = Signal.like(self.trace.payload.channel)
+        m.d.sync += [lost_now.eq(push & ~trace_fifo.w_rdy),
+                     lost_channel.eq(self.trace.payload.channel)]
+        with m.If(lost_now):
+            m.d.sync += trace_lost_total.eq(trace_lost_total + 1)
+        rx_pending = Signal(2)  # a frame received, an error, not counted yet
+        rx_serve = Signal()
+        rx_which = Signal()  # 0: frames, 1: errors
+        m.d.comb += [rx_serve.eq(~lost_now & rx_pending.any()), rx_which.eq(~rx_pending[0])]
+        served = Mux(rx_serve, Mux(rx_which, 0b10, 0b01), 0)
+        m.d.sync += rx_pending.eq((rx_pending & ~served) | Cat(self.rx_good, self.rx_bad))
+        update = lost_now | rx_serve
+        update_addr = Mux(lost_now, lost_channel, rx_base + rx_which)
+        # The two stages of an update: read (stage 1: registered), written (stage 2).
+        s1_valid = Signal()
+        s2_valid = Signal()
+        s1_addr = Signal(addr_bits)
+        s2_addr = Signal(addr_bits)
+        lost_count = Signal(32)
+        m.d.sync += [s1_valid.eq(update), s1_addr.eq(update_addr),
+                     s2_valid.eq(s1_valid), s2_addr.eq(s1_addr)]
+        m.d.comb += tl_rd.addr.eq(Mux(update, update_addr, read_addr))
+        if self.ram_output_registers:
+            with m.If(s1_valid):
+                m.d.sync += lost_count.eq(tl_rd.data)
+            m.d.comb += [tl_wr.addr.eq(s2_addr), tl_wr.data.eq(lost_count + 1),
+                         tl_wr.en.eq(s2_valid)]
+        else:
+            # (The iCE40's block RAM output is fast: the count goes straight to the adder and
+            # is written in stage 1; there is no stage 2.)
+            m.d.comb += [tl_wr.addr.eq(s1_addr), tl_wr.data.eq(tl_rd.data + 1),
+                         tl_wr.en.eq(s1_valid)]
+        # The read port's data is the count at ``read_addr`` (as it was a cycle ago): not while
+        # an update used the port, nor while that counter is between its read and its write.
+        tl_valid = Signal()
+        m.d.comb += self.read_valid.eq(tl_valid)
+        busy = s1_valid & (s1_addr == read_addr)
+        if self.ram_output_registers:
+            busy |= s2_valid & (s2_addr == read_addr)
+        m.d.sync += tl_valid.eq(~update & ~busy)
+        return m
+
+
+class _RecordFifo(wiring.Component):
+    """A FIFO whose head is read straight from its block RAM's read port.
+
+    The interface of ``amaranth.lib.fifo``'s FIFOs (``w_data``, ``w_en``, ``w_rdy``, ``r_data``,
+    ``r_rdy``, ``r_en``) with no output register: ``r_data`` is the RAM's read port, which
+    always reads the head. ``r_rdy`` is a flip-flop: a record becomes readable three cycles
+    after its write (once the port has read it), and after ``r_en`` the FIFO is not readable
+    in the next cycle; the next head is on ``r_data`` when it is readable again, two cycles
+    after ``r_en`` (the walker never looks sooner: a frame starts, then fetches its first
+    programme entry).
+
+    Parameters
+    ----------
+    width : int
+    depth : int
+        A power of two.
+
+    Members
+    -------
+    w_data : In(width)
+    w_en : In(1)
+    w_rdy : Out(1)
+    r_data : Out(width)
+    r_rdy : Out(1)
+    r_en : In(1)
+    """
+
+    def __init__(self, width, depth):
+        if depth & (depth - 1):
+            raise ValueError(f"FIFO depth must be a power of two, not {depth}")
+        self.width = width
+        self.depth = depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        # (The head is read again in every cycle and used only once readable: what the port
+        # returns while the head's slot is written is never used.)
+        m.submodules["storage" + COLLISION_FREE] = storage = Memory(
+            shape=self.width, depth=self.depth, init=[])
+        wr = storage.write_port()
+        rd = storage.read_port()
+        bits = self.depth.bit_length()  # one more than the address: full and empty differ
+        produce = Signal(bits)
+        produced = Signal(bits)  # ``produce`` a cycle late: what the read port has seen
+        consume = Signal(bits)
+        take = self.r_en & self.r_rdy
+        m.d.sync += [produced.eq(produce), self.r_rdy.eq((produced != consume) & ~take)]
+        # Fullness is a flip-flop too (``w_rdy`` reaches the write's enable through one gate):
+        # the FIFO becomes full when a record is written, none taken, into its last free slot
+        # (``produce`` one short of ``consume`` plus the depth: ``last_slot``, kept beside
+        # ``consume``), and stops being full when one is taken.
+        full = Signal()
+        last_slot = Signal(bits, init=self.depth - 1)
+        write = self.w_en & ~full
+        with m.If(take):
+            m.d.sync += [full.eq(0), last_slot.eq(last_slot + 1)]
+        with m.Elif(write & (produce == last_slot)):
+            m.d.sync += full.eq(1)
+        m.d.comb += [
+            self.w_rdy.eq(~full),
+            wr.addr.eq(produce[:-1]), wr.data.eq(self.w_data),
+            wr.en.eq(write),
+            rd.addr.eq(consume[:-1]),
+            self.r_data.eq(rd.data),
+        ]
+        with m.If(wr.en):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(take):
+            m.d.sync += consume.eq(consume + 1)
+        return m
