@@ -38,6 +38,7 @@ from rbscope.analysis.geometry import load_geometry
 from rbscope.device import capture as cap
 from rbscope.device import protocol as hp
 from rbscope.device.capture import CaptureWriter
+from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import (
     HIST_CHUNK,
@@ -113,9 +114,9 @@ class Synth:
         self.config, self.class_names, _ = g.classifier.to_config(p, 1 / CLOCK_HZ)
         self.k = {name: i for i, name in enumerate(self.class_names)}
         self.pmf = width_pmfs(p, self.rng)
-        self.enc = {t: hp._encoder(wire.payload_layout(p, t)) for t in
+        self.enc = {t: hp._encoder(PROTOCOL.payload_layout(p, t)) for t in
                     (FrameType.STATUS, FrameType.COUNTERS, FrameType.HISTOGRAM)}
-        self.size = {t: wire.layout_bytes(wire.payload_layout(p, t)) for t in self.enc}
+        self.size = {t: wire.layout_bytes(PROTOCOL.payload_layout(p, t)) for t in self.enc}
         # Frame headers differ only in seq: precompute them with frame_bytes.
         self.head = {t: [hp.frame_bytes(t, b"\0" * self.size[t], s)[:hp.HEADER_BYTES]
                          for s in range(1 << 16)] for t in self.enc}

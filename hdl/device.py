@@ -1,120 +1,32 @@
-"""The rbscope device: the sniffer joined to the telemetry link.
+"""The rbscope device: the sniffer joined to the telemetry link, with the blocks it is given.
+
+The link speaks :data:`~.extensions.PROTOCOL`; each block given (the NAND emulator, the bus tap)
+adds its part of the link (``hdl/<block>/link.py``) and is wired here to the sniffer and to its
+ports of the link.
 
 :class:`DeviceCore` works on bytes (fast to simulate, and the place to attach another transport);
 :class:`RBScopeDevice` adds the UART and is the top level for boards and the simulated device.
 """
 
 from amaranth.hdl import Cat, Const, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .extensions import PROTOCOL
 from .link import protocol
 from .link.controller import LinkController
-from .link.extension import ExtPort, LinkExtension, ReadSource
+from .link.extension import LinkExtension
 from .link.framing import CommandDecoder, FrameEncoder
 from .link.uart import UartRx, UartTx
-from .nand_emu import layouts as emu_layouts
 from .nand_emu.layouts import bus_signature_members
+from .nand_emu.link import emulator_extension
 from .nand_emu.loopback import Loopback
-from .nand_emu.params import EmuConfig
 from .onfi_tap import OnfiTap
-from .onfi_tap import tap as tap_hdl
-from .onfi_tap.params import TapConfig, TapParams, TapSpace
+from .onfi_tap.link import TAP_DATA_DONE, TAP_READ_GO, TAP_SPACE_SHIFT, tap_extension
+from .onfi_tap.params import TapParams, TapSpace
 from .rb_sniffer import RBSniffer, SnifferParams
 
-__all__ = ["DeviceCore", "RBScopeDevice", "emulator_extension", "tap_extension",
-           "tap_link_from_info"]
-
-
-def emulator_extension(emu, config=None, traffic=None):
-    """The NAND emulator's and traffic generator's part of the link (a :class:`LinkExtension`).
-
-    Parameters
-    ----------
-    emu : EmuParams
-    config : EmuConfig, optional
-        The emulator's boot configuration (default: its defaults).
-    traffic : TrafficConfig, optional
-        The traffic generator's boot programme (default: all zero).
-    """
-    if emu.counter_bits != protocol.EMU_COUNTER_BITS:
-        raise ValueError(f"The link carries {protocol.EMU_COUNTER_BITS}-bit ground-truth "
-                         f"counters; the emulator has {emu.counter_bits}")
-    config = EmuConfig() if config is None else config
-    cfg_layout = emu_layouts.config_layout(emu)
-    traffic_layout = emu_layouts.traffic_layout(emu)
-    status = emu_layouts.traffic_status_layout(emu)
-    link = protocol.EmuLink(
-        emu.dies, cfg_layout.size, traffic_layout.size, emu_layouts.config_const(emu, config),
-        0 if traffic is None else emu_layouts.traffic_const(emu, traffic))
-    rw, ro = protocol.Access.RW, protocol.Access.RO
-    ports = (
-        ExtPort("emu.cfg", link.cfg_bits, rw, link.cfg_reset),
-        ExtPort("emu.traffic", link.traffic_bits, rw, link.traffic_reset),
-        ExtPort("emu.control", 2, rw, strobe=True),
-        ExtPort("emu.busy", data.Layout.cast(status["busy"].shape).size
-                if isinstance(status["busy"].shape, data.Layout)
-                else data.Shape.cast(status["busy"].shape).width, ro),
-        ExtPort("emu.steps", data.Shape.cast(status["steps"].shape).width, ro),
-    )
-    truth = ReadSource(protocol.FrameType.TRUTH, protocol.Opcode.READ_TRUTH, units=emu.dies,
-                       unit_field="die", words=protocol.EMU_COUNTERS,
-                       word_bits=protocol.EMU_COUNTER_BITS)
-    return LinkExtension(registers=tuple(protocol.emu_registers(link)), ports=ports, emu=link,
-                         source=truth)
-
-
-def tap_extension(tap, config=None):
-    """The opcode-aware bus tap's part of the link (a :class:`LinkExtension`).
-
-    Its configuration registers (``TAP_CFG_i``), the counter read (``TAP_READ``, ``TAP_DATA``)
-    and INFO's ``tap_targets``/``tap_luns``.
-
-    Parameters
-    ----------
-    tap : TapParams
-    config : TapConfig, optional
-        The tap's boot configuration (default: no sniffer tags).
-    """
-    config = TapConfig() if config is None else config
-    link = protocol.TapLink(tap.targets, tap.luns, tap_hdl.config_layout(tap).size,
-                            tap_hdl.config_const(tap, config))
-    rw, ro = protocol.Access.RW, protocol.Access.RO
-    ports = (
-        ExtPort("tap.cfg", link.cfg_bits, rw, link.cfg_reset),
-        ExtPort("tap.read", 19, rw, strobe=True),
-        ExtPort("tap.data", 64, ro),
-    )
-    return LinkExtension(registers=tuple(protocol.tap_registers(link)), ports=ports,
-                         info={"tap_targets": tap.targets, "tap_luns": tap.luns})
-
-
-def tap_link_from_info(info):
-    """The :class:`~.link.protocol.TapLink` of a device from its INFO (``None`` without a tap)."""
-    if not getattr(info, "tap_targets", 0):
-        return None
-    params = TapParams(targets=info.tap_targets, luns=info.tap_luns)
-    return protocol.TapLink(info.tap_targets, info.tap_luns,
-                            tap_hdl.config_layout(params).size)
-
-
-def _joined(*extensions):
-    """One :class:`LinkExtension` of several (registers, ports and INFO fields; at most one of
-    them with a read source or an emulator)."""
-    extensions = [e for e in extensions if e is not None]
-    if not extensions:
-        return None
-    if len(extensions) == 1:
-        return extensions[0]
-    info = {}
-    for e in extensions:
-        info.update(e.info)
-    return LinkExtension(
-        registers=sum((e.registers for e in extensions), ()),
-        ports=sum((e.ports for e in extensions), ()),
-        emu=next((e.emu for e in extensions if e.emu is not None), None),
-        source=next((e.source for e in extensions if e.source is not None), None),
-        info=info)
+__all__ = ["DeviceCore", "RBScopeDevice"]
 
 
 def _tap_members(tap, emulator):
@@ -232,10 +144,11 @@ class DeviceCore(wiring.Component):
             self.sniffer = RBSniffer(params, dsp_bounds=dsp_bounds, boot_windows=boot_windows)
         else:
             self.loopback = Loopback(emulator, params)  # checks channels == dies
-        extension = _joined(
+        extension = LinkExtension.joined(
             emulator_extension(emulator, emu_config, traffic) if emulator is not None else None,
             tap_extension(tap, tap_config) if tap is not None else None)
-        self.controller = LinkController(params, clock_hz=clock_hz, uart_divisor=uart_divisor,
+        self.controller = LinkController(params, wire=PROTOCOL, clock_hz=clock_hz,
+                                         uart_divisor=uart_divisor,
                                          board=board, snapshot_ms=snapshot_ms, config=config,
                                          extension=extension,
                                          ram_output_registers=ram_output_registers)
@@ -344,8 +257,8 @@ class DeviceCore(wiring.Component):
         index = Signal(len(onfi.read_req.payload.index))
         word = Signal(64)
         go = controller.tap_read
-        shift = protocol.TAP_SPACE_SHIFT
-        with m.If(go[protocol.TAP_READ_GO.bit_length() - 1]):
+        shift = TAP_SPACE_SHIFT
+        with m.If(go[TAP_READ_GO.bit_length() - 1]):
             m.d.sync += [pending.eq(1), space.eq(go[shift:shift + 2]), index.eq(go[:shift]),
                          word.eq(0)]
         m.d.comb += [
@@ -359,7 +272,7 @@ class DeviceCore(wiring.Component):
             m.d.sync += pending.eq(0)
         with m.If(onfi.read_resp.valid):
             m.d.sync += word.eq(Cat(onfi.read_resp.payload,
-                                    Const(0, protocol.TAP_DATA_DONE - tap.counter_bits),
+                                    Const(0, TAP_DATA_DONE - tap.counter_bits),
                                     Const(1, 1)))
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from rbscope.analysis.measurement import Measurement
 from rbscope.device import capture as cap
 from rbscope.device import protocol as hp
+from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import FrameType, StatusFlags
 from rbscope.gateware.rb_sniffer.params import SnifferParams
@@ -195,7 +196,7 @@ _ENC = {}
 
 def _fast_frame(ftype, values, seq):
     if ftype not in _ENC:
-        layout = wire.payload_layout(PARAMS, ftype)
+        layout = PROTOCOL.payload_layout(PARAMS, ftype)
         _ENC[ftype] = (hp.compile_encoder(layout), wire.layout_bytes(layout))
     enc, size = _ENC[ftype]
     return hp.frame_bytes(ftype, enc(values).to_bytes(size, "little"), seq)

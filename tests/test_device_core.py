@@ -5,6 +5,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from rbscope.gateware.device import DeviceCore
+from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol
 from rbscope.gateware.link.controller import build_id
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
@@ -21,7 +22,7 @@ OP = protocol.Opcode
 def decode(body):
     header = protocol.HEADER.from_bits(int.from_bytes(body[:6], "little"))
     payload = body[6:]
-    layout = protocol.payload_layout(P, header.type)
+    layout = PROTOCOL.payload_layout(P, header.type)
     assert header.length == len(payload) == protocol.layout_bytes(layout)
     return header, layout.from_bits(int.from_bytes(payload, "little"))
 
@@ -147,11 +148,11 @@ def test_info_registers_and_errors(ram_output_registers):
     assert info.build_id == build_id(P, CLOCK_HZ, 4, "unit-test")
     assert bytes(info.board).rstrip(b"\0") == b"unit-test"
     # INFO is exactly the shared definition (the one test devices use too).
-    expected = protocol.info_values(P, clock_hz=CLOCK_HZ, prescaler=1, uart_divisor=4,
+    expected = PROTOCOL.info_values(P, clock_hz=CLOCK_HZ, prescaler=1, uart_divisor=4,
                                     build_id=build_id(P, CLOCK_HZ, 4, "unit-test"),
                                     board="unit-test")
     assert {name: ([int(x) for x in info[name]] if name == "board" else int(info[name]))
-            for name, _ in protocol.info_layout(P)} == expected
+            for name, _ in PROTOCOL.info_layout(P)} == expected
     # After PRESCALER = 3, INFO follows it, with the tick computed as the host computes it.
     after = out["info_after"]
     assert after.prescaler == 3

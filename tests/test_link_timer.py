@@ -5,6 +5,7 @@ register is written, whatever the phase of the write."""
 import pytest
 from amaranth.sim import Simulator
 
+from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol
 from rbscope.gateware.link.controller import LinkController
 from rbscope.gateware.link.framing import decoded_command_layout
@@ -18,7 +19,7 @@ def run_timer(period, writes, lead, tail, ram_output_registers):
     """Run a controller whose snapshot period is ``period`` cycles; after ``lead`` cycles send
     ``writes`` (register name, value) one after the other, 200 cycles apart, then run ``tail``
     more. Return the cycles of its periodic requests and of each write's strobe."""
-    dut = LinkController(P, clock_hz=1000 * period, uart_divisor=4, snapshot_ms=1,
+    dut = LinkController(P, wire=PROTOCOL, clock_hz=1000 * period, uart_divisor=4, snapshot_ms=1,
                          ram_output_registers=ram_output_registers)
     regs = {r.name: r for r in dut.registers}
     sim = Simulator(dut)

@@ -361,8 +361,8 @@ def test_every_page_gets_its_types_tprog(pages_per_block, slots, used, programme
 
 
 def test_page_type_map_sizes_and_the_links_register_window():
-    from rbscope.gateware.device import emulator_extension
     from rbscope.gateware.nand_emu.layouts import page_type_words
+    from rbscope.gateware.nand_emu.link import emulator_extension
     with pytest.raises(ValueError, match="page_type_slots must be an integer from 1 to 1024"):
         EmuParams(page_type_slots=2048)
     with pytest.raises(ValueError, match="power of two"):

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rbscope.device import protocol as hp
+from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import FrameType, Opcode
 from rbscope.gateware.rb_sniffer.params import SnifferParams
@@ -39,7 +40,7 @@ def info_frame(params, seq=0, **extra):
 
 
 def random_payload(rng, params, ftype):
-    size = wire.layout_bytes(wire.payload_layout(params, ftype))
+    size = wire.layout_bytes(PROTOCOL.payload_layout(params, ftype))
     return bytes(rng.randrange(256) for _ in range(size))
 
 
@@ -50,9 +51,9 @@ def test_crc_is_the_protocols_crc():
 
 
 @pytest.mark.parametrize("params", PARAMS)
-@pytest.mark.parametrize("ftype", list(FrameType))
+@pytest.mark.parametrize("ftype", PROTOCOL.frame_types)
 def test_compiled_decoder_matches_from_bits(params, ftype):
-    layout = wire.payload_layout(params, ftype)
+    layout = PROTOCOL.payload_layout(params, ftype)
     decode = hp.compile_layout(layout)
     encode = hp.compile_encoder(layout)
     rng = random.Random(int(ftype) * 1000 + params.channels)

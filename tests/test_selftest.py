@@ -99,10 +99,10 @@ def test_geometry_option_is_checked(capsys):
 def test_geometry_option_names_a_page_type_map_size():
     """A board built with ``--page-type-slots 256`` is told apart by its configuration size."""
     from rbscope.device.protocol import Info
-    from rbscope.gateware.device import emulator_extension
+    from rbscope.gateware.nand_emu.link import emulator_link
 
     emu = EmuParams(dies=2, page_type_slots=256)
-    link = emulator_extension(emu).emu
+    link = emulator_link(emu)
     info = Info(0, b"", emu_dies=2, emu_cfg_bits=link.cfg_bits,
                 emu_traffic_bits=link.traffic_bits)
     with pytest.raises(st.SelftestError, match="matches no known geometry"):

@@ -10,6 +10,7 @@ relation N_page = N_Tprogram × Mp holds exactly.
 import time
 
 from rbscope.device.device import Device
+from rbscope.device.emulator import read_truth
 from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.nand_emu.layouts import traffic_const
 from rbscope.gateware.nand_emu.params import EmuConfig, EmuCounter, EmuParams, TrafficConfig
@@ -54,11 +55,11 @@ def test_emulated_dies_counted_over_the_link_equal_their_ground_truth():
             assert dev.info.emu_dies == emu.dies
             assert dev.read_reg("EMU_CFG_0") & 0xFFFF == LOOP_CONFIG["prescaler"]
             runs = []
-            before = (dev.snapshot(), dev.read_truth())
+            before = (dev.snapshot(), read_truth(dev))
             for spec in LOOP_TRAFFIC:
                 traffic = TrafficConfig(**spec)
                 steps = run_traffic(dev, emu, traffic)
-                after = (dev.snapshot(), dev.read_truth())
+                after = (dev.snapshot(), read_truth(dev))
                 runs.append((traffic, steps, before, after))
                 before = after
         finally:

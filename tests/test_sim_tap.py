@@ -12,7 +12,9 @@ import json
 from rbscope.cli import commands as cli
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
+from rbscope.device.emulator import read_truth
 from rbscope.device.simdevice import SimDevice
+from rbscope.device.tap import read_tap
 from rbscope.gateware.nand_emu.params import EmuCounter, TrafficConfig
 from rbscope.gateware.onfi_tap.params import OpClass, PlaneKind, TapConfig, TapParams
 from rbscope.gateware.rb_sniffer import Counter
@@ -54,13 +56,13 @@ def test_tap_counts_over_the_link_equal_the_emulators_ground_truth(tmp_path, cap
             with CaptureWriter(capture) as writer:
                 dev.attach_capture(writer)
                 runs = []
-                before = (dev.snapshot(), dev.read_truth(), dev.read_tap())
+                before = (dev.snapshot(), read_truth(dev), read_tap(dev))
                 writer.tap(before[2], "start")
                 first_truth = before[1]
                 for spec in TRAFFIC:
                     traffic = TrafficConfig(**spec)
                     assert run_traffic(dev, emu, traffic) > 0
-                    after = (dev.snapshot(), dev.read_truth(), dev.read_tap())
+                    after = (dev.snapshot(), read_truth(dev), read_tap(dev))
                     runs.append((traffic, before, after))
                     before = after
                 writer.tap(before[2], "stop")

@@ -81,9 +81,14 @@ class LinkController(wiring.Component):
         Default period of unsolicited snapshots.
     config : SnifferConfig, optional
         The sniffer configuration the device boots with (reset values of its registers).
+    wire : LinkProtocol
+        The wire protocol the link speaks: the link's own and its extension kinds'
+        (``rbscope.gateware.extensions.PROTOCOL``; INFO carries every kind's fields, zero for
+        the blocks this build lacks).
     extension : LinkExtension, optional
-        Registers, ports, INFO fields and a read source of another block on the chip (the NAND
-        emulator plugs in this way: ``rbscope.gateware.device.emulator_extension``).
+        Registers, ports, INFO values and a read source of other blocks on the chip (each
+        block's ``hdl/<block>/link.py`` makes its own; several are joined with
+        :meth:`~.extension.LinkExtension.joined`).
     ram_output_registers : bool
         Register the output of the response scratch RAM, the loss counter RAM and the periods
         RAM before any logic (default): the ECP5's block RAM spends most of a cycle in its
@@ -127,7 +132,7 @@ class LinkController(wiring.Component):
         :class:`~.extension.ExtPort`, and the read source's port.
     """
 
-    def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
+    def __init__(self, params, *, wire, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, extension=None, ram_output_registers=True):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
@@ -139,6 +144,9 @@ class LinkController(wiring.Component):
                              f"{protocol.BOARD_NAME_BYTES} characters, not {board!r}")
         if extension is not None and not isinstance(extension, LinkExtension):
             raise TypeError(f"Link extension must be a LinkExtension, not {extension!r}")
+        if not isinstance(wire, protocol.LinkProtocol):
+            raise TypeError(f"Wire protocol must be a LinkProtocol, not {wire!r}")
+        self.wire = wire
         self.params = params
         self.ram_output_registers = bool(ram_output_registers)
         self.clock_hz = clock_hz
@@ -152,6 +160,14 @@ class LinkController(wiring.Component):
         ext = self.extension
         self.registers = link_registers(params, snapshot_period=self.snapshot_period,
                                         config=config, extension=ext)
+        if ext.source is not None:
+            frame = wire.frames.get(int(ext.source.frame_type))
+            if frame is None or int(ext.source.opcode) not in {
+                    int(op) for kind in wire.kinds for op in kind.opcodes}:
+                raise ValueError(f"The extension's frame type {ext.source.frame_type!r} or "
+                                 f"opcode {ext.source.opcode!r} is not in the wire protocol "
+                                 f"{wire!r}")
+        self._info = self._info_values()
         ports = {}
         for port in ext.ports:
             ports[port.port_name] = (Out(port.width, init=port.reset)
@@ -192,7 +208,7 @@ class LinkController(wiring.Component):
         m.submodules.timer = timer = SnapshotTimer(
             snapshot_period=self.snapshot_period, ram_output_registers=self.ram_output_registers)
         m.submodules.frames = frames = FrameBuilder(
-            p, info=self._info_values(), clock_hz=self.clock_hz, source=source,
+            p, info=self._info, wire=self.wire, clock_hz=self.clock_hz, source=source,
             ram_output_registers=self.ram_output_registers)
         self._timer = {"periodic": timer.periodic,  # (inspection, by the tests)
                        "period_written": registers.snapshot_period_write,
@@ -270,12 +286,9 @@ class LinkController(wiring.Component):
         return m
 
     def _info_values(self):
-        """INFO's fields as this build sends them (:func:`protocol.info_values`, with the
-        extension's; the prescaler and the tick period are sent live)."""
-        ext = self.extension
-        info = protocol.info_values(
+        """INFO's fields as this build sends them (:meth:`protocol.LinkProtocol.info_values`,
+        with the extension's; the prescaler and the tick period are sent live)."""
+        return self.wire.info_values(
             self.params, clock_hz=self.clock_hz, prescaler=0, uart_divisor=self.uart_divisor,
             build_id=build_id(self.params, self.clock_hz, self.uart_divisor, self.board),
-            board=self.board, emu=ext.emu)
-        info.update(ext.info)
-        return info
+            board=self.board, extension=self.extension)

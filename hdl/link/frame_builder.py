@@ -48,8 +48,11 @@ class FrameBuilder(wiring.Component):
     ----------
     params : SnifferParams
     info : dict
-        INFO's constant fields (:func:`protocol.info_values`, with the extension's); the
-        ``prescaler`` and ``tick_period_ps`` fields are sent live, from ``prescaler``.
+        INFO's constant fields (:meth:`protocol.LinkProtocol.info_values`, with the
+        extension's); the ``prescaler`` and ``tick_period_ps`` fields are sent live, from
+        ``prescaler``.
+    wire : LinkProtocol
+        The wire protocol (INFO's layout, the extension's frame layout).
     clock_hz : int
         System clock frequency (``tick_period_ps``).
     source : ReadSource, optional
@@ -105,8 +108,9 @@ class FrameBuilder(wiring.Component):
     ext_read_req, ext_read_resp : (with ``source`` only) the extension's read port.
     """
 
-    def __init__(self, params, *, info, clock_hz, source=None, ram_output_registers=True):
+    def __init__(self, params, *, info, wire, clock_hz, source=None, ram_output_registers=True):
         self.params = params
+        self.wire = wire
         self.info = dict(info)
         self.clock_hz = clock_hz
         self.source = source
@@ -275,7 +279,7 @@ class FrameBuilder(wiring.Component):
         }
         if source is not None:
             fields = {source.unit_field: s.unit, "timestamp": time_shift[0]}
-            for name, _ in protocol.payload_layout(p, source.frame_type):
+            for name, _ in self.wire.payload_layout(p, source.frame_type):
                 fields.setdefault(name, READ_WORDS)
             s.frames[source.frame_type] = fields
         # The counter RAM's address for frames: the snapshot's channel (a cycle late, which no
@@ -290,7 +294,7 @@ class FrameBuilder(wiring.Component):
         source = self.source
         # Compile the frames into the programme ROM (one entry per byte) and the table of
         # variable bytes.
-        program = FrameProgram(p, s.seq)
+        program = FrameProgram(p, s.seq, self.wire)
         for ftype, values in s.frames.items():
             program.add_frame(ftype, values)
         program.finish()
@@ -683,7 +687,7 @@ class FrameBuilder(wiring.Component):
 
     def _info_fields(self, m):
         """INFO's fields: the constants, the prescaler and the tick period live."""
-        layout = protocol.info_layout(self.params)
+        layout = self.wire.info_layout(self.params)
         fields = {name: Const(value if name != "board" else
                               int.from_bytes(bytes(value), "little"),
                               data.Layout.cast(layout[name].shape).size

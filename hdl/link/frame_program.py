@@ -154,6 +154,8 @@ class FrameProgram:
     params : SnifferParams
     seq : Value
         The frame sequence number (every header's ``seq``).
+    wire : LinkProtocol
+        The wire protocol (the frames' layouts, the extensions' with the link's).
 
     Attributes
     ----------
@@ -171,8 +173,9 @@ class FrameProgram:
         1).
     """
 
-    def __init__(self, params, seq):
+    def __init__(self, params, seq, wire):
         self.params = params
+        self.wire = wire
         self.seq = seq
         self.rom = []
         self.start = {}
@@ -223,7 +226,7 @@ class FrameProgram:
         """Append the programme of frame ``ftype`` whose payload fields are bound to
         ``values`` (a value, a :class:`Segment` of a shifter, a :class:`Latch`, or
         ``READ_WORDS`` for an array read word by word)."""
-        layout = protocol.payload_layout(self.params, ftype)
+        layout = self.wire.payload_layout(self.params, ftype)
         bound = set(values)
         fields = [name for name, _ in layout]
         if bound != set(fields):

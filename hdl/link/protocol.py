@@ -30,6 +30,15 @@ Registers
 ---------
 32-bit registers written and read with ``COMMAND`` frames; :func:`register_map` lists them for a
 given :class:`SnifferParams`. 64-bit quantities occupy a ``_LO``/``_HI`` pair.
+
+Extensions
+----------
+This module names no block but the sniffer. Another block (the NAND emulator, a bus tap)
+declares its INFO fields, frame types, opcodes and registers in its own folder
+(``hdl/<block>/link.py``, an :class:`~.extension.ExtensionKind`); a :class:`LinkProtocol`
+assembles the whole wire protocol from the kinds it is given (``rbscope.gateware.extensions``
+lists them, in wire order). Frame types :data:`EXTENSION_FRAME_TYPES` and opcodes
+:data:`EXTENSION_OPCODES` are left to extensions; their registers take addresses from 0x1000 on.
 """
 
 from dataclasses import dataclass, replace
@@ -42,12 +51,11 @@ __all__ = [
     "PROTOCOL_VERSION", "GATEWARE_VERSION", "FRAME_END", "FRAME_ESC", "ESC_END", "ESC_ESC",
     "CRC_ALGORITHM", "HIST_CHUNK", "ID_MAGIC", "BOARD_NAME_BYTES",
     "FrameType", "Opcode", "ResponseStatus", "StatusFlags", "Access", "Register",
-    "HEADER", "COMMAND", "RESPONSE", "info_layout", "status_layout", "counters_layout",
-    "histogram_layout", "trace_layout", "truth_layout", "register_map", "register_values",
-    "config_from_registers", "payload_layout",
-    "layout_bytes", "EmuLink", "EMU_COUNTERS", "EMU_COUNTER_BITS", "emu_registers",
-    "TapLink", "tap_registers", "TAP_READ_GO", "TAP_SPACE_SHIFT", "TAP_DATA_DONE",
-    "clock_period_ps", "tick_period_ps", "info_values",
+    "HEADER", "COMMAND", "RESPONSE", "INFO_FIELDS", "status_layout", "counters_layout",
+    "histogram_layout", "trace_layout", "register_map", "register_values",
+    "config_from_registers", "layout_bytes", "packed_registers",
+    "EXTENSION_FRAME_TYPES", "EXTENSION_OPCODES", "LinkProtocol",
+    "clock_period_ps", "tick_period_ps",
 ]
 
 PROTOCOL_VERSION = 1
@@ -78,8 +86,11 @@ class FrameType(enum.IntEnum, shape=8):
     HISTOGRAM = 0x04
     TRACE = 0x05
     RESPONSE = 0x06
-    TRUTH = 0x07
     COMMAND = 0x80
+
+
+#: Frame types an extension may take (device to host; see :class:`LinkProtocol`).
+EXTENSION_FRAME_TYPES = range(0x07, 0x80)
 
 
 class Opcode(enum.IntEnum, shape=8):
@@ -92,7 +103,10 @@ class Opcode(enum.IntEnum, shape=8):
     SNAPSHOT = 0x04  # RESPONSE, then STATUS and one COUNTERS frame per channel
     READ_HISTOGRAMS = 0x05  # RESPONSE, then every channel's HISTOGRAM frames
     CLEAR = 0x06  # RESPONSE (value = new epoch) once the clear has taken effect
-    READ_TRUTH = 0x07  # RESPONSE, then one TRUTH frame per emulated die (UNKNOWN_OPCODE if none)
+
+
+#: Opcodes an extension may take (an opcode the build does not serve: UNKNOWN_OPCODE).
+EXTENSION_OPCODES = range(0x07, 0x100)
 
 
 class ResponseStatus(enum.IntEnum, shape=8):
@@ -147,39 +161,31 @@ def _check(params):
         raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
 
 
-def info_layout(params):
-    """INFO: what the device is and how to read it."""
-    _check(params)
-    return data.StructLayout({
-        "protocol_version": 8,
-        "gateware_version": 16,
-        "channels": 16,
-        "classes": 8,
-        "row": 8,
-        "width_bits": 8,
-        "counter_bits": 8,
-        "hist_sub_bits": 8,
-        "hist_bins": 16,
-        "hist_bits": 8,
-        "timestamp_bits": 8,
-        "glitch_bits": 8,
-        "prescaler_bits": 8,
-        "clock_hz": 32,
-        "prescaler": 16,
-        "tick_period_ps": 48,
-        "uart_divisor": 16,
-        "build_id": 32,
-        "board": data.ArrayLayout(8, BOARD_NAME_BYTES),
-        # The NAND emulator, when the build has one (else zeros): see EmuLink.
-        "emu_dies": 8,
-        "emu_cfg_bits": 16,
-        "emu_traffic_bits": 16,
-        # The opcode-aware bus tap, when the build has one (else zeros): see TapLink. tag_bits
-        # is the sniffer's tag input width (its classes follow the tap's tags).
-        "tag_bits": 8,
-        "tap_targets": 8,
-        "tap_luns": 8,
-    })
+#: INFO's fields of the link's own (the sniffer's and the link's), in wire order; extensions'
+#: fields are placed among them (:class:`LinkProtocol`). ``tag_bits`` is the sniffer's tag input
+#: width (its classes may follow a bus tap's tags).
+INFO_FIELDS = (
+    ("protocol_version", 8),
+    ("gateware_version", 16),
+    ("channels", 16),
+    ("classes", 8),
+    ("row", 8),
+    ("width_bits", 8),
+    ("counter_bits", 8),
+    ("hist_sub_bits", 8),
+    ("hist_bins", 16),
+    ("hist_bits", 8),
+    ("timestamp_bits", 8),
+    ("glitch_bits", 8),
+    ("prescaler_bits", 8),
+    ("clock_hz", 32),
+    ("prescaler", 16),
+    ("tick_period_ps", 48),
+    ("uart_divisor", 16),
+    ("build_id", 32),
+    ("board", data.ArrayLayout(8, BOARD_NAME_BYTES)),
+    ("tag_bits", 8),
+)
 
 
 def status_layout(params):
@@ -240,106 +246,6 @@ def trace_layout(params):
     })
 
 
-#: Ground-truth counters per emulated die and their width (``rbscope.gateware.nand_emu``'s
-#: ``EmuCounter``; the link carries exactly these).
-EMU_COUNTERS = 16
-EMU_COUNTER_BITS = 48
-
-
-def truth_layout(params):
-    """TRUTH: one emulated die's ground-truth counters (``EmuCounter`` order), read at
-    ``timestamp`` (sniffer ticks)."""
-    _check(params)
-    return data.StructLayout({
-        "die": 16,
-        "timestamp": params.timestamp_bits,
-        "counters": data.ArrayLayout(EMU_COUNTER_BITS, EMU_COUNTERS),
-    })
-
-
-@dataclass(frozen=True)
-class EmuLink:
-    """What the link needs to know of a build's NAND emulator (INFO carries the first three).
-
-    The emulator's configuration and the traffic generator's are exposed as 32-bit slices of
-    their packed layouts (``rbscope.gateware.nand_emu.layouts``); the host packs an ``EmuConfig``
-    or ``TrafficConfig`` with the build's ``EmuParams`` and writes the slices. The gateware side
-    makes one from an ``EmuParams`` (``rbscope.gateware.device.emulator_extension``), so that
-    this module and the link need not know the emulator.
-    """
-
-    dies: int
-    cfg_bits: int
-    traffic_bits: int
-    cfg_reset: int = 0
-    traffic_reset: int = 0
-
-    @classmethod
-    def from_info(cls, info):
-        """From an INFO frame's fields; ``None`` when the device has no emulator."""
-        if not info.emu_dies:
-            return None
-        return cls(info.emu_dies, info.emu_cfg_bits, info.emu_traffic_bits)
-
-
-@dataclass(frozen=True)
-class TapLink:
-    """What the link needs to know of a build's opcode-aware bus tap (INFO carries the first
-    two).
-
-    The tap's configuration is exposed as 32-bit slices of its packed layout
-    (``rbscope.gateware.onfi_tap.tap.config_layout``, ``cfg_bits`` wide); its counter words are
-    read one at a time through ``TAP_READ`` and ``TAP_DATA_LO``/``_HI``. The gateware side makes
-    one from a ``TapParams`` (``rbscope.gateware.device.tap_extension``).
-    """
-
-    targets: int
-    luns: int
-    cfg_bits: int
-    cfg_reset: int = 0
-
-
-#: ``TAP_READ``: writing ``TAP_READ_GO | space << TAP_SPACE_SHIFT | index`` reads one word of the
-#: tap's counter spaces into ``TAP_DATA``, whose bit ``TAP_DATA_DONE`` is set once it is there.
-TAP_READ_GO = 1 << 18
-TAP_SPACE_SHIFT = 16
-TAP_DATA_DONE = 63
-
-
-def _packed_registers(prefix, address, path, bits, reset, what, words):
-    """Read-write registers ``PREFIX_0`` … at ``address`` … holding a packed layout of ``bits``
-    bits (its reset value ``reset``) 32 bits at a time, at config path ``path``; at most
-    ``words`` of them (the next registers' address comes after)."""
-    if bits > 32 * words:
-        raise ValueError(f"{prefix}: the {what} ({bits} bits) does not fit its {words} "
-                         f"registers at {address:#06x}… ({32 * words} bits)")
-    return [Register(f"{prefix}_{i}", address + i, Access.RW, path, 32 * i,
-                     reset=(reset >> 32 * i) & 0xFFFF_FFFF,
-                     doc=f"{what}, bits 32i… of its packed layout",
-                     bits=min(32, bits - 32 * i))
-            for i in range((bits + 31) // 32)]
-
-
-def tap_registers(tap):
-    """The registers of a build's bus tap (``tap`` a :class:`TapLink`; none for ``None``)."""
-    if tap is None:
-        return []
-    if not isinstance(tap, TapLink):
-        raise TypeError(f"Tap description must be a TapLink, not {tap!r}")
-    regs = _packed_registers("TAP_CFG", 0x1100, "tap.cfg", tap.cfg_bits, tap.cfg_reset,
-                             "bus tap configuration", 0x10)
-    regs += [
-        Register("TAP_READ", 0x1110, Access.RW, "tap.read", bits=19,
-                 doc="write GO (bit 18) | space << 16 | index: read one tap counter word "
-                     "(reads back 0)"),
-        Register("TAP_DATA_LO", 0x1111, Access.RO, "tap.data", 0,
-                 doc="the word read (low 32 bits)"),
-        Register("TAP_DATA_HI", 0x1112, Access.RO, "tap.data", 32,
-                 doc="(high bits; bit 31: the word is there)"),
-    ]
-    return regs
-
-
 def clock_period_ps(clock_hz):
     """The system clock period in whole picoseconds (rounded to nearest)."""
     if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -356,59 +262,12 @@ def tick_period_ps(prescaler, clock_hz):
     return max(1, prescaler) * clock_period_ps(clock_hz)
 
 
-def info_values(params, *, clock_hz, prescaler=1, uart_divisor=4, build_id=0, board="",
-                emu=None, tap=None):
-    """The fields of the INFO frame of a device built with ``params``.
-
-    The one definition of INFO's contents: the gateware sends these values (``prescaler`` and
-    ``tick_period_ps`` follow its PRESCALER register), and test devices and synthetic captures
-    use them. ``emu`` is the build's :class:`EmuLink`, ``tap`` its :class:`TapLink`, if any.
-    """
-    _check(params)
-    name = board.encode("ascii")
-    if len(name) > BOARD_NAME_BYTES:
-        raise ValueError(f"Board name must be at most {BOARD_NAME_BYTES} ASCII characters, "
-                         f"not {board!r}")
-    return {
-        "protocol_version": PROTOCOL_VERSION,
-        "gateware_version": GATEWARE_VERSION[0] << 8 | GATEWARE_VERSION[1],
-        "channels": params.channels, "classes": params.classes, "row": params.row,
-        "width_bits": params.width_bits, "counter_bits": params.counter_bits,
-        "hist_sub_bits": params.hist_sub_bits, "hist_bins": params.hist_bins,
-        "hist_bits": params.hist_bits, "timestamp_bits": params.timestamp_bits,
-        "glitch_bits": params.glitch_bits, "prescaler_bits": params.prescaler_bits,
-        "clock_hz": clock_hz, "prescaler": prescaler,
-        "tick_period_ps": tick_period_ps(prescaler, clock_hz), "uart_divisor": uart_divisor,
-        "build_id": build_id, "board": list(name.ljust(BOARD_NAME_BYTES, b"\0")),
-        "emu_dies": emu.dies if emu else 0,
-        "emu_cfg_bits": emu.cfg_bits if emu else 0,
-        "emu_traffic_bits": emu.traffic_bits if emu else 0,
-        "tag_bits": params.tag_bits,
-        "tap_targets": tap.targets if tap else 0,
-        "tap_luns": tap.luns if tap else 0,
-    }
-
-
 def layout_bytes(layout):
     """Size in bytes of a layout (every protocol layout is a whole number of bytes)."""
     size = data.Layout.cast(layout).size
     if size % 8:
         raise ValueError(f"Layout of {size} bits is not a whole number of bytes")
     return size // 8
-
-
-def payload_layout(params, frame_type):
-    """Layout of the payload of ``frame_type`` for a device built with ``params``."""
-    return {
-        FrameType.INFO: info_layout,
-        FrameType.STATUS: status_layout,
-        FrameType.COUNTERS: counters_layout,
-        FrameType.HISTOGRAM: histogram_layout,
-        FrameType.TRACE: trace_layout,
-        FrameType.TRUTH: truth_layout,
-        FrameType.RESPONSE: lambda p: RESPONSE,
-        FrameType.COMMAND: lambda p: COMMAND,
-    }[FrameType(frame_type)](params)
 
 
 class Access(enum.Enum):
@@ -445,17 +304,17 @@ class Register:
         return value
 
 
-def register_map(params, *, snapshot_period=0, config=None, emu=None, tap=None):
-    """Return the registers of a device built with ``params``, ordered by address.
+def register_map(params, *, snapshot_period=0, config=None):
+    """Return the link's own registers (the sniffer's and the link's) of a device built with
+    ``params``, ordered by address.
 
     ``snapshot_period`` is the reset value of ``SNAPSHOT_PERIOD`` (system clock cycles), which
     the build chooses from its clock (100 ms by default). ``config``, a :class:`SnifferConfig`,
-    gives the reset values of the sniffer's registers (a build's default timing preset).
-    ``emu``, an :class:`EmuLink`, adds the NAND emulator's and traffic generator's registers;
-    ``tap``, a :class:`TapLink`, the bus tap's.
+    gives the reset values of the sniffer's registers (a build's default timing preset). An
+    extension's registers come from its kind (:meth:`LinkProtocol.register_map`).
     """
     _check(params)
-    regs = _registers(params, snapshot_period) + emu_registers(emu) + tap_registers(tap)
+    regs = _registers(params, snapshot_period)
     if config is None:
         return regs
     values = register_values(params, config)
@@ -464,8 +323,8 @@ def register_map(params, *, snapshot_period=0, config=None, emu=None, tap=None):
 
 def _config_field(reg):
     """``(SnifferConfig attribute, window index or None, 0 for lo / 1 for hi)`` of a sniffer
-    register; ``None`` for a link or emulator register."""
-    if reg.field.startswith(("link.", "emu.")):
+    register; ``None`` for a link register."""
+    if reg.field.startswith("link."):
         return None
     parts = reg.field.split(".")
     if parts[0] == "windows":
@@ -520,27 +379,6 @@ def config_from_registers(params, registers):
     return SnifferConfig(windows=tuple(map(tuple, windows)), **fields).validate(params)
 
 
-def emu_registers(emu):
-    """The registers of a build's NAND emulator (``emu`` an :class:`EmuLink`; none for
-    ``None``)."""
-    if emu is None:
-        return []
-    if not isinstance(emu, EmuLink):
-        raise TypeError(f"Emulator description must be an EmuLink, not {emu!r}")
-    regs = _packed_registers("EMU_CFG", 0x1000, "emu.cfg", emu.cfg_bits, emu.cfg_reset,
-                             "emulator configuration", 0x40)
-    regs += _packed_registers("TRAFFIC_CFG", 0x1040, "emu.traffic", emu.traffic_bits,
-                              emu.traffic_reset, "traffic generator programme", 0x10)
-    regs += [
-        Register("TRAFFIC_CONTROL", 0x1050, Access.RW, "emu.control", bits=2,
-                 doc="write 1: start the traffic generator; 2: stop it (reads back 0 after)"),
-        Register("TRAFFIC_BUSY", 0x1051, Access.RO, "emu.busy", doc="1 while it runs"),
-        Register("TRAFFIC_STEPS", 0x1052, Access.RO, "emu.steps",
-                 doc="operations issued by the traffic generator since its start"),
-    ]
-    return regs
-
-
 def _registers(params, snapshot_period):
     regs = [
         Register("ID", 0x0000, Access.RO, "link.id", reset=ID_MAGIC, doc='"RBSC"'),
@@ -573,3 +411,172 @@ def _registers(params, snapshot_period):
                              doc=f"class {k} window end (ticks, exclusive)",
                              bits=params.width_bits))
     return regs
+
+
+def packed_registers(prefix, address, path, bits, reset, what, words):
+    """Read-write registers ``PREFIX_0`` … at ``address`` … holding a packed layout of ``bits``
+    bits (its reset value ``reset``) 32 bits at a time, at config path ``path``; at most
+    ``words`` of them (the next registers' address comes after). For extensions, whose
+    configurations are packed layouts."""
+    if bits > 32 * words:
+        raise ValueError(f"{prefix}: the {what} ({bits} bits) does not fit its {words} "
+                         f"registers at {address:#06x}… ({32 * words} bits)")
+    return [Register(f"{prefix}_{i}", address + i, Access.RW, path, 32 * i,
+                     reset=(reset >> 32 * i) & 0xFFFF_FFFF,
+                     doc=f"{what}, bits 32i… of its packed layout",
+                     bits=min(32, bits - 32 * i))
+            for i in range((bits + 31) // 32)]
+
+
+class LinkProtocol:
+    """The wire protocol of the link and the extension kinds given, in their order.
+
+    What the gateware sends and the host decodes: INFO's layout (the link's fields with each
+    kind's placed after its ``info_after``), the frame types and opcodes (the link's and the
+    kinds'), the payload layouts, and the register map a host rebuilds from INFO. A kind's INFO
+    fields are in INFO whether or not a build has the block (zero then), so INFO's layout
+    depends only on the kinds, never on a build.
+
+    Parameters
+    ----------
+    kinds : sequence of ExtensionKind
+        ``rbscope.gateware.extension.ExtensionKind`` s; names, INFO fields, frame types and
+        opcodes must not collide (``ValueError`` naming the clash).
+    """
+
+    def __init__(self, kinds=()):
+        self.kinds = tuple(kinds)
+        names = [kind.name for kind in self.kinds]
+        _unique("extension kind", names)
+        info = list(INFO_FIELDS)
+        for kind in self.kinds:
+            if not kind.info:
+                continue
+            at = [name for name, _ in info]
+            if kind.info_after not in at:
+                raise ValueError(f"Extension kind {kind.name!r}: INFO has no field "
+                                 f"{kind.info_after!r} to follow")
+            _unique("INFO field", at + [f.name for f in kind.info])
+            i = at.index(kind.info_after) + 1
+            info[i:i] = [(f.name, f.bits) for f in kind.info]
+        self._info = data.StructLayout(dict(info))
+        self.info_fields = tuple(name for name, _ in info)
+        self.frames = {}
+        for kind in self.kinds:
+            for frame in kind.frames:
+                if int(frame.type) in self.frames:
+                    raise ValueError(f"Frame type {int(frame.type):#04x} is taken twice "
+                                     f"({self.frames[int(frame.type)].name}, {frame.name})")
+                self.frames[int(frame.type)] = frame
+        _unique("extension opcode", [int(op) for kind in self.kinds for op in kind.opcodes])
+
+    def __repr__(self):
+        return f"LinkProtocol({[kind.name for kind in self.kinds]})"
+
+    def kind(self, name):
+        """The extension kind called ``name`` (``KeyError`` if there is none)."""
+        for kind in self.kinds:
+            if kind.name == name:
+                return kind
+        raise KeyError(f"no extension kind {name!r}; kinds: {[k.name for k in self.kinds]}")
+
+    @property
+    def frame_types(self):
+        """Every frame type: the link's (:class:`FrameType`) and the extensions'."""
+        return (*FrameType, *(frame.type for frame in self.frames.values()))
+
+    def frame_type(self, code):
+        """The frame type member of ``code``, or ``None`` for a type nobody declared."""
+        try:
+            return FrameType(code)
+        except ValueError:
+            frame = self.frames.get(code)
+            return None if frame is None else frame.type
+
+    def info_layout(self, params):
+        """INFO: what the device is and how to read it."""
+        _check(params)
+        return self._info
+
+    def payload_layout(self, params, frame_type):
+        """Layout of the payload of ``frame_type`` for a device built with ``params``."""
+        _check(params)
+        frame = self.frames.get(int(frame_type))
+        if frame is not None:
+            return frame.layout(params)
+        return {
+            FrameType.INFO: self.info_layout,
+            FrameType.STATUS: status_layout,
+            FrameType.COUNTERS: counters_layout,
+            FrameType.HISTOGRAM: histogram_layout,
+            FrameType.TRACE: trace_layout,
+            FrameType.RESPONSE: lambda p: RESPONSE,
+            FrameType.COMMAND: lambda p: COMMAND,
+        }[FrameType(frame_type)](params)
+
+    def info_values(self, params, *, clock_hz, prescaler=1, uart_divisor=4, build_id=0,
+                    board="", extension=None):
+        """The fields of the INFO frame of a device built with ``params``.
+
+        The one definition of INFO's contents: the gateware sends these values (``prescaler``
+        and ``tick_period_ps`` follow its PRESCALER register), and test devices and synthetic
+        captures use them. ``extension`` (a ``LinkExtension``, e.g. several joined) sets the
+        fields of the kinds the build has; the other kinds' fields are zero.
+        """
+        _check(params)
+        name = board.encode("ascii")
+        if len(name) > BOARD_NAME_BYTES:
+            raise ValueError(f"Board name must be at most {BOARD_NAME_BYTES} ASCII characters, "
+                             f"not {board!r}")
+        values = dict.fromkeys(self.info_fields, 0)
+        values.update({
+            "protocol_version": PROTOCOL_VERSION,
+            "gateware_version": GATEWARE_VERSION[0] << 8 | GATEWARE_VERSION[1],
+            "channels": params.channels, "classes": params.classes, "row": params.row,
+            "width_bits": params.width_bits, "counter_bits": params.counter_bits,
+            "hist_sub_bits": params.hist_sub_bits, "hist_bins": params.hist_bins,
+            "hist_bits": params.hist_bits, "timestamp_bits": params.timestamp_bits,
+            "glitch_bits": params.glitch_bits, "prescaler_bits": params.prescaler_bits,
+            "clock_hz": clock_hz, "prescaler": prescaler,
+            "tick_period_ps": tick_period_ps(prescaler, clock_hz),
+            "uart_divisor": uart_divisor, "build_id": build_id,
+            "board": list(name.ljust(BOARD_NAME_BYTES, b"\0")),
+            "tag_bits": params.tag_bits,
+        })
+        if extension is not None:
+            core = {name for name, _ in INFO_FIELDS}
+            for key, value in extension.info.items():
+                if key not in values or key in core:
+                    raise ValueError(f"INFO has no extension field {key!r} (the extension "
+                                     f"kinds declare {sorted(set(values) - core)})")
+                values[key] = value
+        return values
+
+    def describe(self, info):
+        """``{kind name: description}`` of the extensions INFO says the device has."""
+        out = {}
+        for kind in self.kinds:
+            description = kind.describe(info)
+            if description is not None:
+                out[kind.name] = description
+        return out
+
+    def register_map(self, params, *, snapshot_period=0, config=None, info=None):
+        """The registers of a device built with ``params``: :func:`register_map`'s and, with
+        ``info`` (an INFO frame), those of every extension INFO says the device has (as each
+        kind rebuilds them from INFO: the same names and addresses as the gateware's)."""
+        regs = register_map(params, snapshot_period=snapshot_period, config=config)
+        if info is not None:
+            described = self.describe(info)
+            for kind in self.kinds:
+                if kind.name in described:
+                    regs += list(kind.registers(described[kind.name]))
+        return regs
+
+
+def _unique(what, names):
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"The {what} {name!r} is declared twice")
+        seen.add(name)

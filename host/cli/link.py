@@ -25,6 +25,7 @@ from rbscope.device.capture import CaptureError, CaptureReader, CaptureWriter, R
 from rbscope.device.device import DeviceError
 from rbscope.device.live import LiveView
 from rbscope.device.protocol import CRC_BYTES, HEADER_BYTES, Status
+from rbscope.device.tap import has_tap, read_tap
 from rbscope.gateware.link.protocol import (
     config_from_registers,
     counters_layout,
@@ -232,10 +233,10 @@ def _cmd_capture(args):
         try:
             if args.clear:
                 dev.clear()
-            if getattr(dev.info, "tap_targets", 0):
+            if has_tap(dev.info):
                 # The bus tap's counters never clear: the run's counts are the difference of
                 # this read and the one at the end (capture_to_measurement takes it).
-                writer.tap(dev.read_tap(), "start")
+                writer.tap(read_tap(dev), "start")
             names = ()
             for _, d in reversed(dev.events):
                 if isinstance(d, dict) and d.get("class_names"):
@@ -275,8 +276,8 @@ def _cmd_capture(args):
         # Final, complete counts: a solicited snapshot and the histograms.
         final = dev.snapshot()
         dev.read_histograms()
-        if getattr(dev.info, "tap_targets", 0):
-            writer.tap(dev.read_tap(), "stop")
+        if has_tap(dev.info):
+            writer.tap(read_tap(dev), "stop")
         if view is not None:
             view.update(final, dev.stats, force=True, extra=f"{writer.records} records")
             view.close()

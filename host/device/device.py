@@ -25,25 +25,18 @@ from dataclasses import dataclass, field
 
 import serial
 
-from rbscope.gateware.device import tap_link_from_info
+from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link.protocol import (
     HIST_CHUNK,
     ID_MAGIC,
-    TAP_DATA_DONE,
-    TAP_READ_GO,
-    TAP_SPACE_SHIFT,
     Access,
-    EmuLink,
     Opcode,
     StatusFlags,
     config_from_registers,
     histogram_layout,
     layout_bytes,
-    register_map,
     register_values,
 )
-from rbscope.gateware.onfi_tap.model import TapCounts
-from rbscope.gateware.onfi_tap.params import CLASS_SLOTS, OpClass, TapParams, TapSpace
 from rbscope.gateware.rb_sniffer.params import SnifferConfig
 
 from .capture import HistogramAccumulator
@@ -62,7 +55,6 @@ from .protocol import (
     ResponseStatus,
     Snapshot,
     Status,
-    Truth,
     encode_command,
 )
 
@@ -441,7 +433,8 @@ class Device:
             self.params = params
             self.hist = HistogramAccumulator(params)
             self._assembly = None
-        regs = register_map(params, emu=EmuLink.from_info(info), tap=tap_link_from_info(info))
+        # The link's registers and those of every extension INFO says the device has.
+        regs = PROTOCOL.register_map(params, info=info)
         self._by_name = {r.name: r for r in regs}
         self._by_address = {r.address: r for r in regs}
         return info
@@ -661,71 +654,41 @@ class Device:
             self._hooks.remove(hook)
         return {ch: list(self.hist.totals[ch]) for ch in range(params.channels)}
 
-    def read_truth(self):
-        """Read the emulated dies' ground truth: ``{die: [counter, …]}`` in ``EmuCounter`` order.
+    def read_burst(self, opcode, frame_type, units, key, what):
+        """Send ``opcode`` and collect the burst it asks for: one frame of ``frame_type`` per
+        unit ``0 … units - 1`` (an extension's read source, e.g. the emulator's READ_TRUTH).
 
-        Only for a device built with the NAND emulator (INFO ``emu_dies`` > 0).
+        Returns ``{unit: frame}`` by unit (``key(frame)``); the whole burst is asked for again
+        when a frame is missing (``retries`` times), else :class:`DeviceTimeout` names ``what``.
         """
-        dies = self.info.emu_dies if self.info is not None else 0
-        if not dies:
-            raise DeviceError(f"{self.port_name}: this device has no NAND emulator")
         got = {}
 
         def hook(frame):
-            if isinstance(frame, Truth):
-                got[frame.die] = list(frame.counters)
+            if frame.TYPE == frame_type:
+                got[key(frame)] = frame
         self._hooks.append(hook)
         try:
             for _ in range(self.retries + 1):
                 got.clear()
                 try:
-                    self.command(Opcode.READ_TRUTH, after=lambda n: len(got) == dies, retries=0)
+                    self.command(opcode, after=lambda n: len(got) == units, retries=0)
                     break
                 except DeviceTimeout:
                     continue
             else:
-                raise DeviceTimeout(f"READ_TRUTH: {dies - len(got)} of {dies} dies never "
-                                    "answered")
+                raise DeviceTimeout(f"{what}: {units - len(got)} of {units} never answered")
         finally:
             self._hooks.remove(hook)
         return dict(sorted(got.items()))
 
-    def read_tap_word(self, space, index):
-        """Read one word of the bus tap's counter spaces (``TapSpace``, index as in
-        ``docs/opcode_tap.md``) through ``TAP_READ``/``TAP_DATA``."""
-        if not getattr(self.info, "tap_targets", 0):
-            raise DeviceError(f"{self.port_name}: this device has no bus tap")
-        self.write_reg("TAP_READ", TAP_READ_GO | int(space) << TAP_SPACE_SHIFT | index)
-        for _ in range(self.retries + 1):
-            hi = self.read_reg("TAP_DATA_HI")
-            if hi >> (TAP_DATA_DONE - 32) & 1:
-                lo = self.read_reg("TAP_DATA_LO")
-                return (hi & ((1 << (TAP_DATA_DONE - 32)) - 1)) << 32 | lo
-        raise DeviceTimeout(f"TAP_READ of space {int(space)} word {index} never completed")
-
-    def read_tap(self):
-        """Read the bus tap's per-die counters: a
-        :class:`~rbscope.gateware.onfi_tap.model.TapCounts` with
-        ``ops``, ``planes`` and ``pulses`` (the width histogram is left at zero).
-
-        Only for a device built with the tap (INFO ``tap_targets`` > 0).
-        """
-
-        info = self.info
-        if not getattr(info, "tap_targets", 0):
-            raise DeviceError(f"{self.port_name}: this device has no bus tap")
-        tap = TapParams(targets=info.tap_targets, luns=info.tap_luns, sniffer=self.params)
-        counts = TapCounts.zeros(tap)
-        planes = TapCounts.planes_slots()
-        for die in range(tap.dies):
-            for c in OpClass:
-                i = die * CLASS_SLOTS + int(c)
-                counts.ops[die][c] = self.read_tap_word(TapSpace.OPS, i)
-                counts.pulses[die][c] = self.read_tap_word(TapSpace.PULSES, i)
-            for slot in planes:
-                counts.planes[die][slot] = self.read_tap_word(TapSpace.PLANES,
-                                                              die * CLASS_SLOTS + slot)
-        return counts
+    def extension(self, kind):
+        """The description of the extension ``kind`` (a name of
+        ``rbscope.gateware.extensions.KINDS``) that INFO reports, e.g. the emulator's
+        ``EmuLink``; :class:`DeviceError` when the device has none."""
+        description = PROTOCOL.kind(kind).describe(self.info) if self.info is not None else None
+        if description is None:
+            raise DeviceError(f"{self.port_name}: this device has no {kind} (INFO reports none)")
+        return description
 
     def clear(self):
         """Clear every counter (new epoch); return the new epoch number.

@@ -10,6 +10,9 @@ encodes with those very layouts). This module only turns bytes into those layout
   of rejection is counted in :class:`LinkStats`;
 * typed frames (:class:`Info`, :class:`Status`, :class:`Counters`, :class:`Histogram`,
   :class:`Trace`, :class:`Response`, :class:`Command`) whose fields are those of the layouts;
+  INFO's fields and the extensions' frames (:func:`frame_class`) are made from the
+  declarations of the wire protocol (``rbscope.gateware.extensions.PROTOCOL``), so this module
+  names no block but the sniffer;
 * :class:`LinkMonitor` — sequence-gap accounting (16-bit wrap) and device-reset detection.
 
 Decoding uses the protocol layouts through :func:`compile_layout`, which walks a layout once
@@ -22,11 +25,12 @@ two agree on every layout; the layouts themselves are never restated here.
 import collections
 import enum as py_enum
 import zlib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 
 from amaranth.hdl import Shape
 from amaranth.lib import data
 
+from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import (
     FRAME_END,
@@ -42,7 +46,7 @@ from rbscope.gateware.rb_sniffer.params import Counter, EventKind, SnifferParams
 
 __all__ = [
     "ProtocolError", "LinkStats", "Frame", "Info", "Status", "Snapshot", "Counters", "Histogram",
-    "Trace", "Truth", "info_values",
+    "Trace", "frame_class", "info_values",
     "Response", "Command", "FrameDecoder", "LinkMonitor", "LinkEvent", "compile_layout",
     "compile_encoder", "stuff", "unstuff", "encode_frame", "encode_payload", "encode_command",
     "frame_bytes", "decode_frame_bytes", "params_from_info", "HEADER_BYTES", "CRC_BYTES",
@@ -238,37 +242,10 @@ class Frame:
         return out
 
 
-@dataclass(slots=True)
-class Info(Frame):
-    """INFO: what the device is and how to read it (fields of ``info_layout``)."""
+class _InfoMethods:
+    """What :class:`Info` adds to its fields."""
 
-    protocol_version: int = 0
-    gateware_version: int = 0
-    channels: int = 0
-    classes: int = 0
-    row: int = 0
-    width_bits: int = 0
-    counter_bits: int = 0
-    hist_sub_bits: int = 0
-    hist_bins: int = 0
-    hist_bits: int = 0
-    timestamp_bits: int = 0
-    glitch_bits: int = 0
-    prescaler_bits: int = 0
-    clock_hz: int = 0
-    prescaler: int = 0
-    tick_period_ps: int = 0
-    uart_divisor: int = 0
-    build_id: int = 0
-    board: tuple = ()
-    emu_dies: int = 0
-    emu_cfg_bits: int = 0
-    emu_traffic_bits: int = 0
-    tag_bits: int = 0
-    tap_targets: int = 0
-    tap_luns: int = 0
-
-    TYPE = FrameType.INFO
+    __slots__ = ()
 
     @property
     def board_name(self):
@@ -288,6 +265,22 @@ class Info(Frame):
         out = Frame.to_dict(self)
         out["board"] = self.board_name
         return out
+
+
+def _layout_fields(layout):
+    """Dataclass fields of a frame layout's fields, in order: arrays as tuples, the rest ints."""
+    return [(name, tuple, field(default=())) if isinstance(f.shape, data.ArrayLayout)
+            else (name, int, field(default=0)) for name, f in data.Layout.cast(layout)]
+
+
+#: INFO: what the device is and how to read it, one attribute per field of the protocol's INFO
+#: layout (the link's own and every extension kind's: ``rbscope.gateware.extensions``).
+Info = make_dataclass(
+    "Info", _layout_fields(PROTOCOL.info_layout(SnifferParams(channels=1))),
+    bases=(_InfoMethods, Frame), slots=True,
+    namespace={"TYPE": FrameType.INFO, "__module__": __name__,
+               "__doc__": "INFO: what the device is and how to read it (fields of the "
+                          "protocol's INFO layout)."})
 
 
 @dataclass(slots=True)
@@ -376,17 +369,6 @@ class Trace(Frame):
 
 
 @dataclass(slots=True)
-class Truth(Frame):
-    """TRUTH: one emulated die's ground-truth counters (``EmuCounter`` order)."""
-
-    die: int = 0
-    timestamp: int = 0
-    counters: tuple = ()
-
-    TYPE = FrameType.TRUTH
-
-
-@dataclass(slots=True)
 class Response(Frame):
     """RESPONSE to a command (``status`` a :data:`ResponseStatus` member or an unknown int)."""
 
@@ -448,12 +430,32 @@ class Snapshot:
         return self.status.solicited
 
 
-_CLASSES = {cls.TYPE: cls for cls in (Info, Status, Counters, Histogram, Trace, Truth, Response,
-                                      Command)}
 #: Payload layouts that do not depend on the device's parameters.
 _FIXED_TYPES = (FrameType.INFO, FrameType.RESPONSE, FrameType.COMMAND)
-#: Any params will do for layouts that do not depend on them.
+#: Any params will do for layouts that do not depend on them (and for the names of fields).
 _ANY_PARAMS = SnifferParams(channels=1)
+
+
+def _extension_class(frame):
+    name = "".join(part.title() for part in frame.name.split("_"))
+    return make_dataclass(
+        name, _layout_fields(frame.layout(_ANY_PARAMS)), bases=(Frame,), slots=True,
+        namespace={"TYPE": frame.type, "__module__": __name__,
+                   "__doc__": f"{frame.name}: a frame of an extension (its layout's fields)."})
+
+
+_CLASSES = {cls.TYPE: cls for cls in (Info, Status, Counters, Histogram, Trace, Response,
+                                      Command)}
+_CLASSES.update({frame.type: _extension_class(frame) for frame in PROTOCOL.frames.values()})
+
+
+def frame_class(frame_type):
+    """The class of the decoded frames of ``frame_type`` (the link's or an extension's, e.g.
+    the emulator's TRUTH: made from its declared layout)."""
+    try:
+        return _CLASSES[PROTOCOL.frame_type(int(frame_type))]
+    except KeyError:
+        raise KeyError(f"no frame type {frame_type!r} in {PROTOCOL!r}") from None
 
 
 def params_from_info(info):
@@ -476,7 +478,7 @@ def params_from_info(info):
                             f"implies {params.hist_bins}")
     for t in (FrameType.STATUS, FrameType.COUNTERS, FrameType.HISTOGRAM, FrameType.TRACE):
         try:
-            wire.layout_bytes(wire.payload_layout(params, t))
+            wire.layout_bytes(PROTOCOL.payload_layout(params, t))
         except ValueError:
             raise ProtocolError(f"INFO describes a device whose {t.name} frame is not a whole "
                                 f"number of bytes (timestamp_bits={params.timestamp_bits}, "
@@ -491,11 +493,11 @@ class _TypeTable:
         self.params = params
         self.size = {}
         self.decode = {}
-        for t in FrameType:
+        for t in PROTOCOL.frame_types:
             p = params if params is not None else _ANY_PARAMS
             if params is None and t not in _FIXED_TYPES:
                 continue
-            layout = wire.payload_layout(p, t)
+            layout = PROTOCOL.payload_layout(p, t)
             self.size[t] = wire.layout_bytes(layout)
             self.decode[t] = _decoder(layout)
         self.max_payload = max(self.size.values())
@@ -546,17 +548,18 @@ def encode_frame(frame_type, payload, seq=0, version=PROTOCOL_VERSION):
 
 
 def info_values(params, *, clock_hz, prescaler=1, uart_divisor=4, build_id=0, board=""):
-    """The fields of an INFO frame describing a device built with ``params`` (for test
-    devices and synthetic captures): the gateware's own definition, :func:`wire.info_values`
-    (a board name longer than the field is cut)."""
+    """The fields of an INFO frame describing a device built with ``params`` and no extension
+    (for test devices and synthetic captures): the gateware's own definition,
+    :meth:`~rbscope.gateware.link.protocol.LinkProtocol.info_values` (a board name longer than
+    the field is cut)."""
     board = board.encode("ascii")[:wire.BOARD_NAME_BYTES].decode("ascii")
-    return wire.info_values(params, clock_hz=clock_hz, prescaler=max(prescaler, 1),
-                            uart_divisor=uart_divisor, build_id=build_id, board=board)
+    return PROTOCOL.info_values(params, clock_hz=clock_hz, prescaler=max(prescaler, 1),
+                                uart_divisor=uart_divisor, build_id=build_id, board=board)
 
 
 def encode_payload(params, frame_type, values):
     """Pack ``values`` (a dict as decoded) into the payload bytes of ``frame_type``."""
-    layout = wire.payload_layout(params if params is not None else _ANY_PARAMS, frame_type)
+    layout = PROTOCOL.payload_layout(params if params is not None else _ANY_PARAMS, frame_type)
     return _encoder(layout)(values).to_bytes(wire.layout_bytes(layout), "little")
 
 
@@ -617,8 +620,8 @@ def decode_frame_bytes(raw, params, stats=None):
         stats.runts += 1
         return None
     header = _HEADER_DECODE(int.from_bytes(raw[:HEADER_BYTES], "little"))
-    ftype = header["type"]
-    if not isinstance(ftype, FrameType):
+    ftype = PROTOCOL.frame_type(int(header["type"]))
+    if ftype is None:
         stats.unknown_type += 1
         return None
     if header["version"] != PROTOCOL_VERSION:

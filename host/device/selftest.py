@@ -21,9 +21,9 @@ The result is a table per die (or JSON) and the exit code of the README's conven
 import time
 from dataclasses import dataclass, field
 
-from rbscope.gateware.device import emulator_extension
 from rbscope.gateware.link.protocol import Access, register_map
 from rbscope.gateware.nand_emu.layouts import config_layout, traffic_const, traffic_layout
+from rbscope.gateware.nand_emu.link import EmuLink, emulator_extension
 from rbscope.gateware.nand_emu.params import (
     EmuConfig,
     EmuCounter,
@@ -32,6 +32,8 @@ from rbscope.gateware.nand_emu.params import (
     standard_builds,
 )
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig
+
+from .emulator import read_truth
 
 __all__ = [
     "SelftestError", "Check", "SelftestResult", "CLASSES", "emulator_candidates",
@@ -72,26 +74,26 @@ def identify_emulator(info, geometry=None):
     The configuration and traffic layouts' sizes in INFO must match; ``geometry`` (a dict of
     ``EmuParams`` fields) names a build that is not among :func:`emulator_candidates`.
     """
-    dies = getattr(info, "emu_dies", 0)
-    if not dies:
+    link = EmuLink.from_info(info)
+    if link is None:
         raise SelftestError(
             "this device is not an emulator build (INFO reports no emulated dies); build the "
             "gateware with the NAND emulator (make bitstream … EMULATOR=…) or run "
             "`rbscope sim --emulator`")
     if geometry:
         try:
-            candidates = [EmuParams(dies=dies, **geometry)]
+            candidates = [EmuParams(dies=link.dies, **geometry)]
         except (TypeError, ValueError) as exc:
             raise SelftestError(f"--geometry: {exc}") from None
     else:
-        candidates = emulator_candidates(dies)
+        candidates = emulator_candidates(link.dies)
     for emu in candidates:
-        if (config_layout(emu).size == info.emu_cfg_bits
-                and traffic_layout(emu).size == info.emu_traffic_bits):
+        if (config_layout(emu).size == link.cfg_bits
+                and traffic_layout(emu).size == link.traffic_bits):
             return emu
     raise SelftestError(
-        f"the device's emulator ({dies} dies, {info.emu_cfg_bits} configuration bits, "
-        f"{info.emu_traffic_bits} traffic bits) matches no known geometry; name it with "
+        f"the device's emulator ({link.dies} dies, {link.cfg_bits} configuration bits, "
+        f"{link.traffic_bits} traffic bits) matches no known geometry; name it with "
         "--geometry page_bytes=…,pages_per_block=…,blocks_per_plane=…,planes=…")
 
 
@@ -256,19 +258,19 @@ class SelftestResult:
 
 
 def _write_config(dev, emu, emu_config, config):
-    regs = register_map(dev.params, config=config,
-                        emu=emulator_extension(emu, emu_config).emu)
+    # The sniffer's registers (not the link's) and the emulator's configuration.
+    regs = register_map(dev.params, config=config)
+    regs += [r for r in emulator_extension(emu, emu_config).registers if r.field == "emu.cfg"]
     names = set(dev.register_names)
     values = {r.name: r.reset for r in regs
-              if r.access == Access.RW and r.name in names
-              and (not r.field.startswith(("link.", "emu.")) or r.field == "emu.cfg")}
+              if r.access == Access.RW and r.name in names and not r.field.startswith("link.")}
     dev.configure(values, event={"selftest": "configuration"})
 
 
 def _run_traffic(dev, emu, emu_config, traffic, log):
     """Run one programme and wait, in device time, until it is done and the dies are quiet."""
     value = traffic_const(emu, traffic)
-    for i in range((dev.info.emu_traffic_bits + 31) // 32):
+    for i in range((traffic_layout(emu).size + 31) // 32):
         dev.write_reg(f"TRAFFIC_CFG_{i}", (value >> 32 * i) & 0xFFFF_FFFF)
     start = dev.snapshot().timestamp
     budget = 2 * worst_case_ticks(emu, emu_config, traffic) + 4 * 1000
@@ -309,12 +311,12 @@ def run_selftest(dev, *, geometry=None, log=None):
             row[1] += truth
         row[2] += expected
 
-    before = (dev.snapshot(), dev.read_truth())
+    before = (dev.snapshot(), read_truth(dev))
     steps_total = 0
     for name, traffic in selftest_programme(emu):
         steps_before = dev.read_reg("TRAFFIC_STEPS")
         steps, ticks = _run_traffic(dev, emu, emu_config, traffic, log)
-        after = (dev.snapshot(), dev.read_truth())
+        after = (dev.snapshot(), read_truth(dev))
         if after[0].epoch != before[0].epoch:
             raise SelftestError("the sniffer's counters were cleared during the self-test")
         issued = (steps - steps_before) & 0xFFFF_FFFF

@@ -48,6 +48,7 @@ from rbscope.analysis.measurement import Probe
 from rbscope.analysis.wa import compute_wa
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
+from rbscope.device.emulator import read_truth
 from rbscope.device.simdevice import SimDevice, SimError
 from rbscope.gateware.nand_emu import EmuConfig, EmuCounter, EmuParams
 from rbscope.gateware.nand_emu.families import BUSY_TIME_KEYS
@@ -347,7 +348,7 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
                     if device.barrier() is not None:
                         break
                 start_us = device.barrier() // cycles_per_us
-                before = dev.read_truth()
+                before = read_truth(dev)
                 dev.clear()
                 with CaptureWriter(capture) as writer:
                     dev.attach_capture(writer)
@@ -372,7 +373,7 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
                             break
                     dev.snapshot()
                     dev.read_histograms()
-                    after = dev.read_truth()
+                    after = read_truth(dev)
                     writer.event("stop", reason="quiescent", link=dev.stats.to_dict(),
                                  queue_overflow=dev.queue_overflow)
             wall = time.monotonic() - t0
