@@ -242,13 +242,20 @@ def _check_positive_int(name, value):
 
 
 def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
-    """Fill a row's estimate and classification uncertainty from a sequence-classified die."""
+    """Fill a row's estimate and classification uncertainty from a sequence-classified die.
+
+    The estimate is in single-page program pulses (``DieResult.units``: a one-shot TLC pulse
+    counts 3), so that ``× Mp × page size`` gives the bytes.
+    """
+    units = die.units
     measured_mp = die.program_pulses > 0 and die.multiplane_pages > 0.01 * die.program_pulses
     per_pulse = 1.0 / mp if measured_mp else 1.0  # pages measured -> pulse equivalents
-    pages = die.pages if measured_mp else die.program_pulses
+    pages = die.pages if measured_mp else units
     row.corrected = pages * per_pulse
-    row.class_var = die.program_var * per_pulse ** 2
+    var = die.unit_var if die.unit_pulses is not None else die.program_var
+    row.class_var = var * per_pulse ** 2
     chains = die.program_pulses and die.announced > 0.002 * die.program_pulses
+    unit = units / die.program_pulses if die.program_pulses else 1.0  # pages per pulse
     if balanced and not chains:
         # Page types are equal over whole blocks; open blocks (host and GC streams) at the
         # edges of the capture leave each type up to 2 pages apart.
@@ -259,6 +266,12 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # Nothing pins the erase count: it may be anything up to its structural cap.
         hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
         slack = max(die.erase_pulses, hi_e - die.erase_pulses)
+    if die.erase_cap is not None:
+        # The erases expected of the programs (a block is erased before it is filled): pulses
+        # the erase state holds beyond or short of that may be programs either way.
+        expect = (die.erase_cap - 2) / 1.25
+        slack = max(slack, abs(die.erase_pulses - expect))
+    slack *= unit
     if mode == "mixture":
         # Histogram bins, not pulses: every pulse of a bin shares one posterior, so the pulses
         # the posterior leaves undecided may all go either way.
@@ -267,7 +280,7 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     if measured_mp:
         # Two estimates of the pages: tDBSY-measured, and program pulses × Mp; the interval
         # spans both (a reset or set-features pulse can pass for a tDBSY).
-        row.class_slack += abs(die.program_pulses - row.corrected)
+        row.class_slack += abs(units - row.corrected)
     up = die.ambiguous_short
     if mode == "mixture" and mp > 1 and die.multiplane_pulses:
         # Without the order, a tCBSY cannot be told from a read; but every multi-plane program
@@ -276,7 +289,7 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # That count (with a tenth and two pulses of margin) bounds the ambiguity better than
         # every short pulse in the tCBSY range, reads included.
         row.hidden = max(0.0, die.multiplane_pulses / (mp - 1) - die.program_pulses
-                         - die.erase_pulses)
+                         - die.erase_pulses) * unit
         up = 1.1 * row.hidden + 2
     # A hidden program is one more program operation: one pulse of Mp pages.
     row.class_up = up
