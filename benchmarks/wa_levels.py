@@ -19,9 +19,9 @@ from rbscope.analysis.pipeline import wa_of  # noqa: E402
 from tests import wa_drives  # noqa: E402
 
 
-def run(name, seed, level):
+def run(name, seed, level, tell=("cell", "scheme", "ppb")):
     d = wa_drives.generate(wa_drives.family(name), seed)
-    g = wa_drives.geometry_for(d, level)
+    g = wa_drives.geometry_for(d, level, tell=tell)
     r = wa_of(d.measurement, g, d.logical)
     ci = r.wa_confidence or r.wa
     return {"family": name, "seed": seed, "level": level, "wa_true": d.wa_true,
@@ -36,6 +36,8 @@ def main(argv=None):
     p.add_argument("--family", action="append")
     p.add_argument("--levels", default="L0,L1")
     p.add_argument("--json")
+    p.add_argument("--tell", default="cell,scheme,ppb",
+                   help="what the geometry states beyond the array (default cell,scheme,ppb)")
     p.add_argument("-v", action="store_true")
     a = p.parse_args(argv)
     lo, _, hi = a.seeds.partition("-")
@@ -46,7 +48,8 @@ def main(argv=None):
     t0 = time.time()
     for name in a.family or list(wa_drives.FAMILIES):
         for level in a.levels.split(","):
-            res = [run(name, s, level) for s in seeds]
+            tell = tuple(x for x in a.tell.split(",") if x)
+            res = [run(name, s, level, tell) for s in seeds]
             rows += res
             errs = sorted(abs(x["error"]) for x in res)
             cov = sum(x["covers"] for x in res)

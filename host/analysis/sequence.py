@@ -286,7 +286,11 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     else:
         plo = math.log2(min(read_hi, prog_lo))
     plo = _valley(x, plo)
-    phi = math.log2(hints["program"][1]) + 0.05 if "program" in hints else None
+    # (A program time given is a bound with 15 % to spare: a datasheet's typical range, or a
+    # maximum that a worn die's tail may pass.)
+    phi = math.log2(hints["program"][1]) + 0.2 if "program" in hints else None
+    if erase_in_last:
+        phi = None  # the erase cap showed programs beyond the program time given: from the data
     xmin, xmax = float(x.min()) - 0.5, float(x.max()) + 0.5
     states = []
     short = [k for k in ("multiplane", "cache", "read") if k in hints]
@@ -325,7 +329,7 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         erase = [p for p in long_peaks if p[0] >= phi]
     else:
         prog = list(long_peaks)
-        if len(prog) >= 2 and not erase_in_last:
+        if len(prog) >= 2:
             # The slowest cluster is the erase when it is small beside the program modes
             # (erases ≈ programs ÷ pages per block); a cluster as large as they are is a
             # program mode with the erases in and above it.
@@ -577,6 +581,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             # tCBSY distribution overlaps the reads).
             moved = pprog * (1 - prev) * short
             pprog = pprog - moved
+            punit = punit * (1 - (1 - prev) * short)
             pshort = pshort + moved
         announced = pshort * prev
         # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
