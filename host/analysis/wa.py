@@ -548,8 +548,15 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         readings = plausible or readings
         if len(readings) > 1:
             options = []
+            slc = sum(d.expected.get(s.name, 0.0) for d in dies.values() for s in states
+                      if s.kind == "program_slc")
             for cell, scheme, per in readings:
-                units = counted + main_pulses * per - main_units
+                if scheme == "page":
+                    units = counted + main_pulses * per - main_units
+                else:
+                    # A word line's program: the short pulses before it are its data loads
+                    # (1Ah) and plane queueing, never programs or extra pages; Mp planes.
+                    units = main_pulses * per + slc
                 options.append((cell, scheme, wa_of_units(units)))
             possible = [o for o in options if o[2] >= 0.98] if has_logical else options
             if len(possible) > 1 or (not possible and len(options) > 1):
