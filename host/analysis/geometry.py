@@ -55,7 +55,7 @@ __all__ = [
 PROGRAM_MODELS = ("single-plane", "multi-plane")
 
 #: Directory of the bundled example geometries (repository checkout).
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "geometry"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "geometry"
 
 
 class GeometryError(ValueError):
