@@ -10,7 +10,8 @@ bundled geometry's, or those ``rbscope calibrate`` proposes from the recording.
 
 import numpy as np
 
-from rbscope.analysis import calibrate as cal
+# (names, not the module: rbscope.analysis re-exports a function `calibrate` over it)
+from rbscope.analysis.calibrate import CalibrationError, calibrate, hints_from_geometry
 from rbscope.analysis.logical import from_bytes
 from rbscope.analysis.measurement import Probe
 from rbscope.analysis.pipeline import wa_of
@@ -182,10 +183,10 @@ def measure_wa(run, *, windows=None, dies=None, clock_ns=CLOCK_NS, classifier="w
     m = to_measurement(run, preset=preset, dies=dies, clock_ns=clock_ns, max_pulses=keep)
     if windows == "calibrated":
         try:
-            result = cal.calibrate(m.histogram_total(), m.params, m.tick_seconds,
-                                   hints=cal.hints_from_geometry(geometry),
-                                   glitch_us=preset.glitch_us)
-        except cal.CalibrationError as exc:
+            result = calibrate(m.histogram_total(), m.params, m.tick_seconds,
+                               hints=hints_from_geometry(geometry),
+                               glitch_us=preset.glitch_us)
+        except CalibrationError as exc:
             notes.append(f"calibration failed ({exc}); the bundled windows were kept")
         else:
             preset = result.preset
