@@ -67,7 +67,7 @@ CELL_BITS = {"slc": 1, "mlc": 2, "tlc": 3, "qlc": 4}
 PROGRAM_SCHEMES = ("page", "one-shot", "two-pass")
 
 #: Directory of the bundled example geometries (repository checkout).
-EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples" / "geometry"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "geometry"
 
 
 class GeometryError(ValueError):
