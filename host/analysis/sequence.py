@@ -477,7 +477,7 @@ def _targets(counts, kinds, *, cap=None, balance=False):
     return r, hit
 
 
-def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6, floor_for=None):
+def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-4, floor_for=None):
     """Project the posteriors of bins ``b`` (holding ``hc`` pulses) onto the structure.
 
     Posterior regularisation: the KL projection of a posterior onto constraints on expected
@@ -498,12 +498,26 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6, fl
 
     g, counts = post(lf)
     hit = False
+    fixed = []  # page types whose count no factor moves (no other state claims their widths)
+    if balance and len(pj) > 1:
+        for j in pj:
+            probe = lf.copy()
+            probe[j] += 1.0
+            up = post(probe)[1][j]
+            probe[j] -= 2.0
+            if abs(up - post(probe)[1][j]) < 1e-3 * max(counts[j], 1.0):
+                fixed.append(j)
+    last = math.inf
     for _ in range(sweeps):
         cap = cap_for(counts)
         targets = {}
         if balance and len(pj) > 1:
+            # Equal page types; a type whose count nothing can move sets the level.
+            level = counts[fixed].mean() if fixed and len(fixed) < len(pj) else \
+                counts[pj].mean()
             for j in pj:
-                targets[j] = counts[pj].mean()
+                if j not in fixed or len(fixed) == len(pj):
+                    targets[j] = level
         floor = floor_for(counts) if floor_for is not None else None
         raising = False
         if cap is not None and (counts[e] > cap * (1 + 1e-9) or lf[e] < 0):
@@ -514,8 +528,9 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6, fl
             raising = True
         worst = max((abs(counts[j] - t) / max(t, 1.0) for j, t in targets.items()),
                     default=0.0)
-        if worst < tol:
-            break
+        if worst < tol or worst > 0.99 * last:
+            break  # met, or no longer improving (the constraints cannot all hold)
+        last = worst
         for j, t in targets.items():
             lo, hi = lf[j] - 30.0, lf[j] + 30.0
             if j == e and raising:
@@ -529,15 +544,20 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6, fl
             down = post(probe)[1][j]
             if abs(up - down) < 1e-3 * max(abs(counts[j] - t), 1.0):
                 continue  # nothing (that matters) to move
+            mid = 0.5 * (lo + hi)
             for _b in range(40):
                 mid = 0.5 * (lo + hi)
                 probe[j] = mid
                 c = post(probe)[1][j]
+                if abs(c - t) <= 1e-5 * max(t, 1.0):
+                    break  # close enough: a hundred-thousandth of a pulse per pulse
                 if c < t:
                     lo = mid
                 else:
                     hi = mid
-            lf[j] = 0.5 * (lo + hi)
+            else:
+                mid = 0.5 * (lo + hi)
+            lf[j] = mid
             g, counts = post(lf)
     return g, np.exp(lf - lf.max()), hit
 
@@ -789,7 +809,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         # carries what the next E-step still needs to meet the structure.
         weights = (g * hc[:, None]).sum(axis=0) / hc.sum()
         f = np.ones(K)
-        if np.abs(np.stack([st.dens for st in states]) - old).max() < 1e-7:
+        if np.abs(np.stack([st.dens for st in states]) - old).max() < 1e-6:
             break
     b = _emissions(occupied, states)
     f = np.ones(K)
@@ -824,7 +844,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           scheme=scheme, bits=bits, erase_floor=erase_floor,
                           _erase_in_last=_erase_in_last)
         result.notes.append("equal page types conflict with the erase cap (cache-program "
-                            "chains?): page types not balanced")
+                            "chains, or page types whose widths overlap in their tails): page "
+                            "types not balanced")
         return result
     A = np.tile(weights, (K, 1))
     pi = weights.copy()
