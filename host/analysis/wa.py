@@ -433,9 +433,16 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         sampling = t_quantile(len(samples) - 1) * dies * sd / math.sqrt(len(samples)) * fpc
         includes.append("die sampling (Student t)")
     else:
-        warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown, so "
-                        f"no confidence interval for the sampling of dies (probe two or more)")
-        excludes.append("die sampling (one probed line)")
+        # One line: its spread is unknown, so the dies are taken to differ by a nominal
+        # die-to-die spread (DIE_SPREAD, relative sd), not by nothing.
+        sd = DIE_SPREAD * rows[0].estimate / rows[0].dies
+        fpc = math.sqrt(max(0.0, (dies - dies_probed) / (dies - 1)))
+        sampling = 1.96 * dies * sd * fpc
+        warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown; "
+                        f"the 95 % interval assumes a {DIE_SPREAD:.0%} spread (probe two or "
+                        f"more lines to measure it)")
+        includes.append(f"die sampling (an assumed {DIE_SPREAD:.0%} die-to-die spread: one "
+                        f"probed line)")
     class_sd = math.sqrt(max(0.0, sum(r.class_var for r in rows))) * scale
     class_slack = sum(r.class_slack for r in rows) * scale
     cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
@@ -445,9 +452,16 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         includes += ["classification posterior", "structural slack of the classification"]
         if cache_suspected:
             includes.append("cache-program ambiguity (short pulses that may be programs)")
+    elif correction is None:
+        # Window counts: the pulses within a quarter of the program window's edges could be on
+        # either side (a width window cannot tell): both ways in the interval.
+        edge = _window_edge_pulses(measurement, channels, k) * scale
+        class_slack += edge
+        includes.append("pulses near the program window's edges (either side)")
+        excludes.append("classification beyond the window edges (the sequence classifier "
+                        "needs per-pulse widths)")
     else:
-        excludes.append("classification (window counts are taken as exact; the sequence "
-                        "classifier needs per-pulse widths)")
+        excludes.append("classification beyond the overlap correction's mixture fit")
     confidence = None
     if sampling is not None:
         margin = math.sqrt(sampling ** 2 + (1.96 * class_sd) ** 2) + class_slack
@@ -800,6 +814,28 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
                                 f"class fall on both sides (rbscope calibrate, or the sequence "
                                 f"classifier)")
     return out
+
+
+#: Relative die-to-die spread of the program count assumed when one line is probed.
+DIE_SPREAD = 0.10
+
+
+def _window_edge_pulses(m, channels, k, factor=1.25):
+    """Pulses whose histogram bins lie within ``factor`` of the edges of window ``k``."""
+    params = m.params
+    lo, hi = m.config.windows[k]
+    hist = m.histogram_total(channels)
+    total = 0
+    for b, n in enumerate(hist):
+        if not n:
+            continue
+        a = max(params.hist_bin_lo(b), 1)
+        z = params.hist_bin_lo(b + 1) if b + 1 < params.hist_bins else params.max_width
+        for edge in (lo, hi):
+            if 1 < edge < params.max_width and a < edge * factor and z > edge / factor:
+                total += n
+                break
+    return total
 
 
 def _edge_pileup(m, channels, share=0.25):
