@@ -281,9 +281,12 @@ def test_confidence_interval_equals_the_bounds_when_every_die_is_probed():
     g = load_geometry("ssd-v")
     r = compute_wa(measurement([100, 120, 90, 110]), g, from_bytes(4096 * 420))
     assert r.wa_confidence == r.wa
+    # One probed line of four dies: the spread is unknown, so an assumed 10 % die-to-die
+    # spread (never a zero-width interval, which would claim the dies cannot differ).
     one = compute_wa(measurement([100]), g, from_bytes(4096 * 400))
-    assert one.wa_confidence is None
-    assert any("no confidence interval" in w for w in one.warnings)
+    assert one.wa_confidence.lo == pytest.approx(1 - 1.96 * 0.1 * (3 / 3) ** 0.5)
+    assert one.wa_confidence.hi == pytest.approx(1 + 1.96 * 0.1)
+    assert any("assumes a 10% spread" in w for w in one.warnings)
 
 
 def test_opcode_wa_counts_the_pages_the_bus_confirms():

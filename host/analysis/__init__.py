@@ -3,7 +3,10 @@ logical volume, the WA engine, the sequence classifier, calibration and the trai
 
 The entry point that takes a request and a source is :mod:`rbscope.analysis.pipeline`."""
 
-from .calibrate import Calibration, CalibrationError, calibrate
+# (The module, not its function of the same name: `from rbscope.analysis import calibrate as
+# cal` is how the CLI, the pipeline and the reference SSD reach calibrate.overlap_correction.)
+from . import calibrate
+from .calibrate import Calibration, CalibrationError
 from .geometry import Geometry, GeometryError, load_geometry, parse_geometry
 from .labelled import LabelledError, LabelledPulses
 from .logical import LogicalSourceError, LogicalVolume, parse_size

@@ -24,8 +24,15 @@ format::
     pages_per_block = 128               # optional
     cell = "mlc"                        # optional: slc, mlc, tlc or qlc
     program_model = "single-plane"      # or "multi-plane"; required unless mp is given
-    mp = 1                              # optional: pages per program pulse (default from the
-                                        # program model: 1, or planes_per_die)
+    mp = 1                              # optional: planes per program operation (default
+                                        # from the program model: 1, or planes_per_die)
+    cell = "tlc"                        # optional: slc | mlc | tlc | qlc (bits per cell)
+    program_scheme = "page"             # optional: page | one-shot | two-pass (default page)
+
+A program operation writes ``page_size × planes in the operation × pages per plane`` bytes,
+the pages per plane being 1 for page programs (and SLC-mode programs), the bits per cell for a
+one-shot program (a word line's pages in one tPROG, as 3D TLC does after 1Ah data loads) and
+half of them for each of a two-pass program's pulses (foggy, then fine).
 
     [capacity]                          # optional, decimal gigabytes
     raw_gb = 16
@@ -35,9 +42,9 @@ format::
     pe_cycles = 10000                   # rated program/erase cycles of the NAND
     warranty_years = 3
 
-    [timing]                            # optional, microseconds: [lo, hi] or a single value
-    read = [0.02, 50]                   # (a part's ranges are the defaults, key by key)
-    program = [200, 2200]
+    [timing]                            # optional, microseconds: [lo, hi], or one value: the
+    read = [0.02, 50]                   # datasheet's maximum (tR, tPROG, tBERS max, as a
+    program = [200, 2200]               # parameter page states them)
     erase = 2000
 
     [classifier]                        # optional preset; `rbscope calibrate` writes one
@@ -55,16 +62,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rbscope import nand
-from rbscope.nand.parts import CELLS, PartError, part
+from rbscope.nand.parts import CELL_BITS as PART_CELL_BITS
+from rbscope.nand.parts import PartError, part
 
 from .presets import CLASS_NAMES, Preset, PresetError, from_table
 
 __all__ = [
     "GeometryError", "Geometry", "load_geometry", "parse_geometry", "example_geometries",
-    "BUNDLED",
+    "BUNDLED", "CELL_BITS", "PROGRAM_SCHEMES", "check_cell_scheme",
 ]
 
 PROGRAM_MODELS = ("single-plane", "multi-plane")
+#: Cell types and their bits per cell.
+CELL_BITS = dict(PART_CELL_BITS)
+#: How a word line's pages are programmed.
+PROGRAM_SCHEMES = ("page", "one-shot", "two-pass")
 
 #: Directory of the bundled geometries (package data of ``rbscope.nand``).
 BUNDLED = Path(nand.__file__).resolve().parent / "geometries"
@@ -107,6 +119,24 @@ def _range(source, key, value):
     return (lo, hi)
 
 
+def check_cell_scheme(cell, scheme, where="geometry."):
+    """Validate ``cell`` (None or a key of :data:`CELL_BITS`) and ``scheme`` (None or one of
+    :data:`PROGRAM_SCHEMES`); raise :class:`GeometryError` naming the key and the value."""
+    if cell is not None and cell not in CELL_BITS:
+        raise GeometryError(f"{where}cell must be one of {', '.join(CELL_BITS)}, not {cell!r}")
+    if scheme is not None and scheme not in PROGRAM_SCHEMES:
+        raise GeometryError(f"{where}program_scheme must be one of "
+                            f"{', '.join(PROGRAM_SCHEMES)}, not {scheme!r}")
+    if scheme in ("one-shot", "two-pass"):
+        if cell is None:
+            raise GeometryError(f"{where}cell is missing: program_scheme = {scheme!r} programs "
+                                f"a word line's pages (bits per cell) together; say which "
+                                f"cell (mlc, tlc or qlc)")
+        if cell == "slc":
+            raise GeometryError(f"{where}program_scheme = {scheme!r} does not fit cell = "
+                                f"'slc' (one page per word line): use \"page\"")
+
+
 def _table(source, obj, key, required=False):
     value = obj.get(key)
     if value is None:
@@ -138,7 +168,13 @@ class Geometry:
     program_model : str
         ``"single-plane"`` or ``"multi-plane"``.
     mp : int or None
-        Pages written by one program pulse; ``None`` means "from the program model".
+        Planes one program operation writes; ``None`` means "from the program model".
+    cell : str or None
+        ``"slc"``, ``"mlc"``, ``"tlc"``, ``"qlc"``, or None when not stated.
+    program_scheme : str or None
+        ``"page"``, ``"one-shot"``, ``"two-pass"``, or None when not stated (read as
+        ``"page"``, :attr:`scheme`; the WA engine then says the scheme is undetermined where it
+        matters).
     spare_size, pages_per_block : int or None
     cell : str or None
         ``"slc"``, ``"mlc"``, ``"tlc"`` or ``"qlc"``.
@@ -173,6 +209,8 @@ class Geometry:
     timing: dict = field(default_factory=dict)
     classifier: Preset | None = None
     description: str = ""
+    cell: str | None = None
+    program_scheme: str | None = None
 
     def __post_init__(self):
         for key in ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
@@ -183,8 +221,28 @@ class Geometry:
                                 f"not {self.program_model!r}")
         if self.mp is not None:
             _int("", "mp", self.mp)
-        if self.cell is not None and self.cell not in CELLS:
-            raise GeometryError(f"cell must be one of {', '.join(CELLS)}, not {self.cell!r}")
+        check_cell_scheme(self.cell, self.program_scheme, where="")
+
+    @property
+    def scheme(self):
+        """The program scheme: the stated one, else ``"page"``."""
+        return self.program_scheme or "page"
+
+    @property
+    def bits(self):
+        """Bits per cell, or None when the cell is not stated."""
+        return CELL_BITS.get(self.cell) if self.cell else None
+
+    @property
+    def pages_per_plane_op(self):
+        """Pages one program pulse writes in each plane of its operation (1 for page programs,
+        bits per cell for one-shot, bits / 2 for each pass of a two-pass program)."""
+        return pages_per_plane_op(self.scheme, self.bits)
+
+    @property
+    def bytes_per_program(self):
+        """Bytes one (full-width) program operation writes: page size × Mp × pages per plane."""
+        return self.page_size * self.pages_per_pulse * self.pages_per_plane_op
 
     @property
     def dies(self):
@@ -225,7 +283,19 @@ class Geometry:
             "chips_per_channel": self.chips_per_channel, "dies_per_chip": self.dies_per_chip,
             "planes_per_die": self.planes_per_die, "page_size": self.page_size,
             "program_model": self.program_model, "mp": self.pages_per_pulse, "dies": self.dies,
+            "cell": self.cell, "program_scheme": self.program_scheme,
+            "pages_per_plane_op": self.pages_per_plane_op,
+            "pages_per_block": self.pages_per_block,
         }
+
+
+def pages_per_plane_op(scheme, bits):
+    """Pages a program pulse of ``scheme`` writes per plane on ``bits``-bit cells."""
+    if scheme == "one-shot":
+        return bits
+    if scheme == "two-pass":
+        return bits / 2
+    return 1
 
 
 def _parse_classifier(source, table, name):
@@ -272,7 +342,7 @@ def parse_geometry(text, source=""):
             raise GeometryError(f"{_where(source, 'part')}: {exc}") from None
     g = _table(source, doc, "geometry", required=True)
     keys = ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "page_size",
-            "spare_size", "pages_per_block", "cell", "program_model", "mp")
+            "spare_size", "pages_per_block", "program_model", "mp", "cell", "program_scheme")
     _no_unknown(source, g, "[geometry]", keys)
     if die is not None:  # the part's die facts, unless the file gives them
         g = {"planes_per_die": die.planes_per_die, "page_size": die.page_size,
@@ -293,16 +363,21 @@ def parse_geometry(text, source=""):
         raise GeometryError(f"{_where(source, 'geometry.program_model')} is missing: say "
                             f"\"single-plane\" (one page per program pulse) or \"multi-plane\" "
                             f"(planes_per_die pages per pulse), or give mp")
-    if "cell" in g:
-        if g["cell"] not in CELLS:
-            raise GeometryError(f"{_where(source, 'geometry.cell')} must be one of "
-                                f"{', '.join(CELLS)}, not {g['cell']!r}")
-        values["cell"] = g["cell"]
     model = g.get("program_model", "single-plane")
     if model not in PROGRAM_MODELS:
         raise GeometryError(f"{_where(source, 'geometry.program_model')} must be one of "
                             f"{', '.join(PROGRAM_MODELS)}, not {model!r}")
     values["program_model"] = model
+    for key, allowed in (("cell", tuple(CELL_BITS)), ("program_scheme", PROGRAM_SCHEMES)):
+        if key in g:
+            if g[key] not in allowed:
+                raise GeometryError(f"{_where(source, 'geometry.' + key)} must be one of "
+                                    f"{', '.join(allowed)}, not {g[key]!r}")
+            values[key] = g[key]
+    try:
+        check_cell_scheme(values.get("cell"), values.get("program_scheme"))
+    except GeometryError as exc:
+        raise GeometryError(f"{_where(source, str(exc))}") from None
     cap = _table(source, doc, "capacity")
     _no_unknown(source, cap, "[capacity]", ("raw_gb", "user_gb"))
     if "raw_gb" in cap:

@@ -28,7 +28,42 @@ from .sequence import SequenceError, classify_measurement
 from .wa import compute_wa, opcode_wa_of_pages, wa_series
 
 __all__ = ["SourceOptions", "AnalysisRequest", "Analysis", "RequestError", "load_source",
-           "analyse", "wa_of"]
+           "analyse", "wa_of", "knowledge_of", "LEVELS"]
+
+#: The knowledge levels an analysis works at (``docs/wa.md``): what the user supplied.
+LEVELS = {
+    "L0": "geometry only (no timing)",
+    "L1": "geometry and datasheet maxima (geometry [timing], or --preset windows)",
+    "L2": "a tapped channel's labelled pulses (--trained) or the power-up parameter page",
+}
+
+
+def knowledge_of(geometry, *, preset=None, windows=(), trained=None, param_page=None):
+    """The knowledge level of an analysis and what was supplied: ``(level, {key: value})``.
+
+    L0: the geometry alone (channels, chips, dies, planes, page size, program model and, where
+    known, ``pages_per_block``, ``cell``, ``program_scheme``); L1: plus datasheet maxima (a
+    geometry ``[timing]`` table, or class windows: ``--preset``, ``--window``); L2: plus a
+    tapped channel's labelled pulses (``--trained``) or the power-up parameter page.
+    """
+    supplied = {"geometry": [k for k in ("channels", "chips_per_channel", "dies_per_chip",
+                                         "planes_per_die", "page_size", "program_model")]
+                + [k for k in ("pages_per_block", "cell", "program_scheme")
+                   if getattr(geometry, k, None) is not None]}
+    level = "L0"
+    if getattr(geometry, "timing", None):
+        supplied["timing"] = sorted(geometry.timing)
+        level = "L1"
+    if preset is not None or windows:
+        supplied["windows"] = "preset" if preset is not None else "--window"
+        level = "L1"
+    if trained is not None:
+        supplied["trained"] = getattr(trained, "source", "") or "labelled pulses"
+        level = "L2"
+    if param_page is not None:
+        supplied["parameter_page"] = True
+        level = "L2"
+    return level, supplied
 
 #: The classifiers :func:`wa_of` knows.
 CLASSIFIERS = ("auto", "sequence", "windows")
@@ -194,7 +229,8 @@ def analyse(request):
     result = wa_of(m, geometry, request.logical, mp=request.mp,
                    program_class=request.program_class, classifier=request.classifier,
                    write_only=request.write_only, correction=correction, notes=notes,
-                   trained=request.trained)
+                   trained=request.trained, preset=request.options.preset,
+                   windows=request.options.windows)
     opcode = None
     tap = m.provenance.get("tap")
     if tap and request.logical is not None and tap.get("dies"):
@@ -205,12 +241,15 @@ def analyse(request):
 
 
 def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",
-          write_only=False, correction=None, notes=None, trained=None):
+          write_only=False, correction=None, notes=None, trained=None, preset=None,
+          windows=()):
     """The WA of a measurement as ``rbscope analyze`` computes it (classifier included).
 
     ``logical`` None gives the physical volume only. Notes of the classifier go to ``notes``.
     ``trained`` (a :class:`~rbscope.analysis.trained.TrainedClassifier`) gives the sequence
-    classifier the class width distributions learned from labelled pulses.
+    classifier the class width distributions learned from labelled pulses. ``preset`` and
+    ``windows`` (the class windows the user supplied) only count towards the knowledge level
+    (:func:`knowledge_of`), which the result states.
     """
     seq = None
     if trained is not None and (classifier == "windows" or correction is not None):
@@ -226,5 +265,8 @@ def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier=
                 notes.append(f"sequence classifier not used ({exc}); window counts instead")
     # Without a logical volume: the physical volume only (a placeholder of 1 byte).
     lv = logical if logical is not None else LogicalVolume(1, 1, "none")
-    return compute_wa(m, geometry, lv, mp=mp, program_class=program_class,
-                      correction=correction, sequence=seq, write_only=write_only)
+    result = compute_wa(m, geometry, lv, mp=mp, program_class=program_class,
+                        correction=correction, sequence=seq, write_only=write_only)
+    result.knowledge_level, result.knowledge = knowledge_of(
+        geometry, preset=preset, windows=windows, trained=trained)
+    return result

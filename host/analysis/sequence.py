@@ -35,7 +35,7 @@ from .calibrate import merged_peaks
 
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
-    "PROGRAM_KINDS", "TCBSY_US", "classify_measurement",
+    "PROGRAM_KINDS", "TCBSY_US", "classify_measurement", "timing_hints",
 ]
 
 #: Operation time ranges (µs) that name the short states; program/erase ranges come from the
@@ -96,6 +96,7 @@ class State:
     support: tuple = (-math.inf, math.inf)
     dens: np.ndarray | None = field(default=None, repr=False)
     fixed: bool = False  # keep the seeded (flat) distribution: a catch-all state
+    pages: float = 1.0  # pages per plane one pulse of this program mode writes
 
     @property
     def center_us(self):
@@ -131,7 +132,7 @@ class State:
 
     def to_dict(self):
         return {"name": self.name, "kind": self.kind, "center_us": self.center_us,
-                "sigma_octaves": self.sigma,
+                "sigma_octaves": self.sigma, "pages_per_plane": self.pages,
                 "support_us": [2.0 ** v if math.isfinite(v) else None for v in self.support]}
 
 
@@ -150,11 +151,18 @@ class DieResult:
     ambiguous_short: float = 0.0  # unannounced short pulses in the tCBSY range
     undecided: float = 0.0  # Σ min(p, 1 - p) of the program posteriors
     multiplane_pulses: float = 0.0  # expected tDBSY pulses (ordered or not)
+    unit_pulses: float | None = None  # program pulses × pages per plane of their mode
+    unit_var: float = 0.0  # posterior variance of unit_pulses
+
+    @property
+    def units(self):
+        """Program pulses in single-page units (a one-shot TLC pulse is 3)."""
+        return self.program_pulses if self.unit_pulses is None else self.unit_pulses
 
     @property
     def pages(self):
-        """Pages programmed: program pulses plus the planes their tDBSY pulses queued."""
-        return self.program_pulses + self.multiplane_pages
+        """Pages programmed: program units plus the planes their tDBSY pulses queued."""
+        return self.units + self.multiplane_pages
 
     def to_dict(self):
         return {"pulses": self.pulses, "expected": self.expected,
@@ -162,6 +170,7 @@ class DieResult:
                 "program_sd": math.sqrt(max(0.0, self.program_var)),
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
+                "unit_pulses": self.units,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses}
 
@@ -224,6 +233,23 @@ def _peaks(x, lo, hi, *, per_octave=16, smooth=1.5, merge=0.6, min_share=0.005):
     return out
 
 
+def _valley(x, guess, reach=0.6):
+    """The emptiest place (octaves) within ``reach`` of ``guess`` in the widths ``x``: where
+    short pulses (reads, the longest of them a datasheet tR) end and programs begin."""
+    lo, hi = guess - reach, guess + reach
+    sel = x[(x >= lo) & (x < hi)]
+    if sel.size < 20:
+        return guess
+    nb = int(round(2 * reach * 16))
+    counts, edges = np.histogram(sel, bins=nb, range=(lo, hi))
+    k = np.exp(-0.5 * (np.arange(-2, 3) / 1.0) ** 2)
+    sm = np.convolve(counts.astype(float), k / k.sum(), mode="same")
+    # Prefer the guess among equally empty places (a distance penalty of 1 % per bin).
+    cost = sm + 0.01 * sm.max() * np.abs(np.arange(nb) - nb / 2) / nb
+    b = int(np.argmin(cost))
+    return float(0.5 * (edges[b] + edges[b + 1]))
+
+
 def _nearest(center_us, hints, kinds):
     def dist(name):
         lo, hi = hints[name]
@@ -234,23 +260,36 @@ def _nearest(center_us, hints, kinds):
     return min(kinds, key=dist)
 
 
-def _initial_states(x, hints, page_types):
-    """Seed the states from the clusters of all pulses and the timing hints.
+def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_last=False):
+    """Seed the states from the clusters of all pulses and what the user knows.
 
-    Clusters below the program range become short states named by the nearest hint
-    (``multiplane``, ``cache``, ``read``); clusters inside it are program page types (or
-    ``page_types`` quantile slices of the program pulses); a cluster above it is the erase,
-    else an erase state is seeded at the hinted time. Each state's support is its cluster
-    widened by 4 spreads (the erase: its hinted range), so that states do not wander.
+    Clusters below the programs become short states named by the nearest hint (``multiplane``
+    tDBSY or data load, ``cache``, ``read``). Above them, the **program modes come from the
+    data**: every long cluster is a program mode unless the structure says otherwise — the
+    slowest cluster is the erase only when it is small beside the others (an erase opens a
+    block that many programs fill), else the erases hide in and above the slowest program mode
+    and the erase state is seeded at its upper side. A program time maximum (``hints``
+    ``program``: the datasheet's tPROG max, level L1) puts every longer pulse out of the
+    program modes' reach. The cell and scheme, when known, say how many modes a block's page
+    order makes (``page``: one per bit; ``one-shot``: one; ``two-pass``: two) and how many
+    pages each writes per plane (``State.pages``); faster extra modes are SLC-mode programs
+    (one page). ``erase_in_last``: the structure showed that the slowest cluster holds programs
+    (restructure after a violated erase cap).
     """
     # Short pulses and programs split halfway (in log) between the slowest read and the fastest
-    # program the hints allow: a program a little faster than its datasheet range (or a
-    # histogram bin straddling the range's edge) is still a program.
-    plo = math.log2(hints["program"][0])
-    if "read" in hints and hints["read"][1] < hints["program"][0]:
-        plo = 0.5 * (math.log2(hints["read"][1]) + plo)
-    phi = math.log2(hints["program"][1])
-    elo, ehi = (math.log2(v) for v in hints["erase"])
+    # program: the hints' (a datasheet's tR max) or the defaults.
+    read_hi = hints.get("read", SEQUENCE_HINTS["read"])[1]
+    prog_lo = hints["program"][0] if "program" in hints else SEQUENCE_HINTS["program"][0]
+    if read_hi < prog_lo:
+        plo = 0.5 * (math.log2(read_hi) + math.log2(prog_lo))
+    else:
+        plo = math.log2(min(read_hi, prog_lo))
+    plo = _valley(x, plo)
+    # (A program time given is a bound with 15 % to spare: a datasheet's typical range, or a
+    # maximum that a worn die's tail may pass.)
+    phi = math.log2(hints["program"][1]) + 0.2 if "program" in hints else None
+    if erase_in_last:
+        phi = None  # the erase cap showed programs beyond the program time given: from the data
     xmin, xmax = float(x.min()) - 0.5, float(x.max()) + 0.5
     states = []
     short = [k for k in ("multiplane", "cache", "read") if k in hints]
@@ -281,33 +320,78 @@ def _initial_states(x, hints, page_types):
     # and not the tDBSY that would add a page to the next program.
     states.append(State("other", "other", 0.5 * (xmin + plo), 100.0, (xmin, plo + 0.25),
                         fixed=True))
-    long_peaks = _peaks(x, plo, max(ehi, xmax))
-    prog = [p for p in long_peaks if p[0] < phi]
-    erase = [p for p in long_peaks if p[0] >= phi]
-    sel = np.sort(x[(x >= plo) & (x < phi)])
-    if page_types is not None and sel.size:
+    top = max(xmax, math.log2(hints["erase"][1]) + 0.1) if "erase" in hints else xmax
+    long_peaks = sorted(_peaks(x, plo, top))
+    erase = []
+    if phi is not None:
+        prog = [p for p in long_peaks if p[0] < phi]
+        erase = [p for p in long_peaks if p[0] >= phi]
+    else:
+        prog = list(long_peaks)
+        if len(prog) >= 2:
+            # The slowest cluster is the erase when it is small beside the program modes
+            # (erases ≈ programs ÷ pages per block); a cluster as large as they are is a
+            # program mode with the erases in and above it.
+            if prog[-1][2] < 0.25 * min(p[2] for p in prog[:-1]):
+                erase = [prog.pop()]
+    limit = phi if phi is not None else top
+    sel = np.sort(x[(x >= plo) & (x < limit)])
+    modes = {"page": bits, "one-shot": 1, "two-pass": 2}.get(scheme) if bits else None
+    if scheme in ("one-shot", "two-pass") and bits is None:
+        modes = {"one-shot": 1, "two-pass": 2}[scheme]
+    if page_types is not None:
+        modes = page_types
+    if modes and sel.size and len(prog) < modes:
+        # Fewer clusters than the page order makes: quantile slices of the program widths.
         prog = []
-        for t in range(page_types):
-            part = sel[t * sel.size // page_types:(t + 1) * sel.size // page_types]
+        for t in range(modes):
+            part = sel[t * sel.size // modes:(t + 1) * sel.size // modes]
             if part.size:
                 prog.append((float(np.median(part)), float(part.std()), part.size))
     if not prog and sel.size:
         prog = [(float(np.median(sel)), float(sel.std()), sel.size)]
-    for t, (c, sd, _n) in enumerate(sorted(prog)):
+    prog = sorted(prog)
+    # Pages per plane of each mode: the slowest `modes` clusters are the main cells' modes;
+    # faster extra ones are SLC-mode programs (one page per plane).
+    per_mode = {"one-shot": bits, "two-pass": (bits or 2) / 2}.get(scheme, 1)
+    n_main = len(prog) if not modes else min(modes, len(prog))
+    for t, (c, sd, _n) in enumerate(prog):
         sd = max(sd, 0.03)
-        states.append(State(f"program_{t + 1}" if len(prog) > 1 else "program", "program",
-                            c, sd, (max(c - 4 * sd, plo - 0.25), c + 4 * sd)))
-    lo, hi = elo - 0.1, ehi + 0.1
+        hi = c + 4 * sd if phi is None else min(c + 4 * sd, phi)
+        main = t >= len(prog) - n_main
+        st = State(f"program_{t + 1}" if len(prog) > 1 else "program", "program",
+                   c, sd, (max(c - 4 * sd, plo - 0.25), max(hi, c + sd)))
+        st.pages = per_mode if main else 1
+        if not main:
+            st.kind = "program_slc"
+            st.name = f"program_slc{'' if t == 0 else t + 1}"
+        states.append(st)
+    if "erase" in hints:
+        elo, ehi = (math.log2(v) for v in hints["erase"])
+    else:
+        elo = ehi = None
     if erase:
         c, sd, _n = max(erase, key=lambda p: p[2])
         sd = max(sd, _SIGMA_MIN)
-        if ehi - elo < 0.05:
-            # A datasheet often gives one typical tBERS (a point, not a range): the erase
-            # cluster found above the programs widens the support to the erases really seen.
-            lo, hi = min(lo, max(c - 3 * sd, phi)), max(hi, c + 3 * sd)
+        lo, hi = min(c - 3 * sd, phi if phi is not None else c - 3 * sd), c + 4 * sd
+        if elo is not None:
+            lo, hi = min(lo, elo - 0.1), max(hi, ehi + 0.1)
+    elif prog and phi is None:
+        # The erases hide in and above the slowest program mode.
+        c0, sd0, _n = prog[-1]
+        sd = max(sd0, 0.05)
+        c = c0 + 1.5 * sd
+        lo, hi = c0 - 2 * sd, xmax + 0.5
     else:
-        c, sd = 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4)
-    states.append(State("erase", "erase", c, sd, (lo, hi)))
+        e_lo = elo if elo is not None else (phi if phi is not None else plo + 3)
+        e_hi = ehi if ehi is not None else max(xmax, e_lo + 1)
+        if elo is not None and ehi - elo < 0.05:
+            e_lo = max(phi if phi is not None else plo, ehi - 2.0)  # a maximum: up to 4× below
+        c, sd = 0.5 * (e_lo + e_hi), max(_SIGMA_MIN, (e_hi - e_lo) / 4)
+        lo, hi = e_lo - 0.1, e_hi + 0.1
+    if phi is not None:
+        lo = max(min(lo, phi), plo)
+    states.append(State("erase", "erase", c, sd, (lo, max(hi, xmax + 0.5))))
     return states
 
 
@@ -392,7 +476,7 @@ def _targets(counts, kinds, *, cap=None, balance=False):
     return r, hit
 
 
-def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
+def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-4, floor_for=None):
     """Project the posteriors of bins ``b`` (holding ``hc`` pulses) onto the structure.
 
     Posterior regularisation: the KL projection of a posterior onto constraints on expected
@@ -413,23 +497,45 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
 
     g, counts = post(lf)
     hit = False
+    fixed = []  # page types whose count no factor moves (no other state claims their widths)
+    if balance and len(pj) > 1:
+        for j in pj:
+            probe = lf.copy()
+            probe[j] += 1.0
+            up = post(probe)[1][j]
+            probe[j] -= 2.0
+            if abs(up - post(probe)[1][j]) < 1e-3 * max(counts[j], 1.0):
+                fixed.append(j)
+    last = math.inf
     for _ in range(sweeps):
         cap = cap_for(counts)
         targets = {}
         if balance and len(pj) > 1:
+            # Equal page types; a type whose count nothing can move sets the level.
+            level = counts[fixed].mean() if fixed and len(fixed) < len(pj) else \
+                counts[pj].mean()
             for j in pj:
-                targets[j] = counts[pj].mean()
+                if j not in fixed or len(fixed) == len(pj):
+                    targets[j] = level
+        floor = floor_for(counts) if floor_for is not None else None
+        raising = False
         if cap is not None and (counts[e] > cap * (1 + 1e-9) or lf[e] < 0):
             targets[e] = min(cap, counts[e]) if lf[e] >= 0 else cap
             hit = hit or counts[e] > cap * (1 + 1e-9)
+        elif floor is not None and (counts[e] < floor * (1 - 1e-3) or lf[e] > 0):
+            targets[e] = max(floor, counts[e]) if lf[e] <= 0 else floor
+            raising = True
         worst = max((abs(counts[j] - t) / max(t, 1.0) for j, t in targets.items()),
                     default=0.0)
-        if worst < tol:
-            break
+        if worst < tol or worst > 0.99 * last:
+            break  # met, or no longer improving (the constraints cannot all hold)
+        last = worst
         for j, t in targets.items():
             lo, hi = lf[j] - 30.0, lf[j] + 30.0
-            if j == e:
-                hi = min(hi, 0.0)  # the cap only ever lowers the erase factor
+            if j == e and raising:
+                lo = max(lo, 0.0)  # the floor only ever raises the erase factor
+            elif j == e:
+                hi = min(hi, 0.0)  # the cap only ever lowers it
             probe = lf.copy()
             probe[j] = lf[j] + 1.0
             up = post(probe)[1][j]
@@ -437,20 +543,26 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-6):
             down = post(probe)[1][j]
             if abs(up - down) < 1e-3 * max(abs(counts[j] - t), 1.0):
                 continue  # nothing (that matters) to move
+            mid = 0.5 * (lo + hi)
             for _b in range(40):
                 mid = 0.5 * (lo + hi)
                 probe[j] = mid
                 c = post(probe)[1][j]
+                if abs(c - t) <= 1e-5 * max(t, 1.0):
+                    break  # close enough: a hundred-thousandth of a pulse per pulse
                 if c < t:
                     lo = mid
                 else:
                     hi = mid
-            lf[j] = 0.5 * (lo + hi)
+            else:
+                mid = 0.5 * (lo + hi)
+            lf[j] = mid
             g, counts = post(lf)
     return g, np.exp(lf - lf.max()), hit
 
 
-def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=()):
+def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
+                mult=None):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -462,8 +574,13 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     * Short pulses in the tCBSY range that nothing announces may be reads or cache programs
       (``ambiguous_short``); the WA engine keeps them in the interval when the capture shows
       cache programs.
+    * ``mult`` gives each state's pages per plane (one-shot and two-pass modes write several):
+      ``unit_pulses`` counts program pulses in single-page units.
     """
+    if mult is None:
+        mult = np.ones(len(names))
     pprog = g[:, pj].sum(axis=1)
+    punit = (g[:, pj] * mult[pj]).sum(axis=1)
     pshort = g[:, sj].sum(axis=1) if sj else np.zeros(len(x))
     announced = np.zeros(len(x))
     extra = 0.0
@@ -483,17 +600,19 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             # tCBSY distribution overlaps the reads).
             moved = pprog * (1 - prev) * short
             pprog = pprog - moved
+            punit = punit * (1 - (1 - prev) * short)
             pshort = pshort + moved
         announced = pshort * prev
         # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
         pprog = np.clip(pprog + announced, 0.0, 1.0)
+        punit = punit + announced
         # Expected run of tDBSY pulses right before each pulse: R(i) = pm(i-1) (1 + R(i-1)).
         run = np.zeros(len(x))
         acc = 0.0
         for i in range(1, len(x)):  # a short recurrence; vectorising it buys little
             acc = prev[i] * (1.0 + acc)
             run[i] = acc
-        extra = float((pprog * run).sum())
+        extra = float((punit * run).sum())
     ambiguous = float((pshort * (1 - announced) * (x <= cbsy_hi)).sum())
     # A cache-program chain ends with a 10h program; on a die whose programs are multi-plane
     # only the chains of single-plane programs (unannounced long programs) can hide a head.
@@ -502,14 +621,17 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         ambiguous = min(ambiguous, float((plong * (1 - prev)).sum()))
     cap = None
     if pages_per_block:
-        cap = (1 + erase_slack) * float(pprog.sum()) / pages_per_block + 2
+        cap = (1 + erase_slack) * float(punit.sum()) / pages_per_block + 2
     expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
+    eu2 = (g[:, pj] * mult[pj] ** 2).sum(axis=1) + announced
+    vu = float(np.maximum(eu2 - punit ** 2, 0.0).sum())
     return DieResult(int(len(x)), expected, float(pprog.sum()),
                      float(np.maximum(pprog * (1 - pprog), 0.0).sum()), float(g[:, ej].sum()),
                      extra, cap,
                      float(announced.sum()), ambiguous,
                      float(np.minimum(pprog, 1 - pprog).sum()),
-                     float(g[:, list(mk)].sum()) if mk else 0.0)
+                     float(g[:, list(mk)].sum()) if mk else 0.0,
+                     float(punit.sum()), vu)
 
 
 def _trained_states(trained, grid, hints):
@@ -543,7 +665,8 @@ def _trained_states(trained, grid, hints):
 
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
-             hmm_iterations=0, ordered=True, trained=None):
+             hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
+             erase_floor=0.8, _erase_in_last=False):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -576,6 +699,15 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         Class width distributions learned from labelled pulses (the opcode tap's): they replace
         the clusters found in the data as fixed emission densities (page types held equal as
         usual when the training found 2 or 3; the erase cap and the tDBSY rules apply).
+    scheme : str, optional
+        The program scheme (``"page"``, ``"one-shot"``, ``"two-pass"``) when the user knows it:
+        it fixes the number of program modes with ``bits`` and the pages each writes.
+    bits : int, optional
+        Bits per cell, when known.
+    erase_floor : float
+        With ``pages_per_block``: the erases are held to at least this share of
+        ``programs ÷ pages_per_block`` (less two per line for the blocks open at the start),
+        where the widths allow (a block is erased before it is filled).
 
     Returns
     -------
@@ -583,9 +715,12 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     """
     if not tick_seconds > 0:
         raise SequenceError(f"tick must be positive, not {tick_seconds!r}")
-    h = dict(SEQUENCE_HINTS)
+    # The short classes are named by the default hints; program and erase times only by what
+    # the user gave (level L1): at L0 the program modes and the erase come from the data.
+    h = {k: v for k, v in SEQUENCE_HINTS.items() if k not in ("program", "erase")}
     if hints:
-        h.update({k: v for k, v in hints.items() if k in h})
+        h.update({k: v for k, v in hints.items() if k in SEQUENCE_HINTS})
+    e_top = math.log2(h["erase"][1]) if "erase" in h else -math.inf
     tick_us = tick_seconds * 1e6
     keys = [k for k, w in pulses.items() if len(w)]
     if not keys:
@@ -603,14 +738,13 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     allx = np.concatenate(seqs)
     if trained is not None:
         lo = min([float(allx.min())] + [t.range_log2[0] for t in trained.states])
-        hi = max([float(allx.max()), math.log2(h["erase"][1])]
-                 + [t.range_log2[1] for t in trained.states])
+        hi = max([float(allx.max()), e_top] + [t.range_log2[1] for t in trained.states])
         grid = _Grid(lo - 1.0, hi + 1.0)
-        states = _trained_states(trained, grid, h)
+        states = _trained_states(trained, grid, {"erase": SEQUENCE_HINTS["erase"], **h})
     else:
-        states = _initial_states(allx, h, page_types)
-        grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()),
-                                                  math.log2(h["erase"][1])) + 0.5)
+        states = _initial_states(allx, h, page_types, scheme=scheme, bits=bits,
+                                 erase_in_last=_erase_in_last)
+        grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()), e_top) + 1.0)
     for st in states:
         if st.dens is None:
             st.seed(grid)
@@ -622,6 +756,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     pj = [j for j, kd in enumerate(kinds) if kd in PROGRAM_KINDS]
     pt = [j for j, kd in enumerate(kinds) if kd == "program"]
     ej = kinds.index("erase")
+    mult = np.array([st.pages for st in states])
     train = [grid.index(s[:train_pulses]) for s in seqs]
     # The mixture works on bin counts: every pulse of a bin has the same posterior.
     hist = np.bincount(np.concatenate([grid.index(s) for s in seqs]), minlength=grid.n)
@@ -635,24 +770,36 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         # the erase seed with its nearest program state before comparing the page types.
         pc = weights[pt].copy()
         pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pt]))] += weights[ej]
-        balance = 2 <= len(pt) <= 3 and pc.max() <= 1.5 * pc.min()
+        if scheme in (None, "page") and bits is None:
+            balance = 2 <= len(pt) <= 4 and pc.max() <= 1.5 * pc.min()
+        else:
+            # The cell and scheme say how many modes the page order makes: equal counts.
+            balance = len(pt) >= 2
     balance = bool(balance and len(pt) > 1)
     if pages_per_block:
-        weights[ej] = max(1.0, weights[pj].sum() / pages_per_block)
+        weights[ej] = max(1.0, (weights[pj] * mult[pj]).sum() / pages_per_block)
     weights /= weights.sum()
     f = np.ones(K)
     capped = False
     n_dies = len(seqs)
 
+    def blocks(counts):
+        return (counts[pj] * mult[pj]).sum() / pages_per_block
+
     def cap_for(counts):
         if not pages_per_block:
             return None
-        return (1 + erase_slack) * counts[pj].sum() / pages_per_block + 2 * n_dies
+        return (1 + erase_slack) * blocks(counts) + 2 * n_dies
+
+    def floor_for(counts):
+        if not pages_per_block or not erase_floor:
+            return None
+        return max(0.0, erase_floor * blocks(counts) - 2 * n_dies)
 
     it = 0
     for it in range(1, iterations + 1):  # noqa: B007 (reported)
         b = _emissions(occupied, states)
-        g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+        g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance, floor_for=floor_for)
         capped = capped or hit
         old = np.stack([st.dens for st in states])
         for j, st in enumerate(states):
@@ -661,14 +808,30 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         # carries what the next E-step still needs to meet the structure.
         weights = (g * hc[:, None]).sum(axis=0) / hc.sum()
         f = np.ones(K)
-        if np.abs(np.stack([st.dens for st in states]) - old).max() < 1e-7:
+        if np.abs(np.stack([st.dens for st in states]) - old).max() < 1e-6:
             break
     b = _emissions(occupied, states)
     f = np.ones(K)
-    g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance)
+    g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance, floor_for=floor_for)
     capped = capped or hit
     counts = (g * hc[:, None]).sum(axis=0)
     cap = cap_for(counts)
+    if (cap is not None and counts[ej] > 1.5 * cap and trained is None and not _erase_in_last
+            and page_types is None):
+        # The cap could not hold: no program mode reaches the widths the erase state holds, so
+        # a program mode hides under the erase cluster (upper pages as slow as the erases).
+        # Restructure: the slowest cluster is a program mode, the erases in and above it.
+        result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
+                          page_types=page_types, balance=balance if balance is not True else
+                          "auto", erase_slack=erase_slack, train_pulses=train_pulses,
+                          iterations=iterations, hmm_iterations=hmm_iterations,
+                          ordered=ordered, trained=trained, scheme=scheme, bits=bits,
+                          erase_floor=erase_floor, _erase_in_last=True)
+        result.notes.insert(0, f"{counts[ej]:,.0f} pulses fitted the erase state, "
+                               f"{counts[ej] / max(cap, 1e-9):.1f} × the structural cap "
+                               f"(programs ÷ pages per block): a program mode hid under the "
+                               f"erase cluster, and the model was rebuilt with one there")
+        return result
     if balance and cap is not None and counts[ej] > 1.05 * cap:
         # Equal page types and the erase cap cannot both hold: the widths do not keep the page
         # order (cache-program chains shift each pulse to the previous page's program time and
@@ -676,9 +839,12 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
                           page_types=page_types, balance=False, erase_slack=erase_slack,
                           train_pulses=train_pulses, iterations=iterations,
-                          hmm_iterations=hmm_iterations, ordered=ordered, trained=trained)
+                          hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
+                          scheme=scheme, bits=bits, erase_floor=erase_floor,
+                          _erase_in_last=_erase_in_last)
         result.notes.append("equal page types conflict with the erase cap (cache-program "
-                            "chains?): page types not balanced")
+                            "chains, or page types whose widths overlap in their tails): page "
+                            "types not balanced")
         return result
     A = np.tile(weights, (K, 1))
     pi = weights.copy()
@@ -712,15 +878,22 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         else:
             g = _emissions(sidx, states) * (weights * f)
             g /= g.sum(axis=1, keepdims=True)
-        dies[k] = _die_result(s, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block,
-                              erase_slack, mk)
+        dies[k] = _die_result(s, g, names, pj, ej, [] if scheme == "one-shot" else mj, sj,
+                              cbsy_hi, pages_per_block, erase_slack, mk, mult)
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
                                 2.0 if pages_per_block else None)
-    if capped:
-        notes.append("the erase state was held to the structural cap (programs ÷ pages per "
-                     "block): the widths alone would have called more pulses erases")
+    e_now = sum(d.erase_pulses for d in dies.values())
+    cap_now = sum(d.erase_cap or 0.0 for d in dies.values())
+    if capped and e_now <= 1.05 * cap_now:
+        notes.append(f"the erase state was held to the structural cap (programs ÷ pages per "
+                     f"block): {e_now:,.0f} erases against a cap of {cap_now:,.0f}; the widths "
+                     f"alone would have called more pulses erases")
+    elif cap_now and e_now > 1.05 * cap_now:
+        notes.append(f"{e_now:,.0f} pulses fitted the erase state, {e_now / cap_now:.1f} × the "
+                     f"structural cap (programs ÷ pages per block, {cap_now:,.0f}): no program "
+                     f"mode reaches their widths, so some may be programs")
     if balance:
         notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
     if trained is not None:
@@ -728,6 +901,23 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                      + (f" ({trained.source})" if trained.source else ""))
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance)
+
+
+def timing_hints(timing):
+    """Classifier hints (µs ranges) from a geometry's ``[timing]``.
+
+    A ``[lo, hi]`` pair is a range; a single value is the datasheet's maximum (tPROG, tBERS,
+    tR max, as a parameter page states them), which bounds the class from above only.
+    """
+    out = {}
+    for key, (lo, hi) in timing.items():
+        if key not in SEQUENCE_HINTS:
+            continue
+        if lo == hi:  # a maximum
+            floor = {"read": 1.0, "program": 100.0, "erase": 300.0}.get(key, hi / 8)
+            lo, hi = min(floor, hi / 2), hi * 1.05
+        out[key] = (lo, hi)
+    return out
 
 
 def classify_measurement(measurement, geometry=None, channels=None, *, hints=None, **kw):
@@ -752,7 +942,10 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
     """
     channels = measurement.enabled if channels is None else list(channels)
     if hints is None and geometry is not None:
-        hints = dict(geometry.timing)
+        hints = timing_hints(geometry.timing)
+    if geometry is not None:
+        kw.setdefault("scheme", geometry.program_scheme)
+        kw.setdefault("bits", geometry.bits)
     ppb = kw.pop("pages_per_block", None)
     if ppb is None and geometry is not None:
         ppb = geometry.pages_per_block
@@ -804,9 +997,12 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
             die.pulses = round(die.pulses * x)
             die.expected = {k: v * x for k, v in die.expected.items()}
             for name in ("program_pulses", "program_var", "erase_pulses", "multiplane_pages",
-                         "announced", "ambiguous_short", "undecided", "multiplane_pulses"):
+                         "announced", "ambiguous_short", "undecided", "multiplane_pulses",
+                         "unit_var"):
                 if hasattr(die, name):
                     setattr(die, name, getattr(die, name) * x)
+            if die.unit_pulses is not None:
+                die.unit_pulses *= x
             if die.erase_cap is not None:
                 die.erase_cap *= x
         result.notes.append(f"the histograms hold more than {MIXTURE_PULSES:,} pulses per line: "

@@ -184,12 +184,19 @@ def train(labels, *, source=""):
     samples = {}
     kinds = {}
     mp_pages = mp_ops = 0
+    rng = np.random.default_rng(0)  # (a fixed dither: the same labels train the same file)
     for lab in labels:
+        tick_us = lab.tick_seconds * 1e6
         for cls_name, w in _class_widths_us(lab).items():
             if cls_name not in KIND_OF_CLASS or not len(w):
                 continue
             name, kind = KIND_OF_CLASS[cls_name]
-            samples.setdefault(name, []).append(np.asarray(w, dtype=float))
+            # The tap's clock quantises a width to whole ticks (a tDBSY of 0.4-1.4 µs reads 0
+            # or 1 at 1 µs): spread each over the tick it stands for, so that the learned
+            # shape has the real spread and no width below one tick is lost.
+            w = np.asarray(w, dtype=float)
+            w = np.maximum(w + (rng.random(len(w)) - 0.5) * tick_us, 0.1 * tick_us)
+            samples.setdefault(name, []).append(w)
             kinds[name] = kind
         mp_pages += lab.pages()
         mp_ops += sum(sum(r["PROGRAM"]) for r in lab.planes)

@@ -177,6 +177,11 @@ class WAResult:
     interval_excludes: tuple = ()  # what it does not
     checks: list = field(default_factory=list)  # plausibility checks that failed
     classification: dict | None = None  # the sequence classifier's evidence
+    undetermined: bool = False  # R/B# alone cannot decide the value (see ``decide``)
+    decide: list = field(default_factory=list)  # why, and the evidence that would decide it
+    alternatives: list = field(default_factory=list)  # [{"reading", "wa"}] other readings
+    knowledge_level: str = "L0"  # what the analysis knew: L0 geometry, L1 + maxima, L2 + tap
+    knowledge: dict = field(default_factory=dict)  # what was supplied, by level
 
     @property
     def spread(self):
@@ -205,6 +210,11 @@ class WAResult:
             "checks": self.checks,
             "classification": self.classification,
             "endurance": self.endurance.to_dict() if self.endurance else None,
+            "undetermined": bool(self.undetermined),
+            "undetermined_reasons": list(self.decide),
+            "alternatives": list(self.alternatives),
+            "knowledge_level": self.knowledge_level,
+            "knowledge": dict(self.knowledge),
         }
 
 
@@ -242,13 +252,20 @@ def _check_positive_int(name, value):
 
 
 def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
-    """Fill a row's estimate and classification uncertainty from a sequence-classified die."""
+    """Fill a row's estimate and classification uncertainty from a sequence-classified die.
+
+    The estimate is in single-page program pulses (``DieResult.units``: a one-shot TLC pulse
+    counts 3), so that ``× Mp × page size`` gives the bytes.
+    """
+    units = die.units
     measured_mp = die.program_pulses > 0 and die.multiplane_pages > 0.01 * die.program_pulses
     per_pulse = 1.0 / mp if measured_mp else 1.0  # pages measured -> pulse equivalents
-    pages = die.pages if measured_mp else die.program_pulses
+    pages = die.pages if measured_mp else units
     row.corrected = pages * per_pulse
-    row.class_var = die.program_var * per_pulse ** 2
+    var = die.unit_var if die.unit_pulses is not None else die.program_var
+    row.class_var = var * per_pulse ** 2
     chains = die.program_pulses and die.announced > 0.002 * die.program_pulses
+    unit = units / die.program_pulses if die.program_pulses else 1.0  # pages per pulse
     if balanced and not chains:
         # Page types are equal over whole blocks; open blocks (host and GC streams) at the
         # edges of the capture leave each type up to 2 pages apart.
@@ -259,6 +276,12 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # Nothing pins the erase count: it may be anything up to its structural cap.
         hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
         slack = max(die.erase_pulses, hi_e - die.erase_pulses)
+    if die.erase_cap is not None:
+        # The erases expected of the programs (a block is erased before it is filled): pulses
+        # the erase state holds beyond or short of that may be programs either way.
+        expect = (die.erase_cap - 2) / 1.25
+        slack = max(slack, abs(die.erase_pulses - expect))
+    slack *= unit
     if mode == "mixture":
         # Histogram bins, not pulses: every pulse of a bin shares one posterior, so the pulses
         # the posterior leaves undecided may all go either way.
@@ -267,7 +290,7 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     if measured_mp:
         # Two estimates of the pages: tDBSY-measured, and program pulses × Mp; the interval
         # spans both (a reset or set-features pulse can pass for a tDBSY).
-        row.class_slack += abs(die.program_pulses - row.corrected)
+        row.class_slack += abs(units - row.corrected)
     up = die.ambiguous_short
     if mode == "mixture" and mp > 1 and die.multiplane_pulses:
         # Without the order, a tCBSY cannot be told from a read; but every multi-plane program
@@ -276,7 +299,7 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # That count (with a tenth and two pulses of margin) bounds the ambiguity better than
         # every short pulse in the tCBSY range, reads included.
         row.hidden = max(0.0, die.multiplane_pulses / (mp - 1) - die.program_pulses
-                         - die.erase_pulses)
+                         - die.erase_pulses) * unit
         up = 1.1 * row.hidden + 2
     # A hidden program is one more program operation: one pulse of Mp pages.
     row.class_up = up
@@ -410,9 +433,16 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         sampling = t_quantile(len(samples) - 1) * dies * sd / math.sqrt(len(samples)) * fpc
         includes.append("die sampling (Student t)")
     else:
-        warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown, so "
-                        f"no confidence interval for the sampling of dies (probe two or more)")
-        excludes.append("die sampling (one probed line)")
+        # One line: its spread is unknown, so the dies are taken to differ by a nominal
+        # die-to-die spread (DIE_SPREAD, relative sd), not by nothing.
+        sd = DIE_SPREAD * rows[0].estimate / rows[0].dies
+        fpc = math.sqrt(max(0.0, (dies - dies_probed) / (dies - 1)))
+        sampling = 1.96 * dies * sd * fpc
+        warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown; "
+                        f"the 95 % interval assumes a {DIE_SPREAD:.0%} spread (probe two or "
+                        f"more lines to measure it)")
+        includes.append(f"die sampling (an assumed {DIE_SPREAD:.0%} die-to-die spread: one "
+                        f"probed line)")
     class_sd = math.sqrt(max(0.0, sum(r.class_var for r in rows))) * scale
     class_slack = sum(r.class_slack for r in rows) * scale
     cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
@@ -422,9 +452,16 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         includes += ["classification posterior", "structural slack of the classification"]
         if cache_suspected:
             includes.append("cache-program ambiguity (short pulses that may be programs)")
+    elif correction is None:
+        # Window counts: the pulses within a quarter of the program window's edges could be on
+        # either side (a width window cannot tell): both ways in the interval.
+        edge = _window_edge_pulses(measurement, channels, k) * scale
+        class_slack += edge
+        includes.append("pulses near the program window's edges (either side)")
+        excludes.append("classification beyond the window edges (the sequence classifier "
+                        "needs per-pulse widths)")
     else:
-        excludes.append("classification (window counts are taken as exact; the sequence "
-                        "classifier needs per-pulse widths)")
+        excludes.append("classification beyond the overlap correction's mixture fit")
     confidence = None
     if sampling is not None:
         margin = math.sqrt(sampling ** 2 + (1.96 * class_sd) ** 2) + class_slack
@@ -432,6 +469,14 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         hi_p = (pulses.hi + margin + class_up) * unit
         confidence = Interval(wa.value, min(lo_p / logical.hi, wa.value),
                               max(hi_p / logical.lo if logical.lo else math.inf, wa.value))
+
+    undetermined, decide, alternatives = False, [], []
+    if sequence is not None:
+        undetermined, decide, alternatives, confidence = _undetermined(
+            measurement, geometry, logical, rows, sequence, scale, unit, wa, confidence,
+            cache_suspected)
+        if undetermined:
+            includes.append("every reading the pulses leave open (undetermined)")
 
     erase_index = next((i for i, n in enumerate(measurement.class_names) if n == "erase"), None)
     erase_pulses = None if erase_index is None else \
@@ -451,7 +496,159 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
                     wa_confidence=confidence, endurance=endurance,
                     classifier="windows" if sequence is None else sequence.mode,
                     interval_includes=tuple(includes), interval_excludes=tuple(excludes),
-                    checks=checks, classification=classification)
+                    checks=checks, classification=classification,
+                    undetermined=undetermined, decide=decide, alternatives=alternatives)
+
+
+#: Cells and schemes a count of program modes is consistent with: (cell, scheme, pages per
+#: pulse of the main modes), by the number of main modes the classifier found.
+_READINGS = {
+    1: (("slc", "page", 1.0), ("mlc", "one-shot", 2.0), ("tlc", "one-shot", 3.0),
+        ("qlc", "one-shot", 4.0)),
+    2: (("mlc", "page", 1.0), ("tlc", "two-pass", 1.5), ("qlc", "two-pass", 2.0)),
+    3: (("tlc", "page", 1.0),),
+    4: (("qlc", "page", 1.0),),
+}
+
+
+#: Centre (µs) of the fastest program mode below which it is a page program (SLC, a lower
+#: page), above which a word line's program (one-shot, a pass of two-pass).
+_WORDLINE_US = 1000.0
+
+
+def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confidence,
+                  cache_suspected):
+    """What R/B# alone cannot decide: ``(flag, reasons, alternatives, widened interval)``.
+
+    * **The program scheme** when the geometry does not state it: the number of program modes
+      found is consistent with several (cell, scheme) readings (one mode: SLC, or one-shot
+      MLC/TLC/QLC; two: MLC pages, or two-pass TLC/QLC), each its own pages per pulse. The
+      readings below the physical bound (WA ≥ 1 without compression) are dropped while another
+      remains; if more than one remains, the interval spans them.
+    * **A wired-OR line** of several LUNs that was busy much of the time: overlapping pulses of
+      different LUNs merged, so programs were lost. The interval spans the counted programs up
+      to what the line's busy time allows (every LUN busy all the line's busy time, programs as
+      fast as the fastest program mode).
+    * **Short pulses that may be programs** (host-paced cache programs: R/B# shows only tCBSY,
+      among the reads) when WA would be below 1 without them.
+    """
+    reasons, alts = [], []
+    dies = {r.channel: sequence.dies[r.channel] for r in rows}
+    states = sequence.states
+    lo_wa = confidence.lo if confidence is not None else wa.lo
+    hi_wa = confidence.hi if confidence is not None else wa.hi
+    lv = logical.value
+    has_logical = logical.source != "none"
+
+    def wa_of_units(units):
+        return units * scale * unit / lv if lv else math.inf
+
+    counted = sum(r.estimate for r in rows)
+    # Program modes: main modes (kind "program") and the rest (SLC mode, cache programs).
+    main = [s.name for s in states if s.kind == "program"]
+    main_units = sum(d.expected.get(n, 0.0) * s.pages for d in dies.values()
+                     for s in states for n in [s.name] if n in main)
+    main_pulses = sum(d.expected.get(n, 0.0) for d in dies.values() for n in main)
+    undetermined = False
+    if geometry.program_scheme is None and main_pulses > 0:
+        n_modes = len(main)
+        readings = [x for x in _READINGS.get(min(n_modes, 4), ())
+                    if geometry.cell in (None, x[0])]
+        # Physics: a page program of the fastest page type (SLC, a lower page) takes well under
+        # a millisecond; a pulse that programs a word line's pages (one-shot, a pass of
+        # two-pass) takes longer.
+        fastest = min(2.0 ** s.mu for s in states if s.kind == "program")
+        plausible = [x for x in readings if (x[1] == "page") == (fastest < _WORDLINE_US)]
+        readings = plausible or readings
+        if len(readings) > 1:
+            options = []
+            slc = sum(d.expected.get(s.name, 0.0) for d in dies.values() for s in states
+                      if s.kind == "program_slc")
+            for cell, scheme, per in readings:
+                if scheme == "page":
+                    units = counted + main_pulses * per - main_units
+                else:
+                    # A word line's program: the short pulses before it are its data loads
+                    # (1Ah) and plane queueing, never programs or extra pages; Mp planes.
+                    units = main_pulses * per + slc
+                options.append((cell, scheme, wa_of_units(units)))
+            possible = [o for o in options if o[2] >= 0.98] if has_logical else options
+            if len(possible) > 1 or (not possible and len(options) > 1):
+                shown = possible or options
+                undetermined = True
+                reasons.append(
+                    f"the program scheme: {n_modes} program mode(s) fit "
+                    + ", ".join(f"{c.upper()} {s}" for c, s, _ in shown)
+                    + "; say program_scheme and cell in the geometry (the power-up parameter "
+                    "page or the datasheet says which), or tap the bus")
+                for cell, scheme, w in options:
+                    if abs(w - wa.value) > 1e-9 * max(1.0, wa.value):
+                        alts.append({"reading": f"{scheme} {cell.upper()}", "wa": w})
+                lo_wa = min(lo_wa, min(o[2] for o in shown))
+                hi_wa = max(hi_wa, max(o[2] for o in shown))
+            elif len(possible) == 1 and abs(possible[0][2] - wa.value) > 0.02 * wa.value:
+                cell, scheme, w = possible[0]
+                alts.append({"reading": f"{scheme} {cell.upper()} (the only reading with "
+                                        f"WA ≥ 1)", "wa": w})
+                hi_wa = max(hi_wa, w)
+                lo_wa = min(lo_wa, w)
+                undetermined = True
+                reasons.append(f"the program scheme: only {scheme} {cell.upper()} gives WA ≥ 1; "
+                               f"say program_scheme and cell in the geometry to confirm")
+    # Wired-OR lines busy much of the time.
+    wired = [r for r in rows if r.dies > 1]
+    if wired:
+        extra_hi = 0.0
+        busy_share = []
+        fastest = _fastest_program_us(states)
+        tick_us = m.tick_seconds * 1e6
+        for r in wired:
+            c = m.counts[r.channel]
+            dur = m.duration_ticks or sum(m.pulses.get(r.channel, ())) or c.busy_ticks
+            u = c.busy_ticks / dur if dur else 0.0
+            busy_share.append(u)
+            # Every LUN busy all the line's busy time, programming at the fastest mode's pace.
+            most = r.dies * c.busy_ticks * tick_us / fastest * max(1.0, _max_pages(states))
+            extra_hi += max(0.0, most - r.estimate)
+        if max(busy_share) > 0.05:
+            undetermined = True
+            reasons.append(
+                f"wired-OR line(s) of {max(r.dies for r in wired)} LUNs busy "
+                f"{100 * max(busy_share):.0f} % of the time: overlapping pulses of different "
+                f"LUNs merged, so programs were lost; probe one R/B# per LUN, or tap the bus "
+                f"(the opcode tap counts every LUN's confirms)")
+            hi_wa = max(hi_wa, wa.hi + wa_of_units(extra_hi))
+            if has_logical:
+                lo_wa = min(lo_wa, wa.value)
+    # Short pulses that may be host-paced cache programs.
+    amb = sum(d.ambiguous_short for d in dies.values())
+    if has_logical and wa.value < 0.98 and amb > 0:
+        w_alt = wa_of_units(counted + amb)
+        alts.append({"reading": f"the {amb * scale:,.0f} short pulses in the tCBSY range are "
+                                f"cache programs (host-paced: R/B# shows only tCBSY)",
+                     "wa": w_alt})
+        if not cache_suspected:
+            hi_wa = max(hi_wa, w_alt)
+        undetermined = True
+        reasons.append("short pulses in the tCBSY range (a few µs to ~40 µs) may be reads or "
+                       "cache programs: tap the bus (the opcode tap tells 15h from 30h)")
+    if has_logical and wa.value < 0.98 and not alts and not undetermined:
+        undetermined = True
+        reasons.append(f"WA {wa.value:.3f} is below 1, which no reading of these pulses "
+                       f"explains: check Mp, the program scheme and the probes")
+    if undetermined:
+        confidence = Interval(wa.value, min(lo_wa, wa.value), max(hi_wa, wa.value))
+    return undetermined, reasons, alts, confidence
+
+
+def _fastest_program_us(states):
+    """The fastest program time (µs) the program modes allow: the fastest mode's lower edge."""
+    lows = [2.0 ** (s.mu - 2 * s.sigma) for s in states if s.kind in ("program", "program_slc")]
+    return max(50.0, min(lows)) if lows else 150.0
+
+
+def _max_pages(states):
+    return max([s.pages for s in states if s.kind == "program"] or [1.0])
 
 
 @dataclass
@@ -617,6 +814,28 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
                                 f"class fall on both sides (rbscope calibrate, or the sequence "
                                 f"classifier)")
     return out
+
+
+#: Relative die-to-die spread of the program count assumed when one line is probed.
+DIE_SPREAD = 0.10
+
+
+def _window_edge_pulses(m, channels, k, factor=1.25):
+    """Pulses whose histogram bins lie within ``factor`` of the edges of window ``k``."""
+    params = m.params
+    lo, hi = m.config.windows[k]
+    hist = m.histogram_total(channels)
+    total = 0
+    for b, n in enumerate(hist):
+        if not n:
+            continue
+        a = max(params.hist_bin_lo(b), 1)
+        z = params.hist_bin_lo(b + 1) if b + 1 < params.hist_bins else params.max_width
+        for edge in (lo, hi):
+            if 1 < edge < params.max_width and a < edge * factor and z > edge / factor:
+                total += n
+                break
+    return total
 
 
 def _edge_pileup(m, channels, share=0.25):

@@ -397,6 +397,10 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
     windows = "  ".join(f"{k} [{lo * 1e6:g}, {hi * 1e6:g})"
                         for k, (lo, hi) in m.windows_seconds().items())
     print(f"windows  {windows} µs")
+    supplied = "; ".join(f"{k}: {', '.join(v) if isinstance(v, list) else v}"
+                         for k, v in r.knowledge.items())
+    print(f"knowledge level {r.knowledge_level}: {pipeline.LEVELS.get(r.knowledge_level, '')}"
+          + (f" ({supplied})" if supplied else ""))
     if r.classifier != "windows":
         c = r.classification or {}
         states = "  ".join(f"{st['name']} ~{st['center_us']:.4g}" for st in c.get("states", []))
@@ -451,6 +455,13 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
             chi = "∞" if not math.isfinite(ci.hi) else f"{ci.hi:.4f}"
             print(f"  95 % interval                [{ci.lo:.4f}, {chi}]  "
                   f"({r.dies_probed} of {r.dies} dies probed)")
+        if r.undetermined:
+            print("  UNDETERMINED: R/B# alone cannot decide this value; the interval spans "
+                  "every reading the pulses leave open")
+            for reason in r.decide:
+                print(f"    - {reason}")
+        for alt in r.alternatives:
+            print(f"  alternative: {alt['reading']}: WA {alt['wa']:.4f}")
         if r.interval_includes:
             print(f"  it includes: {'; '.join(r.interval_includes)}")
         if r.interval_excludes:

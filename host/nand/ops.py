@@ -43,11 +43,14 @@ class OpClass(IntEnum):
 
 #: Kinds of pulse the R/B#-only classifiers know (``rbscope.analysis.sequence`` states and
 #: trained states), shortest first: tDBSY, target-wide commands, reads, cache busy (tCBSY,
-#: tRCBSY), a cache program's pulse, programs, erases.
-KINDS = ("multiplane", "other", "read", "cache", "cache_program", "program", "erase")
+#: tRCBSY), a cache program's pulse, programs, SLC-mode programs (the write cache in front of
+#: TLC/QLC), erases.
+KINDS = ("multiplane", "other", "read", "cache", "cache_program", "program", "program_slc",
+         "erase")
 
-#: Kinds whose pulses write pages (one page per pulse, times Mp).
-PROGRAM_KINDS = ("program", "cache_program")
+#: Kinds whose pulses write pages (one page per plane per pulse for page and SLC-mode
+#: programs, times Mp).
+PROGRAM_KINDS = ("program", "cache_program", "program_slc")
 
 #: Every name a class window may have (one list for presets, geometry files, calibration and
 #: analysis).

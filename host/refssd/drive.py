@@ -24,7 +24,7 @@ Drives come from named presets (:data:`PRESETS`, :func:`preset`) or from a TOML 
     blocks_per_plane = 64
     pages_per_block = 128
     page_size = 4096
-    cell = "mlc"                      # slc | mlc | tlc
+    cell = "mlc"                      # slc | mlc | tlc | qlc
     [firmware]
     over_provisioning = 0.14          # (physical - logical) / logical
     gc = "greedy"                     # greedy | cost-benefit
@@ -53,9 +53,18 @@ order: the page of bit level ``s`` (0 lower, 1 middle, 2 upper) of word line ``w
 at step ``w + s``, and within a step lower levels first (higher word lines first). For MLC this
 is L0 L1 U0 L2 U1 L3 U2 … L(n-1) U(n-2) U(n-1); for TLC L0 L1 M0 L2 M1 U0 L3 M2 U1 … — the
 orders of the shared-page tables of Micron and Intel MLC/TLC datasheets. Page addresses are
-numbered in program order (page ``p`` of a block is its ``p``-th program). One-shot TLC
-programming (all three pages of a word line in one operation, as in many 3D parts) is not
-modelled.
+numbered in program order (page ``p`` of a block is its ``p``-th program).
+
+3D parts program a word line's pages together (``program_scheme``): ``one-shot`` loads the
+lower, middle (and for QLC upper) pages with 80h…1Ah, each a short busy (``data_load``), then the
+last page with 80h…10h and one long tPROG programs all of them; ``two-pass`` (QLC) does that
+twice, a coarse "foggy" program and a "fine" one, the pages loaded again for the second. Their
+pages are numbered word line by word line (L M U [T]).
+
+The 2026 options (see :class:`Drive`: ``program_scheme``, ``cache_regime``, suspends, read
+retry, ``plane_reads``, ``wired_or``, ``timing_shape``, ``die_spread``, ``wear_drift``) go in
+``[firmware]`` of a drive spec; ``[timing]`` takes ``read_top``, ``program_top``, ``data_load``,
+``program_foggy``, ``program_fine`` and ``suspend`` too.
 """
 
 import math
@@ -87,26 +96,44 @@ class PageType(IntEnum):
     LOWER = 1
     MIDDLE = 2
     UPPER = 3
+    TOP = 4  # the fourth page of a QLC word line
     NONE = 15  # erase, reset, set features
 
 
-#: Bits per cell of each cell type the reference SSD models (the catalogue's, up to TLC).
-CELL_BITS = {cell: bits for cell, bits in PART_CELL_BITS.items() if bits <= 3}
+#: Bits per cell of each cell type the reference SSD models (the catalogue's).
+CELL_BITS = dict(PART_CELL_BITS)
 _LEVELS = {1: (PageType.SLC,), 2: (PageType.LOWER, PageType.UPPER),
-           3: (PageType.LOWER, PageType.MIDDLE, PageType.UPPER)}
+           3: (PageType.LOWER, PageType.MIDDLE, PageType.UPPER),
+           4: (PageType.LOWER, PageType.MIDDLE, PageType.UPPER, PageType.TOP)}
 _TYPE_KEY = {PageType.SLC: "slc", PageType.LOWER: "lower", PageType.MIDDLE: "middle",
-             PageType.UPPER: "upper"}
+             PageType.UPPER: "upper", PageType.TOP: "top"}
+
+#: How a word line's pages are programmed: ``page`` (one program operation per page, in the
+#: staircase order), ``one-shot`` (the word line's pages loaded with 80h…1Ah, the last with
+#: 80h…10h, then one tPROG programs them all: 3D TLC/QLC), ``two-pass`` (the pages loaded and
+#: programmed coarsely, "foggy", then loaded again and programmed finely: QLC).
+PROGRAM_SCHEMES = ("page", "one-shot", "two-pass")
+#: Cache-program regimes: ``back-to-back`` (the next 15h comes at once and its busy lasts until
+#: the previous array program is done) and ``host-paced`` (the host's data arrives after the
+#: array program ended: R/B# shows only tCBSY, and the array program hides).
+CACHE_REGIMES = ("back-to-back", "host-paced")
+#: Width distributions of the timing draws (:func:`draw`).
+TIMING_SHAPES = ("normal", "lognormal", "heavy-tail")
 
 
-def page_types(cell, pages_per_block):
+def page_types(cell, pages_per_block, scheme="page"):
     """Return the :class:`PageType` of every page of a block, in program (= address) order.
 
     Parameters
     ----------
     cell : str
-        ``"slc"``, ``"mlc"`` or ``"tlc"``.
+        ``"slc"``, ``"mlc"``, ``"tlc"`` or ``"qlc"``.
     pages_per_block : int
         A multiple of the bits per cell.
+    scheme : str
+        ``"page"``: the staircase order below; ``"one-shot"`` and ``"two-pass"``: word line by
+        word line, each word line's pages in level order (L M U [T]), as its pages are loaded
+        for one operation.
 
     Returns
     -------
@@ -114,11 +141,16 @@ def page_types(cell, pages_per_block):
     """
     if cell not in CELL_BITS:
         raise RefSSDError(f"cell must be one of {', '.join(CELL_BITS)}, not {cell!r}")
+    if scheme not in PROGRAM_SCHEMES:
+        raise RefSSDError(f"program_scheme must be one of {', '.join(PROGRAM_SCHEMES)}, "
+                          f"not {scheme!r}")
     bits = CELL_BITS[cell]
     if pages_per_block < bits or pages_per_block % bits:
         raise RefSSDError(f"pages_per_block ({pages_per_block}) must be a multiple of the "
                           f"{bits} bits per cell of {cell.upper()}")
     lines = pages_per_block // bits
+    if scheme != "page":
+        return np.tile(np.array(_LEVELS[bits], dtype=np.uint8), lines)
     order = sorted((w + s, s, -w) for w in range(lines) for s in range(bits))
     levels = _LEVELS[bits]
     return np.array([levels[s] for _, s, _ in order], dtype=np.uint8)
@@ -134,6 +166,12 @@ TIMING_KEYS = {
     **{key: what for key, what in BUSY_KEYS.items()
        if key.partition("_")[2] not in _UNMODELLED},
     "overhead": "controller time between a die's ready and its next command",
+    "read_top": "tR of a QLC top page", "program_top": "tPROG of a QLC top page (one-shot: "
+    "of the word line)",
+    "data_load": "busy after 80h…1Ah (a one-shot / two-pass page loaded into its register)",
+    "program_foggy": "tPROG of a two-pass word line's first (foggy) program",
+    "program_fine": "tPROG of a two-pass word line's second (fine) program",
+    "suspend": "tSPD: busy left after a program or erase suspend command (84h / 61h)",
 }
 
 
@@ -148,17 +186,35 @@ def _dist(where, value):
     return (float(value[0]), float(value[1]))
 
 
-def draw(rng, dist, n):
+def draw(rng, dist, n, shape="normal"):
     """Draw ``n`` durations (ns, int64) from ``dist`` = (lo, hi) µs.
 
-    A normal centred on the middle of the range with σ a quarter of its width, clipped to the
-    range: most values sit near the middle, a few at the edges (as in a datasheet's typ/max).
+    ``shape``:
+
+    * ``"normal"``: a normal centred on the middle of the range with σ a quarter of its width,
+      clipped to the range: most values sit near the middle, a few at the edges (as in a
+      datasheet's typ/max);
+    * ``"lognormal"``: median the range's geometric middle, σ (of the log) a quarter of the
+      range's log width, not clipped: ``hi`` is exceeded by 2.3 % of the draws, by far on the
+      right (a skewed distribution with a tail, like measured tPROG);
+    * ``"heavy-tail"``: that lognormal for 95 % of the draws, and for 5 % a second lognormal
+      centred 1.3 × ``hi`` (σ 0.2): a heavy right tail (retried program loops, slow blocks).
     """
     lo, hi = dist
     if lo == hi or n == 0:
         return np.full(n, round(lo * 1000), dtype=np.int64)
-    x = rng.normal((lo + hi) / 2, (hi - lo) / 4, n)
-    return np.rint(np.clip(x, lo, hi) * 1000).astype(np.int64)
+    if shape == "normal":
+        x = rng.normal((lo + hi) / 2, (hi - lo) / 4, n)
+        return np.rint(np.clip(x, lo, hi) * 1000).astype(np.int64)
+    if shape not in TIMING_SHAPES:
+        raise RefSSDError(f"timing_shape must be one of {', '.join(TIMING_SHAPES)}, "
+                          f"not {shape!r}")
+    sigma = math.log(hi / lo) / 4
+    x = np.exp(rng.normal(math.log(math.sqrt(lo * hi)), sigma, n))
+    if shape == "heavy-tail":
+        tail = rng.random(n) < 0.05
+        x[tail] = np.exp(rng.normal(math.log(1.3 * hi), 0.2, int(tail.sum())))
+    return np.rint(np.maximum(x, 0.05) * 1000).astype(np.int64)
 
 
 # The drive ---------------------------------------------------------------------------------------
@@ -217,6 +273,36 @@ class Drive:
         ``"bundled"`` (the geometry's windows) or ``"calibrated"`` (``rbscope calibrate`` on the
         recording first, as a user without a preset does).
     description : str
+    program_scheme : str
+        ``"page"``, ``"one-shot"`` or ``"two-pass"`` (foggy-fine), TLC or QLC; see
+        :data:`PROGRAM_SCHEMES`.
+    cache_regime : str
+        ``"back-to-back"`` or ``"host-paced"`` cache programs (:data:`CACHE_REGIMES`).
+    program_suspend, erase_suspend : float
+        Probability that a program (erase) is suspended (84h / 61h) for reads waiting behind it
+        on the die: its busy is split into 2 or 3 pieces, resumed with 13h (D2h), and 1 or 2 of
+        the reads that follow it in the die's queue are served in each gap.
+    read_retry : float
+        Probability that a page read fails its ECC and is retried: 1 to 3 retries, each a set
+        features (EFh, a new read level) and another tR of the same page.
+    plane_reads : bool
+        Independent plane reads: reads of different planes of a die are issued while the die is
+        busy and overlap (R/B# is low while any plane reads: their busies merge).
+    wired_or : bool
+        The LUNs of each chip share one R/B# pin (open drain, wired-OR: the line is low while
+        any of them is busy); :func:`rbscope.refssd.measure.to_measurement` probes one line per
+        chip.
+    slc_prefix : int
+        The vendor prefix command of an SLC-mode program or read on a MLC/TLC/QLC die (DAh, or
+        A2h), carried in the bus command stream (``COMMAND_DTYPE["prefix"]``).
+    timing_shape : str
+        Width distribution of every timing draw (:func:`draw`, :data:`TIMING_SHAPES`).
+    die_spread : float
+        Process spread between dies: every die's timing of each kind is scaled by its own
+        ``exp(N(0, die_spread))``.
+    wear_drift : float
+        Wear drift over the run: tBERS grows by ``wear_drift`` and tPROG shrinks by half that,
+        linearly from the die's first operation to its last.
     """
 
     name: str
@@ -246,6 +332,17 @@ class Drive:
     user_geometry_name: str | None = None
     user_windows: str = "bundled"
     description: str = ""
+    program_scheme: str = "page"
+    cache_regime: str = "back-to-back"
+    program_suspend: float = 0.0
+    erase_suspend: float = 0.0
+    read_retry: float = 0.0
+    plane_reads: bool = False
+    wired_or: bool = False
+    slc_prefix: int = 0xDA
+    timing_shape: str = "normal"
+    die_spread: float = 0.0
+    wear_drift: float = 0.0
 
     def __post_init__(self):
         for key in ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
@@ -261,7 +358,9 @@ class Drive:
         if self.open_streams > 2:
             raise RefSSDError(f"drive {self.name}: open_streams must be 1 or 2, "
                               f"not {self.open_streams}")
-        page_types(self.cell, self.pages_per_block)  # validates cell and pages_per_block
+        # validates cell, pages_per_block and program_scheme
+        page_types(self.cell, self.pages_per_block, self.program_scheme)
+        self._check_modern()
         if self.gc not in ("greedy", "cost-benefit"):
             raise RefSSDError(f"drive {self.name}: gc must be greedy or cost-benefit, "
                               f"not {self.gc!r}")
@@ -366,7 +465,57 @@ class Drive:
 
     def page_types(self):
         """The page types of a block in program order (see :func:`page_types`)."""
-        return page_types(self.cell, self.pages_per_block)
+        return page_types(self.cell, self.pages_per_block, self.program_scheme)
+
+    @property
+    def modern(self):
+        """Whether any option of the 2026 physics is on (the timing model then takes the
+        general path; without them it is the original, draw for draw)."""
+        return (self.program_scheme != "page" or self.cache_regime != "back-to-back"
+                or self.program_suspend > 0 or self.erase_suspend > 0 or self.read_retry > 0
+                or self.plane_reads or self.timing_shape != "normal" or self.die_spread > 0
+                or self.wear_drift > 0 or self.cell == "qlc")
+
+    @property
+    def word_line_pages(self):
+        """Pages one program operation (per plane) programs: the bits per cell for one-shot
+        and two-pass word lines (SLC-mode blocks excepted), else 1."""
+        return CELL_BITS[self.cell] if self.program_scheme != "page" else 1
+
+    def _check_modern(self):
+        """Validate the options of the 2026 physics (each error names the field)."""
+        where = f"drive {self.name}"
+        scheme = self.program_scheme
+        if scheme != "page" and self.cell not in ("tlc", "qlc"):
+            raise RefSSDError(f"{where}: program_scheme {scheme} needs TLC or QLC cells, "
+                              f"not {self.cell!r}")
+        if scheme != "page" and self.cache_program:
+            raise RefSSDError(f"{where}: cache_program is not modelled with program_scheme "
+                              f"{scheme} (its loads are already cached)")
+        if scheme != "page" and self.ftl == "hybrid":
+            raise RefSSDError(f"{where}: the hybrid FTL programs pages one by one "
+                              f"(program_scheme must be page)")
+        if self.cache_regime not in CACHE_REGIMES:
+            raise RefSSDError(f"{where}: cache_regime must be one of {', '.join(CACHE_REGIMES)}, "
+                              f"not {self.cache_regime!r}")
+        if self.timing_shape not in TIMING_SHAPES:
+            raise RefSSDError(f"{where}: timing_shape must be one of "
+                              f"{', '.join(TIMING_SHAPES)}, not {self.timing_shape!r}")
+        for key in ("program_suspend", "erase_suspend", "read_retry", "die_spread",
+                    "wear_drift"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise RefSSDError(f"{where}: {key} must be a number from 0 to 1, not {v!r}")
+        for key in ("plane_reads", "wired_or"):
+            if not isinstance(getattr(self, key), bool):
+                raise RefSSDError(f"{where}: {key} must be true or false, "
+                                  f"not {getattr(self, key)!r}")
+        if self.slc_prefix not in (0xDA, 0xA2):
+            raise RefSSDError(f"{where}: slc_prefix must be 0xDA or 0xA2, "
+                              f"not {self.slc_prefix!r}")
+        if self.planes_per_die > 8:
+            raise RefSSDError(f"{where}: planes_per_die must be at most 8, "
+                              f"not {self.planes_per_die}")
 
     def with_(self, **changes):
         """Return a copy with ``changes`` (e.g. ``blocks_per_plane=32``)."""
@@ -423,7 +572,13 @@ class Drive:
 
 #: Timing every drive starts from (µs): the catalogue's generic die (a 34 nm-class die on an
 #: ONFI 1.0 bus, :data:`rbscope.nand.parts.GENERIC_BUSY`) and a controller overhead.
-DEFAULT_TIMING = {**GENERIC_BUSY, "overhead": (1.0, 20.0)}
+#: The 2026 physics' busy times are used only by the drives that turn it on.
+DEFAULT_TIMING = {
+    **GENERIC_BUSY, "overhead": (1.0, 20.0),
+    "read_top": (60.0, 90.0), "program_top": (2500.0, 4000.0), "data_load": (1.0, 5.0),
+    "program_foggy": (1200.0, 2000.0), "program_fine": (2500.0, 4000.0),
+    "suspend": (5.0, 20.0),
+}
 
 
 def from_part(name, part_name, **fields_):
@@ -509,7 +664,9 @@ _SECTIONS = {
     "firmware": ("ftl", "hybrid_log_pages", "over_provisioning", "gc", "gc_free_units",
                  "open_streams", "wear_levelling",
                  "write_buffer", "multi_plane", "cache_program", "cache_read", "slc_cache",
-                 "bus_mb_s", "power_on"),
+                 "bus_mb_s", "power_on", "program_scheme", "cache_regime", "program_suspend",
+                 "erase_suspend", "read_retry", "plane_reads", "wired_or", "slc_prefix",
+                 "timing_shape", "die_spread", "wear_drift"),
     "user": ("geometry", "windows"),
 }
 
@@ -538,7 +695,8 @@ def parse_drive(text, source="drive spec"):
                 changes["user_geometry_name" if key == "geometry" else "user_windows"] = value
             else:
                 changes[key] = value
-    for key in ("multi_plane", "cache_program", "cache_read", "power_on"):
+    for key in ("multi_plane", "cache_program", "cache_read", "power_on", "plane_reads",
+                "wired_or"):
         if key in changes and not isinstance(changes[key], bool):
             raise RefSSDError(f"{source}: firmware.{key} must be true or false, "
                               f"not {changes[key]!r}")

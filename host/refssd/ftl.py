@@ -405,15 +405,20 @@ class PageFTL:
                 self._invalidate(lpn)
 
     def flush(self):
-        """Write the buffer back and close every partly filled multi-plane row with padding."""
+        """Write the buffer back and close every partly filled multi-plane row (and one-shot or
+        two-pass word line) with padding."""
         while self.buffer:
             lpn, m = self.buffer.popitem(last=False)
             self._commit(lpn, m)
-        if self.mp > 1:
+        wl = self.drive.word_line_pages
+        if self.mp > 1 or wl > 1:
             for die in range(self.dies):
                 for stream in (0, 1, _SLC_STREAM):
                     u = self.open[die][stream]
-                    while u is not None and self.next_slot[u] % self.mp:
+                    # A one-shot or two-pass word line is programmed only once all its pages
+                    # are loaded: pad it whole (SLC-mode units program page by page).
+                    step = self.mp * (1 if u is None or self.is_slc[u] else wl)
+                    while u is not None and self.next_slot[u] % step:
                         self._place(die, stream, -1, Cause.PAD)
 
     # Checks and summaries --------------------------------------------------------------------

@@ -24,7 +24,7 @@ from rbscope.recordings.vcd import write_vcd as _write_vcd
 from .drive import RefSSDError
 
 __all__ = ["to_measurement", "measure_wa", "measure_wa_sequence", "user_preset", "write_vcd",
-           "die_edges"]
+           "die_edges", "rb_lines"]
 
 #: Default recording clock (ns): the gateware's 100 MHz, the importers' default for VCD.
 CLOCK_NS = 10
@@ -36,12 +36,18 @@ def die_edges(pulses, clock_ns=CLOCK_NS):
     A pulse ``[start, start + width)`` ns pulls the pin low from cycle ``start // clock_ns`` to
     cycle ``(start + width) // clock_ns`` (the importers' rule: a change at ``t`` takes effect on
     cycle ``floor(t / C)``). Pulses of zero width, or shorter than a cycle within one cycle,
-    vanish; touching pulses merge, as on the real pin.
+    vanish; touching or overlapping pulses merge, as on the real pin (several dies' pulses on
+    one wired-OR line, or a die's overlapping plane reads).
     """
     lo = pulses["start_ns"] // clock_ns
     hi = (pulses["start_ns"] + pulses["width_ns"]) // clock_ns
     keep = hi > lo
     lo, hi = lo[keep], hi[keep]
+    if len(lo) > 1 and (np.diff(lo) < 0).any():
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], hi[order]
+    # The line stays low until the latest end so far (a pulse may end inside an earlier one).
+    hi = np.maximum.accumulate(hi) if len(hi) else hi
     # Merge pulses that touch or overlap on the grid (the pin cannot show the gap).
     if len(lo) > 1:
         gap = lo[1:] > hi[:-1]
@@ -53,6 +59,26 @@ def die_edges(pulses, clock_ns=CLOCK_NS):
     levels = np.empty(2 * len(lo), dtype=np.int8)
     levels[0::2], levels[1::2] = 0, 1
     return cycles, levels
+
+
+def rb_lines(drive, dies=None):
+    """The R/B# lines a probe sees: ``[(name, [die, ...]), ...]``.
+
+    One line per die, or with ``drive.wired_or`` one per chip carrying every LUN of it (the
+    chip's R/B# pins are wired together). ``dies`` restricts to the lines carrying those dies
+    (default: all).
+    """
+    dies = list(range(drive.dies)) if dies is None else list(dies)
+    if not drive.wired_or:
+        return [(f"die{d} R/B#", [d]) for d in dies]
+    lines = {}
+    for d in dies:
+        ch, chip, _ = drive.die_location(d)
+        if (ch, chip) not in lines:
+            lines[(ch, chip)] = sorted(e for e in range(drive.dies)
+                                       if drive.die_location(e)[:2] == (ch, chip))
+    return [(f"ch{ch}.chip{chip} R/B# (LUNs {', '.join(str(e) for e in members)})", members)
+            for (ch, chip), members in lines.items()]
 
 
 def user_preset(run):
@@ -70,7 +96,8 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
     preset : rbscope.analysis.presets.Preset, optional
         Windows (default :func:`user_preset`).
     dies : sequence of int, optional
-        Dies whose R/B# is probed, one sniffer line each (default: all).
+        Dies whose R/B# is probed, one sniffer line each (default: all); with a wired-OR drive
+        one line per chip, carrying all its LUNs (:func:`rb_lines`).
     clock_ns : int
         Recording clock; the tick is one clock (prescaler 1), as ``rbscope analyze`` defaults.
     width_bits : int
@@ -88,16 +115,20 @@ def to_measurement(run, *, preset=None, dies=None, clock_ns=CLOCK_NS, width_bits
         if not 0 <= d < run.drive.dies:
             raise RefSSDError(f"die {d} is not a die of {run.drive.name} (0 … "
                               f"{run.drive.dies - 1})")
-    params = SnifferParams(channels=len(dies), classes=classes_for_windows(len(preset.windows)),
+    lines = rb_lines(run.drive, dies)
+    params = SnifferParams(channels=len(lines), classes=classes_for_windows(len(preset.windows)),
                            width_bits=width_bits)
     tick = clock_ns / 1e9  # (not clock_ns * 1e-9: 1000 * 1e-9 is a hair above 1e-6)
     config, names, _ = preset.to_config(params, tick)
-    probes = [Probe(f"die{d} R/B#", (run.die_location(d),)) for d in dies]
-    sc = StreamClassifier(params, config, tick, [1] * len(dies), class_names=names,
+    probes = [Probe(name, tuple(run.die_location(d) for d in members))
+              for name, members in lines]
+    sc = StreamClassifier(params, config, tick, [1] * len(lines), class_names=names,
                           probes=probes, max_pulses=max_pulses)
     cyc, chan, lvl = [], [], []
-    for i, d in enumerate(dies):
-        c, v = die_edges(run.pulses[d], clock_ns)
+    for i, (_, members) in enumerate(lines):
+        pulses = (run.pulses[members[0]] if len(members) == 1
+                  else np.concatenate([run.pulses[d] for d in members]))
+        c, v = die_edges(pulses, clock_ns)
         cyc.append(c)
         lvl.append(v)
         chan.append(np.full(len(c), i, dtype=np.int64))

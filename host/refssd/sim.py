@@ -46,6 +46,11 @@ class Truth:
         R/B# pulses per :class:`NandOp` name, all dies.
     wa_true : float
         ``pages_programmed['total'] × page_size / host_bytes_written``.
+    read_retries : int
+        Extra tR of pages re-read after a failed ECC (``Drive.read_retry``); not in ``reads``,
+        which counts the pages the firmware read.
+    suspensions : int
+        Programs and erases that were suspended for reads (each still one operation).
     """
 
     host_bytes_written: int
@@ -58,6 +63,8 @@ class Truth:
     per_die: list
     pulses: dict
     wa_true: float
+    read_retries: int = 0
+    suspensions: int = 0
 
     def to_dict(self):
         return dict(self.__dict__)
@@ -85,7 +92,9 @@ class Run:
         End of the last pulse.
     seed : int
     stats : dict
-        Run times: ``ftl_s``, ``timing_s``, ``operations``, ``pulses``.
+        Run times: ``ftl_s``, ``timing_s``, ``operations``, ``pulses``; and ``drawn_max_ns``,
+        the longest tPROG, tBERS and tR the timing model drew (what a datasheet's maxima must
+        cover).
     ftl : PageFTL
         The FTL after the run (to continue with ``simulate(..., ftl=run.ftl)``).
     """
@@ -190,7 +199,8 @@ def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0
         ftl.flush()
     t2 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    pulses, commands, end_ns = schedule(drive, ftl.log, rng)
+    sched = {}
+    pulses, commands, end_ns = schedule(drive, ftl.log, rng, stats=sched)
     t3 = time.perf_counter()
     written = ftl.host_bytes_written
     per_die = []
@@ -207,11 +217,13 @@ def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0
         pages_programmed=_counts(ftl.pages_programmed.sum(axis=0)),
         program_operations=int(ftl.programs.sum()), erases=_counts(ftl.erases.sum(axis=0)),
         reads=_counts(ftl.reads.sum(axis=0)), per_die=per_die, pulses=pulse_counts,
-        wa_true=total_pages * drive.page_size / written if written else float("nan"))
+        wa_true=total_pages * drive.page_size / written if written else float("nan"),
+        read_retries=sched.get("read_retries", 0), suspensions=sched.get("suspensions", 0))
     n_ops = sum(len(log) for log in ftl.log)
     stats = {"precondition_s": t1 - t0, "ftl_s": t2 - t1, "timing_s": t3 - t2,
              "operations": n_ops, "pulses": int(len(ops)),
-             "pulses_per_s": len(ops) / (t3 - t2) if t3 > t2 else None}
+             "pulses_per_s": len(ops) / (t3 - t2) if t3 > t2 else None,
+             "drawn_max_ns": sched.get("drawn_max_ns", {})}
     return Run(drive=drive, workload=workload.name, precondition=precondition,
                pulses=pulses, commands=commands, truth=truth, geometry=drive.user_geometry(),
                logical_bytes=written, end_ns=int(end_ns), seed=seed, stats=stats, ftl=ftl)

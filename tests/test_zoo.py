@@ -1,0 +1,140 @@
+"""The drive zoo's harness (benchmarks/zoo.py): draws, knowledge levels, no timing leaks, resume,
+the Dask path, the summary. A handful of fixed draws in ``--quick`` mode."""
+
+import importlib.util
+import json
+import sys
+
+import pytest
+
+from rbscope.analysis.geometry import EXAMPLES
+
+BENCH = EXAMPLES.parent.parent / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    spec = importlib.util.spec_from_file_location("zoo", BENCH / "zoo.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["zoo"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+#: Cheap families for the quick runs (a second or two each).
+CHEAP = ("tlc-6plane", "mlc-read-retry")
+
+
+def test_the_issue_s_drives_are_families(zoo):
+    named = {"tlc-gc-overlap", "tlc-3d-oneshot-4p", "wired-or-2lun", "wired-or-4lun",
+             "mlc-hostpaced-cache-50r", "slc-seq-cache", "mlc-erase-suspend", "mlc-seq-100w",
+             "mlc-easy", "qlc-two-pass", "tlc-6plane", "tlc-slc-cache", "mlc-read-retry"}
+    assert named <= set(zoo.FAMILIES)
+    d, info = zoo.draw_drive("tlc-3d-oneshot-4p", 1000)
+    assert (d.program_scheme, d.planes_per_die, d.multi_plane) == ("one-shot", 4, True)
+    d, _ = zoo.draw_drive("wired-or-4lun", 1000)
+    assert d.wired_or and d.dies_per_chip == 4
+    # 14 families x 22 publishing seeds: more than 300 drives.
+    assert len(zoo.FAMILIES) * len(zoo._seeds("1000:1022")) >= 300
+
+
+def test_draws_are_fixed_by_family_and_seed(zoo):
+    a, ia = zoo.draw_drive("mlc-easy", 1001)
+    b, ib = zoo.draw_drive("mlc-easy", 1001)
+    c, _ = zoo.draw_drive("mlc-easy", 1002)
+    assert a == b and ia == ib
+    assert a != c
+
+
+def test_l0_knows_the_geometry_and_no_timing(zoo, tmp_path):
+    drive, _ = zoo.draw_drive("qlc-two-pass", 7)
+    geometry, dropped = zoo.user_geometry(drive, "qlc-two-pass")
+    assert geometry.timing == {} and geometry.classifier is None
+    assert (geometry.channels, geometry.dies_per_chip, geometry.planes_per_die,
+            geometry.page_size, geometry.pages_per_block) == (
+        drive.channels, drive.dies_per_chip, drive.planes_per_die, drive.page_size,
+        drive.pages_per_block)
+    # The family says the user knows cell and scheme: written, unless this rbscope's geometry
+    # cannot take the keys yet (then named as dropped).
+    text = zoo.geometry_toml(drive, "qlc-two-pass")
+    assert 'cell = "qlc"' in text and 'program_scheme = "two-pass"' in text
+    assert set(dropped) <= {"cell", "program_scheme"}
+    for key in ("cell", "program_scheme"):
+        if key not in dropped:
+            assert getattr(geometry, key) == getattr(drive, key)
+    # A family whose users do not know the scheme never writes it.
+    d2, _ = zoo.draw_drive("tlc-3d-oneshot-4p", 7)
+    assert "program_scheme" not in zoo.geometry_toml(d2, "tlc-3d-oneshot-4p")
+    req = zoo.build_request("L0", tmp_path / "m.json", geometry, None, trained=object())
+    assert req.trained is None and req.options.preset is None and req.options.windows == ()
+    assert req.geometry.timing == {}
+    with pytest.raises(ValueError, match="level"):
+        zoo.build_request("L3", tmp_path / "m.json", geometry, None)
+
+
+def test_l1_maxima_lie_above_what_the_drive_drew(zoo):
+    for family in CHEAP:
+        drive, info, run, m, maxima = zoo.prepare(family, 11, quick=True)
+        drawn = run.stats["drawn_max_ns"]
+        assert set(maxima) == {"read", "program", "erase"}
+        for key, value in maxima.items():
+            assert value >= drawn[key] / 1000
+            assert value <= 1.7 * drawn[key] / 1000 + 100
+        geometry, _ = zoo.user_geometry(drive, family, maxima=maxima)
+        # One number per class, the datasheet's maximum: not the drive's ranges.
+        assert geometry.timing == {k: (float(v), float(v)) for k, v in maxima.items()}
+        assert "die_spread" not in zoo.geometry_toml(drive, family, maxima=maxima)
+
+
+def test_datasheet_rounding(zoo):
+    assert zoo._nice_up(33.2) == 34
+    assert zoo._nice_up(2503) == 2600
+    assert zoo._nice_up(987) == 1000
+    assert zoo._nice_up(7) == 7
+
+
+def test_quick_run_resumes_and_summarises(zoo, tmp_path):
+    out = tmp_path / "zoo.jsonl"
+    jobs = zoo.pending_jobs(CHEAP, [5], zoo.LEVELS, set(), quick=True)
+    assert [j["levels"] for j in jobs] == [zoo.LEVELS] * 2
+    assert zoo.run_all(jobs, out, local=True, progress=False) == 2
+    recs = zoo.load_results(out)
+    assert len(recs) == 6
+    assert {r["level"] for r in recs} == set(zoo.LEVELS)
+    for r in recs:
+        assert "failed" not in r, r.get("failed")
+        assert r["wa_true"] > 0 and abs(r["error"]) == pytest.approx(
+            abs(r["wa"] - r["wa_true"]) / r["wa_true"])
+        assert isinstance(r["covered"], bool) and isinstance(r["undetermined"], bool)
+    # Nothing left to do; drop one level's line (and leave a torn last line): only it reruns.
+    done = {zoo.key_of(r) for r in recs}
+    assert zoo.pending_jobs(CHEAP, [5], zoo.LEVELS, done, quick=True) == []
+    lines = out.read_text().splitlines()
+    dropped = json.loads(lines[-1])
+    out.write_text("\n".join(lines[:-1]) + "\n{\"family\": \"torn")
+    done = {zoo.key_of(r) for r in zoo.load_results(out)}
+    again = zoo.pending_jobs(CHEAP, [5], zoo.LEVELS, done, quick=True)
+    assert again == [{"family": dropped["family"], "seed": 5, "levels": (dropped["level"],),
+                      "quick": True}]
+    rows = zoo.summarise(zoo.load_results(out))
+    assert {(r["family"], r["level"]) for r in rows} == {
+        (f, lv) for f in CHEAP for lv in zoo.LEVELS} - {(dropped["family"], dropped["level"])}
+    for r in rows:
+        assert r["runs"] == 1 and 0 <= r["coverage"] <= 1
+    assert "| tlc-6plane | L0 | 1 |" in zoo.markdown(rows)
+    # Publishing summaries take seeds >= 1000 only.
+    assert zoo.summarise(zoo.load_results(out), publish_only=True) == []
+
+
+def test_publish_refuses_tuning_seeds(zoo, tmp_path):
+    with pytest.raises(SystemExit):
+        zoo.main(["--publish", "--seeds", "999:1001", "--out", str(tmp_path / "x.jsonl")])
+
+
+def test_jobs_run_on_dask(zoo, tmp_path):
+    out = tmp_path / "zoo.jsonl"
+    jobs = [{"family": "tlc-6plane", "seed": 9, "levels": ("L0",), "quick": True}]
+    assert zoo.run_all(jobs, out, workers=1, progress=False) == 1
+    (rec,) = zoo.load_results(out)
+    assert (rec["family"], rec["seed"], rec["level"]) == ("tlc-6plane", 9, "L0")
+    assert "failed" not in rec
