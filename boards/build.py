@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -330,6 +331,10 @@ def log_utilisation(text):
 #: The tools that run after Yosys in an Amaranth build script, by environment variable.
 _PNR_TOOLS = ("NEXTPNR_ICE40", "ICEPACK", "NEXTPNR_ECP5", "ECPPACK")
 
+#: Seeds placed side by side elaborate their plans one at a time (Amaranth is not known to be
+#: thread-safe); only the tools run in parallel.
+_ELABORATING = threading.Lock()
+
 
 def _stand_in():
     """A command that does nothing and succeeds: it stands in for a tool the script must skip."""
@@ -381,8 +386,9 @@ def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, 
     bitstream), so that seeds can run side by side. Returns a :class:`BuildResult` of this
     seed alone; raises :class:`PlaceError` when nextpnr stops without a report.
     """
-    platform, top, name, plan = _plan(board, channels, emulator, tap, emu_bus, page_type_slots,
-                                      name, seed)
+    with _ELABORATING:
+        platform, top, name, plan = _plan(board, channels, emulator, tap, emu_bus,
+                                          page_type_slots, name, seed)
     if plan.files[f"{name}.il"] != rtlil:  # the netlist placed must be this very design's
         raise BoardError(f"Elaborating the {board} build twice gave two designs; the seed sweep "
                          f"needs a deterministic elaboration")
