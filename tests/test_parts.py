@@ -1,6 +1,7 @@
 """The parts catalogue (``rbscope.nand.parts``) and everything derived from it: the timing
 presets, the bundled geometries, the emulator's families and the reference SSD's drives."""
 
+import ast
 import math
 
 import pytest
@@ -15,6 +16,7 @@ from rbscope.analysis.geometry import (
 )
 from rbscope.analysis.presets import PRESETS
 from rbscope.gateware.nand_emu import families
+from rbscope.nand.ops import WINDOW_CLASSES
 from rbscope.nand.parts import (
     BUSY_KEYS,
     CELL_BITS,
@@ -25,6 +27,8 @@ from rbscope.nand.parts import (
     PartError,
     part,
 )
+
+from .conftest import REPO_ROOT
 
 #: The bundled geometry of each RB-Explorer drive and its part.
 DRIVE_PARTS = {"ssd-v": "mlc34nm", "ssd-i": "mlc34nm", "ssd-m": "micron25nm",
@@ -218,3 +222,18 @@ def test_reference_drives_are_made_of_parts():
             assert drive.mp == g.pages_per_pulse, name
             assert math.isclose(drive.over_provisioning, g.over_provisioning, rel_tol=1e-12)
     assert refssd.drive.DEFAULT_TIMING == {**GENERIC_BUSY, "overhead": (1.0, 20.0)}
+
+
+def test_sigrok_decoder_copies_agree():
+    """The libsigrokdecode decoder cannot import rbscope: its default windows are SSD-v's part's
+    and its first classes the window classes, checked here on its source."""
+    path = REPO_ROOT / "host" / "recordings" / "sigrok_decoders" / "rbscope_rb" / "pd.py"
+    values = {node.targets[0].id: ast.literal_eval(node.value)
+              for node in ast.parse(path.read_text(encoding="utf-8")).body
+              if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+              and node.targets[0].id in ("DEFAULT_WINDOWS", "CLASSES")}
+    windows = tuple((name, float(lo), float(hi)) for name, _, span in
+                    (w.partition("=") for w in values["DEFAULT_WINDOWS"].split("/"))
+                    for lo, hi in [span.split("-")])
+    assert windows == PARTS["mlc34nm"].windows
+    assert values["CLASSES"][:len(WINDOW_CLASSES)] == WINDOW_CLASSES
