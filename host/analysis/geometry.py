@@ -65,6 +65,9 @@ PROGRAM_MODELS = ("single-plane", "multi-plane")
 CELL_BITS = {"slc": 1, "mlc": 2, "tlc": 3, "qlc": 4}
 #: How a word line's pages are programmed.
 PROGRAM_SCHEMES = ("page", "one-shot", "two-pass")
+#: Centre (µs) of a program mode below which it is a page program (SLC, a lower page), above
+#: which a word line's program (one-shot, a pass of two-pass): physics, not a datasheet.
+WORDLINE_US = 1000.0
 
 #: Directory of the bundled example geometries (repository checkout).
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "geometry"

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from rbscope.gateware.onfi_tap.params import PlaneKind
 from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS
 
+from .geometry import WORDLINE_US
 from .logical import LogicalVolume
 from .presets import CLASS_NAMES
 
@@ -511,11 +512,6 @@ _READINGS = {
 }
 
 
-#: Centre (µs) of the fastest program mode below which it is a page program (SLC, a lower
-#: page), above which a word line's program (one-shot, a pass of two-pass).
-_WORDLINE_US = 1000.0
-
-
 def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confidence,
                   cache_suspected):
     """What R/B# alone cannot decide: ``(flag, reasons, alternatives, widened interval)``.
@@ -550,7 +546,11 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                      for s in states for n in [s.name] if n in main)
     main_pulses = sum(d.expected.get(n, 0.0) for d in dies.values() for n in main)
     undetermined = False
-    if geometry.program_scheme is None and main_pulses > 0:
+    signed = [d for d in dies.values() if d.load_bits]
+    if signed and len(signed) >= 0.5 * len(dies):
+        # The pulses decide: data loads before every long program (the one-shot signature).
+        pass
+    elif geometry.program_scheme is None and main_pulses > 0:
         n_modes = len(main)
         readings = [x for x in _READINGS.get(min(n_modes, 4), ())
                     if geometry.cell in (None, x[0])]
@@ -558,7 +558,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         # a millisecond; a pulse that programs a word line's pages (one-shot, a pass of
         # two-pass) takes longer.
         fastest = min(2.0 ** s.mu for s in states if s.kind == "program")
-        plausible = [x for x in readings if (x[1] == "page") == (fastest < _WORDLINE_US)]
+        plausible = [x for x in readings if (x[1] == "page") == (fastest < WORDLINE_US)]
         readings = plausible or readings
         if len(readings) > 1:
             options = []
@@ -802,7 +802,7 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
         d = [sequence.dies[r.channel] for r in rows]
         prog = sum(x.program_pulses for x in d)
         if prog and sum(x.multiplane_pages for x in d) > 0.01 * prog:
-            measured = sum(x.pages for x in d) / prog
+            measured = sum(x.pages / (x.load_bits or 1) for x in d) / prog
             if abs(measured - mp) > 0.1 * mp:
                 fail("mp_measured", f"tDBSY pulses show {measured:.2f} pages per program "
                                     f"pulse, but Mp is {mp}: the measured pages are used")
