@@ -595,31 +595,39 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                 undetermined = True
                 reasons.append(f"the program scheme: only {scheme} {cell.upper()} gives WA ≥ 1; "
                                f"say program_scheme and cell in the geometry to confirm")
-    # Wired-OR lines busy much of the time.
+    # Wired-OR lines: the line is low while any of its LUNs is busy (the union of their busy
+    # times), so the busies of LUNs working at the same time merge into one pulse and programs
+    # are lost. Nothing on the line says how much they overlapped: undetermined.
     wired = [r for r in rows if r.dies > 1]
     if wired:
         extra_hi = 0.0
-        busy_share = []
+        est = 0.0
         fastest = _fastest_program_us(states)
         tick_us = m.tick_seconds * 1e6
         for r in wired:
-            c = m.counts[r.channel]
-            dur = m.duration_ticks or sum(m.pulses.get(r.channel, ())) or c.busy_ticks
-            u = c.busy_ticks / dur if dur else 0.0
-            busy_share.append(u)
-            # Every LUN busy all the line's busy time, programming at the fastest mode's pace.
-            most = r.dies * c.busy_ticks * tick_us / fastest * max(1.0, _max_pages(states))
+            d = dies[r.channel]
+            busy = m.counts[r.channel].busy_ticks * tick_us  # the union U, µs
+            # Physical bound: every LUN busy all of U, programming at the fastest mode's pace.
+            most = r.dies * busy / fastest * max(1.0, _max_pages(states))
             extra_hi += max(0.0, most - r.estimate)
-        if max(busy_share) > 0.05:
-            undetermined = True
-            reasons.append(
-                f"wired-OR line(s) of {max(r.dies for r in wired)} LUNs busy "
-                f"{100 * max(busy_share):.0f} % of the time: overlapping pulses of different "
-                f"LUNs merged, so programs were lost; probe one R/B# per LUN, or tap the bus "
-                f"(the opcode tap counts every LUN's confirms)")
-            hi_wa = max(hi_wa, wa.hi + wa_of_units(extra_hi))
-            if has_logical:
-                lo_wa = min(lo_wa, wa.value)
+            # Estimate: the program rate of the line's single operations (what the states
+            # other than the erase/merged one hold) over the LUNs' busy time, taken halfway
+            # between no overlap (U) and full overlap (d × U).
+            single = sum(d.expected.get(st.name, 0.0) * 2.0 ** st.mu for st in states
+                         if st.kind != "erase")
+            rate = r.estimate / single if single else 0.0
+            est += max(r.estimate, rate * busy * (1 + r.dies) / 2)
+        undetermined = True
+        reasons.append(
+            f"wired-OR line(s) of {max(r.dies for r in wired)} LUNs: the line is low while any "
+            f"LUN is busy, so the busies of LUNs working at the same time merged and programs "
+            f"were lost; probe one R/B# per LUN, or tap the bus (the opcode tap counts every "
+            f"LUN's confirms)")
+        others = sum(r.estimate for r in rows if r.dies == 1)
+        alts.append({"reading": "the merged LUNs' busy time at their single operations' "
+                                "program rate (halfway between no and full overlap)",
+                     "wa": wa_of_units(others + est)})
+        hi_wa = max(hi_wa, wa.hi + wa_of_units(extra_hi))
     # Short pulses that may be host-paced cache programs.
     amb = sum(d.ambiguous_short for d in dies.values())
     if has_logical and wa.value < 0.98 and amb > 0:
