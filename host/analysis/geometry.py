@@ -77,6 +77,9 @@ PROGRAM_MODELS = ("single-plane", "multi-plane")
 CELL_BITS = dict(PART_CELL_BITS)
 #: How a word line's pages are programmed.
 PROGRAM_SCHEMES = ("page", "one-shot", "two-pass")
+#: Centre (µs) of a program mode below which it is a page program (SLC, a lower page), above
+#: which a word line's program (one-shot, a pass of two-pass): physics, not a datasheet.
+WORDLINE_US = 1000.0
 
 #: Directory of the bundled geometries (package data of ``rbscope.nand``).
 BUNDLED = Path(nand.__file__).resolve().parent / "geometries"

@@ -32,6 +32,7 @@ import numpy as np
 from rbscope.nand.ops import PROGRAM_KINDS
 
 from .calibrate import merged_peaks
+from .geometry import WORDLINE_US
 
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
@@ -153,6 +154,7 @@ class DieResult:
     multiplane_pulses: float = 0.0  # expected tDBSY pulses (ordered or not)
     unit_pulses: float | None = None  # program pulses × pages per plane of their mode
     unit_var: float = 0.0  # posterior variance of unit_pulses
+    load_bits: int = 0  # bits per cell of a one-shot signature (data loads before programs)
 
     @property
     def units(self):
@@ -170,7 +172,7 @@ class DieResult:
                 "program_sd": math.sqrt(max(0.0, self.program_var)),
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
-                "unit_pulses": self.units,
+                "unit_pulses": self.units, "one_shot_bits": self.load_bits or None,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses}
 
@@ -561,8 +563,58 @@ def _project(b, hc, weights, f, kinds, cap_for, balance, sweeps=30, tol=1e-4, fl
     return g, np.exp(lf - lf.max()), hit
 
 
+def _load_runs(x, pprog, planes, share=0.6):
+    """The one-shot signature: ``(bits, runs)`` when most long programs follow the same run of
+    ``planes × bits − 1`` short pulses (TLC or QLC one-shot: ``bits − 1`` 1Ah loads per plane
+    and a tDBSY per queued plane), else ``(0, None)``. ``runs[i]`` is the number of short
+    pulses right before pulse ``i`` (0 for the others)."""
+    if not planes or len(x) < 20:
+        return 0, None
+    short = x <= math.log2(8.0)
+    long_ = (pprog > 0.5) & (x > math.log2(100.0))
+    n_long = int(long_.sum())
+    if n_long < 10:
+        return 0, None
+    run = np.zeros(len(x), dtype=np.int64)
+    acc = 0
+    for i in range(len(x)):  # a short loop over the pulses (a counter, reset by long ones)
+        run[i] = acc
+        acc = acc + 1 if short[i] else 0
+    r = run[long_]
+    values, counts = np.unique(r, return_counts=True)
+    top = int(values[np.argmax(counts)])
+    if counts.max() < share * n_long or top < 2:
+        return 0, None
+    for b in (3, 4):
+        if top + 1 == planes * b:
+            return b, np.where(long_, run, 0)
+    return 0, None
+
+
+def _announced_loads(x, pprog, pshort, prev, cbsy_hi, share=0.6):
+    """Bits per cell when the short pulses a tDBSY announces come ``bits − 1`` to each long
+    program, regularly (TLC or QLC one-shot with multi-plane data loads), else 0."""
+    long_ = (pprog > 0.5) & (x > math.log2(100.0))
+    ann = (pshort > 0.5) & (prev > 0.5) & (x <= cbsy_hi)
+    n_long = int(long_.sum())
+    if n_long < 10 or not ann.any():
+        return 0
+    # Announced short pulses between consecutive long programs.
+    idx = np.nonzero(long_)[0]
+    c = np.cumsum(ann)
+    between = np.diff(c[idx])
+    if not len(between):
+        return 0
+    values, counts = np.unique(between, return_counts=True)
+    k = int(values[np.argmax(counts)])
+    if k in (2, 3) and counts.max() >= share * len(between) \
+            and abs(int(ann.sum()) - k * n_long) <= 0.1 * k * n_long:
+        return k + 1
+    return 0
+
+
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
-                mult=None):
+                mult=None, planes=None, loads=None):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -584,6 +636,13 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     pshort = g[:, sj].sum(axis=1) if sj else np.zeros(len(x))
     announced = np.zeros(len(x))
     extra = 0.0
+    bits, runs = _load_runs(x, pprog, planes) if loads is None else (0, None)
+    if bits:
+        # One-shot programs: the short pulses before each long program are its data loads
+        # (1Ah) and plane queueing (11h), never cache-program heads; the operation writes one
+        # page per short pulse and one more (planes × bits per cell).
+        extra = float((punit * runs).sum())
+        mj = []
     if mj:
         pm = g[:, mj].sum(axis=1)
         if len(x) > 1 and pshort[0] > 0:
@@ -603,6 +662,15 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             punit = punit * (1 - (1 - prev) * short)
             pshort = pshort + moved
         announced = pshort * prev
+        b = _announced_loads(x, pprog, pshort, prev, cbsy_hi) if loads is None and planes \
+            else 0
+        if b:
+            # The one-shot signature of multi-plane loads: between two long programs, b − 1
+            # short pulses after a tDBSY run: the word line's data loads (80h…1Ah on every
+            # plane), not cache-program heads. The long program writes b pages per plane.
+            bits = b
+            announced = np.zeros(len(x))
+            punit = pprog * b
         # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
         pprog = np.clip(pprog + announced, 0.0, 1.0)
         punit = punit + announced
@@ -625,13 +693,15 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
     eu2 = (g[:, pj] * mult[pj] ** 2).sum(axis=1) + announced
     vu = float(np.maximum(eu2 - punit ** 2, 0.0).sum())
-    return DieResult(int(len(x)), expected, float(pprog.sum()),
+    result = DieResult(int(len(x)), expected, float(pprog.sum()),
                      float(np.maximum(pprog * (1 - pprog), 0.0).sum()), float(g[:, ej].sum()),
                      extra, cap,
                      float(announced.sum()), ambiguous,
                      float(np.minimum(pprog, 1 - pprog).sum()),
                      float(g[:, list(mk)].sum()) if mk else 0.0,
                      float(punit.sum()), vu)
+    result.load_bits = bits
+    return result
 
 
 def _trained_states(trained, grid, hints):
@@ -666,7 +736,7 @@ def _trained_states(trained, grid, hints):
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
              hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
-             erase_floor=0.8, _erase_in_last=False):
+             erase_floor=0.8, planes=None, _erase_in_last=False):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -704,6 +774,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         it fixes the number of program modes with ``bits`` and the pages each writes.
     bits : int, optional
         Bits per cell, when known.
+    planes : int, optional
+        Planes per program operation (Mp): with it, the one-shot signature (each long program
+        after ``planes × bits − 1`` short pulses) is looked for when the scheme is not stated.
     erase_floor : float
         With ``pages_per_block``: the erases are held to at least this share of
         ``programs ÷ pages_per_block`` (less two per line for the blocks open at the start),
@@ -741,6 +814,17 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         hi = max([float(allx.max()), e_top] + [t.range_log2[1] for t in trained.states])
         grid = _Grid(lo - 1.0, hi + 1.0)
         states = _trained_states(trained, grid, {"erase": SEQUENCE_HINTS["erase"], **h})
+        if scheme in ("one-shot", "two-pass"):
+            # The trained program modes of a word-line scheme: those slower than a page program
+            # write bits (one-shot) or bits / 2 (two-pass) pages per plane; faster ones are
+            # SLC-mode programs.
+            per = bits if scheme == "one-shot" else (bits or 2) / 2
+            for st in states:
+                if st.kind == "program":
+                    if st.center_us >= WORDLINE_US:
+                        st.pages = per
+                    else:
+                        st.kind = "program_slc"
     else:
         states = _initial_states(allx, h, page_types, scheme=scheme, bits=bits,
                                  erase_in_last=_erase_in_last)
@@ -770,7 +854,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         # the erase seed with its nearest program state before comparing the page types.
         pc = weights[pt].copy()
         pc[int(np.argmin([abs(states[j].mu - states[ej].mu) for j in pt]))] += weights[ej]
-        if scheme in (None, "page") and bits is None:
+        if scheme is None or (scheme == "page" and bits is None):
             balance = 2 <= len(pt) <= 4 and pc.max() <= 1.5 * pc.min()
         else:
             # The cell and scheme say how many modes the page order makes: equal counts.
@@ -826,7 +910,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           "auto", erase_slack=erase_slack, train_pulses=train_pulses,
                           iterations=iterations, hmm_iterations=hmm_iterations,
                           ordered=ordered, trained=trained, scheme=scheme, bits=bits,
-                          erase_floor=erase_floor, _erase_in_last=True)
+                          erase_floor=erase_floor, planes=planes, _erase_in_last=True)
         result.notes.insert(0, f"{counts[ej]:,.0f} pulses fitted the erase state, "
                                f"{counts[ej] / max(cap, 1e-9):.1f} × the structural cap "
                                f"(programs ÷ pages per block): a program mode hid under the "
@@ -840,7 +924,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           page_types=page_types, balance=False, erase_slack=erase_slack,
                           train_pulses=train_pulses, iterations=iterations,
                           hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
-                          scheme=scheme, bits=bits, erase_floor=erase_floor,
+                          scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
                           _erase_in_last=_erase_in_last)
         result.notes.append("equal page types conflict with the erase cap (cache-program "
                             "chains, or page types whose widths overlap in their tails): page "
@@ -863,6 +947,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             A /= A.sum(axis=1, keepdims=True)
             pi = gamma[0][mask[0]].sum(axis=0) + 1e-6
             pi /= pi.sum()
+    # With a word-line scheme stated, the short pulses are data loads and plane queueing: no
+    # cache-program heads, no pages counted from them (Mp planes per operation).
+    word_line = scheme in ("one-shot", "two-pass")
     # Posteriors on every pulse, die by die (bounded memory).
     dies = {}
     notes = []
@@ -878,15 +965,16 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         else:
             g = _emissions(sidx, states) * (weights * f)
             g /= g.sum(axis=1, keepdims=True)
-        dies[k] = _die_result(s, g, names, pj, ej, [] if scheme == "one-shot" else mj, sj,
-                              cbsy_hi, pages_per_block, erase_slack, mk, mult)
+        dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
+                              cbsy_hi, pages_per_block, erase_slack, mk, mult,
+                              planes=planes if ordered and scheme is None else None)
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
                                 2.0 if pages_per_block else None)
     e_now = sum(d.erase_pulses for d in dies.values())
     cap_now = sum(d.erase_cap or 0.0 for d in dies.values())
-    if capped and e_now <= 1.05 * cap_now:
+    if capped and 0.95 * cap_now <= e_now <= 1.05 * cap_now:
         notes.append(f"the erase state was held to the structural cap (programs ÷ pages per "
                      f"block): {e_now:,.0f} erases against a cap of {cap_now:,.0f}; the widths "
                      f"alone would have called more pulses erases")
@@ -896,6 +984,12 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                      f"mode reaches their widths, so some may be programs")
     if balance:
         notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
+    signed = [d.load_bits for d in dies.values() if d.load_bits]
+    if signed:
+        b = max(set(signed), key=signed.count)
+        notes.append(f"one-shot signature on {len(signed)} of {len(dies)} line(s): {b - 1} "
+                     f"short data-load busies (1Ah) come with each long program, so it programs "
+                     f"{b} pages per plane; the loads count as no programs")
     if trained is not None:
         notes.append("classes with the width distributions trained on labelled pulses"
                      + (f" ({trained.source})" if trained.source else ""))
@@ -946,6 +1040,7 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
     if geometry is not None:
         kw.setdefault("scheme", geometry.program_scheme)
         kw.setdefault("bits", geometry.bits)
+        kw.setdefault("planes", geometry.pages_per_pulse)
     ppb = kw.pop("pages_per_block", None)
     if ppb is None and geometry is not None:
         ppb = geometry.pages_per_block

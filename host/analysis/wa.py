@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from rbscope.gateware.onfi_tap.params import PlaneKind
 from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS
 
+from .geometry import WORDLINE_US
 from .logical import LogicalVolume
 from .presets import CLASS_NAMES
 
@@ -511,11 +512,6 @@ _READINGS = {
 }
 
 
-#: Centre (µs) of the fastest program mode below which it is a page program (SLC, a lower
-#: page), above which a word line's program (one-shot, a pass of two-pass).
-_WORDLINE_US = 1000.0
-
-
 def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confidence,
                   cache_suspected):
     """What R/B# alone cannot decide: ``(flag, reasons, alternatives, widened interval)``.
@@ -550,7 +546,11 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                      for s in states for n in [s.name] if n in main)
     main_pulses = sum(d.expected.get(n, 0.0) for d in dies.values() for n in main)
     undetermined = False
-    if geometry.program_scheme is None and main_pulses > 0:
+    signed = [d for d in dies.values() if d.load_bits]
+    if signed and len(signed) >= 0.5 * len(dies):
+        # The pulses decide: data loads before every long program (the one-shot signature).
+        pass
+    elif geometry.program_scheme is None and main_pulses > 0:
         n_modes = len(main)
         readings = [x for x in _READINGS.get(min(n_modes, 4), ())
                     if geometry.cell in (None, x[0])]
@@ -558,7 +558,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         # a millisecond; a pulse that programs a word line's pages (one-shot, a pass of
         # two-pass) takes longer.
         fastest = min(2.0 ** s.mu for s in states if s.kind == "program")
-        plausible = [x for x in readings if (x[1] == "page") == (fastest < _WORDLINE_US)]
+        plausible = [x for x in readings if (x[1] == "page") == (fastest < WORDLINE_US)]
         readings = plausible or readings
         if len(readings) > 1:
             options = []
@@ -595,31 +595,39 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                 undetermined = True
                 reasons.append(f"the program scheme: only {scheme} {cell.upper()} gives WA ≥ 1; "
                                f"say program_scheme and cell in the geometry to confirm")
-    # Wired-OR lines busy much of the time.
+    # Wired-OR lines: the line is low while any of its LUNs is busy (the union of their busy
+    # times), so the busies of LUNs working at the same time merge into one pulse and programs
+    # are lost. Nothing on the line says how much they overlapped: undetermined.
     wired = [r for r in rows if r.dies > 1]
     if wired:
         extra_hi = 0.0
-        busy_share = []
+        est = 0.0
         fastest = _fastest_program_us(states)
         tick_us = m.tick_seconds * 1e6
         for r in wired:
-            c = m.counts[r.channel]
-            dur = m.duration_ticks or sum(m.pulses.get(r.channel, ())) or c.busy_ticks
-            u = c.busy_ticks / dur if dur else 0.0
-            busy_share.append(u)
-            # Every LUN busy all the line's busy time, programming at the fastest mode's pace.
-            most = r.dies * c.busy_ticks * tick_us / fastest * max(1.0, _max_pages(states))
+            d = dies[r.channel]
+            busy = m.counts[r.channel].busy_ticks * tick_us  # the union U, µs
+            # Physical bound: every LUN busy all of U, programming at the fastest mode's pace.
+            most = r.dies * busy / fastest * max(1.0, _max_pages(states))
             extra_hi += max(0.0, most - r.estimate)
-        if max(busy_share) > 0.05:
-            undetermined = True
-            reasons.append(
-                f"wired-OR line(s) of {max(r.dies for r in wired)} LUNs busy "
-                f"{100 * max(busy_share):.0f} % of the time: overlapping pulses of different "
-                f"LUNs merged, so programs were lost; probe one R/B# per LUN, or tap the bus "
-                f"(the opcode tap counts every LUN's confirms)")
-            hi_wa = max(hi_wa, wa.hi + wa_of_units(extra_hi))
-            if has_logical:
-                lo_wa = min(lo_wa, wa.value)
+            # Estimate: the program rate of the line's single operations (what the states
+            # other than the erase/merged one hold) over the LUNs' busy time, taken halfway
+            # between no overlap (U) and full overlap (d × U).
+            single = sum(d.expected.get(st.name, 0.0) * 2.0 ** st.mu for st in states
+                         if st.kind != "erase")
+            rate = r.estimate / single if single else 0.0
+            est += max(r.estimate, rate * busy * (1 + r.dies) / 2)
+        undetermined = True
+        reasons.append(
+            f"wired-OR line(s) of {max(r.dies for r in wired)} LUNs: the line is low while any "
+            f"LUN is busy, so the busies of LUNs working at the same time merged and programs "
+            f"were lost; probe one R/B# per LUN, or tap the bus (the opcode tap counts every "
+            f"LUN's confirms)")
+        others = sum(r.estimate for r in rows if r.dies == 1)
+        alts.append({"reading": "the merged LUNs' busy time at their single operations' "
+                                "program rate (halfway between no and full overlap)",
+                     "wa": wa_of_units(others + est)})
+        hi_wa = max(hi_wa, wa.hi + wa_of_units(extra_hi))
     # Short pulses that may be host-paced cache programs.
     amb = sum(d.ambiguous_short for d in dies.values())
     if has_logical and wa.value < 0.98 and amb > 0:
@@ -802,7 +810,7 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
         d = [sequence.dies[r.channel] for r in rows]
         prog = sum(x.program_pulses for x in d)
         if prog and sum(x.multiplane_pages for x in d) > 0.01 * prog:
-            measured = sum(x.pages for x in d) / prog
+            measured = sum(x.pages / (x.load_bits or 1) for x in d) / prog
             if abs(measured - mp) > 0.1 * mp:
                 fail("mp_measured", f"tDBSY pulses show {measured:.2f} pages per program "
                                     f"pulse, but Mp is {mp}: the measured pages are used")
