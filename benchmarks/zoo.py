@@ -232,12 +232,12 @@ def draw_drive(family, seed, *, quick=False):
     if fields.get("multi_plane") and fields["planes_per_die"] == 1:
         fields["multi_plane"] = False
     bits = refssd.CELL_BITS[fam.cell]
-    fields["channels"] = int(rng.choice((1, 2) if quick else (2, 4)))
+    fields["channels"] = int(rng.choice((1, 2)))
     fields.setdefault("dies_per_chip", int(rng.choice((1, 2))))
     if fields["channels"] * fields["dies_per_chip"] > 8:
         fields["channels"] = max(1, 8 // fields["dies_per_chip"])
     fields["page_size"] = int(rng.choice((4096, 8192)))
-    lines = int(rng.choice((16, 24, 32)))
+    lines = int(rng.choice((16, 24)))
     fields["pages_per_block"] = lines * bits
     op = float(rng.uniform(*fam.op))
     gc_free = int(rng.integers(2, 4))
@@ -248,7 +248,7 @@ def draw_drive(family, seed, *, quick=False):
     fields["over_provisioning"] = op
     fields["blocks_per_plane"] = max(
         _blocks_per_plane(fields, op, gc_free + streams + 3),
-        int(rng.integers(16, 40)) if not quick else 12)
+        int(rng.integers(12, 24)) if not quick else 12)
     fields["write_buffer"] = int(rng.choice((0, 0, 64 * 1024)))
     fields["bus_mb_s"] = float(rng.choice((100.0, 200.0, 400.0)))
     fields["timing"] = _scaled(rng, fam.timing)
@@ -266,10 +266,10 @@ def draw_drive(family, seed, *, quick=False):
 
 
 def volume_of(drive, quick=False):
-    """Host bytes a job writes: a quarter of the logical space, 2 to 24 MiB (quick: 1 MiB)."""
+    """Host bytes a job writes: a quarter of the logical space, 1 to 8 MiB (quick: 1 MiB)."""
     if quick:
         return min(1 << 20, drive.logical_bytes // 8)
-    return int(min(24 << 20, max(2 << 20, drive.logical_bytes // 4)))
+    return int(min(8 << 20, max(1 << 20, drive.logical_bytes // 4)))
 
 
 # What the user knows -------------------------------------------------------------------------
@@ -421,6 +421,7 @@ def prepare(family, seed, *, quick=False):
 def run_job(job):
     """Run one (family, seed) at the levels asked; return one record per level."""
     t0 = time.perf_counter()
+    c0 = time.process_time()
     family, seed, quick = job["family"], job["seed"], job.get("quick", False)
     levels = job.get("levels", LEVELS)
     drive, info, run, m, maxima = prepare(family, seed, quick=quick)
@@ -459,6 +460,7 @@ def run_job(job):
             rec["seconds"] = round(time.perf_counter() - t1, 3)
             records.append(rec)
     records[0]["job_seconds"] = round(time.perf_counter() - t0, 3)
+    records[0]["cpu_seconds"] = round(time.process_time() - c0, 3)
     return records
 
 
@@ -559,8 +561,10 @@ def run_all(jobs, out, *, scheduler=None, workers=2, local=False, progress=True)
         if scheduler:
             client = Client(scheduler)
         else:
+            # On loopback, on free ports (the dashboard's too: another cluster may hold 8787).
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   host="127.0.0.1", scheduler_port=0,
+                                   dashboard_address="127.0.0.1:0")
             client = Client(cluster)
         try:
             client.upload_file(__file__)  # the workers import this module by name
