@@ -53,9 +53,11 @@ import numpy as np
 
 from rbscope import refssd
 from rbscope.analysis.geometry import GeometryError, parse_geometry
+from rbscope.analysis.labelled import from_refssd
 from rbscope.analysis.logical import from_bytes
 from rbscope.analysis.pipeline import AnalysisRequest, SourceOptions, analyse
 from rbscope.analysis.presets import DEFAULT_PRESET
+from rbscope.analysis.trained import train
 
 LEVELS = ("L0", "L1", "L2")
 #: Seeds from this one on are for publishing; below it for tuning.
@@ -128,7 +130,7 @@ class Family:
 
 def _families():
     f = [
-        Family("mlc-easy", "2D MLC, page programs, one die per chip: the easy case (the "
+        Family("mlc-easy", "2D MLC, page programs, one R/B# per die: the easy case (the "
                "issue's 55 easy MLC draws)", "mlc", MLC_T,
                choices={"planes_per_die": (1, 2), "multi_plane": (False, True)}),
         Family("mlc-seq-100w", "2D MLC, sequential 100 % writes (WA near 1)", "mlc", MLC_T,
@@ -445,8 +447,6 @@ def run_job(job):
                                                   maxima=maxima if level != "L0" else None)
                 rec["geometry_dropped"] = dropped
                 if level == "L2" and trained is None:
-                    from rbscope.analysis.labelled import from_refssd
-                    from rbscope.analysis.trained import train
                     trained = train(from_refssd(run, 0), source=f"zoo {family}#{seed} ch0")
                 req = build_request(level, src, geometry, logical, trained=trained)
                 a = analyse(req)
@@ -556,7 +556,8 @@ def run_all(jobs, out, *, scheduler=None, workers=2, local=False, progress=True)
                 write(run_job(job))
             return n
         # Dask: a LocalCluster of `workers` processes, or the scheduler given.
-        from dask.distributed import Client, LocalCluster, as_completed  # optional dependency
+        # Dask only here: --local and --summary run without it (it is in the dev extra).
+        from dask.distributed import Client, LocalCluster, as_completed
         cluster = None
         if scheduler:
             client = Client(scheduler)
