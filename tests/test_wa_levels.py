@@ -119,13 +119,11 @@ def test_one_shot_tlc_arithmetic_and_the_unknown_scheme():
     assert abs(r.wa.value / d.wa_true - 1) < 0.01 and covers(d, r)
     states = {s["kind"]: s for s in r.classification["states"]}
     assert states["program"]["pages_per_plane"] == 3
-    # Not told the scheme or the cell: undetermined, an interval spanning the readings, and the
-    # alternatives with their WA (one of which is the truth).
+    # Not told the scheme or the cell: the pulses decide it (data loads before every long
+    # program are the one-shot signature, docs/wa.md), so the value is determined and right.
     d, r = analyse("tlc-oneshot-4p", blocks=6, tell=("ppb",))
-    assert r.undetermined and covers(d, r)
-    assert any("program_scheme" in x for x in r.decide)
-    assert any("one-shot TLC" in a["reading"] and abs(a["wa"] / d.wa_true - 1) < 0.02
-               for a in r.alternatives)
+    assert not r.undetermined and covers(d, r)
+    assert abs(r.wa.value / d.wa_true - 1) < 0.01
 
 
 def test_two_pass_qlc():
@@ -189,14 +187,16 @@ def test_analyze_cli_states_the_level_and_the_undetermined_value(tmp_path, capsy
             f"{round(d.host_pages * 4096)}B"]
     assert cli.main(args + ["--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["knowledge_level"] == "L0" and out["undetermined"] is True
-    assert out["alternatives"] and "knowledge" in out
+    # (The one-shot signature decides the scheme from the pulses: determined at L0.)
+    assert out["knowledge_level"] == "L0" and out["undetermined"] is False
+    assert abs(out["wa"]["value"] / d.wa_true - 1) < 0.01
+    assert "alternatives" in out and "knowledge" in out
     for key in ("value", "lo", "hi"):
         assert key in out["wa"] and key in out["wa_confidence_95"]
     assert isinstance(out["warnings"], list)
     assert cli.main(args) == 0
     text = capsys.readouterr().out
-    assert "knowledge level L0" in text and "UNDETERMINED" in text and "alternative:" in text
+    assert "knowledge level L0" in text
     geo.write_text(geo.read_text() + 'cell = "tlc"\nprogram_scheme = "one-shot"\n'
                    "[timing]\nprogram = 3500\nerase = 6500\n")
     assert cli.main(args + ["--json"]) == 0

@@ -4,12 +4,11 @@ the Dask path, the summary. A handful of fixed draws in ``--quick`` mode."""
 import importlib.util
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
-from rbscope.analysis.geometry import EXAMPLES
-
-BENCH = EXAMPLES.parent.parent / "benchmarks"
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
