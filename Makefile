@@ -9,14 +9,14 @@
 #   make versions  print the versions of the tools in use
 #   make bitstream BOARD=icebreaker|ulx3s|ecpix5 [CHANNELS=N] [EMULATOR=DIES] [TAP=TARGETS]
 #                  [SEED=S] [MARGIN=PCT] [JOBS=N]
-#                  synthesise once, then place and route with the placer seeds 1, 2, ... 8 in
+#                  synthesise once, then place and route with the placer seeds 1, 2, ... 16 in
 #                  order until one meets the clock (the seed sweep; SEED=S: that seed only;
 #                  MARGIN=PCT: the clock plus PCT per cent; JOBS=N: N seeds side by side, the
 #                  same seed kept); prints the seed kept, every seed's Fmax and the
 #                  utilisation, fails when no seed meets timing (docs/boards.md, "Seed sweep")
 #   make program BOARD=...  build, then load the bitstream with openFPGALoader
 #   make test-boards        place and route the boards' main configurations with the seed sweep,
-#                  timing checked, on two pytest workers (slow; at most about 20 minutes)
+#                  timing checked, on two pytest workers (slow; 10-30 minutes)
 #   make capacity  regenerate the capacity table in docs/benchmarks.md (very slow)
 #   make clean     remove build products and caches (keeps .venv)
 #   make distclean clean, and remove .venv too
