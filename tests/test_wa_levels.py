@@ -119,9 +119,15 @@ def test_one_shot_tlc_arithmetic_and_the_unknown_scheme():
     assert abs(r.wa.value / d.wa_true - 1) < 0.01 and covers(d, r)
     states = {s["kind"]: s for s in r.classification["states"]}
     assert states["program"]["pages_per_plane"] == 3
-    # Not told the scheme or the cell: undetermined, an interval spanning the readings, and the
-    # alternatives with their WA (one of which is the truth).
+    # Not told the scheme or the cell, the pulses still decide: the 1Ah loads come in a fixed
+    # run before every long program (planes × 3 − 1 short busies): TLC one-shot.
     d, r = analyse("tlc-oneshot-4p", blocks=6, tell=("ppb",))
+    assert not r.undetermined and covers(d, r)
+    assert abs(r.wa.value / d.wa_true - 1) < 0.01
+    assert any("one-shot signature" in n for n in r.classification["notes"])
+    # A part whose loads show no busy: nothing on R/B# says one-shot. Undetermined, an interval
+    # spanning the readings, and the alternatives with their WA (one of which is the truth).
+    d, r = analyse("tlc-oneshot-4p", blocks=6, tell=("ppb",), loads=False)
     assert r.undetermined and covers(d, r)
     assert any("program_scheme" in x for x in r.decide)
     assert any("one-shot TLC" in a["reading"] and abs(a["wa"] / d.wa_true - 1) < 0.02
@@ -178,7 +184,7 @@ def test_no_interval_excludes_the_truth_on_fixed_drives(name, level):
 
 
 def test_analyze_cli_states_the_level_and_the_undetermined_value(tmp_path, capsys):
-    d = W.generate(W.family("tlc-oneshot-4p", blocks=4), 5)
+    d = W.generate(W.family("tlc-oneshot-4p", blocks=4, loads=False), 5)
     src = tmp_path / "m.json"
     d.measurement.save(src)
     geo = tmp_path / "g.toml"

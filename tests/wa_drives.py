@@ -68,6 +68,7 @@ class Spec:
     spread: float = 0.05  # per-die process spread (relative sd)
     tail: float = 0.08  # log-normal sigma of every width around its draw
     parallel: bool = True  # wired-OR LUNs work at the same time
+    loads: bool = True  # one-shot data loads (1Ah) show a short busy (some parts show none)
 
     @property
     def bits(self):
@@ -152,7 +153,7 @@ def _lun_ops(spec, rng):
                 host_pages += per_plane * mp
             if kind == "oneshot":
                 for p in range(mp):
-                    for _ in range(spec.bits - 1):
+                    for _ in range(spec.bits - 1 if spec.loads else 0):
                         busy("load", (1.0, 5.0))
                     if p < mp - 1:
                         dbsy(1)

@@ -156,6 +156,7 @@ class DieResult:
     unit_pulses: float | None = None  # program pulses × pages per plane of their mode
     unit_var: float = 0.0  # posterior variance of unit_pulses
     load_bits: int = 0  # bits per cell of a one-shot signature (data loads before programs)
+    suspended: float = 0.0  # expected suspended operations joined (pieces with reads between)
 
     @property
     def units(self):
@@ -174,6 +175,7 @@ class DieResult:
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
                 "unit_pulses": self.units, "one_shot_bits": self.load_bits or None,
+                "suspended": self.suspended,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses}
 
@@ -592,6 +594,77 @@ def _load_runs(x, pprog, planes, share=0.6):
     return 0, None
 
 
+def _join_suspended(x, g, states, w, grid, max_reads=3, rounds=8):
+    """Join the pieces of suspended operations: ``(posteriors, expected joins)``.
+
+    A program or erase suspended for reads (84h/13h, 61h/D2h) shows as a piece, the reads, and
+    the rest. For each long pulse followed by 1 … ``max_reads`` reads and another long pulse,
+    two readings compete: two operations (``p(x_a) p(x_b)``, the fitted long-operation density
+    in octaves) or one operation of width ``T = a + b`` split at a uniform point
+    (``p(log2 T) · a b ln 2 / T²``, the same density in the pieces' coordinates), with a prior
+    share of suspended pairs fitted by EM. A joined pair's first pulse takes the class of the
+    whole operation, the second becomes no operation ("other").
+    """
+    long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
+    read_k = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
+    other = next((j for j, st in enumerate(states) if st.kind == "other"), None)
+    if not long_k or not read_k or other is None or len(x) < 3:
+        return g, 0.0
+    plong = g[:, long_k].sum(axis=1)
+    pread = g[:, read_k].sum(axis=1)
+    is_long = plong > 0.5
+    is_read = pread > 0.5
+    pairs = []
+    idx = np.nonzero(is_long)[0]
+    for a in idx:  # candidates: long, 1-3 reads, long
+        b = a + 1
+        while b < len(x) and b - a - 1 < max_reads and is_read[b]:
+            b += 1
+        if b - a - 1 >= 1 and b < len(x) and is_long[b]:
+            pairs.append((a, b))
+    if not pairs:
+        return g, 0.0
+    a_i = np.array([p[0] for p in pairs])
+    b_i = np.array([p[1] for p in pairs])
+    wl = np.asarray(w)[long_k]
+    table = np.stack([states[j].dens for j in long_k], axis=1) * _BINS_PER_OCTAVE  # per octave
+
+    def dens(xs):
+        t = table[grid.index(xs)] * wl
+        return t.sum(axis=1) / wl.sum(), t
+    wa_, wb_ = 2.0 ** x[a_i], 2.0 ** x[b_i]
+    tot = np.log2(wa_ + wb_)
+    pa, _ = dens(x[a_i])
+    pb, _ = dens(x[b_i])
+    pt, parts = dens(tot)
+    sep = pa * pb + _FLOOR
+    join = pt * wa_ * wb_ * math.log(2) / (wa_ + wb_) ** 2 + _FLOOR
+    pi = 0.05
+    for _ in range(rounds):
+        q = pi * join / (pi * join + (1 - pi) * sep)
+        pi = float(np.clip(q.mean(), 1e-4, 0.5))
+    q = pi * join / (pi * join + (1 - pi) * sep)
+    # A pulse may be claimed by two candidate pairs (as a second piece, then a first): keep it
+    # at most once.
+    q = np.minimum(q, 1.0)
+    used = np.zeros(len(x))
+    g = g.copy()
+    cls = parts / np.maximum(parts.sum(axis=1, keepdims=True), _FLOOR)
+    for n, (a, b) in enumerate(pairs):
+        qq = min(q[n], 1.0 - used[a], 1.0 - used[b])
+        if qq <= 1e-6:
+            continue
+        used[a] += qq
+        used[b] += qq
+        row = g[a] * (1 - qq)
+        row[long_k] += qq * cls[n]
+        g[a] = row
+        row = g[b] * (1 - qq)
+        row[other] += qq
+        g[b] = row
+    return g, float(used.sum() / 2)
+
+
 def _announced_loads(x, pprog, pshort, prev, cbsy_hi, share=0.6):
     """Bits per cell when the short pulses a tDBSY announces come ``bits − 1`` to each long
     program, regularly (TLC or QLC one-shot with multi-plane data loads), else 0."""
@@ -958,6 +1031,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     mj = mk if ordered else []
     sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
     cbsy_hi = math.log2(TCBSY_US[1])
+    suspended = {}
+    if planes == 1:
+        # Single-plane operations queue no plane: a pulse as short as a tDBSY is something
+        # else (set features before a read retry, a reset) and announces nothing.
+        mj = []
     for k, s in zip(keys, seqs, strict=True):
         sidx = grid.index(s)
         if hmm_iterations:
@@ -966,6 +1044,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         else:
             g = _emissions(sidx, states) * (weights * f)
             g /= g.sum(axis=1, keepdims=True)
+        joined = 0.0
+        if ordered:
+            g, joined = _join_suspended(s, g, states, weights * f, grid)
+            suspended[k] = joined
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
                               planes=planes if ordered and scheme is None else None)
@@ -985,6 +1067,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                      f"mode reaches their widths, so some may be programs")
     if balance:
         notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
+    for k, q in suspended.items():
+        dies[k].suspended = q
+    if sum(suspended.values()) >= 1:
+        notes.append(f"{sum(suspended.values()):,.0f} long operations were suspended (pieces "
+                     f"with reads between, joined into one operation each)")
     signed = [d.load_bits for d in dies.values() if d.load_bits]
     if signed:
         b = max(set(signed), key=signed.count)

@@ -628,6 +628,16 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                                 "program rate (halfway between no and full overlap)",
                      "wa": wa_of_units(others + est)})
         hi_wa = max(hi_wa, wa.hi + wa_of_units(extra_hi))
+    # Suspended operations: joined pieces are a model's reading; pieces it left apart count as
+    # programs of their own (each suspension found suggests more, their pieces in the clusters).
+    joined = sum(getattr(d, "suspended", 0.0) for d in dies.values())
+    if joined >= max(1.0, 0.002 * counted):
+        undetermined = True
+        reasons.append(f"≈{joined * scale:,.0f} suspended operations (a busy, reads, the rest "
+                       f"of it) were joined; pieces that look like whole operations cannot be "
+                       f"told apart by R/B#: tap the bus (84h/13h, 61h/D2h name them)")
+        lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - SUSPEND_MISSED * joined)))
+        hi_wa = max(hi_wa, wa_of_units(counted + joined))
     # Short pulses that may be host-paced cache programs.
     amb = sum(d.ambiguous_short for d in dies.values())
     if has_logical and wa.value < 0.98 and amb > 0:
@@ -823,6 +833,10 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
                                 f"classifier)")
     return out
 
+
+#: Suspended operations the join may have missed, per one it found (pieces that fall inside a
+#: program mode's widths look like operations of their own); tuned on zoo seeds < 1000.
+SUSPEND_MISSED = 4.0
 
 #: Relative die-to-die spread of the program count assumed when one line is probed.
 DIE_SPREAD = 0.10
