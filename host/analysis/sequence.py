@@ -51,6 +51,8 @@ PROGRAM_KINDS = ("program", "cache_program", "program_slc")
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
 _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
 _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
+#: Log-likelihood (nats) per line, plus one, that joining suspended pieces must gain over none.
+SUSPEND_GAIN = 5.0
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -594,63 +596,77 @@ def _load_runs(x, pprog, planes, share=0.6):
     return 0, None
 
 
-def _join_suspended(x, g, states, w, grid, max_reads=3, rounds=8):
-    """Join the pieces of suspended operations: ``(posteriors, expected joins)``.
+def _suspend_pairs(x, g, states, w, grid, max_reads=3):
+    """Candidate pieces of suspended operations on one line: ``(pairs, join, sep, cls)``.
 
     A program or erase suspended for reads (84h/13h, 61h/D2h) shows as a piece, the reads, and
     the rest. For each long pulse followed by 1 … ``max_reads`` reads and another long pulse,
-    two readings compete: two operations (``p(x_a) p(x_b)``, the fitted long-operation density
-    in octaves) or one operation of width ``T = a + b`` split at a uniform point
-    (``p(log2 T) · a b ln 2 / T²``, the same density in the pieces' coordinates), with a prior
-    share of suspended pairs fitted by EM. A joined pair's first pulse takes the class of the
-    whole operation, the second becomes no operation ("other").
+    two readings compete: two operations (``sep = p(x_a) p(x_b)``, the fitted long-operation
+    density per octave) or one operation of width ``T = a + b`` split at a uniform point
+    (``join = p(log2 T) · a b ln 2 / T²``, the same density in the pieces' coordinates).
+    ``cls`` is the class posterior of the whole operation (over the long states).
     """
     long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
     read_k = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
-    other = next((j for j, st in enumerate(states) if st.kind == "other"), None)
-    if not long_k or not read_k or other is None or len(x) < 3:
-        return g, 0.0
-    plong = g[:, long_k].sum(axis=1)
-    pread = g[:, read_k].sum(axis=1)
-    is_long = plong > 0.5
-    is_read = pread > 0.5
+    if not long_k or not read_k or len(x) < 3:
+        return None
+    is_long = g[:, long_k].sum(axis=1) > 0.5
+    is_read = g[:, read_k].sum(axis=1) > 0.5
     pairs = []
-    idx = np.nonzero(is_long)[0]
-    for a in idx:  # candidates: long, 1-3 reads, long
+    for a in np.nonzero(is_long)[0]:  # candidates: long, 1-3 reads, long
         b = a + 1
         while b < len(x) and b - a - 1 < max_reads and is_read[b]:
             b += 1
         if b - a - 1 >= 1 and b < len(x) and is_long[b]:
             pairs.append((a, b))
     if not pairs:
-        return g, 0.0
-    a_i = np.array([p[0] for p in pairs])
-    b_i = np.array([p[1] for p in pairs])
+        return None
+    pairs = np.array(pairs)
     wl = np.asarray(w)[long_k]
-    table = np.stack([states[j].dens for j in long_k], axis=1) * _BINS_PER_OCTAVE  # per octave
+    table = np.stack([states[j].dens for j in long_k], axis=1) * _BINS_PER_OCTAVE
 
     def dens(xs):
         t = table[grid.index(xs)] * wl
         return t.sum(axis=1) / wl.sum(), t
-    wa_, wb_ = 2.0 ** x[a_i], 2.0 ** x[b_i]
-    tot = np.log2(wa_ + wb_)
-    pa, _ = dens(x[a_i])
-    pb, _ = dens(x[b_i])
-    pt, parts = dens(tot)
+    wa_, wb_ = 2.0 ** x[pairs[:, 0]], 2.0 ** x[pairs[:, 1]]
+    pa, _ = dens(x[pairs[:, 0]])
+    pb, _ = dens(x[pairs[:, 1]])
+    pt, parts = dens(np.log2(wa_ + wb_))
     sep = pa * pb + _FLOOR
     join = pt * wa_ * wb_ * math.log(2) / (wa_ + wb_) ** 2 + _FLOOR
+    cls = parts / np.maximum(parts.sum(axis=1, keepdims=True), _FLOOR)
+    return pairs, join, sep, cls
+
+
+def _suspend_share(cands, rounds=20):
+    """The share of candidate pairs that are suspended operations, fitted by EM over every
+    line (suspension is the drive's habit), and the log-likelihood it gains over none."""
+    if not cands:
+        return 0.0, 0.0
+    join = np.concatenate([c[1] for c in cands])
+    sep = np.concatenate([c[2] for c in cands])
     pi = 0.05
     for _ in range(rounds):
         q = pi * join / (pi * join + (1 - pi) * sep)
-        pi = float(np.clip(q.mean(), 1e-4, 0.5))
+        pi = float(np.clip(q.mean(), 1e-5, 0.5))
+    gain = float(np.log(pi * join + (1 - pi) * sep).sum() - np.log(sep).sum())
+    return pi, gain
+
+
+def _join_suspended(g, states, cand, pi):
+    """Apply the joins of one line: ``(posteriors, expected joins)``. A joined pair's first
+    pulse takes the class of the whole operation, the second becomes no operation."""
+    other = next((j for j, st in enumerate(states) if st.kind == "other"), None)
+    if cand is None or other is None or not pi:
+        return g, 0.0
+    pairs, join, sep, cls = cand
+    long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
     q = pi * join / (pi * join + (1 - pi) * sep)
-    # A pulse may be claimed by two candidate pairs (as a second piece, then a first): keep it
-    # at most once.
-    q = np.minimum(q, 1.0)
-    used = np.zeros(len(x))
+    used = np.zeros(len(g))
     g = g.copy()
-    cls = parts / np.maximum(parts.sum(axis=1, keepdims=True), _FLOOR)
     for n, (a, b) in enumerate(pairs):
+        # (A pulse claimed by two candidate pairs, as a second piece then a first, is joined
+        # at most once.)
         qq = min(q[n], 1.0 - used[a], 1.0 - used[b])
         if qq <= 1e-6:
             continue
@@ -1036,18 +1052,29 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         # Single-plane operations queue no plane: a pulse as short as a tDBSY is something
         # else (set features before a read retry, a reset) and announces nothing.
         mj = []
-    for k, s in zip(keys, seqs, strict=True):
+    def posteriors(s):
         sidx = grid.index(s)
         if hmm_iterations:
             pidx, mask = _pad([sidx])
-            g = _forward_backward(pidx, mask, states, A, pi, f, want_xi=False)[0][:, 0, :]
-        else:
-            g = _emissions(sidx, states) * (weights * f)
-            g /= g.sum(axis=1, keepdims=True)
-        joined = 0.0
-        if ordered:
-            g, joined = _join_suspended(s, g, states, weights * f, grid)
-            suspended[k] = joined
+            return _forward_backward(pidx, mask, states, A, pi, f, want_xi=False)[0][:, 0, :]
+        g = _emissions(sidx, states) * (weights * f)
+        return g / g.sum(axis=1, keepdims=True)
+
+    # Suspended operations: candidates on every line first (the posteriors are recomputed
+    # below, so that memory stays one line's), then one suspended share for the drive, used
+    # only when it explains the pulses clearly better than none.
+    cands = {}
+    share = 0.0
+    if ordered:
+        for k, s in zip(keys, seqs, strict=True):
+            cands[k] = _suspend_pairs(s, posteriors(s), states, weights * f, grid)
+        share, gain = _suspend_share([c for c in cands.values() if c is not None])
+        if gain < SUSPEND_GAIN * (1 + len(keys)):
+            share = 0.0
+    for k, s in zip(keys, seqs, strict=True):
+        g = posteriors(s)
+        if share:
+            g, suspended[k] = _join_suspended(g, states, cands.get(k), share)
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
                               planes=planes if ordered and scheme is None else None)
