@@ -613,11 +613,13 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3):
     is_long = g[:, long_k].sum(axis=1) > 0.5
     is_read = g[:, read_k].sum(axis=1) > 0.5
     pairs = []
-    for a in np.nonzero(is_long)[0]:  # candidates: long, 1-3 reads, long
+    for a in np.nonzero(is_long)[0]:  # candidates: long, 1-3 reads (and their retries), long
         b = a + 1
-        while b < len(x) and b - a - 1 < max_reads and is_read[b]:
+        reads = 0
+        while b < len(x) and not is_long[b] and b - a - 1 < 2 * max_reads:
+            reads += int(is_read[b])
             b += 1
-        if b - a - 1 >= 1 and b < len(x) and is_long[b]:
+        if 1 <= reads <= max_reads and b < len(x) and is_long[b]:
             pairs.append((a, b))
     if not pairs:
         return None
