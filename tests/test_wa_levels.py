@@ -3,6 +3,7 @@ arithmetic, the undetermined flag and its alternatives, wired-OR lines, and inte
 the truth on a fixed set of synthetic drives (``tests/wa_drives.py``, tuning seeds < 1000)."""
 
 import json
+import struct
 
 import pytest
 
@@ -10,6 +11,7 @@ from rbscope.analysis.geometry import Geometry, GeometryError, parse_geometry
 from rbscope.analysis.pipeline import knowledge_of, wa_of
 from rbscope.analysis.sequence import timing_hints
 from rbscope.cli import commands as cli
+from rbscope.nand.onfi import onfi_crc16
 
 from . import wa_drives as W
 
@@ -209,3 +211,47 @@ def test_analyze_cli_states_the_level_and_the_undetermined_value(tmp_path, capsy
     out = json.loads(capsys.readouterr().out)
     assert out["knowledge_level"] == "L1" and out["undetermined"] is False
     assert abs(out["wa"]["value"] / d.wa_true - 1) < 0.01
+
+
+def param_page(ppb, bits, t_prog, t_bers, t_r):
+    """A 256-byte ONFI 1.0 parameter page (three copies) with the fields the analysis reads."""
+    page = bytearray(256)
+    page[0:4] = b"ONFI"
+    struct.pack_into("<H", page, 4, 1 << 1)
+    struct.pack_into("<IHIHII", page, 80, 4096, 128, 4096, 128, ppb, 1024)
+    page[102] = bits
+    struct.pack_into("<HHHH", page, 133, t_prog, t_bers, t_r, 500)
+    struct.pack_into("<H", page, 254, onfi_crc16(bytes(page[:254])))
+    return bytes(page) * 3
+
+
+def test_the_cell_alone_decides_a_one_shot_scheme():
+    # One program mode and a TLC cell: page-programmed TLC would show three modes, so the only
+    # reading is one-shot TLC; the result assumes it and says so.
+    d, r = analyse("tlc-oneshot-4p", blocks=6, tell=("ppb", "cell"), loads=False)
+    assert not r.undetermined and covers(d, r)
+    assert abs(r.wa.value / d.wa_true - 1) < 0.01
+    assert any("allow only one-shot TLC" in w for w in r.warnings)
+
+
+def test_analyze_with_the_parameter_page_is_level_l2(tmp_path, capsys):
+    d = W.generate(W.family("tlc-oneshot-4p", blocks=4, loads=False), 6)
+    src = tmp_path / "m.json"
+    d.measurement.save(src)
+    geo = tmp_path / "g.toml"
+    geo.write_text('name = "T"\n[geometry]\nchannels = 4\nchips_per_channel = 1\n'
+                   'dies_per_chip = 1\nplanes_per_die = 4\npage_size = 4096\n'
+                   'program_model = "multi-plane"\n')
+    page = tmp_path / "param.bin"
+    page.write_bytes(param_page(384, 3, 3500, 6500, 120))
+    args = ["analyze", str(src), "--geometry", str(geo), "--logical",
+            f"{round(d.host_pages * 4096)}B", "--param-page", str(page), "--json"]
+    assert cli.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["knowledge_level"] == "L2" and out["knowledge"]["parameter_page"] is True
+    assert out["undetermined"] is False
+    assert abs(out["wa"]["value"] / d.wa_true - 1) < 0.01
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"\0" * 256)
+    assert cli.main(args[:-3] + ["--param-page", str(bad)]) == 1
+    assert "bad.bin" in capsys.readouterr().err

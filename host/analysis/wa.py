@@ -183,6 +183,7 @@ class WAResult:
     alternatives: list = field(default_factory=list)  # [{"reading", "wa"}] other readings
     knowledge_level: str = "L0"  # what the analysis knew: L0 geometry, L1 + maxima, L2 + tap
     knowledge: dict = field(default_factory=dict)  # what was supplied, by level
+    scheme_reading: tuple | None = None  # (cell, scheme): the one reading the pulses allow
 
     @property
     def spread(self):
@@ -471,9 +472,9 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         confidence = Interval(wa.value, min(lo_p / logical.hi, wa.value),
                               max(hi_p / logical.lo if logical.lo else math.inf, wa.value))
 
-    undetermined, decide, alternatives = False, [], []
+    undetermined, decide, alternatives, decided = False, [], [], None
     if sequence is not None:
-        undetermined, decide, alternatives, confidence = _undetermined(
+        undetermined, decide, alternatives, confidence, decided = _undetermined(
             measurement, geometry, logical, rows, sequence, scale, unit, wa, confidence,
             cache_suspected)
         if undetermined:
@@ -498,7 +499,8 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
                     classifier="windows" if sequence is None else sequence.mode,
                     interval_includes=tuple(includes), interval_excludes=tuple(excludes),
                     checks=checks, classification=classification,
-                    undetermined=undetermined, decide=decide, alternatives=alternatives)
+                    undetermined=undetermined, decide=decide, alternatives=alternatives,
+                    scheme_reading=decided)
 
 
 #: Cells and schemes a count of program modes is consistent with: (cell, scheme, pages per
@@ -529,6 +531,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
       among the reads) when WA would be below 1 without them.
     """
     reasons, alts = [], []
+    decided = None
     dies = {r.channel: sequence.dies[r.channel] for r in rows}
     states = sequence.states
     lo_wa = confidence.lo if confidence is not None else wa.lo
@@ -560,6 +563,14 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         fastest = min(2.0 ** s.mu for s in states if s.kind == "program")
         plausible = [x for x in readings if (x[1] == "page") == (fastest < WORDLINE_US)]
         readings = plausible or readings
+        if len(readings) == 1 and readings[0][1] != "page":
+            # The modes found and the stated cell allow one scheme only (a TLC page order would
+            # show three modes; one mode on TLC cells is one-shot): the pulses decide.
+            cell, scheme, per = readings[0]
+            decided = (cell, scheme)
+            undetermined = True
+            reasons.append(f"the program scheme was not stated; {n_modes} program mode(s) on "
+                           f"{cell.upper()} cells fit {scheme} only")
         if len(readings) > 1:
             options = []
             slc = sum(d.expected.get(s.name, 0.0) for d in dies.values() for s in states
@@ -588,6 +599,8 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                 hi_wa = max(hi_wa, max(o[2] for o in shown))
             elif len(possible) == 1 and abs(possible[0][2] - wa.value) > 0.02 * wa.value:
                 cell, scheme, w = possible[0]
+                if scheme != "page":
+                    decided = (cell, scheme)
                 alts.append({"reading": f"{scheme} {cell.upper()} (the only reading with "
                                         f"WA ≥ 1)", "wa": w})
                 hi_wa = max(hi_wa, w)
@@ -640,7 +653,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         hi_wa = max(hi_wa, wa_of_units(counted + joined))
     # Short pulses that may be host-paced cache programs.
     amb = sum(d.ambiguous_short for d in dies.values())
-    if has_logical and wa.value < 0.98 and amb > 0:
+    if has_logical and wa.value < 0.98 and amb >= 0.5:
         w_alt = wa_of_units(counted + amb)
         alts.append({"reading": f"the {amb * scale:,.0f} short pulses in the tCBSY range are "
                                 f"cache programs (host-paced: R/B# shows only tCBSY)",
@@ -656,7 +669,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                        f"explains: check Mp, the program scheme and the probes")
     if undetermined:
         confidence = Interval(wa.value, min(lo_wa, wa.value), max(hi_wa, wa.value))
-    return undetermined, reasons, alts, confidence
+    return undetermined, reasons, alts, confidence, decided
 
 
 def _fastest_program_us(states):
