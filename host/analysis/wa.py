@@ -450,6 +450,15 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
                                                                 wa.value)
     class_up = sum(r.class_up for r in rows) * scale if cache_suspected else 0.0
+    if sequence is not None and geometry.pages_per_block:
+        # Programs the erases allow: every erased block is filled by pages_per_block programs
+        # (in steady state nearly all of them within the capture). Programs that showed no
+        # long pulse (host-paced cache programs: only tCBSY) are up to that many more.
+        implied = sum(max(0.0, sequence.dies[r.channel].erase_pulses * geometry.pages_per_block
+                          - r.estimate) for r in rows) * scale
+        if implied > 0:
+            class_up += implied
+            includes.append("programs the erases allow (erases × pages per block)")
     if sequence is not None:
         includes += ["classification posterior", "structural slack of the classification"]
         if cache_suspected:
