@@ -708,7 +708,7 @@ def _announced_loads(x, pprog, pshort, prev, cbsy_hi, share=0.6):
 
 
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
-                mult=None, planes=None, loads=None):
+                mult=None, planes=None, loads=None, single_plane=False):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -756,6 +756,12 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             punit = punit * (1 - (1 - prev) * short)
             pshort = pshort + moved
         announced = pshort * prev
+        long_p = pprog * (x > cbsy_hi)
+        if single_plane and (long_p * prev).sum() <= 0.5 * long_p.sum():
+            # A single-plane drive whose programs come without a tDBSY: a pulse as short as
+            # one is something else (set features before a read retry, a reset), and the read
+            # after it is no cache program's head.
+            announced = np.zeros(len(x))
         b = _announced_loads(x, pprog, pshort, prev, cbsy_hi) if loads is None and planes \
             else 0
         if b:
@@ -1052,10 +1058,6 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
     cbsy_hi = math.log2(TCBSY_US[1])
     suspended = {}
-    if planes == 1:
-        # Single-plane operations queue no plane: a pulse as short as a tDBSY is something
-        # else (set features before a read retry, a reset) and announces nothing.
-        mj = []
     def posteriors(s):
         sidx = grid.index(s)
         if hmm_iterations:
@@ -1081,7 +1083,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             g, suspended[k] = _join_suspended(g, states, cands.get(k), share)
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
-                              planes=planes if ordered and scheme is None else None)
+                              planes=planes if ordered and scheme is None else None,
+                              single_plane=planes == 1)
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
