@@ -16,7 +16,7 @@ and the benchmarks run exactly the same path as the command line::
 already in hand (the reference SSD, the demo).
 """
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 
 from rbscope.recordings.sources import SourceOptionError, open_measurement
 from rbscope.recordings.stream import RecordingError
@@ -273,23 +273,6 @@ def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier=
     lv = logical if logical is not None else LogicalVolume(1, 1, "none")
     result = compute_wa(m, geometry, lv, mp=mp, program_class=program_class,
                         correction=correction, sequence=seq, write_only=write_only)
-    if result.scheme_reading is not None and geometry.program_scheme is None:
-        # One reading of the program scheme fits the pulses (the program modes found, the
-        # stated cell, WA ≥ 1): classify again with it, and say so.
-        cell, scheme = result.scheme_reading
-        told = replace(geometry, cell=cell, program_scheme=scheme)
-        try:
-            seq2 = classify_measurement(m, told, trained=trained)
-            again = compute_wa(m, told, lv, mp=mp, program_class=program_class,
-                               sequence=seq2, write_only=write_only)
-        except SequenceError:
-            again = None
-        if again is not None:
-            again.warnings.insert(0, f"the program scheme was not stated: the pulses allow only "
-                                     f"{scheme} {cell.upper()} (the program modes found, the "
-                                     f"cell, WA ≥ 1), which this result assumes; say "
-                                     f"program_scheme in the geometry to confirm")
-            result = again
     result.knowledge_level, result.knowledge = knowledge_of(
         geometry, preset=preset, windows=windows, trained=trained, param_page=param_page)
     return result

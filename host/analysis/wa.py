@@ -183,7 +183,7 @@ class WAResult:
     alternatives: list = field(default_factory=list)  # [{"reading", "wa"}] other readings
     knowledge_level: str = "L0"  # what the analysis knew: L0 geometry, L1 + maxima, L2 + tap
     knowledge: dict = field(default_factory=dict)  # what was supplied, by level
-    scheme_reading: tuple | None = None  # (cell, scheme): the one reading the pulses allow
+    scheme_reading: tuple | None = None  # (cell, scheme): the only scheme the modes fit
 
     @property
     def spread(self):
@@ -573,13 +573,21 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         plausible = [x for x in readings if (x[1] == "page") == (fastest < WORDLINE_US)]
         readings = plausible or readings
         if len(readings) == 1 and readings[0][1] != "page":
-            # The modes found and the stated cell allow one scheme only (a TLC page order would
-            # show three modes; one mode on TLC cells is one-shot): the pulses decide.
+            # The modes found and the stated cell fit one scheme only (a TLC page order would
+            # show three modes; one mode on TLC cells is one-shot). A spurious or a merged mode
+            # changes that count, so the reading is offered, not assumed: the interval spans it.
             cell, scheme, per = readings[0]
             decided = (cell, scheme)
+            w = wa_of_units(main_pulses * per + sum(
+                d.expected.get(s.name, 0.0) for d in dies.values() for s in states
+                if s.kind == "program_slc"))
             undetermined = True
-            reasons.append(f"the program scheme was not stated; {n_modes} program mode(s) on "
-                           f"{cell.upper()} cells fit {scheme} only")
+            alts.append({"reading": f"{scheme} {cell.upper()} (the only scheme {n_modes} "
+                                    f"program mode(s) on {cell.upper()} cells fit)", "wa": w})
+            lo_wa, hi_wa = min(lo_wa, w), max(hi_wa, w)
+            reasons.append(f"the program scheme: {n_modes} program mode(s) on {cell.upper()} "
+                           f"cells fit {scheme} only, unless a mode was missed or is spurious; "
+                           f"say program_scheme in the geometry (the datasheet says which)")
         if len(readings) > 1:
             options = []
             slc = sum(d.expected.get(s.name, 0.0) for d in dies.values() for s in states

@@ -344,7 +344,7 @@ def cmd_analyze(args):
     m, logical, result, notes = a.measurement, a.logical, a.result, a.notes
     series, evidence = a.series, a.evidence
     if args.json:
-        out = {"source": m.provenance, "measurement": _summary(m), "geometry": geometry.to_dict(),
+        out = {"source": m.provenance, "measurement": _summary(m), "geometry": a.geometry.to_dict(),
                "notes": notes, "complete": m.provenance.get("complete", True),
                "missing": m.provenance.get("missing", [])}
         data = result.to_dict()
@@ -361,7 +361,7 @@ def cmd_analyze(args):
             out["opcode_wa"] = a.opcode.to_dict()
         print(json.dumps(out, indent=2, default=_jsonable))
     else:
-        _print_analysis(m, geometry, result, logical, notes, evidence, series)
+        _print_analysis(m, a.geometry, result, logical, notes, evidence, series)
         if a.opcode is not None:
             w = a.opcode.wa
             print(f"WA by the bus tap              {w.value:.4f}  [{w.lo:.4f}, {w.hi:.4f}]  "
