@@ -685,25 +685,26 @@ def _join_suspended(g, states, cand, pi):
     return g, float(used.sum() / 2)
 
 
-def _announced_loads(x, pprog, pshort, prev, cbsy_hi, share=0.6):
-    """Bits per cell when the short pulses a tDBSY announces come ``bits − 1`` to each long
-    program, regularly (TLC or QLC one-shot with multi-plane data loads), else 0."""
+def _announced_loads(x, pprog, planes, share=0.5):
+    """Bits per cell when the short pulses between consecutive long programs number
+    ``planes × bits − 1`` on most of them (TLC or QLC one-shot: ``bits − 1`` data loads and the
+    plane queueing of each page), else 0."""
+    if not planes:
+        return 0
     long_ = (pprog > 0.5) & (x > math.log2(100.0))
-    ann = (pshort > 0.5) & (prev > 0.5) & (x <= cbsy_hi)
+    short = x <= math.log2(8.0)
     n_long = int(long_.sum())
-    if n_long < 10 or not ann.any():
+    if n_long < 10 or not short.any():
         return 0
-    # Announced short pulses between consecutive long programs.
     idx = np.nonzero(long_)[0]
-    c = np.cumsum(ann)
-    between = np.diff(c[idx])
-    if not len(between):
-        return 0
+    between = np.diff(np.cumsum(short)[idx])
     values, counts = np.unique(between, return_counts=True)
     k = int(values[np.argmax(counts)])
-    if k in (2, 3) and counts.max() >= share * len(between) \
-            and abs(int(ann.sum()) - k * n_long) <= 0.1 * k * n_long:
-        return k + 1
+    if counts.max() < share * len(between):
+        return 0
+    for b in (3, 4):
+        if k + 1 == planes * b:
+            return b
     return 0
 
 
@@ -731,6 +732,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     announced = np.zeros(len(x))
     extra = 0.0
     bits, runs = _load_runs(x, pprog, planes) if loads is None else (0, None)
+    fixed_planes = 0
     if bits:
         # One-shot programs: the short pulses before each long program are its data loads
         # (1Ah) and plane queueing (11h), never cache-program heads; the operation writes one
@@ -762,15 +764,16 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             # one is something else (set features before a read retry, a reset), and the read
             # after it is no cache program's head.
             announced = np.zeros(len(x))
-        b = _announced_loads(x, pprog, pshort, prev, cbsy_hi) if loads is None and planes \
+        b = _announced_loads(x, pprog, planes) if loads is None and planes and planes > 1 \
             else 0
         if b:
-            # The one-shot signature of multi-plane loads: between two long programs, b − 1
-            # short pulses after a tDBSY run: the word line's data loads (80h…1Ah on every
-            # plane), not cache-program heads. The long program writes b pages per plane.
+            # The one-shot signature: between two long programs, planes × b − 1 short pulses:
+            # the word line's data loads (80h…1Ah) and the plane queueing, not cache-program
+            # heads. The long program writes b pages in each of the planes.
             bits = b
             announced = np.zeros(len(x))
             punit = pprog * b
+            fixed_planes = planes
         # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
         pprog = np.clip(pprog + announced, 0.0, 1.0)
         punit = punit + announced
@@ -780,6 +783,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         for i in range(1, len(x)):  # a short recurrence; vectorising it buys little
             acc = prev[i] * (1.0 + acc)
             run[i] = acc
+        if fixed_planes:
+            run = np.full(len(x), fixed_planes - 1.0)  # loads may pass for tDBSY: Mp planes
         extra = float((punit * run).sum())
     ambiguous = float((pshort * (1 - announced) * (x <= cbsy_hi)).sum())
     # A cache-program chain ends with a 10h program; on a die whose programs are multi-plane
