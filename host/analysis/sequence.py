@@ -53,6 +53,8 @@ _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under ev
 _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
 #: Log-likelihood (nats) per line, plus one, that joining suspended pieces must gain over none.
 SUSPEND_GAIN = 5.0
+#: Most joined suspensions per long pulse: beyond, the pairs are the drive's rhythm.
+SUSPEND_MAX = 0.1
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -267,7 +269,8 @@ def _nearest(center_us, hints, kinds):
     return min(kinds, key=dist)
 
 
-def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_last=False):
+def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_last=False,
+                    read_max=None):
     """Seed the states from the clusters of all pulses and what the user knows.
 
     Clusters below the programs become short states named by the nearest hint (``multiplane``
@@ -291,7 +294,11 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         plo = 0.5 * (math.log2(read_hi) + math.log2(prog_lo))
     else:
         plo = math.log2(min(read_hi, prog_lo))
-    plo = _valley(x, plo)
+    if read_max is not None:
+        # No read is longer than tR max (L1): the split is the emptiest place below it.
+        plo = _valley(x, math.log2(read_max) - 0.3, reach=0.3)
+    else:
+        plo = _valley(x, plo)
     # (A program time given is a bound with 15 % to spare: a datasheet's typical range, or a
     # maximum that a worn die's tail may pass.)
     phi = math.log2(hints["program"][1]) + 0.2 if "program" in hints else None
@@ -333,7 +340,9 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     if phi is not None:
         prog = [p for p in long_peaks if p[0] < phi]
         erase = [p for p in long_peaks if p[0] >= phi]
-    else:
+    data_driven = phi is None or not erase
+    if data_driven:
+        # (Also when a loose tPROG maximum separates nothing: the data decide, as at L0.)
         prog = list(long_peaks)
         if len(prog) >= 2:
             # The slowest cluster is the erase when it is small beside the program modes
@@ -362,6 +371,10 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     # faster extra ones are SLC-mode programs (one page per plane).
     per_mode = {"one-shot": bits, "two-pass": (bits or 2) / 2}.get(scheme, 1)
     n_main = len(prog) if not modes else min(modes, len(prog))
+    if not modes and bits and bits > 1 and len(prog) > bits:
+        # The scheme unknown but the cell known: more modes than a page order of that cell
+        # makes; the faster extra ones are SLC-mode programs (an SLC cache).
+        n_main = bits
     for t, (c, sd, _n) in enumerate(prog):
         sd = max(sd, 0.03)
         hi = c + 4 * sd if phi is None else min(c + 4 * sd, phi)
@@ -383,7 +396,7 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         lo, hi = min(c - 3 * sd, phi if phi is not None else c - 3 * sd), c + 4 * sd
         if elo is not None:
             lo, hi = min(lo, elo - 0.1), max(hi, ehi + 0.1)
-    elif prog and phi is None:
+    elif prog and data_driven:
         # The erases hide in and above the slowest program mode.
         c0, sd0, _n = prog[-1]
         sd = max(sd0, 0.05)
@@ -932,7 +945,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                         st.kind = "program_slc"
     else:
         states = _initial_states(allx, h, page_types, scheme=scheme, bits=bits,
-                                 erase_in_last=_erase_in_last)
+                                 erase_in_last=_erase_in_last,
+                                 read_max=hints["read"][1] if hints and "read" in hints
+                                 else None)
         grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()), e_top) + 1.0)
     for st in states:
         if st.dens is None:
@@ -1079,8 +1094,15 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     if ordered:
         for k, s in zip(keys, seqs, strict=True):
             cands[k] = _suspend_pairs(s, posteriors(s), states, weights * f, grid)
-        share, gain = _suspend_share([c for c in cands.values() if c is not None])
-        if gain < SUSPEND_GAIN * (1 + len(keys)):
+        live = [c for c in cands.values() if c is not None]
+        share, gain = _suspend_share(live)
+        n_long = sum(counts[j] for j, kd in enumerate(kinds)
+                     if kd in PROGRAM_KINDS + ("erase",))
+        joins = sum(float((share * c[1] / (share * c[1] + (1 - share) * c[2])).sum())
+                    for c in live) if share else 0.0
+        if gain < SUSPEND_GAIN * (1 + len(keys)) or joins > SUSPEND_MAX * n_long:
+            # Too little evidence, or more joins than suspension makes (one long operation in
+            # ten): the pattern is the drive's rhythm (SLC programs, folding reads, programs).
             share = 0.0
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
