@@ -54,7 +54,7 @@ _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the 
 #: Log-likelihood (nats) per line, plus one, that joining suspended pieces must gain over none.
 SUSPEND_GAIN = 5.0
 #: Most joined suspensions per long pulse: beyond, the pairs are the drive's rhythm.
-SUSPEND_MAX = 0.1
+SUSPEND_MAX = 0.25
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -161,6 +161,7 @@ class DieResult:
     unit_var: float = 0.0  # posterior variance of unit_pulses
     load_bits: int = 0  # bits per cell of a one-shot signature (data loads before programs)
     suspended: float = 0.0  # expected suspended operations joined (pieces with reads between)
+    suspect: float = 0.0  # pairs that look suspended but were not joined (too many to be)
 
     @property
     def units(self):
@@ -371,7 +372,7 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     # faster extra ones are SLC-mode programs (one page per plane).
     per_mode = {"one-shot": bits, "two-pass": (bits or 2) / 2}.get(scheme, 1)
     n_main = len(prog) if not modes else min(modes, len(prog))
-    if not modes and bits and bits > 1 and len(prog) > bits:
+    if not modes and bits and bits > 2 and len(prog) > bits:
         # The scheme unknown but the cell known: more modes than a page order of that cell
         # makes; the faster extra ones are SLC-mode programs (an SLC cache).
         n_main = bits
@@ -1090,6 +1091,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     # below, so that memory stays one line's), then one suspended share for the drive, used
     # only when it explains the pulses clearly better than none.
     cands = {}
+    suspect = {}
     share = 0.0
     if ordered:
         for k, s in zip(keys, seqs, strict=True):
@@ -1100,10 +1102,15 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                      if kd in PROGRAM_KINDS + ("erase",))
         joins = sum(float((share * c[1] / (share * c[1] + (1 - share) * c[2])).sum())
                     for c in live) if share else 0.0
-        if gain < SUSPEND_GAIN * (1 + len(keys)) or joins > SUSPEND_MAX * n_long:
-            # Too little evidence, or more joins than suspension makes (one long operation in
-            # ten): the pattern is the drive's rhythm (SLC programs, folding reads, programs).
+        if gain >= SUSPEND_GAIN * (1 + len(keys)) and joins > SUSPEND_MAX * n_long:
+            # More joins than suspension makes (one long operation in four): the pairs are the
+            # drive's rhythm (SLC programs, folding reads, programs), or suspension so heavy
+            # that the model cannot tell. Joined: none; in the interval: all of them.
+            suspect = {k: float((share * c[1] / (share * c[1] + (1 - share) * c[2])).sum())
+                       for k, c in cands.items() if c is not None}
             share = 0.0
+        elif gain < SUSPEND_GAIN * (1 + len(keys)):
+            share = 0.0  # too little evidence
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
         if share:
@@ -1138,6 +1145,12 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                          f"pulses to move")
     for k, q in suspended.items():
         dies[k].suspended = q
+    for k, q in suspect.items():
+        dies[k].suspect = q
+    if suspect:
+        notes.append(f"the long pulses pair up around reads like suspended operations "
+                     f"(≈{sum(suspect.values()):,.0f} pairs) more often than suspension makes: "
+                     f"none joined, the interval keeps them")
     if sum(suspended.values()) >= 1:
         notes.append(f"{sum(suspended.values()):,.0f} long operations were suspended (pieces "
                      f"with reads between, joined into one operation each)")

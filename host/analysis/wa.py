@@ -668,6 +668,14 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                        f"told apart by R/B#: tap the bus (84h/13h, 61h/D2h name them)")
         lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - SUSPEND_MISSED * joined)))
         hi_wa = max(hi_wa, wa_of_units(counted + joined))
+    suspect = sum(getattr(d, "suspect", 0.0) for d in dies.values())
+    if suspect >= max(1.0, 0.002 * counted):
+        undetermined = True
+        reasons.append(f"≈{suspect * scale:,.0f} pairs of long pulses around reads look like "
+                       f"suspended operations, more than suspension makes: whether they are "
+                       f"(each pair one operation) R/B# cannot say; tap the bus (84h/13h, "
+                       f"61h/D2h)")
+        lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - suspect)))
     # Short pulses that may be host-paced cache programs.
     amb = sum(d.ambiguous_short for d in dies.values())
     if has_logical and wa.value < 0.98 and amb >= 0.5:
