@@ -138,3 +138,19 @@ def test_jobs_run_on_dask(zoo, tmp_path):
     (rec,) = zoo.load_results(out)
     assert (rec["family"], rec["seed"], rec["level"]) == ("tlc-6plane", 9, "L0")
     assert "failed" not in rec
+
+
+def test_accuracy_table_measure_at_l0_and_l1(zoo, monkeypatch):
+    from rbscope import refssd
+    drive = refssd.preset("ssd-v", channels=2, blocks_per_plane=32, pages_per_block=32)
+    wl = refssd.micro("32K-SQ-100%-W-4KiB-align", drive.logical_bytes, 1 << 20, seed=2)
+    run = refssd.simulate(drive, wl, seed=2, precondition="initial")
+    seen = []
+    real = zoo.analyse
+    monkeypatch.setattr(zoo, "analyse", lambda req: seen.append(req) or real(req))
+    r0, r1 = zoo.measure_l0(run), zoo.measure_l1(run)
+    assert seen[0].geometry.timing == {} and seen[0].geometry.classifier is None
+    assert set(seen[1].geometry.timing) == {"read", "program", "erase"}
+    assert seen[1].geometry.timing["program"][1] >= run.stats["drawn_max_ns"]["program"] / 1000
+    for r in (r0, r1):
+        assert r["lo"] <= r["wa"] <= r["hi"] and r["wa"] > 0
