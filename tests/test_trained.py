@@ -166,9 +166,10 @@ def test_reference_ssd_train_on_one_tapped_channel_measure_every_die_by_rb():
             r = compute_wa(meas, run.geometry, lv, sequence=seq)
             err[mode, name] = abs(r.wa.value - true) / true
             assert r.wa_confidence.lo <= true <= r.wa_confidence.hi, (mode, name)
-    # Histograms alone: untrained, the chains' first pages hide among the reads (≈ 19 % low).
-    assert err["histograms", "untrained"] > 0.1
-    assert err["histograms", "trained"] < 0.03
+    # Histograms alone: untrained, the chains' first pages hide among the reads (≈ 7 % low
+    # since the erase floor, 19 % before); trained, the shapes are known.
+    assert err["histograms", "untrained"] > 0.05
+    assert err["histograms", "trained"] < min(0.03, err["histograms", "untrained"] / 2)
     assert err["sequence", "trained"] < 0.015
 
 

@@ -3,6 +3,7 @@ arithmetic, the undetermined flag and its alternatives, wired-OR lines, and inte
 the truth on a fixed set of synthetic drives (``tests/wa_drives.py``, tuning seeds < 1000)."""
 
 import json
+import struct
 
 import pytest
 
@@ -10,6 +11,7 @@ from rbscope.analysis.geometry import Geometry, GeometryError, parse_geometry
 from rbscope.analysis.pipeline import knowledge_of, wa_of
 from rbscope.analysis.sequence import timing_hints
 from rbscope.cli import commands as cli
+from rbscope.nand.onfi import onfi_crc16
 
 from . import wa_drives as W
 
@@ -119,11 +121,19 @@ def test_one_shot_tlc_arithmetic_and_the_unknown_scheme():
     assert abs(r.wa.value / d.wa_true - 1) < 0.01 and covers(d, r)
     states = {s["kind"]: s for s in r.classification["states"]}
     assert states["program"]["pages_per_plane"] == 3
-    # Not told the scheme or the cell: the pulses decide it (data loads before every long
-    # program are the one-shot signature, docs/wa.md), so the value is determined and right.
+    # Not told the scheme or the cell, the pulses still decide: the 1Ah loads come in a fixed
+    # run before every long program (planes × 3 − 1 short busies): TLC one-shot.
     d, r = analyse("tlc-oneshot-4p", blocks=6, tell=("ppb",))
     assert not r.undetermined and covers(d, r)
     assert abs(r.wa.value / d.wa_true - 1) < 0.01
+    assert any("one-shot signature" in n for n in r.classification["notes"])
+    # A part whose loads show no busy: nothing on R/B# says one-shot. Undetermined, an interval
+    # spanning the readings, and the alternatives with their WA (one of which is the truth).
+    d, r = analyse("tlc-oneshot-4p", blocks=6, tell=("ppb",), loads=False)
+    assert r.undetermined and covers(d, r)
+    assert any("program_scheme" in x for x in r.decide)
+    assert any("one-shot TLC" in a["reading"] and abs(a["wa"] / d.wa_true - 1) < 0.02
+               for a in r.alternatives)
 
 
 def test_two_pass_qlc():
@@ -176,7 +186,7 @@ def test_no_interval_excludes_the_truth_on_fixed_drives(name, level):
 
 
 def test_analyze_cli_states_the_level_and_the_undetermined_value(tmp_path, capsys):
-    d = W.generate(W.family("tlc-oneshot-4p", blocks=4), 5)
+    d = W.generate(W.family("tlc-oneshot-4p", blocks=4, loads=False), 5)
     src = tmp_path / "m.json"
     d.measurement.save(src)
     geo = tmp_path / "g.toml"
@@ -187,19 +197,65 @@ def test_analyze_cli_states_the_level_and_the_undetermined_value(tmp_path, capsy
             f"{round(d.host_pages * 4096)}B"]
     assert cli.main(args + ["--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    # (The one-shot signature decides the scheme from the pulses: determined at L0.)
-    assert out["knowledge_level"] == "L0" and out["undetermined"] is False
-    assert abs(out["wa"]["value"] / d.wa_true - 1) < 0.01
-    assert "alternatives" in out and "knowledge" in out
+    assert out["knowledge_level"] == "L0" and out["undetermined"] is True
+    assert out["alternatives"] and "knowledge" in out
     for key in ("value", "lo", "hi"):
         assert key in out["wa"] and key in out["wa_confidence_95"]
     assert isinstance(out["warnings"], list)
     assert cli.main(args) == 0
     text = capsys.readouterr().out
-    assert "knowledge level L0" in text
+    assert "knowledge level L0" in text and "UNDETERMINED" in text and "alternative:" in text
     geo.write_text(geo.read_text() + 'cell = "tlc"\nprogram_scheme = "one-shot"\n'
                    "[timing]\nprogram = 3500\nerase = 6500\n")
     assert cli.main(args + ["--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["knowledge_level"] == "L1" and out["undetermined"] is False
     assert abs(out["wa"]["value"] / d.wa_true - 1) < 0.01
+
+
+def param_page(ppb, bits, t_prog, t_bers, t_r):
+    """A 256-byte ONFI 1.0 parameter page (three copies) with the fields the analysis reads."""
+    page = bytearray(256)
+    page[0:4] = b"ONFI"
+    struct.pack_into("<H", page, 4, 1 << 1)
+    struct.pack_into("<IHIHII", page, 80, 4096, 128, 4096, 128, ppb, 1024)
+    page[102] = bits
+    struct.pack_into("<HHHH", page, 133, t_prog, t_bers, t_r, 500)
+    struct.pack_into("<H", page, 254, onfi_crc16(bytes(page[:254])))
+    return bytes(page) * 3
+
+
+def test_the_cell_alone_offers_the_one_shot_scheme():
+    # One program mode and a TLC cell: page-programmed TLC would show three modes, so the only
+    # scheme that fits is one-shot TLC. A missed or spurious mode would change that count, so
+    # it is offered (an alternative within 1 % of the truth) and the interval spans it.
+    d, r = analyse("tlc-oneshot-4p", blocks=6, tell=("ppb", "cell"), loads=False)
+    assert r.undetermined and covers(d, r)
+    assert r.scheme_reading == ("tlc", "one-shot")
+    alt = [a for a in r.alternatives if a["reading"].startswith("one-shot TLC")]
+    assert alt and abs(alt[0]["wa"] / d.wa_true - 1) < 0.01
+
+
+def test_analyze_with_the_parameter_page_is_level_l2(tmp_path, capsys):
+    d = W.generate(W.family("tlc-oneshot-4p", blocks=4, loads=False), 6)
+    src = tmp_path / "m.json"
+    d.measurement.save(src)
+    geo = tmp_path / "g.toml"
+    geo.write_text('name = "T"\n[geometry]\nchannels = 4\nchips_per_channel = 1\n'
+                   'dies_per_chip = 1\nplanes_per_die = 4\npage_size = 4096\n'
+                   'program_model = "multi-plane"\n')
+    page = tmp_path / "param.bin"
+    page.write_bytes(param_page(384, 3, 3500, 6500, 120))
+    args = ["analyze", str(src), "--geometry", str(geo), "--logical",
+            f"{round(d.host_pages * 4096)}B", "--param-page", str(page), "--json"]
+    assert cli.main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["knowledge_level"] == "L2" and out["knowledge"]["parameter_page"] is True
+    assert out["geometry"]["cell"] == "tlc" and out["geometry"]["pages_per_block"] == 384
+    lo, hi = out["wa_confidence_95"]["lo"], out["wa_confidence_95"]["hi"]
+    assert lo <= d.wa_true <= hi
+    assert any(abs(a["wa"] / d.wa_true - 1) < 0.01 for a in out["alternatives"])
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"\0" * 256)
+    assert cli.main(args[:-3] + ["--param-page", str(bad)]) == 1
+    assert "bad.bin" in capsys.readouterr().err

@@ -68,6 +68,9 @@ class Spec:
     spread: float = 0.05  # per-die process spread (relative sd)
     tail: float = 0.08  # log-normal sigma of every width around its draw
     parallel: bool = True  # wired-OR LUNs work at the same time
+    loads: bool = True  # one-shot data loads (1Ah) show a short busy (some parts show none)
+    retry: float = 0.0  # share of reads retried: set features (~1 µs), then tR again
+    program_suspend: float = 0.0  # share of programs suspended for 1-3 reads
 
     @property
     def bits(self):
@@ -108,6 +111,19 @@ def _lun_ops(spec, rng):
     def read(n=1):
         for _ in range(n):
             busy("read", spec.read_us)
+            if rng.random() < spec.retry:
+                busy("set_features", (0.7, 1.5))
+                busy("read", spec.read_us)
+
+    def program(rng_us, pages):
+        if rng.random() < spec.program_suspend:
+            total = float(_draw(rng, rng_us, scale=scale, tail=tail))
+            cut = rng.uniform(0.2, 0.8) * total
+            ops.append((rng.uniform(1, 5), cut, "program_piece", pages))
+            read(int(rng.integers(1, 4)))
+            ops.append((rng.uniform(1, 5), total - cut, "program_piece", 0.0))
+        else:
+            busy("program", rng_us, pages)
 
     def erase():
         dbsy(mp - 1)
@@ -152,7 +168,7 @@ def _lun_ops(spec, rng):
                 host_pages += per_plane * mp
             if kind == "oneshot":
                 for p in range(mp):
-                    for _ in range(spec.bits - 1):
+                    for _ in range(spec.bits - 1 if spec.loads else 0):
                         busy("load", (1.0, 5.0))
                     if p < mp - 1:
                         dbsy(1)
@@ -172,7 +188,7 @@ def _lun_ops(spec, rng):
                         busy("program", prog[ptype], per_plane * mp)
                         chain = 0
                 else:
-                    busy("program", prog[ptype], per_plane * mp)
+                    program(prog[ptype], per_plane * mp)
             total_pages += per_plane * mp
     return ops, total_pages, host_pages
 
@@ -333,6 +349,8 @@ FAMILIES = {
     "wired-or-2lun": Spec("wired-or-2lun", luns_per_line=2, dies=4, blocks=30),
     "mlc-hostpaced-50r": Spec("mlc-hostpaced-50r", host_paced=0.5, reads=0.5,
                               read_us=(20, 60)),
+    "mlc-retry-suspend": Spec("mlc-retry-suspend", retry=0.3, program_suspend=0.2, reads=0.5,
+                              erase_us=(2500, 3500)),
 }
 
 

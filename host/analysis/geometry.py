@@ -58,7 +58,7 @@ Every loader error is a :class:`GeometryError` naming the file and the offending
 """
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rbscope import nand
@@ -69,7 +69,8 @@ from .presets import CLASS_NAMES, Preset, PresetError, from_table
 
 __all__ = [
     "GeometryError", "Geometry", "load_geometry", "parse_geometry", "example_geometries",
-    "BUNDLED", "CELL_BITS", "PROGRAM_SCHEMES", "check_cell_scheme",
+    "BUNDLED", "CELL_BITS", "PROGRAM_SCHEMES", "check_cell_scheme", "with_parameter_page",
+    "WORDLINE_US",
 ]
 
 PROGRAM_MODELS = ("single-plane", "multi-plane")
@@ -290,6 +291,22 @@ class Geometry:
             "pages_per_plane_op": self.pages_per_plane_op,
             "pages_per_block": self.pages_per_block,
         }
+
+
+def with_parameter_page(geometry, page):
+    """``geometry`` completed by an ONFI parameter page (:class:`rbscope.nand.onfi.ParameterPage`,
+    read at power-up): tPROG, tBERS and tR maxima as ``[timing]`` maxima, and the pages per
+    block and the cell where the geometry does not state them. What the geometry states wins."""
+    timing = dict(geometry.timing)
+    for key, value in (("program", page.t_prog_us), ("erase", page.t_bers_us),
+                       ("read", page.t_r_us)):
+        if value and key not in timing:
+            timing[key] = (float(value), float(value))
+    cell = geometry.cell
+    if cell is None:
+        cell = {1: "slc", 2: "mlc", 3: "tlc", 4: "qlc"}.get(page.bits_per_cell)
+    return replace(geometry, timing=timing, cell=cell,
+                   pages_per_block=geometry.pages_per_block or page.pages_per_block or None)
 
 
 def pages_per_plane_op(scheme, bits):

@@ -22,7 +22,7 @@ from rbscope.recordings.sources import SourceOptionError, open_measurement
 from rbscope.recordings.stream import RecordingError
 
 from . import calibrate as cal
-from .geometry import GeometryError
+from .geometry import GeometryError, with_parameter_page
 from .logical import LogicalVolume
 from .sequence import SequenceError, classify_measurement
 from .wa import compute_wa, opcode_wa_of_pages, wa_series
@@ -151,6 +151,9 @@ class AnalysisRequest:
         Host bytes over time, for the series.
     save_measurement : str, optional
         Also save the measurement there (JSON).
+    param_page : rbscope.nand.onfi.ParameterPage, optional
+        The dies' power-up parameter page: its tPROG / tBERS / tR maxima, pages per block and
+        bits per cell complete the geometry (knowledge level L2).
     notes : tuple of str
         Notes the caller adds (e.g. on the logical volume's unit).
     """
@@ -169,6 +172,7 @@ class AnalysisRequest:
     logical_series: tuple | None = None
     save_measurement: str | None = None
     notes: tuple = ()
+    param_page: object = None
 
 
 @dataclass
@@ -205,6 +209,8 @@ def analyse(request):
     the geometry or a choice that does not fit the others.
     """
     geometry = request.geometry
+    if request.param_page is not None:
+        geometry = with_parameter_page(geometry, request.param_page)
     if request.mp is not None and (isinstance(request.mp, bool) or request.mp < 1):
         raise RequestError(f"--mp must be a positive integer, not {request.mp}")
     if request.classifier not in CLASSIFIERS:
@@ -230,7 +236,7 @@ def analyse(request):
                    program_class=request.program_class, classifier=request.classifier,
                    write_only=request.write_only, correction=correction, notes=notes,
                    trained=request.trained, preset=request.options.preset,
-                   windows=request.options.windows)
+                   windows=request.options.windows, param_page=request.param_page)
     opcode = None
     tap = m.provenance.get("tap")
     if tap and request.logical is not None and tap.get("dies"):
@@ -242,7 +248,7 @@ def analyse(request):
 
 def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",
           write_only=False, correction=None, notes=None, trained=None, preset=None,
-          windows=()):
+          windows=(), param_page=None):
     """The WA of a measurement as ``rbscope analyze`` computes it (classifier included).
 
     ``logical`` None gives the physical volume only. Notes of the classifier go to ``notes``.
@@ -268,5 +274,5 @@ def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier=
     result = compute_wa(m, geometry, lv, mp=mp, program_class=program_class,
                         correction=correction, sequence=seq, write_only=write_only)
     result.knowledge_level, result.knowledge = knowledge_of(
-        geometry, preset=preset, windows=windows, trained=trained)
+        geometry, preset=preset, windows=windows, trained=trained, param_page=param_page)
     return result

@@ -50,6 +50,10 @@ TCBSY_US = (1.5, 40.0)
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
 _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
 _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
+#: Log-likelihood (nats) per line, plus one, that joining suspended pieces must gain over none.
+SUSPEND_GAIN = 5.0
+#: Most joined suspensions per long pulse: beyond, the pairs are the drive's rhythm.
+SUSPEND_MAX = 0.25
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -155,6 +159,8 @@ class DieResult:
     unit_pulses: float | None = None  # program pulses × pages per plane of their mode
     unit_var: float = 0.0  # posterior variance of unit_pulses
     load_bits: int = 0  # bits per cell of a one-shot signature (data loads before programs)
+    suspended: float = 0.0  # expected suspended operations joined (pieces with reads between)
+    suspect: float = 0.0  # pairs that look suspended but were not joined (too many to be)
 
     @property
     def units(self):
@@ -173,6 +179,7 @@ class DieResult:
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
                 "unit_pulses": self.units, "one_shot_bits": self.load_bits or None,
+                "suspended": self.suspended,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses}
 
@@ -262,7 +269,8 @@ def _nearest(center_us, hints, kinds):
     return min(kinds, key=dist)
 
 
-def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_last=False):
+def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_last=False,
+                    read_max=None):
     """Seed the states from the clusters of all pulses and what the user knows.
 
     Clusters below the programs become short states named by the nearest hint (``multiplane``
@@ -286,7 +294,11 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         plo = 0.5 * (math.log2(read_hi) + math.log2(prog_lo))
     else:
         plo = math.log2(min(read_hi, prog_lo))
-    plo = _valley(x, plo)
+    if read_max is not None:
+        # No read is longer than tR max (L1): the split is the emptiest place below it.
+        plo = _valley(x, math.log2(read_max) - 0.3, reach=0.3)
+    else:
+        plo = _valley(x, plo)
     # (A program time given is a bound with 15 % to spare: a datasheet's typical range, or a
     # maximum that a worn die's tail may pass.)
     phi = math.log2(hints["program"][1]) + 0.2 if "program" in hints else None
@@ -328,7 +340,9 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     if phi is not None:
         prog = [p for p in long_peaks if p[0] < phi]
         erase = [p for p in long_peaks if p[0] >= phi]
-    else:
+    data_driven = phi is None or not erase
+    if data_driven:
+        # (Also when a loose tPROG maximum separates nothing: the data decide, as at L0.)
         prog = list(long_peaks)
         if len(prog) >= 2:
             # The slowest cluster is the erase when it is small beside the program modes
@@ -357,6 +371,10 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     # faster extra ones are SLC-mode programs (one page per plane).
     per_mode = {"one-shot": bits, "two-pass": (bits or 2) / 2}.get(scheme, 1)
     n_main = len(prog) if not modes else min(modes, len(prog))
+    if not modes and bits and bits > 2 and len(prog) > bits:
+        # The scheme unknown but the cell known: more modes than a page order of that cell
+        # makes; the faster extra ones are SLC-mode programs (an SLC cache).
+        n_main = bits
     for t, (c, sd, _n) in enumerate(prog):
         sd = max(sd, 0.03)
         hi = c + 4 * sd if phi is None else min(c + 4 * sd, phi)
@@ -378,7 +396,7 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         lo, hi = min(c - 3 * sd, phi if phi is not None else c - 3 * sd), c + 4 * sd
         if elo is not None:
             lo, hi = min(lo, elo - 0.1), max(hi, ehi + 0.1)
-    elif prog and phi is None:
+    elif prog and data_driven:
         # The erases hide in and above the slowest program mode.
         c0, sd0, _n = prog[-1]
         sd = max(sd0, 0.05)
@@ -591,30 +609,120 @@ def _load_runs(x, pprog, planes, share=0.6):
     return 0, None
 
 
-def _announced_loads(x, pprog, pshort, prev, cbsy_hi, share=0.6):
-    """Bits per cell when the short pulses a tDBSY announces come ``bits − 1`` to each long
-    program, regularly (TLC or QLC one-shot with multi-plane data loads), else 0."""
+def _suspend_pairs(x, g, states, w, grid, max_reads=3):
+    """Candidate pieces of suspended operations on one line: ``(pairs, join, sep, cls)``.
+
+    A program or erase suspended for reads (84h/13h, 61h/D2h) shows as a piece, the reads, and
+    the rest. For each long pulse followed by 1 … ``max_reads`` reads and another long pulse,
+    two readings compete: two operations (``sep = p(x_a) p(x_b)``, the fitted long-operation
+    density per octave) or one operation of width ``T = a + b`` split at a uniform point
+    (``join = p(log2 T) · a b ln 2 / T²``, the same density in the pieces' coordinates).
+    ``cls`` is the class posterior of the whole operation (over the long states).
+    """
+    long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
+    read_k = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
+    if not long_k or not read_k or len(x) < 3:
+        return None
+    is_long = g[:, long_k].sum(axis=1) > 0.5
+    is_read = g[:, read_k].sum(axis=1) > 0.5
+    pairs = []
+    for a in np.nonzero(is_long)[0]:  # candidates: long, 1-3 reads (and their retries), long
+        b = a + 1
+        reads = 0
+        while b < len(x) and not is_long[b] and b - a - 1 < 2 * max_reads:
+            reads += int(is_read[b])
+            b += 1
+        if 1 <= reads <= max_reads and b < len(x) and is_long[b]:
+            pairs.append((a, b))
+    if not pairs:
+        return None
+    pairs = np.array(pairs)
+    wl = np.asarray(w)[long_k]
+    table = np.stack([states[j].dens for j in long_k], axis=1) * _BINS_PER_OCTAVE
+
+    def dens(xs):
+        # (A floor of 1 % per octave: a width no state claims is unlikely under either reading,
+        # not infinitely better explained by one.)
+        t = table[grid.index(xs)] * wl
+        return np.maximum(t.sum(axis=1) / wl.sum(), 0.01), t
+    wa_, wb_ = 2.0 ** x[pairs[:, 0]], 2.0 ** x[pairs[:, 1]]
+    pa, _ = dens(x[pairs[:, 0]])
+    pb, _ = dens(x[pairs[:, 1]])
+    pt, parts = dens(np.log2(wa_ + wb_))
+    sep = pa * pb + _FLOOR
+    join = pt * wa_ * wb_ * math.log(2) / (wa_ + wb_) ** 2 + _FLOOR
+    cls = parts / np.maximum(parts.sum(axis=1, keepdims=True), _FLOOR)
+    return pairs, join, sep, cls
+
+
+def _suspend_share(cands, rounds=20):
+    """The share of candidate pairs that are suspended operations, fitted by EM over every
+    line (suspension is the drive's habit), and the log-likelihood it gains over none."""
+    if not cands:
+        return 0.0, 0.0
+    join = np.concatenate([c[1] for c in cands])
+    sep = np.concatenate([c[2] for c in cands])
+    pi = 0.05
+    for _ in range(rounds):
+        q = pi * join / (pi * join + (1 - pi) * sep)
+        pi = float(np.clip(q.mean(), 1e-5, 0.5))
+    gain = float(np.log(pi * join + (1 - pi) * sep).sum() - np.log(sep).sum())
+    return pi, gain
+
+
+def _join_suspended(g, states, cand, pi):
+    """Apply the joins of one line: ``(posteriors, expected joins)``. A joined pair's first
+    pulse takes the class of the whole operation, the second becomes no operation."""
+    other = next((j for j, st in enumerate(states) if st.kind == "other"), None)
+    if cand is None or other is None or not pi:
+        return g, 0.0
+    pairs, join, sep, cls = cand
+    long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
+    q = pi * join / (pi * join + (1 - pi) * sep)
+    used = np.zeros(len(g))
+    g = g.copy()
+    for n, (a, b) in enumerate(pairs):
+        # (A pulse claimed by two candidate pairs, as a second piece then a first, is joined
+        # at most once.)
+        qq = min(q[n], 1.0 - used[a], 1.0 - used[b])
+        if qq <= 1e-6:
+            continue
+        used[a] += qq
+        used[b] += qq
+        row = g[a] * (1 - qq)
+        row[long_k] += qq * cls[n]
+        g[a] = row
+        row = g[b] * (1 - qq)
+        row[other] += qq
+        g[b] = row
+    return g, float(used.sum() / 2)
+
+
+def _announced_loads(x, pprog, planes, share=0.5):
+    """Bits per cell when the short pulses between consecutive long programs number
+    ``planes × bits − 1`` on most of them (TLC or QLC one-shot: ``bits − 1`` data loads and the
+    plane queueing of each page), else 0."""
+    if not planes:
+        return 0
     long_ = (pprog > 0.5) & (x > math.log2(100.0))
-    ann = (pshort > 0.5) & (prev > 0.5) & (x <= cbsy_hi)
+    short = x <= math.log2(8.0)
     n_long = int(long_.sum())
-    if n_long < 10 or not ann.any():
+    if n_long < 10 or not short.any():
         return 0
-    # Announced short pulses between consecutive long programs.
     idx = np.nonzero(long_)[0]
-    c = np.cumsum(ann)
-    between = np.diff(c[idx])
-    if not len(between):
-        return 0
+    between = np.diff(np.cumsum(short)[idx])
     values, counts = np.unique(between, return_counts=True)
     k = int(values[np.argmax(counts)])
-    if k in (2, 3) and counts.max() >= share * len(between) \
-            and abs(int(ann.sum()) - k * n_long) <= 0.1 * k * n_long:
-        return k + 1
+    if counts.max() < share * len(between):
+        return 0
+    for b in (3, 4):
+        if k + 1 == planes * b:
+            return b
     return 0
 
 
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
-                mult=None, planes=None, loads=None):
+                mult=None, planes=None, loads=None, single_plane=False):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -637,6 +745,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     announced = np.zeros(len(x))
     extra = 0.0
     bits, runs = _load_runs(x, pprog, planes) if loads is None else (0, None)
+    fixed_planes = 0
     if bits:
         # One-shot programs: the short pulses before each long program are its data loads
         # (1Ah) and plane queueing (11h), never cache-program heads; the operation writes one
@@ -662,15 +771,22 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             punit = punit * (1 - (1 - prev) * short)
             pshort = pshort + moved
         announced = pshort * prev
-        b = _announced_loads(x, pprog, pshort, prev, cbsy_hi) if loads is None and planes \
+        long_p = pprog * (x > cbsy_hi)
+        if single_plane and (long_p * prev).sum() <= 0.5 * long_p.sum():
+            # A single-plane drive whose programs come without a tDBSY: a pulse as short as
+            # one is something else (set features before a read retry, a reset), and the read
+            # after it is no cache program's head.
+            announced = np.zeros(len(x))
+        b = _announced_loads(x, pprog, planes) if loads is None and planes and planes > 1 \
             else 0
         if b:
-            # The one-shot signature of multi-plane loads: between two long programs, b − 1
-            # short pulses after a tDBSY run: the word line's data loads (80h…1Ah on every
-            # plane), not cache-program heads. The long program writes b pages per plane.
+            # The one-shot signature: between two long programs, planes × b − 1 short pulses:
+            # the word line's data loads (80h…1Ah) and the plane queueing, not cache-program
+            # heads. The long program writes b pages in each of the planes.
             bits = b
             announced = np.zeros(len(x))
             punit = pprog * b
+            fixed_planes = planes
         # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
         pprog = np.clip(pprog + announced, 0.0, 1.0)
         punit = punit + announced
@@ -680,6 +796,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         for i in range(1, len(x)):  # a short recurrence; vectorising it buys little
             acc = prev[i] * (1.0 + acc)
             run[i] = acc
+        if fixed_planes:
+            run = np.full(len(x), fixed_planes - 1.0)  # loads may pass for tDBSY: Mp planes
         extra = float((punit * run).sum())
     ambiguous = float((pshort * (1 - announced) * (x <= cbsy_hi)).sum())
     # A cache-program chain ends with a 10h program; on a die whose programs are multi-plane
@@ -827,7 +945,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                         st.kind = "program_slc"
     else:
         states = _initial_states(allx, h, page_types, scheme=scheme, bits=bits,
-                                 erase_in_last=_erase_in_last)
+                                 erase_in_last=_erase_in_last,
+                                 read_max=hints["read"][1] if hints and "read" in hints
+                                 else None)
         grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()), e_top) + 1.0)
     for st in states:
         if st.dens is None:
@@ -957,17 +1077,47 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     mj = mk if ordered else []
     sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
     cbsy_hi = math.log2(TCBSY_US[1])
-    for k, s in zip(keys, seqs, strict=True):
+    suspended = {}
+    def posteriors(s):
         sidx = grid.index(s)
         if hmm_iterations:
             pidx, mask = _pad([sidx])
-            g = _forward_backward(pidx, mask, states, A, pi, f, want_xi=False)[0][:, 0, :]
-        else:
-            g = _emissions(sidx, states) * (weights * f)
-            g /= g.sum(axis=1, keepdims=True)
+            return _forward_backward(pidx, mask, states, A, pi, f, want_xi=False)[0][:, 0, :]
+        g = _emissions(sidx, states) * (weights * f)
+        return g / g.sum(axis=1, keepdims=True)
+
+    # Suspended operations: candidates on every line first (the posteriors are recomputed
+    # below, so that memory stays one line's), then one suspended share for the drive, used
+    # only when it explains the pulses clearly better than none.
+    cands = {}
+    suspect = {}
+    share = 0.0
+    if ordered:
+        for k, s in zip(keys, seqs, strict=True):
+            cands[k] = _suspend_pairs(s, posteriors(s), states, weights * f, grid)
+        live = [c for c in cands.values() if c is not None]
+        share, gain = _suspend_share(live)
+        n_long = sum(counts[j] for j, kd in enumerate(kinds)
+                     if kd in PROGRAM_KINDS + ("erase",))
+        joins = sum(float((share * c[1] / (share * c[1] + (1 - share) * c[2])).sum())
+                    for c in live) if share else 0.0
+        if gain >= SUSPEND_GAIN * (1 + len(keys)) and joins > SUSPEND_MAX * n_long:
+            # More joins than suspension makes (one long operation in four): the pairs are the
+            # drive's rhythm (SLC programs, folding reads, programs), or suspension so heavy
+            # that the model cannot tell. Joined: none; in the interval: all of them.
+            suspect = {k: float((share * c[1] / (share * c[1] + (1 - share) * c[2])).sum())
+                       for k, c in cands.items() if c is not None}
+            share = 0.0
+        elif gain < SUSPEND_GAIN * (1 + len(keys)):
+            share = 0.0  # too little evidence
+    for k, s in zip(keys, seqs, strict=True):
+        g = posteriors(s)
+        if share:
+            g, suspended[k] = _join_suspended(g, states, cands.get(k), share)
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
-                              planes=planes if ordered and scheme is None else None)
+                              planes=planes if ordered and scheme is None else None,
+                              single_plane=planes == 1)
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
@@ -983,7 +1133,26 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                      f"structural cap (programs ÷ pages per block, {cap_now:,.0f}): no program "
                      f"mode reaches their widths, so some may be programs")
     if balance:
-        notes.append(f"{len(pj)} program page types held to equal counts (block page order)")
+        totals = [sum(d.expected.get(states[j].name, 0.0) for d in dies.values()) for j in pt]
+        spread = max(totals) / max(min(totals), 1e-9) - 1 if totals else 0.0
+        if spread <= 0.02:
+            notes.append(f"{len(pt)} program page types held to equal counts (block page "
+                         f"order)")
+        else:
+            notes.append(f"{len(pt)} program page types held towards equal counts (block page "
+                         f"order), to within {spread:.1%}: the widths of some types left no "
+                         f"pulses to move")
+    for k, q in suspended.items():
+        dies[k].suspended = q
+    for k, q in suspect.items():
+        dies[k].suspect = q
+    if suspect:
+        notes.append(f"the long pulses pair up around reads like suspended operations "
+                     f"(≈{sum(suspect.values()):,.0f} pairs) more often than suspension makes: "
+                     f"none joined, the interval keeps them")
+    if sum(suspended.values()) >= 1:
+        notes.append(f"{sum(suspended.values()):,.0f} long operations were suspended (pieces "
+                     f"with reads between, joined into one operation each)")
     signed = [d.load_bits for d in dies.values() if d.load_bits]
     if signed:
         b = max(set(signed), key=signed.count)

@@ -183,6 +183,7 @@ class WAResult:
     alternatives: list = field(default_factory=list)  # [{"reading", "wa"}] other readings
     knowledge_level: str = "L0"  # what the analysis knew: L0 geometry, L1 + maxima, L2 + tap
     knowledge: dict = field(default_factory=dict)  # what was supplied, by level
+    scheme_reading: tuple | None = None  # (cell, scheme): the only scheme the modes fit
 
     @property
     def spread(self):
@@ -449,6 +450,15 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
                                                                 wa.value)
     class_up = sum(r.class_up for r in rows) * scale if cache_suspected else 0.0
+    if sequence is not None and geometry.pages_per_block:
+        # Programs the erases allow: every erased block is filled by pages_per_block programs
+        # (in steady state nearly all of them within the capture). Programs that showed no
+        # long pulse (host-paced cache programs: only tCBSY) are up to that many more.
+        implied = sum(max(0.0, sequence.dies[r.channel].erase_pulses * geometry.pages_per_block
+                          - r.estimate) for r in rows) * scale
+        if implied > 0:
+            class_up += implied
+            includes.append("programs the erases allow (erases × pages per block)")
     if sequence is not None:
         includes += ["classification posterior", "structural slack of the classification"]
         if cache_suspected:
@@ -471,9 +481,9 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         confidence = Interval(wa.value, min(lo_p / logical.hi, wa.value),
                               max(hi_p / logical.lo if logical.lo else math.inf, wa.value))
 
-    undetermined, decide, alternatives = False, [], []
+    undetermined, decide, alternatives, decided = False, [], [], None
     if sequence is not None:
-        undetermined, decide, alternatives, confidence = _undetermined(
+        undetermined, decide, alternatives, confidence, decided = _undetermined(
             measurement, geometry, logical, rows, sequence, scale, unit, wa, confidence,
             cache_suspected)
         if undetermined:
@@ -498,7 +508,8 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
                     classifier="windows" if sequence is None else sequence.mode,
                     interval_includes=tuple(includes), interval_excludes=tuple(excludes),
                     checks=checks, classification=classification,
-                    undetermined=undetermined, decide=decide, alternatives=alternatives)
+                    undetermined=undetermined, decide=decide, alternatives=alternatives,
+                    scheme_reading=decided)
 
 
 #: Cells and schemes a count of program modes is consistent with: (cell, scheme, pages per
@@ -529,6 +540,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
       among the reads) when WA would be below 1 without them.
     """
     reasons, alts = [], []
+    decided = None
     dies = {r.channel: sequence.dies[r.channel] for r in rows}
     states = sequence.states
     lo_wa = confidence.lo if confidence is not None else wa.lo
@@ -560,6 +572,22 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         fastest = min(2.0 ** s.mu for s in states if s.kind == "program")
         plausible = [x for x in readings if (x[1] == "page") == (fastest < WORDLINE_US)]
         readings = plausible or readings
+        if len(readings) == 1 and readings[0][1] != "page":
+            # The modes found and the stated cell fit one scheme only (a TLC page order would
+            # show three modes; one mode on TLC cells is one-shot). A spurious or a merged mode
+            # changes that count, so the reading is offered, not assumed: the interval spans it.
+            cell, scheme, per = readings[0]
+            decided = (cell, scheme)
+            w = wa_of_units(main_pulses * per + sum(
+                d.expected.get(s.name, 0.0) for d in dies.values() for s in states
+                if s.kind == "program_slc"))
+            undetermined = True
+            alts.append({"reading": f"{scheme} {cell.upper()} (the only scheme {n_modes} "
+                                    f"program mode(s) on {cell.upper()} cells fit)", "wa": w})
+            lo_wa, hi_wa = min(lo_wa, w), max(hi_wa, w)
+            reasons.append(f"the program scheme: {n_modes} program mode(s) on {cell.upper()} "
+                           f"cells fit {scheme} only, unless a mode was missed or is spurious; "
+                           f"say program_scheme in the geometry (the datasheet says which)")
         if len(readings) > 1:
             options = []
             slc = sum(d.expected.get(s.name, 0.0) for d in dies.values() for s in states
@@ -588,6 +616,8 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                 hi_wa = max(hi_wa, max(o[2] for o in shown))
             elif len(possible) == 1 and abs(possible[0][2] - wa.value) > 0.02 * wa.value:
                 cell, scheme, w = possible[0]
+                if scheme != "page":
+                    decided = (cell, scheme)
                 alts.append({"reading": f"{scheme} {cell.upper()} (the only reading with "
                                         f"WA ≥ 1)", "wa": w})
                 hi_wa = max(hi_wa, w)
@@ -628,9 +658,27 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                                 "program rate (halfway between no and full overlap)",
                      "wa": wa_of_units(others + est)})
         hi_wa = max(hi_wa, wa.hi + wa_of_units(extra_hi))
+    # Suspended operations: joined pieces are a model's reading; pieces it left apart count as
+    # programs of their own (each suspension found suggests more, their pieces in the clusters).
+    joined = sum(getattr(d, "suspended", 0.0) for d in dies.values())
+    if joined >= max(1.0, 0.002 * counted):
+        undetermined = True
+        reasons.append(f"≈{joined * scale:,.0f} suspended operations (a busy, reads, the rest "
+                       f"of it) were joined; pieces that look like whole operations cannot be "
+                       f"told apart by R/B#: tap the bus (84h/13h, 61h/D2h name them)")
+        lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - SUSPEND_MISSED * joined)))
+        hi_wa = max(hi_wa, wa_of_units(counted + joined))
+    suspect = sum(getattr(d, "suspect", 0.0) for d in dies.values())
+    if suspect >= max(1.0, 0.002 * counted):
+        undetermined = True
+        reasons.append(f"≈{suspect * scale:,.0f} pairs of long pulses around reads look like "
+                       f"suspended operations, more than suspension makes: whether they are "
+                       f"(each pair one operation) R/B# cannot say; tap the bus (84h/13h, "
+                       f"61h/D2h)")
+        lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - suspect)))
     # Short pulses that may be host-paced cache programs.
     amb = sum(d.ambiguous_short for d in dies.values())
-    if has_logical and wa.value < 0.98 and amb > 0:
+    if has_logical and wa.value < 0.98 and amb >= 0.5:
         w_alt = wa_of_units(counted + amb)
         alts.append({"reading": f"the {amb * scale:,.0f} short pulses in the tCBSY range are "
                                 f"cache programs (host-paced: R/B# shows only tCBSY)",
@@ -646,7 +694,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                        f"explains: check Mp, the program scheme and the probes")
     if undetermined:
         confidence = Interval(wa.value, min(lo_wa, wa.value), max(hi_wa, wa.value))
-    return undetermined, reasons, alts, confidence
+    return undetermined, reasons, alts, confidence, decided
 
 
 def _fastest_program_us(states):
@@ -823,6 +871,10 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
                                 f"classifier)")
     return out
 
+
+#: Suspended operations the join may have missed, per one it found (pieces that fall inside a
+#: program mode's widths look like operations of their own); tuned on zoo seeds < 1000.
+SUSPEND_MISSED = 4.0
 
 #: Relative die-to-die spread of the program count assumed when one line is probed.
 DIE_SPREAD = 0.10

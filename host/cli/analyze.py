@@ -39,6 +39,7 @@ from rbscope.analysis.wa import (
     decide_mp,
     measured_mp,
 )
+from rbscope.nand.onfi import ParameterPageError, parse_parameter_page
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError, format_time, parse_time
 
@@ -244,13 +245,23 @@ def request_from_args(args, geometry, *, series=None):
         if args.fio_bw_log:
             ls = lg.read_fio_bw_log(args.fio_bw_log)
     trained = TrainedClassifier.load(args.trained) if getattr(args, "trained", None) else None
+    page = None
+    if getattr(args, "param_page", None):
+        try:
+            data = Path(args.param_page).read_bytes()
+        except OSError as exc:
+            raise RecordingError(f"{args.param_page}: cannot read: {exc.strerror}") from None
+        try:
+            page = parse_parameter_page(data)
+        except ParameterPageError as exc:
+            raise RecordingError(f"{args.param_page}: {exc}") from None
     return AnalysisRequest(
         source=args.source, geometry=geometry, logical=_logical(args),
         options=source_options(args, geometry), mp=args.mp, program_class=args.program_class,
         classifier=args.classifier, write_only=args.write_only, trained=trained,
         overlap_correct=args.overlap_correct, series=want_series,
         logical_series=None if ls is None else tuple(ls),
-        save_measurement=args.save_measurement, notes=tuple(notes))
+        save_measurement=args.save_measurement, notes=tuple(notes), param_page=page)
 
 
 # analyze --------------------------------------------------------------------------------------
@@ -294,6 +305,10 @@ def add_analyze_parser(subparsers):
     g.add_argument("--trained", metavar="JSON",
                    help="classify with the width distributions trained on labelled pulses "
                         "(rbscope calibrate --labelled ... -o JSON; docs/accuracy.md)")
+    g.add_argument("--param-page", metavar="FILE",
+                   help="the dies' ONFI parameter page as read at power-up (256-byte copies, "
+                        "binary): its tPROG/tBERS/tR maxima, pages per block and bits per cell "
+                        "complete the geometry (knowledge level L2)")
     g.add_argument("--overlap-correct", action="store_true",
                    help="correct the program count for erases inside the program window and "
                         "programs outside it, from a mixture fit of the width histogram")
@@ -334,7 +349,7 @@ def cmd_analyze(args):
     m, logical, result, notes = a.measurement, a.logical, a.result, a.notes
     series, evidence = a.series, a.evidence
     if args.json:
-        out = {"source": m.provenance, "measurement": _summary(m), "geometry": geometry.to_dict(),
+        out = {"source": m.provenance, "measurement": _summary(m), "geometry": a.geometry.to_dict(),
                "notes": notes, "complete": m.provenance.get("complete", True),
                "missing": m.provenance.get("missing", [])}
         data = result.to_dict()
@@ -351,7 +366,7 @@ def cmd_analyze(args):
             out["opcode_wa"] = a.opcode.to_dict()
         print(json.dumps(out, indent=2, default=_jsonable))
     else:
-        _print_analysis(m, geometry, result, logical, notes, evidence, series)
+        _print_analysis(m, a.geometry, result, logical, notes, evidence, series)
         if a.opcode is not None:
             w = a.opcode.wa
             print(f"WA by the bus tap              {w.value:.4f}  [{w.lo:.4f}, {w.hi:.4f}]  "
