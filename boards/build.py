@@ -521,7 +521,7 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=None, s
                 if isinstance(outcome, PlaceError):
                     tried.append(SeedTry(one, 0.0, False, outcome.seconds, str(outcome)))
                     if not outcome.fits and too_big is None:
-                        too_big = outcome
+                        too_big = (one, outcome)
                 else:
                     outcome.margin = margin
                     tried.append(SeedTry(one, outcome.fmax_hz, outcome.timing_met,
@@ -533,16 +533,21 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=None, s
                     progress(tried[-1])
             if kept is not None or too_big is not None:
                 break
+
+    def keep(one, suffixes=(".report.json", ".tim")):
+        for suffix in suffixes:
+            if (out / f"seed{one}" / f"{name}{suffix}").exists():
+                shutil.copyfile(out / f"seed{one}" / f"{name}{suffix}", out / f"{name}{suffix}")
+
     if kept is None and too_big is not None:
-        raise too_big  # more cells than the part has: no seed will place it
+        keep(too_big[0])  # nextpnr's log tells the cells used
+        raise too_big[1]  # more cells than the part has: no seed will place it
     if not results:
+        keep(tried[-1].seed)
         raise BoardError(f"The {board} build found no placement at any seed: "
                          + "; ".join(t.describe() for t in tried))
     best = kept or max(results, key=lambda r: r.fmax_hz)
-    where = out / f"seed{best.seed}"
-    for suffix in (".report.json", ".tim"):
-        if (where / f"{name}{suffix}").exists():
-            shutil.copyfile(where / f"{name}{suffix}", out / f"{name}{suffix}")
+    keep(best.seed)
     bitstream = ""
     if kept is not None and best.bitstream and Path(best.bitstream).exists():
         bitstream = str(out / Path(best.bitstream).name)

@@ -128,6 +128,8 @@ def stub_seeds(monkeypatch, fmax_mhz, target_mhz=48.0, fail=None):
         assert rtlil == "rtlil" and out.is_dir()
         calls.append(seed)
         if fail and seed in fail:
+            (out / f"seed{seed}").mkdir()
+            (out / f"seed{seed}" / f"{name}.tim").write_text(f"{fail[seed]}\n")
             raise fail[seed]
         return BuildResult(board, "iCE40UP5K", 16, 0, target_mhz * 1e6, fmax_mhz[seed] * 1e6,
                            {"LC": (4702 + seed, 5280)}, 10.0 + seed,
@@ -245,6 +247,9 @@ def test_sweep_goes_past_a_seed_without_placement_but_not_past_a_design_too_big(
     with pytest.raises(PlaceError, match="expand region"):
         build("icebreaker", build_dir=str(tmp_path))
     assert calls == ["yosys", 1]  # more cells than the part has: no other seed is tried
+    # nextpnr's log of the failure is kept beside the netlist (capacity.py's --collect reads it).
+    log = tmp_path / "rbscope_icebreaker_16ch" / "rbscope_icebreaker_16ch.tim"
+    assert log.read_text() == "ERROR: Failed to expand region\n"
 
     calls = stub_seeds(monkeypatch, {}, fail={s: no_placement for s in (1, 2, 3)})
     with pytest.raises(BoardError, match="no placement at any seed: seed 1: .*; seed 3: "):
@@ -280,6 +285,14 @@ def test_capacity_table_sweeps_seeds_and_names_the_one_kept(monkeypatch, tmp_pat
     assert "| 48.2 MHz | 2 | 48 MHz | meets timing |" in text
     assert "| – | – | 48 MHz | **does not fit** (LC 103 %) |" in text
     assert "seed 1: 47.00 MHz, not met" in capsys.readouterr().out
+    # --collect: the seed from the sweep's record, beside the kept seed's report.
+    out = tmp_path / "rbscope_icebreaker_16ch"
+    (out / "rbscope_icebreaker_16ch.report.json").write_text(json.dumps(
+        {"utilization": {"ICESTORM_LC": {"used": 4702, "available": 5280}},
+         "fmax": {"clk": {"achieved": 48.2, "constraint": 48.0}}}))
+    kept, too_big = capacity.collect([tmp_path])
+    assert (kept["seed"], kept["fmax_mhz"], kept["met"]) == (2, 48.2, True)
+    assert (too_big["channels"], too_big["error"]) == (24, "ERROR: Failed to expand region")
 
 
 # ---- elaboration of every board configuration ----------------------------------------------------
