@@ -384,7 +384,9 @@ def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, 
 
     Works in ``out/seed<seed>/`` (a link to the netlist, the seed's script, log, report and
     bitstream), so that seeds can run side by side. Returns a :class:`BuildResult` of this
-    seed alone; raises :class:`PlaceError` when nextpnr stops without a report.
+    seed alone. Raises :class:`PlaceError` when nextpnr stops with an error of its own and no
+    report (no legal placement, no routing), and :class:`BoardError` when the script stops
+    otherwise (a tool killed, say), which ends the sweep.
     """
     with _ELABORATING:
         platform, top, name, plan = _plan(board, channels, emulator, tap, emu_bus,
@@ -412,9 +414,12 @@ def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, 
         if not report_path.exists():
             log = log_path.read_text() if log_path.exists() else ""
             errors = [line for line in log.splitlines() if line.startswith("ERROR")]
-            raise PlaceError(f"The {board} build failed before place and route finished"
-                             + (f": {errors[-1]}" if errors else f" ({exc})")
-                             + f"; logs in {where}", log_utilisation(log),
+            if not errors:  # not nextpnr's verdict (killed, say): the sweep must not go on
+                raise BoardError(f"The {board} build's place and route stopped without a "
+                                 f"report or an error of nextpnr's ({exc}); logs in "
+                                 f"{where}") from exc
+            raise PlaceError(f"The {board} build failed before place and route finished: "
+                             f"{errors[-1]}; logs in {where}", log_utilisation(log),
                              time.monotonic() - start) from exc
     seconds = time.monotonic() - start
     util, fmax, target = parse_report(json.loads(report_path.read_text()))
