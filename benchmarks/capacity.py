@@ -151,7 +151,8 @@ _NAME = re.compile(r"rbscope_(?P<board>[a-z0-9]+)_(?P<channels>\d+)ch(?:_emu(?P<
 
 def collect(build_dirs):
     """Rows from the products of earlier builds (each ``rbscope_<board>_<N>ch[_emu<D>]``
-    directory under ``build_dirs``): nextpnr's report, or the error that stopped the build."""
+    directory under ``build_dirs``): nextpnr's report (of the seed the sweep kept), or the error
+    that stopped the build."""
     rows = []
     for build_dir in build_dirs:
         for out in sorted(Path(build_dir).iterdir()):
@@ -166,9 +167,13 @@ def collect(build_dirs):
                    "error": ""}
             report = out / f"{out.name}.report.json"
             log = out / f"{out.name}.tim"
-            script = out / f"build_{out.name}.sh"
-            seed = re.search(r"--seed (\d+)", script.read_text()) if script.exists() else None
-            row["seed"] = int(seed[1]) if seed else None  # the seed of the last run there
+            sweep = out / f"{out.name}.sweep.json"  # the seed sweep's result, seed kept
+            script = out / f"build_{out.name}.sh"  # a build from before the sweep: its seed
+            if sweep.exists():
+                row["seed"] = json.loads(sweep.read_text())["seed"]
+            else:
+                seed = re.search(r"--seed (\d+)", script.read_text()) if script.exists() else None
+                row["seed"] = int(seed[1]) if seed else None
             if report.exists():
                 util, fmax, target = parse_report(json.loads(report.read_text()))
                 row.update(utilisation=util, fmax_mhz=fmax / 1e6, target_mhz=target / 1e6,

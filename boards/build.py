@@ -384,7 +384,9 @@ def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, 
 
     Works in ``out/seed<seed>/`` (a link to the netlist, the seed's script, log, report and
     bitstream), so that seeds can run side by side. Returns a :class:`BuildResult` of this
-    seed alone; raises :class:`PlaceError` when nextpnr stops without a report.
+    seed alone. Raises :class:`PlaceError` when nextpnr stops with an error of its own and no
+    report (no legal placement, no routing), and :class:`BoardError` when the script stops
+    otherwise (a tool killed, say), which ends the sweep.
     """
     with _ELABORATING:
         platform, top, name, plan = _plan(board, channels, emulator, tap, emu_bus,
@@ -412,9 +414,12 @@ def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, 
         if not report_path.exists():
             log = log_path.read_text() if log_path.exists() else ""
             errors = [line for line in log.splitlines() if line.startswith("ERROR")]
-            raise PlaceError(f"The {board} build failed before place and route finished"
-                             + (f": {errors[-1]}" if errors else f" ({exc})")
-                             + f"; logs in {where}", log_utilisation(log),
+            if not errors:  # not nextpnr's verdict (killed, say): the sweep must not go on
+                raise BoardError(f"The {board} build's place and route stopped without a "
+                                 f"report or an error of nextpnr's ({exc}); logs in "
+                                 f"{where}") from exc
+            raise PlaceError(f"The {board} build failed before place and route finished: "
+                             f"{errors[-1]}; logs in {where}", log_utilisation(log),
                              time.monotonic() - start) from exc
     seconds = time.monotonic() - start
     util, fmax, target = parse_report(json.loads(report_path.read_text()))
@@ -521,7 +526,7 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=None, s
                 if isinstance(outcome, PlaceError):
                     tried.append(SeedTry(one, 0.0, False, outcome.seconds, str(outcome)))
                     if not outcome.fits and too_big is None:
-                        too_big = outcome
+                        too_big = (one, outcome)
                 else:
                     outcome.margin = margin
                     tried.append(SeedTry(one, outcome.fmax_hz, outcome.timing_met,
@@ -533,16 +538,21 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=None, s
                     progress(tried[-1])
             if kept is not None or too_big is not None:
                 break
+
+    def keep(one, suffixes=(".report.json", ".tim")):
+        for suffix in suffixes:
+            if (out / f"seed{one}" / f"{name}{suffix}").exists():
+                shutil.copyfile(out / f"seed{one}" / f"{name}{suffix}", out / f"{name}{suffix}")
+
     if kept is None and too_big is not None:
-        raise too_big  # more cells than the part has: no seed will place it
+        keep(too_big[0])  # nextpnr's log tells the cells used
+        raise too_big[1]  # more cells than the part has: no seed will place it
     if not results:
+        keep(tried[-1].seed)
         raise BoardError(f"The {board} build found no placement at any seed: "
                          + "; ".join(t.describe() for t in tried))
     best = kept or max(results, key=lambda r: r.fmax_hz)
-    where = out / f"seed{best.seed}"
-    for suffix in (".report.json", ".tim"):
-        if (where / f"{name}{suffix}").exists():
-            shutil.copyfile(where / f"{name}{suffix}", out / f"{name}{suffix}")
+    keep(best.seed)
     bitstream = ""
     if kept is not None and best.bitstream and Path(best.bitstream).exists():
         bitstream = str(out / Path(best.bitstream).name)

@@ -5,6 +5,7 @@ route with the timing checked."""
 import importlib.util
 import json
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,8 @@ def stub_seeds(monkeypatch, fmax_mhz, target_mhz=48.0, fail=None):
         assert rtlil == "rtlil" and out.is_dir()
         calls.append(seed)
         if fail and seed in fail:
+            (out / f"seed{seed}").mkdir()
+            (out / f"seed{seed}" / f"{name}.tim").write_text(f"{fail[seed]}\n")
             raise fail[seed]
         return BuildResult(board, "iCE40UP5K", 16, 0, target_mhz * 1e6, fmax_mhz[seed] * 1e6,
                            {"LC": (4702 + seed, 5280)}, 10.0 + seed,
@@ -245,11 +248,49 @@ def test_sweep_goes_past_a_seed_without_placement_but_not_past_a_design_too_big(
     with pytest.raises(PlaceError, match="expand region"):
         build("icebreaker", build_dir=str(tmp_path))
     assert calls == ["yosys", 1]  # more cells than the part has: no other seed is tried
+    # nextpnr's log of the failure is kept beside the netlist (capacity.py's --collect reads it).
+    log = tmp_path / "rbscope_icebreaker_16ch" / "rbscope_icebreaker_16ch.tim"
+    assert log.read_text() == "ERROR: Failed to expand region\n"
+
+    killed = BoardError("place and route stopped without a report or an error of nextpnr's")
+    calls = stub_seeds(monkeypatch, {2: 48.5}, fail={1: killed})
+    with pytest.raises(BoardError, match="without a report"):
+        build("icebreaker", build_dir=str(tmp_path))
+    assert calls == ["yosys", 1]  # not a verdict on seed 1: the sweep stops
 
     calls = stub_seeds(monkeypatch, {}, fail={s: no_placement for s in (1, 2, 3)})
     with pytest.raises(BoardError, match="no placement at any seed: seed 1: .*; seed 3: "):
         build("icebreaker", seeds=(1, 2, 3), build_dir=str(tmp_path))
     assert calls == ["yosys", 1, 2, 3]
+
+
+@pytest.mark.parametrize("log, raises", [
+    ("Info: \t         ICESTORM_LC:    4840/   5280    91%\n"
+     "ERROR: failed to find a legal placement\n", PlaceError),
+    (None, BoardError),  # the script stopped without nextpnr's verdict: killed, say
+])
+def test_a_seed_without_report_is_a_placement_failure_only_when_nextpnr_says_so(
+        monkeypatch, tmp_path, log, raises):
+    class Plan:
+        files = {"x.il": "rtlil"}
+
+        def execute_local(self, root, env):
+            assert env["YOSYS"] != "yosys" and Path(root, "x.json").exists()
+            if log is not None:
+                Path(root, "x.tim").write_text(log)
+            raise subprocess.CalledProcessError(1 if log else 143, ["sh", "build_x.sh"])
+
+    monkeypatch.setattr(build_module, "_plan", lambda *args: (None, None, "x", Plan()))
+    (tmp_path / "x.json").write_text("{}")
+    with pytest.raises(raises) as info:
+        build_module._place_seed("icebreaker", 16, 0, 0, True, None, "x", tmp_path, 3, "rtlil")
+    if raises is PlaceError:
+        assert info.type is PlaceError and info.value.fits
+        assert info.value.utilisation == {"LC": (4840, 5280)}
+        assert "ERROR: failed to find a legal placement; logs in" in str(info.value)
+    else:
+        assert info.type is BoardError and "without a report or an error of nextpnr's" in str(
+            info.value)
 
 
 def test_nextpnr_log_utilisation():
@@ -280,6 +321,14 @@ def test_capacity_table_sweeps_seeds_and_names_the_one_kept(monkeypatch, tmp_pat
     assert "| 48.2 MHz | 2 | 48 MHz | meets timing |" in text
     assert "| – | – | 48 MHz | **does not fit** (LC 103 %) |" in text
     assert "seed 1: 47.00 MHz, not met" in capsys.readouterr().out
+    # --collect: the seed from the sweep's record, beside the kept seed's report.
+    out = tmp_path / "rbscope_icebreaker_16ch"
+    (out / "rbscope_icebreaker_16ch.report.json").write_text(json.dumps(
+        {"utilization": {"ICESTORM_LC": {"used": 4702, "available": 5280}},
+         "fmax": {"clk": {"achieved": 48.2, "constraint": 48.0}}}))
+    kept, too_big = capacity.collect([tmp_path])
+    assert (kept["seed"], kept["fmax_mhz"], kept["met"]) == (2, 48.2, True)
+    assert (too_big["channels"], too_big["error"]) == (24, "ERROR: Failed to expand region")
 
 
 # ---- elaboration of every board configuration ----------------------------------------------------
