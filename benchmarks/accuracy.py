@@ -129,13 +129,15 @@ def run_job(job, measure=None):
         "logical_bytes": run.logical_bytes, "pulses": run.stats["pulses"],
         "pages_programmed": run.truth.pages_programmed, "erases": run.truth.erases["total"],
         "windows": m.get("windows"), "checks": m.get("checks"),
+        "undetermined": bool(m.get("undetermined", False)),
         "simulate_s": t1 - t0, "measure_s": t2 - t1,
     })
     # Comparison columns of the measurement (e.g. plain windows, opcode-aware mode).
     row["columns"] = {name: {"wa": c["wa"], "re": abs(c["wa"] - true) / true,
                              "lo": c.get("lo"), "hi": c.get("hi"),
                              "covered": (None if c.get("lo") is None
-                                         else c["lo"] <= true <= c["hi"])}
+                                         else c["lo"] <= true <= c["hi"]),
+                      "undetermined": bool(c.get("undetermined", False))}
                       for name, c in (m.get("columns") or {}).items()}
     return row
 
@@ -161,13 +163,19 @@ def summary(rows):
                      "below_1pct": sum(r < 0.01 for r in res) / len(rs),
                      "below_10pct": sum(r < 0.10 for r in res) / len(rs),
                      "covered": sum(r["covered"] for r in rs) / len(rs),
-                     "conf_covered": sum(bool(r.get("conf_covered")) for r in rs) / len(rs)}
+                     "conf_covered": sum(bool(r.get("conf_covered")) for r in rs) / len(rs),
+                     "undetermined": sum(bool(r.get("undetermined")) for r in rs)}
         for col in columns(rs):
-            cres = sorted(r["columns"][col]["re"] for r in rs if col in r.get("columns", {}))
+            cs = [r["columns"][col] for r in rs if col in r.get("columns", {})]
+            cres = sorted(c["re"] for c in cs)
             out[name][col] = {"rows": len(cres), "median_re": cres[len(cres) // 2],
                               "max_re": cres[-1],
                               "below_1pct": sum(x < 0.01 for x in cres) / len(cres),
-                              "below_0.1pct": sum(x <= 0.001 for x in cres) / len(cres)}
+                              "below_0.1pct": sum(x <= 0.001 for x in cres) / len(cres),
+                              "undetermined": sum(bool(c.get("undetermined")) for c in cs)}
+            known = [c["covered"] for c in cs if c.get("covered") is not None]
+            if known:
+                out[name][col]["covered"] = sum(known) / len(known)
     return out
 
 
@@ -182,19 +190,29 @@ def summary_markdown(s):
     head = ("| rows | n | median \\|RE_WA\\| | max | < 1 % | < 10 % | interval covers | 95 % "
             "interval covers |")
     rule = "|---|---:|---:|---:|---:|---:|---:|---:|"
+    undet = any(v.get("undetermined") for v in s.values())
+    if undet:
+        head += " undetermined |"
+        rule += "---:|"
     for c in cols:
-        head += f" {c}: median \\|RE\\| | {c}: max |"
-        rule += "---:|---:|"
+        cov = any("covered" in v.get(c, {}) for v in s.values())
+        head += f" {c}: median \\|RE\\| | {c}: max |" + (f" {c}: covers |" if cov else "")
+        rule += "---:|---:|" + ("---:|" if cov else "")
     lines = [head, rule]
     for name, v in s.items():
         line = (f"| {name} | {v['rows']} | {100 * v['median_re']:.2f} % | "
                 f"{100 * v['max_re']:.2f} % | {100 * v['below_1pct']:.0f} % | "
                 f"{100 * v['below_10pct']:.0f} % | {100 * v['covered']:.0f} % | "
                 f"{100 * v['conf_covered']:.0f} % |")
+        if undet:
+            line += f" {v.get('undetermined', 0)} |"
         for c in cols:
             x = v.get(c)
+            cov = any("covered" in w.get(c, {}) for w in s.values())
             line += (f" {100 * x['median_re']:.2f} % | {100 * x['max_re']:.2f} % |" if x
                      else " | |")
+            if cov:
+                line += f" {100 * x['covered']:.0f} % |" if x and "covered" in x else " |"
         lines.append(line)
     return lines
 

@@ -488,6 +488,23 @@ def measure_at(run, level):
     return out
 
 
+def measure_levels(run):
+    """L0 as the row's value and L1 as a comparison column, on one simulation of the run.
+
+    ``benchmarks/accuracy.py --measure zoo:measure_levels`` regenerates the 320-row table at both
+    levels at the cost of one. The column carries its 95 % interval (``lo``/``hi``) and whether
+    the analysis flagged the value undetermined.
+    """
+    out = measure_at(run, "L0")
+    l1 = measure_at(run, "L1")
+    out["columns"] = {
+        "L1": {"wa": l1["wa"], "lo": l1["conf_lo"] if l1["conf_lo"] is not None else l1["lo"],
+               "hi": l1["conf_hi"] if l1["conf_hi"] is not None else l1["hi"],
+               "undetermined": l1["undetermined"]},
+    }
+    return out
+
+
 def measure_l0(run):
     """:func:`measure_at` L0."""
     return measure_at(run, "L0")
