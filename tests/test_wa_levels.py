@@ -259,3 +259,31 @@ def test_analyze_with_the_parameter_page_is_level_l2(tmp_path, capsys):
     bad.write_bytes(b"\0" * 256)
     assert cli.main(args[:-3] + ["--param-page", str(bad)]) == 1
     assert "bad.bin" in capsys.readouterr().err
+
+
+def test_word_line_parse_spends_the_loads_in_order():
+    import math
+
+    import numpy as np
+
+    from rbscope.analysis.sequence import _word_line_parse
+
+    # 2 planes, TLC one-shot: a program follows 2 × 3 − 1 = 5 short pulses, a multi-plane erase
+    # its 1 tDBSY. Here an erase comes while a word line's loads are under way, and every long
+    # pulse is as wide as the others (the widths cannot tell): the order must.
+    seq = ["s", "s", "r", "s", "s", "s", "P",   # loads (reads between), then the program
+           "s", "s", "s", "s", "E",             # 3 loads of the next word line; an erase
+           "s", "s", "P",                       # (its tDBSY); the rest of the loads, the program
+           "s", "E", "r", "s", "s", "s", "s", "s", "P"]
+    widths = {"s": 2.0, "r": 50.0, "P": 3000.0, "E": 3000.0}
+    x = np.array([math.log2(widths[c]) for c in seq])
+    # States: 0 read, 1 program (3 pages per plane), 2 erase; long pulses half and half.
+    g = np.zeros((len(seq), 3))
+    for i, c in enumerate(seq):
+        g[i] = [1.0, 0.0, 0.0] if c in "sr" else [0.0, 0.5, 0.5]
+    out = _word_line_parse(x, g, [1], 2, 2, 3, mult=np.array([1.0, 3.0, 1.0]))
+    calls = ["P" if out[i, 1] == 1.0 else "E" for i, c in enumerate(seq) if c in "PE"]
+    assert calls.count("P") == seq.count("P") and calls.count("E") == seq.count("E")
+    assert np.allclose(out.sum(axis=1), 1.0)
+    assert (out[[i for i, c in enumerate(seq) if c in "sr"]] == g[[i for i, c in enumerate(seq)
+                                                                  if c in "sr"]]).all()

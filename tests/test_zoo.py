@@ -153,3 +153,28 @@ def test_accuracy_table_measure_at_l0_and_l1(zoo, monkeypatch):
     assert seen[1].geometry.timing["program"][1] >= run.stats["drawn_max_ns"]["program"] / 1000
     for r in (r0, r1):
         assert r["lo"] <= r["wa"] <= r["hi"] and r["wa"] > 0
+
+
+def test_measure_levels_gives_l0_with_l1_beside_it(zoo, monkeypatch):
+    from rbscope import refssd
+    drive = refssd.preset("ssd-v", channels=2, blocks_per_plane=32, pages_per_block=32)
+    wl = refssd.micro("32K-SQ-100%-W-4KiB-align", drive.logical_bytes, 1 << 20, seed=2)
+    run = refssd.simulate(drive, wl, seed=2, precondition="initial")
+    levels = []
+    real = zoo.measure_at
+    monkeypatch.setattr(zoo, "measure_at", lambda r, level: levels.append(level) or real(r, level))
+    out = zoo.measure_levels(run)
+    assert levels == ["L0", "L1"]
+    l1 = out["columns"]["L1"]
+    assert l1["lo"] <= l1["wa"] <= l1["hi"] and isinstance(l1["undetermined"], bool)
+    assert out["lo"] <= out["wa"] <= out["hi"]
+
+
+@pytest.mark.parametrize(("family", "seed"), [("tlc-6plane", 9), ("tlc-3d-oneshot-4p", 12)])
+def test_one_shot_programs_and_erases_told_apart_by_order(zoo, family, seed):
+    # Tuning draws whose erases overlap the word-line programs in width: the 6-plane drive read
+    # −65 % (its programs taken for SLC-mode programs), the 4-plane one +4 % (erases counted as
+    # programs), before the order (data loads spent by each program) decided.
+    (rec,) = zoo.run_job({"family": family, "seed": seed, "levels": ("L0",)})
+    assert "failed" not in rec
+    assert abs(rec["error"]) < 0.01 and rec["covered"] and not rec["undetermined"]

@@ -721,8 +721,59 @@ def _announced_loads(x, pprog, planes, share=0.5):
     return 0
 
 
+def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
+    """``g`` with each long pulse of a one-shot die made a program or an erase by the order.
+
+    A one-shot operation of ``planes`` planes is announced by ``planes × bits − 1`` short
+    pulses (``bits − 1`` data loads per plane and the tDBSY of each queued plane), a multi-plane
+    erase by ``planes − 1`` (its tDBSY queue); reads may come between them, and an erase may
+    come while a word line's loads are under way. Read in order, a long pulse (a program or an
+    erase by its posterior) finding at least ``planes × bits − 1`` short pulses not yet spent
+    is a program and spends them, else an erase (spending its queue). Widths alone cannot
+    do this where slow or heavy-tailed erases overlap the programs.
+    """
+    need = planes * bits - 1
+    queue = planes - 1
+    short = x <= math.log2(8.0)
+    longs = (x > math.log2(100.0)) & (g[:, list(pj) + [ej]].sum(axis=1) > 0.5)
+    if not longs.any():
+        return g
+    prog = np.zeros(len(x), dtype=bool)
+    pending = 0
+    for i in range(len(x)):  # a short loop over the pulses (a counter)
+        if short[i]:
+            pending = min(pending + 1, 2 * need)
+        elif longs[i]:
+            if pending >= need:
+                prog[i] = True
+                pending -= need
+            else:
+                pending = max(0, pending - queue)
+    g = g.copy()
+    # The word-line program states (several pages per plane); without them (the scheme found
+    # by the order, every mode a single page so far) every program state.
+    pw = [j for j in pj if mult is not None and mult[j] > 1] or list(pj)
+    rest = [j for j in pj if j not in pw]  # SLC-mode programs: no data loads, kept as they are
+    mass = g[:, list(pj) + [ej]].sum(axis=1)
+    row = g[:, pw]
+    tot = row.sum(axis=1, keepdims=True)
+    share = np.where(tot > 0, row / np.where(tot > 0, tot, 1.0), 0.0)
+    share[tot[:, 0] <= 0, -1] = 1.0  # no program posterior yet: the slowest program state
+    to_prog = longs & prog
+    to_erase = longs & ~prog
+    # A pulse that spent a word line's loads is that word line's program.
+    g[np.ix_(to_prog, pw)] = share[to_prog] * mass[to_prog, None]
+    if rest:
+        g[np.ix_(to_prog, rest)] = 0.0
+    g[to_prog, ej] = 0.0
+    # One that found none is no word-line program: an erase (or an SLC-mode program).
+    g[to_erase, ej] += g[np.ix_(to_erase, pw)].sum(axis=1)
+    g[np.ix_(to_erase, pw)] = 0.0
+    return g
+
+
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
-                mult=None, planes=None, loads=None, single_plane=False):
+                mult=None, planes=None, loads=None, single_plane=False, one_shot=None):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -739,6 +790,10 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     """
     if mult is None:
         mult = np.ones(len(names))
+    if one_shot and _announced_loads(x, g[:, pj].sum(axis=1), one_shot[0]) == one_shot[1]:
+        # A stated one-shot scheme, ``one_shot = (planes, bits)``, whose data loads show on
+        # R/B#: programs and erases by order (a part whose loads show no busy keeps the widths).
+        g = _word_line_parse(x, g, pj, ej, *one_shot, mult=mult)
     pprog = g[:, pj].sum(axis=1)
     punit = (g[:, pj] * mult[pj]).sum(axis=1)
     pshort = g[:, sj].sum(axis=1) if sj else np.zeros(len(x))
@@ -749,7 +804,12 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     if bits:
         # One-shot programs: the short pulses before each long program are its data loads
         # (1Ah) and plane queueing (11h), never cache-program heads; the operation writes one
-        # page per short pulse and one more (planes × bits per cell).
+        # page per short pulse and one more (planes × bits per cell). The order tells the
+        # programs from the erases.
+        g = _word_line_parse(x, g, pj, ej, planes, bits, mult=mult)
+        pprog = g[:, pj].sum(axis=1)
+        punit = (g[:, pj] * mult[pj]).sum(axis=1)
+        runs = np.where(pprog > 0.5, runs, 0)
         extra = float((punit * runs).sum())
         mj = []
     if mj:
@@ -785,6 +845,9 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             # heads. The long program writes b pages in each of the planes.
             bits = b
             announced = np.zeros(len(x))
+            parsed = _word_line_parse(x, g, pj, ej, planes, b, mult=mult)
+            pprog = pprog + parsed[:, pj].sum(axis=1) - g[:, pj].sum(axis=1)
+            g = parsed
             punit = pprog * b
             fixed_planes = planes
         # (Clipped: the sums may round a hair past 1, and 1 − p feeds a variance.)
@@ -1117,7 +1180,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
                               planes=planes if ordered and scheme is None else None,
-                              single_plane=planes == 1)
+                              single_plane=planes == 1,
+                              one_shot=(planes or 1, int(max(mult[pj]))) if ordered and
+                              scheme == "one-shot" and pj and max(mult[pj]) > 1 else None)
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
