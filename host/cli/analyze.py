@@ -39,7 +39,7 @@ from rbscope.analysis.wa import (
     decide_mp,
     measured_mp,
 )
-from rbscope.nand.onfi import ParameterPageError, parse_parameter_page
+from rbscope.nand.ident import ParameterPageError, parse_parameter_page
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError, format_time, parse_time
 
@@ -306,9 +306,9 @@ def add_analyze_parser(subparsers):
                    help="classify with the width distributions trained on labelled pulses "
                         "(rbscope calibrate --labelled ... -o JSON; docs/accuracy.md)")
     g.add_argument("--param-page", metavar="FILE",
-                   help="the dies' ONFI parameter page as read at power-up (256-byte copies, "
-                        "binary): its tPROG/tBERS/tR maxima, pages per block and bits per cell "
-                        "complete the geometry (knowledge level L2)")
+                   help="the dies' ONFI or JEDEC parameter page as read at power-up (256- or "
+                        "512-byte copies, binary): its tPROG/tBERS/tR maxima, pages per block "
+                        "and bits per cell complete the geometry (knowledge level L2)")
     g.add_argument("--overlap-correct", action="store_true",
                    help="correct the program count for erases inside the program window and "
                         "programs outside it, from a mixture fit of the width histogram")
