@@ -2,7 +2,8 @@
 
 The emulator (``rbscope.gateware.nand_emu``) is driven through its pins in the Amaranth simulator
 (:class:`tests.nand_emu_harness.EmuBench`) the way a controller identifies its dies: FFh reset,
-90h-00h (ID bytes), 90h-20h ("ONFI"), ECh-00h (three parameter page copies), per target. Every
+70h (status), 90h-00h (ID bytes), 90h-20h ("ONFI"), ECh-00h (three parameter page copies), per
+target. Every
 clock cycle records the bus (DQ is the die's output while it drives the bus, else the host's);
 :func:`write_powerup_vcd` writes it at the emulator's 10 ns clock.
 """
@@ -19,7 +20,7 @@ RESET_CYCLES, READ_CYCLES = 30, 50
 def record_powerup(params, page_bytes=768, id_bytes=8):
     """Simulate the power-up identification of every target of an emulator built with
     ``params``; return the per-cycle records ``(we, cle, ale, re, dq, ce, rb)`` and what the
-    testbench itself read ``{target: (id 00h, id 20h, page bytes)}``."""
+    testbench itself read ``{target: (id 00h, id 20h, page bytes, status)}``."""
     from .nand_emu_harness import EmuBench
 
     # RE# low for 4 cycles: the emulator's output (behind its 2-cycle synchroniser) is then on
@@ -33,6 +34,8 @@ def record_powerup(params, page_bytes=768, id_bytes=8):
             bench.select(ctx, die)
             await bench.command(ctx, 0xFF)
             await bench.wait_ready(ctx)
+            await bench.command(ctx, 0x70)
+            status = await bench.data_out(ctx, 1)
             await bench.command(ctx, 0x90)
             await bench.address(ctx, 0x00)
             at00 = await bench.data_out(ctx, id_bytes)
@@ -43,7 +46,7 @@ def record_powerup(params, page_bytes=768, id_bytes=8):
             await bench.address(ctx, 0x00)
             await bench.wait_ready(ctx)
             page = await bench.data_out(ctx, page_bytes)
-            seen[die] = (bytes(at00), bytes(at20), bytes(page))
+            seen[die] = (bytes(at00), bytes(at20), bytes(page), status[0])
             ctx.set(emu.ce_n, (1 << params.dies) - 1)
             await ctx.tick().repeat(8)
 

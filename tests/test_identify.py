@@ -2,10 +2,14 @@
 VCD and as a sigrok session, decoded into commands and into a geometry file that analyze takes.
 """
 
+import ast
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +19,8 @@ from rbscope.cli import commands as cli
 from rbscope.gateware.nand_emu import EmuParams
 from rbscope.gateware.nand_emu.onfi_rom import id_bytes, parameter_page
 from rbscope.gateware.onfi_tap.model import BusSignals
+from rbscope.nand.ident import parse_parameter_page
+from rbscope.nand.onfi import Opcode
 from rbscope.recordings.onfi_bus import (
     ADDR,
     CMD,
@@ -63,8 +69,8 @@ def powerup(tmp_path_factory):
 def test_testbench_read_what_the_emulator_serves(powerup):
     _paths, seen = powerup
     for die in range(PARAMS.dies):
-        at00, at20, page = seen[die]
-        assert at00 == id_bytes(PARAMS)[:8] and at20 == b"ONFI"
+        at00, at20, page, status = seen[die]
+        assert at00 == id_bytes(PARAMS)[:8] and at20 == b"ONFI" and status == 0xE0
         assert page == parameter_page(PARAMS) * 3
 
 
@@ -75,7 +81,7 @@ def test_bus_decode_of_the_recording(powerup, fmt):
         pytest.fail("sigrok-cli is missing: make bootstrap installs it")
     decoded = read_bus(paths[fmt], BUS, "RE", rb=("RB0", "RB1"))
     names = [(c.name(), c.targets()) for c in decoded.commands]
-    assert names == [(n, [t]) for t in range(2) for n in ("FFh", "90h-00h", "90h-20h",
+    assert names == [(n, [t]) for t in range(2) for n in ("FFh", "70h", "90h-00h", "90h-20h",
                                                           "ECh-00h")]
     for cmd in decoded.commands:
         if cmd.opcodes[0] == 0x90:
@@ -86,6 +92,8 @@ def test_bus_decode_of_the_recording(powerup, fmt):
             assert cmd.busy == pytest.approx(READ_CYCLES * CLOCK_NS * 1e-9)
         if cmd.opcodes[0] == 0xFF:
             assert cmd.busy == pytest.approx(RESET_CYCLES * CLOCK_NS * 1e-9)
+        if cmd.opcodes[0] == 0x70:
+            assert bytes(cmd.data_out) == b"\xe0" and cmd.busy is None
     for ident in decoded.targets:
         assert ident.errors == [] and ident.resets == 1
         rid, page = ident.read_id, ident.page
@@ -222,8 +230,6 @@ def test_geometry_toml_checks_the_drive_values():
     class Ident:
         target, read_id, errors = 0, None, []
 
-    from rbscope.nand.ident import parse_parameter_page
-
     ident = Ident()
     ident.page = parse_parameter_page(parameter_page(PARAMS))
     fields = drive_fields([ident], channels=2, chips_per_channel=1, program_model="single-plane")
@@ -233,3 +239,62 @@ def test_geometry_toml_checks_the_drive_values():
         drive_fields([ident], channels=0)
     with pytest.raises(IdentifyError, match="program_model must be one of"):
         drive_fields([ident], program_model="both")
+
+
+def _decoder_dir():
+    return subprocess.run([sys.executable, "-m", "rbscope.cli", "sigrok-decoder"], check=True,
+                          text=True, capture_output=True).stdout.strip()
+
+
+@pytest.mark.parametrize("target", [0, 1])
+def test_sigrok_onfi_decoder_on_the_powerup(powerup, target):
+    # The decoder runs inside the real sigrok-cli (libsigrokdecode) on the session sigrok made
+    # of the recording; its commands, status and page fields are the emulator's.
+    paths, _seen = powerup
+    assert "sr" in paths, "sigrok-cli is not installed (make bootstrap installs it)"
+    pins = ":".join([f"ce=CE{target}", "cle=CLE", "ale=ALE", "we=WE", "re=RE"]
+                    + [f"dq{i}=DQ{i}" for i in range(8)])
+    proc = subprocess.run(
+        ["sigrok-cli", "-i", str(paths["sr"]), "-P", f"rbscope_onfi:{pins}", "-A",
+         "rbscope_onfi=commands:fields:warnings"], check=True, text=True, capture_output=True,
+        timeout=300, env={**os.environ, "SIGROKDECODE_DIR": _decoder_dir()})
+    lines = [line.split(": ", 1)[1] for line in proc.stdout.splitlines() if ": " in line]
+    page = parse_parameter_page(parameter_page(PARAMS))
+    ident = id_bytes(PARAMS)[:8]
+    assert lines == [
+        "Reset", "Read status", "status E0h: WP# RDY ARDY",
+        "Read ID 00h: " + " ".join(f"{b:02X}" for b in ident), "Read ID 20h: 4F 4E 46 49",
+        "Read parameter page 00h", "signature: ONFI", f"revision: {page.revision:04X}h",
+        f"features: {page.features:04X}h", "manufacturer: RBSCOPE", "model: EMU-TLC",
+        "JEDEC id: 2Ch", "bytes per page: 4096", "spare bytes per page: 224",
+        "pages per block: 256", f"blocks per LUN: {PARAMS.blocks}", "LUNs per target: 1",
+        "address cycles: 23h", "bits per cell: 3", "plane address bits: 2 (4 planes)",
+        "tPROG max us: 2600", "tBERS max us: 5000", "tR max us: 60", "tCCS min ns: 500",
+        f"CRC: {parameter_page(PARAMS)[254] | parameter_page(PARAMS)[255] << 8:04X}h (ok)"]
+
+
+def test_sigrok_onfi_decoder_tables_agree_with_rbscope():
+    """The decoder cannot import rbscope: its command table is the Opcode table, and its field
+    offsets read what rbscope's decoder reads, on hand-built ONFI and JEDEC pages."""
+    path = Path(_decoder_dir()) / "rbscope_onfi" / "pd.py"
+    values = {node.targets[0].id: ast.literal_eval(node.value)
+              for node in ast.parse(path.read_text(encoding="utf-8")).body
+              if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+              and node.targets[0].id in ("COMMANDS", "ONFI_FIELDS", "JEDEC_FIELDS")}
+    assert set(values["COMMANDS"]) == {int(op) for op in Opcode}
+    from .test_nand_ident import jedec_page, onfi_page
+
+    for raw, table in ((onfi_page("4.0"), "ONFI_FIELDS"), (jedec_page(), "JEDEC_FIELDS")):
+        page = parse_parameter_page(raw)
+        want = {"bytes per page": page.page_bytes, "spare bytes per page": page.spare_bytes,
+                "pages per block": page.pages_per_block, "blocks per LUN": page.blocks_per_lun,
+                "LUNs per target": page.luns, "bits per cell": page.bits_per_cell,
+                "plane address bits": page.plane_address_bits, "tPROG max us": page.t_prog_us,
+                "tBERS max us": page.t_bers_us, "tR max us": page.t_r_us,
+                "tCCS min ns": page.t_ccs_ns, "revision": page.revision,
+                "JEDEC id": page.jedec_id}
+        got = {name: int.from_bytes(raw[off:off + size], "little")
+               for name, off, size, _kind in values[table] if name in want}
+        assert got == want, table
+        crc = [f for f in values[table] if f[0] == "CRC"][0]
+        assert crc[1] + crc[2] == len(raw)
