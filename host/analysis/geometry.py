@@ -298,7 +298,7 @@ class Geometry:
 
 
 def with_parameter_page(geometry, page):
-    """``geometry`` completed by an ONFI parameter page (:class:`rbscope.nand.onfi.ParameterPage`,
+    """``geometry`` completed by a parameter page (:class:`rbscope.nand.ident.ParameterPage`,
     read at power-up): tPROG, tBERS and tR maxima as ``[timing]`` maxima, and the pages per
     block and the cell where the geometry does not state them. What the geometry states wins."""
     timing = dict(geometry.timing)
