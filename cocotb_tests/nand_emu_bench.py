@@ -43,7 +43,8 @@ from rbscope.gateware.nand_emu import (
     pattern_byte,
 )
 from rbscope.gateware.nand_emu.layouts import config_const, read_request_layout
-from rbscope.nand.onfi import onfi_crc16, parse_parameter_page
+from rbscope.nand.ident import parse_parameter_page
+from rbscope.nand.onfi import onfi_crc16
 
 READY = SR_RDY | SR_ARDY | SR_WP_N  # E0h
 

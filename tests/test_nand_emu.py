@@ -22,7 +22,8 @@ from rbscope.gateware.nand_emu.families import PRESETS, preset
 from rbscope.gateware.nand_emu.layouts import config_const, config_layout, traffic_const
 from rbscope.gateware.nand_emu.onfi_rom import id_bytes, parameter_page
 from rbscope.gateware.nand_emu.timing import BusyTimer, JitterLfsr, lfsr_step
-from rbscope.nand.onfi import ParameterPageError, onfi_crc16, parse_parameter_page
+from rbscope.nand.ident import ParameterPageError, parse_parameter_page
+from rbscope.nand.onfi import onfi_crc16
 from rbscope.nand.timebase import us_to_ticks
 from tests.nand_emu_harness import EmuBench
 

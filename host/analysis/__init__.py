@@ -1,5 +1,7 @@
 """From counts to write amplification: the measurement, SSD geometry, class-window presets, the
-logical volume, the WA engine, the sequence classifier, calibration and the trained classifier.
+logical volume, the WA engine, the sequence classifier, calibration and the trained classifier;
+the geometry a drive tells about itself (:mod:`.identify`) and its own NAND-write counters
+(:mod:`.drive_counters`).
 
 The entry point that takes a request and a source is :mod:`rbscope.analysis.pipeline`."""
 

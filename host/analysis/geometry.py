@@ -70,7 +70,7 @@ from .presets import CLASS_NAMES, Preset, PresetError, from_table
 __all__ = [
     "GeometryError", "Geometry", "load_geometry", "parse_geometry", "example_geometries",
     "BUNDLED", "CELL_BITS", "PROGRAM_SCHEMES", "check_cell_scheme", "with_parameter_page",
-    "WORDLINE_US",
+    "WORDLINE_US", "PLACEHOLDER",
 ]
 
 PROGRAM_MODELS = ("single-plane", "multi-plane")
@@ -81,6 +81,10 @@ PROGRAM_SCHEMES = ("page", "one-shot", "two-pass")
 #: Centre (µs) of a program mode below which it is a page program (SLC, a lower page), above
 #: which a word line's program (one-shot, a pass of two-pass): physics, not a datasheet.
 WORDLINE_US = 1000.0
+
+#: How ``rbscope identify`` marks a value the drive cannot tell (channels, targets per channel,
+#: the program model): a string starting so, which the loader refuses by name.
+PLACEHOLDER = "EDIT ME"
 
 #: Directory of the bundled geometries (package data of ``rbscope.nand``).
 BUNDLED = Path(nand.__file__).resolve().parent / "geometries"
@@ -294,7 +298,7 @@ class Geometry:
 
 
 def with_parameter_page(geometry, page):
-    """``geometry`` completed by an ONFI parameter page (:class:`rbscope.nand.onfi.ParameterPage`,
+    """``geometry`` completed by a parameter page (:class:`rbscope.nand.ident.ParameterPage`,
     read at power-up): tPROG, tBERS and tR maxima as ``[timing]`` maxima, and the pages per
     block and the cell where the geometry does not state them. What the geometry states wins."""
     timing = dict(geometry.timing)
@@ -364,6 +368,12 @@ def parse_geometry(text, source=""):
     keys = ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "page_size",
             "spare_size", "pages_per_block", "program_model", "mp", "cell", "program_scheme")
     _no_unknown(source, g, "[geometry]", keys)
+    for key in keys:
+        value = g.get(key)
+        if isinstance(value, str) and value.startswith(PLACEHOLDER):
+            raise GeometryError(f"{_where(source, 'geometry.' + key)} is still the placeholder "
+                                f"rbscope identify wrote ({value!r}): the drive cannot tell it; "
+                                f"edit the file and give it")
     if die is not None:  # the part's die facts, unless the file gives them
         g = {"planes_per_die": die.planes_per_die, "page_size": die.page_size,
              "spare_size": die.spare_size, "pages_per_block": die.pages_per_block,

@@ -151,7 +151,7 @@ class AnalysisRequest:
         Host bytes over time, for the series.
     save_measurement : str, optional
         Also save the measurement there (JSON).
-    param_page : rbscope.nand.onfi.ParameterPage, optional
+    param_page : rbscope.nand.ident.ParameterPage, optional
         The dies' power-up parameter page: its tPROG / tBERS / tR maxima, pages per block and
         bits per cell complete the geometry (knowledge level L2).
     notes : tuple of str

@@ -25,6 +25,7 @@ from rbscope.analysis.calibrate import (
     calibrate,
     hints_from_geometry,
 )
+from rbscope.analysis.drive_counters import DriveCounterError, disagrees, drive_wa
 from rbscope.analysis.geometry import GeometryError, load_geometry
 from rbscope.analysis.labelled import LabelledError, LabelledPulses
 from rbscope.analysis.measurement import MeasurementError
@@ -39,7 +40,7 @@ from rbscope.analysis.wa import (
     decide_mp,
     measured_mp,
 )
-from rbscope.nand.onfi import ParameterPageError, parse_parameter_page
+from rbscope.nand.ident import ParameterPageError, parse_parameter_page
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError, format_time, parse_time
 
@@ -306,9 +307,14 @@ def add_analyze_parser(subparsers):
                    help="classify with the width distributions trained on labelled pulses "
                         "(rbscope calibrate --labelled ... -o JSON; docs/accuracy.md)")
     g.add_argument("--param-page", metavar="FILE",
-                   help="the dies' ONFI parameter page as read at power-up (256-byte copies, "
-                        "binary): its tPROG/tBERS/tR maxima, pages per block and bits per cell "
-                        "complete the geometry (knowledge level L2)")
+                   help="the dies' ONFI or JEDEC parameter page as read at power-up (256- or "
+                        "512-byte copies, binary): its tPROG/tBERS/tR maxima, pages per block "
+                        "and bits per cell complete the geometry (knowledge level L2)")
+    g.add_argument("--drive-counters", nargs=2, metavar=("BEFORE", "AFTER"),
+                   help="the drive's own NAND-write counters before and after the run "
+                        "(smartctl -j or nvme-cli -o json, OCP smart-add-log included): shows "
+                        "'the drive says WA x' beside rbscope's and flags a disagreement "
+                        "beyond both intervals (docs/identify.md)")
     g.add_argument("--overlap-correct", action="store_true",
                    help="correct the program count for erases inside the program window and "
                         "programs outside it, from a mixture fit of the width histogram")
@@ -337,6 +343,13 @@ def cmd_analyze(args):
     if args.mp is not None and args.mp < 1:
         err("analyze", f"--mp must be a positive integer, not {args.mp}")
         return EXIT_USAGE
+    claim = None
+    if getattr(args, "drive_counters", None):
+        try:
+            claim = drive_wa(*args.drive_counters)
+        except DriveCounterError as exc:
+            err("analyze", exc)
+            return EXIT_FAILURE
     try:
         a = pipeline.analyse(request_from_args(args, geometry))
     except (SourceOptionError, PresetError) as exc:
@@ -348,6 +361,11 @@ def cmd_analyze(args):
         return EXIT_FAILURE
     m, logical, result, notes = a.measurement, a.logical, a.result, a.notes
     series, evidence = a.series, a.evidence
+    drive = None
+    if claim is not None:
+        ours = result.wa_confidence or result.wa if logical is not None else None
+        drive = {**claim.to_dict(), "disagrees": disagrees(claim, ours and ours.lo,
+                                                           ours and ours.hi)}
     if args.json:
         out = {"source": m.provenance, "measurement": _summary(m), "geometry": a.geometry.to_dict(),
                "notes": notes, "complete": m.provenance.get("complete", True),
@@ -364,9 +382,13 @@ def cmd_analyze(args):
             out["series"] = [r.to_dict() for r in series]
         if a.opcode is not None:
             out["opcode_wa"] = a.opcode.to_dict()
+        if drive is not None:
+            out["drive_says"] = drive
         print(json.dumps(out, indent=2, default=_jsonable))
     else:
         _print_analysis(m, a.geometry, result, logical, notes, evidence, series)
+        if drive is not None:
+            _print_drive_claim(drive, result if logical is not None else None)
         if a.opcode is not None:
             w = a.opcode.wa
             print(f"WA by the bus tap              {w.value:.4f}  [{w.lo:.4f}, {w.hi:.4f}]  "
@@ -376,6 +398,23 @@ def cmd_analyze(args):
             for x in a.opcode.warnings:
                 print(f"warning: {x}")
     return EXIT_OK
+
+
+def _print_drive_claim(drive, result):
+    """The drive's own WA (its NAND-write counters) beside rbscope's."""
+    if drive["wa"] is None:
+        print(f"the drive says                 nothing ({drive['method']})")
+    else:
+        hi = "∞" if not math.isfinite(drive["hi"]) else f"{drive['hi']:.4f}"
+        print(f"the drive says WA              {drive['wa']:.4f}  [{drive['lo']:.4f}, {hi}]  "
+              f"({drive['method']})")
+    if drive["disagrees"]:
+        ours = result.wa_confidence or result.wa
+        print(f"  DISAGREEMENT: the drive's interval and rbscope's [{ours.lo:.4f}, "
+              f"{ours.hi:.4f}] do not overlap (counters' units, missed pulses, or a drive that "
+              f"counts other writes: docs/identify.md)")
+    for x in drive["caveats"] + drive["notes"]:
+        print(f"  note: {x}")
 
 
 def _jsonable(x):

@@ -16,6 +16,10 @@ Subcommands
 ``info``, ``configure``, ``capture``, ``dump``
     Talk to a device over a serial port or pty, record captures, print them
     (:mod:`rbscope.cli.link`).
+``label``, ``identify``
+    Label a tapped channel's busy pulses by opcode (:mod:`rbscope.cli.label`); a geometry file
+    from a recording of the drive's power-up: Read ID and parameter page
+    (:mod:`rbscope.cli.identify`).
 ``selftest``
     Check an emulator build's sniffer counts against its emulated dies' ground truth
     (:mod:`rbscope.device.selftest`).
@@ -44,6 +48,7 @@ from rbscope import __version__
 
 from .analyze import add_analyze_parser, add_calibrate_parser, add_sample_sysfs_parser
 from .common import EXIT_DEVICE, EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
+from .identify import add_identify_parser
 from .label import add_label_parser
 from .link import add_link_parsers
 from .report import add_export_parser, add_report_parser, add_sigrok_parser
@@ -89,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     add_label_parser(commands)
+    add_identify_parser(commands)
 
 
     add_report_parser(commands)

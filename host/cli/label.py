@@ -18,6 +18,7 @@ import numpy as np
 from rbscope.analysis.labelled import LabelledPulses
 from rbscope.gateware.onfi_tap.model import BusSignals, TapLabeller
 from rbscope.gateware.onfi_tap.params import OpClass, PlaneKind, TapConfig, TapParams
+from rbscope.recordings.onfi_bus import expand_dq
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError, format_time
 
@@ -63,18 +64,11 @@ def add_label_parser(subparsers):
     p.set_defaults(handler=cmd_label)
 
 
-def _dq(names):
-    if len(names) == 1 and names[0].endswith("[7:0]"):
-        base = names[0][:-5]
-        return tuple(f"{base}[{i}]" for i in range(8))
-    return tuple(names)
-
-
 def cmd_label(args):
     try:
         try:
             bus = BusSignals(ce=tuple(args.bus_ce), cle=args.bus_cle, ale=args.bus_ale,
-                             we=args.bus_we, dq=_dq(args.bus_dq))
+                             we=args.bus_we, dq=expand_dq(args.bus_dq))
             config = TapConfig(lun_shift=args.lun_shift)
             TapParams(targets=len(bus.ce), luns=args.luns, sniffer=None)
         except (ValueError, TypeError) as exc:

@@ -295,16 +295,20 @@ def sigrok_decoder_dir():
 def add_sigrok_parser(subparsers):
     """Register ``rbscope sigrok-decoder`` on ``subparsers``."""
     p = subparsers.add_parser(
-        "sigrok-decoder", help="where rbscope's sigrok protocol decoder (R/B# classes) is",
+        "sigrok-decoder", help="where rbscope's sigrok protocol decoders (R/B# classes, ONFI "
+                               "bus) are",
         description=(
-            "Print the directory of rbscope's libsigrokdecode protocol decoder 'rbscope_rb', "
-            "which classifies the busy pulses of an R/B# line by width (as the sniffer does) "
-            "so that PulseView and sigrok-cli show the classes live. Point SIGROKDECODE_DIR at "
-            "it."),
+            "Print the directory of rbscope's libsigrokdecode protocol decoders: 'rbscope_rb' "
+            "classifies the busy pulses of an R/B# line by width (as the sniffer does) so that "
+            "PulseView and sigrok-cli show the classes live; 'rbscope_onfi' decodes one "
+            "target's ONFI SDR bus (commands, addresses, data, status, the parameter page's "
+            "fields). Point SIGROKDECODE_DIR at it."),
         epilog=("examples:\n"
                 "  export SIGROKDECODE_DIR=$(rbscope sigrok-decoder)\n"
                 "  sigrok-cli -i run.sr -P rbscope_rb:rb=D0:windows=read=12-150/"
                 "program=150-1950 -A rbscope_rb\n"
+                "  sigrok-cli -i powerup.sr -P rbscope_onfi:ce=D0:cle=D1:ale=D2:we=D3:re=D4:"
+                "dq0=D5:...:dq7=D12 -A rbscope_onfi=commands:fields\n"
                 "  pulseview run.sr   # add the 'R/B# classes' decoder to a channel"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(handler=lambda args: print(sigrok_decoder_dir()) or EXIT_OK)
