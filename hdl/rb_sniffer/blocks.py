@@ -1,18 +1,20 @@
-"""The sniffer's small blocks: time base, channel front end, classifier, log binner, quiescence.
+"""The sniffer's small blocks: time base, channel front end, classifier (and its DSP bounds'
+loader), log binner, quiescence.
 
 Each block is a :class:`wiring.Component` with a declared interface, tested on its own in the
 Amaranth simulator. :class:`~.sniffer.RBSniffer` joins them around the shared counter pipeline.
 Exact semantics: ``docs/architecture.md``, section "The R/B# sniffer".
 """
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, ClockSignal, Const, Instance, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import mailbox_layout, window_layout
 from .params import Counter, SnifferParams
 
-__all__ = ["TimeBase", "FrontEnd", "Classifier", "LogBinner", "Quiescence", "QUIESCENCE_SEGMENT",
+__all__ = ["TimeBase", "FrontEnd", "Classifier", "BoundLoader", "LogBinner", "Quiescence",
+           "QUIESCENCE_SEGMENT",
            "first_window",
            "DSP_BOUNDS", "dsp_at_least", "leading_one_hot", "log_bin", "or_all"]
 
@@ -455,6 +457,70 @@ class Classifier(wiring.Component):
             matches.append(bounds[0] & ~bounds[1])
         m.d.comb += self.match.eq(Cat(matches))
         first_window(m, self.match, self.index, self.params)
+        return m
+
+
+class BoundLoader(wiring.Component):
+    """Load the window bounds a :class:`Classifier` holds in DSP blocks: the boot windows first,
+    then whatever the register file writes.
+
+    The boot bounds are loaded one per cycle after configuration, from a reset-less step
+    counter: a logic reset keeps them, as it keeps the registers (and the boot runs during a
+    reset too). The loads are registered on their way to the DSP blocks' hold inputs: the
+    register file's address decode and the boot choice reach no DSP in the cycle they are made,
+    so a bound written is compared from the second cycle after its strobe.
+
+    Parameters
+    ----------
+    params : SnifferParams
+    boot_bounds : sequence of int
+        The bounds held from power-up, in the order ``lo_0, hi_0, lo_1, …`` (one per DSP
+        bound, at least one, at most :data:`DSP_BOUNDS`).
+
+    Members
+    -------
+    win_load : In(len(boot_bounds))
+        Bit ``j`` writes ``win_data`` into DSP bound ``j``.
+    win_data : In(width_bits)
+    load : Out(len(boot_bounds))
+        The classifier's ``load`` (registered).
+    load_data : Out(width_bits)
+        The classifier's ``load_data`` (registered).
+    """
+
+    def __init__(self, params, boot_bounds):
+        self.params = _check_params(params)
+        self.boot_bounds = [int(b) for b in boot_bounds]
+        nb = len(self.boot_bounds)
+        if not 1 <= nb <= DSP_BOUNDS:
+            raise ValueError(f"boot_bounds must hold 1 to {DSP_BOUNDS} bounds, not {nb}")
+        limit = 1 << params.width_bits
+        for j, b in enumerate(self.boot_bounds):
+            if not 0 <= b < limit:
+                raise ValueError(f"boot_bounds[{j}] must be from 0 to {limit - 1}, not {b}")
+        super().__init__({
+            "win_load": In(nb),
+            "win_data": In(params.width_bits),
+            "load": Out(nb),
+            "load_data": Out(params.width_bits),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        wb = self.params.width_bits
+        nb = len(self.boot_bounds)
+        boot_step = Signal(range(nb + 1), reset_less=True)
+        booted = Signal()
+        m.d.comb += booted.eq(boot_step == nb)
+        with m.If(~booted):
+            m.d.sync += boot_step.eq(boot_step + 1)
+        # (Only read while boot_step < nb.)
+        boot_value = Array(Const(b, wb) for b in self.boot_bounds)[boot_step]
+        load_q = Signal(nb, reset_less=True)  # (the boot runs during a reset too)
+        data_q = Signal(wb, reset_less=True)
+        m.d.sync += [load_q.eq(Mux(booted, self.win_load, Const(1, nb) << boot_step)),
+                     data_q.eq(Mux(booted, self.win_data, boot_value))]
+        m.d.comb += [self.load.eq(load_q), self.load_data.eq(data_q)]
         return m
 
 

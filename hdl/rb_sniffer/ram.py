@@ -21,7 +21,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["RAM_KINDS", "SPRAM_WIDTH", "SPRAM_DEPTH", "BANK_DEPTH", "SPRAMSignature",
-           "SinglePortRAM", "pick_ram_kind", "spram_instance"]
+           "SinglePortRAM", "pick_ram_kind", "spram_instance", "scrambled_read"]
 
 #: Implementations of :class:`SinglePortRAM`.
 RAM_KINDS = ("memory", "spram")
@@ -45,6 +45,22 @@ def pick_ram_kind(kind, platform, depth):
         return kind
     device = str(getattr(platform, "device", ""))
     return "spram" if device.startswith("iCE40UP") and depth <= SPRAM_DEPTH else "memory"
+
+
+def scrambled_read(m, name, rd, wr):
+    """The read data of the memory port ``rd``, complemented on the cycle after its read met a
+    write of the port ``wr`` to its address.
+
+    A simulation aid for a collision-free memory (named with
+    :data:`~rbscope.gateware.synthesis.COLLISION_FREE`), whose reads that meet a write of their
+    address may return anything on the iCE40: a simulation then shows such a read if it is used
+    (see the sniffer's ``scramble_collisions``).
+    """
+    met = Signal(name=f"{name}_met")
+    m.d.sync += met.eq(wr.en & (wr.addr == rd.addr))
+    data_ = Signal(len(rd.data.as_value()), name=f"{name}_seen")
+    m.d.comb += data_.eq(Mux(met, ~rd.data.as_value(), rd.data.as_value()))
+    return data_
 
 
 class SPRAMSignature(wiring.Signature):
