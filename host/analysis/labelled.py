@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rbscope.files import atomic_output
 from rbscope.gateware.onfi_tap.model import ADDR, CMD, Strobe, TapLabeller
 from rbscope.gateware.onfi_tap.params import MAX_PLANES, OpClass, PlaneKind, TapConfig, TapParams
 from rbscope.gateware.rb_sniffer.params import SnifferParams, hist_bin_lo
@@ -143,9 +144,10 @@ class LabelledPulses:
             "pulses_truncated": self.pulses_truncated,
         }
 
-    def save(self, path):
-        """Write the file (JSON)."""
-        with open(path, "w") as f:
+    def save(self, path, *, inputs=(), force=False):
+        """Write the file (JSON), atomically; ``inputs`` and ``force`` as for
+        :func:`rbscope.files.check_output` (raises :class:`~rbscope.files.OutputError`)."""
+        with atomic_output(path, kind="json", inputs=inputs, force=force) as f:
             json.dump(self.to_dict(), f)
             f.write("\n")
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rbscope.files import atomic_output
 from rbscope.gateware.rb_sniffer.params import hist_bin_lo
 from rbscope.nand.ops import KINDS, OPS, OpClass
 
@@ -88,9 +89,11 @@ class TrainedClassifier:
                             "counts": [int(x) for x in s.counts], "pulses": s.pulses}
                            for s in self.states]}
 
-    def save(self, path):
+    def save(self, path, *, inputs=(), force=False):
+        """Write the classifier (JSON), atomically; ``inputs`` and ``force`` as for
+        :func:`rbscope.files.check_output` (raises :class:`~rbscope.files.OutputError`)."""
         try:
-            with open(path, "w", encoding="utf-8") as f:
+            with atomic_output(path, kind="json", inputs=inputs, force=force) as f:
                 json.dump(self.to_dict(), f, indent=1)
                 f.write("\n")
         except OSError as exc:
