@@ -119,6 +119,20 @@ def analyze_namespace(argv, where):
         raise ReportError(f"{where}: options may not ask for help") from None
 
 
+def _check_options_keep_keys(run, ns, where):
+    """Refuse a study run whose ``options`` change what its keys set (``logical = "2GiB"`` with
+    ``options = ["--logical", "1"]``: argparse would silently keep the last one)."""
+    if not run.options:
+        return
+    keys = analyze_namespace(run.argv[:len(run.argv) - len(run.options)], where)
+    defaults = analyze_namespace([run.argv[0]], where)
+    for dest, value in vars(keys).items():
+        if value != getattr(defaults, dest) and getattr(ns, dest) != value:
+            raise ReportError(f"{where}: options change {dest.replace('_', '-')} that the "
+                              f"run's keys set ({value!r} → {getattr(ns, dest)!r}); give it "
+                              f"once")
+
+
 def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_series=None):
     """Load and analyse one source given ``analyze``-style options, exactly as ``rbscope
     analyze`` would; return a ReportRun."""
@@ -160,6 +174,7 @@ def _runs(args, inputs):
         for i, sr in enumerate(study.runs):
             where = f"{args.study}: run {i + 1}"
             ns = analyze_namespace(sr.argv, where)
+            _check_options_keep_keys(sr, ns, where)
             inputs.extend(input_paths(ns))
             if sr.logical_series:
                 inputs.append(sr.logical_series)
