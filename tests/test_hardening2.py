@@ -1,16 +1,29 @@
 """Issue 25 ("Hardening round 2"): `rbscope verilog`'s --name and --timescale, the browser of
 ``report --pdf`` stopped at its limit, huge --logical digits, absurd inputs accepted silently."""
 
+import copy
+import json
 import os
+import re
+import shutil
 import signal
 import stat
+import subprocess
 import time
+import tracemalloc
 
 import pytest
 
+from rbscope.analysis import logical as lg
+from rbscope.analysis.labelled import LabelledError, LabelledPulses
+from rbscope.analysis.trained import MAX_HIST_SAMPLES, TrainedClassifier, TrainedError, train
 from rbscope.cli import commands as cli
 from rbscope.gateware.export import check_module_name, check_timescale
 from rbscope.report import ReportError, browser
+
+from .test_report import make_measurement
+from .test_sequence import make
+from .test_trained import labelled
 
 # rbscope verilog ---------------------------------------------------------------------------------
 
@@ -44,8 +57,6 @@ def test_good_names_and_timescales_pass():
 
 
 def test_verilog_writes_inside_the_directory_with_a_checked_timescale(tmp_path):
-    import shutil
-    import subprocess
 
     assert cli.main(["verilog", "--top", "sniffer", "--channels", "1", "--name", "snf_a",
                      "--timescale", "10ns/1ps", str(tmp_path)]) == 0
@@ -108,7 +119,6 @@ def test_a_browser_that_never_returns_is_killed_with_its_children(tmp_path, monk
 
 @pytest.fixture(scope="module")
 def measurement(tmp_path_factory):
-    from .test_report import make_measurement
 
     path = tmp_path_factory.mktemp("m") / "m.json"
     make_measurement(1, cycles=40_000).save(path)
@@ -118,7 +128,6 @@ def measurement(tmp_path_factory):
 @pytest.mark.parametrize("value", ["9" * 310, "1" * 5000, "1" + "0" * 400 + "GiB",
                                    "1." + "0" * 5000 + "1", "18446744073709551617"])
 def test_huge_logical_volumes_are_refused_clearly(measurement, capsys, value):
-    from rbscope.analysis import logical as lg
 
     with pytest.raises(lg.LogicalSourceError, match="larger than|decimals"):
         lg.parse_size(value)
@@ -130,7 +139,6 @@ def test_huge_logical_volumes_are_refused_clearly(measurement, capsys, value):
 
 
 def test_every_volume_parser_bounds_its_numbers(tmp_path):
-    from rbscope.analysis import logical as lg
 
     assert lg.parse_size("16EiB" if False else "2GiB") == 2 << 30
     assert lg.parse_size("1.5kB") == 1500
@@ -167,7 +175,6 @@ def test_every_volume_parser_bounds_its_numbers(tmp_path):
 
 
 def _study(tmp_path, measurement, run):
-    import shutil
 
     shutil.copy(measurement, tmp_path / "m.json")
     path = tmp_path / "s.toml"
@@ -194,3 +201,163 @@ def test_study_volumes_and_options_that_override_keys(tmp_path, measurement, cap
 def test_study_options_that_add_to_the_keys_are_fine(tmp_path, measurement, capsys):
     study = _study(tmp_path, measurement, 'logical = "2GiB"\noptions = ["--write-only"]\n')
     assert cli.main(["report", "--study", str(study), "-o", str(tmp_path / "r.html")]) == 0
+
+
+# calibrate --labelled and analyze --trained: damaged files ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def label_doc():
+
+
+    return json.loads(json.dumps(labelled(*make(seed=25, dies=2, blocks=4, dbsy=True)).to_dict()))
+
+
+def _edit(doc, path, value):
+
+    doc = copy.deepcopy(doc)
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return doc
+
+
+LABEL_DAMAGE = [
+    (("pulses", "width"), 5, "pulses.width"),
+    (("pulses", "die"), [2 ** 70], "pulses.die"),
+    (("pulses", "class"), "SET_CLASS_99", "pulses.class"),
+    (("pulses", "start"), ["1"], "pulses.start"),
+    (("planes",), [{"PROGRAM": [1, 2]}], "planes"),
+    (("planes",), 7, "planes"),
+    (("planes", 0, "PROGRAM"), [1, -2, 0, 0], "planes"),
+    (("planes", 0, "SOMETHING"), [0, 0, 0, 0], "planes"),
+    (("ops", 0), {"PROGRAM": 2 ** 80}, "ops"),
+    (("histograms",), {"PROGRAM": {"-3": 1}}, "bin"),
+    (("histograms",), {"PROGRAM": {"9" * 40: 1}}, "bin"),
+    (("histograms",), {"PROGRAM": {"5": -1}}, "histograms.PROGRAM"),
+    (("histograms",), {"PROGRAM": {"5": 2 ** 60}}, "histograms.PROGRAM"),
+    (("histograms",), {"NOPE": {"5": 1}}, "histograms"),
+    (("histograms",), [], "histograms"),
+    (("hist_sub_bits",), 2 ** 32, "hist_sub_bits"),
+    (("tick_seconds",), 1e300, "tick_seconds"),
+    (("tick_seconds",), 0, "tick_seconds"),
+    (("tick_seconds",), "1e-6", "tick_seconds"),
+    (("clock_seconds",), -1.0, "clock_seconds"),
+    (("dies",), [{"name": 3}], "dies"),
+    (("dies",), [], "dies"),
+    (("pulses_truncated",), "yes", "pulses_truncated"),
+    (("format",), {"a": 1}, "format"),
+]
+
+
+@pytest.mark.parametrize("path, value, member", LABEL_DAMAGE,
+                         ids=[f"{'.'.join(map(str, p))}={str(v)[:12]}" for p, v, _ in LABEL_DAMAGE])
+def test_damaged_labelled_files_are_refused_naming_the_member(tmp_path, capsys, label_doc, path,
+                                                              value, member):
+
+    if value == "SET_CLASS_99":  # every pulse of a class that does not exist
+        value = [99] * len(label_doc["pulses"]["class"])
+    f = tmp_path / "L.json"
+    f.write_text(json.dumps(_edit(label_doc, path, value)))
+    t0 = time.monotonic()
+    assert cli.main(["calibrate", "--labelled", str(f), "-o", str(tmp_path / "t.json")]) == 1
+    err = capsys.readouterr().err
+    assert time.monotonic() - t0 < 10
+    assert member in err and "Traceback" not in err, err
+    assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize("data, message", [
+    (b'{"format": "\xff\xfe"}', "UTF-8"),
+    (b"[" * 100_000 + b"]" * 100_000, "JSON"),
+    (b'{"format": ' + b"1" * 5000 + b"}", "JSON"),
+])
+def test_unreadable_json_is_an_error_in_both_loaders(tmp_path, data, message):
+
+    f = tmp_path / "x.json"
+    f.write_bytes(data)
+    with pytest.raises(LabelledError, match=message):
+        LabelledPulses.load(f)
+    with pytest.raises(TrainedError, match=message):
+        TrainedClassifier.load(f)
+
+
+def test_a_huge_histogram_count_trains_in_bounded_memory(tmp_path, label_doc):
+
+
+    doc = _edit(label_doc, ("pulses",), {"die": [], "start": [], "width": [], "class": []})
+    doc["histograms"] = {"PROGRAM": {"60": 2 ** 31, "61": 2 ** 30, "70": 5}}
+    f = tmp_path / "L.json"
+    f.write_text(json.dumps(doc))
+    assert f.stat().st_size < 2000
+    lab = LabelledPulses.load(f)
+    tracemalloc.start()
+    try:
+        trained = train(lab)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200e6
+    assert sum(s.pulses for s in trained.states) <= MAX_HIST_SAMPLES + 3
+    # The shape stays: two thirds of the samples in the first bin's state or states.
+    assert trained.states
+
+
+TRAINED_DAMAGE = [
+    ({"states": 5}, "states must be a list"),
+    ({"states": [5]}, r"states\[0\]"),
+    ({"states": [{"name": "p", "kind": "program", "first_bin": 10 ** 30, "counts": [1],
+                  "pulses": 1}]}, "first_bin"),
+    ({"states": [{"name": "p", "kind": "program", "first_bin": 1, "counts": [2 ** 70],
+                  "pulses": 1}]}, "counts"),
+    ({"states": [{"name": "p", "kind": "program", "first_bin": 1, "counts": 3,
+                  "pulses": 1}]}, "counts"),
+    ({"states": [{"name": "p", "kind": "program", "first_bin": 1, "counts": [1] * 100_000,
+                  "pulses": 1}]}, "counts"),
+    ({"states": [{"name": "p", "kind": "program", "first_bin": 1.5, "counts": [1],
+                  "pulses": 1}]}, "first_bin"),
+    ({"states": [{"name": "p", "kind": "program", "first_bin": 1, "counts": [1],
+                  "pulses": 2 ** 64}]}, "pulses"),
+    ({"states": [{"name": ["p"], "kind": "program", "first_bin": 1, "counts": [1],
+                  "pulses": 1}]}, "name"),
+    ({"states": [{"name": "p", "kind": {}, "first_bin": 1, "counts": [1],
+                  "pulses": 1}]}, "kind"),
+    ({"mp": float("inf")}, "mp must be"),
+    ({"mp": True}, "mp must be"),
+    ({"source": ["x"]}, "source"),
+]
+
+
+@pytest.mark.parametrize("change, message", TRAINED_DAMAGE)
+def test_damaged_trained_files_are_refused(tmp_path, capsys, measurement, change, message):
+
+
+    good = train(labelled(*make(seed=23, dies=1, blocks=5, dbsy=True))).to_dict()
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({**good, **change}))
+    assert cli.main(["analyze", str(measurement), "--geometry", "ssd-v", "--trained",
+                     str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert re.search(message, err), err
+
+
+def test_a_writer_never_writes_what_its_reader_refuses(tmp_path, capsys, label_doc):
+    """calibrate --labelled of a file with tick_seconds = 1e300 wrote a classifier that
+    analyze --trained could not read, with rc 0 at the write."""
+
+
+    f = tmp_path / "L.json"
+    f.write_text(json.dumps(_edit(label_doc, ("tick_seconds",), 1e300)))
+    out = tmp_path / "t.json"
+    assert cli.main(["calibrate", "--labelled", str(f), "-o", str(out)]) == 1
+    assert "tick_seconds" in capsys.readouterr().err and not out.exists()
+    # An object built in memory is checked too: it cannot be saved, so never read back.
+    good = LabelledPulses.from_dict(label_doc)
+    with pytest.raises(LabelledError, match="tick_seconds"):
+        LabelledPulses(**{**good.__dict__, "tick_seconds": 1e300})
+    # Whatever train() returns reads back.
+    trained = train(good)
+    trained.save(tmp_path / "ok.json")
+    TrainedClassifier.load(tmp_path / "ok.json")
