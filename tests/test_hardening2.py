@@ -361,3 +361,95 @@ def test_a_writer_never_writes_what_its_reader_refuses(tmp_path, capsys, label_d
     trained = train(good)
     trained.save(tmp_path / "ok.json")
     TrainedClassifier.load(tmp_path / "ok.json")
+
+
+# A crafted capture file: the reader's resynchronisation stays linear -----------------------------
+
+SIZE = 10 << 20
+
+
+def _clean_capture(path):
+    """A valid capture of about SIZE bytes: snapshots (a STATUS and a COUNTERS per channel)."""
+    from rbscope.device import capture as cap
+    from rbscope.device.protocol import encode_payload, frame_bytes
+    from rbscope.gateware.link.protocol import FrameType, StatusFlags
+    from rbscope.gateware.rb_sniffer.params import SnifferParams
+
+    from .fuzzing import _CAPTURE_SEED
+
+    p = SnifferParams(channels=3)
+    snap = cap._pack(cap.RecordKind.FRAME, frame_bytes(FrameType.STATUS, encode_payload(
+        p, FrameType.STATUS, {"snapshot": 9, "timestamp": 9000, "epoch": 1,
+                              "flags": int(StatusFlags.QUIESCENT)})), 50)
+    for ch in range(p.channels):
+        snap += cap._pack(cap.RecordKind.FRAME, frame_bytes(FrameType.COUNTERS, encode_payload(
+            p, FrameType.COUNTERS, {"snapshot": 9, "channel": ch, "timestamp": 9000,
+                                    "counters": [ch] * p.counters_per_channel})), 50)
+    path.write_bytes(_CAPTURE_SEED + snap * ((SIZE - len(_CAPTURE_SEED)) // len(snap)))
+    return path
+
+
+def _crafted(path, kind):
+    """SIZE bytes of garbage with a record header every 16 bytes that passes every cheap check:
+    a JSON record claiming ~1 MiB whose body starts with '{' and ends with '}', or a FRAME
+    claiming the longest body with its own header's length right."""
+    import struct
+
+    from rbscope.device import capture as cap
+    from rbscope.device.protocol import HEADER_BYTES
+
+    from .fuzzing import _CAPTURE_SEED
+
+    if kind == "json":
+        length = 16 * 60_000 + 2  # ends on the '}' of a unit 60 000 units on
+        unit = struct.pack("<BBIq", cap.SYNC, cap.RecordKind.CONFIG, length, 7) + b"{}"
+    else:  # 20-byte units: the body's bytes 4-5 (its frame header's length) are right
+        length = cap.MAX_FRAME_BODY
+        unit = (struct.pack("<BBIq", cap.SYNC, cap.RecordKind.FRAME, length, 7) + bytes(4)
+                + (length - HEADER_BYTES).to_bytes(2, "little"))
+    body = unit * (SIZE // len(unit))
+    path.write_bytes(_CAPTURE_SEED + body)
+    return path
+
+
+def _timed_read(path, limit=600):
+    from rbscope.device import capture as cap
+
+    from .fuzzing import _Deadline
+
+    t = time.process_time()
+    with _Deadline(limit, f"reading {path.name}"):  # a regression fails, it does not hang
+        r = cap.CaptureReader(path, keep_records=False, keep_snapshots=False)
+    return time.process_time() - t, r
+
+
+def test_a_crafted_capture_reads_in_time_linear_in_its_size(tmp_path, monkeypatch):
+    """Records that pass the body check every 16 bytes took 24 s at 2.4 MB, 67 s at 4.8 MB and
+    more than 120 s at 9.6 MB (quadratic): now the CRC work is at most a few times the file."""
+    from rbscope.device import capture as cap
+
+    clean_s, clean = _timed_read(_clean_capture(tmp_path / "clean.rbcap"))
+    assert clean.snapshot_count > 10_000 and not clean.errors
+    crafted = _crafted(tmp_path / "crafted.rbcap", "json")
+    examined = [0]
+    crc32 = cap.zlib.crc32
+
+    def counting(data, value=0):
+        examined[0] += len(data)
+        return crc32(data, value)
+
+    monkeypatch.setattr(cap.zlib, "crc32", counting)
+    crafted_s, r = _timed_read(crafted, limit=3 * clean_s + 10)
+    monkeypatch.undo()
+    size = crafted.stat().st_size
+    assert size >= SIZE and r.errors and r.record_count >= 4
+    assert examined[0] < 20 * size, f"{examined[0] / size:.0f} CRC bytes per file byte"
+    assert crafted_s < 3 * clean_s + 2, (crafted_s, clean_s)
+
+
+def test_crafted_frame_headers_cost_a_bounded_factor(tmp_path):
+    clean_s, _ = _timed_read(_clean_capture(tmp_path / "clean.rbcap"))
+    path = _crafted(tmp_path / "crafted.rbcap", "frame")
+    crafted_s, r = _timed_read(path, limit=3 * clean_s + 10)
+    assert r.errors and "CRC" in r.errors[0]
+    assert crafted_s < 3 * clean_s + 2, (crafted_s, clean_s)
