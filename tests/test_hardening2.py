@@ -453,3 +453,31 @@ def test_crafted_frame_headers_cost_a_bounded_factor(tmp_path):
     crafted_s, r = _timed_read(path, limit=3 * clean_s + 10)
     assert r.errors and "CRC" in r.errors[0]
     assert crafted_s < 3 * clean_s + 2, (crafted_s, clean_s)
+
+
+# Inputs that were accepted silently --------------------------------------------------------------
+
+
+def test_a_logical_volume_that_makes_wa_implausible_is_warned_about(measurement, capsys):
+    argv = ["analyze", str(measurement), "--geometry", "ssd-v", "--json"]
+    assert cli.main([*argv, "--logical", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["wa"]["value"] > 1e3
+    assert any("implausible" in w and "logical volume" in w for w in out["warnings"])
+    # A plausible one gives no such warning.
+    physical = out["physical_bytes"]["value"]
+    assert cli.main([*argv, "--logical", str(int(physical / 1.5))]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert 1 < out["wa"]["value"] < 2
+    assert not any("implausible" in w for w in out["warnings"])
+
+
+def test_user_capacity_above_raw_is_refused(tmp_path, capsys):
+    from rbscope.analysis.geometry import GeometryError, parse_geometry
+
+    text = ('name = "t"\n[geometry]\nchannels = 1\nchips_per_channel = 1\ndies_per_chip = 1\n'
+            'planes_per_die = 1\npage_size = 4096\nprogram_model = "single-plane"\n'
+            '[capacity]\nraw_gb = 16\nuser_gb = {}\n')
+    parse_geometry(text.format(14), "g.toml")
+    with pytest.raises(GeometryError, match="user_gb .* larger than raw_gb"):
+        parse_geometry(text.format(17), "g.toml")

@@ -226,6 +226,10 @@ class Geometry:
         if self.mp is not None:
             _int("", "mp", self.mp)
         check_cell_scheme(self.cell, self.program_scheme, where="")
+        if self.raw_bytes and self.user_bytes and self.user_bytes > self.raw_bytes:
+            raise GeometryError(f"capacity: user_gb ({self.user_bytes / 1e9:g}) is larger than "
+                                f"raw_gb ({self.raw_bytes / 1e9:g}): the user capacity is what "
+                                f"remains of the raw flash after over-provisioning")
 
     @property
     def scheme(self):

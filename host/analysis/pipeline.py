@@ -246,6 +246,8 @@ def analyse(request):
                    write_only=request.write_only, correction=correction, notes=notes,
                    trained=request.trained, preset=request.options.preset,
                    windows=request.options.windows, param_page=request.param_page)
+    if request.logical is not None:
+        plausibility_warning(result, request.logical)
     opcode = None
     tap = m.provenance.get("tap")
     if tap and request.logical is not None and tap.get("dies"):
@@ -253,6 +255,23 @@ def analyse(request):
         opcode = opcode_wa_of_pages(tap["pages_programmed"], len(tap["dies"]), geometry,
                                     request.logical)
     return Analysis(m, geometry, request.logical, result, notes, rows, evidence, opcode)
+
+
+#: WA outside this range is no real drive's: the logical volume is then most likely wrong (a
+#: unit or digits missing, another run's figure).
+PLAUSIBLE_WA = (0.2, 50.0)
+
+
+def plausibility_warning(result, logical):
+    """Add a warning to ``result.warnings`` when its WA lies outside :data:`PLAUSIBLE_WA`."""
+    value = result.wa.value
+    lo, hi = PLAUSIBLE_WA
+    if value != value or lo <= value <= hi or result.physical_bytes.hi <= 0:
+        return
+    result.warnings.append(
+        f"WA {value:.3g} is implausible (real drives lie between about {lo:g} and {hi:g}): "
+        f"check the logical volume, {logical.value:,.0f} bytes from {logical.source} "
+        f"({logical.detail or 'given'}); a unit or digits may be missing")
 
 
 def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",
