@@ -492,7 +492,9 @@ def _bucket(exc):
 def case(target, s):
     """The generator and input of seed ``s`` for ``target``."""
     fn, seed_of, kind = TARGETS[target]
-    seed = _SEEDS.setdefault(target, seed_of())
+    if target not in _SEEDS:
+        _SEEDS[target] = seed_of()
+    seed = _SEEDS[target]
     rng = random.Random(s)
     pool = list(_SEEDS.values())
     return rng, _mutate(rng, seed, kind, pool)
