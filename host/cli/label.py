@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from rbscope.analysis.labelled import LabelledPulses
+from rbscope.analysis.labelled import LabelledError, LabelledPulses
 from rbscope.files import OutputError, check_output
 from rbscope.gateware.onfi_tap.model import BusSignals, TapLabeller
 from rbscope.gateware.onfi_tap.params import OpClass, PlaneKind, TapConfig, TapParams
@@ -109,7 +109,7 @@ def cmd_label(args):
     except (SourceOptionError, OutputError) as exc:  # UsageError included
         print(f"rbscope label: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except RecordingError as exc:
+    except (RecordingError, LabelledError) as exc:  # LabelledError: a file it may not write
         print(f"rbscope label: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     summary = _summary(lab, notes)
