@@ -18,9 +18,12 @@ from rbscope.analysis import logical as lg
 from rbscope.analysis.labelled import LabelledError, LabelledPulses
 from rbscope.analysis.trained import MAX_HIST_SAMPLES, TrainedClassifier, TrainedError, train
 from rbscope.cli import commands as cli
+from rbscope.device.device import Device
 from rbscope.gateware.export import check_module_name, check_timescale
 from rbscope.report import ReportError, browser
 
+from .test_hardening import busy as _busy_fixture
+from .test_hardening import run as run_cli
 from .test_report import make_measurement
 from .test_sequence import make
 from .test_trained import labelled
@@ -481,3 +484,29 @@ def test_user_capacity_above_raw_is_refused(tmp_path, capsys):
     parse_geometry(text.format(14), "g.toml")
     with pytest.raises(GeometryError, match="user_gb .* larger than raw_gb"):
         parse_geometry(text.format(17), "g.toml")
+
+
+busy = _busy_fixture  # the fake device of tests/test_hardening.py
+
+
+def test_configure_no_clear_refuses_to_mix_two_window_sets(busy):  # noqa: F811
+    """configure --no-clear with other windows counted one epoch two ways, and analyze could
+    not tell: refused now; --no-clear with the same windows stays allowed."""
+    run = run_cli
+    rc, out, _ = run(["configure", busy.path, "--preset", "mlc34nm", "--prescaler", "1"])
+    assert rc == 0 and "counters cleared" in out
+    with Device(busy.path) as dev:
+        dev.read_registers()
+        epoch, windows = dev.snapshot().epoch, dev.config.windows
+    rc, _, err = run(["configure", busy.path, "--preset", "slc34nm", "--prescaler", "1",
+                      "--no-clear"])
+    assert rc == 2 and "two configurations" in err
+    rc, _, err = run(["configure", busy.path, "--preset", "mlc34nm", "--prescaler", "2",
+                      "--no-clear"])
+    assert rc == 2 and "two configurations" in err
+    with Device(busy.path) as dev:
+        dev.read_registers()
+        assert dev.config.windows == windows and dev.snapshot().epoch == epoch
+    rc, out, err = run(["configure", busy.path, "--preset", "mlc34nm", "--prescaler", "1",
+                        "--no-clear", "--set", "idle_s=0.5"])
+    assert rc == 0 and "NOT cleared" in out, err
