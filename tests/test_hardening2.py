@@ -510,3 +510,21 @@ def test_configure_no_clear_refuses_to_mix_two_window_sets(busy):  # noqa: F811
     rc, out, err = run(["configure", busy.path, "--preset", "mlc34nm", "--prescaler", "1",
                         "--no-clear", "--set", "idle_s=0.5"])
     assert rc == 0 and "NOT cleared" in out, err
+
+
+def test_an_over_long_geometry_name_is_an_error_not_a_traceback():
+    """Found by benchmarks/fuzz.py (drive spec, seed 20009856): a drive's [user] geometry of
+    5 000 characters reached os.stat and raised OSError (file name too long)."""
+    from rbscope.analysis.geometry import GeometryError, load_geometry
+    from rbscope.refssd.drive import RefSSDError, parse_drive
+
+    name = "ssd-v" + "[" * 5000
+    with pytest.raises(GeometryError, match="no such file") as info:
+        load_geometry(name)
+    assert len(str(info.value)) < 400
+    with pytest.raises(GeometryError, match="no such file"):
+        load_geometry("a\0b")
+    name = "ssd-v" + "[" * 1000  # a string a drive spec accepts, no file name can be
+    drive = parse_drive(f'preset = "ssd-v"\n[user]\ngeometry = "{name}"\n', "d.toml")
+    with pytest.raises(RefSSDError, match="no such file"):
+        drive.user_geometry()
