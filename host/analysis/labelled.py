@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rbscope.files import atomic_output
 from rbscope.gateware.onfi_tap.model import ADDR, CMD, Strobe, TapLabeller
 from rbscope.gateware.onfi_tap.params import MAX_PLANES, OpClass, PlaneKind, TapConfig, TapParams
 from rbscope.gateware.rb_sniffer.params import SnifferParams, hist_bin_lo
@@ -36,6 +37,19 @@ __all__ = ["FORMAT", "LabelledPulses", "LabelledError", "from_refssd"]
 
 FORMAT = "rbscope.analysis.labelled-pulses"
 VERSION = 1
+
+
+#: Tick periods (seconds) a labelled file may have: 0.1 ns (a 10 GHz clock) to 10 ms.
+TICK_RANGE = (1e-10, 1e-2)
+#: Histogram mantissa bits (the sniffer builds 3 … 5).
+SUB_BITS = (1, 8)
+#: Octaves of a histogram (a bin's index is below ``MAX_OCTAVES << hist_sub_bits``).
+MAX_OCTAVES = 48
+#: Largest width or start time (ticks) and largest count.
+MAX_TICKS = (1 << 62) - 1
+MAX_COUNT = 1 << 53
+#: Most dies of a tapped channel (8 targets of 4 LUNs, with room).
+MAX_DIES = 64
 
 
 class LabelledError(ValueError):
@@ -85,10 +99,10 @@ class LabelledPulses:
         return cls(
             tick_seconds=tick_seconds, clock_seconds=clock_seconds,
             hist_sub_bits=p.sniffer.hist_sub_bits, dies=list(names),
-            ops=[{c.name: row[c] for c in OpClass if row[c]} for row in counts.ops],
-            planes=[{k.name: row[k * MAX_PLANES:(k + 1) * MAX_PLANES] for k in PlaneKind}
-                    for row in counts.planes],
-            histograms={OpClass(c).name: {b: n for b, n in enumerate(row) if n}
+            ops=[{c.name: int(row[c]) for c in OpClass if row[c]} for row in counts.ops],
+            planes=[{k.name: [int(x) for x in row[k * MAX_PLANES:(k + 1) * MAX_PLANES]]
+                     for k in PlaneKind} for row in counts.planes],
+            histograms={OpClass(c).name: {b: int(n) for b, n in enumerate(row) if n}
                         for c, row in enumerate(counts.hist) if c < len(OpClass) and any(row)},
             die=np.frombuffer(kept["die"], np.int64).copy(),
             start=np.frombuffer(kept["start"], np.int64).copy(),
@@ -143,61 +157,170 @@ class LabelledPulses:
             "pulses_truncated": self.pulses_truncated,
         }
 
-    def save(self, path):
-        """Write the file (JSON)."""
-        with open(path, "w") as f:
+    def save(self, path, *, inputs=(), force=False):
+        """Write the file (JSON), atomically; ``inputs`` and ``force`` as for
+        :func:`rbscope.files.check_output` (raises :class:`~rbscope.files.OutputError`)."""
+        with atomic_output(path, kind="json", inputs=inputs, force=force) as f:
             json.dump(self.to_dict(), f)
             f.write("\n")
 
     @classmethod
     def from_dict(cls, obj):
-        """Read a parsed file; :class:`LabelledError` names what is wrong."""
-        def get(o, key, where):
-            if not isinstance(o, dict) or key not in o:
-                raise LabelledError(f"{where}: missing member {key!r}")
-            return o[key]
+        """Read a parsed file; :class:`LabelledError` names the member that is wrong.
 
-        if get(obj, "format", "file") != FORMAT:
-            raise LabelledError(f"format is {obj['format']!r}, not {FORMAT!r}")
-        if get(obj, "version", "file") != VERSION:
-            raise LabelledError(f"version {obj['version']!r} is not {VERSION}")
-        names = [c.name for c in OpClass]
-        if get(obj, "classes", "file") != names:
+        Every member's type and range is checked here, so that nothing the file says can
+        make training allocate or compute more than the file's own size warrants.
+        """
+        if not isinstance(obj, dict):
+            raise LabelledError("the file must hold a JSON object")
+
+        def get(key):
+            if key not in obj:
+                raise LabelledError(f"missing member {key!r}")
+            return obj[key]
+
+        if get("format") != FORMAT:
+            raise LabelledError(f"format is {_short(obj['format'])}, not {FORMAT!r}")
+        if get("version") != VERSION:
+            raise LabelledError(f"version {_short(obj['version'])} is not {VERSION}")
+        if get("classes") != [c.name for c in OpClass]:
             raise LabelledError("classes differ from this version's OpClass names")
-        pulses = get(obj, "pulses", "file")
+        dies = get("dies")
+        if not isinstance(dies, list) or not all(isinstance(d, dict) and isinstance(
+                d.get("name"), str) for d in dies):
+            raise LabelledError("dies must be a list of {\"name\": string} objects")
+        pulses = get("pulses")
+        if not isinstance(pulses, dict):
+            raise LabelledError("pulses must be an object of columns")
         cols = {}
         for key in ("die", "start", "width", "class"):
-            try:
-                cols[key] = np.asarray(get(pulses, key, "pulses"), dtype=np.int64)
-            except (TypeError, ValueError):
-                raise LabelledError(f"pulses.{key} must be a list of integers") from None
+            if key not in pulses:
+                raise LabelledError(f"pulses: missing member {key!r}")
+            col = pulses[key]
+            if not isinstance(col, list) or not all(
+                    type(x) is int and 0 <= x <= MAX_TICKS for x in col):
+                raise LabelledError(f"pulses.{key} must be a list of integers from 0 to "
+                                    f"{MAX_TICKS}")
+            cols[key] = np.array(col, dtype=np.int64)
+        histograms = get("histograms")
+        if not isinstance(histograms, dict) or not all(
+                isinstance(h, dict) for h in histograms.values()):
+            raise LabelledError("histograms must be an object of {bin: count} objects")
+        hist = {}
+        for c, h in histograms.items():
+            bins = {}
+            for b, n in h.items():
+                if not (isinstance(b, str) and b.isascii() and b.isdigit() and len(b) <= 6):
+                    raise LabelledError(f"histograms.{_field(c)}: bin {_short(b)} is not a "
+                                        f"bin number")
+                bins[int(b)] = n
+            hist[c] = bins
+        truncated = obj.get("pulses_truncated", False)
+        if not isinstance(truncated, bool):
+            raise LabelledError("pulses_truncated must be true or false")
+        return cls(
+            tick_seconds=get("tick_seconds"), clock_seconds=get("clock_seconds"),
+            hist_sub_bits=get("hist_sub_bits"), dies=[d["name"] for d in dies],
+            ops=get("ops"), planes=get("planes"), histograms=hist, die=cols["die"],
+            start=cols["start"], width=cols["width"], op_class=cols["class"],
+            pulses_truncated=truncated)
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self):
+        """Check every member's type and range (on construction, so also before a save);
+        raise :class:`LabelledError` naming the member."""
+        for key in ("tick_seconds", "clock_seconds"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
+                    TICK_RANGE[0] <= v <= TICK_RANGE[1]):
+                raise LabelledError(f"{key} must be a number of seconds from {TICK_RANGE[0]:g} "
+                                    f"to {TICK_RANGE[1]:g}, not {_short(v)}")
+        sb = self.hist_sub_bits
+        if type(sb) is not int or not SUB_BITS[0] <= sb <= SUB_BITS[1]:
+            raise LabelledError(f"hist_sub_bits must be an integer from {SUB_BITS[0]} to "
+                                f"{SUB_BITS[1]}, not {_short(sb)}")
+        n = len(self.dies) if isinstance(self.dies, list) else -1
+        if not 1 <= n <= MAX_DIES or not all(isinstance(d, str) for d in self.dies):
+            raise LabelledError(f"dies must name 1 to {MAX_DIES} dies")
+        if not isinstance(self.ops, list) or len(self.ops) != n:
+            raise LabelledError(f"ops must be a list of one object per die ({n})")
+        names = {c.name for c in OpClass}
+        for d, row in enumerate(self.ops):
+            if not isinstance(row, dict) or not all(
+                    k in names and _count(v) for k, v in row.items()):
+                raise LabelledError(f"ops[{d}] must map operation classes to counts from 0 to "
+                                    f"{MAX_COUNT}")
+        if not isinstance(self.planes, list) or len(self.planes) != n:
+            raise LabelledError(f"planes must be a list of one object per die ({n})")
+        kinds = {k.name for k in PlaneKind}
+        for d, row in enumerate(self.planes):
+            if not isinstance(row, dict) or not set(row) <= kinds or not all(
+                    isinstance(v, list) and len(v) == MAX_PLANES and all(map(_count, v))
+                    for v in row.values()):
+                raise LabelledError(f"planes[{d}] must map {', '.join(sorted(kinds))} to "
+                                    f"{MAX_PLANES} counts from 0 to {MAX_COUNT}")
+            for k in kinds - set(row):
+                row[k] = [0] * MAX_PLANES
+        if not isinstance(self.histograms, dict):
+            raise LabelledError("histograms must map operation classes to histograms")
+        top = MAX_OCTAVES << sb
+        for c, h in self.histograms.items():
+            if c not in names or not isinstance(h, dict):
+                raise LabelledError(f"histograms: {_short(c)} is not an operation class")
+            for b, v in h.items():
+                if type(b) is not int or not 0 <= b < top or not _count(v):
+                    raise LabelledError(f"histograms.{c}: bins must be from 0 to {top - 1} and "
+                                        f"counts from 0 to {MAX_COUNT}, not {_short(b)}: "
+                                        f"{_short(v)}")
+        cols = {"die": self.die, "start": self.start, "width": self.width,
+                "class": self.op_class}
+        for key, col in cols.items():
+            if not isinstance(col, np.ndarray) or col.ndim != 1 or col.dtype.kind not in "iu":
+                raise LabelledError(f"pulses.{key} must be a one-dimensional integer array")
         if len({len(v) for v in cols.values()}) > 1:
             raise LabelledError("pulses columns have different lengths")
-        try:
-            hist = {c: {int(b): int(n) for b, n in h.items()}
-                    for c, h in get(obj, "histograms", "file").items()}
-            return cls(
-                tick_seconds=float(get(obj, "tick_seconds", "file")),
-                clock_seconds=float(get(obj, "clock_seconds", "file")),
-                hist_sub_bits=int(get(obj, "hist_sub_bits", "file")),
-                dies=[d["name"] for d in get(obj, "dies", "file")],
-                ops=list(get(obj, "ops", "file")), planes=list(get(obj, "planes", "file")),
-                histograms=hist, die=cols["die"], start=cols["start"], width=cols["width"],
-                op_class=cols["class"], pulses_truncated=bool(obj.get("pulses_truncated")))
-        except (TypeError, ValueError, AttributeError, KeyError) as exc:
-            raise LabelledError(f"malformed member: {exc}") from None
+        if len(self.die) and (self.die.min() < 0 or self.die.max() >= n):
+            raise LabelledError(f"pulses.die must be from 0 to {n - 1} (the dies listed)")
+        if len(self.width) and (self.width.min() < 0 or self.width.max() > MAX_TICKS):
+            raise LabelledError(f"pulses.width must be from 0 to {MAX_TICKS} ticks")
+        if len(self.op_class) and not np.isin(self.op_class, [int(c) for c in OpClass]).all():
+            raise LabelledError("pulses.class holds a value that is not an operation class")
+        if not isinstance(self.pulses_truncated, bool):
+            raise LabelledError("pulses_truncated must be true or false")
 
     @classmethod
     def load(cls, path):
-        """Read a labelled-pulse file."""
+        """Read a labelled-pulse file; :class:`LabelledError` names what is wrong."""
         try:
-            with open(path) as f:
+            with open(path, encoding="utf-8") as f:
                 obj = json.load(f)
         except OSError as exc:
             raise LabelledError(f"{path}: cannot read: {exc.strerror}") from None
         except json.JSONDecodeError as exc:
             raise LabelledError(f"{path}: not JSON: {exc}") from None
-        return cls.from_dict(obj)
+        except UnicodeDecodeError as exc:
+            raise LabelledError(f"{path}: not UTF-8 text (byte offset {exc.start})") from None
+        except (ValueError, RecursionError) as exc:  # 4 301-digit integers, deep nesting
+            raise LabelledError(f"{path}: not JSON that can be read: {exc}"[:300]) from None
+        try:
+            return cls.from_dict(obj)
+        except LabelledError as exc:
+            raise LabelledError(f"{path}: {exc}") from None
+
+
+def _count(v):
+    return type(v) is int and 0 <= v <= MAX_COUNT
+
+
+def _short(v, limit=60):
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit - 1] + "…"
+
+
+def _field(name):
+    return name if isinstance(name, str) and name.isidentifier() else _short(name)
 
 
 def from_refssd(run, channel=0, *, tick_seconds=1e-6, max_pulses=1_000_000):

@@ -26,9 +26,11 @@ or byte offset.
 """
 
 import json
+import math
 import re
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 __all__ = [
@@ -48,8 +50,25 @@ _UNITS = {
 }
 
 
+#: Largest byte count accepted (16 EiB: far beyond what a host writes to one drive; larger
+#: figures are typing errors, and unbounded ones would overflow the floats of the WA engine).
+MAX_BYTES = 1 << 64
+#: Most significant digits read from any number (``MAX_BYTES`` has 20).
+_MAX_DIGITS = 24
+
+
 class LogicalSourceError(ValueError):
     """A logical-volume source is invalid; the message names the file and field."""
+
+
+def _bounded_int(text, what):
+    """``int(text)`` of a string of ASCII digits, refused (naming ``what``) when it has more
+    significant digits than any byte count (no 4 301-digit conversion, no float overflow)."""
+    digits = text.lstrip("0")
+    if len(digits) > _MAX_DIGITS:
+        raise LogicalSourceError(f"{what}: a {len(digits)}-digit number is larger than any byte "
+                                 f"count (at most {MAX_BYTES})")
+    return int(digits or "0")
 
 
 @dataclass(frozen=True)
@@ -76,6 +95,9 @@ class LogicalVolume:
         if not 0 <= self.lo <= self.hi:
             raise LogicalSourceError(f"logical volume must satisfy 0 <= lo <= hi, not "
                                      f"[{self.lo}, {self.hi}]")
+        if self.hi > MAX_BYTES:
+            raise LogicalSourceError(f"logical volume of {self.hi} bytes is larger than "
+                                     f"{MAX_BYTES} (16 EiB)")
 
     @property
     def value(self):
@@ -93,9 +115,9 @@ class LogicalVolume:
 
 def parse_size(text):
     """Parse a byte count such as ``2147483648``, ``2GiB``, ``2 GB``, ``4096s`` (sectors)."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
-    if m and m.group(2) not in _UNITS:
-        unit = m.group(2)
+    m = re.fullmatch(r"\s*([0-9]+)(?:\.([0-9]+))?\s*([A-Za-z]*)\s*", str(text))
+    if m and m.group(3) not in _UNITS:
+        unit = m.group(3)
         close = [u for u in _UNITS if u and u.lower() == unit.lower()]
         if close or unit.lower() in ("k", "m", "g", "t", "ki", "mi", "gi", "ti"):
             raise LogicalSourceError(
@@ -103,20 +125,35 @@ def parse_size(text):
                 f"a bare prefix may be 1000 or 1024); write it exactly: B, kB, MB, GB, TB "
                 f"(powers of 1000), KiB, MiB, GiB, TiB (powers of 1024) or s (512-byte "
                 f"sectors)")
-    if not m or m.group(2) not in _UNITS:
-        raise LogicalSourceError(f"byte count {text!r} is not a number with an optional unit "
-                                 f"(B, kB, MB, GB, TB, KiB, MiB, GiB, TiB, s = 512-byte sectors)")
-    value = float(m.group(1)) * _UNITS[m.group(2)]
-    if value != int(value):
-        raise LogicalSourceError(f"byte count {text!r} is not a whole number of bytes")
+    if not m or m.group(3) not in _UNITS:
+        raise LogicalSourceError(f"byte count {_short(text)} is not a number with an optional "
+                                 f"unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB, s = 512-byte "
+                                 f"sectors)")
+    what = f"byte count {_short(text)}"
+    whole = _bounded_int(m.group(1), what)
+    frac = (m.group(2) or "").rstrip("0")
+    if len(frac) > _MAX_DIGITS:
+        raise LogicalSourceError(f"{what}: more decimals than any unit needs")
+    value = (whole + Fraction(int(frac or "0"), 10 ** len(frac))) * _UNITS[m.group(3)]
+    if value.denominator != 1:
+        raise LogicalSourceError(f"{what} is not a whole number of bytes")
+    if value > MAX_BYTES:
+        raise LogicalSourceError(f"{what} is larger than {MAX_BYTES} bytes (16 EiB)")
     return int(value)
+
+
+def _short(text, limit=40):
+    """``repr(text)``, cut to ``limit`` characters (a 5000-digit value is not echoed whole)."""
+    r = repr(str(text))
+    return r if len(r) <= limit else f"{r[:limit - 5]}…' ({len(str(text))} characters)"
 
 
 def from_bytes(count, detail="given"):
     """Return an exact logical volume of ``count`` bytes (an int or a size string)."""
     n = parse_size(count) if isinstance(count, str) else count
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise LogicalSourceError(f"byte count must be a non-negative integer, not {count!r}")
+        raise LogicalSourceError(f"byte count must be a non-negative integer, not "
+                                 f"{_short(count)}")
     return LogicalVolume(n, n, "bytes", detail)
 
 
@@ -153,6 +190,8 @@ def read_fio_json(source):
     except json.JSONDecodeError as exc:
         raise LogicalSourceError(f"{name}: invalid JSON at line {exc.lineno} column {exc.colno} "
                                  f"(offset {exc.pos}): {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # 4 301-digit integers, deep nesting
+        raise LogicalSourceError(f"{name}: invalid JSON: {exc}") from None
     jobs = doc.get("jobs") if isinstance(doc, dict) else None
     if not isinstance(jobs, list) or not jobs:
         raise LogicalSourceError(f"{name}: field 'jobs' must be a non-empty list of fio jobs")
@@ -193,7 +232,7 @@ def _sysfs_sectors(source):
         if not f.isdigit():
             raise LogicalSourceError(f"{name}: field {k} of /sys/block/<dev>/stat is not a "
                                      f"non-negative integer: {f!r}")
-    return int(fields[6]), name
+    return _bounded_int(fields[6], f"{name}: field 7 of /sys/block/<dev>/stat"), name
 
 
 def read_sysfs_stat(before, after):
@@ -211,8 +250,8 @@ def read_sysfs_stat(before, after):
 # smartctl / nvme ---------------------------------------------------------------------------------
 
 
-def _number(text):
-    return int(text.replace(",", "").replace("_", "").replace(" ", ""))
+def _number(text, what):
+    return _bounded_int(text.replace(",", "").replace("_", "").replace(" ", ""), what)
 
 
 def _smart_reading(source):
@@ -225,6 +264,8 @@ def _smart_reading(source):
         except json.JSONDecodeError as exc:
             raise LogicalSourceError(f"{name}: invalid JSON at line {exc.lineno} column "
                                      f"{exc.colno} (offset {exc.pos}): {exc.msg}") from None
+        except (ValueError, RecursionError) as exc:  # 4 301-digit integers, deep nesting
+            raise LogicalSourceError(f"{name}: invalid JSON: {exc}") from None
         if not isinstance(doc, dict):
             raise LogicalSourceError(f"{name}: the JSON document must be an object")
         nvme = doc.get("nvme_smart_health_information_log")
@@ -256,7 +297,7 @@ def _smart_reading(source):
     for lineno, line in enumerate(text.splitlines(), 1):
         m = re.match(r"\s*data[ _]units[ _]written\s*:\s*([0-9][0-9,_ ]*)", line, re.I)
         if m:
-            return "nvme", _number(m.group(1)), name
+            return "nvme", _number(m.group(1), f"{name}: line {lineno}"), name
         if re.match(r"\s*data[ _]units[ _]written\s*:", line, re.I):
             raise LogicalSourceError(f"{name}: line {lineno}: 'Data Units Written' has no "
                                      f"number: {line.strip()!r}")
@@ -269,7 +310,7 @@ def _smart_reading(source):
             if not raw.isdigit():
                 raise LogicalSourceError(f"{name}: line {lineno}: RAW_VALUE of attribute 241 is "
                                          f"not an integer: {raw!r}")
-            return "lba", int(raw), name
+            return "lba", _bounded_int(raw, f"{name}: line {lineno}"), name
     raise LogicalSourceError(f"{name}: found neither attribute 241 (Total_LBAs_Written) nor "
                              f"'Data Units Written'")
 
@@ -335,7 +376,10 @@ def read_series_csv(path):
         try:
             if len(parts) != 2:
                 raise ValueError
-            rows.append((float(parts[0]), float(parts[1])))
+            row = (float(parts[0]), float(parts[1]))
+            if not all(math.isfinite(x) and x >= 0 for x in row) or row[1] > MAX_BYTES:
+                raise ValueError
+            rows.append(row)
         except ValueError:
             if not rows and lineno == 1:
                 continue  # a header line
@@ -372,6 +416,8 @@ def read_fio_bw_log(paths):
             parts = [p.strip() for p in line.split(",")]
             try:
                 if len(parts) < 5:
+                    raise ValueError
+                if any(len(p) > _MAX_DIGITS for p in parts[:3]):
                     raise ValueError
                 ms, kib_s, direction = int(parts[0]), int(parts[1]), int(parts[2])
             except ValueError:

@@ -45,6 +45,7 @@ import operator
 from array import array
 from dataclasses import dataclass, field
 
+from rbscope.files import atomic_output
 from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS, ChannelCounts
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
 
@@ -411,9 +412,10 @@ class Measurement:
                                    f"{exc.colno} (offset {exc.pos})") from None
         return cls.from_dict(obj)
 
-    def save(self, path):
-        """Write the measurement to ``path`` as JSON."""
-        with open(path, "w", encoding="utf-8") as f:
+    def save(self, path, *, inputs=(), force=False):
+        """Write the measurement to ``path`` as JSON, atomically; ``inputs`` and ``force`` as
+        for :func:`rbscope.files.check_output` (raises :class:`~rbscope.files.OutputError`)."""
+        with atomic_output(path, kind="json", inputs=inputs, force=force) as f:
             f.write(self.to_json())
             f.write("\n")
 

@@ -18,6 +18,7 @@ already in hand (the reference SSD, the demo).
 
 from dataclasses import dataclass, field, fields
 
+from rbscope.files import check_output
 from rbscope.recordings.sources import SourceOptionError, open_measurement
 from rbscope.recordings.stream import RecordingError
 
@@ -150,7 +151,9 @@ class AnalysisRequest:
     logical_series : tuple of (seconds, cumulative bytes), optional
         Host bytes over time, for the series.
     save_measurement : str, optional
-        Also save the measurement there (JSON).
+        Also save the measurement there (JSON; never over the source).
+    force_output : bool
+        Let ``save_measurement`` replace an existing file that is not JSON.
     param_page : rbscope.nand.ident.ParameterPage, optional
         The dies' power-up parameter page: its tPROG / tBERS / tR maxima, pages per block and
         bits per cell complete the geometry (knowledge level L2).
@@ -171,6 +174,7 @@ class AnalysisRequest:
     series: bool = False
     logical_series: tuple | None = None
     save_measurement: str | None = None
+    force_output: bool = False
     notes: tuple = ()
     param_page: object = None
 
@@ -189,14 +193,18 @@ class Analysis:
     opcode: object = None  # OpcodeWA: WA by the bus tap's program confirms, if it watched
 
 
-def load_source(source, options=None, *, save_to=None):
+def load_source(source, options=None, *, save_to=None, force=False):
     """Return the :class:`Measurement` of ``source`` and the notes of its import (and save it
-    to ``save_to`` when given)."""
+    to ``save_to`` when given: never over ``source``, over an existing file that is not JSON
+    only with ``force``; :class:`~rbscope.files.OutputError` is raised before the import)."""
     options = SourceOptions() if options is None else options
+    if save_to:
+        check_output(save_to, kind="json", inputs=(source,), force=force,
+                     option="--save-measurement")
     m, notes = open_measurement(source, **options.open_options())
     if save_to:
         try:
-            m.save(save_to)
+            m.save(save_to, inputs=(source,), force=force)
         except OSError as exc:
             raise RecordingError(f"{save_to}: cannot write: {exc.strerror}") from None
     return m, notes
@@ -222,7 +230,8 @@ def analyse(request):
                 geometry.check_location(loc)
             except GeometryError as exc:
                 raise RequestError(f"--probe {index}: {exc}") from None
-    m, notes = load_source(request.source, request.options, save_to=request.save_measurement)
+    m, notes = load_source(request.source, request.options, save_to=request.save_measurement,
+                           force=request.force_output)
     notes.extend(request.notes)
     correction = evidence = None
     if request.overlap_correct:
@@ -237,6 +246,8 @@ def analyse(request):
                    write_only=request.write_only, correction=correction, notes=notes,
                    trained=request.trained, preset=request.options.preset,
                    windows=request.options.windows, param_page=request.param_page)
+    if request.logical is not None:
+        plausibility_warning(result, request.logical)
     opcode = None
     tap = m.provenance.get("tap")
     if tap and request.logical is not None and tap.get("dies"):
@@ -244,6 +255,23 @@ def analyse(request):
         opcode = opcode_wa_of_pages(tap["pages_programmed"], len(tap["dies"]), geometry,
                                     request.logical)
     return Analysis(m, geometry, request.logical, result, notes, rows, evidence, opcode)
+
+
+#: WA outside this range is no real drive's: the logical volume is then most likely wrong (a
+#: unit or digits missing, another run's figure).
+PLAUSIBLE_WA = (0.2, 50.0)
+
+
+def plausibility_warning(result, logical):
+    """Add a warning to ``result.warnings`` when its WA lies outside :data:`PLAUSIBLE_WA`."""
+    value = result.wa.value
+    lo, hi = PLAUSIBLE_WA
+    if value != value or lo <= value <= hi or result.physical_bytes.hi <= 0:
+        return
+    result.warnings.append(
+        f"WA {value:.3g} is implausible (real drives lie between about {lo:g} and {hi:g}): "
+        f"check the logical volume, {logical.value:,.0f} bytes from {logical.source} "
+        f"({logical.detail or 'given'}); a unit or digits may be missing")
 
 
 def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rbscope.files import atomic_output
 from rbscope.gateware.rb_sniffer.params import hist_bin_lo
 from rbscope.nand.ops import KINDS, OPS, OpClass
 
@@ -46,6 +47,21 @@ KIND_OF_CLASS = {cls.name: (info.kind, info.kind) for cls, info in OPS.items()}
 
 #: Fewest labelled pulses that make a class's distribution.
 MIN_PULSES = 5
+#: Widths a state may cover: 2^-MAX_OCTAVE … 2^MAX_OCTAVE µs (below 1 fs … 18 minutes).
+MAX_OCTAVE = 30
+MAX_BIN = MAX_OCTAVE * BINS_PER_OCTAVE
+#: Largest count, most states and largest Mp a file may hold.
+MAX_COUNT = 1 << 53
+MAX_STATES = 64
+MAX_MP = 16
+#: Most samples drawn from one class's histogram (a larger histogram is scaled down to this:
+#: training uses its shape, and memory stays bounded whatever the counts say).
+MAX_HIST_SAMPLES = 1_000_000
+
+
+def _short(v, limit=60):
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit - 1] + "…"
 
 
 class TrainedError(ValueError):
@@ -88,9 +104,11 @@ class TrainedClassifier:
                             "counts": [int(x) for x in s.counts], "pulses": s.pulses}
                            for s in self.states]}
 
-    def save(self, path):
+    def save(self, path, *, inputs=(), force=False):
+        """Write the classifier (JSON), atomically; ``inputs`` and ``force`` as for
+        :func:`rbscope.files.check_output` (raises :class:`~rbscope.files.OutputError`)."""
         try:
-            with open(path, "w", encoding="utf-8") as f:
+            with atomic_output(path, kind="json", inputs=inputs, force=force) as f:
                 json.dump(self.to_dict(), f, indent=1)
                 f.write("\n")
         except OSError as exc:
@@ -108,25 +126,49 @@ class TrainedClassifier:
                                f"{obj.get('bins_per_octave')!r}")
         states = []
         kinds = {k for _, k in KIND_OF_CLASS.values()}
-        for i, s in enumerate(obj.get("states") or []):
-            try:
-                name, kind = str(s["name"]), str(s["kind"])
-                first, counts = int(s["first_bin"]), np.asarray(s["counts"], dtype=np.int64)
-                pulses = int(s["pulses"])
-            except (KeyError, TypeError, ValueError):
+        raw = obj.get("states")
+        if raw is not None and not isinstance(raw, list):
+            raise TrainedError("states must be a list")
+        if raw and len(raw) > MAX_STATES:
+            raise TrainedError(f"states: at most {MAX_STATES}, not {len(raw)}")
+        for i, s in enumerate(raw or []):
+            if not isinstance(s, dict) or not {"name", "kind", "first_bin", "counts",
+                                                "pulses"} <= set(s):
                 raise TrainedError(f"states[{i}]: needs name, kind, first_bin, counts and "
-                                   f"pulses") from None
-            if kind not in kinds:
-                raise TrainedError(f"states[{i}]: unknown kind {kind!r}")
-            if counts.ndim != 1 or not len(counts) or (counts < 0).any() or not counts.sum():
-                raise TrainedError(f"states[{i}]: counts must be non-negative, not all zero")
-            states.append(TrainedState(name, kind, first, counts, pulses))
+                                   f"pulses")
+            name, kind, first, counts, pulses = (s["name"], s["kind"], s["first_bin"],
+                                                 s["counts"], s["pulses"])
+            if not isinstance(name, str) or not 0 < len(name) <= 64:
+                raise TrainedError(f"states[{i}].name must be a string of 1 to 64 characters")
+            if not isinstance(kind, str) or kind not in kinds:
+                raise TrainedError(f"states[{i}].kind: unknown kind {_short(kind)} (known: "
+                                   f"{', '.join(sorted(kinds))})")
+            if type(first) is not int or not -MAX_BIN <= first <= MAX_BIN:
+                raise TrainedError(f"states[{i}].first_bin must be an integer from {-MAX_BIN} "
+                                   f"to {MAX_BIN} (widths of 2^±{MAX_OCTAVE} µs), not "
+                                   f"{_short(first)}")
+            if not isinstance(counts, list) or not 0 < len(counts) <= 2 * MAX_BIN or not all(
+                    type(x) is int and 0 <= x <= MAX_COUNT for x in counts) or not sum(counts):
+                raise TrainedError(f"states[{i}].counts must be a list of 1 to {2 * MAX_BIN} "
+                                   f"counts from 0 to {MAX_COUNT}, not all zero")
+            if first + len(counts) > MAX_BIN:
+                raise TrainedError(f"states[{i}]: first_bin + len(counts) is above {MAX_BIN}")
+            if type(pulses) is not int or not 0 <= pulses <= MAX_COUNT:
+                raise TrainedError(f"states[{i}].pulses must be an integer from 0 to "
+                                   f"{MAX_COUNT}, not {_short(pulses)}")
+            states.append(TrainedState(name, kind, first, np.array(counts, dtype=np.int64),
+                                       pulses))
         if not any(s.kind == "program" for s in states):
             raise TrainedError("no program state: the labels held no program pulse")
         mp = obj.get("mp")
-        if mp is not None and not (isinstance(mp, (int, float)) and mp >= 1):
-            raise TrainedError(f"mp must be a number >= 1 or null, not {mp!r}")
-        return cls(states, mp, str(obj.get("source", "")))
+        if mp is not None and (isinstance(mp, bool) or not isinstance(mp, (int, float))
+                               or not 1 <= mp <= MAX_MP):
+            raise TrainedError(f"mp must be a number from 1 to {MAX_MP} or null, not "
+                               f"{_short(mp)}")
+        source = obj.get("source", "")
+        if not isinstance(source, str):
+            raise TrainedError("source must be a string")
+        return cls(states, mp, source)
 
     @classmethod
     def load(cls, path):
@@ -137,6 +179,10 @@ class TrainedClassifier:
             raise TrainedError(f"{path}: cannot read: {exc.strerror}") from None
         except json.JSONDecodeError as exc:
             raise TrainedError(f"{path}: not JSON: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise TrainedError(f"{path}: not UTF-8 text (byte offset {exc.start})") from None
+        except (ValueError, RecursionError) as exc:  # 4 301-digit integers, deep nesting
+            raise TrainedError(f"{path}: not JSON that can be read: {exc}"[:300]) from None
         try:
             return cls.from_dict(obj)
         except TrainedError as exc:
@@ -155,10 +201,13 @@ def _class_widths_us(labels):
         return out
     for name, bins in labels.histograms.items():
         w = []
+        total = sum(bins.values())
+        scale = min(1.0, MAX_HIST_SAMPLES / total) if total else 1.0
         for b, n in bins.items():
             lo = max(hist_bin_lo(int(b), labels.hist_sub_bits), 1)
             hi = max(hist_bin_lo(int(b) + 1, labels.hist_sub_bits) - 1, lo)
-            w.append(np.full(int(n), math.sqrt(lo * hi) * us))
+            k = n if scale == 1.0 else max(round(n * scale), 1 if n else 0)
+            w.append(np.full(int(k), math.sqrt(lo * hi) * us))
         if w:
             out[name] = np.concatenate(w)
     return out
@@ -226,4 +275,11 @@ def train(labels, *, source=""):
         raise TrainedError("the labels hold no program pulses: tap the bus while the drive "
                            "writes")
     states.sort(key=lambda s: (KINDS.index(s.kind), s.first_bin))
-    return TrainedClassifier(states, mp_pages / mp_ops if mp_ops else None, source, notes)
+    trained = TrainedClassifier(states, mp_pages / mp_ops if mp_ops else None, source, notes)
+    # What is written must read back: the reader's checks, applied before anything is saved.
+    try:
+        TrainedClassifier.from_dict(trained.to_dict())
+    except TrainedError as exc:
+        raise TrainedError(f"the labels train a classifier outside what a classifier file may "
+                           f"hold ({exc}): check the labelled files' tick_seconds") from None
+    return trained

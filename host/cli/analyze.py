@@ -40,12 +40,13 @@ from rbscope.analysis.wa import (
     decide_mp,
     measured_mp,
 )
+from rbscope.files import OutputError, check_output, write_text
 from rbscope.nand.ident import ParameterPageError, parse_parameter_page
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError, format_time, parse_time
 
 from .argtypes import integer
-from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, err
+from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, err, force_option, input_paths
 
 __all__ = ["add_analyze_parser", "add_calibrate_parser", "cmd_analyze", "cmd_calibrate",
            "load_source", "request_from_args", "source_options"]
@@ -109,6 +110,7 @@ def _add_source_options(p, *, positional=True):
         p.add_argument("source", metavar="SOURCE", nargs="?" if positional == "optional" else None,
                        help="a measurement (.json), a capture file (rbscope capture), a VCD "
                             "(.vcd) or a sigrok session (.sr)")
+    force_option(p)
     p.add_argument("--format", choices=("auto", "json", "capture", "vcd", "sr"),
                    default="auto",
                    help="source format (default: from the extension, then the content)")
@@ -228,7 +230,8 @@ def load_source(args, geometry):
     """The measurement of ``args.source`` and its import's notes (saved to
     ``--save-measurement`` when given)."""
     return pipeline.load_source(args.source, source_options(args, geometry),
-                                save_to=getattr(args, "save_measurement", None))
+                                save_to=getattr(args, "save_measurement", None),
+                                force=getattr(args, "force", False))
 
 
 def request_from_args(args, geometry, *, series=None):
@@ -262,7 +265,8 @@ def request_from_args(args, geometry, *, series=None):
         classifier=args.classifier, write_only=args.write_only, trained=trained,
         overlap_correct=args.overlap_correct, series=want_series,
         logical_series=None if ls is None else tuple(ls),
-        save_measurement=args.save_measurement, notes=tuple(notes), param_page=page)
+        save_measurement=args.save_measurement, force_output=getattr(args, "force", False),
+        notes=tuple(notes), param_page=page)
 
 
 # analyze --------------------------------------------------------------------------------------
@@ -351,8 +355,11 @@ def cmd_analyze(args):
             err("analyze", exc)
             return EXIT_FAILURE
     try:
+        if args.save_measurement:
+            check_output(args.save_measurement, kind="json", inputs=input_paths(args),
+                         force=args.force, option="--save-measurement")
         a = pipeline.analyse(request_from_args(args, geometry))
-    except (SourceOptionError, PresetError) as exc:
+    except (SourceOptionError, PresetError, OutputError) as exc:
         err("analyze", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
@@ -625,6 +632,12 @@ def cmd_calibrate(args):
         err("calibrate", exc)
         return EXIT_FAILURE
     try:
+        inputs = input_paths(args)
+        if args.output:
+            check_output(args.output, kind="toml", inputs=inputs, force=args.force, option="-o")
+        if args.save_measurement:
+            check_output(args.save_measurement, kind="json", inputs=inputs, force=args.force,
+                         option="--save-measurement")
         logical = _logical(args)
         if logical is not None and geometry is None:
             raise UsageError("deciding Mp needs --geometry (dies and page size)")
@@ -638,7 +651,7 @@ def cmd_calibrate(args):
         decision = None
         if logical is not None:
             decision = _decide_mp(m, geometry, logical, args, candidates, notes)
-    except (SourceOptionError, PresetError) as exc:
+    except (SourceOptionError, PresetError, OutputError) as exc:
         err("calibrate", exc)
         return EXIT_USAGE
     except (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
@@ -651,8 +664,11 @@ def cmd_calibrate(args):
         comments.append(f"{a} | {b} at {x:.4g} µs ({how})")
     if args.output:
         try:
-            Path(args.output).write_text(format_preset(result.preset, comments),
-                                         encoding="utf-8")
+            write_text(args.output, format_preset(result.preset, comments), kind="toml",
+                       inputs=inputs, force=args.force, option="-o")
+        except OutputError as exc:
+            err("calibrate", exc)
+            return EXIT_USAGE
         except OSError as exc:
             err("calibrate", f"{args.output}: cannot write: {exc.strerror}")
             return EXIT_FAILURE
@@ -699,10 +715,16 @@ def _cmd_train(args):
     """``rbscope calibrate --labelled``: train the classifier on labelled pulses."""
 
     try:
+        inputs = input_paths(args)
+        if args.output:
+            check_output(args.output, kind="json", inputs=inputs, force=args.force, option="-o")
         labels = [LabelledPulses.load(path) for path in args.labelled]
         trained = train(labels, source=", ".join(args.labelled))
         if args.output:
-            trained.save(args.output)
+            trained.save(args.output, inputs=inputs, force=args.force)
+    except OutputError as exc:
+        err("calibrate", exc)
+        return EXIT_USAGE
     except (LabelledError, TrainedError) as exc:
         err("calibrate", exc)
         return EXIT_FAILURE
@@ -779,6 +801,7 @@ def add_sample_sysfs_parser(commands):
     p.add_argument("--interval", type=float, default=1.0, metavar="S",
                    help="seconds between samples (default 1)")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    force_option(p)
     p.set_defaults(handler=cmd_sample_sysfs)
     return p
 
@@ -786,6 +809,12 @@ def add_sample_sysfs_parser(commands):
 def cmd_sample_sysfs(args):
     if not args.interval > 0:
         err("sample-sysfs", f"--interval must be positive, not {args.interval}")
+        return EXIT_USAGE
+    try:
+        check_output(args.output, kind="csv", inputs=input_paths(args), force=args.force,
+                     option="-o")
+    except OutputError as exc:
+        err("sample-sysfs", exc)
         return EXIT_USAGE
     try:
         n = lg.sample_sysfs(args.device, args.output, interval=args.interval,

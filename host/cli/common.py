@@ -7,6 +7,7 @@ reconnection), 4 timeout (the device does not answer), 130 interrupted (Ctrl-C).
 """
 
 import enum
+import os
 import sys
 
 from rbscope.analysis.presets import PresetError
@@ -16,7 +17,7 @@ from .argtypes import integer, number
 
 __all__ = ["ExitCode", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_DEVICE", "EXIT_TIMEOUT",
            "EXIT_INTERRUPTED", "err", "PORT_HELP", "port_options", "open_device",
-           "device_errors"]
+           "device_errors", "OUTPUT_OPTIONS", "input_paths", "force_option"]
 
 
 class ExitCode(enum.IntEnum):
@@ -52,6 +53,37 @@ def port_options(p):
     p.add_argument("--timeout", type=number(0), default=0.5,
                    help="seconds to wait for an answer before retrying (default 0.5)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+#: Attributes of a parsed command line that name files a command writes (never inputs).
+OUTPUT_OPTIONS = frozenset({"output", "pdf", "save_measurement", "gtkwave_filter", "truth"})
+
+
+def input_paths(args):
+    """Every existing file that an argument or option of ``args`` names, outputs excepted.
+
+    A command may not write over any of them (:func:`rbscope.files.check_output`); a value
+    that happens to name a file without being an input only narrows the outputs allowed.
+    """
+    out = []
+    for key, value in vars(args).items():
+        if key in OUTPUT_OPTIONS:
+            continue
+        for v in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(v, (str, os.PathLike)):
+                try:
+                    if os.path.isfile(v):
+                        out.append(v)
+                except (ValueError, OSError):  # a NUL byte, an over-long name
+                    pass
+    return out
+
+
+def force_option(p):
+    """Add ``--force``: replace an existing output file that is not of the command's kind."""
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output file of another kind (an output is never "
+                        "written over one of the command's inputs)")
 
 
 def open_device(args, **kw):

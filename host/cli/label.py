@@ -15,7 +15,8 @@ import sys
 
 import numpy as np
 
-from rbscope.analysis.labelled import LabelledPulses
+from rbscope.analysis.labelled import LabelledError, LabelledPulses
+from rbscope.files import OutputError, check_output
 from rbscope.gateware.onfi_tap.model import BusSignals, TapLabeller
 from rbscope.gateware.onfi_tap.params import OpClass, PlaneKind, TapConfig, TapParams
 from rbscope.recordings.onfi_bus import expand_dq
@@ -27,7 +28,7 @@ from .analyze import (
     _add_source_options,
     load_source,
 )
-from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, input_paths
 
 __all__ = ["add_label_parser", "cmd_label"]
 
@@ -84,6 +85,9 @@ def cmd_label(args):
             holder.append(TapLabeller(tp, config, max_pulses=args.max_pulses))
             return holder[-1]
 
+        inputs = input_paths(args)
+        if args.output:
+            check_output(args.output, kind="json", inputs=inputs, force=args.force, option="-o")
         args.bus, args.tap_for = bus, tap_for
         m, notes = load_source(args, None)
         if not holder:
@@ -93,13 +97,13 @@ def cmd_label(args):
             names=[p.name for p in m.probes])
         if args.output:
             try:
-                lab.save(args.output)
+                lab.save(args.output, inputs=inputs, force=args.force)
             except OSError as exc:
                 raise RecordingError(f"{args.output}: cannot write: {exc.strerror}") from None
-    except SourceOptionError as exc:  # UsageError included
+    except (SourceOptionError, OutputError) as exc:  # UsageError included
         print(f"rbscope label: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except RecordingError as exc:
+    except (RecordingError, LabelledError) as exc:  # LabelledError: a file it may not write
         print(f"rbscope label: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     summary = _summary(lab, notes)

@@ -112,6 +112,20 @@ def _cmd_configure(args):
         values = preset.registers(dev.params, dev.info.clock_hz, prescaler=args.prescaler)
         values.update(regs)
         epoch = None
+        if args.no_clear and not args.dry_run:
+            # Counts kept across a change of windows (or tick, or glitch filter) would be one
+            # epoch classified two ways, and nothing in a capture could tell: refuse.
+            checked = dev.check_configuration(values, allow_overlap=args.allow_overlap)
+            dev.read_registers()  # what is in force now, every register
+            old = dev.config
+            new = config_from_registers(dev.params, {**dev.registers, **checked})
+            if (old.windows, old.prescaler, old.glitch_ticks) != (
+                    new.windows, new.prescaler, new.glitch_ticks):
+                err("configure", "--no-clear with other class windows, tick or glitch filter "
+                                 "would count this epoch's pulses under two configurations, "
+                                 "which no analysis can tell apart: configure without "
+                                 "--no-clear (the counters are cleared), or keep the windows")
+                return EXIT_USAGE
         if args.dry_run:
             back = dev.check_configuration(values, allow_overlap=args.allow_overlap)
         else:

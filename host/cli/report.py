@@ -22,6 +22,7 @@ from rbscope.analysis.measurement import MeasurementError
 from rbscope.analysis.presets import PresetError
 from rbscope.analysis.sequence import SequenceError
 from rbscope.analysis.wa import WAError
+from rbscope.files import OutputError, check_output, write_text
 from rbscope.recordings.classified import export_classified_vcd, gtkwave_filter
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError
@@ -29,7 +30,7 @@ from rbscope.report import ReportError, analyse_run, build_report, write_report
 from rbscope.report.study import load_study
 
 from . import analyze as ac
-from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, input_paths
 
 __all__ = ["add_report_parser", "add_export_parser", "add_sigrok_parser", "cmd_report",
            "cmd_export_vcd", "run_from_namespace", "sigrok_decoder_dir"]
@@ -118,6 +119,20 @@ def analyze_namespace(argv, where):
         raise ReportError(f"{where}: options may not ask for help") from None
 
 
+def _check_options_keep_keys(run, ns, where):
+    """Refuse a study run whose ``options`` change what its keys set (``logical = "2GiB"`` with
+    ``options = ["--logical", "1"]``: argparse would silently keep the last one)."""
+    if not run.options:
+        return
+    keys = analyze_namespace(run.argv[:len(run.argv) - len(run.options)], where)
+    defaults = analyze_namespace([run.argv[0]], where)
+    for dest, value in vars(keys).items():
+        if value != getattr(defaults, dest) and getattr(ns, dest) != value:
+            raise ReportError(f"{where}: options change {dest.replace('_', '-')} that the "
+                              f"run's keys set ({value!r} → {getattr(ns, dest)!r}); give it "
+                              f"once")
+
+
 def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_series=None):
     """Load and analyse one source given ``analyze``-style options, exactly as ``rbscope
     analyze`` would; return a ReportRun."""
@@ -149,7 +164,8 @@ def _pick(values, i, what, n):
     return values[i]
 
 
-def _runs(args):
+def _runs(args, inputs):
+    """The runs of ``args`` and the study's title; every file a run reads joins ``inputs``."""
     if args.study:
         if args.sources:
             raise ac.UsageError("give SOURCEs or --study, not both")
@@ -158,6 +174,10 @@ def _runs(args):
         for i, sr in enumerate(study.runs):
             where = f"{args.study}: run {i + 1}"
             ns = analyze_namespace(sr.argv, where)
+            _check_options_keep_keys(sr, ns, where)
+            inputs.extend(input_paths(ns))
+            if sr.logical_series:
+                inputs.append(sr.logical_series)
             try:
                 runs.append(run_from_namespace(ns, label=sr.label, drive=sr.drive,
                                                workload=sr.workload,
@@ -189,13 +209,18 @@ def _runs(args):
 def cmd_report(args):
     """Handle ``rbscope report``; return the exit code."""
     try:
-        runs, study_title = _runs(args)
+        inputs = input_paths(args)
+        check_output(args.output, kind="html", inputs=inputs, force=args.force, option="-o")
+        if args.pdf:
+            check_output(args.pdf, kind="pdf", inputs=inputs, force=args.force, option="--pdf")
+        runs, study_title = _runs(args, inputs)
         title = args.title or study_title or (
             "rbscope write-amplification report" if len(runs) == 1 else
             "rbscope write-amplification comparison")
         report = build_report(runs, title=title)
-        paths = write_report(report, args.output, pdf_path=args.pdf, browser=args.browser)
-    except (SourceOptionError, PresetError) as exc:
+        paths = write_report(report, args.output, pdf_path=args.pdf, browser=args.browser,
+                             inputs=inputs, force=args.force)
+    except (SourceOptionError, PresetError, OutputError) as exc:
         print(f"rbscope report: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (ReportError, *_FAILURES) as exc:
@@ -256,16 +281,22 @@ def cmd_export_vcd(args):
     try:
         geometry = load_geometry(args.geometry) if args.geometry else None
         options = ac.source_options(args, geometry)
+        inputs = input_paths(args)
+        if args.gtkwave_filter:
+            check_output(args.gtkwave_filter, kind=("text", "csv"), force=args.force,
+                         inputs=(*inputs, args.output), option="--gtkwave-filter")
         result = export_classified_vcd(args.source, args.output, onehot=args.onehot,
+                                       inputs=inputs, force=args.force,
                                        **options.open_options())
         if args.gtkwave_filter:
             try:
-                Path(args.gtkwave_filter).write_text(gtkwave_filter(result.codes),
-                                                     encoding="utf-8")
+                write_text(args.gtkwave_filter, gtkwave_filter(result.codes),
+                           kind=("text", "csv"), inputs=(*inputs, args.output),
+                           force=args.force, option="--gtkwave-filter")
             except OSError as exc:
                 raise RecordingError(f"{args.gtkwave_filter}: cannot write: "
                                      f"{exc.strerror}") from None
-    except (SourceOptionError, PresetError) as exc:
+    except (SourceOptionError, PresetError, OutputError) as exc:
         print(f"rbscope export-vcd: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except _FAILURES as exc:

@@ -10,12 +10,20 @@ import time
 
 from rbscope.device.simdevice import DEFAULT_CLOCK_HZ, SimDevice, SimError
 from rbscope.device.stimulus import TrainSpec, load_mix, random_trains
+from rbscope.files import OutputError, write_text
 from rbscope.gateware.nand_emu import EmuParams
 from rbscope.gateware.onfi_tap.params import TapParams
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 from rbscope.gateware.rb_sniffer.model import Train
 
-from .common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from .common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    force_option,
+    input_paths,
+)
 
 __all__ = ["add_sim_parser", "DEFAULT_WINDOWS_US"]
 
@@ -57,6 +65,7 @@ def add_sim_parser(commands):
     sim.add_argument("--truth", metavar="FILE",
                      help="write the exact counts the workload must produce (reference model) "
                           "as JSON")
+    force_option(sim)
     sim.add_argument("--flip-rate", type=float, default=0.0, metavar="P",
                      help="test only: probability per byte sent of a flipped bit")
     sim.add_argument("--drop-rate", type=float, default=0.0, metavar="P",
@@ -168,8 +177,13 @@ def _cmd_sim(args):
         tap=tap)
     if args.truth:
         end = int(args.duration * DEFAULT_CLOCK_HZ)
-        with open(args.truth, "w") as f:
-            json.dump(truth_json(device.truth(end), params), f)
+        try:
+            write_text(args.truth, json.dumps(truth_json(device.truth(end), params)),
+                       kind="json", inputs=input_paths(args), force=args.force,
+                       option="--truth")
+        except OutputError as exc:
+            print(f"rbscope sim: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         say("truth", file=args.truth)
     say("building", note="Verilator, cached after the first build (about a minute)")
     try:

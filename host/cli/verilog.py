@@ -10,7 +10,7 @@ import dataclasses
 import json
 import sys
 
-from rbscope.gateware.export import write_top
+from rbscope.gateware.export import check_module_name, check_timescale, write_top
 from rbscope.gateware.nand_emu import EmuParams, Storage
 from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
 
@@ -77,9 +77,9 @@ def add_verilog_parser(subparsers):
     p.add_argument("--top", action="append", choices=("sniffer", "emulator", "loopback",
                                                       "device"),
                    help="a design to write (repeat for several; default: all)")
-    p.add_argument("--name", metavar="MODULE",
+    p.add_argument("--name", metavar="MODULE", type=_module_name,
                    help="Verilog module (and file) name of the one --top written")
-    p.add_argument("--timescale", default="1ns/1ps", metavar="UNIT/PREC",
+    p.add_argument("--timescale", default="1ns/1ps", metavar="UNIT/PREC", type=_timescale,
                    help="`timescale written at the head (default 1ns/1ps; 'none' for none)")
     p.add_argument("--clock-wrapper", type=float, metavar="NS",
                    help="also write <module>_clocked.v: the top with its clock made in Verilog, "
@@ -165,6 +165,23 @@ def emu_params_from(args, dies=None):
     return EmuParams(**options)
 
 
+def _module_name(text):
+    try:
+        return check_module_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _timescale(text):
+    """``--timescale``: ``UNIT/PREC`` (checked and normalised) or ``none`` (None)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return check_timescale(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def jobs_of(args):
     """Return ``[(top, design options)]`` for the tops asked for."""
     tops = list(dict.fromkeys(args.top or ("sniffer", "emulator", "loopback", "device")))
@@ -195,7 +212,7 @@ def jobs_of(args):
 
 def run_verilog(args):
     """Handle ``rbscope verilog``; return the exit code."""
-    timescale = None if args.timescale.lower() == "none" else args.timescale
+    timescale = args.timescale
     try:
         jobs = jobs_of(args)
     except (TypeError, ValueError) as exc:

@@ -241,7 +241,14 @@ def _plausible(kind, length):
 def _plausible_body(kind, length, buf, start, avail):
     """Whether the body of a record starting at ``start`` could be real, from what ``buf``
     holds up to ``avail``: a FRAME's own header states its payload length; the other kinds are
-    JSON objects. O(1): keeps the CRC work of a resynchronisation linear in the file size."""
+    JSON objects in ASCII (``json.dumps`` escapes every other character), so they hold no
+    SYNC byte.
+
+    This keeps a resynchronisation linear in the file size: a FRAME candidate costs at most
+    :data:`MAX_FRAME_BODY` bytes of CRC; a JSON candidate is rejected at the first SYNC byte
+    inside its body, and one that has none is CRC-checked over bytes that hold no other
+    candidate (every candidate starts with a SYNC byte), so no byte is checked more than a
+    record header's length of times however the garbage is crafted."""
     if avail <= start:
         return True
     if kind == RecordKind.FRAME:
@@ -250,7 +257,9 @@ def _plausible_body(kind, length, buf, start, avail):
         return int.from_bytes(buf[start + 4:start + 6], "little") == length - HEADER_BYTES
     if buf[start] != 0x7B:  # "{"
         return False
-    return avail < start + length or buf[start + length - 1] == 0x7D  # "}"
+    if avail >= start + length and buf[start + length - 1] != 0x7D:  # "}"
+        return False
+    return buf.find(SYNC, start, min(avail, start + length)) < 0
 
 
 def _skip(buf, pos, base, skip, why):
@@ -299,11 +308,14 @@ def _scan(buf, pos, base, errors, final, skip):
             continue
         if end > n:
             break  # wait for more (at the end of the file: the truncated tail)
-        body = bytes(buf[pos + size:pos + size + length])
         (crc,) = TRAILER.unpack_from(buf, pos + size + length)
-        if zlib.crc32(body, zlib.crc32(buf[pos + 1:pos + size])) != crc:
+        with memoryview(buf) as view:  # no copy of a candidate's body before its CRC passes
+            good = zlib.crc32(view[pos + size:pos + size + length],
+                              zlib.crc32(view[pos + 1:pos + size])) == crc
+        if not good:
             pos = _skip(buf, pos, base, skip, "record CRC mismatch")
             continue
+        body = bytes(buf[pos + size:pos + size + length])
         _end_run(skip, errors, base + pos)
         yield base + pos, kind, time_ns, body
         pos = end

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rbscope.files import atomic_output, check_output
 from rbscope.gateware.rb_sniffer.model import SYNC_LATENCY, window_index_array
 
 from .sources import open_measurement
@@ -61,12 +62,18 @@ class ExportResult:
         self.path = path
 
 
-def export_classified_vcd(source, out, *, onehot=False, **import_options):
+def export_classified_vcd(source, out, *, onehot=False, inputs=(), force=False,
+                          **import_options):
     """Import ``source`` (a VCD or sigrok recording) and write its classified pulses to ``out``.
 
     ``import_options`` are those of :func:`rbscope.recordings.sources.open_measurement` (preset,
-    windows, signals, clock, tick, ...). Returns an :class:`ExportResult`.
+    windows, signals, clock, tick, ...). ``out`` is written atomically and may not be
+    ``source`` nor any of ``inputs``; an existing file that is not a VCD is replaced only with
+    ``force`` (:func:`rbscope.files.check_output`, whose :class:`~rbscope.files.OutputError`
+    is raised before the import). Returns an :class:`ExportResult`.
     """
+    inputs = (source, *inputs)
+    check_output(out, kind="vcd", inputs=inputs, force=force)
 
     edges = {}  # channel -> (array of cycles, array of levels)
     pulses = {}  # channel -> list of (starts, ends, widths)
@@ -155,7 +162,8 @@ def export_classified_vcd(source, out, *, onehot=False, **import_options):
 
     out = Path(out)
     try:
-        with open(out, "w", encoding="ascii", newline="\n") as f:
+        with atomic_output(out, kind="vcd", inputs=inputs, force=force, encoding="ascii",
+                           newline="\n") as f:
             f.write(f"$comment rbscope: classified R/B# pulses of {Path(str(source)).name}; "
                     f"NAME_class codes: 0 none, "
                     + ", ".join(f"{x} {n}" for x, n in codes.items()) + " $end\n")

@@ -68,6 +68,7 @@ retry, ``plane_reads``, ``wired_or``, ``timing_shape``, ``die_spread``, ``wear_d
 """
 
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from enum import IntEnum
@@ -175,14 +176,34 @@ TIMING_KEYS = {
 }
 
 
+#: Longest busy time (µs) a timing range may name (10 s: beyond any NAND operation; larger
+#: values would overflow the model's nanosecond clock).
+MAX_TIME_US = 1e7
+#: Largest value of each integer field of a :class:`Drive` (physical limits, with room: the
+#: model allocates per page, so absurd sizes would exhaust memory or time).
+_LIMITS = {"channels": 64, "chips_per_channel": 64, "dies_per_chip": 8, "planes_per_die": 8,
+           "blocks_per_plane": 1 << 16, "pages_per_block": 8192, "page_size": 1 << 16,
+           "gc_free_units": 1 << 16, "open_streams": 2, "wear_levelling": 1 << 30,
+           "write_buffer": 1 << 40, "slc_cache": 1 << 16, "hybrid_log_pages": 8192,
+           "slc_prefix": 0xFF}
+_MAY_BE_ZERO = ("wear_levelling", "write_buffer", "slc_cache", "hybrid_log_pages")
+#: Most pages a drive may have (16 TiB of 4 KiB pages).
+MAX_PHYSICAL_PAGES = 1 << 32
+
+
+def _short(v, limit=60):
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit - 1] + "…"
+
+
 def _dist(where, value):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = [value, value]
     if (not isinstance(value, (list, tuple)) or len(value) != 2
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-            or not 0 < value[0] <= value[1] or not all(math.isfinite(v) for v in value)):
+            or not 0 < value[0] <= value[1] <= MAX_TIME_US):
         raise RefSSDError(f"{where} must be a positive time in µs or a [lo, hi] pair with "
-                          f"0 < lo <= hi, not {value!r}")
+                          f"0 < lo <= hi <= {MAX_TIME_US:g}, not {_short(value)}")
     return (float(value[0]), float(value[1]))
 
 
@@ -345,13 +366,27 @@ class Drive:
     wear_drift: float = 0.0
 
     def __post_init__(self):
-        for key in ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
-                    "blocks_per_plane", "pages_per_block", "page_size", "gc_free_units",
-                    "open_streams"):
+        if not isinstance(self.name, str) or not 0 < len(self.name) <= 200:
+            raise RefSSDError(f"drive name must be a string of 1 to 200 characters, not "
+                              f"{_short(self.name)}")
+        for key, top in _LIMITS.items():
             v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise RefSSDError(f"drive {self.name}: {key} must be a positive integer, "
-                                  f"not {v!r}")
+            low = 0 if key in _MAY_BE_ZERO else 1
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= top:
+                raise RefSSDError(f"drive {self.name}: {key} must be an integer from {low} to "
+                                  f"{top}, not {_short(v)}")
+        if self.physical_pages > MAX_PHYSICAL_PAGES:
+            raise RefSSDError(f"drive {self.name}: {self.physical_pages} pages is more than "
+                              f"the {MAX_PHYSICAL_PAGES} a reference SSD may model")
+        for key in ("description",):
+            if not isinstance(getattr(self, key), str):
+                raise RefSSDError(f"drive {self.name}: {key} must be a string")
+        g = self.user_geometry_name
+        if g is not None and (not isinstance(g, str) or not 0 < len(g) <= 4096):
+            raise RefSSDError(f"drive {self.name}: user geometry must be a geometry name or "
+                              f"file (a string), not {_short(g)}")
+        if not isinstance(self.timing, dict):
+            raise RefSSDError(f"drive {self.name}: timing must be a table of µs ranges")
         if self.page_size % 512:
             raise RefSSDError(f"drive {self.name}: page_size must be a multiple of 512, "
                               f"not {self.page_size}")
@@ -373,9 +408,10 @@ class Drive:
         if isinstance(op, bool) or not isinstance(op, (int, float)) or not 0 < op < 10:
             raise RefSSDError(f"drive {self.name}: over_provisioning must be a fraction "
                               f"between 0 and 10 (e.g. 0.07), not {op!r}")
-        if not (isinstance(self.bus_mb_s, (int, float)) and self.bus_mb_s > 0):
-            raise RefSSDError(f"drive {self.name}: bus_mb_s must be positive, "
-                              f"not {self.bus_mb_s!r}")
+        if (isinstance(self.bus_mb_s, bool) or not isinstance(self.bus_mb_s, (int, float))
+                or not 0 < self.bus_mb_s <= 1e6):
+            raise RefSSDError(f"drive {self.name}: bus_mb_s must be a number above 0 and at "
+                              f"most 1e6, not {_short(self.bus_mb_s)}")
         if self.user_windows not in ("bundled", "calibrated"):
             raise RefSSDError(f"drive {self.name}: user windows must be bundled or "
                               f"calibrated, not {self.user_windows!r}")
@@ -677,9 +713,15 @@ def parse_drive(text, source="drive spec"):
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RefSSDError(f"{source}: invalid TOML: {exc}") from None
+    except (RecursionError, ValueError) as exc:  # absurd nesting, 4 301-digit integers
+        raise RefSSDError(f"{source}: cannot be read as TOML: {type(exc).__name__}: "
+                          f"{str(exc)[:100]}") from None
     unknown = sorted(set(doc) - {"name", "description", "preset", "timing", *_SECTIONS})
     if unknown:
         raise RefSSDError(f"{source}: unknown key(s) {', '.join(unknown)}")
+    if "preset" in doc and not isinstance(doc["preset"], str):
+        raise RefSSDError(f"{source}: preset must be a preset name (a string; presets: "
+                          f"{', '.join(PRESETS)}), not {_short(doc['preset'])}")
     base = preset(doc["preset"]) if "preset" in doc else None
     changes = {}
     for section, keys in _SECTIONS.items():
@@ -709,7 +751,9 @@ def parse_drive(text, source="drive spec"):
         raise RefSSDError(f"{source}: name must be a non-empty string, not {name!r}")
     changes["name"] = name
     if "description" in doc:
-        changes["description"] = str(doc["description"])
+        if not isinstance(doc["description"], str):
+            raise RefSSDError(f"{source}: description must be a string")
+        changes["description"] = doc["description"]
     try:
         if base is not None:
             return base.with_(**changes)
@@ -726,12 +770,18 @@ def load_drive(spec):
         return spec
     if isinstance(spec, str) and spec in PRESETS:
         return PRESETS[spec]
+    if not isinstance(spec, (str, os.PathLike)):
+        raise RefSSDError(f"a drive spec is a preset name, a TOML path or a Drive, not "
+                          f"{_short(spec)}")
+    name = _short(str(spec), 120)
     path = Path(spec)
-    if not path.exists():
-        raise RefSSDError(f"{spec}: no such drive spec file and no preset of that name "
-                          f"(presets: {', '.join(PRESETS)})")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RefSSDError(f"{spec}: cannot read: {exc}") from None
+        exists = path.is_file()
+        text = path.read_text(encoding="utf-8") if exists else None
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, not UTF-8
+        raise RefSSDError(f"{name}: cannot read: {getattr(exc, 'strerror', None) or exc}"
+                          [:300]) from None
+    if text is None:
+        raise RefSSDError(f"{name}: no such drive spec file and no preset of that name "
+                          f"(presets: {', '.join(PRESETS)})")
     return parse_drive(text, str(spec))

@@ -3,14 +3,19 @@
 A browser lays the page out exactly as people see it on screen, so the PDF is the same report,
 not a second rendering of it; Debian packages Chromium (``apt-get install chromium``), and it runs
 without a display. It is started with everything that would reach the network switched off, a
-throw-away profile, and a time limit.
+throw-away profile, and a time limit: at the limit the browser's whole process group (Chromium
+starts a zygote, renderers and a GPU process) is killed, so nothing it started is left running.
 """
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
+
+from rbscope.files import check_output, output_mode
 
 from .errors import ReportError
 
@@ -49,23 +54,58 @@ def _run(browser, html_path, flags):
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.insert(2, "--no-sandbox")  # Chromium refuses to sandbox as root
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise ReportError(f"{cmd[0]} did not finish within {TIMEOUT} s") from None
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as exc:
             raise ReportError(f"{cmd[0]}: cannot run: {exc.strerror}") from None
+        try:
+            stdout, stderr = proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise ReportError(f"{cmd[0]} did not finish within {TIMEOUT} s (stopped)") from None
+        except BaseException:  # Ctrl-C: leave no browser behind either
+            _kill_group(proc)
+            raise
+        # The browser itself has exited: stop any helper it left in its group.
+        _kill_group(proc)
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        tail = (stderr or stdout).strip().splitlines()[-3:]
         raise ReportError(f"{cmd[0]} failed (exit {proc.returncode}): {' | '.join(tail)}")
 
 
-def html_to_pdf(html_path, pdf_path, *, browser=None):
-    """Print ``html_path`` to ``pdf_path`` (A4, no browser header or footer)."""
+def _kill_group(proc):
+    """Kill the session ``proc`` leads (started with ``start_new_session``) and reap ``proc``."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=10)
+
+
+def html_to_pdf(html_path, pdf_path, *, browser=None, inputs=(), force=False):
+    """Print ``html_path`` to ``pdf_path`` (A4, no browser header or footer).
+
+    The browser prints to a temporary file beside ``pdf_path``, renamed over it when the PDF is
+    complete; ``pdf_path`` may be neither ``html_path`` nor one of ``inputs``, and an existing
+    file that is not a PDF is replaced only with ``force``
+    (:class:`~rbscope.files.OutputError`).
+    """
     pdf_path = Path(pdf_path).resolve()
-    _run(browser, html_path, ["--no-pdf-header-footer", f"--print-to-pdf={pdf_path}"])
-    if not pdf_path.is_file() or pdf_path.stat().st_size == 0:
-        raise ReportError(f"{pdf_path}: the browser wrote no PDF")
+    check_output(pdf_path, kind="pdf", inputs=(*inputs, html_path), force=force,
+                 option="--pdf")
+    fd, tmp = tempfile.mkstemp(prefix=".rbscope-", suffix=".pdf", dir=pdf_path.parent)
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        _run(browser, html_path, ["--no-pdf-header-footer", f"--print-to-pdf={tmp}"])
+        if tmp.stat().st_size == 0:
+            raise ReportError(f"{pdf_path}: the browser wrote no PDF")
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, output_mode(pdf_path))
+        os.replace(tmp, pdf_path)
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
     return pdf_path
 
 

@@ -14,6 +14,7 @@ import jinja2
 from rbscope import __version__
 from rbscope.analysis.logical import LogicalVolume
 from rbscope.analysis.wa import compute_wa, wa_series
+from rbscope.files import OutputError, check_output, write_text
 
 from . import figures
 from .browser import html_to_pdf
@@ -386,16 +387,29 @@ def render_html(report):
                            esc=html.escape)
 
 
-def write_report(report, html_path, *, pdf_path=None, browser=None):
-    """Write the HTML report to ``html_path`` (and its PDF to ``pdf_path``); return the paths."""
+def write_report(report, html_path, *, pdf_path=None, browser=None, inputs=(), force=False):
+    """Write the HTML report to ``html_path`` (and its PDF to ``pdf_path``); return the paths.
 
+    Both are written atomically and checked first (:func:`rbscope.files.check_output`): neither
+    may be one of ``inputs`` (the runs' sources and option files), nor the other output; an
+    existing file of another kind is replaced only with ``force``. Raises
+    :class:`~rbscope.files.OutputError` or :class:`ReportError`.
+    """
     html_path = Path(html_path)
+    check_output(html_path, kind="html", inputs=inputs, force=force, option="-o")
+    if pdf_path is not None:
+        check_output(pdf_path, kind="pdf", inputs=(*inputs, html_path), force=force,
+                     option="--pdf")
+        if Path(pdf_path).resolve() == html_path.resolve():
+            raise OutputError(f"--pdf {pdf_path}: is the HTML output too")
     try:
-        html_path.write_text(render_html(report), encoding="utf-8")
+        write_text(html_path, render_html(report), kind="html", inputs=inputs, force=force,
+                   option="-o")
     except OSError as exc:
         raise ReportError(f"{html_path}: cannot write: {exc.strerror}") from None
     out = [html_path]
     if pdf_path is not None:
-        html_to_pdf(html_path, pdf_path, browser=browser)
+        html_to_pdf(html_path, pdf_path, browser=browser, inputs=(*inputs, html_path),
+                    force=force)
         out.append(Path(pdf_path))
     return out

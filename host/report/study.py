@@ -56,6 +56,9 @@ class StudyRun:
     workload: str
     argv: tuple
     logical_series: str | None
+    #: The run's ``options`` (the last ``len(options)`` items of ``argv``): they may not change
+    #: what the run's keys set (``rbscope report`` checks).
+    options: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -172,5 +175,5 @@ def load_study(path):
         if series is not None:
             series = _resolve(base, _text(path, where, "logical_series", series))
         out.append(StudyRun(names.get("label"), names.get("drive"), names.get("workload", ""),
-                            argv, series))
+                            argv, series, tuple(run.get("options", ()))))
     return Study(title, tuple(out), str(path))
