@@ -139,11 +139,17 @@ def test_jobs_run_on_dask(zoo, tmp_path):
     assert "failed" not in rec
 
 
-def test_accuracy_table_measure_at_l0_and_l1(zoo, monkeypatch):
+@pytest.fixture(scope="module")
+def small_run():
+    """A small SSD-v run (2 channels, 32-page blocks, 1 MiB of sequential writes)."""
     from rbscope import refssd
     drive = refssd.preset("ssd-v", channels=2, blocks_per_plane=32, pages_per_block=32)
     wl = refssd.micro("32K-SQ-100%-W-4KiB-align", drive.logical_bytes, 1 << 20, seed=2)
-    run = refssd.simulate(drive, wl, seed=2, precondition="initial")
+    return refssd.simulate(drive, wl, seed=2, precondition="initial")
+
+
+def test_accuracy_table_measure_at_l0_and_l1(zoo, small_run, monkeypatch):
+    run = small_run
     seen = []
     real = zoo.analyse
     monkeypatch.setattr(zoo, "analyse", lambda req: seen.append(req) or real(req))
@@ -155,11 +161,8 @@ def test_accuracy_table_measure_at_l0_and_l1(zoo, monkeypatch):
         assert r["lo"] <= r["wa"] <= r["hi"] and r["wa"] > 0
 
 
-def test_measure_levels_gives_l0_with_l1_beside_it(zoo, monkeypatch):
-    from rbscope import refssd
-    drive = refssd.preset("ssd-v", channels=2, blocks_per_plane=32, pages_per_block=32)
-    wl = refssd.micro("32K-SQ-100%-W-4KiB-align", drive.logical_bytes, 1 << 20, seed=2)
-    run = refssd.simulate(drive, wl, seed=2, precondition="initial")
+def test_measure_levels_gives_l0_with_l1_beside_it(zoo, small_run, monkeypatch):
+    run = small_run
     levels = []
     real = zoo.measure_at
     monkeypatch.setattr(zoo, "measure_at", lambda r, level: levels.append(level) or real(r, level))
