@@ -917,7 +917,7 @@ def _trained_states(trained, grid, hints):
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
              hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
-             erase_floor=0.8, planes=None, _erase_in_last=False):
+             erase_floor=0.8, planes=None, read_max="hints", _erase_in_last=False):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -958,6 +958,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     planes : int, optional
         Planes per program operation (Mp): with it, the one-shot signature (each long program
         after ``planes × bits − 1`` short pulses) is looked for when the scheme is not stated.
+    read_max : float, None or "hints"
+        tR max (µs), a datasheet's bound: no read is longer, and the short/long split is the
+        emptiest place below it. ``"hints"``: the read hint's upper end; ``None``: no such
+        bound (a published typical range, which reads may pass: the split is then halfway to
+        the programs).
     erase_floor : float
         With ``pages_per_block``: the erases are held to at least this share of
         ``programs ÷ pages_per_block`` (less two per line for the blocks open at the start),
@@ -1009,8 +1014,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     else:
         states = _initial_states(allx, h, page_types, scheme=scheme, bits=bits,
                                  erase_in_last=_erase_in_last,
-                                 read_max=hints["read"][1] if hints and "read" in hints
-                                 else None)
+                                 read_max=(hints["read"][1] if hints and "read" in hints
+                                           else None) if read_max == "hints" else read_max)
         grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()), e_top) + 1.0)
     for st in states:
         if st.dens is None:
@@ -1089,6 +1094,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         # a program mode hides under the erase cluster (upper pages as slow as the erases).
         # Restructure: the slowest cluster is a program mode, the erases in and above it.
         result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
+                          read_max=read_max,
                           page_types=page_types, balance=balance if balance is not True else
                           "auto", erase_slack=erase_slack, train_pulses=train_pulses,
                           iterations=iterations, hmm_iterations=hmm_iterations,
@@ -1104,6 +1110,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         # order (cache-program chains shift each pulse to the previous page's program time and
         # double the last one). Keep the cap, drop the balance.
         result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
+                          read_max=read_max,
                           page_types=page_types, balance=False, erase_slack=erase_slack,
                           train_pulses=train_pulses, iterations=iterations,
                           hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
@@ -1272,6 +1279,10 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
     if hints is None and geometry is not None:
         hints = timing_hints(geometry.timing)
     if geometry is not None:
+        # tR max bounds the reads only where the geometry gives it as a maximum (one number,
+        # as a parameter page states it); a [lo, hi] range is a typical range reads may pass.
+        read = geometry.timing.get("read")
+        kw.setdefault("read_max", read[1] if read and read[0] == read[1] else None)
         kw.setdefault("scheme", geometry.program_scheme)
         kw.setdefault("bits", geometry.bits)
         kw.setdefault("planes", geometry.pages_per_pulse)
