@@ -2,6 +2,7 @@
 
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -108,3 +109,14 @@ def test_recording_from_sigrok_session_made_by_sigrok_cli(tmp_path):
     assert from_sr.expected.counts == from_trains.expected.counts
     with pytest.raises(ValueError, match="sample rate"):
         RbRecording.from_file(sr, PARAMS, CONFIG, clock=10e-9)
+
+
+def test_without_the_extra_the_error_names_it():
+    # Without cocotb (the [cocotb] extra not installed), importing the toolkit says what to install
+    # instead of a bare "No module named 'cocotb'".
+    for module in ("rbscope.cocotb", "rbscope.cocotb.onfi", "rbscope.cocotb.sniffer"):
+        proc = subprocess.run(
+            [sys.executable, "-c", f"import sys; sys.modules['cocotb'] = None; import {module}"],
+            capture_output=True, text=True, timeout=120)
+        assert proc.returncode != 0
+        assert "pip install 'rbscope[cocotb]'" in proc.stderr, proc.stderr

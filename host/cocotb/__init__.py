@@ -23,4 +23,12 @@ The modules that run inside the simulator import :mod:`cocotb`; :mod:`rbscope.co
 imports only ``cocotb_tools`` when it runs a simulation.
 """
 
+try:
+    import cocotb  # noqa: F401 (the optional extra: every module here runs in or builds for it)
+except ImportError as exc:
+    raise ModuleNotFoundError(
+        "rbscope.cocotb needs cocotb, which the core instrument does not install: "
+        "pip install 'rbscope[cocotb]' (or the project's dev set-up, make test)",
+        name="cocotb") from exc
+
 __all__ = []
