@@ -48,11 +48,9 @@ from rbscope.analysis.trained import TrainedClassifier, TrainedError, train
 from rbscope.device.capture import (
     CaptureError,
     CaptureReader,
-    CaptureWriter,
     capture_to_measurement,
+    write_sample,
 )
-from rbscope.device.protocol import encode_payload, frame_bytes, info_values
-from rbscope.gateware.link.protocol import FrameType, StatusFlags
 from rbscope.gateware.onfi_tap.params import OpClass
 from rbscope.gateware.rb_sniffer.params import SnifferParams
 from rbscope.refssd.drive import RefSSDError, parse_drive
@@ -145,29 +143,10 @@ fio = "b-fio.json"
 
 
 def _capture_seed():
-    p = SnifferParams(channels=2)
     fd, path = tempfile.mkstemp(suffix=".rbcap")
     os.close(fd)
     try:
-        with CaptureWriter(path, meta={"port": "fuzz"}) as w:
-            w.raw_frame(frame_bytes(FrameType.INFO, encode_payload(
-                None, FrameType.INFO, info_values(p, clock_hz=1_000_000))), time_ns=1)
-            w.config({"PRESCALER": 1, "WINDOW_0_LO": 10, "WINDOW_0_HI": 100,
-                      "WINDOW_1_LO": 100, "WINDOW_1_HI": 3000}, time_ns=2)
-            w.event("config", time_ns=2, preset="fuzz", class_names=["read", "program"])
-            for n in range(3):
-                w.raw_frame(frame_bytes(FrameType.STATUS, encode_payload(p, FrameType.STATUS, {
-                    "snapshot": n, "timestamp": 1000 * (n + 1), "epoch": 1,
-                    "flags": int(StatusFlags.QUIESCENT)}), n), time_ns=10 + n)
-                for ch in range(p.channels):
-                    w.raw_frame(frame_bytes(FrameType.COUNTERS, encode_payload(
-                        p, FrameType.COUNTERS, {
-                            "snapshot": n, "channel": ch, "timestamp": 1000 * (n + 1),
-                            "counters": [n + ch] * p.counters_per_channel})), time_ns=10 + n)
-            w.raw_frame(frame_bytes(FrameType.HISTOGRAM, encode_payload(
-                p, FrameType.HISTOGRAM, {"channel": 0, "first": 0, "epoch": 1,
-                                         "timestamp": 9000, "bins": [3] * 16})), time_ns=20)
-            w.event("stop", reason="quiescent", time_ns=30)
+        write_sample(path, SnifferParams(channels=2))
         with open(path, "rb") as f:
             return f.read()
     finally:

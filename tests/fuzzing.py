@@ -29,18 +29,17 @@ from rbscope.analysis.presets import PresetError, parse_toml
 from rbscope.device.capture import (
     CaptureError,
     CaptureReader,
-    CaptureWriter,
     capture_to_measurement,
+    write_sample,
 )
 from rbscope.device.protocol import (
     FrameDecoder,
     encode_frame,
     encode_payload,
-    frame_bytes,
     info_values,
     stuff,
 )
-from rbscope.gateware.link.protocol import FrameType, StatusFlags
+from rbscope.gateware.link.protocol import FrameType
 from rbscope.gateware.rb_sniffer.params import SnifferParams
 from rbscope.recordings import vcd as vcd_module
 from rbscope.recordings.sources import SourceOptionError, open_measurement
@@ -173,25 +172,7 @@ def fuzz_uart(rng, data):
 def _capture_seed():
     path = tempfile.mktemp(suffix=".rbcap")
     try:
-        with CaptureWriter(path, meta={"port": "fuzz"}) as w:
-            w.raw_frame(frame_bytes(FrameType.INFO, encode_payload(
-                None, FrameType.INFO, info_values(_P, clock_hz=1_000_000))), time_ns=1)
-            w.config({"PRESCALER": 1, "WINDOW_0_LO": 10, "WINDOW_0_HI": 100,
-                      "WINDOW_1_LO": 100, "WINDOW_1_HI": 3000}, time_ns=2)
-            w.event("config", time_ns=2, preset="fuzz", class_names=["read", "program"])
-            for n in range(3):
-                w.raw_frame(frame_bytes(FrameType.STATUS, encode_payload(_P, FrameType.STATUS, {
-                    "snapshot": n, "timestamp": 1000 * (n + 1), "epoch": 1,
-                    "flags": int(StatusFlags.QUIESCENT)}), n), time_ns=10 + n)
-                for ch in range(_P.channels):
-                    w.raw_frame(frame_bytes(FrameType.COUNTERS, encode_payload(
-                        _P, FrameType.COUNTERS, {
-                            "snapshot": n, "channel": ch, "timestamp": 1000 * (n + 1),
-                            "counters": [n + ch] * _P.counters_per_channel})), time_ns=10 + n)
-            w.raw_frame(frame_bytes(FrameType.HISTOGRAM, encode_payload(
-                _P, FrameType.HISTOGRAM, {"channel": 0, "first": 0, "epoch": 1,
-                                          "timestamp": 9000, "bins": [3] * 16})), time_ns=20)
-            w.event("stop", reason="quiescent", time_ns=30)
+        write_sample(path, _P)
         with open(path, "rb") as f:
             return f.read()
     finally:

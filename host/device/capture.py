@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from rbscope import __version__
 from rbscope.analysis.measurement import Measurement, Probe, SeriesPoint
 from rbscope.analysis.presets import identify
-from rbscope.gateware.link.protocol import config_from_registers
+from rbscope.gateware.link.protocol import FrameType, StatusFlags, config_from_registers
 from rbscope.gateware.onfi_tap.model import TapCounts
 from rbscope.gateware.rb_sniffer.model import ChannelCounts
 
@@ -44,6 +44,9 @@ from .protocol import (
     Status,
     Trace,
     decode_frame_bytes,
+    encode_payload,
+    frame_bytes,
+    info_values,
     params_from_info,
 )
 
@@ -51,7 +54,7 @@ __all__ = [
     "MAGIC", "FORMAT_VERSION", "RecordKind", "CaptureRecord", "CaptureWriter", "CaptureReader",
     "CaptureError", "SnapshotSeries", "HistogramAccumulator",
     "capture_to_measurement", "iter_records", "CHUNK_SIZE",
-    "MAX_SERIES",
+    "MAX_SERIES", "write_sample",
 ]
 
 MAGIC = b"\x89RBSCAP\r\n\x1a\n"
@@ -845,3 +848,30 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
                     "complete": not missing, "missing": missing, "warnings": warnings,
                     **provenance_tap},
     )
+
+
+def write_sample(path, params, *, snapshots=3):
+    """Write a small, well-formed capture to ``path``: INFO, a configuration with two windows
+    (``read`` 10-100 ticks, ``program`` 100-3000), ``snapshots`` quiescent snapshots of every
+    channel's counters, one histogram and a stop. The fuzzers' seed (``tests/fuzzing.py``,
+    ``benchmarks/fuzz.py``)."""
+    p = params
+    with CaptureWriter(path, meta={"port": "sample"}) as w:
+        w.raw_frame(frame_bytes(FrameType.INFO, encode_payload(
+            None, FrameType.INFO, info_values(p, clock_hz=1_000_000))), time_ns=1)
+        w.config({"PRESCALER": 1, "WINDOW_0_LO": 10, "WINDOW_0_HI": 100,
+                  "WINDOW_1_LO": 100, "WINDOW_1_HI": 3000}, time_ns=2)
+        w.event("config", time_ns=2, preset="sample", class_names=["read", "program"])
+        for n in range(snapshots):
+            w.raw_frame(frame_bytes(FrameType.STATUS, encode_payload(p, FrameType.STATUS, {
+                "snapshot": n, "timestamp": 1000 * (n + 1), "epoch": 1,
+                "flags": int(StatusFlags.QUIESCENT)}), n), time_ns=10 + n)
+            for ch in range(p.channels):
+                w.raw_frame(frame_bytes(FrameType.COUNTERS, encode_payload(
+                    p, FrameType.COUNTERS, {
+                        "snapshot": n, "channel": ch, "timestamp": 1000 * (n + 1),
+                        "counters": [n + ch] * p.counters_per_channel})), time_ns=10 + n)
+        w.raw_frame(frame_bytes(FrameType.HISTOGRAM, encode_payload(
+            p, FrameType.HISTOGRAM, {"channel": 0, "first": 0, "epoch": 1,
+                                     "timestamp": 9000, "bins": [3] * 16})), time_ns=20)
+        w.event("stop", reason="quiescent", time_ns=30)
