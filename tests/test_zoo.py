@@ -181,3 +181,34 @@ def test_one_shot_programs_and_erases_told_apart_by_order(zoo, family, seed):
     (rec,) = zoo.run_job({"family": family, "seed": seed, "levels": ("L0",)})
     assert "failed" not in rec
     assert abs(rec["error"]) < 0.01 and rec["covered"] and not rec["undetermined"]
+
+
+def test_host_paced_cache_programs_told_from_reads_by_the_silence_after_them(zoo):
+    # A tuning draw with host-paced cache programs (R/B# shows only their tCBSY, as short as
+    # the reads): −8 % at L0 while only the widths were kept. The idle time after each pulse
+    # (Measurement.pulse_starts) tells them: the die is silent for the page's program.
+    import tempfile
+
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+
+    drive, _, run, m, _ = zoo.prepare("mlc-hostpaced-cache-50r", 4)
+    assert run.truth.pulses["CACHE_PROGRAM"] > 0.05 * run.truth.program_operations
+    assert set(m.pulse_starts) == set(m.pulses)
+    geometry, _ = zoo.user_geometry(drive, "mlc-hostpaced-cache-50r")
+
+    def wa(meas):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "m.json"
+            meas.save(src)
+            return analyse(zoo.build_request("L0", src, geometry,
+                                             from_bytes(run.logical_bytes))).result
+
+    truth = run.truth.wa_true
+    r = wa(m)
+    assert abs(r.wa.value / truth - 1) < 0.02
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    paced = sum(d["paced_short"] for d in r.classification["dies"].values())
+    assert 0.8 * run.truth.pulses["CACHE_PROGRAM"] <= paced <= run.truth.pulses["CACHE_PROGRAM"]
+    m.pulse_starts = {}  # the widths alone: the cache programs pass for reads
+    assert wa(m).wa.value / truth - 1 < -0.05

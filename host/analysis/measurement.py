@@ -44,6 +44,7 @@ import math
 import operator
 from array import array
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from rbscope.files import atomic_output
 from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS, ChannelCounts
@@ -198,6 +199,7 @@ class Measurement:
     snapshots: list = field(default_factory=list)
     pulses: dict = field(default_factory=dict)
     pulses_truncated: bool = False
+    pulse_starts: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -244,6 +246,12 @@ class Measurement:
         for ch in self.pulses:
             if not isinstance(ch, int) or not 0 <= ch < n:
                 raise MeasurementError(f"pulses key {ch!r} is not a channel of 0 … {n - 1}")
+        for ch, st in self.pulse_starts.items():
+            if ch not in self.pulses or len(st) != len(self.pulses[ch]):
+                raise MeasurementError(f"pulse_starts[{ch}] must give one start per pulse of "
+                                       f"channel {ch}")
+            if any(b < a for a, b in pairwise(st)):
+                raise MeasurementError(f"pulse_starts[{ch}] must not decrease")
         if not isinstance(self.provenance, dict):
             raise MeasurementError("provenance must be a dict")
 
@@ -315,6 +323,7 @@ class Measurement:
                           for s in self.snapshots],
             "pulses": {str(ch): list(w) for ch, w in self.pulses.items()},
             "pulses_truncated": self.pulses_truncated,
+            "pulse_starts": {str(ch): list(st) for ch, st in self.pulse_starts.items()},
             "provenance": self.provenance,
         }
 
@@ -393,13 +402,30 @@ class Measurement:
             for k, w in enumerate(widths):
                 arr.append(_int(f"measurement.pulses[{key}][{k}]", w))
             pulses[ch] = arr
+        starts = {}
+        sobj = obj.get("pulse_starts", {})
+        if not isinstance(sobj, dict):
+            raise MeasurementError("measurement.pulse_starts must be an object of channel: "
+                                   "start ticks")
+        for key, values in sobj.items():
+            try:
+                ch = int(key)
+            except ValueError:
+                raise MeasurementError(f"measurement.pulse_starts key {key!r} is not a "
+                                       f"channel") from None
+            if not isinstance(values, list):
+                raise MeasurementError(f"measurement.pulse_starts[{key}] must be a list")
+            arr = array("Q")
+            for k, v in enumerate(values):
+                arr.append(_int(f"measurement.pulse_starts[{key}][{k}]", v))
+            starts[ch] = arr
         tick = _get(obj, "tick_seconds", "measurement")
         return cls(
             params=params, config=config, tick_seconds=tick, counts=counts,
             class_names=tuple(obj.get("class_names", ())), probes=probes,
             duration_ticks=obj.get("duration_ticks", 0), quiet_ticks=obj.get("quiet_ticks"),
             may_drop=bool(obj.get("may_drop", False)), snapshots=snapshots, pulses=pulses,
-            pulses_truncated=bool(obj.get("pulses_truncated", False)),
+            pulses_truncated=bool(obj.get("pulses_truncated", False)), pulse_starts=starts,
             provenance=obj.get("provenance", {}))
 
     @classmethod

@@ -161,6 +161,8 @@ class DieResult:
     load_bits: int = 0  # bits per cell of a one-shot signature (data loads before programs)
     suspended: float = 0.0  # expected suspended operations joined (pieces with reads between)
     suspect: float = 0.0  # pairs that look suspended but were not joined (too many to be)
+    resumable: float = 0.0  # program pulses after an erase and reads: maybe a resumed erase
+    paced: float = 0.0  # short pulses counted as host-paced cache programs (idle gaps)
 
     @property
     def units(self):
@@ -180,6 +182,7 @@ class DieResult:
                 "pages": self.pages, "erase_cap": self.erase_cap,
                 "unit_pulses": self.units, "one_shot_bits": self.load_bits or None,
                 "suspended": self.suspended,
+                "resumable": self.resumable, "paced_short": self.paced,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses}
 
@@ -269,6 +272,20 @@ def _nearest(center_us, hints, kinds):
     return min(kinds, key=dist)
 
 
+def _is_valley(x, at, lo, hi, depth=0.3):
+    """Whether the widths ``x`` are sparse at ``at`` (octaves): at most ``depth`` of the densest
+    place of ``[lo, hi)`` within a sixteenth of an octave, and not at an edge of the range."""
+    if not lo + 0.125 <= at <= hi - 0.125:
+        return False
+    sel = x[(x >= lo) & (x < hi)]
+    if sel.size < 20:
+        return True
+    counts, edges = np.histogram(sel, bins=max(1, int(round((hi - lo) * 16))), range=(lo, hi))
+    b = min(max(int(np.searchsorted(edges, at, side="right")) - 1, 0), len(counts) - 1)
+    here = counts[max(0, b - 1):b + 2].mean()
+    return bool(here <= depth * counts.max())
+
+
 def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_last=False,
                     read_max=None):
     """Seed the states from the clusters of all pulses and what the user knows.
@@ -295,8 +312,14 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     else:
         plo = math.log2(min(read_hi, prog_lo))
     if read_max is not None:
-        # No read is longer than tR max (L1): the split is the emptiest place below it.
-        plo = _valley(x, math.log2(read_max) - 0.3, reach=0.3)
+        # No read is longer than tR max (L1): the split is the emptiest place below it, unless
+        # the reads fill the octave below it evenly (no valley there: the split would cut their
+        # cluster, and the part's reads pass the maximum it states); then the split as at L0.
+        top = math.log2(read_max)
+        guess = plo
+        plo = _valley(x, top - 0.3, reach=0.3)
+        if not _is_valley(x, plo, top - 0.6, top):
+            plo = _valley(x, guess)
     else:
         plo = _valley(x, plo)
     # (A program time given is a bound with 15 % to spare: a datasheet's typical range, or a
@@ -698,6 +721,36 @@ def _join_suspended(g, states, cand, pi):
     return g, float(used.sum() / 2)
 
 
+def _resumable(g, states, max_reads=3):
+    """Expected program pulses that may be the rest of a suspended erase: a pulse read as an
+    erase, 1 … ``max_reads`` reads, then a pulse read as a program.
+
+    An erase suspended for reads (61h, the reads, D2h) leaves a piece that its width may call
+    an erase and a rest as wide as a program; a drive that does not suspend shows the
+    same order whenever the firmware reads after an erase and then programs (garbage
+    collection does). R/B# cannot tell the two apart (the bus tap can: 61h/D2h), so these
+    programs are the lower end of what the pulses allow, not a correction.
+    """
+    e = [j for j, st in enumerate(states) if st.kind == "erase"]
+    pk = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
+    rk = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
+    if not e or not pk or not rk or len(g) < 3:
+        return 0.0
+    p_erase = g[:, e].sum(axis=1)
+    p_prog = g[:, pk].sum(axis=1)
+    is_read = g[:, rk].sum(axis=1) > 0.5
+    is_long = (p_erase + p_prog) > 0.5
+    # Consecutive long pulses (a, b) with 1 … max_reads reads among the at most 2 × max_reads
+    # pulses between them.
+    idx = np.nonzero(is_long)[0]
+    a, b = idx[:-1], idx[1:]
+    cum = np.concatenate(([0], np.cumsum(is_read)))
+    reads = cum[b] - cum[a + 1]
+    ok = (reads >= 1) & (reads <= max_reads) & (b - a - 1 <= 2 * max_reads)
+    a, b = a[ok], b[ok]
+    return float((p_erase[a] * p_prog[b]).sum())
+
+
 def _announced_loads(x, pprog, planes, share=0.5):
     """Bits per cell when the short pulses between consecutive long programs number
     ``planes × bits − 1`` on most of them (TLC or QLC one-shot: ``bits − 1`` data loads and the
@@ -772,8 +825,46 @@ def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
     return g
 
 
+def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi):
+    """Probability that each pulse is a host-paced cache program.
+
+    A cache program (80h…15h) whose host waits for the array before the next command shows on
+    R/B# only its tCBSY, a few µs to tens of µs, as short as a read; the page's program runs
+    while the line is high. The die is then silent for as long as a program takes (nothing else
+    can use its array), and the chain goes on with the next cache program or ends with the 10h
+    program. So a short pulse in the tCBSY range is a candidate when the idle time after it lies
+    in the program modes' range (``prog_range = (lo, mid, hi)``, log2 µs) and the next pulse is
+    a long program or another candidate. A read whose page is moved to a program (garbage
+    collection) is followed by a silence too, the page's transfer, which can be as long as the
+    fastest page type's program: a chain of candidates counts only when one of its silences is
+    longer than that (``mid``, the slowest program mode's lower edge), which no transfer is.
+    """
+    n = len(x)
+    out = np.zeros(n)
+    if n < 2:
+        return out
+    lo, mid, hi = prog_range
+    gap = np.nan_to_num(np.asarray(gap_after, dtype=float), nan=-np.inf)
+    seed = pshort * (x <= cbsy_hi) * ((gap >= lo) & (gap <= hi))
+    anchor = gap >= mid
+    along = pprog * (x > cbsy_hi)
+    # From the end backwards: the chance the chain from i on is one (next pulse a program or
+    # another candidate), and whether a silence of the chain is a slow program's.
+    anchored = np.zeros(n, dtype=bool)
+    for i in np.nonzero(seed > 0)[0][::-1]:  # sparse: only the pulses a silence follows
+        if i + 1 < n:
+            out[i] = seed[i] * min(1.0, along[i + 1] + (1 - along[i + 1]) * out[i + 1])
+            anchored[i] = anchor[i] or (out[i + 1] > 0 and anchored[i + 1])
+    # The anchor found further down the chain holds for the pulses before it too.
+    for i in np.nonzero(out > 0)[0]:
+        if i > 0 and out[i - 1] > 0 and anchored[i - 1]:
+            anchored[i] = True
+    return np.where(anchored, out, 0.0)
+
+
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
-                mult=None, planes=None, loads=None, single_plane=False, one_shot=None):
+                mult=None, planes=None, loads=None, single_plane=False, one_shot=None,
+                gap_after=None, prog_range=None):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -787,6 +878,10 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
       cache programs.
     * ``mult`` gives each state's pages per plane (one-shot and two-pass modes write several):
       ``unit_pulses`` counts program pulses in single-page units.
+    * With the idle time after each pulse (``gap_after``, log2 µs) and the program modes' width
+      range (``prog_range``), a short pulse in the tCBSY range followed by an idle gap as long
+      as a program, then a program or another such pulse, is a host-paced cache program
+      (:func:`_host_paced`): it counts as a program pulse (``paced``).
     """
     if mult is None:
         mult = np.ones(len(names))
@@ -862,6 +957,13 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         if fixed_planes:
             run = np.full(len(x), fixed_planes - 1.0)  # loads may pass for tDBSY: Mp planes
         extra = float((punit * run).sum())
+    paced = np.zeros(len(x))
+    if gap_after is not None and prog_range is not None and not bits:
+        paced = _host_paced(x, pprog, pshort * (1 - np.clip(announced, 0.0, 1.0)), gap_after,
+                            prog_range, cbsy_hi)
+        pprog = np.clip(pprog + paced, 0.0, 1.0)
+        punit = punit + paced
+        announced = announced + paced
     ambiguous = float((pshort * (1 - announced) * (x <= cbsy_hi)).sum())
     # A cache-program chain ends with a 10h program; on a die whose programs are multi-plane
     # only the chains of single-plane programs (unannounced long programs) can hide a head.
@@ -882,6 +984,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
                      float(g[:, list(mk)].sum()) if mk else 0.0,
                      float(punit.sum()), vu)
     result.load_bits = bits
+    result.paced = float(paced.sum())
     return result
 
 
@@ -917,13 +1020,17 @@ def _trained_states(trained, grid, hints):
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
              hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
-             erase_floor=0.8, planes=None, read_max="hints", _erase_in_last=False):
+             erase_floor=0.8, planes=None, read_max="hints", starts=None,
+             _erase_in_last=False):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
     ----------
     pulses : dict of key to sequence of int
         Per die (or probed line) the widths of its measured pulses in ticks, in order.
+    starts : dict of key to sequence of int, optional
+        The pulses' start ticks (``Measurement.pulse_starts``): the idle time between pulses
+        tells host-paced cache programs from reads (:func:`_host_paced`).
     tick_seconds : float
     pages_per_block : int, optional
         Enables the structural cap on erases (``programs ÷ pages_per_block``).
@@ -986,11 +1093,20 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         raise SequenceError("no per-pulse widths: sequence-aware classification needs the "
                             "pulse sequence (import a recording or capture with traces)")
     seqs = []
+    gaps = {} if starts is not None and all(len(starts.get(k, ())) == len(pulses[k])
+                                            for k in keys) else None
     for k in keys:
         w = np.asarray(pulses[k], dtype=float)
         if (w <= 0).any():
             raise SequenceError(f"line {k}: pulse widths must be positive ticks")
         seqs.append(np.log2(w * tick_us))
+        if gaps is not None:
+            # Idle time after each pulse (log2 µs; the last pulse's is unknown).
+            st = np.asarray(starts[k], dtype=float)
+            idle = np.append(st[1:] - (st[:-1] + w[:-1]), np.nan) * tick_us
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gaps[k] = np.where(idle > 0, np.log2(np.where(idle > 0, idle, 1.0)), -np.inf)
+            gaps[k][-1] = np.nan
     total = sum(s.size for s in seqs)
     if total < 50:
         raise SequenceError(f"only {total} pulses: too few for sequence-aware classification")
@@ -1180,6 +1296,12 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             share = 0.0
         elif gain < SUSPEND_GAIN * (1 + len(keys)):
             share = 0.0  # too little evidence
+    # The program modes' width range, for the silences a host-paced cache program leaves.
+    ps_ = [st for st in states if st.kind == "program"]
+    prog_range = ((min(st.mu - 2.5 * st.sigma for st in ps_),
+                   max(st.mu - 2.0 * st.sigma for st in ps_),
+                   max(st.mu + 2.5 * st.sigma for st in ps_) + 1.0)
+                  if len(ps_) > 1 and gaps is not None and ordered else None)
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
         if share:
@@ -1189,7 +1311,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               planes=planes if ordered and scheme is None else None,
                               single_plane=planes == 1,
                               one_shot=(planes or 1, int(max(mult[pj]))) if ordered and
-                              scheme == "one-shot" and pj and max(mult[pj]) > 1 else None)
+                              scheme == "one-shot" and pj and max(mult[pj]) > 1 else None,
+                              gap_after=None if gaps is None else gaps[k],
+                              prog_range=prog_range)
+        if ordered and not share:
+            dies[k].resumable = _resumable(g, states)
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
@@ -1293,6 +1419,8 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
     if have and not measurement.pulses_truncated:
         pulses = {ch: measurement.pulses[ch] for ch in channels}
         mode = "sequence"
+        if all(ch in measurement.pulse_starts for ch in channels):
+            kw.setdefault("starts", {ch: measurement.pulse_starts[ch] for ch in channels})
     else:
         params = measurement.params
         pulses = {}

@@ -459,6 +459,18 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         if implied > 0:
             class_up += implied
             includes.append("programs the erases allow (erases × pages per block)")
+    # Programs after an erase and reads may be the rest of a suspended erase (61h … D2h): the
+    # lower end of the interval counts them as no programs (sequence.resumable).
+    class_down = 0.0
+    if sequence is not None:
+        class_down = scale * sum(
+            d.resumable * d.units / d.program_pulses for d in
+            (sequence.dies[r.channel] for r in rows) if d.resumable and d.program_pulses)
+        if class_down >= max(1.0, RESUMABLE_SHARE * pulses.value):
+            includes.append(f"programs that may be the rest of suspended erases (≈"
+                            f"{class_down:,.0f} follow an erase and 1-3 reads)")
+        else:
+            class_down = 0.0
     if sequence is not None:
         includes += ["classification posterior", "structural slack of the classification"]
         if cache_suspected:
@@ -476,7 +488,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     confidence = None
     if sampling is not None:
         margin = math.sqrt(sampling ** 2 + (1.96 * class_sd) ** 2) + class_slack
-        lo_p = max(0.0, pulses.lo - margin) * unit
+        lo_p = max(0.0, pulses.lo - margin - class_down) * unit
         hi_p = (pulses.hi + margin + class_up) * unit
         confidence = Interval(wa.value, min(lo_p / logical.hi, wa.value),
                               max(hi_p / logical.lo if logical.lo else math.inf, wa.value))
@@ -875,6 +887,9 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
 #: Suspended operations the join may have missed, per one it found (pieces that fall inside a
 #: program mode's widths look like operations of their own); tuned on zoo seeds < 1000.
 SUSPEND_MISSED = 4.0
+#: Programs after an erase and reads (possibly resumed erases) widen the interval's lower end
+#: when they are at least this share of the programs counted.
+RESUMABLE_SHARE = 0.002
 
 #: Relative die-to-die spread of the program count assumed when one line is probed.
 DIE_SPREAD = 0.10

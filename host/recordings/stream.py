@@ -183,6 +183,7 @@ class StreamClassifier:
         self.snapshots = []
         self.max_pulses = max_pulses
         self.pulses = {i: array("Q") for i in range(params.channels)} if max_pulses else {}
+        self.starts = {i: array("Q") for i in range(params.channels)} if max_pulses else {}
         self._kept = 0
         self.pulses_truncated = False
         self.on_pulses = on_pulses
@@ -204,6 +205,9 @@ class StreamClassifier:
                 if room > 0:
                     kept = widths[:room]
                     self.pulses[channel].frombytes(kept.astype(np.uint64).tobytes())
+                    # Start ticks, so the sequence classifier sees the idle time between pulses.
+                    first = starts[:room] // max(self.config.prescaler, 1)
+                    self.starts[channel].frombytes(first.astype(np.uint64).tobytes())
                     self._kept += len(kept)
             if self.on_pulses is not None:
                 self.on_pulses(channel, starts, ends, widths)
@@ -324,4 +328,5 @@ class StreamClassifier:
             may_drop=any(t.may_drop for t in self.trackers), snapshots=self.snapshots,
             pulses={ch: w for ch, w in self.pulses.items() if w},
             pulses_truncated=self.pulses_truncated,
+            pulse_starts={ch: st for ch, st in self.starts.items() if st},
             provenance={**provenance, "initial": list(self.initial)})

@@ -1,0 +1,134 @@
+"""Order rules of the sequence classifier that need the time between pulses: host-paced cache
+programs (:func:`rbscope.analysis.sequence._host_paced`), and the pulse starts a measurement
+carries for them."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rbscope.analysis.measurement import Measurement, MeasurementError
+from rbscope.analysis.sequence import _host_paced, _resumable
+
+#: Program modes: the fast page type from 150 µs, the slow one's lower edge 1 ms, up to 6 ms.
+RANGE = (math.log2(150.0), math.log2(1000.0), math.log2(6000.0))
+CBSY_HI = math.log2(40.0)
+
+
+def _pulses(spec):
+    """``spec``: (kind, width µs, silence after µs) with kind ``s`` short, ``P`` program."""
+    x = np.log2([w for _, w, _ in spec])
+    gap = np.log2([g for _, _, g in spec])
+    gap[-1] = np.nan
+    pshort = np.array([1.0 if k == "s" else 0.0 for k, _, _ in spec])
+    pprog = 1.0 - pshort
+    return x, pprog, pshort, gap
+
+
+def test_a_chain_with_a_slow_silence_is_cache_programs():
+    # Read, then a chain of three tCBSY each followed by its page's program time (a fast page,
+    # a slow page, a fast page), then the 10h program: the three are cache programs.
+    x, pprog, pshort, gap = _pulses([("s", 40, 10), ("s", 20, 300), ("s", 15, 1500),
+                                     ("s", 18, 320), ("P", 1400, 30), ("s", 30, 12)])
+    out = _host_paced(x, pprog, pshort, gap, RANGE, CBSY_HI)
+    assert out.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+
+
+def test_a_read_moved_to_a_program_is_no_cache_program():
+    # Garbage collection: a read, the page's transfer (200 µs, as long as a fast program), then
+    # the program. No silence of the chain is a slow page's program: no cache program.
+    x, pprog, pshort, gap = _pulses([("s", 40, 200), ("P", 300, 20), ("s", 35, 220),
+                                     ("P", 1500, 15), ("s", 30, 5)])
+    assert not _host_paced(x, pprog, pshort, gap, RANGE, CBSY_HI).any()
+
+
+def test_a_silence_before_a_read_is_no_chain():
+    # A read, the host idle for 2 ms, another read: the chain must end in a program.
+    x, pprog, pshort, gap = _pulses([("s", 40, 2000), ("s", 35, 2000), ("s", 30, 10),
+                                     ("P", 1500, 10), ("s", 30, 5)])
+    out = _host_paced(x, pprog, pshort, gap, RANGE, CBSY_HI)
+    assert out[0] == 0.0 and out[1] == 0.0
+    # The probabilities carry: a chain whose last pulse is half a program counts half.
+    pprog[3] = 0.5
+    x2, _, _, _ = _pulses([("s", 40, 1500), ("P", 1500, 10), ("s", 30, 5)])
+    out = _host_paced(x2, np.array([0.0, 0.5, 0.0]), np.array([1.0, 0.0, 1.0]),
+                      np.array([math.log2(1500), math.log2(10), np.nan]), RANGE, CBSY_HI)
+    assert out[0] == pytest.approx(0.5)
+
+
+def test_resumable_counts_programs_after_an_erase_and_reads():
+    # States: read, program, erase. erase, 2 reads, program: one possible resumed erase;
+    # program, read, program: none (the first is no erase).
+    class S:
+        def __init__(self, kind):
+            self.kind = kind
+    states = [S("read"), S("program"), S("erase")]
+    rows = {"r": [1, 0, 0], "P": [0, 1, 0], "E": [0, 0, 1]}
+    g = np.array([rows[c] for c in "ErrPrPrrrrP"], dtype=float)
+    assert _resumable(g, states) == pytest.approx(1.0)
+
+
+def _measurement(pulses, starts):
+    from rbscope.gateware.rb_sniffer.model import ChannelCounts
+    from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
+
+    params = SnifferParams(channels=1)
+    return Measurement(params, SnifferConfig(), 1e-6, [ChannelCounts.zeros(params)],
+                       pulses=pulses, pulse_starts=starts)
+
+
+def test_pulse_starts_round_trip_and_are_checked(tmp_path):
+    from array import array
+
+    m = _measurement({0: array("Q", [5, 7, 9])}, {0: array("Q", [0, 10, 30])})
+    back = Measurement.from_dict(m.to_dict())
+    assert list(back.pulse_starts[0]) == [0, 10, 30]
+    with pytest.raises(MeasurementError, match=r"pulse_starts\[0\] must give one start"):
+        _measurement({0: array("Q", [5, 7, 9])}, {0: array("Q", [0, 10])})
+    with pytest.raises(MeasurementError, match=r"pulse_starts\[0\] must not decrease"):
+        _measurement({0: array("Q", [5, 7, 9])}, {0: array("Q", [0, 30, 10])})
+    d = m.to_dict()
+    d["pulse_starts"] = {"0": [0, "x", 3]}
+    with pytest.raises(MeasurementError, match=r"pulse_starts\[0\]\[1\]"):
+        Measurement.from_dict(d)
+    # A measurement written before the field existed reads without it.
+    d = m.to_dict()
+    del d["pulse_starts"]
+    assert Measurement.from_dict(d).pulse_starts == {}
+
+
+def test_recordings_keep_each_pulse_s_start():
+    from rbscope import refssd
+    from rbscope.refssd.measure import to_measurement
+
+    drive = refssd.preset("ssd-v", channels=2, blocks_per_plane=32, pages_per_block=32)
+    wl = refssd.micro("4K-SQ-50%-W-4KiB-align", drive.logical_bytes, 1 << 19, seed=2)
+    run = refssd.simulate(drive, wl, seed=2, precondition="steady")
+    m = to_measurement(run, max_pulses=10**9)
+    tick_ns = m.tick_seconds * 1e9
+    for ch, widths in m.pulses.items():
+        st = np.asarray(m.pulse_starts[ch], dtype=np.int64)
+        w = np.asarray(widths, dtype=np.int64)
+        assert len(st) == len(w) > 100
+        assert (st[1:] >= st[:-1] + w[:-1]).all()  # each pulse ends before the next starts
+        # The silences between pulses are the die's own, to the tick.
+        die = run.pulses[ch]
+        assert len(die) == len(w)
+        truth = np.diff(die["start_ns"]) / tick_ns
+        assert np.abs(np.diff(st) - truth).max() <= 1
+
+
+def test_reads_that_reach_tr_max_are_not_split_from_their_cluster():
+    # A part whose reads fill 50-75 µs evenly, tR max 75 µs (L1): there is no valley below the
+    # maximum, and a split there made a program mode of the slower reads (+90 % on the
+    # accuracy table's two-plane MLC drive).
+    from rbscope.analysis.sequence import classify
+
+    rng = np.random.default_rng(4)
+    seq = []
+    for _ in range(3000):
+        seq += list(rng.uniform(50, 75, 2))  # two reads, then a lower or upper page program
+        seq.append(rng.uniform(250, 600) if rng.random() < 0.5 else rng.uniform(1400, 2400))
+    widths = {0: np.round(np.array(seq) * 1000).astype(np.int64)}  # 1 ns ticks
+    r = classify(widths, 1e-9, read_max=75.0, hints={"read": (75.0, 75.0)})
+    assert abs(r.dies[0].program_pulses - 3000) < 30
