@@ -26,6 +26,7 @@ from . import calibrate as cal
 from .geometry import GeometryError, with_parameter_page
 from .logical import LogicalVolume
 from .sequence import SequenceError, classify_measurement
+from .structure import infer as infer_structure
 from .wa import compute_wa, opcode_wa_of_pages, wa_series
 
 __all__ = ["SourceOptions", "AnalysisRequest", "Analysis", "RequestError", "load_source",
@@ -191,6 +192,7 @@ class Analysis:
     series: list | None = None
     evidence: dict | None = None
     opcode: object = None  # OpcodeWA: WA by the bus tap's program confirms, if it watched
+    structure: list = field(default_factory=list)  # structure.Finding: what the pulses show
 
 
 def load_source(source, options=None, *, save_to=None, force=False):
@@ -254,7 +256,9 @@ def analyse(request):
         # The capture holds the bus tap's counts: WA by the pages its confirms name.
         opcode = opcode_wa_of_pages(tap["pages_programmed"], len(tap["dies"]), geometry,
                                     request.logical)
-    return Analysis(m, geometry, request.logical, result, notes, rows, evidence, opcode)
+    structure = infer_structure(result, m, geometry) if result.classification else []
+    return Analysis(m, geometry, request.logical, result, notes, rows, evidence, opcode,
+                    structure)
 
 
 #: WA outside this range is no real drive's: the logical volume is then most likely wrong (a

@@ -391,9 +391,11 @@ def cmd_analyze(args):
             out["opcode_wa"] = a.opcode.to_dict()
         if drive is not None:
             out["drive_says"] = drive
+        out["structure"] = [f.to_dict() for f in a.structure]
         print(json.dumps(out, indent=2, default=_jsonable))
     else:
         _print_analysis(m, a.geometry, result, logical, notes, evidence, series)
+        _print_structure(a.structure)
         if drive is not None:
             _print_drive_claim(drive, result if logical is not None else None)
         if a.opcode is not None:
@@ -446,6 +448,25 @@ def _bytes(n):
         if abs(n) >= scale:
             return f"{n / scale:.4g} {unit}"
     return f"{n:.0f} B"
+
+
+def _print_structure(findings):
+    """What the pulses show of the drive's structure beside the geometry file (rbscope.analysis.
+    structure); a disagreement is a warning, the geometry's value stays the one used."""
+    if not findings:
+        return
+    print()
+    print("structure (what the pulses show; the geometry's values are the ones used):")
+    for f in findings:
+        shown = "cannot tell" if f.shown is None else f.shown
+        said = "not given" if f.geometry is None else f.geometry
+        mark = {True: "agrees", False: "DISAGREES", None: ""}[f.agrees]
+        print(f"  {f.quantity.replace('_', ' '):<22} {str(shown):<28} geometry: "
+              f"{str(said):<14} {mark}")
+        print(f"  {'':<22} ({f.evidence})")
+    for f in findings:
+        if f.warning:
+            print(f"  WARNING: {f.warning}")
 
 
 def _print_analysis(m, geometry, r, logical, notes, evidence, series):
