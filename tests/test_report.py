@@ -112,8 +112,11 @@ def test_single_run_report_is_complete_and_self_contained(saved, tmp_path, capsy
     html = out.read_text(encoding="utf-8")
     doc = parse(html)
     assert_self_contained(html, doc)
+    # (The structure table: the synthetic trains are classified by their pulse sequence.)
     assert doc.tables == ["summary", "run0_per_die", "run0_windows", "run0_geometry",
-                          "run0_provenance"]
+                          "run0_structure", "run0_provenance"]
+    assert [x["quantity"] for x in analyzed["structure"]] == [
+        "planes_per_operation", "program_scheme", "pages_per_block", "luns_per_line"]
     # Figures: histograms (all lines + 4 lines in one figure), over time, per die.
     assert doc.svgs >= 3
     assert "pulse width (µs)" in html and "write amplification" in html

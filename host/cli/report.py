@@ -17,6 +17,7 @@ from pathlib import Path
 from rbscope.analysis import logical as lg
 from rbscope.analysis import pipeline
 from rbscope.analysis.calibrate import CalibrationError
+from rbscope.analysis.drive_counters import DriveCounterError, disagrees, drive_wa
 from rbscope.analysis.geometry import GeometryError, load_geometry
 from rbscope.analysis.measurement import MeasurementError
 from rbscope.analysis.presets import PresetError
@@ -37,7 +38,7 @@ __all__ = ["add_report_parser", "add_export_parser", "add_sigrok_parser", "cmd_r
 
 
 _FAILURES = (RecordingError, MeasurementError, GeometryError, lg.LogicalSourceError, WAError,
-             CalibrationError, SequenceError)
+             CalibrationError, SequenceError, DriveCounterError)
 
 
 def add_report_parser(subparsers):
@@ -90,6 +91,10 @@ def add_report_parser(subparsers):
                         "source has per-pulse widths)")
     g.add_argument("--write-only", action="store_true",
                    help="as for `rbscope analyze`: the host only wrote during the run")
+    g.add_argument("--drive-counters", nargs=2, metavar=("BEFORE", "AFTER"),
+                   help="as for `rbscope analyze` (one SOURCE; a study run gives it in its "
+                        "options): the drive's own NAND-write counters, shown beside "
+                        "rbscope's WA")
     p.set_defaults(handler=cmd_report, fio_bw_log=None, overlap_correct=False, series=False,
                    save_measurement=None)
     return p
@@ -151,9 +156,15 @@ def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_serie
     notes = list(a.notes)
     if a.logical is None:
         notes.append("no host write volume given: physical volume only, no WA")
+    claim = None
+    if getattr(ns, "drive_counters", None):
+        c = drive_wa(*ns.drive_counters)
+        ours = (a.result.wa_confidence or a.result.wa) if a.logical is not None else None
+        claim = {**c.to_dict(), "disagrees": disagrees(c, ours and ours.lo, ours and ours.hi)}
     return analyse_run(a.measurement, geometry, a.logical, result=a.result, label=label,
                        drive=drive, workload=workload, program_class=ns.program_class,
-                       logical_series=series, notes=notes)
+                       logical_series=series, notes=notes, drive_claim=claim,
+                       structure=a.structure)
 
 
 def _pick(values, i, what, n):
@@ -190,6 +201,9 @@ def _runs(args, inputs):
     if not args.sources:
         raise ac.UsageError("give one or more SOURCEs, or --study")
     n = len(args.sources)
+    if args.drive_counters and n > 1:
+        raise ac.UsageError("--drive-counters reads one run's counters: give one SOURCE, or "
+                            "each run's in a study's options")
     runs = []
     for i, source in enumerate(args.sources):
         ns = copy.copy(args)

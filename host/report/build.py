@@ -45,6 +45,11 @@ class ReportRun:
     series : list of SeriesRow or None
     notes : list of str
         Import notes and capture-integrity warnings.
+    drive_claim : dict, optional
+        What the drive's own NAND-write counters say (``rbscope analyze --drive-counters``):
+        :meth:`rbscope.analysis.drive_counters.DriveClaim.to_dict` and ``disagrees``.
+    structure : list of Finding
+        What the pulses show of the drive's structure (:mod:`rbscope.analysis.structure`).
     """
 
     label: str
@@ -56,6 +61,8 @@ class ReportRun:
     logical_given: bool = True
     series: list | None = None
     notes: list = field(default_factory=list)
+    drive_claim: dict | None = None  # DriveClaim.to_dict() plus "disagrees"
+    structure: list = field(default_factory=list)  # rbscope.analysis.structure.Finding
 
     @property
     def wa(self):
@@ -76,7 +83,8 @@ class ReportRun:
 
 
 def analyse_run(measurement, geometry, logical, *, result=None, label=None, drive=None,
-                workload="", mp=None, program_class="program", logical_series=None, notes=()):
+                workload="", mp=None, program_class="program", logical_series=None, notes=(),
+                drive_claim=None, structure=()):
     """Return a :class:`ReportRun` of a measurement.
 
     ``logical`` is a :class:`rbscope.analysis.logical.LogicalVolume` or None (physical volume only).
@@ -96,7 +104,8 @@ def analyse_run(measurement, geometry, logical, *, result=None, label=None, driv
     label = label or (f"{drive} — {workload}" if workload else drive)
     return ReportRun(label=label, drive=drive, workload=workload, measurement=measurement,
                      geometry=geometry, result=result, logical_given=given, series=series,
-                     notes=list(notes) + list(measurement.provenance.get("warnings", [])))
+                     notes=list(notes) + list(measurement.provenance.get("warnings", [])),
+                     drive_claim=drive_claim, structure=list(structure))
 
 
 def interval_note(run):
@@ -211,6 +220,51 @@ def geometry_table(run, index):
             ("warranty", f"{g.warranty_years:g} years" if g.warranty_years else "–")]
     for key, value in rows:
         t.add(key, str(value))
+    return t
+
+
+def drive_claim_table(run, index):
+    """The drive's own count (its NAND-write counters before and after) beside rbscope's."""
+    c = run.drive_claim
+    t = Table(f"run{index}_drive_says", "What the drive says (its own NAND-write counters)",
+              [Column("key", "", "text"), Column("value", "", "text")],
+              note="The drive's counters are its firmware's claim, in units that differ by "
+                   "vendor and firmware; rbscope's interval and the drive's are compared, not "
+                   "merged.")
+
+    def span(x):
+        return "–" if x is None else f"{fmt_bytes(x[0])} … {fmt_bytes(x[1])}"
+    t.add("counters", c["method"])
+    t.add("NAND writes", span(c.get("nand")))
+    t.add("host writes", span(c.get("host")))
+    if c["wa"] is None:
+        t.add("the drive's WA", "cannot tell")
+    else:
+        hi = "∞" if c["hi"] is None or not math.isfinite(c["hi"]) else f"{c['hi']:.4f}"
+        t.add("the drive's WA", f"{c['wa']:.4f}  [{c['lo']:.4f}, {hi}]")
+    ours = run.interval95
+    if ours is not None:
+        t.add("rbscope's WA", f"{run.result.wa.value:.4f}  [{ours.lo:.4f}, {ours.hi:.4f}]")
+    t.add("verdict", "DISAGREE: the two intervals do not overlap" if c.get("disagrees") else
+          ("agree (the intervals overlap)" if c["wa"] is not None and ours is not None
+           else "nothing to compare"))
+    for x in c.get("caveats", []) + c.get("notes", []):
+        t.add("note", x)
+    return t
+
+
+def structure_table(run, index):
+    """What the pulses show of the drive's structure beside the geometry."""
+    t = Table(f"run{index}_structure", "Structure the pulses show", [
+        Column("quantity", "quantity", "text"), Column("shown", "the pulses show", "text"),
+        Column("geometry", "the geometry says", "text"), Column("verdict", "", "text"),
+        Column("evidence", "evidence", "text")],
+        note="The geometry's values are the ones the WA uses; a disagreement is for the user to "
+             "settle (the parameter page, rbscope identify, or the bus tap).")
+    for f in run.structure:
+        t.add(f.quantity.replace("_", " "), "cannot tell" if f.shown is None else str(f.shown),
+              "not given" if f.geometry is None else str(f.geometry),
+              {True: "agrees", False: "DISAGREES", None: ""}[f.agrees], f.evidence)
     return t
 
 
@@ -338,13 +392,23 @@ def build_report(runs, *, title="rbscope write-amplification report", generated=
         names = [n or str(k) for k, n in enumerate(m.class_names)]
         tables = [per_die_table(run, i), calibration_table(run, i), geometry_table(run, i),
                   provenance_table(run, i)]
+        if run.structure:
+            tables.insert(3, structure_table(run, i))
+        if run.drive_claim is not None:
+            tables.insert(1, drive_claim_table(run, i))
+        claim_warning = []
+        if run.drive_claim is not None and run.drive_claim.get("disagrees"):
+            claim_warning.append("the drive's own counters and rbscope's WA disagree (their "
+                                 "intervals do not overlap): counter units, missed pulses, or "
+                                 "a drive that counts other writes")
         sections.append(Section(
             run=run, anchor=f"run{i}", tables=tables,
             histograms=figures.histogram_figures(m),
             series=figures.series_figure(m, run.series if run.logical_given else None, names),
             per_die=figures.per_die_figure(m, run.result, names),
             interval_note=interval_note(run),
-            warnings=list(run.notes) + list(run.result.warnings),
+            warnings=list(run.notes) + list(run.result.warnings) + claim_warning
+            + [f.warning for f in run.structure if f.warning],
             wa_over_time=run.logical_given and any(
                 row.cumulative_wa is not None for row in run.series or ())))
     rankings = ()
