@@ -129,9 +129,9 @@ def _summary(lab, notes):
         classes[c.name] = entry
     return {
         "dies": lab.dies, "classes": classes,
-        "mp": {k.name: lab.mp(kind=k) for k in PlaneKind},
-        "pages_programmed": lab.pages(kind=PlaneKind.PROGRAM)
-        + lab.pages(kind=PlaneKind.CACHE_PROGRAM),
+        "mp": lab.program_mp(),
+        "mp_by_confirm": {k.name: lab.mp(kind=k) for k in PlaneKind},
+        "pages_programmed": lab.program_pages(),
         "blocks_erased": lab.pages(kind=PlaneKind.ERASE),
         "pulses_truncated": lab.pulses_truncated, "notes": notes,
     }
@@ -146,8 +146,9 @@ def _print(summary, lab):
             widths = " / ".join(format_time(e[k] * 1e-6) for k in ("min_us", "median_us",
                                                                    "max_us"))
         print(f"{name:<16}{e['operations']:>10}{e['pulses_kept']:>10}  {widths}")
-    mp = summary["mp"]["PROGRAM"]
-    print(f"Mp (planes per program, measured): {mp:.3g}" if mp else "Mp: no program seen")
+    mp = summary["mp"]
+    print(f"Mp (pages ÷ final 10h/15h confirms, measured): {mp:.3g}" if mp
+          else "Mp: no program seen")
     print(f"pages programmed: {summary['pages_programmed']}, blocks erased: "
           f"{summary['blocks_erased']}")
     for note in summary["notes"]:
