@@ -39,3 +39,35 @@ def test_label_mp_counts_15h_final_confirms(tmp_path, capsys):
     # The trained classifier records the same Mp.
     from rbscope.analysis.trained import train
     assert train(lab).mp == 1.5
+
+
+def traffic():
+    return erase() + [s for i in range(4) for s in program(2, page=0x40 + 2 * i) + read()
+                      + program(1, page=0x41 + 2 * i)] + read()
+
+
+def test_label_refuses_a_miswired_bus(tmp_path, capsys):
+    # Issue 25, item 11: CLE and ALE swapped, or WE# given as R/B#: refused, not labelled.
+    path = tmp_path / "bus.vcd"
+    write_bus(path, traffic())
+    out = tmp_path / "l.json"
+    rc, text, err = label(capsys, path, "-o", str(out))
+    assert rc == 0 and "bus check" not in text, err
+    out.unlink()
+    swapped = [*LABEL_ARGS]
+    i, j = swapped.index("CLE"), swapped.index("ALE")
+    swapped[i], swapped[j] = "ALE", "CLE"
+    rc = cli.main(["label", str(path), *swapped, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "does not look wired as named" in err, err
+    assert "carry no ONFI opcode" in err and "follow no confirm" in err
+    assert not out.exists()
+    we = [*LABEL_ARGS]
+    we[we.index("RB0")] = "WE"
+    rc = cli.main(["label", str(path), *we, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "busy pulses for" in err, err
+    assert not out.exists()
+    # Asked for, it labels anyway and says what it found.
+    rc = cli.main(["label", str(path), *swapped, "--no-bus-check", "-o", str(out)])
+    assert rc == 0 and "bus check (--no-bus-check)" in capsys.readouterr().out
