@@ -717,10 +717,12 @@ class OpcodeWA:
     dies: int
     edge_pages: int  # pages the capture's edges may have cut, each way
     warnings: list = field(default_factory=list)
+    period: str | None = None  # what the counts cover (a capture: from its start to its stop)
 
     def to_dict(self):
         return {"wa": self.wa.to_dict(), "pages": self.pages, "dies_tapped": self.dies_tapped,
-                "dies": self.dies, "edge_pages": self.edge_pages, "warnings": self.warnings}
+                "dies": self.dies, "edge_pages": self.edge_pages, "warnings": self.warnings,
+                "period": self.period}
 
 
 def opcode_wa(labels, geometry, logical):
@@ -929,6 +931,11 @@ def _edge_pileup(m, channels, share=0.25):
     return out
 
 
+#: Expected erase pulses below this are none (a sequence classifier's posterior leaves a remainder
+#: of 1e-230 pulses where there is no erase at all).
+ERASE_DUST = 1e-6
+
+
 def _endurance(geometry, nand_bytes, erase_pulses, mp, wa):
     """Endurance figures; a multi-plane erase pulse erases Mp blocks, like a program."""
     missing = []
@@ -936,7 +943,8 @@ def _endurance(geometry, nand_bytes, erase_pulses, mp, wa):
     if erase_pulses is None:
         missing.append("a window named 'erase'")
     else:
-        blocks_erased = erase_pulses * mp
+        # A classifier's expected count: posterior dust (1e-230 of a pulse) is no erase.
+        blocks_erased = erase_pulses * mp if erase_pulses >= ERASE_DUST else 0.0
     if geometry.pages_per_block and geometry.raw_bytes and blocks_erased is not None:
         blocks = geometry.raw_bytes / (geometry.page_size * geometry.pages_per_block)
         per_block = blocks_erased / blocks
