@@ -445,7 +445,8 @@ def format_preset(preset, comments=()):
     lines = [f"# {c}" if c else "#" for c in comments]
     if lines:
         lines.append("")
-    lines += ["[classifier]", f"glitch_us = {preset.glitch_us:.6g}", "",
+    lines += ["[classifier]", f"glitch_us = {preset.glitch_us:.6g}",
+              f"idle_s = {preset.idle_s:.6g}  # quiescence (configure sets it)", "",
               "[classifier.windows]  # half-open [lo, hi) in microseconds, first match wins"]
     for name, lo, hi in preset.windows:
         lines.append(f"{name} = [{lo:.6g}, {hi:.6g}]")

@@ -11,6 +11,7 @@ or analysed), 2 usage error.
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -675,6 +676,12 @@ def cmd_calibrate(args):
         return EXIT_FAILURE
     comments = [f"rbscope calibrate {m.provenance.get('path', '')}",
                 f"{result.total} pulses; tick {format_time(m.tick_seconds)}"]
+    if m.provenance.get("source") == "capture" and m.config.idle_ticks:
+        # What the capture's device was configured with (configure --set idle_s=…), not the
+        # 300 s default: configure --from-toml of this file keeps it.
+        idle_s = float(f"{m.config.idle_ticks * m.tick_seconds:.6g}")
+        result.preset = dataclasses.replace(result.preset, idle_s=idle_s)
+        comments.append(f"idle_s {idle_s:g} s: the quiescence the capture was taken with")
     for a, b, x, how in result.boundaries:
         comments.append(f"{a} | {b} at {x:.4g} µs ({how})")
     if args.output:
