@@ -270,8 +270,9 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     unit = units / die.program_pulses if die.program_pulses else 1.0  # pages per pulse
     if balanced and not chains:
         # Page types are equal over whole blocks; open blocks (host and GC streams) at the
-        # edges of the capture leave each type up to 2 pages apart.
-        slack = 2 * 2 * page_types
+        # edges of the capture leave each type up to 2 pages apart. (A trained classifier
+        # also says how far holding them equal moved the count: the interval spans that.)
+        slack = max(2 * 2 * page_types, die.balance_shift / unit if unit else 0.0)
     else:
         # (Cache-program chains shift each pulse to the previous page's time and double the
         # last: the page types no longer pin the erases either.)
