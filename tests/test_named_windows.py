@@ -62,4 +62,14 @@ def test_a_capture_with_the_simulators_default_windows_is_named(tmp_path, capsys
     write_capture(path, params, ((5, 50), (50, 500), (500, 5000)))
     assert not any(capture_to_measurement(path).class_names)
     assert cli.main(args) != 0
-    assert "--program-class" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--program-class" in err and "2: [500, 5000) µs" in err
+    assert cli.main([*args[:-1], "--program-class", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["wa"]["value"] == 1.0
+    # A build's power-up state (an emulator build never configured): nothing to name, and the
+    # error says to configure the device, not to name a window.
+    path.unlink()
+    write_capture(path, params, ())
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err
+    assert "no class window set" in err and "rbscope configure PORT --preset" in err

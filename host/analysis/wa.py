@@ -244,7 +244,18 @@ def program_class_index(measurement, program_class="program"):
     try:
         return measurement.class_index(program_class)
     except KeyError as exc:
-        raise WAError(f"{exc.args[0]}; name the program window with --program-class") from None
+        windows = measurement.config.windows
+        us = measurement.tick_seconds * 1e6
+        if not any(lo < hi for lo, hi in windows):
+            # A build's power-up state (a board's emulator build, never configured): there is
+            # nothing to name, and nothing was classified.
+            raise WAError("the capture's device had no class window set (every window off, "
+                          "as a build powers up): nothing was classified; configure it before "
+                          "capturing (rbscope configure PORT --preset NAME)") from None
+        shown = ", ".join(f"{k}: [{lo * us:g}, {hi * us:g}) µs"
+                          for k, (lo, hi) in enumerate(windows) if lo < hi)
+        raise WAError(f"{exc.args[0]}; name the program window with --program-class (a name, "
+                      f"or the index of one of the windows {shown})") from None
 
 
 def _check_positive_int(name, value):
