@@ -14,13 +14,14 @@ and :func:`atomic_output` (to write):
 """
 
 import contextlib
+import importlib.util
 import os
 import re
 import tempfile
 from pathlib import Path
 
 __all__ = ["OutputError", "KINDS", "sniff_kind", "check_output", "atomic_output",
-           "write_text", "output_mode", "CAPTURE_MAGIC"]
+           "write_text", "output_mode", "CAPTURE_MAGIC", "source_dirs", "check_not_source"]
 
 #: The capture file's magic (``rbscope.device.capture.MAGIC``; repeated here so that this
 #: module depends on nothing, a test checks that the two agree).
@@ -179,3 +180,34 @@ def write_text(path, text, *, kind, inputs=(), force=False, encoding="utf-8", op
                        option=option) as f:
         f.write(text)
     return Path(path)
+
+
+#: The packages whose source directories no command writes into (the installed package's own
+#: files: a generated file there is mistaken for source, or replaces it).
+SOURCE_PACKAGES = ("rbscope", "rbscope.gateware", "rbscope.boards")
+
+
+def source_dirs():
+    """The directories of rbscope's own packages (:data:`SOURCE_PACKAGES`), resolved."""
+    out = []
+    for name in SOURCE_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            out.append(Path(loc).resolve())
+    return out
+
+
+def check_not_source(path, *, force=False, option="output"):
+    """Refuse a directory (or file) ``path`` inside rbscope's own package sources
+    (:func:`source_dirs`) unless ``force``; raise :class:`OutputError` naming ``option``."""
+    if force:
+        return
+    where = Path(path).resolve()
+    for src in source_dirs():
+        if where == src or src in where.parents:
+            raise OutputError(f"{option} {path} is inside rbscope's own source directory "
+                              f"{src}: generated files there pass for source (write to build/ "
+                              f"or another directory, or give --force)")

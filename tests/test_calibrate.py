@@ -160,3 +160,24 @@ def test_cli_calibrate_writes_preset_and_decides_mp(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["mp"]["status"] == "ambiguous"  # WA(Mp=1) = 1/3
     assert cli.main(["calibrate", str(src), "--mp-candidates", "0"]) == 2
+
+
+def test_glitch_like_pulses_stay_out_of_the_proposed_windows():
+    # Issue 25, item 14: the simulator's ringing (1-2 µs lows at 1 µs ticks) went into the
+    # proposed cache window when the glitch filter let it through.
+    rng = random.Random(3)
+    mix = [("cache", 400, 3, 12), ("read", 3000, 15, 100), ("program", 1500, 150, 600),
+           ("program", 1500, 900, 2000), ("erase", 60, 2600, 4500)]
+    widths = [(rng.randint(lo, hi - 1), name) for name, n, lo, hi in mix for _ in range(n)]
+    ringing = [(rng.choice((1, 2)), "glitch") for _ in range(700)]
+    cal = calibrate(histogram(widths + ringing), PARAMS, 1e-6)
+    windows = {n: (lo, hi) for n, lo, hi in cal.preset.windows}
+    assert windows["cache"][0] >= 3 > 2
+    assert cal.preset.glitch_us == 3
+    assert any("700 pulses of at most 2 ticks" in n and "glitches" in n for n in cal.notes)
+    def counted(ws):  # (1 µs ticks: a width in ticks is in µs)
+        return sum(any(lo <= w < hi for _, lo, hi in cal.preset.windows) for w, _ in ws)
+    assert counted(ringing) == 0  # no ringing counted in any class
+    assert counted(widths) == len(widths)
+    # Without glitch-like pulses nothing changes: the filter stays as asked.
+    assert calibrate(histogram(widths), PARAMS, 1e-6).preset.glitch_us == 0.2

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +117,25 @@ def test_verilog_writes_real_design(tmp_path):
     text = (tmp_path / "rb_sniffer.v").read_text()
     assert "`timescale 1ns/1ps" in text and "module rb_sniffer(" in text
     assert "input [1:0] rb;" in text
+
+
+def test_verilog_refuses_the_package_source_directories(monkeypatch, capsys, tmp_path):
+    # Issue 25, item 18: the README's `rbscope verilog ... hdl/` wrote into the source tree.
+    import rbscope.gateware
+
+    calls = []
+    monkeypatch.setattr(verilog_cli, "write_top",
+                        lambda top, outdir, **kw: calls.append(outdir) or [tmp_path / "x.v"])
+    gateware = Path(rbscope.gateware.__file__).parent
+    for outdir in (gateware, gateware / "rb_sniffer", Path(rbscope.__file__).parent / "sub"):
+        assert cli.main(["verilog", "--top", "sniffer", str(outdir)]) == cli.EXIT_USAGE
+        err = capsys.readouterr().err
+        assert "inside rbscope's own source directory" in err and "--force" in err, err
+    assert calls == []
+    assert cli.main(["verilog", "--top", "sniffer", "--force", str(gateware)]) == 0
+    assert cli.main(["verilog", "--top", "sniffer", str(tmp_path / "build")]) == 0
+    assert calls == [str(gateware), str(tmp_path / "build")]
+    # The README names a build/ directory.
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    line = next(x for x in readme.splitlines() if x.startswith("rbscope verilog "))
+    assert line.split("#")[0].split()[-1].startswith("build/")

@@ -208,3 +208,31 @@ def test_quiescence_countdown():
                       moving=False) == ("quiescent", 0.0)
     text, left = quiescence(st, None, 1e-6, moving=False)
     assert left is None and text == "idle 6.0 s"
+
+
+def test_configure_says_idle_and_glitch_and_calibrate_keeps_the_idle(long_fake, capsys,
+                                                                     tmp_path):
+    # Issue 25, item 15: the README's `configure --set idle_s=1`, a capture, `calibrate -o`,
+    # then `configure --from-toml` silently restored a 300 s quiescence.
+    fake = long_fake
+    assert cli.main(["configure", fake.path, "--preset", "mlc34nm", "--set", "idle_s=1",
+                     "--set", "glitch_us=2"]) == 0
+    out = capsys.readouterr().out
+    tick = float(out.split("tick ", 1)[1].split(" µs")[0])
+    assert f"quiescent after 1 s ({round(1e6 / tick)} ticks); was" in out  # (from 1000 ticks)
+    assert f"glitch filter {round(2 / tick) * tick:g} µs ({round(2 / tick)} ticks)" in out
+    cap = tmp_path / "c.rbcap"
+    assert cli.main(["capture", fake.path, "-o", str(cap), "--duration", "1.0"]) == 0
+    capsys.readouterr()
+    toml = tmp_path / "p.toml"
+    assert cli.main(["calibrate", str(cap), "-o", str(toml)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert "idle_s = 1  " in toml.read_text(encoding="utf-8")
+    assert cli.main(["configure", fake.path, "--from-toml", str(toml)]) == 0
+    out = capsys.readouterr().out
+    assert f"quiescent after 1 s ({round(1e6 / tick)} ticks)\n" in out  # unchanged, so said
+    assert fake.regs["IDLE_TICKS_LO"] == round(1e6 / tick)
+    # A preset without idle_s sets the 300 s default, and says what it replaced.
+    assert cli.main(["configure", fake.path, "--preset", "mlc34nm"]) == 0
+    out = capsys.readouterr().out
+    assert "quiescent after 300 s" in out and "was 1 s: changed" in out

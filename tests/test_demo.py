@@ -3,12 +3,14 @@ in the real gateware in Verilator, measured over the simulated UART, ending in a
 true WA."""
 
 import re
+import shlex
 
 import pytest
 
 from rbscope import demo, refssd
 from rbscope.analysis.logical import from_bytes
 from rbscope.analysis.pipeline import wa_of
+from rbscope.cli import commands as cli
 from rbscope.refssd import rtl
 
 ARGS = ["--volume", "65536", "--state", "initial", "--workload", "4K-SQ-100%-W-4KiB-align"]
@@ -50,6 +52,16 @@ def test_demo_tiny(capsys, tmp_path):
     html = (tmp_path / "demo.html").read_text()
     assert "true WA" in html
     assert "emulated dies (nand_emu)" in html
+    # The command the demo prints last works exactly as printed (issue 25, item 16): the
+    # capture names its windows, so no --program-class is needed.
+    line = next(x for x in out.splitlines() if x.strip().startswith("next: rbscope analyze"))
+    argv = shlex.split(line.split("next: rbscope ", 1)[1])
+    assert argv[:2] == ["analyze", str(tmp_path / "demo.rbcap")]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    text = capsys.readouterr().out
+    assert "WRITE AMPLIFICATION" in text
+    assert float(re.search(r"WRITE AMPLIFICATION +([\d.]+)", text).group(1)) == \
+        pytest.approx(measured, abs=5e-4)
 
 
 @pytest.mark.slow  # its own Verilator build

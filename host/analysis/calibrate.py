@@ -279,15 +279,23 @@ def calibrate(histogram, params, tick_seconds, *, hints=None, glitch_us=0.2, smo
         the slow tail of the programs) and is renamed a program.
     """
     hints = dict(DEFAULT_HINTS if not hints else hints)
+    us = tick_seconds * 1e6
+    notes = []
+    histogram, glitches = _without_glitches(histogram, params)
+    if glitches:
+        # The proposed filter drops them on the device too.
+        glitch_us = max(glitch_us, _round_us((GLITCH_TICKS + 1) * us))
+        notes.append(f"{glitches:,} pulses of at most {GLITCH_TICKS} ticks "
+                     f"({GLITCH_TICKS * us:.3g} µs) look like glitches (ringing), not "
+                     f"operations: left out of the windows; the proposed glitch filter is "
+                     f"{glitch_us:g} µs")
     total = sum(histogram)
     if total < 20:
         raise CalibrationError(f"only {total} measured pulses: record a longer, busier "
                                f"calibration workload")
-    us = tick_seconds * 1e6
     clusters = find_clusters(histogram, params, smooth=smooth, merge=merge, min_share=min_share)
     if not clusters:
         raise CalibrationError("no cluster found in the histogram")
-    notes = []
     comps = []
     for cl in clusters:
         sigma = max(0.05, (math.log2(cl.hi) - math.log2(max(cl.lo, 0.5))) / 4)
@@ -390,6 +398,24 @@ def calibrate(histogram, params, tick_seconds, *, hints=None, glitch_us=0.2, smo
                    "program_pulses_fitted": prog_mass,
                    "program_window_pulses": observed}
     return Calibration(clusters, comps, preset, boundaries, overlap, tick_seconds, total, notes)
+
+
+#: Pulses no wider than this many ticks are glitch-like: at one or two ticks a width is below
+#: what the tick resolves, and no NAND operation of interest is that short at any tick the
+#: sniffer runs (R/B# ringing is; the simulator's stimulus rings for 1-2 µs at 1 µs ticks).
+GLITCH_TICKS = 2
+
+
+def _without_glitches(histogram, params):
+    """``(histogram, glitches)``: the histogram without its glitch-like bins (every width at
+    most :data:`GLITCH_TICKS`), and how many pulses those held."""
+    out = list(histogram)
+    glitches = 0
+    for b in range(len(out)):
+        if b + 1 < params.hist_bins and params.hist_bin_lo(b + 1) <= GLITCH_TICKS + 1:
+            glitches += out[b]
+            out[b] = 0
+    return out, glitches
 
 
 def _structure_check(comps, pages_per_block, notes):

@@ -33,7 +33,7 @@ from rbscope.gateware.onfi_tap.params import MAX_PLANES, OpClass, PlaneKind, Tap
 from rbscope.gateware.rb_sniffer.params import SnifferParams, hist_bin_lo
 from rbscope.nand.onfi import address_bytes
 
-__all__ = ["FORMAT", "LabelledPulses", "LabelledError", "from_refssd"]
+__all__ = ["FORMAT", "LabelledPulses", "LabelledError", "from_refssd", "measured_mp", "MP_KINDS"]
 
 FORMAT = "rbscope.analysis.labelled-pulses"
 VERSION = 1
@@ -50,6 +50,17 @@ MAX_TICKS = (1 << 62) - 1
 MAX_COUNT = 1 << 53
 #: Most dies of a tapped channel (8 targets of 4 LUNs, with room).
 MAX_DIES = 64
+
+#: The final confirms whose planes make the measured Mp: 10h and 15h (a cache program's pages
+#: are pages programmed), as the tap's own summary counts them
+#: (:meth:`rbscope.gateware.onfi_tap.model.TapCounts.summary`; ``docs/opcode_tap.md``).
+MP_KINDS = (PlaneKind.PROGRAM, PlaneKind.CACHE_PROGRAM)
+
+
+def measured_mp(pages, finals):
+    """The one definition of the measured Mp: pages ÷ final program confirms (10h and 15h,
+    :data:`MP_KINDS`), or None when there is none."""
+    return pages / finals if finals else None
 
 
 class LabelledError(ValueError):
@@ -127,6 +138,20 @@ class LabelledPulses:
         ops = sum(sum(r[kind.name]) for r in rows)
         pages = sum(sum((k + 1) * n for k, n in enumerate(r[kind.name])) for r in rows)
         return pages / ops if ops else None
+
+    def program_mp(self, die=None):
+        """The measured Mp: pages ÷ final program confirms, 10h and 15h together
+        (:func:`~rbscope.gateware.onfi_tap.params.measured_mp`), or None if none."""
+        return measured_mp(self.program_pages(die), self.program_finals(die))
+
+    def program_pages(self, die=None):
+        """Pages programmed: those of the final 10h and 15h confirms."""
+        return sum(self.pages(die, k) for k in MP_KINDS)
+
+    def program_finals(self, die=None):
+        """Final program confirms (10h and 15h)."""
+        rows = self.planes if die is None else [self.planes[die]]
+        return sum(sum(r[k.name]) for r in rows for k in MP_KINDS)
 
     def pages(self, die=None, kind=PlaneKind.PROGRAM):
         """Pages (blocks for ERASE) covered by the final confirms of ``kind``."""

@@ -256,6 +256,11 @@ def analyse(request):
         # The capture holds the bus tap's counts: WA by the pages its confirms name.
         opcode = opcode_wa_of_pages(tap["pages_programmed"], len(tap["dies"]), geometry,
                                     request.logical)
+        period = tap.get("period") or {}
+        opcode.period = period.get("tap")
+        # The two figures cover the periods their counters do: said where they differ.
+        opcode.warnings += [f"the two WA figures cover different periods: {d}"
+                            for d in period.get("differ", ())]
     structure = infer_structure(result, m, geometry) if result.classification else []
     return Analysis(m, geometry, request.logical, result, notes, rows, evidence, opcode,
                     structure)

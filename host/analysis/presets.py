@@ -40,7 +40,8 @@ from rbscope.nand.ops import WINDOW_CLASSES
 from rbscope.nand.parts import PARTS
 from rbscope.nand.timebase import us_to_ticks as _us_to_ticks
 
-__all__ = ["CLASS_NAMES", "Preset", "PresetError", "PRESETS", "DEFAULT_PRESET", "get_preset",
+__all__ = ["CLASS_NAMES", "Preset", "PresetError", "PRESETS", "SIM_PRESET", "DEFAULT_PRESET",
+           "get_preset",
            "load_toml", "parse_toml", "resolve_preset", "apply_overrides", "identify",
            "format_preset", "us_to_ticks"]
 
@@ -237,6 +238,14 @@ PRESETS = {p.name: Preset(p.windows, glitch_us=p.glitch_us, name=p.name,
                           description=p.description)
            for p in PARTS.values() if p.windows}
 
+#: The simulated device's default windows (``rbscope sim``, and ``rbscope sim --emulator``: its
+#: stimulus mix of cache busy, reads, MLC lower and upper pages and erases, 1 µs ticks). Not a
+#: part's preset, but a capture that holds them is named by :func:`identify` like one.
+SIM_PRESET = Preset(
+    (("cache", 3.0, 12.0), ("read", 12.0, 120.0), ("program", 120.0, 2400.0),
+     ("erase", 2400.0, 5000.0)),
+    glitch_us=3.0, name="sim", description="the simulated device's default windows "
+                                           "(rbscope sim)")
 
 #: Windows used by ``analyze`` when neither a geometry nor a preset gives any: a generic MLC die.
 DEFAULT_PRESET = Preset(
@@ -407,7 +416,8 @@ def apply_overrides(preset, sets):
 
 
 def identify(params, clock_hz, registers):
-    """Return the built-in preset whose windows the device's ``registers`` hold, or ``None``.
+    """Return the built-in preset (or :data:`SIM_PRESET`, the simulated device's defaults) whose
+    windows the device's ``registers`` hold, or ``None``.
 
     A capture records every register but not the names of the windows; when the windows were
     set by ``rbscope configure --preset`` in another session, this recovers which preset (and so
@@ -419,7 +429,7 @@ def identify(params, clock_hz, registers):
         return None
     if not any(lo < hi for lo, hi in config.windows):
         return None
-    for preset in PRESETS.values():
+    for preset in (*PRESETS.values(), SIM_PRESET):
         try:
             windows = preset.config(params, clock_hz, prescaler=max(config.prescaler, 1)).windows
         except PresetError:
@@ -435,7 +445,8 @@ def format_preset(preset, comments=()):
     lines = [f"# {c}" if c else "#" for c in comments]
     if lines:
         lines.append("")
-    lines += ["[classifier]", f"glitch_us = {preset.glitch_us:.6g}", "",
+    lines += ["[classifier]", f"glitch_us = {preset.glitch_us:.6g}",
+              f"idle_s = {preset.idle_s:.6g}  # quiescence (configure sets it)", "",
               "[classifier.windows]  # half-open [lo, hi) in microseconds, first match wins"]
     for name, lo, hi in preset.windows:
         lines.append(f"{name} = [{lo:.6g}, {hi:.6g}]")

@@ -163,6 +163,7 @@ class DieResult:
     suspect: float = 0.0  # pairs that look suspended but were not joined (too many to be)
     resumable: float = 0.0  # program pulses after an erase and reads: maybe a resumed erase
     paced: float = 0.0  # short pulses counted as host-paced cache programs (idle gaps)
+    balance_shift: float = 0.0  # |units held to equal page types - units left free| (trained)
 
     @property
     def units(self):
@@ -1360,6 +1361,21 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     if trained is not None:
         notes.append("classes with the width distributions trained on labelled pulses"
                      + (f" ({trained.source})" if trained.source else ""))
+    if balance and trained is not None:
+        # Trained densities are fixed: equal page types are then the one assumption left, and
+        # where the capture does not keep the page order (lower pages hidden among reads, a
+        # cut block) holding them equal moves pulses between classes with no posterior
+        # doubt. The same classification left free bounds what the assumption moved: the
+        # interval (rbscope.analysis.wa) spans both.
+        free = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
+                        read_max=read_max, page_types=page_types, balance=False,
+                        erase_slack=erase_slack, train_pulses=train_pulses,
+                        iterations=iterations, hmm_iterations=hmm_iterations, ordered=ordered,
+                        trained=trained, scheme=scheme, bits=bits, erase_floor=erase_floor,
+                        planes=planes, starts=starts, _erase_in_last=_erase_in_last)
+        for k, d in dies.items():
+            if k in free.dies:
+                d.balance_shift = abs(d.units - free.dies[k].units)
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance)
 

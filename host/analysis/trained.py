@@ -34,7 +34,8 @@ from rbscope.files import atomic_output
 from rbscope.gateware.rb_sniffer.params import hist_bin_lo
 from rbscope.nand.ops import KINDS, OPS, OpClass
 
-from .sequence import BINS_PER_OCTAVE, _peaks
+from .labelled import measured_mp
+from .sequence import BINS_PER_OCTAVE
 
 __all__ = ["TrainedClassifier", "TrainedError", "train", "FORMAT", "KIND_OF_CLASS"]
 
@@ -213,6 +214,72 @@ def _class_widths_us(labels):
     return out
 
 
+#: A page type's share of the program pulses may depart from ``1 / k`` by this fraction of it
+#: (the block page order programs each type once per word line; blocks open at the edges of the
+#: recording and cache programs move the shares a little, never by a quarter).
+PAGE_SHARE_TOL = 0.2
+#: Two page types are told apart only where the width density between them falls below this
+#: fraction of the thinner type's peak density (a valley, not a wide cluster's ripple).
+PAGE_VALLEY = 0.2
+#: Histogram resolution (bins per octave) and smoothing (bins) of that density.
+_PT_PER_OCTAVE = 16
+_PT_SMOOTH = 1.5
+
+
+def _page_types(x):
+    """Split program widths ``x`` (octaves) into the page types the labels support.
+
+    A drive programs each page type of a block once per word line, so ``k`` page types have
+    equal counts: they are supported only when the widths split, at ``k - 1`` cuts that each
+    leave every type within :data:`PAGE_SHARE_TOL` of a ``1 / k`` share, into clusters with a
+    valley between each (the density there below :data:`PAGE_VALLEY` of each side's peak).
+    Three types are tried, then two; otherwise the program widths stay one state (a wide
+    cluster with ripples or two humps of unequal counts is one type, never invented ones).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        The widths of each page type, fastest first (one array when no split holds).
+    """
+
+    x = np.sort(np.asarray(x, dtype=float))
+    n = len(x)
+    if n < 4 * MIN_PULSES:
+        return [x]
+    lo, hi = float(x[0]) - 0.25, float(x[-1]) + 0.25
+    nb = max(8, int(math.ceil((hi - lo) * _PT_PER_OCTAVE)))
+    counts, edges = np.histogram(x, bins=nb, range=(lo, hi))
+    radius = max(1, int(3 * _PT_SMOOTH))
+    kern = np.exp(-0.5 * (np.arange(-radius, radius + 1) / _PT_SMOOTH) ** 2)
+    dens = np.convolve(counts.astype(float), kern / kern.sum(), mode="same")
+    centres = 0.5 * (edges[:-1] + edges[1:])
+    for k in (3, 2):
+        cuts = []
+        for j in range(1, k):
+            q_lo = np.quantile(x, max(0.0, j / k - PAGE_SHARE_TOL / k))
+            q_hi = np.quantile(x, min(1.0, j / k + PAGE_SHARE_TOL / k))
+            inside = np.flatnonzero((centres >= q_lo) & (centres <= q_hi))
+            if not len(inside):
+                inside = np.array([int(np.clip(np.searchsorted(centres, q_lo), 0, nb - 1))])
+            b = int(inside[np.argmin(dens[inside])])
+            cuts.append(b)
+        bounds = [0, *cuts, nb]
+        ok = all(a < b for a, b in zip(bounds, bounds[1:], strict=False))
+        for i, c in enumerate(cuts):
+            if not ok:
+                break
+            left = dens[bounds[i]:c].max(initial=0.0)
+            right = dens[c + 1:bounds[i + 2]].max(initial=0.0)
+            ok = dens[c] < PAGE_VALLEY * min(left, right)
+        if not ok:
+            continue
+        at = [float(centres[c]) for c in cuts]
+        parts = np.split(x, np.searchsorted(x, at))
+        if all(abs(len(p) / n - 1 / k) <= PAGE_SHARE_TOL / k + 1e-9 for p in parts):
+            return parts
+    return [x]
+
+
 def train(labels, *, source=""):
     """Learn the width distribution of each class from labelled pulses.
 
@@ -247,8 +314,8 @@ def train(labels, *, source=""):
             w = np.maximum(w + (rng.random(len(w)) - 0.5) * tick_us, 0.1 * tick_us)
             samples.setdefault(name, []).append(w)
             kinds[name] = kind
-        mp_pages += lab.pages()
-        mp_ops += sum(sum(r["PROGRAM"]) for r in lab.planes)
+        mp_pages += lab.program_pages()
+        mp_ops += lab.program_finals()
     states, notes = [], []
     for name, parts in samples.items():
         w = np.concatenate(parts)
@@ -261,11 +328,9 @@ def train(labels, *, source=""):
         if name == "program":
             # Page types (lower / middle / upper) are clusters of the program widths: one
             # state each, so that the classifier can hold them to equal counts.
-            peaks = _peaks(x, float(x.min()) - 0.1, float(x.max()) + 0.1, min_share=0.1)
-            if 2 <= len(peaks) <= 3:
-                c = np.array([p[0] for p in peaks])
-                near = np.argmin(np.abs(x[:, None] - c[None, :]), axis=1)
-                groups = [(f"program_{i + 1}", x[near == i]) for i in range(len(c))]
+            groups = [(f"program_{i + 1}", g) for i, g in enumerate(_page_types(x))]
+            if len(groups) == 1:
+                groups = [(name, x)]
         for state_name, xs in groups:
             k = np.floor(xs * BINS_PER_OCTAVE).astype(np.int64)
             first = int(k.min())
@@ -275,7 +340,7 @@ def train(labels, *, source=""):
         raise TrainedError("the labels hold no program pulses: tap the bus while the drive "
                            "writes")
     states.sort(key=lambda s: (KINDS.index(s.kind), s.first_bin))
-    trained = TrainedClassifier(states, mp_pages / mp_ops if mp_ops else None, source, notes)
+    trained = TrainedClassifier(states, measured_mp(mp_pages, mp_ops), source, notes)
     # What is written must read back: the reader's checks, applied before anything is saved.
     try:
         TrainedClassifier.from_dict(trained.to_dict())

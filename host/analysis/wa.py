@@ -244,7 +244,18 @@ def program_class_index(measurement, program_class="program"):
     try:
         return measurement.class_index(program_class)
     except KeyError as exc:
-        raise WAError(f"{exc.args[0]}; name the program window with --program-class") from None
+        windows = measurement.config.windows
+        us = measurement.tick_seconds * 1e6
+        if not any(lo < hi for lo, hi in windows):
+            # A build's power-up state (a board's emulator build, never configured): there is
+            # nothing to name, and nothing was classified.
+            raise WAError("the capture's device had no class window set (every window off, "
+                          "as a build powers up): nothing was classified; configure it before "
+                          "capturing (rbscope configure PORT --preset NAME)") from None
+        shown = ", ".join(f"{k}: [{lo * us:g}, {hi * us:g}) µs"
+                          for k, (lo, hi) in enumerate(windows) if lo < hi)
+        raise WAError(f"{exc.args[0]}; name the program window with --program-class (a name, "
+                      f"or the index of one of the windows {shown})") from None
 
 
 def _check_positive_int(name, value):
@@ -270,8 +281,9 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     unit = units / die.program_pulses if die.program_pulses else 1.0  # pages per pulse
     if balanced and not chains:
         # Page types are equal over whole blocks; open blocks (host and GC streams) at the
-        # edges of the capture leave each type up to 2 pages apart.
-        slack = 2 * 2 * page_types
+        # edges of the capture leave each type up to 2 pages apart. (A trained classifier
+        # also says how far holding them equal moved the count: the interval spans that.)
+        slack = max(2 * 2 * page_types, die.balance_shift / unit if unit else 0.0)
     else:
         # (Cache-program chains shift each pulse to the previous page's time and double the
         # last: the page types no longer pin the erases either.)
@@ -729,10 +741,12 @@ class OpcodeWA:
     dies: int
     edge_pages: int  # pages the capture's edges may have cut, each way
     warnings: list = field(default_factory=list)
+    period: str | None = None  # what the counts cover (a capture: from its start to its stop)
 
     def to_dict(self):
         return {"wa": self.wa.to_dict(), "pages": self.pages, "dies_tapped": self.dies_tapped,
-                "dies": self.dies, "edge_pages": self.edge_pages, "warnings": self.warnings}
+                "dies": self.dies, "edge_pages": self.edge_pages, "warnings": self.warnings,
+                "period": self.period}
 
 
 def opcode_wa(labels, geometry, logical):
@@ -944,6 +958,11 @@ def _edge_pileup(m, channels, share=0.25):
     return out
 
 
+#: Expected erase pulses below this are none (a sequence classifier's posterior leaves a remainder
+#: of 1e-230 pulses where there is no erase at all).
+ERASE_DUST = 1e-6
+
+
 def _endurance(geometry, nand_bytes, erase_pulses, mp, wa):
     """Endurance figures; a multi-plane erase pulse erases Mp blocks, like a program."""
     missing = []
@@ -951,7 +970,8 @@ def _endurance(geometry, nand_bytes, erase_pulses, mp, wa):
     if erase_pulses is None:
         missing.append("a window named 'erase'")
     else:
-        blocks_erased = erase_pulses * mp
+        # A classifier's expected count: posterior dust (1e-230 of a pulse) is no erase.
+        blocks_erased = erase_pulses * mp if erase_pulses >= ERASE_DUST else 0.0
     if geometry.pages_per_block and geometry.raw_bytes and blocks_erased is not None:
         blocks = geometry.raw_bytes / (geometry.page_size * geometry.pages_per_block)
         per_block = blocks_erased / blocks

@@ -11,6 +11,7 @@ or analysed), 2 usage error.
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -400,13 +401,27 @@ def cmd_analyze(args):
             _print_drive_claim(drive, result if logical is not None else None)
         if a.opcode is not None:
             w = a.opcode.wa
+            covers = f"; it covers {a.opcode.period}" if a.opcode.period else ""
             print(f"WA by the bus tap              {w.value:.4f}  [{w.lo:.4f}, {w.hi:.4f}]  "
                   f"(opcode-aware: {a.opcode.pages:,} pages confirmed on "
                   f"{a.opcode.dies_tapped} tapped dies; the interval: operations cut at the "
-                  f"capture's edges)")
+                  f"capture's edges{covers})")
+            if a.opcode.period and m.provenance.get("source") == "capture":
+                print(f"  (the WRITE AMPLIFICATION above, by R/B#, covers "
+                      f"{m.provenance['tap']['period']['rb']})")
             for x in a.opcode.warnings:
                 print(f"warning: {x}")
     return EXIT_OK
+
+
+def _small(x):
+    """A figure that may be tiny, in at most 4 significant digits, without denormal dust:
+    values below 1e-9 print as 0, others below 1e-4 as "< 0.0001"."""
+    if abs(x) < 1e-9:
+        return "0"
+    if abs(x) < 1e-4:
+        return "< 0.0001"
+    return f"{x:.4g}"
 
 
 def _print_drive_claim(drive, result):
@@ -554,8 +569,9 @@ def _print_analysis(m, geometry, r, logical, notes, evidence, series):
         e = r.endurance
         if e is not None:
             if e.erases_per_block is not None:
-                used = "" if e.life_used is None else f", {100 * e.life_used:.4g} % of rated life"
-                print(f"erases per block               {e.erases_per_block:.4g}  "
+                used = "" if e.life_used is None else \
+                    f", {_small(100 * e.life_used)} % of rated life"
+                print(f"erases per block               {_small(e.erases_per_block)}  "
                       f"({e.blocks_erased:,.0f} blocks erased{used})")
             if e.tbw_bytes is not None:
                 dwpd = "" if e.dwpd is None else f", {e.dwpd:.3g} drive writes/day over warranty"
@@ -681,6 +697,12 @@ def cmd_calibrate(args):
         return EXIT_FAILURE
     comments = [f"rbscope calibrate {m.provenance.get('path', '')}",
                 f"{result.total} pulses; tick {format_time(m.tick_seconds)}"]
+    if m.provenance.get("source") == "capture" and m.config.idle_ticks:
+        # What the capture's device was configured with (configure --set idle_s=…), not the
+        # 300 s default: configure --from-toml of this file keeps it.
+        idle_s = float(f"{m.config.idle_ticks * m.tick_seconds:.6g}")
+        result.preset = dataclasses.replace(result.preset, idle_s=idle_s)
+        comments.append(f"idle_s {idle_s:g} s: the quiescence the capture was taken with")
     for a, b, x, how in result.boundaries:
         comments.append(f"{a} | {b} at {x:.4g} µs ({how})")
     if args.output:

@@ -17,9 +17,9 @@ import numpy as np
 
 from rbscope.analysis.labelled import LabelledError, LabelledPulses
 from rbscope.files import OutputError, check_output
-from rbscope.gateware.onfi_tap.model import BusSignals, TapLabeller
+from rbscope.gateware.onfi_tap.model import BusSignals
 from rbscope.gateware.onfi_tap.params import OpClass, PlaneKind, TapConfig, TapParams
-from rbscope.recordings.onfi_bus import expand_dq
+from rbscope.recordings.onfi_bus import CheckedLabeller, expand_dq
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError, format_time
 
@@ -61,6 +61,10 @@ def add_label_parser(subparsers):
                         "target-major order")
     g.add_argument("--lun-shift", type=int, default=0, metavar="BIT",
                    help="bit of the LUN number in the row address")
+    g.add_argument("--no-bus-check", action="store_true",
+                   help="label a bus that does not look wired as named (commands on CLE that "
+                        "are no ONFI opcodes, addresses after no command, busy pulses after no "
+                        "confirm); refused otherwise")
     p.add_argument("-o", "--output", metavar="JSON", help="write the labelled-pulse file here")
     p.set_defaults(handler=cmd_label)
 
@@ -82,7 +86,7 @@ def cmd_label(args):
                 raise ValueError(f"{params.channels} R/B# line(s) selected but the bus has "
                                  f"{tp.dies} dies ({len(bus.ce)} target(s) × {args.luns} LUNs); "
                                  f"give one --signal per die")
-            holder.append(TapLabeller(tp, config, max_pulses=args.max_pulses))
+            holder.append(CheckedLabeller(tp, config, max_pulses=args.max_pulses))
             return holder[-1]
 
         inputs = input_paths(args)
@@ -92,6 +96,13 @@ def cmd_label(args):
         m, notes = load_source(args, None)
         if not holder:
             raise UsageError("rbscope label needs a VCD or sigrok recording")
+        problems = holder[0].problems()
+        if problems and not args.no_bus_check:
+            raise RecordingError(
+                "the bus does not look wired as named: " + "; ".join(problems) + " (check "
+                "--bus-cle and --bus-ale, not swapped, and that no --signal names WE# or "
+                "another bus line instead of an R/B#; --no-bus-check labels it anyway)")
+        notes = [*notes, *(f"bus check (--no-bus-check): {p}" for p in problems)]
         lab = LabelledPulses.from_labeller(
             holder[0], tick_seconds=m.tick_seconds, clock_seconds=m.provenance["clock_s"],
             names=[p.name for p in m.probes])
@@ -129,9 +140,9 @@ def _summary(lab, notes):
         classes[c.name] = entry
     return {
         "dies": lab.dies, "classes": classes,
-        "mp": {k.name: lab.mp(kind=k) for k in PlaneKind},
-        "pages_programmed": lab.pages(kind=PlaneKind.PROGRAM)
-        + lab.pages(kind=PlaneKind.CACHE_PROGRAM),
+        "mp": lab.program_mp(),
+        "mp_by_confirm": {k.name: lab.mp(kind=k) for k in PlaneKind},
+        "pages_programmed": lab.program_pages(),
         "blocks_erased": lab.pages(kind=PlaneKind.ERASE),
         "pulses_truncated": lab.pulses_truncated, "notes": notes,
     }
@@ -146,8 +157,9 @@ def _print(summary, lab):
             widths = " / ".join(format_time(e[k] * 1e-6) for k in ("min_us", "median_us",
                                                                    "max_us"))
         print(f"{name:<16}{e['operations']:>10}{e['pulses_kept']:>10}  {widths}")
-    mp = summary["mp"]["PROGRAM"]
-    print(f"Mp (planes per program, measured): {mp:.3g}" if mp else "Mp: no program seen")
+    mp = summary["mp"]
+    print(f"Mp (pages ÷ final 10h/15h confirms, measured): {mp:.3g}" if mp
+          else "Mp: no program seen")
     print(f"pages programmed: {summary['pages_programmed']}, blocks erased: "
           f"{summary['blocks_erased']}")
     for note in summary["notes"]:

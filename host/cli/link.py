@@ -90,6 +90,16 @@ def _preset_from_args(args):
     return apply_overrides(get_preset(name, user), args.set or [])
 
 
+def _timing_line(tick, what, ticks, old, unit):
+    """``configure``'s line for the glitch filter or the quiescence time: the value set, and
+    the one it replaces when that differs (e.g. a preset file's idle_s over ``--set idle_s``)."""
+    scale = 1e6 if unit == "µs" else 1.0
+    line = f"{what} {ticks * tick * scale:g} {unit} ({ticks} ticks)"
+    if old != ticks:
+        line += f"; was {old * tick * scale:g} {unit}: changed"
+    return line
+
+
 @device_errors("configure")
 def _cmd_configure(args):
 
@@ -112,6 +122,8 @@ def _cmd_configure(args):
         values = preset.registers(dev.params, dev.info.clock_hz, prescaler=args.prescaler)
         values.update(regs)
         epoch = None
+        dev.read_registers()
+        before = dev.config  # what is in force, to say what configure changes
         if args.no_clear and not args.dry_run:
             # Counts kept across a change of windows (or tick, or glitch filter) would be one
             # epoch classified two ways, and nothing in a capture could tell: refuse.
@@ -150,6 +162,10 @@ def _cmd_configure(args):
                 state = (f"[{lo}, {hi}) ticks = [{lo * tick * 1e6:g}, {hi * tick * 1e6:g}) µs"
                          if lo < hi else "off")
                 print(f"  {name:<11} {state}")
+            print(_timing_line(tick, "glitch filter", config.glitch_ticks, before.glitch_ticks,
+                               "µs"))
+            print(_timing_line(tick, "quiescent after", config.idle_ticks, before.idle_ticks,
+                               "s"))
             if args.dry_run:
                 print("(dry run: nothing written)")
             elif epoch is not None:

@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 
+from rbscope.analysis.presets import SIM_PRESET
 from rbscope.device.simdevice import DEFAULT_CLOCK_HZ, SimDevice, SimError
 from rbscope.device.stimulus import TrainSpec, load_mix, random_trains
 from rbscope.files import OutputError, write_text
@@ -28,8 +29,9 @@ from .common import (
 __all__ = ["add_sim_parser", "DEFAULT_WINDOWS_US"]
 
 #: Class windows (µs) of the default stimulus mix: cache busy, read, program (both MLC page
-#: types), erase. With the simulated 1 MHz clock and prescaler 1, one tick is one µs.
-DEFAULT_WINDOWS_US = ((3, 12), (12, 120), (120, 2400), (2400, 5000))
+#: types), erase. With the simulated 1 MHz clock and prescaler 1, one tick is one µs. They are
+#: :data:`rbscope.analysis.presets.SIM_PRESET`'s, so that a capture of them is named.
+DEFAULT_WINDOWS_US = tuple((int(lo), int(hi)) for _, lo, hi in SIM_PRESET.windows)
 
 
 

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import sys
 
+from rbscope.files import OutputError, check_not_source
 from rbscope.gateware.export import check_module_name, check_timescale, write_top
 from rbscope.gateware.nand_emu import EmuParams, Storage
 from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
@@ -86,6 +87,8 @@ def add_verilog_parser(subparsers):
                         "period NS (fast cocotb runs; docs/cocotb.md)")
     p.add_argument("--json", action="store_true",
                    help="print {\"written\": [paths]} as JSON instead of one path a line")
+    p.add_argument("--force", action="store_true",
+                   help="write even into rbscope's own source directories (refused otherwise)")
 
     g = p.add_argument_group("sniffer (sniffer, loopback, device)")
     g.add_argument("--channels", type=_positive_int, metavar="N",
@@ -214,8 +217,9 @@ def run_verilog(args):
     """Handle ``rbscope verilog``; return the exit code."""
     timescale = args.timescale
     try:
+        check_not_source(args.outdir, force=args.force, option="OUTDIR")
         jobs = jobs_of(args)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OutputError) as exc:
         print(f"rbscope verilog: {exc}", file=sys.stderr)
         return EXIT_USAGE
     written, tops = [], {}

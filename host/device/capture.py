@@ -689,6 +689,7 @@ class SnapshotSeries:
         self.device = 0
         self.key = None
         self.first_time_ns = None
+        self.epochs = 0  # epochs (or devices) seen: more than one, the counters were cleared
         self._reset()
 
     def _reset(self):
@@ -714,6 +715,7 @@ class SnapshotSeries:
         if (self.device, row.status.epoch) != (self.key, self.epoch):
             self.epoch = row.status.epoch
             self.key = self.device
+            self.epochs += 1
             self._reset()
             self.first = row.status
             self.first_time_ns = row.time_ns
@@ -827,6 +829,9 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
             provenance_tap = {"tap": TapCounts.between(starts[0], stops[-1]).summary()}
         except (KeyError, TypeError, ValueError):
             warnings.append("the bus tap's counts in the capture are unreadable: left out")
+        else:
+            provenance_tap["tap"]["period"] = _tap_period(series, counts_of(rows[0][1], False),
+                                                          counts)
     elif taps:
         warnings.append("the capture holds only one read of the bus tap's counters (the "
                         "capture did not end normally): no opcode counts")
@@ -848,6 +853,26 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
                     "complete": not missing, "missing": missing, "warnings": warnings,
                     **provenance_tap},
     )
+
+
+def _tap_period(series, first, last):
+    """What the bus tap's counts (capture start to stop) and the R/B# counts (the last epoch:
+    since the counters' last clear) each cover, and where the two differ (JSON members)."""
+    before = sum(sum(c.classes) + c.unclassified for c in first)
+    total = sum(sum(c.classes) + c.unclassified for c in last)
+    differ = []
+    if before and before > 0.01 * total:
+        differ.append(f"the R/B# counts include {before:,} of their {total:,} pulses "
+                      f"({before / total:.0%}) counted before the capture's first snapshot "
+                      f"(since the counters' last clear: capture without --clear), the bus "
+                      f"tap's only the capture's")
+    if series.epochs > 1:
+        differ.append("the counters were cleared during the capture: the R/B# counts cover "
+                      "the time since that clear, the bus tap's the whole capture")
+    return {"tap": "the capture, from its start to its stop",
+            "rb": "the counters' last epoch, from their last clear to the last snapshot",
+            "pulses_before_capture": before, "epochs_in_capture": series.epochs,
+            "differ": differ}
 
 
 def write_sample(path, params, *, snapshots=3):

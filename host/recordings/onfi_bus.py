@@ -18,7 +18,8 @@ the rising edge). Cycles with every CE# high, or CLE and ALE both high, are no b
 
 from dataclasses import dataclass, field
 
-from rbscope.gateware.onfi_tap.model import BusSignals
+from rbscope.gateware.onfi_tap.model import ADDR, CMD, BusSignals, TapLabeller
+from rbscope.gateware.onfi_tap.params import CONFIRM_CLASS
 from rbscope.nand.ident import IdentError, decode_id, parse_parameter_page
 from rbscope.nand.onfi import Opcode
 
@@ -26,10 +27,11 @@ from .sources import open_measurement
 from .stream import RecordingError
 
 __all__ = ["BusCycle", "Command", "TargetIdentity", "BusDecode", "expand_dq", "decode_cycles",
-           "group_commands", "identities", "read_bus", "CMD", "ADDR", "DIN", "DOUT"]
+           "group_commands", "identities", "read_bus", "CMD", "ADDR", "DIN", "DOUT",
+           "CheckedLabeller"]
 
-#: Bus cycle kinds.
-CMD, ADDR, DIN, DOUT = "cmd", "addr", "din", "dout"
+#: Bus cycle kinds (those of the tap's strobes, and data out).
+DIN, DOUT = "din", "dout"
 
 #: Second command cycles that complete the command before them (when it had an address and
 #: returned no data yet): confirms of read, program, erase, change read column, one-shot loads.
@@ -294,3 +296,73 @@ def _busy_times(commands, initial, edges, clock, first, targets):
             if cmd.time <= start < end:
                 cmd.busy = stop - start
                 break
+
+
+# Plausibility of a tapped bus (``rbscope label``) ----------------------------------------------
+
+#: First commands an address follows (ONFI): read, change read or write column, erase, program,
+#: read ID, parameter page, features, status enhanced.
+ADDRESS_COMMANDS = frozenset({
+    Opcode.READ, Opcode.CHANGE_READ_COL, Opcode.ERASE, Opcode.PROGRAM, Opcode.PROGRAM_MP,
+    Opcode.CHANGE_WRITE_COL, Opcode.READ_ID, Opcode.READ_PARAM, Opcode.GET_FEATURES,
+    Opcode.SET_FEATURES, Opcode.STATUS_ENH,
+})
+_OPCODES = frozenset(int(o) for o in Opcode)
+#: Largest share of implausible cycles or pulses a bus may show before it is refused, and the
+#: fewest cycles or pulses that make a share.
+IMPLAUSIBLE_SHARE = 0.2
+IMPLAUSIBLE_MIN = 5
+
+
+class CheckedLabeller(TapLabeller):
+    """A :class:`~rbscope.gateware.onfi_tap.model.TapLabeller` that also checks the bus is wired
+    as named: commands on CLE cycles are ONFI opcodes, address cycles follow a command that
+    takes an address, and busy pulses follow busy-starting confirms (no more pulses than
+    confirms, few before any confirm). :meth:`problems` says what does not hold.
+    """
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.commands = self.unknown = self.addresses = self.orphans = self.confirms = 0
+        self.untagged = self.labelled = 0
+        self._after = None  # the last strobe's kind and byte
+
+    def strobe(self, strobe):
+        super().strobe(strobe)
+        if strobe.kind == CMD:
+            self.commands += 1
+            self.unknown += strobe.byte not in _OPCODES
+            self.confirms += strobe.byte in CONFIRM_CLASS
+        elif strobe.kind == ADDR:
+            self.addresses += 1
+            prev = self._after
+            self.orphans += not (prev is not None and (prev[0] == ADDR or prev[0] == CMD
+                                                       and prev[1] in ADDRESS_COMMANDS))
+        self._after = (strobe.kind, strobe.byte)
+
+    def label(self, die, starts, ends, widths):
+        classes = super().label(die, starts, ends, widths)
+        self.labelled += len(classes)
+        self.untagged += int((classes == 0).sum())
+        return classes
+
+    def problems(self):
+        """What makes the bus implausible (a list of sentences; empty when it looks right)."""
+        out = []
+        if self.commands >= IMPLAUSIBLE_MIN and self.unknown > IMPLAUSIBLE_SHARE * self.commands:
+            out.append(f"{self.unknown} of {self.commands} command (CLE) cycles carry no ONFI "
+                       f"opcode")
+        if (self.addresses >= IMPLAUSIBLE_MIN
+                and self.orphans > IMPLAUSIBLE_SHARE * self.addresses):
+            out.append(f"{self.orphans} of {self.addresses} address (ALE) cycles follow no "
+                       f"command that takes an address")
+        if self.labelled >= IMPLAUSIBLE_MIN:
+            if self.untagged > IMPLAUSIBLE_SHARE * self.labelled:
+                out.append(f"{self.untagged} of {self.labelled} busy pulses follow no confirm "
+                           f"command")
+            if self.labelled > 2 * self.confirms + IMPLAUSIBLE_MIN:
+                out.append(f"{self.labelled} busy pulses for {self.confirms} busy-starting "
+                           f"confirm commands")
+        if not self.commands and self.labelled:
+            out.append("no command cycle at all beside the busy pulses")
+        return out
