@@ -17,8 +17,9 @@ replacement.
 * **Pages per block**: programs ÷ erases, in single-page units per plane. In steady state
   every erase opens a block that the programs fill, so the ratio is the pages per block; on a
   drive that has not filled yet the erases lag the programs and the ratio is above it. When
-  the geometry's pages per block held the erase count to its cap (the classifier's structural
-  constraint), the ratio is not an independent reading and is reported as such.
+  the geometry gives pages per block, the erase count was fitted under the cap it implies (the
+  classifier's structural constraint), so the ratio is an independent reading only where the
+  erases exceed that cap (the widths overrode it); otherwise it is reported, not compared.
 * **LUNs per line**: on a line shared by several LUNs (wired-OR R/B#), the busies of LUNs
   working at once merge into pulses longer than any single operation; such pulses are the
   evidence.
@@ -160,10 +161,13 @@ def _pages_per_block(c, dies, geometry):
     ratio = u / e
     evidence = (f"{u:,.0f} page programs ÷ {e:,.0f} erases on {len(used)} line(s); the pages "
                 f"per block in steady state, more before the drive has filled")
-    if c.get("erase_capped") and ppb:
+    caps = sum(d.get("erase_cap") or 0.0 for d in dies)
+    if ppb and e <= 1.05 * caps:
+        # The geometry's pages per block bounded the erase state while it was fitted (the
+        # structural cap): only erases beyond the cap (the widths overrode it) read the block.
         return Finding("pages_per_block", round(ratio, 1), ppb,
-                       evidence + "; the erase count was held to the geometry's cap, so this "
-                       "is no independent reading")
+                       evidence + "; the erase count was fitted under the geometry's cap "
+                       "(programs ÷ its pages per block), so this is no independent reading")
     agrees = None
     if ppb:
         # Steady state gives the ratio ≈ ppb; a filling drive more. Fewer programs per erase
