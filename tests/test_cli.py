@@ -79,8 +79,18 @@ def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):
     assert calls[0][2]["sniffer"].classes == 5  # max(5, windows), as rbscope analyze builds
     calls.clear()
     assert cli.main(["verilog", "out"]) == 0
-    assert [c[0] for c in calls] == ["sniffer", "emulator", "loopback", "device"]
+    assert [c[0] for c in calls] == ["sniffer", "emulator", "loopback", "tap", "device"]
     assert calls[2][2]["sniffer"].channels == calls[2][2]["emulator"].dies == 2
+    tap = calls[3][2]["tap"]
+    assert (tap.targets, tap.luns, tap.first_channel, tap.sniffer.channels) == (2, 2, 0, 4)
+
+    calls.clear()
+    argv = ["verilog", "--top", "tap", "--targets", "3", "--luns", "1", "--first-channel", "2",
+            "--hist-sub-bits", "4", "out"]
+    assert cli.main(argv) == 0
+    tap = calls[0][2]["tap"]
+    assert (tap.targets, tap.luns, tap.first_channel) == (3, 1, 2)
+    assert (tap.sniffer.channels, tap.sniffer.hist_sub_bits) == (5, 4)  # up to its last die
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -88,6 +98,8 @@ def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):
     (["--top", "loopback", "--channels", "3", "--dies", "2"], "one channel per die"),
     (["--name", "x"], "--name needs exactly one --top"),
     (["--top", "emulator", "--page-bytes", "100"], "page_bytes"),
+    (["--top", "tap", "--luns", "3"], "luns must be 1, 2 or 4"),
+    (["--top", "tap", "--targets", "2", "--luns", "2", "--channels", "3"], "do not fit"),
 ])
 def test_verilog_bad_parameters_are_usage_errors(argv, message, capsys, tmp_path):
     assert cli.main(["verilog", *argv, str(tmp_path / "out")]) == cli.EXIT_USAGE
@@ -116,3 +128,16 @@ def test_verilog_writes_real_design(tmp_path):
     text = (tmp_path / "rb_sniffer.v").read_text()
     assert "`timescale 1ns/1ps" in text and "module rb_sniffer(" in text
     assert "input [1:0] rb;" in text
+
+
+def test_verilog_writes_the_tap(tmp_path):
+    """`rbscope verilog --top tap` (issue 25, item 19): the listen-only bus tap."""
+    proc = rbscope_cmd("verilog", "--top", "tap", "--targets", "4", "--luns", "1", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [str(tmp_path / "onfi_tap.v")]
+    text = (tmp_path / "onfi_tap.v").read_text()
+    assert "module onfi_tap(" in text
+    for decl in ("input [3:0] ce_n;", "input [7:0] io;", "input [3:0] rb;", "output [15:0] tag;",
+                 "output [47:0] read_resp__payload;"):
+        assert decl in text, decl
+    assert "output [7:0] io" not in text  # it never drives the bus
