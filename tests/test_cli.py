@@ -1,8 +1,10 @@
 """The `rbscope` command line: version, help, exit codes and the `verilog` subcommand."""
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +143,35 @@ def test_verilog_writes_the_tap(tmp_path):
                  "output [47:0] read_resp__payload;"):
         assert decl in text, decl
     assert "output [7:0] io" not in text  # it never drives the bus
+
+
+def _every_help_text():
+    import argparse
+
+    parser = cli.build_parser()
+    texts = [parser.format_help()]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            texts += [sub.format_help() for sub in action.choices.values()]
+    return "\n".join(texts)
+
+
+def test_every_document_a_help_text_names_is_installed():
+    """A help text's docs/NAME.md is package data that `rbscope docs NAME` prints (issue 25,
+    item 21): the help no longer points at files only a checkout has."""
+    import importlib.resources
+
+    from rbscope.cli.docs import document_names, read_document
+
+    named = set(re.findall(r"docs/([a-z_]+)\.md", _every_help_text()))
+    assert {"ports", "cocotb", "wa"} <= named, named
+    assert named <= set(document_names())
+    repo_docs = Path(__file__).resolve().parent.parent / "docs"
+    for name in named:
+        resource = importlib.resources.files("rbscope.docs").joinpath(f"{name}.md")
+        assert resource.read_text(encoding="utf-8") == (repo_docs / f"{name}.md").read_text()
+        assert read_document(f"docs/{name}.md") == read_document(name)
+    proc = rbscope_cmd("docs", "ports")
+    assert proc.returncode == 0 and proc.stdout == (repo_docs / "ports.md").read_text()
+    proc = rbscope_cmd("docs", "docs/nothing.md")
+    assert proc.returncode == cli.EXIT_USAGE and "there are: accuracy" in proc.stderr

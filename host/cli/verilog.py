@@ -59,7 +59,8 @@ examples:
   rbscope verilog --top sniffer --windows 7 --name rb_sniffer_k7 sim/
   rbscope verilog --top tap --targets 4 --luns 1 sim/
 
-docs/ports.md lists every port, bit map and handshake; docs/cocotb.md shows a testbench.
+docs/ports.md lists every port, bit map and handshake; docs/cocotb.md shows a testbench
+(`rbscope docs ports`, `rbscope docs cocotb` print them from the installed package).
 exit codes: 0 success, 1 cannot write, 2 usage error (bad option or parameter)
 """
 
