@@ -109,3 +109,59 @@ def test_the_trained_flow_measures_the_reference_ssd(ran):
     assert "READ                    91" in by["label tapped.vcd"]
     analyze = next(p.stdout for w, p in out if "--trained" in w)
     assert "classes with the width distributions trained on labelled pulses" in analyze
+
+
+def _start_sim(words, work, name):
+    """Start ``rbscope sim ...`` publishing its port at ``work/name``; return (process, port)."""
+    import time
+
+    link = work / name
+    proc = subprocess.Popen([sys.executable, "-m", "rbscope.cli", *words[1:], "--link",
+                             str(link)], cwd=work, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 900  # the first Verilator build of a configuration
+    while not link.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"{shlex.join(words)} published no port:\n"
+                                 f"{proc.stdout.read()[-3000:]}")
+        time.sleep(0.5)
+    return proc, str(link)
+
+
+def _stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.slow
+def test_the_device_flow_of_the_readme(tmp_path):
+    """The README's device commands in order against `rbscope sim` (PORT: its port), then the
+    emulator build and its self-test: every one exits 0."""
+    commands = [c for c in readme_commands() if tuple(c[1:3]) in DEVICE_FLOW]
+    assert [c[2] for c in commands if c[1] == "sim"] == ["--channels", "--emulator"]
+    # `configure --from-toml preset.toml` takes what the offline `calibrate` wrote.
+    shutil.copy2(SAMPLES / SAMPLE_OF["recording.sr"], tmp_path / "recording.sr")
+    subprocess.run([sys.executable, "-m", "rbscope.cli", "calibrate", "recording.sr", "-o",
+                    "preset.toml"], cwd=tmp_path, check=True, capture_output=True, timeout=300)
+    sims, port = [], None
+    try:
+        for words in commands:  # in the README's order; PORT: the latest simulated device
+            if words[1] == "sim":
+                proc, port = _start_sim(words, tmp_path, f"port-{len(sims)}")
+                sims.append(proc)
+                continue
+            argv = [port if w == "PORT" else w for w in words[1:]]
+            run = subprocess.run([sys.executable, "-m", "rbscope.cli", *argv], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=900)
+            assert run.returncode == 0, f"{shlex.join(words)}:\n{run.stdout[-2000:]}\n" \
+                                        f"{run.stderr[-2000:]}"
+    finally:
+        for proc in sims:
+            _stop(proc)
+    for name in ("run.rbcap", "run.html", "run.pdf"):
+        assert (tmp_path / name).stat().st_size > 0, name
