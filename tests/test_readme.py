@@ -112,19 +112,20 @@ def test_the_trained_flow_measures_the_reference_ssd(ran):
 
 
 def _start_sim(words, work, name):
-    """Start ``rbscope sim ...`` publishing its port at ``work/name``; return (process, port)."""
+    """Start ``rbscope sim ...`` publishing its port at ``work/name`` (its output into
+    ``work/name.log``, never a pipe it could fill); return (process, port)."""
     import time
 
     link = work / name
-    proc = subprocess.Popen([sys.executable, "-m", "rbscope.cli", *words[1:], "--link",
-                             str(link)], cwd=work, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    with open(work / f"{name}.log", "w", encoding="utf-8") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "rbscope.cli", *words[1:], "--link",
+                                 str(link)], cwd=work, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 900  # the first Verilator build of a configuration
     while not link.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
+            _stop(proc)
             raise AssertionError(f"{shlex.join(words)} published no port:\n"
-                                 f"{proc.stdout.read()[-3000:]}")
+                                 f"{(work / f'{name}.log').read_text()[-3000:]}")
         time.sleep(0.5)
     return proc, str(link)
 
