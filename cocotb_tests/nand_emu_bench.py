@@ -20,10 +20,11 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge, Timer, ValueChange
+from cocotb.triggers import FallingEdge, RisingEdge, Timer, ValueChange
 from cocotb.utils import get_sim_time
 
 from cocotb_tests.runner import bench_params
+from rbscope.cocotb.emulator import EmuCounters
 from rbscope.cocotb.onfi import (
     MODE0,
     SR_ARDY,
@@ -42,7 +43,7 @@ from rbscope.gateware.nand_emu import (
     Storage,
     pattern_byte,
 )
-from rbscope.gateware.nand_emu.layouts import config_const, read_request_layout
+from rbscope.gateware.nand_emu.layouts import config_const
 from rbscope.nand.ident import parse_parameter_page
 from rbscope.nand.onfi import onfi_crc16
 
@@ -67,7 +68,7 @@ class EmuBench:
         self.config = config
         self.clock_ps = clock_ps
         self.pulses = [[] for _ in range(params.dies)]  # (start_ps, end_ps) per die
-        self.req_layout = read_request_layout(params)
+        self.truth = EmuCounters(dut, params)  # the toolkit's ground-truth read-out
         pins = OnfiPins(ce_n=dut.ce_n, cle=dut.cle, ale=dut.ale, we_n=dut.we_n, re_n=dut.re_n,
                         wp_n=dut.wp_n, io_in=dut.io_i, io_out=dut.io_o, io_oe=dut.io_oe,
                         rb=dut.die_rb)
@@ -97,9 +98,7 @@ class EmuBench:
         await Timer(1, unit="ns")
         Clock(dut.clk, self.clock_ps, unit="ps").start(start_high=False)
         self.set_config(self.config)
-        dut.read_req__valid.value = 0
-        dut.read_req__payload.value = 0
-        dut.read_resp__ready.value = 0
+        self.truth.idle()
         await self.nand.idle()
         dut.rst.value = 1
         for _ in range(3):
@@ -139,35 +138,13 @@ class EmuBench:
         return out
 
     async def counter(self, counter, die=0):
-        dut = self.dut
-        dut.read_req__payload.value = self.req_layout.const(
-            {"die": die, "index": EmuCounter(counter)}).as_value().value
-        dut.read_req__valid.value = 1
-        while True:  # sample ready before the edge that transfers the request
-            await ReadOnly()
-            ready = int(dut.read_req__ready.value)
-            await RisingEdge(dut.clk)
-            if ready:
-                break
-        await FallingEdge(dut.clk)
-        dut.read_req__valid.value = 0
-        dut.read_resp__ready.value = 1
-        while True:
-            await ReadOnly()
-            valid, value = int(dut.read_resp__valid.value), int(dut.read_resp__payload.value)
-            await RisingEdge(dut.clk)
-            if valid:
-                break
-        await FallingEdge(dut.clk)
-        dut.read_resp__ready.value = 0
-        return value
+        return await self.truth.read(counter, die)
 
     async def counters(self, die=0):
-        return {c: await self.counter(c, die) for c in EmuCounter}
+        return await self.truth.counters(die)
 
     async def delta(self, before, die=0):
-        after = await self.counters(die)
-        return {c.name: after[c] - before[c] for c in EmuCounter if after[c] != before[c]}
+        return await self.truth.delta(before, die)
 
 
 async def setup(dut):
@@ -379,13 +356,11 @@ async def nand_rules_fail_and_count(dut):
     assert await nand.program_page(row_of(params, 6, 0)) & SR_FAIL
     assert await nand.erase_block(row_of(params, 6, 0)) & SR_FAIL
     # Write protect: program and erase refused; status shows WP#.
-    nand.write_protect(True)
-    await Timer(100, unit="ns")
+    await nand.write_protect(True)
     status = await nand.program_page(row_of(params, 4, 2))
     assert status == SR_RDY | SR_ARDY | SR_FAIL | SR_FAILC, hex(status)
     assert await nand.erase_block(row_of(params, 4, 0)) == SR_RDY | SR_ARDY | SR_FAIL | SR_FAILC
-    nand.write_protect(False)
-    await Timer(100, unit="ns")
+    await nand.write_protect(False)
     # The refused operations left the state alone: page 2 is still next, block 4 not erased.
     assert await nand.program_page(row_of(params, 4, 2)) & SR_FAIL == 0
     delta = await bench.delta(before)

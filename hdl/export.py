@@ -36,11 +36,13 @@ from amaranth.back import rtlil
 from .device import RBScopeDevice
 from .nand_emu import EmuParams, NandEmulator
 from .nand_emu.loopback import Loopback
+from .onfi_tap import OnfiTap, TapParams
 from .ports import ports_of, reference
 from .rb_sniffer import RBSniffer, SnifferParams
 
 __all__ = [
-    "DEFAULT_CLOCK_HZ", "DEFAULT_UART_DIVISOR", "LINT_WAIVERS", "TIMESCALE", "TOPS", "Top",
+    "DEFAULT_CLOCK_HZ", "DEFAULT_TAP", "DEFAULT_UART_DIVISOR", "LINT_WAIVERS", "TIMESCALE", "TOPS",
+    "Top",
     "clock_wrapper", "convert", "design_of", "sniffer_verilog", "write_top", "check_module_name",
     "check_timescale",
 ]
@@ -171,6 +173,9 @@ TOPS = {
             "the ONFI NAND die emulator: an SDR bus in, R/B# and ground-truth counters out"),
         Top("loopback", "nand_loopback",
             "emulated dies watched by a sniffer (one channel per die), traffic generator"),
+        Top("tap", "onfi_tap",
+            "the ONFI bus tap: a channel's bus and R/B# in (listen only), opcode tags and "
+            "per-die counters out"),
         Top("device", "rbscope_device",
             "the whole instrument behind its UART (what a board runs): rb pins, uart_rx/tx"),
     )
@@ -213,7 +218,12 @@ def convert(design, name, *, timescale=TIMESCALE):
     return "\n".join([*head, *waivers, body.rstrip("\n"), *tail]) + "\n"
 
 
-def design_of(top, *, sniffer=None, emulator=None, clock_hz=DEFAULT_CLOCK_HZ,
+#: The tap top's size when none is given: two targets of two LUNs (four dies), a 4-channel
+#: sniffer's trace.
+DEFAULT_TAP = TapParams(targets=2, luns=2)
+
+
+def design_of(top, *, sniffer=None, emulator=None, tap=None, clock_hz=DEFAULT_CLOCK_HZ,
               uart_divisor=DEFAULT_UART_DIVISOR):
     """Return the Amaranth component of a top-level design.
 
@@ -226,6 +236,9 @@ def design_of(top, *, sniffer=None, emulator=None, clock_hz=DEFAULT_CLOCK_HZ,
         channels (``loopback``: one per emulated die).
     emulator : EmuParams, optional
         The emulator's build parameters (``emulator``, ``loopback``); default one die.
+    tap : TapParams, optional
+        The bus tap's build parameters (``tap``; its ``sniffer`` sizes the ``trace`` port and
+        the histogram bins); default :data:`DEFAULT_TAP`.
     clock_hz, uart_divisor : int
         The device top's clock (as reported to the host) and UART bit time in clock cycles.
 
@@ -240,6 +253,10 @@ def design_of(top, *, sniffer=None, emulator=None, clock_hz=DEFAULT_CLOCK_HZ,
         raise TypeError(f"sniffer must be a SnifferParams, not {sniffer!r}")
     if emulator is not None and not isinstance(emulator, EmuParams):
         raise TypeError(f"emulator must be an EmuParams, not {emulator!r}")
+    if tap is not None and not isinstance(tap, TapParams):
+        raise TypeError(f"tap must be a TapParams, not {tap!r}")
+    if tap is not None and top != "tap":
+        raise ValueError(f"tap parameters apply to the tap top only, not to {top!r}")
     if top == "sniffer":
         return RBSniffer(sniffer or SnifferParams(channels=16))
     if top == "emulator":
@@ -247,6 +264,10 @@ def design_of(top, *, sniffer=None, emulator=None, clock_hz=DEFAULT_CLOCK_HZ,
     if top == "loopback":
         emulator = emulator or EmuParams(dies=sniffer.channels if sniffer else 2)
         return Loopback(emulator, sniffer)
+    if top == "tap":
+        if sniffer is not None:
+            raise ValueError("the tap top takes its sniffer's parameters in TapParams.sniffer")
+        return OnfiTap(tap or DEFAULT_TAP)
     if uart_divisor < 4:
         raise ValueError(f"uart_divisor must be at least 4, not {uart_divisor!r}")
     return RBScopeDevice(sniffer or SnifferParams(channels=16), clock_hz=clock_hz,
@@ -335,6 +356,9 @@ def reference_sections():
          "`rbscope verilog --top emulator` (one timing-only die of the default geometry)"),
         ("loopback", design_of("loopback"), TOPS["loopback"].module,
          "`rbscope verilog --top loopback` (2 dies, a 2-channel sniffer)"),
+        ("tap", design_of("tap"), TOPS["tap"].module,
+         "`rbscope verilog --top tap` (2 targets of 2 LUNs: 4 dies, the trace of a 4-channel "
+         "sniffer, 48-bit counters)"),
         ("device", design_of("device"), TOPS["device"].module,
          "`rbscope verilog --top device` (16 channels, 48 MHz, UART divisor 48)"),
     ]

@@ -221,6 +221,37 @@ cycles later (the next service slot of the scanner). A bad channel or bin reads 
 """
 
 
+_TAP_NOTES = """\
+**Listen only.** Every bus pin is an input (`ce_n`, `cle`, `ale`, `we_n`, `io`: DQ as driven by
+the host, so connect the host's output side): the tap never drives the bus. They are
+asynchronous, with the same two-flip-flop synchronisers as the emulator's front end; hold them
+at their idle levels (`ce_n` all ones, `we_n` high) while `rst` is high. A bus cycle is taken
+on WE#'s rising edge; hold each level at least two clock cycles (ONFI mode 0 at 100 MHz: 5 to
+10 cycles). The exact decoding (LUN tracking, multi-plane queues, which confirm sets which
+class) is in `docs/opcode_tap.md`.
+
+**The trace input.** `trace__*` takes the trace stream of the R/B# sniffer that watches the
+same dies (die `d` on channel `first_channel + d`); only its END records are used, to count
+`PULSES` and `HIST`. The tap never stalls it (it has no ready). Without a sniffer, hold
+`trace__valid` low: tags, `OPS` and `PLANES` do not need it.
+
+**Tags.** `tag[d]` is the class of the last busy-starting command sent to die `d`, current two
+cycles after the command's WE# rising edge is sampled plus one register stage; `pulse_tag[d]`
+takes it when `rb[d]` (synchronised) falls.
+
+**Reading a counter.** Put `{space, index}` on `read_req__payload` (space `OPS`: index
+`die * 16 + class`, confirm commands; `PLANES`: `die * 16 + kind * 4 + planes - 1`, final
+confirms of kind 0 program, 1 cache program, 2 erase; `PULSES`: `die * 16 + class`, END records;
+`HIST`: `class << bin_bits | bin`). One request is served at a time, when no update is in
+flight; the word comes on `read_resp__payload` three to four cycles later. Counters never clear
+(not even by `rst`): they start at zero from the memories' `initial` blocks and wrap.
+`rbscope.cocotb.tap` does this (`Tap.counts`).
+"""
+
+#: Notes under the port table of a top, by top.
+_NOTES = {"sniffer": _SNIFFER_NOTES, "tap": _TAP_NOTES}
+
+
 def _section(key, design, module, params_text, notes=""):
     lines = [f"## `{key}`: module `{module}`", "", f"Built by {params_text}.", "",
              *_port_table(design)]
@@ -237,6 +268,5 @@ def reference(sections):
     (``docs/ports.md`` is that of :func:`rbscope.gateware.export.reference_sections`)."""
     out = [_INTRO]
     for key, design, module, text in sections:
-        out.append(_section(key, design, module, text,
-                            _SNIFFER_NOTES if key == "sniffer" else ""))
+        out.append(_section(key, design, module, text, _NOTES.get(key, "")))
     return "\n\n".join(out).rstrip("\n") + "\n"

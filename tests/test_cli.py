@@ -1,6 +1,7 @@
 """The `rbscope` command line: version, help, exit codes and the `verilog` subcommand."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,8 +81,18 @@ def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):
     assert calls[0][2]["sniffer"].classes == 5  # max(5, windows), as rbscope analyze builds
     calls.clear()
     assert cli.main(["verilog", "out"]) == 0
-    assert [c[0] for c in calls] == ["sniffer", "emulator", "loopback", "device"]
+    assert [c[0] for c in calls] == ["sniffer", "emulator", "loopback", "tap", "device"]
     assert calls[2][2]["sniffer"].channels == calls[2][2]["emulator"].dies == 2
+    tap = calls[3][2]["tap"]
+    assert (tap.targets, tap.luns, tap.first_channel, tap.sniffer.channels) == (2, 2, 0, 4)
+
+    calls.clear()
+    argv = ["verilog", "--top", "tap", "--targets", "3", "--luns", "1", "--first-channel", "2",
+            "--hist-sub-bits", "4", "out"]
+    assert cli.main(argv) == 0
+    tap = calls[0][2]["tap"]
+    assert (tap.targets, tap.luns, tap.first_channel) == (3, 1, 2)
+    assert (tap.sniffer.channels, tap.sniffer.hist_sub_bits) == (5, 4)  # up to its last die
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -89,6 +100,8 @@ def test_verilog_passes_options_to_write_top(monkeypatch, capsys, tmp_path):
     (["--top", "loopback", "--channels", "3", "--dies", "2"], "one channel per die"),
     (["--name", "x"], "--name needs exactly one --top"),
     (["--top", "emulator", "--page-bytes", "100"], "page_bytes"),
+    (["--top", "tap", "--luns", "3"], "luns must be 1, 2 or 4"),
+    (["--top", "tap", "--targets", "2", "--luns", "2", "--channels", "3"], "do not fit"),
 ])
 def test_verilog_bad_parameters_are_usage_errors(argv, message, capsys, tmp_path):
     assert cli.main(["verilog", *argv, str(tmp_path / "out")]) == cli.EXIT_USAGE
@@ -139,3 +152,48 @@ def test_verilog_refuses_the_package_source_directories(monkeypatch, capsys, tmp
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     line = next(x for x in readme.splitlines() if x.startswith("rbscope verilog "))
     assert line.split("#")[0].split()[-1].startswith("build/")
+
+
+def test_verilog_writes_the_tap(tmp_path):
+    """`rbscope verilog --top tap` (issue 25, item 19): the listen-only bus tap."""
+    proc = rbscope_cmd("verilog", "--top", "tap", "--targets", "4", "--luns", "1", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [str(tmp_path / "onfi_tap.v")]
+    text = (tmp_path / "onfi_tap.v").read_text()
+    assert "module onfi_tap(" in text
+    for decl in ("input [3:0] ce_n;", "input [7:0] io;", "input [3:0] rb;", "output [15:0] tag;",
+                 "output [47:0] read_resp__payload;"):
+        assert decl in text, decl
+    assert "output [7:0] io" not in text  # it never drives the bus
+
+
+def _every_help_text():
+    import argparse
+
+    parser = cli.build_parser()
+    texts = [parser.format_help()]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            texts += [sub.format_help() for sub in action.choices.values()]
+    return "\n".join(texts)
+
+
+def test_every_document_a_help_text_names_is_installed():
+    """A help text's docs/NAME.md is package data that `rbscope docs NAME` prints (issue 25,
+    item 21): the help no longer points at files only a checkout has."""
+    import importlib.resources
+
+    from rbscope.cli.docs import document_names, read_document
+
+    named = set(re.findall(r"docs/([a-z_]+)\.md", _every_help_text()))
+    assert {"ports", "cocotb", "wa"} <= named, named
+    assert named <= set(document_names())
+    repo_docs = Path(__file__).resolve().parent.parent / "docs"
+    for name in named:
+        resource = importlib.resources.files("rbscope.docs").joinpath(f"{name}.md")
+        assert resource.read_text(encoding="utf-8") == (repo_docs / f"{name}.md").read_text()
+        assert read_document(f"docs/{name}.md") == read_document(name)
+    proc = rbscope_cmd("docs", "ports")
+    assert proc.returncode == 0 and proc.stdout == (repo_docs / "ports.md").read_text()
+    proc = rbscope_cmd("docs", "docs/nothing.md")
+    assert proc.returncode == cli.EXIT_USAGE and "there are: accuracy" in proc.stderr

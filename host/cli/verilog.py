@@ -11,13 +11,18 @@ import json
 import sys
 
 from rbscope.files import OutputError, check_not_source
-from rbscope.gateware.export import check_module_name, check_timescale, write_top
+from rbscope.gateware.export import TOPS, check_module_name, check_timescale, write_top
 from rbscope.gateware.nand_emu import EmuParams, Storage
+from rbscope.gateware.onfi_tap import TapParams
 from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
 
 from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
-__all__ = ["add_verilog_parser", "emu_params_from", "jobs_of", "sniffer_params_from"]
+__all__ = ["TOP_KEYS", "add_verilog_parser", "emu_params_from", "jobs_of", "sniffer_params_from",
+           "tap_params_from"]
+
+#: The tops ``--top`` offers, in the order "all" writes them (rbscope.gateware.export.TOPS).
+TOP_KEYS = tuple(TOPS)
 
 
 #: Sniffer build parameters offered as options (SnifferParams fields, with dashes).
@@ -32,10 +37,12 @@ Write the Verilog of rbscope's top-level designs into OUTDIR (default build/), o
 named after its module (--name changes it). The files build warning-free on Verilator with no
 -W option, run the same under Icarus -g2005 and -g2012, and carry a `timescale 1ns/1ps.
 
-tops (--top, repeatable; default: all four):
+tops (--top, repeatable; default: all five):
   sniffer   rb_sniffer      the R/B# sniffer: rb pins in, counters and histograms out
   emulator  nand_emu        ONFI NAND die emulator: SDR bus in, R/B# and ground truth out
   loopback  nand_loopback   emulated dies watched by a sniffer, one channel per die
+  tap       onfi_tap        ONFI bus tap: a channel's bus, R/B# and a sniffer's trace in,
+                            opcode tags and per-die command/pulse counters out
   device    rbscope_device  the whole instrument behind its UART (what a board runs)
 
 class count K (--classes, --windows):
@@ -51,10 +58,22 @@ examples:
   rbscope verilog --top sniffer --channels 4 --width-bits 16 sim/
   rbscope verilog --top emulator --dies 2 --storage array --page-bytes 512 sim/
   rbscope verilog --top sniffer --windows 7 --name rb_sniffer_k7 sim/
+  rbscope verilog --top tap --targets 4 --luns 1 sim/
 
-docs/ports.md lists every port, bit map and handshake; docs/cocotb.md shows a testbench.
+docs/ports.md lists every port, bit map and handshake; docs/cocotb.md shows a testbench
+(`rbscope docs ports`, `rbscope docs cocotb` print them from the installed package).
 exit codes: 0 success, 1 cannot write, 2 usage error (bad option or parameter)
 """
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {value}")
+    return value
 
 
 def _positive_int(text):
@@ -75,8 +94,7 @@ def add_verilog_parser(subparsers):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("outdir", metavar="OUTDIR", nargs="?", default="build",
                    help="directory to write into (created; default build/)")
-    p.add_argument("--top", action="append", choices=("sniffer", "emulator", "loopback",
-                                                      "device"),
+    p.add_argument("--top", action="append", choices=TOP_KEYS,
                    help="a design to write (repeat for several; default: all)")
     p.add_argument("--name", metavar="MODULE", type=_module_name,
                    help="Verilog module (and file) name of the one --top written")
@@ -111,6 +129,15 @@ def add_verilog_parser(subparsers):
                    help="timing: no data array (default); array: data kept in block RAM")
     g.add_argument("--rb-wired", action="store_true",
                    help="one wired-OR R/B# line for all dies instead of one per die")
+
+    g = p.add_argument_group("tap (the sniffer options size the trace it reads; --channels "
+                             "default: its dies)")
+    g.add_argument("--targets", type=_positive_int, metavar="N",
+                   help="CE# inputs of the tapped channel (1 ... 8; default 2)")
+    g.add_argument("--luns", type=_positive_int, metavar="N",
+                   help="LUNs (dies) per target: 1, 2 or 4 (default 2)")
+    g.add_argument("--first-channel", type=_non_negative_int, metavar="CH",
+                   help="sniffer channel of die 0 (default 0)")
 
     g = p.add_argument_group("device")
     g.add_argument("--clock-hz", type=_positive_int, metavar="HZ",
@@ -168,6 +195,17 @@ def emu_params_from(args, dies=None):
     return EmuParams(**options)
 
 
+def tap_params_from(args):
+    """Return the :class:`TapParams` the options ask for (default: 2 targets of 2 LUNs, the
+    trace of a sniffer with one channel per die)."""
+    targets = 2 if args.targets is None else args.targets
+    luns = 2 if args.luns is None else args.luns
+    first = args.first_channel or 0
+    channels = args.channels or first + targets * luns
+    return TapParams(targets=targets, luns=luns, first_channel=first,
+                     sniffer=sniffer_params_from(args, channels=channels))
+
+
 def _module_name(text):
     try:
         return check_module_name(text)
@@ -187,7 +225,7 @@ def _timescale(text):
 
 def jobs_of(args):
     """Return ``[(top, design options)]`` for the tops asked for."""
-    tops = list(dict.fromkeys(args.top or ("sniffer", "emulator", "loopback", "device")))
+    tops = list(dict.fromkeys(args.top or TOP_KEYS))
     if args.name is not None and len(tops) != 1:
         raise ValueError("--name needs exactly one --top")
     jobs = []
@@ -203,6 +241,8 @@ def jobs_of(args):
                                  f"{args.channels} differs from --dies {emu.dies}")
             jobs.append((top, {"emulator": emu,
                                "sniffer": sniffer_params_from(args, channels=emu.dies)}))
+        elif top == "tap":
+            jobs.append((top, {"tap": tap_params_from(args)}))
         else:
             options = {"sniffer": sniffer_params_from(args)}
             if args.clock_hz is not None:

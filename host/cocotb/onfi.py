@@ -79,6 +79,8 @@ class OnfiTiming:
     tRR: float
     tRHW: float
     tCCS: float
+    #: WP# transition to WE# low (the same in every mode).
+    tWW: float = 100
 
 
 #: ONFI timing mode 0 (the mode every device must support after power-on).
@@ -97,7 +99,8 @@ MODE2 = OnfiTiming(tCS=25, tCLS=15, tCLH=10, tALS=15, tALH=10, tDS=15, tDH=5, tW
 
 @dataclasses.dataclass
 class OnfiPins:
-    """Handles of the bus signals. ``io_out``/``io_oe`` are for split IO; ``wp_n`` optional."""
+    """Handles of the bus signals. ``io_out``/``io_oe`` are for split IO; ``wp_n`` optional;
+    ``re_n`` may be None for a top that only listens (the tap): the driver then cannot read."""
 
     ce_n: object
     cle: object
@@ -158,17 +161,24 @@ class OnfiDriver:
         p.cle.value = 0
         p.ale.value = 0
         p.we_n.value = 1
-        p.re_n.value = 1
+        if p.re_n is not None:
+            p.re_n.value = 1
         if p.wp_n is not None:
             p.wp_n.value = 1
         p.io_in.value = 0
         await Timer(self.t.tCS, unit="ns")
 
-    def write_protect(self, protect):
-        """Drive WP# (low = protected)."""
+    async def write_protect(self, protect):
+        """Drive WP# (low = protected), then wait tWW before the next bus cycle may start.
+
+        A coroutine like every other bus method: ``await nand.write_protect(True)``. (It was a
+        plain method before; a call without ``await`` now does nothing, and Python warns that
+        the coroutine was never awaited.)
+        """
         if self.pins.wp_n is None:
             raise ValueError("this bus has no WP# handle")
         self.pins.wp_n.value = 0 if protect else 1
+        await Timer(self.t.tWW, unit="ns")
 
     async def _write_cycle(self, byte, cle, ale):
         p, t = self.pins, self.t
@@ -203,6 +213,9 @@ class OnfiDriver:
     async def read_data(self, n):
         """Read ``n`` bytes with RE# cycles; returns ``bytes``."""
         p, t = self.pins, self.t
+        if p.re_n is None:
+            raise ValueError("this bus has no RE# handle (a listen-only top, such as the tap): "
+                             "it cannot be read")
         out = bytearray()
         p.ce_n.value = self._ce_value()
         for _ in range(n):

