@@ -23,6 +23,9 @@ Subcommands
 ``selftest``
     Check an emulator build's sniffer counts against its emulated dies' ground truth
     (:mod:`rbscope.device.selftest`).
+``vssd``
+    Serve a reference SSD as a network block device, recording its R/B# pulses and its true
+    counts (:mod:`rbscope.cli.vssd`).
 
 Exit codes
 ----------
@@ -55,6 +58,7 @@ from .report import add_export_parser, add_report_parser, add_sigrok_parser
 from .selftest import add_selftest_parser
 from .sim import add_sim_parser
 from .verilog import add_verilog_parser
+from .vssd import add_vssd_parser
 
 __all__ = ["EXIT_DEVICE", "EXIT_FAILURE", "EXIT_OK", "EXIT_TIMEOUT", "EXIT_USAGE", "main"]
 
@@ -109,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     add_selftest_parser(commands)
+
+
+    add_vssd_parser(commands)
     return parser
 
 
