@@ -98,6 +98,7 @@ def _edges():
 def test_the_layout_sees_every_package():
     for pkg in ("rbscope.nand", "rbscope.device", "rbscope.recordings", "rbscope.analysis",
                 "rbscope.cli", "rbscope.refssd", "rbscope.report", "rbscope.cocotb", "rbscope.vssd",
+                "rbscope.probe",
                 "rbscope.gateware.rb_sniffer.model", "rbscope.gateware.onfi_tap.model"):
         assert pkg in MODULES, pkg
 

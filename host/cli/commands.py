@@ -26,6 +26,9 @@ Subcommands
 ``vssd``
     Serve a reference SSD as a network block device, recording its R/B# pulses and its true
     counts (:mod:`rbscope.cli.vssd`).
+``probe-geometry``
+    Guess an SSD's page size and parallel units from response times, against an NBD export or
+    a block device (:mod:`rbscope.cli.probe`).
 
 Exit codes
 ----------
@@ -54,6 +57,7 @@ from .common import EXIT_DEVICE, EXIT_FAILURE, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE
 from .identify import add_identify_parser
 from .label import add_label_parser
 from .link import add_link_parsers
+from .probe import add_probe_parser
 from .report import add_export_parser, add_report_parser, add_sigrok_parser
 from .selftest import add_selftest_parser
 from .sim import add_sim_parser
@@ -116,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     add_vssd_parser(commands)
+    add_probe_parser(commands)
     return parser
 
 

@@ -8,7 +8,9 @@ arrives, expands the NAND operations the request caused with the timing model's 
   of a read and the controller's overhead (drawn per operation, ``timing.overhead``);
 * the dies of a channel share its bus: a command sequence (command and address cycles, the data
   in of a program) holds the bus for ``CMD_NS`` plus the data at ``bus_mb_s``; the channel
-  serves its dies that have work in the order they became ready;
+  serves its dies that have work in the order they became ready, each command in the first
+  gap of the bus from its die's ready time (the bus keeps its busy intervals: a later request
+  may use the bus before an earlier request's later commands);
 * with cache programs (80h-15h) the die's array keeps programming after R/B# rises; the next
   program on the die waits for it, as in the batch model;
 * a write's operations start once its data has crossed the host interface (``host_mb_s``);
@@ -29,6 +31,7 @@ Data is kept sparse: a dict of the 512-byte sectors written (a read of a sector 
 or trimmed, returns zeros), so a drive of any size costs only what the host wrote.
 """
 
+import bisect
 import json
 import os
 from dataclasses import dataclass
@@ -115,7 +118,9 @@ class Engine:
         self._done = [0] * d.dies  # log entries of each die already scheduled
         self._ready = [0] * d.dies  # when each die can take its next command
         self._array_free = [0] * d.dies  # when each die's array ends a cached operation
-        self._bus = [0] * d.channels  # when each channel's bus is free
+        # Each channel's bus: its busy intervals [start, end) from the earliest request still
+        # running on (a later request may use a gap before an earlier one's commands).
+        self._bus = [[] for _ in range(d.channels)]
         self._channel = [d.die_location(die)[0] for die in range(d.dies)]
         self._pulses = [[] for _ in range(d.dies)]
         self.retries = 0
@@ -270,14 +275,15 @@ class Engine:
                     self.retries += extras["retries"]
                     self.suspensions += extras["suspensions"]
             ready, array_free = self._ready, self._array_free
-            bus = max(self._bus[ch], avail)
+            busy = self._bus[ch]
+            while busy and busy[0][1] <= avail:  # no command starts before this request
+                busy.pop(0)
             active = [die for die in members if ops[die]]
             while active:
                 die = min(active, key=ready.__getitem__) if len(active) > 1 else active[0]
                 i = nxt[die]
-                s = max(bus, ready[die])
-                bus = s + bus_ns[die][i]
-                t = bus + TWB_NS
+                s = _gap(busy, ready[die], bus_ns[die][i])
+                t = s + bus_ns[die][i] + TWB_NS
                 o = ops[die][i]
                 if o == CP or o == CR:
                     w = max(0, array_free[die] - t) + base[die][i]
@@ -299,7 +305,6 @@ class Engine:
                 nxt[die] = i + 1
                 if i + 1 == len(ops[die]):
                     active.remove(die)
-            self._bus[ch] = bus
             for die in members:
                 r = rows[die]
                 r["start_ns"] = starts[die]
@@ -358,6 +363,22 @@ class Engine:
             json.dump(self.truth_dict(), f, indent=1, default=_json_default)
             f.write("\n")
         os.replace(tmp, path)
+
+
+def _gap(busy, start, length):
+    """The earliest time from ``start`` when the bus is free for ``length`` ns; books it.
+
+    ``busy`` is the channel's sorted, disjoint list of ``[start, end)`` intervals.
+    """
+    t = start
+    for a, b in busy:
+        if b <= t:
+            continue
+        if a >= t + length:
+            break
+        t = b
+    bisect.insort(busy, (t, t + length))
+    return t
 
 
 def _json_default(v):

@@ -7,7 +7,8 @@ outside the standard library. ``rbscope vssd`` runs the engine in its own proces
 on a Unix socket to that process (one connection per nbdkit worker thread), which answers once
 the request's modelled completion time has come.
 
-Message to the engine: kind (1 byte: ``r`` read, ``w`` write, ``t`` trim, ``f`` flush), offset
+Message to the engine: kind (1 byte: ``r`` read, ``w`` write, ``W`` write with FUA: written back
+before the answer, ``t`` trim, ``f`` flush), offset
 (8 bytes), length (4 bytes), big-endian; a write's data follows. Answer: status (1 byte, 0 = done),
 length (4 bytes), then a read's data, or the error text when the status is not 0.
 """
@@ -64,6 +65,10 @@ def can_trim(h):
     return True
 
 
+def can_fua(h):
+    return nbdkit.FUA_NATIVE  # a write with FUA is written back before it is answered
+
+
 def can_multi_conn(h):
     return True  # one engine behind every connection: a flush covers them all
 
@@ -105,7 +110,7 @@ def pread(h, buf, offset, flags):
 
 
 def pwrite(h, buf, offset, flags):
-    _call(b"w", offset, len(buf), buf)
+    _call(b"W" if flags & nbdkit.FLAG_FUA else b"w", offset, len(buf), buf)
 
 
 def trim(h, count, offset, flags):

@@ -38,7 +38,7 @@ __all__ = ["Service", "EngineServer", "nbdkit_command", "PLUGIN", "ServeError"]
 PLUGIN = Path(__file__).with_name("nbd_plugin.py")
 _REQUEST = struct.Struct("!cQI")
 _ANSWER = struct.Struct("!BI")
-_KINDS = {b"r": READ, b"w": WRITE, b"t": TRIM, b"f": FLUSH}
+_KINDS = {b"r": READ, b"w": WRITE, b"W": WRITE, b"t": TRIM, b"f": FLUSH}
 
 
 class ServeError(RuntimeError):
@@ -79,13 +79,20 @@ class Service:
     def wall_of(self, model_ns):
         return self.t0 + (model_ns - self.offset_ns) * self.slowdown / 1e9
 
-    def handle(self, kind, offset, length, data=None):
-        """Run one request, wait until its completion time, return a read's data."""
+    def handle(self, kind, offset, length, data=None, fua=False):
+        """Run one request, wait until its completion time, return a read's data.
+
+        ``fua`` (a write with NBD's Force Unit Access): the drive writes its buffer back before
+        it answers (a flush right after the write), as a drive with its write cache disabled.
+        """
         with self.lock:
             c = self.engine.submit(kind, offset, length, self.model_now(), data)
+            end = c.end_ns
+            if fua:
+                end = self.engine.submit(FLUSH, arrival_ns=c.end_ns).end_ns
             self.served += 1
-            self.latency_ns += c.latency_ns
-        wait = self.wall_of(c.end_ns) - self.clock()
+            self.latency_ns += end - c.arrival_ns
+        wait = self.wall_of(end) - self.clock()
         if wait > 0:
             self.sleep(wait)
         else:
@@ -128,7 +135,7 @@ class _Handler(socketserver.BaseRequestHandler):
             try:
                 if kind is None:
                     raise RefSSDError(f"unknown request code {code!r}")
-                out = service.handle(kind, offset, length, data)
+                out = service.handle(kind, offset, length, data, fua=code == b"W")
             except RefSSDError as exc:
                 with service.lock:
                     service.errors += 1
