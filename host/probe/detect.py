@@ -13,10 +13,10 @@ Effective page size (Kuo, Hsieh and Chang's adjacent-offset updates)
     read-modify-write the same page on the same die, one after the other: the pair takes
     about twice one update. When ``c`` is a page boundary, the two pages are striped onto
     different parallel units and the updates overlap: the pair takes about one update. Rule:
-    split the candidates' mean pair times into the smaller and the larger boundaries where the
-    two groups' means differ most (a step fit); the page is the first larger boundary, if the
-    larger group's mean is below 0.85 × the smaller group's (means, not medians: the program
-    times of MLC/TLC page types are multi-modal, and a median jumps between the modes). On a
+    the page is the first boundary ``c`` whose mean pair time is below 0.85 × the median of the
+    smaller boundaries' means and from which on every boundary's mean is below all smaller
+    boundaries' means (a step that holds). Means, not medians: the program times of MLC/TLC
+    page types are multi-modal, and a median jumps between the modes. On a
     drive striping ``Mp`` planes' pages onto one die (multi-plane programs), the step is at
     ``Mp × page``: the program unit, which is what the WA method counts per program pulse
     (``program_model = "single-plane"`` with that page size computes the same WA).
@@ -43,9 +43,8 @@ from .target import ProbeError
 
 __all__ = ["Finding", "detect_page_size", "detect_parallel_units", "CANDIDATES"]
 
-#: The step is a page boundary when the larger boundaries' mean pair time is below this
-#: fraction of the smaller ones' (ideal: 0.5; the spread of program times between page types
-#: narrows it).
+#: A boundary is a page boundary when its mean pair time is below this fraction of the
+#: smaller boundaries' (ideal: 0.5; the spread of program times between page types narrows it).
 THRESHOLD = 0.85
 #: Candidate page boundaries (bytes).
 CANDIDATES = tuple(512 << i for i in range(9))  # 512 B … 128 KiB
@@ -147,14 +146,16 @@ def detect_page_size(target, *, reps=21, progress=None):
     finally:
         other.close()
     med = {c: statistics.fmean(t) for c, t in series.items()}
-    means = [med[c] for c in CANDIDATES]
-    # The step: the split of the candidates into smaller and larger ones whose groups' means
-    # differ most (ratio of the larger group's to the smaller group's).
-    ratios = {CANDIDATES[i]: statistics.fmean(means[i:]) / statistics.fmean(means[:i])
-              for i in range(1, len(CANDIDATES))}
-    split = min(ratios, key=ratios.get)
-    best = ratios[split]
-    value = split if best < THRESHOLD else None
+    # The first boundary whose mean is well below the smaller ones' (their median) and from
+    # which on every mean stays below every smaller boundary's: a step that holds.
+    value, best = None, None
+    ratios = {}
+    for i, c in enumerate(CANDIDATES[1:], 1):
+        before = [med[x] for x in CANDIDATES[:i]]
+        after = [med[x] for x in CANDIDATES[i:]]
+        ratios[c] = med[c] / statistics.median(before)
+        if value is None and ratios[c] < THRESHOLD and max(after) < min(before):
+            value, best = c, ratios[c]
     if value is None:
         conf = 0.0
     else:
@@ -167,9 +168,9 @@ def detect_page_size(target, *, reps=21, progress=None):
         name="page_size", value=value, confidence=conf,
         evidence={"mean_pair_s": {str(c): med[c] for c in CANDIDATES},
                   "pairs_s": {str(c): series[c] for c in CANDIDATES},
-                  "split_ratio": {str(c): r for c, r in ratios.items()}, "ratio": best},
-        rule="the boundary splitting the candidates' mean pair times into two groups whose "
-             "means differ most, if the later group's mean is below 0.85 x the earlier's",
+                  "ratio_to_smaller": {str(c): r for c, r in ratios.items()}, "ratio": best},
+        rule="the first boundary whose mean pair time is below 0.85 x the median of the "
+             "smaller boundaries' and from which on every mean is below all smaller ones'",
         io={"writes": writes, "bytes_written": writes * 512})
 
 
