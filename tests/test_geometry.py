@@ -5,11 +5,13 @@ import pytest
 from rbscope.analysis.geometry import (
     GeometryError,
     example_geometries,
+    geometry_toml,
     load_geometry,
     parse_geometry,
 )
 from rbscope.analysis.presets import DEFAULT_PRESET, Preset, format_preset, parse_toml
 from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.refssd import PRESETS, preset
 
 GOOD = """
 name = "T"
@@ -89,3 +91,19 @@ def test_format_preset_round_trip():
     assert text.startswith("# made by a test")
     back = parse_toml(text)["classifier"]
     assert (back.windows, back.glitch_us) == (DEFAULT_PRESET.windows, DEFAULT_PRESET.glitch_us)
+
+
+def test_geometry_toml_reads_back_to_the_same_geometry():
+    for name in PRESETS:
+        g = preset(name).user_geometry()
+        text = geometry_toml(g, ("a header", ""))
+        assert text.startswith("# a header\n#\n")
+        h = parse_geometry(text, name)
+        assert h.to_dict() == g.to_dict(), name
+        assert (h.timing, h.raw_bytes, h.user_bytes, h.description) == \
+            (g.timing, g.raw_bytes, g.user_bytes, g.description), name
+        if g.classifier is None:
+            assert h.classifier is None
+        else:
+            assert [tuple(w) for w in h.classifier.windows] == \
+                [tuple(w) for w in g.classifier.windows], name

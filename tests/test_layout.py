@@ -97,7 +97,8 @@ def _edges():
 
 def test_the_layout_sees_every_package():
     for pkg in ("rbscope.nand", "rbscope.device", "rbscope.recordings", "rbscope.analysis",
-                "rbscope.cli", "rbscope.refssd", "rbscope.report", "rbscope.cocotb",
+                "rbscope.cli", "rbscope.refssd", "rbscope.report", "rbscope.cocotb", "rbscope.vssd",
+                "rbscope.probe",
                 "rbscope.gateware.rb_sniffer.model", "rbscope.gateware.onfi_tap.model"):
         assert pkg in MODULES, pkg
 
@@ -149,6 +150,14 @@ def test_only_the_cli_imports_the_cli(name):
         return
     bad = [(line, t) for line, t, _, _ in _imports(name) if t.startswith("rbscope.cli")]
     assert bad == [], f"{name} imports the command line"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_only_the_cli_imports_the_virtual_ssd(name):
+    if name.startswith(("rbscope.cli", "rbscope.vssd")):
+        return
+    bad = [(line, t) for line, t, _, _ in _imports(name) if t.startswith("rbscope.vssd")]
+    assert bad == [], f"{name} imports the virtual SSD"
 
 
 @pytest.mark.parametrize("name", sorted(m for m in MODULES

@@ -70,7 +70,7 @@ from .presets import CLASS_NAMES, Preset, PresetError, from_table
 __all__ = [
     "GeometryError", "Geometry", "load_geometry", "parse_geometry", "example_geometries",
     "BUNDLED", "CELL_BITS", "PROGRAM_SCHEMES", "check_cell_scheme", "with_parameter_page",
-    "WORDLINE_US", "PLACEHOLDER",
+    "WORDLINE_US", "PLACEHOLDER", "geometry_toml",
 ]
 
 PROGRAM_MODELS = ("single-plane", "multi-plane")
@@ -441,6 +441,62 @@ def parse_geometry(text, source=""):
         raise GeometryError(f"{_where(source, 'description')} must be a string")
     return Geometry(name=name, timing=timing, classifier=classifier, description=description,
                     **values)
+
+
+def _toml_str(text):
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+def geometry_toml(geometry, header=()):
+    """A geometry file (TOML) of ``geometry`` that :func:`parse_geometry` reads back to it.
+
+    Parameters
+    ----------
+    geometry : Geometry
+    header : sequence of str
+        Comment lines put first (without ``#``).
+    """
+    g = geometry
+    lines = [f"# {line}" if line else "#" for line in header]
+    lines += [f"name = {_toml_str(g.name)}"]
+    if g.description:
+        lines.append(f"description = {_toml_str(g.description)}")
+    lines += ["", "[geometry]"]
+    for key in ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
+                "page_size", "spare_size", "pages_per_block"):
+        if getattr(g, key) is not None:
+            lines.append(f"{key} = {getattr(g, key)}")
+    lines.append(f"program_model = {_toml_str(g.program_model)}")
+    for key in ("mp",):
+        if getattr(g, key) is not None:
+            lines.append(f"{key} = {getattr(g, key)}")
+    for key in ("cell", "program_scheme"):
+        if getattr(g, key) is not None:
+            lines.append(f"{key} = {_toml_str(getattr(g, key))}")
+    if g.raw_bytes or g.user_bytes:
+        lines += ["", "[capacity]"]
+        if g.raw_bytes:
+            lines.append(f"raw_gb = {g.raw_bytes / 1e9!r}")
+        if g.user_bytes:
+            lines.append(f"user_gb = {g.user_bytes / 1e9!r}")
+    if g.pe_cycles or g.warranty_years:
+        lines += ["", "[endurance]"]
+        if g.pe_cycles:
+            lines.append(f"pe_cycles = {g.pe_cycles}")
+        if g.warranty_years:
+            lines.append(f"warranty_years = {g.warranty_years!r}")
+    if g.timing:
+        lines += ["", "[timing]  # µs"]
+        for key, (lo, hi) in g.timing.items():
+            lines.append(f"{key} = [{float(lo)!r}, {float(hi)!r}]")
+    c = g.classifier
+    if c is not None:
+        lines += ["", "[classifier]", f"glitch_us = {float(c.glitch_us)!r}",
+                  f"tick_us = {float(c.tick_us)!r}", f"idle_s = {float(c.idle_s)!r}",
+                  "", "[classifier.windows]  # µs"]
+        for name, lo, hi in c.windows:
+            lines.append(f"{name} = [{float(lo)!r}, {float(hi)!r}]")
+    return "\n".join(lines) + "\n"
 
 
 def load_geometry(path):

@@ -23,6 +23,12 @@ Subcommands
 ``selftest``
     Check an emulator build's sniffer counts against its emulated dies' ground truth
     (:mod:`rbscope.device.selftest`).
+``vssd``
+    Serve a reference SSD as a network block device, recording its R/B# pulses and its true
+    counts (:mod:`rbscope.cli.vssd`).
+``probe-geometry``
+    Guess an SSD's page size and parallel units from response times, against an NBD export or
+    a block device (:mod:`rbscope.cli.probe`).
 
 Exit codes
 ----------
@@ -52,10 +58,12 @@ from .docs import add_docs_parser
 from .identify import add_identify_parser
 from .label import add_label_parser
 from .link import add_link_parsers
+from .probe import add_probe_parser
 from .report import add_export_parser, add_report_parser, add_sigrok_parser
 from .selftest import add_selftest_parser
 from .sim import add_sim_parser
 from .verilog import add_verilog_parser
+from .vssd import add_vssd_parser
 
 __all__ = ["EXIT_DEVICE", "EXIT_FAILURE", "EXIT_OK", "EXIT_TIMEOUT", "EXIT_USAGE", "main"]
 
@@ -112,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_selftest_parser(commands)
     add_docs_parser(commands)
+    add_vssd_parser(commands)
+    add_probe_parser(commands)
     return parser
 
 

@@ -56,7 +56,8 @@ def port_options(p):
 
 
 #: Attributes of a parsed command line that name files a command writes (never inputs).
-OUTPUT_OPTIONS = frozenset({"output", "pdf", "save_measurement", "gtkwave_filter", "truth"})
+OUTPUT_OPTIONS = frozenset({"output", "pdf", "save_measurement", "gtkwave_filter", "truth",
+                            "record", "geometry_out"})
 
 
 def input_paths(args):

@@ -10,7 +10,7 @@ from .ftl import Cause, make_ftl
 from .timing import NandOp, schedule
 from .workload import READ, TRIM, WRITE, Workload
 
-__all__ = ["Truth", "Run", "simulate", "precondition_ftl", "PRECONDITIONS"]
+__all__ = ["Truth", "Run", "simulate", "ftl_truth", "precondition_ftl", "PRECONDITIONS"]
 
 #: Drive states a workload can start from: ``fresh`` (never written), ``initial`` (filled once,
 #: then trimmed whole: every block holds invalid data and is erased when needed — the paper's
@@ -149,6 +149,37 @@ def _counts(row):
     return out
 
 
+def ftl_truth(ftl, ops, *, read_retries=0, suspensions=0):
+    """The :class:`Truth` of ``ftl``'s counters since its last ``reset_counts``.
+
+    Parameters
+    ----------
+    ftl : PageFTL
+    ops : numpy.ndarray
+        The :class:`NandOp` of every R/B# pulse the timing model gave the operations (all
+        dies), counted into ``Truth.pulses``.
+    read_retries, suspensions : int
+        The timing model's counts (``schedule(..., stats=)``).
+    """
+    drive = ftl.drive
+    written = ftl.host_bytes_written
+    per_die = []
+    for d in range(drive.dies):
+        per_die.append({"pages_programmed": _counts(ftl.pages_programmed[d]),
+                        "program_operations": int(ftl.programs[d].sum()),
+                        "erases": _counts(ftl.erases[d]), "reads": _counts(ftl.reads[d])})
+    total_pages = int(ftl.pages_programmed.sum())
+    pulse_counts = {op.name: int((ops == op).sum()) for op in NandOp}
+    return Truth(
+        host_bytes_written=written, host_bytes_read=ftl.host_bytes_read,
+        host_pages_written=written / drive.page_size,
+        pages_programmed=_counts(ftl.pages_programmed.sum(axis=0)),
+        program_operations=int(ftl.programs.sum()), erases=_counts(ftl.erases.sum(axis=0)),
+        reads=_counts(ftl.reads.sum(axis=0)), per_die=per_die, pulses=pulse_counts,
+        wa_true=total_pages * drive.page_size / written if written else float("nan"),
+        read_retries=read_retries, suspensions=suspensions)
+
+
 def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0,
              flush=True, ftl=None):
     """Run ``workload`` on ``drive``; return a :class:`Run`.
@@ -202,23 +233,10 @@ def simulate(drive, workload, *, seed=0, precondition="fresh", steady_passes=1.0
     sched = {}
     pulses, commands, end_ns = schedule(drive, ftl.log, rng, stats=sched)
     t3 = time.perf_counter()
-    written = ftl.host_bytes_written
-    per_die = []
-    for d in range(drive.dies):
-        per_die.append({"pages_programmed": _counts(ftl.pages_programmed[d]),
-                        "program_operations": int(ftl.programs[d].sum()),
-                        "erases": _counts(ftl.erases[d]), "reads": _counts(ftl.reads[d])})
-    total_pages = int(ftl.pages_programmed.sum())
     ops = np.concatenate([p["op"] for p in pulses]) if pulses else np.zeros(0, np.uint8)
-    pulse_counts = {op.name: int((ops == op).sum()) for op in NandOp}
-    truth = Truth(
-        host_bytes_written=written, host_bytes_read=ftl.host_bytes_read,
-        host_pages_written=written / drive.page_size,
-        pages_programmed=_counts(ftl.pages_programmed.sum(axis=0)),
-        program_operations=int(ftl.programs.sum()), erases=_counts(ftl.erases.sum(axis=0)),
-        reads=_counts(ftl.reads.sum(axis=0)), per_die=per_die, pulses=pulse_counts,
-        wa_true=total_pages * drive.page_size / written if written else float("nan"),
-        read_retries=sched.get("read_retries", 0), suspensions=sched.get("suspensions", 0))
+    truth = ftl_truth(ftl, ops, read_retries=sched.get("read_retries", 0),
+                      suspensions=sched.get("suspensions", 0))
+    written = ftl.host_bytes_written
     n_ops = sum(len(log) for log in ftl.log)
     stats = {"precondition_s": t1 - t0, "ftl_s": t2 - t1, "timing_s": t3 - t2,
              "operations": n_ops, "pulses": int(len(ops)),

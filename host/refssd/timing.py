@@ -47,7 +47,8 @@ from rbscope.nand.ops import OPS, OpClass
 from .drive import CELL_BITS, PageType, draw
 from .ftl import Cause, FtlOp, unpack
 
-__all__ = ["NandOp", "CLASS", "PULSE_DTYPE", "COMMAND_DTYPE", "CONFIRM", "FIRST", "schedule"]
+__all__ = ["NandOp", "CLASS", "PULSE_DTYPE", "COMMAND_DTYPE", "CONFIRM", "FIRST", "schedule",
+           "expand", "power_on_rows", "CMD_NS", "TWB_NS"]
 
 
 class NandOp(IntEnum):
@@ -411,6 +412,33 @@ def _power_on(drive, rng):
     first = np.array([FIRST[NandOp.RESET], FIRST[NandOp.SET_FEATURES]], np.uint8)
     return (rows, base, np.zeros(2, np.int64), confirm, first, np.zeros(2, np.int64),
             np.zeros(2, np.int64))
+
+
+def expand(drive, log, rng, die):
+    """Expand a part of one die's FTL log into pulse rows and their durations (no times yet).
+
+    The step :func:`schedule` takes per die, for a caller that schedules itself (the virtual
+    SSD, :mod:`rbscope.vssd`, expands each request's operations as they come).
+
+    Returns
+    -------
+    tuple
+        ``(rows, base, array_ns, confirm, first, plane, data, extras)``: :data:`PULSE_DTYPE`
+        rows (times unset), the busy each shows on its own and the array time (ns), the
+        confirm and first command bytes, the plane, the data-in bytes, and with
+        ``drive.modern`` a dict of extras (``overlap``, ``spd``, ``retries``, ``suspensions``,
+        ``drawn_max``), else None.
+    """
+    ex = _expand(drive, log, rng)
+    extras = None
+    if drive.modern:
+        ex, extras = _modern(drive, ex, rng, die)
+    return ex + (extras,)
+
+
+def power_on_rows(drive, rng):
+    """The power-on reset and set-features rows of one die, as :func:`expand` returns them."""
+    return _power_on(drive, rng) + (None,)
 
 
 def schedule(drive, logs, rng, *, start_ns=1000, stats=None):

@@ -1,0 +1,142 @@
+"""``rbscope probe-geometry``: guess an SSD's geometry from response times (host-side)."""
+
+import argparse
+import json
+import sys
+import time
+
+from rbscope.files import OutputError, check_output, write_text
+from rbscope.probe import (
+    ProbeError,
+    detect_page_size,
+    detect_parallel_units,
+    guess_toml,
+    open_target,
+    parse_range,
+)
+
+from .argtypes import integer
+from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, err, force_option, input_paths
+
+__all__ = ["add_probe_parser"]
+
+DETECTORS = ("page", "units")
+
+
+def add_probe_parser(commands):
+    p = commands.add_parser(
+        "probe-geometry",
+        help="guess an SSD's page size and parallel units from response times",
+        description=(
+            "Run host-side detectors against TARGET, an NBD export (nbd+unix:///?socket=PATH, "
+            "e.g. `rbscope vssd`) or a block device / plain file (O_DIRECT), and print a "
+            "geometry guess with its evidence and confidence, as a TOML geometry file that "
+            "`rbscope analyze --geometry` accepts. The detectors write: they run only with "
+            "--destructive and an explicit --range START:END, and every request stays in that "
+            "range (its data is overwritten). A mounted block device (or one with a mounted "
+            "partition) is refused. Detectors: page (the effective page size, from pairs of "
+            "adjacent 512-byte updates, Kuo et al. 2011) and units (parallel units, from "
+            "concurrent page writers). See docs/vssd.md."),
+        epilog=(
+            "example:\n"
+            "  rbscope vssd ssd-v --socket /tmp/ssd.sock --slowdown 10 &\n"
+            "  rbscope probe-geometry 'nbd+unix:///?socket=/tmp/ssd.sock' --destructive "
+            "--range 0:64MiB -o guess.toml"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", metavar="TARGET",
+                   help="nbd+unix:///?socket=PATH, a block device or a plain file")
+    p.add_argument("--destructive", action="store_true",
+                   help="allow writes (overwrites the --range bytes); the detectors need it")
+    p.add_argument("--range", dest="byte_range", metavar="START:END",
+                   help="the bytes the probe may use (multiples of 4096; suffixes KiB MiB GiB)")
+    p.add_argument("--detectors", default="page,units", metavar="LIST",
+                   help="comma-separated, of: page, units (default both)")
+    p.add_argument("--page-size", type=integer(512, 1 << 24), metavar="BYTES",
+                   help="page size for the units detector when page is not run")
+    p.add_argument("--reps", type=integer(3, 1000), default=21, metavar="N",
+                   help="repetitions per page-size candidate (default 21)")
+    p.add_argument("-o", "--output", metavar="TOML", help="write the geometry guess here")
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    force_option(p)
+    p.set_defaults(handler=_cmd_probe)
+
+
+def _cmd_probe(args):
+    detectors = [d.strip() for d in args.detectors.split(",") if d.strip()]
+    bad = [d for d in detectors if d not in DETECTORS]
+    if bad or not detectors:
+        err("probe-geometry", f"--detectors: unknown {', '.join(bad) or '(none given)'}; "
+                              f"choose from {', '.join(DETECTORS)}")
+        return EXIT_USAGE
+    if "page" not in detectors and "units" in detectors and not args.page_size:
+        err("probe-geometry", "--detectors units without page needs --page-size")
+        return EXIT_USAGE
+    if args.output:
+        try:
+            check_output(args.output, kind="toml", inputs=input_paths(args), force=args.force,
+                         option="--output")
+        except OutputError as exc:
+            err("probe-geometry", str(exc))
+            return EXIT_USAGE
+    if not args.destructive:
+        err("probe-geometry", "the detectors write to the target: give --destructive and "
+                              "--range START:END (the bytes that may be overwritten)")
+        return EXIT_USAGE
+    try:
+        byte_range = parse_range(args.byte_range) if args.byte_range is not None else None
+        target = open_target(args.target, destructive=args.destructive, byte_range=byte_range)
+    except ProbeError as exc:
+        err("probe-geometry", str(exc))
+        return EXIT_USAGE
+    say = None if args.quiet else (lambda m: print(f"probe-geometry: {m}", file=sys.stderr,
+                                                   flush=True))
+    findings = []
+    t0 = time.monotonic()
+    try:
+        with target:
+            for note in target.notes:
+                if say:
+                    say(f"note: {note}")
+            page = args.page_size
+            if "page" in detectors:
+                f = detect_page_size(target, reps=args.reps, progress=say)
+                findings.append(f)
+                page = f.value or page
+            if "units" in detectors:
+                if not page:
+                    raise ProbeError("no page size found for the units detector (give "
+                                     "--page-size)")
+                findings.append(detect_parallel_units(target, page, progress=say))
+            notes = list(target.notes)
+    except ProbeError as exc:
+        err("probe-geometry", str(exc))
+        return EXIT_FAILURE
+    elapsed = time.monotonic() - t0
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    text = None
+    if any(f.name == "page_size" and f.value for f in findings):
+        text = guess_toml(findings, args.target, when)
+    if args.output:
+        if text is None:
+            err("probe-geometry", "no page size was found: no geometry written")
+            return EXIT_FAILURE
+        try:
+            write_text(args.output, text, kind="toml", force=args.force, option="--output")
+        except (OSError, OutputError) as exc:
+            err("probe-geometry", f"--output {args.output}: {exc}")
+            return EXIT_FAILURE
+    if args.json:
+        print(json.dumps({"target": args.target, "seconds": elapsed, "notes": notes,
+                          "findings": [f.to_dict() for f in findings], "geometry_toml": text},
+                         indent=1))
+    else:
+        for f in findings:
+            print(f"{f.name:16} {f.value!s:>8}  confidence {f.confidence:.2f}  "
+                  f"({f.io.get('writes', 0)} writes)")
+        print(f"{'seconds':16} {elapsed:8.1f}")
+        if text and not args.output:
+            print()
+            print(text, end="")
+    return EXIT_OK

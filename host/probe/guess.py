@@ -1,0 +1,38 @@
+"""The geometry guess of a probe: a :class:`~rbscope.analysis.geometry.Geometry` and its TOML."""
+
+from rbscope.analysis.geometry import Geometry, geometry_toml
+
+from .target import ProbeError
+
+__all__ = ["guess_geometry", "guess_toml"]
+
+
+def guess_geometry(findings, name="probed drive"):
+    """The geometry the findings imply: ``parallel_units`` channels of one single-plane die
+    each, pages of the effective page size (the program unit)."""
+    by = {f.name: f for f in findings}
+    page = by.get("page_size")
+    units = by.get("parallel_units")
+    if page is None or page.value is None:
+        raise ProbeError("no page size was found: no geometry to guess")
+    n = units.value if units is not None and units.value else 1
+    return Geometry(name=name, channels=n, chips_per_channel=1, dies_per_chip=1,
+                    planes_per_die=1, page_size=page.value, program_model="single-plane",
+                    description="guessed by rbscope probe-geometry from response times")
+
+
+def guess_toml(findings, target_name, when, name="probed drive"):
+    """The guess as a geometry file, each finding's value, confidence and evidence in comments."""
+    g = guess_geometry(findings, name)
+    header = [f"rbscope probe-geometry of {target_name}, {when}.",
+              "A guess from response times: parallel units are written as channels of one "
+              "single-plane die,", "and page_size is the effective page (the program unit: "
+              "page x planes on a multi-plane drive).", ""]
+    for f in findings:
+        header.append(f"{f.name} = {f.value} (confidence {f.confidence:.2f}): {f.rule}")
+        for key, v in f.evidence.items():
+            if isinstance(v, dict) and len(v) <= 12 and not any(isinstance(x, list)
+                                                                for x in v.values()):
+                shown = ", ".join(f"{k}: {x:.4g}" for k, x in v.items())
+                header.append(f"  {key}: {shown}")
+    return geometry_toml(g, header)

@@ -1,0 +1,174 @@
+"""``rbscope probe-geometry``: the detectors against reference SSDs served by ``rbscope vssd``
+(the same code path as a real device), and the block-device / plain-file plumbing and guards."""
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from rbscope.analysis.geometry import parse_geometry
+from rbscope.probe import Finding, ProbeError, guess_toml, open_target, parse_range
+from rbscope.probe.target import FileTarget, device_is_mounted, mounted_devices
+from rbscope.refssd import preset
+from rbscope.vssd.serve import ServeError, check_python_plugin
+
+
+def rbscope(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "rbscope.cli", *map(str, args)],
+                          capture_output=True, text=True, **kw)
+
+
+# Guards and plumbing ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, match", [
+    ("0-4096", "START:END"), ("4096:0", "below END"), ("0:1000", "multiples of 4096"),
+    ("x:4096", "not a byte count"), ("0:4096:8192", "START:END")])
+def test_range_errors_name_the_option(text, match):
+    with pytest.raises(ProbeError, match=match):
+        parse_range(text)
+    assert parse_range("4KiB:64MiB") == (4096, 64 << 20)
+
+
+def test_destructive_needs_a_range_and_writes_need_destructive(tmp_path):
+    f = tmp_path / "disk.img"
+    f.write_bytes(bytes(1 << 20))
+    with pytest.raises(ProbeError, match="--destructive needs an explicit --range"):
+        open_target(str(f), destructive=True)
+    with open_target(str(f)) as t:  # read-only
+        assert t.pread(0, 4096) == bytes(4096)
+        with pytest.raises(ProbeError, match="writing needs --destructive"):
+            t.pwrite(0, b"x" * 4096)
+    with open_target(str(f), destructive=True, byte_range=(4096, 8192)) as t:
+        t.pwrite_through(4096, b"\x07" * 4096)
+        assert t.pread(4096, 4096) == b"\x07" * 4096
+        with pytest.raises(ProbeError, match="outside the range"):
+            t.pwrite(0, b"x" * 4096)
+        with pytest.raises(ProbeError, match="outside the range"):
+            t.pread(8192, 512)
+        assert t.notes and any("cache" in n for n in t.notes)
+    assert f.read_bytes()[4096:8192] == b"\x07" * 4096
+    assert f.read_bytes()[:4096] == bytes(4096)
+    with pytest.raises(ProbeError, match="beyond its"):
+        open_target(str(f), destructive=True, byte_range=(0, 2 << 20))
+
+
+MOUNTINFO = ("22 27 0:21 / /proc rw,relatime - proc proc rw\n"
+             "29 1 7:3 / /mnt/x rw,relatime - ext4 /dev/loop3 rw\n")
+
+
+def test_mounted_devices_from_mountinfo(tmp_path):
+    assert mounted_devices(MOUNTINFO) == {(0, 21), (7, 3)}
+    assert device_is_mounted(os.makedev(7, 3), MOUNTINFO, sys_root=tmp_path)
+    assert not device_is_mounted(os.makedev(7, 4), MOUNTINFO, sys_root=tmp_path)
+    # A disk whose partition is mounted counts as mounted (sysfs lists the partitions).
+    part = tmp_path / "dev" / "block" / "8:0" / "sda1"
+    part.mkdir(parents=True)
+    (part / "partition").write_text("1\n")
+    (part / "dev").write_text("7:3\n")
+    assert device_is_mounted(os.makedev(8, 0), MOUNTINFO, sys_root=tmp_path)
+
+
+def test_a_mounted_block_device_is_refused(tmp_path):
+    dev = next((f"/dev/loop{i}" for i in range(8) if os.path.exists(f"/dev/loop{i}")
+                and stat.S_ISBLK(os.stat(f"/dev/loop{i}").st_mode)), None)
+    if dev is None:
+        pytest.skip("no /dev/loopN block device on this machine")
+    rdev = os.stat(dev).st_rdev
+    info = tmp_path / "mountinfo"
+    info.write_text(f"29 1 {os.major(rdev)}:{os.minor(rdev)} / /mnt/x rw - ext4 {dev} rw\n")
+    with pytest.raises(ProbeError, match="mounted"):
+        FileTarget(dev, writable=True, mountinfo_path=str(info), sys_root=str(tmp_path))
+
+
+def test_cli_guards(tmp_path):
+    f = tmp_path / "disk.img"
+    f.write_bytes(bytes(1 << 20))
+    r = rbscope("probe-geometry", f)
+    assert r.returncode == 2 and "--destructive" in r.stderr
+    r = rbscope("probe-geometry", f, "--destructive")
+    assert r.returncode == 2 and "--range" in r.stderr
+    r = rbscope("probe-geometry", f, "--destructive", "--range", "0:4KiB", "--detectors", "x")
+    assert r.returncode == 2 and "unknown x" in r.stderr
+    r = rbscope("probe-geometry", "nbd+unix:///?socket=" + str(tmp_path / "none.sock"),
+                "--destructive", "--range", "0:4KiB")
+    assert r.returncode == 2 and "cannot connect" in r.stderr
+    assert f.read_bytes() == bytes(1 << 20)  # nothing was written
+
+
+def test_cli_runs_on_a_plain_file_without_claiming_a_geometry(tmp_path):
+    f = tmp_path / "disk.img"
+    f.write_bytes(bytes(8 << 20))
+    r = rbscope("probe-geometry", f, "--destructive", "--range", "1MiB:8MiB", "--detectors",
+                "units", "--page-size", "4096", "--json", "-q", timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    (units,) = out["findings"]
+    assert units["name"] == "parallel_units"
+    assert units["io"]["writes"] == sum(q * max(4, 16 // q) for q in (1, 2, 4, 8, 16, 32, 64))
+    assert out["geometry_toml"] is None  # no page size: no geometry claimed
+    data = f.read_bytes()
+    assert data[:1 << 20] == bytes(1 << 20)  # outside the range: untouched
+    assert data[1 << 20:(1 << 20) + 4096] != bytes(4096)  # inside: written
+
+
+# Against the virtual SSD -------------------------------------------------------------------------
+
+
+def _tools():
+    try:
+        check_python_plugin()
+    except ServeError as exc:
+        pytest.skip(str(exc))
+
+
+#: Preset → slowdowns of the page-size and the parallel-units runs: the host's per-request
+#: cost (a few ms) must stay small against tPROG × F, and the host must keep up with every
+#: parallel unit programming at once.
+SLOWDOWN = {"ssd-v": (10, 10), "mlc-2plane": (40, 100), "slc": (40, 200), "tlc-gc": (20, 40)}
+
+
+def _probe(tmp_path, name, detector, slowdown, *extra):
+    _tools()
+    out = tmp_path / f"{detector}.json"
+    cmd = " ".join([shlex.quote(sys.executable), "-m", "rbscope.cli", "probe-geometry", '"$uri"',
+                    "--destructive", "--range", "0:64MiB", "-q", "--json", "--detectors",
+                    detector, *extra, ">", str(out)])
+    sock = tmp_path / f"{detector}.sock"
+    r = rbscope("vssd", name, "--socket", sock, "--slowdown", slowdown, "--run", cmd,
+                timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text())["findings"]
+
+
+@pytest.mark.parametrize("name", [
+    "ssd-v", "mlc-2plane",
+    pytest.param("slc", marks=pytest.mark.slow), pytest.param("tlc-gc", marks=pytest.mark.slow)])
+def test_page_size_detector_finds_the_program_unit_of_a_preset(tmp_path, name):
+    d = preset(name)
+    # TLC program times spread 0.4-4 ms by page type: more repetitions steady the means.
+    reps = {"tlc-gc": "41"}.get(name, "21")
+    (page,) = _probe(tmp_path, name, "page", SLOWDOWN[name][0], "--reps", reps)
+    # The effective page: the program unit (page x planes with multi-plane programs).
+    assert page["value"] == d.page_size * d.mp, page["evidence"]["mean_pair_s"]
+    assert page["confidence"] > 0.3
+
+
+def test_parallel_units_detector_and_the_guess_on_ssd_v(tmp_path):
+    # The units detector is checked on SSD-v only: on the fresh multi-plane and TLC presets
+    # every die programs the same page type at the same time, and the batch times follow the
+    # page-type phase more than the number of dies (docs/vssd.md, "Limits").
+    d = preset("ssd-v")
+    (page,) = _probe(tmp_path, "ssd-v", "page", SLOWDOWN["ssd-v"][0])
+    (units,) = _probe(tmp_path, "ssd-v", "units", SLOWDOWN["ssd-v"][1], "--page-size",
+                      str(page["value"]))
+    assert units["value"] == d.dies, units["evidence"]
+    assert 0 < units["confidence"] <= 1
+    assert units["evidence"]["speedup"]["1"] == 1.0
+    geometry = parse_geometry(guess_toml([Finding(**page), Finding(**units)], "ssd-v", "now"),
+                              "guess")
+    assert (geometry.page_size, geometry.dies) == (d.page_size, d.dies)
