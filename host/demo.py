@@ -34,12 +34,14 @@ import sys
 import time
 from pathlib import Path
 
+from rbscope.analysis.geometry import geometry_toml
 from rbscope.analysis.logical import from_bytes
 from rbscope.analysis.measurement import Probe
 from rbscope.analysis.pipeline import wa_of
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
 from rbscope.device.simdevice import SimDevice, SimError
+from rbscope.files import write_text
 from rbscope.gateware.rb_sniffer.model import Train
 
 from . import refssd
@@ -227,7 +229,8 @@ def main(argv=None):
     m, names, equal, what = outcome
     notes = []
     # The WA exactly as `rbscope analyze` computes it (sequence-aware classifier included).
-    r = wa_of(m, run.geometry, from_bytes(run.logical_bytes), write_only=True, notes=notes)
+    r = wa_of(m, run.geometry, from_bytes(run.logical_bytes),
+              write_only="-100%-W-" in args.workload, notes=notes)
     print("\n  program pulses counted per die (over the link):  "
           + "  ".join(f"die{d} {m.counts[d].classes[names.index('program')]}"
                       for d in range(drive.dies)))
@@ -257,8 +260,15 @@ def main(argv=None):
         print(f"\n  report: {report_path}")
     except (ImportError, ReportError) as exc:
         print(f"\n  (no report: {exc})")
-    print(f"  next: rbscope analyze {capture_path} --geometry ssd-v --logical "
-          f"{run.logical_bytes}")
+    # The drive's own geometry (its blocks are smaller than the bundled ssd-v's, so that a small
+    # run reaches steady state), so that the printed command analyses what the demo did.
+    geometry_path = capture_path.with_name(capture_path.stem + "-drive.toml")
+    write_text(geometry_path, kind="toml", text=geometry_toml(run.geometry, header=[
+        f"The demo's reference SSD ({drive.name}, {drive.pages_per_block}-page blocks), as "
+        f"rbscope demo simulated it."]))
+    write_only = " --write-only" if "-100%-W-" in args.workload else ""
+    print(f"  next: rbscope analyze {capture_path} --geometry {geometry_path} --logical "
+          f"{run.logical_bytes}{write_only}")
     return 0 if equal else 1
 
 
