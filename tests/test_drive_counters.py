@@ -178,8 +178,9 @@ def test_disagreement_needs_both_intervals_apart():
     assert not disagrees(claim, None, None)
 
 
-@pytest.mark.parametrize("factor,flagged", [(1.0, False), (2.5, True)])
-def test_analyze_shows_the_drive_claim(tmp_path, capsys, factor, flagged):
+def _claim_case(tmp_path, factor):
+    """A one-shot TLC drive's measurement, its geometry, and OCP/NVMe counter readings before
+    and after whose NAND writes are ``factor`` × the truth: ``(drive, source options)``."""
     d = W.generate(W.family("tlc-oneshot-4p", blocks=4, loads=False), 6)
     src = tmp_path / "m.json"
     d.measurement.save(src)
@@ -194,8 +195,15 @@ def test_analyze_shows_the_drive_claim(tmp_path, capsys, factor, flagged):
     before.write_text(json.dumps([ocp(10**9, split=True), nvme_smart_log(0)]))
     after.write_text(json.dumps([ocp(10**9 + nand, split=True),
                                  nvme_smart_log(-(-host // 512_000))]))
-    args = ["analyze", str(src), "--geometry", str(geo), "--logical", f"{host}B",
-            "--drive-counters", str(before), str(after)]
+    return d, [str(src), "--geometry", str(geo), "--logical", f"{host}B",
+               "--drive-counters", str(before), str(after)]
+
+
+@pytest.mark.parametrize("factor,flagged", [(1.0, False), (2.5, True)])
+def test_analyze_shows_the_drive_claim(tmp_path, capsys, factor, flagged):
+    d, opts = _claim_case(tmp_path, factor)
+    after = opts[-1]
+    args = ["analyze", *opts]
     assert cli.main(args + ["--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     drive = out["drive_says"]
@@ -215,23 +223,10 @@ def test_analyze_shows_the_drive_claim(tmp_path, capsys, factor, flagged):
 def test_the_report_shows_the_drive_claim_and_the_structure(tmp_path, capsys, factor, flagged):
     # The procurement report carries what `analyze` prints: the drive's own count beside
     # rbscope's WA, a disagreement among the run's warnings, and the structure the pulses show.
-    d = W.generate(W.family("tlc-oneshot-4p", blocks=4, loads=False), 6)
-    src = tmp_path / "m.json"
-    d.measurement.save(src)
-    geo = tmp_path / "g.toml"
-    geo.write_text('name = "T"\n[geometry]\nchannels = 4\nchips_per_channel = 1\n'
-                   'dies_per_chip = 1\nplanes_per_die = 4\npage_size = 4096\n'
-                   'program_model = "multi-plane"\ncell = "tlc"\nprogram_scheme = "one-shot"\n'
-                   "[timing]\nprogram = 3500\nerase = 6500\n")
-    host = round(d.host_pages * 4096)
-    nand = round(host * d.wa_true * factor)
-    before, after = tmp_path / "before.json", tmp_path / "after.json"
-    before.write_text(json.dumps([ocp(10**9, split=True), nvme_smart_log(0)]))
-    after.write_text(json.dumps([ocp(10**9 + nand, split=True),
-                                 nvme_smart_log(-(-host // 512_000))]))
+    _, opts = _claim_case(tmp_path, factor)
+    src = opts[0]
     out = tmp_path / "r.html"
-    args = ["report", str(src), "--geometry", str(geo), "--logical", f"{host}B",
-            "--drive-counters", str(before), str(after), "-o", str(out)]
+    args = ["report", *opts, "-o", str(out)]
     assert cli.main(args) == 0
     html = out.read_text()
     assert "What the drive says (its own NAND-write counters)" in html
@@ -240,5 +235,5 @@ def test_the_report_shows_the_drive_claim_and_the_structure(tmp_path, capsys, fa
             or "the drive's own counters and rbscope's WA disagree" in html) is flagged
     assert "Structure the pulses show" in html and "planes per operation" in html
     # One run's counters: with two sources they are refused.
-    assert cli.main(args[:2] + [str(src)] + args[2:]) == 2
+    assert cli.main(args[:2] + [src] + args[2:]) == 2
     assert "--drive-counters reads one run's counters" in capsys.readouterr().err

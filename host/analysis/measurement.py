@@ -159,6 +159,27 @@ def _counts_from_json(obj, where, params, with_histogram=True):
     return counts
 
 
+def _channel_columns(obj, key, what):
+    """``obj[key]``: an object of channel → list of non-negative integers (``what``), as
+    ``{channel: array('Q')}``; absent is empty."""
+    out = {}
+    cols = obj.get(key, {})
+    if not isinstance(cols, dict):
+        raise MeasurementError(f"measurement.{key} must be an object of channel: {what}")
+    for name, values in cols.items():
+        try:
+            ch = int(name)
+        except ValueError:
+            raise MeasurementError(f"measurement.{key} key {name!r} is not a channel") from None
+        if not isinstance(values, list):
+            raise MeasurementError(f"measurement.{key}[{name}] must be a list of {what}")
+        arr = array("Q")
+        for k, v in enumerate(values):
+            arr.append(_int(f"measurement.{key}[{name}][{k}]", v))
+        out[ch] = arr
+    return out
+
+
 @dataclass
 class Measurement:
     """Cumulative R/B# counts of one run, independent of where they came from.
@@ -387,38 +408,8 @@ class Measurement:
                 _counts_from_json(o, f"{where}.counts[{i}]", params,
                                   with_histogram="histogram" in o)
                 for i, o in enumerate(sc)]))
-        pulses = {}
-        pobj = obj.get("pulses", {})
-        if not isinstance(pobj, dict):
-            raise MeasurementError("measurement.pulses must be an object of channel: widths")
-        for key, widths in pobj.items():
-            try:
-                ch = int(key)
-            except ValueError:
-                raise MeasurementError(f"measurement.pulses key {key!r} is not a channel") from None
-            if not isinstance(widths, list):
-                raise MeasurementError(f"measurement.pulses[{key}] must be a list of widths")
-            arr = array("Q")
-            for k, w in enumerate(widths):
-                arr.append(_int(f"measurement.pulses[{key}][{k}]", w))
-            pulses[ch] = arr
-        starts = {}
-        sobj = obj.get("pulse_starts", {})
-        if not isinstance(sobj, dict):
-            raise MeasurementError("measurement.pulse_starts must be an object of channel: "
-                                   "start ticks")
-        for key, values in sobj.items():
-            try:
-                ch = int(key)
-            except ValueError:
-                raise MeasurementError(f"measurement.pulse_starts key {key!r} is not a "
-                                       f"channel") from None
-            if not isinstance(values, list):
-                raise MeasurementError(f"measurement.pulse_starts[{key}] must be a list")
-            arr = array("Q")
-            for k, v in enumerate(values):
-                arr.append(_int(f"measurement.pulse_starts[{key}][{k}]", v))
-            starts[ch] = arr
+        pulses = _channel_columns(obj, "pulses", "widths")
+        starts = _channel_columns(obj, "pulse_starts", "start ticks")
         tick = _get(obj, "tick_seconds", "measurement")
         return cls(
             params=params, config=config, tick_seconds=tick, counts=counts,
