@@ -16,6 +16,7 @@ from rbscope.gateware.nand_emu import EmuParams, Storage
 from rbscope.gateware.onfi_tap import TapParams
 from rbscope.gateware.rb_sniffer.params import SnifferParams, classes_for_windows
 
+from .argtypes import integer
 from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
 __all__ = ["TOP_KEYS", "add_verilog_parser", "emu_params_from", "jobs_of", "sniffer_params_from",
@@ -66,24 +67,9 @@ exit codes: 0 success, 1 cannot write, 2 usage error (bad option or parameter)
 """
 
 
-def _non_negative_int(text):
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, not {value}")
-    return value
-
-
-def _positive_int(text):
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {value}")
-    return value
+#: Option types (rbscope.cli.argtypes): sizes at least 1, a first channel at least 0.
+_positive_int = integer(lo=1)
+_non_negative_int = integer(lo=0)
 
 
 def add_verilog_parser(subparsers):
