@@ -633,6 +633,18 @@ def _load_runs(x, pprog, planes, share=0.6):
     return 0, None
 
 
+def _around_reads(is_long, is_read, max_reads):
+    """Consecutive long pulses ``(a, b)`` (index arrays) with 1 … ``max_reads`` reads among
+    the at most ``2 × max_reads`` pulses between them: where a suspended operation's pieces
+    would stand."""
+    idx = np.nonzero(is_long)[0]
+    a, b = idx[:-1], idx[1:]
+    cum = np.concatenate(([0], np.cumsum(is_read)))
+    reads = cum[b] - cum[a + 1]
+    ok = (reads >= 1) & (reads <= max_reads) & (b - a - 1 <= 2 * max_reads)
+    return a[ok], b[ok]
+
+
 def _suspend_pairs(x, g, states, w, grid, max_reads=3):
     """Candidate pieces of suspended operations on one line: ``(pairs, join, sep, cls)``.
 
@@ -649,18 +661,10 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3):
         return None
     is_long = g[:, long_k].sum(axis=1) > 0.5
     is_read = g[:, read_k].sum(axis=1) > 0.5
-    pairs = []
-    for a in np.nonzero(is_long)[0]:  # candidates: long, 1-3 reads (and their retries), long
-        b = a + 1
-        reads = 0
-        while b < len(x) and not is_long[b] and b - a - 1 < 2 * max_reads:
-            reads += int(is_read[b])
-            b += 1
-        if 1 <= reads <= max_reads and b < len(x) and is_long[b]:
-            pairs.append((a, b))
-    if not pairs:
+    # Candidates: long, 1-3 reads (and their retries), long.
+    pairs = np.stack(_around_reads(is_long, is_read, max_reads), axis=1)
+    if not len(pairs):
         return None
-    pairs = np.array(pairs)
     wl = np.asarray(w)[long_k]
     table = np.stack([states[j].dens for j in long_k], axis=1) * _BINS_PER_OCTAVE
 
@@ -741,14 +745,7 @@ def _resumable(g, states, max_reads=3):
     p_prog = g[:, pk].sum(axis=1)
     is_read = g[:, rk].sum(axis=1) > 0.5
     is_long = (p_erase + p_prog) > 0.5
-    # Consecutive long pulses (a, b) with 1 … max_reads reads among the at most 2 × max_reads
-    # pulses between them.
-    idx = np.nonzero(is_long)[0]
-    a, b = idx[:-1], idx[1:]
-    cum = np.concatenate(([0], np.cumsum(is_read)))
-    reads = cum[b] - cum[a + 1]
-    ok = (reads >= 1) & (reads <= max_reads) & (b - a - 1 <= 2 * max_reads)
-    a, b = a[ok], b[ok]
+    a, b = _around_reads(is_long, is_read, max_reads)
     return float((p_erase[a] * p_prog[b]).sum())
 
 

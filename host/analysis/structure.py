@@ -27,15 +27,12 @@ replacement.
 
 from dataclasses import dataclass
 
+from .wa import _READINGS
+
 __all__ = ["Finding", "infer", "READINGS"]
 
-#: (cell, scheme) readings a number of program modes is consistent with.
-READINGS = {
-    1: (("slc", "page"), ("mlc", "one-shot"), ("tlc", "one-shot"), ("qlc", "one-shot")),
-    2: (("mlc", "page"), ("tlc", "two-pass"), ("qlc", "two-pass")),
-    3: (("tlc", "page"),),
-    4: (("qlc", "page"),),
-}
+#: (cell, scheme) readings a number of program modes is consistent with (the WA engine's).
+READINGS = {n: tuple((cell, scheme) for cell, scheme, _ in r) for n, r in _READINGS.items()}
 
 #: Lines with fewer erases than this give no pages-per-block reading.
 MIN_ERASES = 5
