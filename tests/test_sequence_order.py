@@ -1,6 +1,7 @@
 """Order rules of the sequence classifier that need the time between pulses: host-paced cache
-programs (:func:`rbscope.analysis.sequence._host_paced`), and the pulse starts a measurement
-carries for them."""
+programs (:func:`rbscope.analysis.sequence._host_paced`), resumes told by the gap before them
+(:func:`rbscope.analysis.sequence._resume_gaps`), and the pulse starts a measurement carries for
+them."""
 
 import math
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from rbscope.analysis.measurement import Measurement, MeasurementError
-from rbscope.analysis.sequence import _host_paced, _resumable
+from rbscope.analysis.sequence import _host_paced, _resumable, _resume_gaps
 
 #: Program modes: the fast page type from 150 µs, the slow one's lower edge 1 ms, up to 6 ms.
 RANGE = (math.log2(150.0), math.log2(1000.0), math.log2(6000.0))
@@ -132,3 +133,43 @@ def test_reads_that_reach_tr_max_are_not_split_from_their_cluster():
     widths = {0: np.round(np.array(seq) * 1000).astype(np.int64)}  # 1 ns ticks
     r = classify(widths, 1e-9, read_max=75.0, hints={"read": (75.0, 75.0)})
     assert abs(r.dies[0].program_pulses - 3000) < 30
+
+
+def _cands(gaps_us, back_to_back_us):
+    """One line's suspend candidates as :func:`_resume_gaps` reads them: the gap before each
+    second pulse and the gaps between back-to-back programs (log2 µs); widths do not matter."""
+    n = len(gaps_us)
+    return (np.zeros((n, 2), dtype=int), np.ones(n), np.ones(n), np.ones((n, 1)),
+            np.log2(np.asarray(gaps_us, dtype=float)),
+            np.log2(np.asarray(back_to_back_us, dtype=float)))
+
+
+def test_resumes_are_the_group_one_transfer_shorter():
+    # A page moves in 20 µs, a command takes 2-5 µs: resumes wait for the reads' data out
+    # (22-25 µs, as long as a back-to-back program's data in), new programs for data in too.
+    rng = np.random.default_rng(5)
+    resumes = 20 + rng.uniform(2, 5, 60)
+    fresh = 40 + rng.uniform(2, 5, 240)
+    gaps = np.concatenate([resumes, fresh])
+    r, what = _resume_gaps([_cands(gaps, 20 + rng.uniform(2, 5, 100))])
+    assert r is not None, what
+    assert (r[0][:60] > 0.99).all() and (r[0][60:] < 0.01).all()
+    assert "back-to-back programs" in what
+
+
+@pytest.mark.parametrize("gaps, b2b, why", [
+    # One group only (a drive that does not suspend).
+    (lambda rng: 40 + rng.uniform(2, 5, 300), lambda rng: 20 + rng.uniform(2, 5, 100),
+     "not two groups"),
+    # Two groups, but the short one is the usual read-to-program gap and the long one host
+    # pacing (hundreds of µs): the short group is not one transfer shorter than anything.
+    (lambda rng: np.concatenate([92 + rng.uniform(0, 5, 280), 600 + rng.uniform(0, 400, 20)]),
+     lambda rng: 20 + rng.uniform(2, 5, 100), "no resume's"),
+    # No back-to-back programs to measure a transfer by.
+    (lambda rng: np.concatenate([22 + rng.uniform(0, 3, 60), 42 + rng.uniform(0, 3, 240)]),
+     lambda rng: 20 + rng.uniform(2, 5, 5), "too few gaps"),
+])
+def test_gaps_that_show_no_resume_group_decide_nothing(gaps, b2b, why):
+    rng = np.random.default_rng(6)
+    r, what = _resume_gaps([_cands(gaps(rng), b2b(rng))])
+    assert r is None and why in what, what

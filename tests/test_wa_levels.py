@@ -173,6 +173,26 @@ def test_slc_cache_tlc_counts_slc_mode_programs_as_one_page():
     assert "program_slc" in kinds
 
 
+def test_program_suspend_told_by_the_gap_before_the_resume():
+    # Program suspend on MLC with read retries, the bus moving a page in 20 µs: a resume needs
+    # no data in, so its gap is one transfer shorter than a new program's after the same reads
+    # (without the gaps the pieces count as programs: +16 %, the known limit).
+    d, r = analyse("mlc-retry-suspend", seed=3, blocks=12, transfer_us=20.0, starts=True)
+    notes = r.classification["notes"]
+    assert any(n.startswith("resumes told from new operations by the idle gap") for n in notes)
+    assert abs(r.wa.value / d.wa_true - 1) < 0.06
+    assert covers(d, r) and r.undetermined
+    assert any("short idle gap before it" in x for x in r.decide)
+
+
+@pytest.mark.parametrize("name", ["mlc-easy", "mlc-2plane", "tlc-slc-cache"])
+def test_the_gap_reading_joins_nothing_where_nothing_is_suspended(name):
+    # The same bus on drives that never suspend: the gaps show no resume group, no join.
+    d, r = analyse(name, seed=3, blocks=8, transfer_us=20.0, starts=True)
+    assert not any("resume" in n or "suspended" in n for n in r.classification["notes"])
+    assert abs(r.wa.value / d.wa_true - 1) < 0.01 and covers(d, r)
+
+
 @pytest.mark.parametrize("name", ["mlc-easy", "mlc-overlap", "tlc-gc-overlap", "mlc-2plane",
                                   "slc-seq", "mlc-suspend"])
 @pytest.mark.parametrize("level", ["L0", "L1"])

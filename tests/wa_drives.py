@@ -13,6 +13,9 @@ keeps the truth (pages programmed, host pages) beside them:
 * host-paced cache programs (R/B# shows only tCBSY for a chain's pages but the last);
 * erase suspend (an erase split into 2–3 pieces with reads between);
 * several LUNs on one wired-OR R/B# (the line is low while any LUN is busy);
+* optionally the bus: a page's data in before each program (and each queued plane) and its
+  data out after each read lengthen the idle gaps (``transfer_us``), and the measurement keeps
+  each pulse's start (``starts``), as a recording does;
 * per-die process spread and log-normal tails on every time.
 
 The classifier is never handed these distributions: tests give it a geometry at a knowledge
@@ -71,6 +74,8 @@ class Spec:
     loads: bool = True  # one-shot data loads (1Ah) show a short busy (some parts show none)
     retry: float = 0.0  # share of reads retried: set features (~1 µs), then tR again
     program_suspend: float = 0.0  # share of programs suspended for 1-3 reads
+    transfer_us: float = 0.0  # one page on the bus (data in before a program, out after a read)
+    starts: bool = False  # keep each pulse's start in the measurement (a recording's order)
 
     @property
     def bits(self):
@@ -83,6 +88,10 @@ def _draw(rng, rng_us, n=None, scale=1.0, tail=0.0):
     if tail:
         x = x * np.exp(rng.normal(0.0, tail, n))
     return x
+
+
+#: Busies whose command carries a page of data in (a queued plane's tDBSY too).
+_DATA_IN = ("program", "program_slc", "cache_program", "dbsy", "load")
 
 
 def _page_order(levels, ppb):
@@ -100,9 +109,21 @@ def _lun_ops(spec, rng):
     host_pages = 0.0
     total_pages = 0.0
 
+    data_out = [0.0]  # the last read's data, still to leave over the bus
+
     def busy(kind, rng_us, pages=0.0, gap=None):
-        ops.append((rng.uniform(1, 20) if gap is None else gap,
-                    float(_draw(rng, rng_us, scale=scale, tail=tail)), kind, pages))
+        # The idle gap: the command's own time, the data out of a read before it, and the
+        # data in of a program (each plane's, before its tDBSY or the program's busy).
+        gap = rng.uniform(1, 20) if gap is None else gap
+        gap += data_out[0] + (spec.transfer_us if kind in _DATA_IN else 0.0)
+        data_out[0] = spec.transfer_us if kind == "read" else 0.0
+        ops.append((gap, float(_draw(rng, rng_us, scale=scale, tail=tail)), kind, pages))
+
+    def piece(gap, width, kind, pages):
+        # A suspended operation's piece: its data (if any) came before the first piece.
+        gap += data_out[0]
+        data_out[0] = 0.0
+        ops.append((gap, width, kind, pages))
 
     def dbsy(n):
         for _ in range(n):
@@ -119,9 +140,9 @@ def _lun_ops(spec, rng):
         if rng.random() < spec.program_suspend:
             total = float(_draw(rng, rng_us, scale=scale, tail=tail))
             cut = rng.uniform(0.2, 0.8) * total
-            ops.append((rng.uniform(1, 5), cut, "program_piece", pages))
+            piece(rng.uniform(1, 5) + spec.transfer_us, cut, "program_piece", pages)
             read(int(rng.integers(1, 4)))
-            ops.append((rng.uniform(1, 5), total - cut, "program_piece", 0.0))
+            piece(rng.uniform(1, 5), total - cut, "program_piece", 0.0)
         else:
             busy("program", rng_us, pages)
 
@@ -133,7 +154,7 @@ def _lun_ops(spec, rng):
             cuts = np.sort(rng.uniform(0.2, 0.8, k - 1)) * total
             pieces = np.diff(np.concatenate([[0.0], cuts, [total]]))
             for i, p in enumerate(pieces):
-                ops.append((rng.uniform(1, 5), float(p), "erase_piece", 0.0))
+                piece(rng.uniform(1, 5), float(p), "erase_piece", 0.0)
                 if i < len(pieces) - 1:
                     read(int(rng.integers(1, 4)))
         else:
@@ -248,7 +269,7 @@ def generate(spec, seed):
     """Generate ``spec``'s pulse trains with ``seed``: a :class:`Drive`."""
     rng = np.random.default_rng(seed)
     lines = spec.dies // spec.luns_per_line
-    widths = {}
+    widths, starts = {}, {}
     pages = host = 0.0
     for line in range(lines):
         tls = []
@@ -259,6 +280,7 @@ def generate(spec, seed):
             tls.append(_timeline(ops, rng))
         if spec.luns_per_line == 1:
             widths[line] = tls[0][1]
+            starts[line] = tls[0][0]
         elif spec.parallel:
             widths[line] = _union(tls)
         else:
@@ -266,23 +288,29 @@ def generate(spec, seed):
             end = tls[0][0][-1] + tls[0][1][-1] + 100.0
             second = [(s + end, w, k) for s, w, k in tls[1:]]
             widths[line] = _union([tls[0], *second])
-    return Drive(spec, _measurement(spec, widths), pages, host)
+    if not spec.starts or spec.luns_per_line != 1:
+        starts = None
+    return Drive(spec, _measurement(spec, widths, starts), pages, host)
 
 
-def _measurement(spec, widths_us):
+def _measurement(spec, widths_us, starts_us=None):
     preset = DEFAULT_PRESET
     params = SnifferParams(channels=len(widths_us))
     windows = tuple((round(lo * 1e-6 / TICK), round(min(hi * 1e-6 / TICK, params.max_width)))
                     for _, lo, hi in preset.windows)
     config = SnifferConfig(prescaler=1, glitch_ticks=20, windows=windows,
                            idle_ticks=10 ** 8)
-    counts, pulses = [], {}
+    counts, pulses, st = [], {}, {}
     locs = []
     for line, w_us in widths_us.items():
         w = np.maximum(1, np.round(np.asarray(w_us) * 1e-6 / TICK)).astype(np.int64)
         c = ChannelCounts.zeros(params)
         c.overlong = int((w > params.max_width).sum())
-        w = w[w <= params.max_width]
+        kept = w <= params.max_width
+        w = w[kept]
+        if starts_us is not None:
+            st[line] = np.round(np.asarray(starts_us[line]) * 1e-6 / TICK).astype(np.int64)[
+                kept].tolist()
         for k, (lo, hi) in enumerate(windows):
             c.classes[k] = int(((w >= lo) & (w < hi)).sum())
         inside = np.zeros(len(w), dtype=bool)
@@ -300,7 +328,8 @@ def _measurement(spec, widths_us):
     duration = int(sum(sum(p) for p in pulses.values()) * 2)
     return Measurement(params, config, TICK, counts, tuple(n for n, _, _ in preset.windows),
                        probes=probes, duration_ticks=duration, quiet_ticks=10 ** 9,
-                       pulses=pulses, provenance={"source": "simulation", "path": spec.name})
+                       pulses=pulses, pulse_starts=st,
+                       provenance={"source": "simulation", "path": spec.name})
 
 
 def geometry_for(drive, level="L0", *, tell=("cell", "scheme", "ppb"), tprog_max=None):

@@ -54,6 +54,19 @@ _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the 
 SUSPEND_GAIN = 5.0
 #: Most joined suspensions per long pulse: beyond, the pairs are the drive's rhythm.
 SUSPEND_MAX = 0.25
+#: The idle gaps before the second pulse of the candidate pairs must split into two groups this
+#: far apart (pooled standard deviations, log scale) to tell resumes from new operations ...
+RESUME_GAP_SEPARATION = 1.5
+#: ... the shorter group within this many octaves of the gap between back-to-back programs
+#: (a resume waits for the reads' data out, about one page transfer, as a program's data in) ...
+RESUME_GAP_ANCHOR = 0.5
+#: ... and the longer at least this many octaves above it (a new operation waits for its data
+#: in as well).
+RESUME_GAP_STEP = 0.3
+#: Fewest candidate gaps and back-to-back program gaps the gap reading needs.
+RESUME_GAP_MIN = 30
+#: Most reads between a resume and the piece before it (1-3 reads, each retried once).
+RESUME_MAX_READS = 6
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -161,6 +174,11 @@ class DieResult:
     load_bits: int = 0  # bits per cell of a one-shot signature (data loads before programs)
     suspended: float = 0.0  # expected suspended operations joined (pieces with reads between)
     suspect: float = 0.0  # pairs that look suspended but were not joined (too many to be)
+    #: With joins the idle gaps decided (resumes need no data in): the joins the widths leave
+    #: open, ``(more, fewer)``: every resume joined (Σ r (1 - w)), only those the widths favour
+    #: (Σ r min(w, 1 - w)); and the joins' posterior variance. None with width joins.
+    resume_slack: tuple | None = None
+    resume_var: float = 0.0
     resumable: float = 0.0  # program pulses after an erase and reads: maybe a resumed erase
     paced: float = 0.0  # short pulses counted as host-paced cache programs (idle gaps)
     balance_shift: float = 0.0  # |units held to equal page types - units left free| (trained)
@@ -182,7 +200,7 @@ class DieResult:
                 "erase_pulses": self.erase_pulses, "multiplane_pages": self.multiplane_pages,
                 "pages": self.pages, "erase_cap": self.erase_cap,
                 "unit_pulses": self.units, "one_shot_bits": self.load_bits or None,
-                "suspended": self.suspended,
+                "suspended": self.suspended, "resume_slack": self.resume_slack,
                 "resumable": self.resumable, "paced_short": self.paced,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses}
@@ -645,15 +663,22 @@ def _around_reads(is_long, is_read, max_reads):
     return a[ok], b[ok]
 
 
-def _suspend_pairs(x, g, states, w, grid, max_reads=3):
-    """Candidate pieces of suspended operations on one line: ``(pairs, join, sep, cls)``.
+def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
+    """Candidate pieces of suspended operations on one line: ``(pairs, join, sep, cls, gb,
+    gpp)``.
 
     A program or erase suspended for reads (84h/13h, 61h/D2h) shows as a piece, the reads, and
     the rest. For each long pulse followed by 1 … ``max_reads`` reads and another long pulse,
     two readings compete: two operations (``sep = p(x_a) p(x_b)``, the fitted long-operation
     density per octave) or one operation of width ``T = a + b`` split at a uniform point
     (``join = p(log2 T) · a b ln 2 / T²``, the same density in the pieces' coordinates).
-    ``cls`` is the class posterior of the whole operation (over the long states).
+    ``cls`` is the class posterior of the whole operation (over the long states). A long pulse
+    right after a tDBSY pulse is never a second piece: a resume is one command, while a new
+    multi-plane operation queues its planes first (11h, D1h).
+
+    With the idle time after each pulse (``gap_after``, log2 µs): ``gb``, the gap before each
+    pair's second pulse, and ``gpp``, the gaps between back-to-back program pulses (each a
+    program's data in); else both None.
     """
     long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
     read_k = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
@@ -662,9 +687,14 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3):
     is_long = g[:, long_k].sum(axis=1) > 0.5
     is_read = g[:, read_k].sum(axis=1) > 0.5
     # Candidates: long, 1-3 reads (and their retries), long.
-    pairs = np.stack(_around_reads(is_long, is_read, max_reads), axis=1)
-    if not len(pairs):
+    a, b = _around_reads(is_long, is_read, max_reads)
+    mp_k = [j for j, st in enumerate(states) if st.kind == "multiplane"]
+    if mp_k and len(b):
+        announced = g[b - 1][:, mp_k].sum(axis=1) > 0.5
+        a, b = a[~announced], b[~announced]
+    if not len(a):
         return None
+    pairs = np.stack((a, b), axis=1)
     wl = np.asarray(w)[long_k]
     table = np.stack([states[j].dens for j in long_k], axis=1) * _BINS_PER_OCTAVE
 
@@ -680,7 +710,15 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3):
     sep = pa * pb + _FLOOR
     join = pt * wa_ * wb_ * math.log(2) / (wa_ + wb_) ** 2 + _FLOOR
     cls = parts / np.maximum(parts.sum(axis=1, keepdims=True), _FLOOR)
-    return pairs, join, sep, cls
+    gb = gpp = None
+    if gap_after is not None:
+        gb = gap_after[pairs[:, 1] - 1]
+        prog_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
+        is_prog = g[:, prog_k].sum(axis=1) > 0.5
+        both = is_prog[:-1] & is_prog[1:]
+        gpp = gap_after[:-1][both]
+        gpp = gpp[np.isfinite(gpp)]
+    return pairs, join, sep, cls, gb, gpp
 
 
 def _suspend_share(cands, rounds=20):
@@ -698,32 +736,89 @@ def _suspend_share(cands, rounds=20):
     return pi, gain
 
 
-def _join_suspended(g, states, cand, pi):
-    """Apply the joins of one line: ``(posteriors, expected joins)``. A joined pair's first
-    pulse takes the class of the whole operation, the second becomes no operation."""
+def _resume_gaps(cands):
+    """Tell resumes from new operations by the idle gap before the second piece.
+
+    A resume (13h, D2h) is one command after the reads' data out; a new operation after the
+    same reads waits for its own data in as well. Where the drive suspends, the candidates'
+    gaps split into two groups: the shorter about as long as a back-to-back program's gap (one
+    page's data in; data out takes as long), the longer that plus a transfer. Returns
+    ``(r, note)``: per candidate list the probability of the shorter group (its gap unknown:
+    0), or ``(None, why)`` when the gaps do not show the two groups so.
+    """
+    gbs = [c[4] for c in cands if c[4] is not None]
+    gpp = [c[5] for c in cands if c[5] is not None]
+    if len(gbs) != len(cands) or not gbs:
+        return None, "no idle times (the recording has no pulse starts)"
+    gb = np.concatenate(gbs)
+    gb = gb[np.isfinite(gb)]
+    gpp = np.concatenate(gpp) if gpp else np.zeros(0)
+    if len(gb) < RESUME_GAP_MIN or len(gpp) < RESUME_GAP_MIN:
+        return None, (f"too few gaps ({len(gb)} before second pieces, {len(gpp)} between "
+                      f"back-to-back programs; {RESUME_GAP_MIN} each needed)")
+    ref = float(np.median(gpp))
+    # Two log-normal groups, EM from the quintiles.
+    m1, m2 = (float(v) for v in np.percentile(gb, [20, 80]))
+    s1 = s2 = max(float(np.std(gb)) / 2, 0.03)
+    w1 = 0.5
+    for _ in range(60):
+        l1 = w1 * np.exp(-0.5 * ((gb - m1) / s1) ** 2) / s1
+        l2 = (1 - w1) * np.exp(-0.5 * ((gb - m2) / s2) ** 2) / s2
+        r = l1 / (l1 + l2 + _FLOOR)
+        n1, n2 = r.sum(), (1 - r).sum()
+        if n1 < 1 or n2 < 1:
+            return None, "the gaps before second pieces form one group"
+        w1 = float(n1 / len(gb))
+        m1, m2 = float((r * gb).sum() / n1), float(((1 - r) * gb).sum() / n2)
+        s1 = max(math.sqrt(float((r * (gb - m1) ** 2).sum() / n1)), 0.03)
+        s2 = max(math.sqrt(float(((1 - r) * (gb - m2) ** 2).sum() / n2)), 0.03)
+    d = (m2 - m1) / math.sqrt((s1 ** 2 + s2 ** 2) / 2)
+    what = (f"gaps before second pieces {2 ** m1:.3g} µs ({w1:.0%}) and {2 ** m2:.3g} µs, "
+            f"back-to-back programs {2 ** ref:.3g} µs")
+    if d < RESUME_GAP_SEPARATION or min(w1, 1 - w1) < 0.02:
+        return None, f"{what}: not two groups"
+    if abs(m1 - ref) > RESUME_GAP_ANCHOR or m2 - m1 < RESUME_GAP_STEP:
+        return None, f"{what}: the shorter group is no resume's"
+    out = []
+    for c in cands:
+        x = c[4]
+        ok = np.isfinite(x)
+        l1 = w1 * np.exp(-0.5 * ((np.where(ok, x, m2) - m1) / s1) ** 2) / s1
+        l2 = (1 - w1) * np.exp(-0.5 * ((np.where(ok, x, m2) - m2) / s2) ** 2) / s2
+        r = np.where(ok, l1 / (l1 + l2 + _FLOOR), 0.0)
+        out.append(r)
+    return out, what
+
+
+def _join_suspended(g, states, cand, q):
+    """Apply the joins of one line: ``(posteriors, expected joins)``. ``q``: each candidate
+    pair's probability of being one operation. A joined pair's first pulse takes the class of
+    the whole operation, the second becomes no operation; a pair whose first pulse is itself
+    the rest of a joined pair (an operation suspended twice) only drops its second."""
     other = next((j for j, st in enumerate(states) if st.kind == "other"), None)
-    if cand is None or other is None or not pi:
+    if cand is None or other is None or q is None:
         return g, 0.0
-    pairs, join, sep, cls = cand
+    pairs, cls = cand[0], cand[3]
     long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
-    q = pi * join / (pi * join + (1 - pi) * sep)
-    used = np.zeros(len(g))
+    first = np.zeros(len(g))   # joined as a first piece (holds the operation)
+    second = np.zeros(len(g))  # joined as a later piece (no operation)
     g = g.copy()
     for n, (a, b) in enumerate(pairs):
-        # (A pulse claimed by two candidate pairs, as a second piece then a first, is joined
-        # at most once.)
-        qq = min(q[n], 1.0 - used[a], 1.0 - used[b])
+        # (A pulse is joined as a first piece at most once and as a later piece at most once.)
+        qq = min(float(q[n]), 1.0 - first[a], 1.0 - second[b])
         if qq <= 1e-6:
             continue
-        used[a] += qq
-        used[b] += qq
-        row = g[a] * (1 - qq)
-        row[long_k] += qq * cls[n]
-        g[a] = row
+        chain = min(qq, second[a])  # a is already the rest of an earlier piece
+        first[a] += qq
+        second[b] += qq
+        if qq > chain:
+            row = g[a] * (1 - (qq - chain))
+            row[long_k] += (qq - chain) * cls[n]
+            g[a] = row
         row = g[b] * (1 - qq)
         row[other] += qq
         g[b] = row
-    return g, float(used.sum() / 2)
+    return g, float(second.sum())
 
 
 def _resumable(g, states, max_reads=3):
@@ -1275,17 +1370,35 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     # only when it explains the pulses clearly better than none.
     cands = {}
     suspect = {}
-    share = 0.0
+    share = 0.0  # the joined share by widths; None: the gaps name the resumes (resume_q)
+    resume_q = {}
     if ordered:
+        gap_cands = {}
         for k, s in zip(keys, seqs, strict=True):
-            cands[k] = _suspend_pairs(s, posteriors(s), states, weights * f, grid)
+            gs = posteriors(s)
+            cands[k] = _suspend_pairs(s, gs, states, weights * f, grid)
+            if gaps is not None:
+                # (The gaps see further: a read retried three times is six reads.)
+                gap_cands[k] = _suspend_pairs(s, gs, states, weights * f, grid,
+                                              max_reads=RESUME_MAX_READS, gap_after=gaps[k])
         live = [c for c in cands.values() if c is not None]
+        live_g = [c for c in gap_cands.values() if c is not None]
         share, gain = _suspend_share(live)
         n_long = sum(counts[j] for j, kd in enumerate(kinds)
                      if kd in PROGRAM_KINDS + ("erase",))
         joins = sum(float((share * c[1] / (share * c[1] + (1 - share) * c[2])).sum())
                     for c in live) if share else 0.0
-        if gain >= SUSPEND_GAIN * (1 + len(keys)) and joins > SUSPEND_MAX * n_long:
+        by_gap, gap_note = _resume_gaps(live_g) if live_g else (None, "")
+        if by_gap is not None:
+            # The gaps name the resumes (evidence of their own, whatever the widths gain): each
+            # pair joined by its gap's group and its widths, no cap.
+            live_keys = [k for k, c in gap_cands.items() if c is not None]
+            resume_q = dict(zip(live_keys, by_gap, strict=True))
+            cands = gap_cands
+            notes.append(f"resumes told from new operations by the idle gap before them "
+                         f"({gap_note})")
+            share = None
+        elif gain >= SUSPEND_GAIN * (1 + len(keys)) and joins > SUSPEND_MAX * n_long:
             # More joins than suspension makes (one long operation in four): the pairs are the
             # drive's rhythm (SLC programs, folding reads, programs), or suspension so heavy
             # that the model cannot tell. Joined: none; in the interval: all of them.
@@ -1302,8 +1415,21 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                   if len(ps_) > 1 and gaps is not None and ordered else None)
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
-        if share:
-            g, suspended[k] = _join_suspended(g, states, cands.get(k), share)
+        c = cands.get(k)
+        slack = var = None
+        if share is None and c is not None:
+            # A resume (by its gap) joins the long pulse before it when the widths make that
+            # its first piece (else the first piece was short enough to pass for a read).
+            r, wr = resume_q[k], c[1] / (c[1] + c[2])
+            q = r * wr
+            g, suspended[k] = _join_suspended(g, states, c, q)
+            # Either way the widths leave open: every resume joined to the pulse before it
+            # (more joins), or only those the widths favour clearly (fewer).
+            slack = (float((r * (1 - wr)).sum()), float((r * np.minimum(wr, 1 - wr)).sum()))
+            var = float((q * (1 - q)).sum())
+        elif share and c is not None:
+            g, suspended[k] = _join_suspended(g, states, c,
+                                              share * c[1] / (share * c[1] + (1 - share) * c[2]))
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
                               planes=planes if ordered and scheme is None else None,
@@ -1312,8 +1438,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               scheme == "one-shot" and pj and max(mult[pj]) > 1 else None,
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range)
-        if ordered and not share:
+        if ordered and share == 0.0:
             dies[k].resumable = _resumable(g, states)
+        if share is None:
+            dies[k].resume_slack, dies[k].resume_var = slack or (0.0, 0.0), var or 0.0
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,

@@ -685,7 +685,26 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     # Suspended operations: joined pieces are a model's reading; pieces it left apart count as
     # programs of their own (each suspension found suggests more, their pieces in the clusters).
     joined = sum(getattr(d, "suspended", 0.0) for d in dies.values())
-    if joined >= max(1.0, 0.002 * counted):
+    by_gap = [d for d in dies.values() if getattr(d, "resume_slack", None) is not None]
+    if by_gap and joined >= max(1.0, 0.002 * counted):
+        # The idle gaps named the resumes (a resume needs no data in): the joins are a reading
+        # with evidence, uncertain where the widths leave open whether the long pulse before a
+        # resume is its first piece (or whether that piece passed for a read), and by their
+        # posterior spread.
+        spread = 2.0 * math.sqrt(sum(d.resume_var for d in by_gap))
+        more = sum(d.resume_slack[0] for d in by_gap) + spread
+        fewer = sum(d.resume_slack[1] for d in by_gap) + spread
+        reasons.append(f"≈{joined * scale:,.0f} suspended operations (a busy, reads, the rest "
+                       f"of it) were joined, each rest told by the short idle gap before it (a "
+                       f"resume needs no data in); whether the busy before a rest is its first "
+                       f"piece the widths leave open for up to {more * scale:,.0f} more and "
+                       f"{fewer * scale:,.0f} fewer joins, in the interval: tap the bus "
+                       f"(84h/13h, 61h/D2h name them)")
+        if max(more, fewer) > 0.01 * counted:
+            undetermined = True
+        lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - more)))
+        hi_wa = max(hi_wa, wa_of_units(counted + fewer))
+    elif joined >= max(1.0, 0.002 * counted):
         undetermined = True
         reasons.append(f"≈{joined * scale:,.0f} suspended operations (a busy, reads, the rest "
                        f"of it) were joined; pieces that look like whole operations cannot be "
