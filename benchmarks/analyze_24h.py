@@ -297,12 +297,14 @@ def check_exact(tmp):
     return ok, r.frame_count
 
 
-#: Runs the CLI, then reports its own peak RSS (VmHWM) on stderr: ``ru_maxrss`` of a child
-#: would include the parent's high-water mark inherited at fork/exec.
+#: Runs the installed ``rbscope`` command (its console-script entry point, what a user runs),
+#: then reports its own peak RSS (VmHWM) on stderr: ``ru_maxrss`` of a child would include the
+#: parent's high-water mark inherited at fork/exec.
 CHILD = """import sys
-from rbscope.cli import main
+from importlib.metadata import entry_points
+(ep,) = entry_points(group="console_scripts", name="rbscope")
 try:
-    rc = main(sys.argv[1:])
+    rc = ep.load()(sys.argv[1:])
 finally:
     hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM")][0]
     print("PEAK_RSS_KIB", hwm.split()[1], file=sys.stderr)

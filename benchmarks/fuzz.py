@@ -26,6 +26,8 @@ without bound fails with MemoryError, a crash, instead of taking the machine.
 
 import argparse
 import atexit
+import contextlib
+import io
 import json
 import math
 import os
@@ -402,10 +404,15 @@ def target_drive(rng, data):
         pass
 
 
-def target_study(rng, data):
-    # Imported here: the command line is only needed by this target.
-    from rbscope.cli.report import analyze_namespace
+def _rbscope_command():
+    """The installed ``rbscope`` command's entry point (what a user runs)."""
+    from importlib.metadata import entry_points
 
+    (ep,) = entry_points(group="console_scripts", name="rbscope")
+    return ep.load()
+
+
+def target_study(rng, data):
     path = _file(data, ".toml")
     try:
         study = load_study(path)
@@ -413,11 +420,16 @@ def target_study(rng, data):
         return
     if rng.random() >= 0.25:  # each run's options parsed too (slower: one input in four)
         return
-    for i, run_ in enumerate(study.runs):
-        try:
-            analyze_namespace(run_.argv, f"run {i + 1}")
-        except ReportError:
-            pass
+    # As a user checks a study before a long run: `rbscope report --study F --check` parses
+    # every run's options with `rbscope analyze`'s parser. It answers with an exit code and a
+    # one-line message, never a traceback (an exception here is a crash).
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = _rbscope_command()(["report", "--study", path, "--check"])
+    if code == 0 and len(study.runs) and "options valid" not in out.getvalue():
+        raise AssertionError(f"report --check passed without saying so: {out.getvalue()!r}")
+    if code not in (0, 1, 2):
+        raise AssertionError(f"report --check exit code {code}: {err.getvalue()[-300:]!r}")
 
 
 def target_capture(rng, data):

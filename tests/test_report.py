@@ -282,6 +282,26 @@ def test_bad_options_in_a_study_run_name_the_run(saved, tmp_path, capsys):
     assert "run 1" in err and "--no-such-option" in err
 
 
+def test_check_parses_a_study_without_analysing_it(saved, tmp_path, capsys):
+    d, path, _ = saved
+    study = tmp_path / "s.toml"
+    study.write_text(f"[[run]]\nsource = '{path}'\ngeometry = 'ssd-v'\noptions = ['--mp', '2']\n"
+                     f"[[run]]\nsource = 'missing-yet.json'\ngeometry = 'ssd-v'\n",
+                     encoding="utf-8")
+    # Nothing is read: the second run's source need not exist yet; no report is written.
+    assert main(["report", "--study", str(study), "--check"]) == 0
+    assert "2 run(s), options valid" in capsys.readouterr().out
+    assert not list(tmp_path.glob("*.html"))
+    study.write_text(f"[[run]]\nsource = '{path}'\noptions = ['--no-such-option']\n",
+                     encoding="utf-8")
+    assert main(["report", "--study", str(study), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "run 1" in err and "--no-such-option" in err
+    # Without --check the report's file is required.
+    assert main(["report", "--study", str(study)]) == 2
+    assert "-o HTML" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, code, message", [
     (["-o", "x.html"], 2, "give one or more SOURCEs"),
     (["{src}", "-o", "x.html"], 2, "a geometry is needed"),

@@ -59,6 +59,7 @@ def add_report_parser(subparsers):
                 "  rbscope report a.rbcap b.rbcap --label 'drive A' --label 'drive B' \\\n"
                 "      --geometry ssd-m --fio fio.json -o compare.html --pdf compare.pdf\n"
                 "  rbscope report --study candidates.toml -o candidates.html\n"
+                "  rbscope report --study candidates.toml --check\n"
                 "the study format is described in docs/report.md.\n"
                 "exit codes: 0 success, 1 failure, 2 usage error"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,7 +67,12 @@ def add_report_parser(subparsers):
                    help="captures, measurements (.json), VCDs or sigrok sessions")
     p.add_argument("--study", metavar="TOML",
                    help="a study file naming every run (instead of SOURCEs)")
-    p.add_argument("-o", "--output", required=True, metavar="HTML", help="the report to write")
+    p.add_argument("-o", "--output", metavar="HTML",
+                   help="the report to write (required but with --check)")
+    p.add_argument("--check", action="store_true",
+                   help="check the study file (every run's keys and options, as `rbscope "
+                        "analyze` parses them) or the options, then exit: nothing is read or "
+                        "analysed (before a long study)")
     p.add_argument("--pdf", metavar="PDF", help="also print the report to this PDF")
     p.add_argument("--browser", metavar="EXE",
                    help="the headless browser for --pdf (default: chromium on PATH)")
@@ -175,8 +181,9 @@ def _pick(values, i, what, n):
     return values[i]
 
 
-def _runs(args, inputs):
-    """The runs of ``args`` and the study's title; every file a run reads joins ``inputs``."""
+def _runs(args, inputs, *, check=False):
+    """The runs of ``args`` and the study's title; every file a run reads joins ``inputs``.
+    ``check``: parse every run's options only, and return their count instead of runs."""
     if args.study:
         if args.sources:
             raise ac.UsageError("give SOURCEs or --study, not both")
@@ -189,6 +196,8 @@ def _runs(args, inputs):
             inputs.extend(input_paths(ns))
             if sr.logical_series:
                 inputs.append(sr.logical_series)
+            if check:
+                continue
             try:
                 runs.append(run_from_namespace(ns, label=sr.label, drive=sr.drive,
                                                workload=sr.workload,
@@ -197,9 +206,11 @@ def _runs(args, inputs):
                 raise ac.UsageError(f"{where}: {exc}") from None
             except _FAILURES as exc:
                 raise type(exc)(f"{where}: {exc}") from None
-        return runs, study.title
+        return (len(study.runs) if check else runs), study.title
     if not args.sources:
         raise ac.UsageError("give one or more SOURCEs, or --study")
+    if check:
+        return len(args.sources), None
     n = len(args.sources)
     if args.drive_counters and n > 1:
         raise ac.UsageError("--drive-counters reads one run's counters: give one SOURCE, or "
@@ -224,6 +235,12 @@ def cmd_report(args):
     """Handle ``rbscope report``; return the exit code."""
     try:
         inputs = input_paths(args)
+        if args.check:
+            n, _ = _runs(args, inputs, check=True)
+            print(f"{args.study or 'the options'}: {n} run(s), options valid (nothing analysed)")
+            return EXIT_OK
+        if not args.output:
+            raise ac.UsageError("give the report to write (-o HTML), or --check")
         check_output(args.output, kind="html", inputs=inputs, force=args.force, option="-o")
         if args.pdf:
             check_output(args.pdf, kind="pdf", inputs=inputs, force=args.force, option="--pdf")
