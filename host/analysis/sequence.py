@@ -54,15 +54,15 @@ _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the 
 SUSPEND_GAIN = 5.0
 #: Most joined suspensions per long pulse: beyond, the pairs are the drive's rhythm.
 SUSPEND_MAX = 0.25
-#: The idle gaps before the second pulse of the candidate pairs must split into two groups this
-#: far apart (pooled standard deviations, log scale) to tell resumes from new operations ...
+#: The idle gaps before the second pulse of the candidate pairs tell resumes from new
+#: operations when a group of them sits at the gap between back-to-back programs (a resume waits
+#: for the reads' data out, one page transfer, as a program waits for its data in) and the rest
+#: lie this far above it (pooled standard deviations, log scale) ...
 RESUME_GAP_SEPARATION = 1.5
-#: ... the shorter group within this many octaves of the gap between back-to-back programs
-#: (a resume waits for the reads' data out, about one page transfer, as a program's data in) ...
-RESUME_GAP_ANCHOR = 0.5
-#: ... and the longer at least this many octaves above it (a new operation waits for its data
-#: in as well).
+#: ... and at least this many octaves (a new operation waits for its data in as well) ...
 RESUME_GAP_STEP = 0.3
+#: ... with at least this many gaps in the resumes' group.
+RESUME_MIN = 10
 #: Fewest candidate gaps and back-to-back program gaps the gap reading needs.
 RESUME_GAP_MIN = 30
 #: Most reads between a resume and the piece before it (1-3 reads, each retried once).
@@ -756,29 +756,30 @@ def _resume_gaps(cands):
     if len(gb) < RESUME_GAP_MIN or len(gpp) < RESUME_GAP_MIN:
         return None, (f"too few gaps ({len(gb)} before second pieces, {len(gpp)} between "
                       f"back-to-back programs; {RESUME_GAP_MIN} each needed)")
-    ref = float(np.median(gpp))
-    # Two log-normal groups, EM from the quintiles.
-    m1, m2 = (float(v) for v in np.percentile(gb, [20, 80]))
-    s1 = s2 = max(float(np.std(gb)) / 2, 0.03)
-    w1 = 0.5
+    # The resumes' group sits where a back-to-back program's gap does (one transfer and a
+    # command): anchored there with that gap's spread; the other group is fitted freely.
+    m1 = float(np.median(gpp))
+    s1 = max(1.4826 * float(np.median(np.abs(gpp - m1))), 0.05)
+    m2 = float(np.percentile(gb, 75))
+    s2 = max(float(np.std(gb)) / 2, 0.05)
+    w1 = 0.1
     for _ in range(60):
         l1 = w1 * np.exp(-0.5 * ((gb - m1) / s1) ** 2) / s1
         l2 = (1 - w1) * np.exp(-0.5 * ((gb - m2) / s2) ** 2) / s2
         r = l1 / (l1 + l2 + _FLOOR)
-        n1, n2 = r.sum(), (1 - r).sum()
-        if n1 < 1 or n2 < 1:
-            return None, "the gaps before second pieces form one group"
-        w1 = float(n1 / len(gb))
-        m1, m2 = float((r * gb).sum() / n1), float(((1 - r) * gb).sum() / n2)
-        s1 = max(math.sqrt(float((r * (gb - m1) ** 2).sum() / n1)), 0.03)
-        s2 = max(math.sqrt(float(((1 - r) * (gb - m2) ** 2).sum() / n2)), 0.03)
+        n1, n2 = float(r.sum()), float((1 - r).sum())
+        if n2 < 1:
+            break
+        w1 = n1 / len(gb)
+        m2 = float(((1 - r) * gb).sum() / n2)
+        s2 = max(math.sqrt(float(((1 - r) * (gb - m2) ** 2).sum() / n2)), 0.05)
     d = (m2 - m1) / math.sqrt((s1 ** 2 + s2 ** 2) / 2)
-    what = (f"gaps before second pieces {2 ** m1:.3g} µs ({w1:.0%}) and {2 ** m2:.3g} µs, "
-            f"back-to-back programs {2 ** ref:.3g} µs")
-    if d < RESUME_GAP_SEPARATION or min(w1, 1 - w1) < 0.02:
+    what = (f"gaps before second pieces {2 ** m1:.3g} µs, as between back-to-back programs "
+            f"({w1 * len(gb):.0f}), and {2 ** m2:.3g} µs")
+    if w1 * len(gb) < RESUME_MIN:
+        return None, f"{what}: no resume group"
+    if d < RESUME_GAP_SEPARATION or m2 - m1 < RESUME_GAP_STEP:
         return None, f"{what}: not two groups"
-    if abs(m1 - ref) > RESUME_GAP_ANCHOR or m2 - m1 < RESUME_GAP_STEP:
-        return None, f"{what}: the shorter group is no resume's"
     out = []
     for c in cands:
         x = c[4]
@@ -1438,7 +1439,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               scheme == "one-shot" and pj and max(mult[pj]) > 1 else None,
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range)
-        if ordered and share == 0.0:
+        if ordered and not share:  # (none joined by widths, or joined by the gaps)
             dies[k].resumable = _resumable(g, states)
         if share is None:
             dies[k].resume_slack, dies[k].resume_var = slack or (0.0, 0.0), var or 0.0
