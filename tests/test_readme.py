@@ -111,6 +111,24 @@ def test_the_trained_flow_measures_the_reference_ssd(ran):
     assert "classes with the width distributions trained on labelled pulses" in analyze
 
 
+def test_the_samples_chain_into_one_drive(ran):
+    """The offline commands read one drive: the power-up's geometry and the recording's pulses
+    give the WA the drive's own counters say (6.96, the reference SSD's truth), within the
+    interval, and the trained classifier agrees."""
+    import re
+
+    _work, out = ran
+    counters = next(p.stdout for w, p in out if "--drive-counters" in w)
+    assert "DISAGREEMENT" not in counters, counters[-3000:]
+    drive = float(re.search(r"the drive says WA\s+([0-9.]+)", counters).group(1))
+    assert abs(drive - 6.9609) < 1e-3
+    for text in (counters, next(p.stdout for w, p in out if "--trained" in w)):
+        wa = float(re.search(r"WRITE AMPLIFICATION\s+([0-9.]+)", text).group(1))
+        lo, hi = (float(x) for x in re.search(
+            r"95 % interval\s+\[([0-9.]+), ([0-9.]+)\]", text).groups())
+        assert abs(wa / drive - 1) < 0.02 and lo <= drive <= hi, (wa, lo, hi)
+
+
 def _start_sim(words, work, name):
     """Start ``rbscope sim ...`` publishing its port at ``work/name`` (its output into
     ``work/name.log``, never a pipe it could fill); return (process, port)."""

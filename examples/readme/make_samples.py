@@ -186,10 +186,14 @@ def write_powerup(path, tmp):
     from rbscope.gateware.nand_emu import EmuParams
     from tests.powerup_harness import record_powerup, write_powerup_vcd
 
-    params = EmuParams(dies=1, page_bytes=4096, spare_bytes=224, pages_per_block=256,
-                       blocks_per_plane=512, planes=4, bits_per_cell=3, t_prog_max_us=2600,
-                       t_bers_max_us=5000, t_r_max_us=60, maker="RBSCOPE", model="EMU-TLC",
-                       maker_id=0x2C, device_id=0xA4)
+    # The recorded drive's own parts (the reference SSD's SSD-v with 64-page blocks, 32 blocks
+    # per plane): 34 nm MLC, 4 KiB pages, 2 planes; datasheet maxima above its busy times
+    # (programs to 2.2 ms, erases to 2.3 ms, reads to 60 µs), so that `identify` of this
+    # power-up gives the geometry that `analyze` of all-dies.sr needs.
+    params = EmuParams(dies=1, page_bytes=4096, spare_bytes=128, pages_per_block=64,
+                       blocks_per_plane=32, planes=2, bits_per_cell=2, t_prog_max_us=2500,
+                       t_bers_max_us=3000, t_r_max_us=75, maker="RBSCOPE", model="EMU-MLC",
+                       maker_id=0x2C, device_id=0x68)
     record, _seen = record_powerup(params)
     vcd = Path(tmp) / "powerup.vcd"
     with open(vcd, "w") as f:
