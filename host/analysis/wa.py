@@ -697,9 +697,9 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         reasons.append(f"≈{joined * scale:,.0f} suspended operations (a busy, reads, the rest "
                        f"of it) were joined, each rest told by the short idle gap before it (a "
                        f"resume needs no data in); whether the busy before a rest is its first "
-                       f"piece the widths leave open for up to {more * scale:,.0f} more and "
-                       f"{fewer * scale:,.0f} fewer joins, in the interval: tap the bus "
-                       f"(84h/13h, 61h/D2h name them)")
+                       f"piece (or a whole operation, the first piece passing for a read) R/B# "
+                       f"cannot say: up to {more * scale:,.0f} more and {fewer * scale:,.0f} "
+                       f"fewer joins in the interval; tap the bus (84h/13h, 61h/D2h name them)")
         if max(more, fewer) > 0.01 * counted:
             undetermined = True
         lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - more)))
