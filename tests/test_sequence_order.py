@@ -135,13 +135,15 @@ def test_reads_that_reach_tr_max_are_not_split_from_their_cluster():
     assert abs(r.dies[0].program_pulses - 3000) < 30
 
 
-def _cands(gaps_us, back_to_back_us):
+def _cands(gaps_us, back_to_back_us, command_us=3.0):
     """One line's suspend candidates as :func:`_resume_gaps` reads them: the gap before each
-    second pulse and the gaps between back-to-back programs (log2 µs); widths do not matter."""
+    second pulse, the gaps between back-to-back programs and the gap after each first pulse (a
+    read's command; log2 µs); widths do not matter."""
     n = len(gaps_us)
     return (np.zeros((n, 2), dtype=int), np.ones(n), np.ones(n), np.ones((n, 1)),
             np.log2(np.asarray(gaps_us, dtype=float)),
-            np.log2(np.asarray(back_to_back_us, dtype=float)))
+            np.log2(np.asarray(back_to_back_us, dtype=float)),
+            np.log2(np.full(n, command_us)))
 
 
 @pytest.mark.parametrize("n_resumes", [60, 12])
@@ -181,3 +183,12 @@ def test_gaps_that_show_no_resume_group_decide_nothing(gaps, b2b, why):
     rng = np.random.default_rng(6)
     r, what = _resume_gaps([_cands(gaps(rng), b2b(rng))])
     assert r is None and why in what, what
+
+
+def test_back_to_back_programs_without_a_transfer_tell_nothing():
+    # Cache programs load their data while the array is busy: back-to-back programs are then a
+    # command apart (12 µs, a read's command 10 µs), and a group of gaps there is no resume's.
+    rng = np.random.default_rng(7)
+    gaps = np.concatenate([12 + rng.uniform(0, 1, 60), 90 + rng.uniform(0, 5, 240)])
+    r, what = _resume_gaps([_cands(gaps, 12 + rng.uniform(0, 1, 100), command_us=10.0)])
+    assert r is None and "no transfer between them" in what, what

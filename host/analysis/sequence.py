@@ -61,8 +61,10 @@ SUSPEND_MAX = 0.25
 RESUME_GAP_SEPARATION = 1.5
 #: ... and at least this many octaves (a new operation waits for its data in as well) ...
 RESUME_GAP_STEP = 0.3
-#: ... with at least this many gaps in the resumes' group.
+#: ... with at least this many gaps in the resumes' group, and the back-to-back programs' gap
+#: this many octaves above a command alone (it holds a page's data in).
 RESUME_MIN = 10
+RESUME_TRANSFER = 0.75
 #: Fewest candidate gaps and back-to-back program gaps the gap reading needs.
 RESUME_GAP_MIN = 30
 #: Most reads between a resume and the piece before it (1-3 reads, each retried once).
@@ -665,7 +667,7 @@ def _around_reads(is_long, is_read, max_reads):
 
 def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
     """Candidate pieces of suspended operations on one line: ``(pairs, join, sep, cls, gb,
-    gpp)``.
+    gpp, ga)``.
 
     A program or erase suspended for reads (84h/13h, 61h/D2h) shows as a piece, the reads, and
     the rest. For each long pulse followed by 1 … ``max_reads`` reads and another long pulse,
@@ -677,8 +679,9 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
     multi-plane operation queues its planes first (11h, D1h).
 
     With the idle time after each pulse (``gap_after``, log2 µs): ``gb``, the gap before each
-    pair's second pulse, and ``gpp``, the gaps between back-to-back program pulses (each a
-    program's data in); else both None.
+    pair's second pulse, ``gpp``, the gaps between back-to-back program pulses (each a
+    program's data in), and ``ga``, the gap after each pair's first pulse (a read's command
+    alone); else all None.
     """
     long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
     read_k = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
@@ -710,15 +713,16 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
     sep = pa * pb + _FLOOR
     join = pt * wa_ * wb_ * math.log(2) / (wa_ + wb_) ** 2 + _FLOOR
     cls = parts / np.maximum(parts.sum(axis=1, keepdims=True), _FLOOR)
-    gb = gpp = None
+    gb = gpp = ga = None
     if gap_after is not None:
         gb = gap_after[pairs[:, 1] - 1]
+        ga = gap_after[pairs[:, 0]]
         prog_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
         is_prog = g[:, prog_k].sum(axis=1) > 0.5
         both = is_prog[:-1] & is_prog[1:]
         gpp = gap_after[:-1][both]
         gpp = gpp[np.isfinite(gpp)]
-    return pairs, join, sep, cls, gb, gpp
+    return pairs, join, sep, cls, gb, gpp, ga
 
 
 def _suspend_share(cands, rounds=20):
@@ -757,8 +761,17 @@ def _resume_gaps(cands):
         return None, (f"too few gaps ({len(gb)} before second pieces, {len(gpp)} between "
                       f"back-to-back programs; {RESUME_GAP_MIN} each needed)")
     # The resumes' group sits where a back-to-back program's gap does (one transfer and a
-    # command): anchored there with that gap's spread; the other group is fitted freely.
+    # command): anchored there with that gap's spread; the other group is fitted freely. That
+    # gap must hold a transfer: longer than a command alone (the gap between a long pulse and
+    # the read after it). Cache programs load their data while the array is busy, and then
+    # back-to-back programs are a command apart: no transfer to tell resumes by.
     m1 = float(np.median(gpp))
+    ga = np.concatenate([c[6] for c in cands])
+    ga = ga[np.isfinite(ga)]
+    cmd = float(np.median(ga)) if len(ga) else m1
+    if m1 - cmd < RESUME_TRANSFER:
+        return None, (f"back-to-back programs {2 ** m1:.3g} µs apart, a command alone "
+                      f"{2 ** cmd:.3g} µs: no transfer between them")
     s1 = max(1.4826 * float(np.median(np.abs(gpp - m1))), 0.05)
     m2 = float(np.percentile(gb, 75))
     s2 = max(float(np.std(gb)) / 2, 0.05)
