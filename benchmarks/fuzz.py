@@ -40,6 +40,7 @@ import tempfile
 import time
 import tomllib
 import traceback
+from importlib.metadata import entry_points
 
 import numpy as np
 
@@ -406,8 +407,6 @@ def target_drive(rng, data):
 
 def _rbscope_command():
     """The installed ``rbscope`` command's entry point (what a user runs)."""
-    from importlib.metadata import entry_points
-
     (ep,) = entry_points(group="console_scripts", name="rbscope")
     return ep.load()
 
