@@ -183,3 +183,15 @@ def test_function_local_imports_are_for_optional_dependencies(name):
         if not local:
             continue
         assert comment, f"{name}:{line}: import of {target} inside a function has no comment"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks").glob("*.py")), ids=lambda p: p.name)
+def test_benchmarks_use_the_library_not_the_command_line(path):
+    # A benchmark of a command runs the installed `rbscope` entry point (as a user does); the
+    # rest call the library. None imports rbscope.cli.
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = [(node.lineno, getattr(node, "module", None) or node.names[0].name)
+           for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+           if (getattr(node, "module", None) or "").startswith("rbscope.cli")
+           or any(a.name.startswith("rbscope.cli") for a in node.names)]
+    assert bad == [], f"{path.name} imports the command line: {bad}"
