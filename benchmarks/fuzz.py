@@ -425,7 +425,7 @@ def target_study(rng, data):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = _rbscope_command()(["report", "--study", path, "--check"])
-    if code == 0 and len(study.runs) and "options valid" not in out.getvalue():
+    if code == 0 and len(study.runs) and "geometries valid" not in out.getvalue():
         raise AssertionError(f"report --check passed without saying so: {out.getvalue()!r}")
     if code not in (0, 1, 2):
         raise AssertionError(f"report --check exit code {code}: {err.getvalue()[-300:]!r}")

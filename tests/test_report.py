@@ -290,13 +290,22 @@ def test_check_parses_a_study_without_analysing_it(saved, tmp_path, capsys):
                      encoding="utf-8")
     # Nothing is read: the second run's source need not exist yet; no report is written.
     assert main(["report", "--study", str(study), "--check"]) == 0
-    assert "2 run(s), options valid" in capsys.readouterr().out
+    assert "2 run(s), options and geometries valid" in capsys.readouterr().out
     assert not list(tmp_path.glob("*.html"))
     study.write_text(f"[[run]]\nsource = '{path}'\noptions = ['--no-such-option']\n",
                      encoding="utf-8")
     assert main(["report", "--study", str(study), "--check"]) == 1
     err = capsys.readouterr().err
     assert "run 1" in err and "--no-such-option" in err
+    # A geometry that is missing or wrong is found too (no source is read for it).
+    study.write_text(f"[[run]]\nsource = '{path}'\n", encoding="utf-8")
+    assert main(["report", "--study", str(study), "--check"]) == 2
+    assert "a geometry is needed" in capsys.readouterr().err
+    study.write_text(f"[[run]]\nsource = '{path}'\ngeometry = 'no-such-geometry'\n",
+                     encoding="utf-8")
+    assert main(["report", "--study", str(study), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "run 1" in err and "no-such-geometry" in err
     # Without --check the report's file is required.
     assert main(["report", "--study", str(study)]) == 2
     assert "-o HTML" in capsys.readouterr().err

@@ -687,10 +687,10 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     joined = sum(getattr(d, "suspended", 0.0) for d in dies.values())
     by_gap = [d for d in dies.values() if getattr(d, "resume_slack", None) is not None]
     if by_gap and joined >= max(1.0, 0.002 * counted):
-        # The idle gaps named the resumes (a resume needs no data in): the joins are a reading
-        # with evidence, uncertain where the widths leave open whether the long pulse before a
-        # resume is its first piece (or whether that piece passed for a read), and by their
-        # posterior spread.
+        # The idle gaps named the resumes (a resume needs no data in); whether the long pulse
+        # before a resume is its first piece (or a whole operation, the first piece passing for
+        # a read) they do not say: the interval spans every resume joined to none (the
+        # sequence classifier's resume_slack), and the joins' posterior spread.
         spread = 2.0 * math.sqrt(sum(d.resume_var for d in by_gap))
         more = sum(d.resume_slack[0] for d in by_gap) + spread
         fewer = sum(d.resume_slack[1] for d in by_gap) + spread

@@ -71,8 +71,8 @@ def add_report_parser(subparsers):
                    help="the report to write (required but with --check)")
     p.add_argument("--check", action="store_true",
                    help="check the study file (every run's keys and options, as `rbscope "
-                        "analyze` parses them) or the options, then exit: nothing is read or "
-                        "analysed (before a long study)")
+                        "analyze` parses them, and its geometry) or the options, then exit: no "
+                        "source is read, nothing analysed (before a long study)")
     p.add_argument("--pdf", metavar="PDF", help="also print the report to this PDF")
     p.add_argument("--browser", metavar="EXE",
                    help="the headless browser for --pdf (default: chromium on PATH)")
@@ -144,15 +144,22 @@ def _check_options_keep_keys(run, ns, where):
                               f"once")
 
 
-def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_series=None):
-    """Load and analyse one source given ``analyze``-style options, exactly as ``rbscope
-    analyze`` would; return a ReportRun."""
+def _checked_geometry(ns):
+    """The geometry of one run's options, after the checks that need no source: a geometry
+    given and valid, a positive Mp."""
     if not ns.geometry:
         raise ac.UsageError(f"{ns.source}: a geometry is needed (--geometry FILE or a bundled "
                             f"name: ssd-v, ssd-i, ssd-m, ssd-s)")
     geometry = load_geometry(ns.geometry)
     if ns.mp is not None and ns.mp < 1:
         raise ac.UsageError(f"--mp must be a positive integer, not {ns.mp}")
+    return geometry
+
+
+def run_from_namespace(ns, *, label=None, drive=None, workload="", logical_series=None):
+    """Load and analyse one source given ``analyze``-style options, exactly as ``rbscope
+    analyze`` would; return a ReportRun."""
+    geometry = _checked_geometry(ns)
     a = pipeline.analyse(ac.request_from_args(ns, geometry, series=False))
     series = None
     if logical_series:
@@ -197,6 +204,10 @@ def _runs(args, inputs, *, check=False):
             if sr.logical_series:
                 inputs.append(sr.logical_series)
             if check:
+                try:
+                    _checked_geometry(ns)
+                except _FAILURES as exc:
+                    raise type(exc)(f"{where}: {exc}") from None
                 continue
             try:
                 runs.append(run_from_namespace(ns, label=sr.label, drive=sr.drive,
@@ -210,6 +221,10 @@ def _runs(args, inputs, *, check=False):
     if not args.sources:
         raise ac.UsageError("give one or more SOURCEs, or --study")
     if check:
+        for source in args.sources:
+            ns = copy.copy(args)
+            ns.source = source
+            _checked_geometry(ns)
         return len(args.sources), None
     n = len(args.sources)
     if args.drive_counters and n > 1:
@@ -237,7 +252,8 @@ def cmd_report(args):
         inputs = input_paths(args)
         if args.check:
             n, _ = _runs(args, inputs, check=True)
-            print(f"{args.study or 'the options'}: {n} run(s), options valid (nothing analysed)")
+            print(f"{args.study or 'the options'}: {n} run(s), options and geometries valid "
+                  f"(no source read, nothing analysed)")
             return EXIT_OK
         if not args.output:
             raise ac.UsageError("give the report to write (-o HTML), or --check")
