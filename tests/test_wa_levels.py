@@ -173,6 +173,21 @@ def test_slc_cache_tlc_counts_slc_mode_programs_as_one_page():
     assert "program_slc" in kinds
 
 
+def test_a_wired_or_line_counted_by_windows_is_undetermined_and_covers():
+    # Counted by class windows (a capture's counts, or too few pulses for the sequence
+    # classifier, as when the line stays busy past the width counter): the merged busies are
+    # as lost as on the sequence path, and the line's busy time bounds them.
+    d = W.generate(W.family("wired-or-2lun", blocks=6), 3)
+    r = wa_of(d.measurement, W.geometry_for(d, "L0"), d.logical, classifier="windows")
+    assert r.classifier == "windows" and r.undetermined
+    assert any(x.startswith("wired-OR line(s) of 2 LUNs") for x in r.decide)
+    assert covers(d, r) and r.wa.value < 0.5 * d.wa_true
+    # A drive of one LUN per line is no such case.
+    d = W.generate(W.family("mlc-easy", blocks=6), 3)
+    r = wa_of(d.measurement, W.geometry_for(d, "L0"), d.logical, classifier="windows")
+    assert not r.undetermined and r.decide == []
+
+
 def test_program_suspend_told_by_the_gap_before_the_resume():
     # Program suspend on MLC with read retries, the bus moving a page in 20 µs: a resume needs
     # no data in, so its gap is one transfer shorter than a new program's after the same reads

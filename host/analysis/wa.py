@@ -512,6 +512,26 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
             cache_suspected)
         if undetermined:
             includes.append("every reading the pulses leave open (undetermined)")
+    elif any(r.dies > 1 for r in rows):
+        # Wired-OR lines counted by windows (too few pulses for the sequence classifier, or
+        # counts only): merged busies lost programs as on the sequence path, and the line's busy
+        # time bounds them with the program window's lower edge as the fastest program.
+        undetermined = True
+        lo_edge = measurement.config.windows[k][0] * measurement.tick_seconds * 1e6
+        fastest = max(50.0, lo_edge) if lo_edge > 0 else 150.0
+        tick_us = measurement.tick_seconds * 1e6
+        extra = sum(max(0.0, r.dies * measurement.counts[r.channel].busy_ticks * tick_us
+                        / fastest - r.estimate) for r in rows if r.dies > 1) * scale
+        decide.append(f"wired-OR line(s) of {max(r.dies for r in rows)} LUNs: the line is low "
+                      f"while any LUN is busy, so the busies of LUNs working at the same time "
+                      f"merged (and a line busy past the width counter counts no pulse at "
+                      f"all); up to {extra:,.0f} program pulses the line's busy time allows are "
+                      f"in the interval; probe one R/B# per LUN, or tap the bus")
+        includes.append("every reading the pulses leave open (undetermined)")
+        if logical.lo:
+            hi = (pulses.hi + extra) * unit / logical.lo
+            base = confidence or wa
+            confidence = Interval(wa.value, base.lo, max(base.hi, hi))
 
     erase_index = next((i for i, n in enumerate(measurement.class_names) if n == "erase"), None)
     erase_pulses = None if erase_index is None else \
