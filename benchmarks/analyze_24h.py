@@ -312,8 +312,8 @@ sys.exit(rc)
 """
 
 
-def run_cli(args, limit_gb=None, pythonpath=None):
-    """Run ``rbscope ARGS`` in a subprocess; return its wall time, its own peak RSS (``VmHWM``),
+def run_command(args, limit_gb=None, pythonpath=None):
+    """Run the installed ``rbscope ARGS`` in a subprocess; return its wall time, its own peak RSS (``VmHWM``),
     CPU times and exit code, and its stdout. ``pythonpath`` runs another copy of the package
     (e.g. the code before a change); ``limit_gb`` caps its address space."""
     cmd = [sys.executable, "-c", CHILD, *args]
@@ -351,7 +351,7 @@ def run_analyze(path, logical, limit_gb=None, pythonpath=None):
     (``VmHWM``) and its result."""
     args = ["analyze", str(path), "--geometry", "ssd-m",
             "--logical", str(logical), "--json", "--quiet"]
-    res, out = run_cli(args, limit_gb, pythonpath)
+    res, out = run_command(args, limit_gb, pythonpath)
     if res["returncode"] == 0:
         data = json.loads(out)
         res["wa"] = data["wa"]

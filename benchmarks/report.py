@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from analyze_24h import run_cli, write_capture  # noqa: E402
+from analyze_24h import run_command, write_capture  # noqa: E402
 
 
 def long_capture(tmp, hours, pdf):
@@ -32,7 +32,7 @@ def long_capture(tmp, hours, pdf):
     out = Path(tmp) / "long.html"
     args = ["report", str(path), "--geometry", "ssd-m", "--logical",
             str(gen["logical_bytes"]), "-o", str(out), "--quiet", "--json"]
-    res, _ = run_cli(args, limit_gb=12)
+    res, _ = run_command(args, limit_gb=12)
     res.update(hours=hours, capture_bytes=gen["bytes"], frames=gen["frames"],
                html_bytes=out.stat().st_size if out.exists() else None)
     if pdf and res["returncode"] == 0:
@@ -58,7 +58,7 @@ def comparison(tmp, drives, pdf):
     (Path(tmp) / "study.toml").write_text("\n".join(study) + "\n")
     out = Path(tmp) / "compare.html"
     args = ["report", "--study", str(Path(tmp) / "study.toml"), "-o", str(out), "--json"]
-    res, stdout = run_cli(args, limit_gb=12)
+    res, stdout = run_command(args, limit_gb=12)
     res.update(drives=drives, generate_s=generate,
                html_bytes=out.stat().st_size if out.exists() else None)
     if res["returncode"] == 0:

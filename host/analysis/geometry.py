@@ -462,17 +462,15 @@ def geometry_toml(geometry, header=()):
     if g.description:
         lines.append(f"description = {_toml_str(g.description)}")
     lines += ["", "[geometry]"]
-    for key in ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
-                "page_size", "spare_size", "pages_per_block"):
-        if getattr(g, key) is not None:
-            lines.append(f"{key} = {getattr(g, key)}")
+    def given(keys, fmt=str):
+        lines.extend(f"{key} = {fmt(getattr(g, key))}" for key in keys
+                     if getattr(g, key) is not None)
+
+    given(("channels", "chips_per_channel", "dies_per_chip", "planes_per_die", "page_size",
+           "spare_size", "pages_per_block"))
     lines.append(f"program_model = {_toml_str(g.program_model)}")
-    for key in ("mp",):
-        if getattr(g, key) is not None:
-            lines.append(f"{key} = {getattr(g, key)}")
-    for key in ("cell", "program_scheme"):
-        if getattr(g, key) is not None:
-            lines.append(f"{key} = {_toml_str(getattr(g, key))}")
+    given(("mp",))
+    given(("cell", "program_scheme"), _toml_str)
     if g.raw_bytes or g.user_bytes:
         lines += ["", "[capacity]"]
         if g.raw_bytes:

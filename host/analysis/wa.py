@@ -519,9 +519,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         undetermined = True
         lo_edge = measurement.config.windows[k][0] * measurement.tick_seconds * 1e6
         fastest = max(50.0, lo_edge) if lo_edge > 0 else 150.0
-        tick_us = measurement.tick_seconds * 1e6
-        extra = sum(max(0.0, r.dies * measurement.counts[r.channel].busy_ticks * tick_us
-                        / fastest - r.estimate) for r in rows if r.dies > 1) * scale
+        extra = _wired_room(measurement, rows, fastest) * scale
         decide.append(f"wired-OR line(s) of {max(r.dies for r in rows)} LUNs: the line is low "
                       f"while any LUN is busy, so the busies of LUNs working at the same time "
                       f"merged (and a line busy past the width counter counts no pulse at "
@@ -674,16 +672,13 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     # are lost. Nothing on the line says how much they overlapped: undetermined.
     wired = [r for r in rows if r.dies > 1]
     if wired:
-        extra_hi = 0.0
+        extra_hi = _wired_room(m, wired, _fastest_program_us(states),
+                               max(1.0, _max_pages(states)))
         est = 0.0
-        fastest = _fastest_program_us(states)
         tick_us = m.tick_seconds * 1e6
         for r in wired:
             d = dies[r.channel]
             busy = m.counts[r.channel].busy_ticks * tick_us  # the union U, µs
-            # Physical bound: every LUN busy all of U, programming at the fastest mode's pace.
-            most = r.dies * busy / fastest * max(1.0, _max_pages(states))
-            extra_hi += max(0.0, most - r.estimate)
             # Estimate: the program rate of the line's single operations (what the states
             # other than the erase/merged one hold) over the LUNs' busy time, taken halfway
             # between no overlap (U) and full overlap (d × U).
@@ -764,6 +759,15 @@ def _fastest_program_us(states):
     """The fastest program time (µs) the program modes allow: the fastest mode's lower edge."""
     lows = [2.0 ** (s.mu - 2 * s.sigma) for s in states if s.kind in ("program", "program_slc")]
     return max(50.0, min(lows)) if lows else 150.0
+
+
+def _wired_room(m, rows, fastest_us, pages=1.0):
+    """Program pulses the wired-OR lines among ``rows`` may have lost beyond those counted: the
+    physical bound, every LUN busy all of the line's busy time (the union of theirs) and
+    programming a pulse of ``pages`` pages every ``fastest_us``."""
+    tick_us = m.tick_seconds * 1e6
+    return sum(max(0.0, r.dies * m.counts[r.channel].busy_ticks * tick_us / fastest_us * pages
+                   - r.estimate) for r in rows if r.dies > 1)
 
 
 def _max_pages(states):
