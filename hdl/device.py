@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In, Out
 from .extensions import PROTOCOL
 from .link import protocol
 from .link.controller import LinkController
+from .link.counters import TRACE_FIFO_DEPTH
 from .link.extension import LinkExtension
 from .link.framing import CommandDecoder, FrameEncoder
 from .link.uart import UartRx, UartTx
@@ -95,6 +96,8 @@ class DeviceCore(wiring.Component):
     ram_output_registers : bool
         The link's registers after its block RAMs' outputs (``LinkController``'s; ``False`` for
         the iCE40, whose block RAM output is fast).
+    trace_depth : int
+        Trace records the link's FIFO holds (``LinkController``'s; a power of two).
 
     Members
     -------
@@ -116,7 +119,8 @@ class DeviceCore(wiring.Component):
 
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, emulator=None, emu_config=None, traffic=None, tap=None,
-                 tap_config=None, dsp_bounds=0, ram_output_registers=True):
+                 tap_config=None, dsp_bounds=0, ram_output_registers=True,
+                 trace_depth=TRACE_FIFO_DEPTH):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if dsp_bounds and emulator is not None:
@@ -151,7 +155,8 @@ class DeviceCore(wiring.Component):
                                          uart_divisor=uart_divisor,
                                          board=board, snapshot_ms=snapshot_ms, config=config,
                                          extension=extension,
-                                         ram_output_registers=ram_output_registers)
+                                         ram_output_registers=ram_output_registers,
+                                         trace_depth=trace_depth)
         super().__init__({
             **_emu_bus_members(emulator),
             **_tap_members(tap, emulator),

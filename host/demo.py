@@ -9,16 +9,20 @@
    as ONFI bus cycles into four ``nand_emu`` dies inside the simulated device (Verilator, built
    once, then cached): the emulated dies pull their own R/B# low for their busy times, the
    sniffer gateware watches them, and the device streams its counters over the simulated UART
-   (:mod:`rbscope.refssd.rtl`). The host connects to the pseudo-terminal exactly as to a hardware
-   rbscope, records every frame into a capture file, and waits, in *device* time, until the
-   replay is done and the lines have been quiet for the idle time (so machine load can slow the
-   demo down but never cut it short). One tick is 1 µs of NAND time: nothing is compressed.
+   (:mod:`rbscope.refssd.rtl`), and a TRACE record per pulse (each die's pulse sequence, which
+   the sequence classifier needs; every record lost would be counted). The host connects to
+   the pseudo-terminal exactly as to a hardware rbscope, records every frame into a capture
+   file, and waits, in *device* time, until the replay is done and the lines have been quiet
+   for the idle time (so machine load can slow the demo down but never cut it short). One
+   tick is 1 µs of NAND time: nothing is compressed.
    The emulator has one busy time per operation and page type, so the drive's timing ranges are
    fixed at their middles (:func:`rbscope.refssd.rtl.rtl_drive`).
-3. The capture becomes a Measurement and ``rbscope analyze``'s WA computation runs on it; the WA
-   with its interval is printed beside the FTL's true WA. The device's per-class counts are
-   checked equal to the model back end's (the timing model → bit-exact sniffer model) and the
-   emulated dies' ground truth equal to the FTL's counts.
+3. The capture becomes a Measurement (the pulse sequence checked complete against the counters)
+   and ``rbscope analyze``'s WA computation runs on it (the sequence classifier when the
+   sequence is complete, else the histograms'; the output names it); the WA with its interval
+   is printed beside the FTL's true WA. The device's per-class counts are checked equal to the
+   model back end's (the timing model → bit-exact sniffer model) and the emulated dies' ground
+   truth equal to the FTL's counts.
 4. The report (``rbscope report``'s HTML: WA, interval, per-die counts, histograms) is written
    next to the capture, with the true WA in its notes.
 
@@ -83,7 +87,7 @@ def _emulated(args, run, preset, windows, capture_path):
     try:
         result = rtl.run_rtl(run, preset=preset, cycles_per_us=args.cycles_per_us,
                              capture=capture_path, build_root=args.build_root,
-                             progress=_progress)
+                             progress=_progress, trace=True)
     except RefSSDError as exc:
         print(f"\nrbscope demo: {exc}", file=sys.stderr)
         return 1
@@ -95,6 +99,13 @@ def _emulated(args, run, preset, windows, capture_path):
           f"programmed first (then the counters cleared), then {result.commands} commands; "
           f"{rep['late']} confirms late by up to {rep['max_late'] / args.cycles_per_us:.1f} µs "
           f"(the emulator has one bus for its dies, the drive one per channel)")
+    seq = result.measurement.provenance.get("sequence")
+    if seq is not None:
+        lines = seq["lines"].values()
+        print(f"  pulse records (TRACE): {sum(v['records'] for v in lines):,} of "
+              f"{sum(v['counted'] for v in lines):,} pulses counted, "
+              f"{sum(v['lost'] for v in lines):,} lost: each die's pulse sequence "
+              + ("is complete" if seq["complete"] else f"is incomplete ({seq['why']})"))
     cmp = rtl.compare(run, result, preset)
     truth = result.truth
     print("  emulated dies' ground truth (read over the link) equals the FTL's counts "

@@ -27,10 +27,9 @@ def _expected(drive):
     """The run the demo makes, and the WA `analyze` gives for the model back end's counts."""
     w = refssd.micro("4K-SQ-100%-W-4KiB-align", drive.logical_bytes, 65536, seed=1)
     run = refssd.simulate(drive, w, seed=1, precondition="initial")
-    # Classified as `rbscope analyze` classifies a capture (from its histograms: a capture
-    # keeps no widths), at the device's 1 µs tick.
-    m = refssd.to_measurement(run, clock_ns=1000)
-    m.pulses = {}
+    # Classified as `rbscope analyze` classifies the demo's capture (from each die's pulse
+    # sequence: the demo turns TRACE records on), at the device's 1 µs tick.
+    m = refssd.to_measurement(run, clock_ns=1000, max_pulses=1_000_000)
     return run, wa_of(m, run.geometry, from_bytes(run.logical_bytes), write_only=True)
 
 
@@ -43,11 +42,15 @@ def test_demo_tiny(capsys, tmp_path):
     assert re.search(r"open blocks "
                      r"programmed first \(then the counters cleared\), then \d+ "
                      r"commands", out)
+    assert re.search(r"pulse records \(TRACE\): ([\d,]+) of \1 pulses counted, 0 lost: each "
+                     r"die's pulse sequence is complete", out)
     measured, true = _numbers(out)
     drive = rtl.rtl_drive(refssd.preset("ssd-v", blocks_per_plane=64, pages_per_block=64))
     run, expect = _expected(drive)
     assert true == pytest.approx(run.truth.wa_true, abs=5e-4)
     assert measured == pytest.approx(expect.wa.value, abs=5e-4)
+    # The classifier `analyze` picks for the same pulses (here too few for the sequence one).
+    assert f"(R/B# only, {expect.classifier} classifier)" in out
     assert (tmp_path / "demo.rbcap").stat().st_size > 0
     html = (tmp_path / "demo.html").read_text()
     assert "true WA" in html

@@ -8,6 +8,7 @@ from rbscope.gateware.device import DeviceCore
 from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol
 from rbscope.gateware.link.controller import build_id
+from rbscope.gateware.link.counters import TRACE_FIFO_DEPTH
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 
@@ -28,9 +29,10 @@ def decode(body):
 
 
 class CoreBench:
-    def __init__(self, ram_output_registers=True):
+    def __init__(self, ram_output_registers=True, trace_depth=TRACE_FIFO_DEPTH):
         self.dut = DeviceCore(P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test",
-                              ram_output_registers=ram_output_registers)
+                              ram_output_registers=ram_output_registers,
+                              trace_depth=trace_depth)
         self.wire = bytearray()
         self.frames = []
         self.seen = 0
@@ -324,8 +326,9 @@ def test_window_register_writes_strobe_the_window_port():
 def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
     """More pulses than the trace FIFO holds while TRACE frames drain it: every pulse is either
     sent or counted as lost, per channel (COUNTERS) and in total (STATUS), with either loss
-    counter pipeline (``ram_output_registers``)."""
-    b = CoreBench(ram_output_registers)
+    counter pipeline (``ram_output_registers``). A FIFO of 16 (the default holds 256) so that a
+    short simulation fills it."""
+    b = CoreBench(ram_output_registers, trace_depth=16)
     config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
                            windows=((5, 20), (20, 60), (60, 200)))
     trains = [Train(1, [e for k in range(12) for e in ((100 + 70 * k + 9 * ch, 0),

@@ -32,7 +32,7 @@ from ..rb_sniffer.params import SnifferParams
 from ..rb_sniffer.sniffer import TraceSignature
 from . import protocol
 from .commands import CommandUnit
-from .counters import LinkCounters
+from .counters import TRACE_FIFO_DEPTH, LinkCounters
 from .extension import LinkExtension
 from .frame_builder import FrameBuilder
 from .framing import FrameByte, decoded_command_layout
@@ -96,6 +96,9 @@ class LinkController(wiring.Component):
         registers out, which saves their logic cells, and splits the variable-byte multiplexer
         in two stages, the first of which reads the programme ROM's output directly (the
         entry is registered on both); the frames are the same.
+    trace_depth : int
+        Trace records the FIFO holds (a power of two; default
+        :data:`~.counters.TRACE_FIFO_DEPTH`, the depth of one iCE40 block RAM).
 
     Members
     -------
@@ -133,7 +136,8 @@ class LinkController(wiring.Component):
     """
 
     def __init__(self, params, *, wire, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
-                 config=None, extension=None, ram_output_registers=True):
+                 config=None, extension=None, ram_output_registers=True,
+                 trace_depth=TRACE_FIFO_DEPTH):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -149,6 +153,7 @@ class LinkController(wiring.Component):
         self.wire = wire
         self.params = params
         self.ram_output_registers = bool(ram_output_registers)
+        self.trace_depth = trace_depth
         self.clock_hz = clock_hz
         self.uart_divisor = uart_divisor
         self.board = board
@@ -202,7 +207,7 @@ class LinkController(wiring.Component):
         source = ext.source
         m.submodules.registers = registers = RegisterFile(p, self.registers, extension=ext)
         m.submodules.counters = counters = LinkCounters(
-            p, ram_output_registers=self.ram_output_registers)
+            p, ram_output_registers=self.ram_output_registers, trace_depth=self.trace_depth)
         m.submodules.commands = commands = CommandUnit(
             source=source, ram_output_registers=self.ram_output_registers)
         m.submodules.timer = timer = SnapshotTimer(

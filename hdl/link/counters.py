@@ -12,15 +12,20 @@ from amaranth.utils import ceil_log2
 from ..rb_sniffer.sniffer import TraceSignature
 from ..synthesis import COLLISION_FREE
 
-__all__ = ["LinkCounters"]
+__all__ = ["LinkCounters", "TRACE_FIFO_DEPTH"]
+
+#: Trace records the FIFO holds: the depth of one iCE40 block RAM (256 × 16 bits), so the
+#: record's width takes as many block RAMs as at 16 deep (half an ECP5 DP16KD's 512); it rides
+#: out a burst of 256 pulses at any rate before the link must keep up.
+TRACE_FIFO_DEPTH = 256
 
 
 class LinkCounters(wiring.Component):
     """The trace FIFO, and the link's counters: trace records lost, frames received, errors.
 
-    The sniffer's trace records (while ``trace_enable``) go into a FIFO of 16 that the frame
-    builder empties with TRACE frames (``records``); a record that finds it full is counted as
-    lost, per channel and in total (``lost_total``, which STATUS sends).
+    The sniffer's trace records (while ``trace_enable``) go into a FIFO (``trace_depth`` deep)
+    that the frame builder empties with TRACE frames (``records``); a record that finds it full
+    is counted as lost, per channel and in total (``lost_total``, which STATUS sends).
 
     One RAM holds the counters (entry ``i < channels``: channel ``i``'s trace records lost;
     ``channels``: frames received, ``channels + 1``: receive errors), updated by
@@ -42,6 +47,8 @@ class LinkCounters(wiring.Component):
     ram_output_registers : bool
         Register the counter RAM's output before the adder (three-stage update; see
         :class:`~.controller.LinkController`); ``False``: a two-stage update.
+    trace_depth : int
+        Records the trace FIFO holds (a power of two; default :data:`TRACE_FIFO_DEPTH`).
 
     Members
     -------
@@ -63,9 +70,13 @@ class LinkCounters(wiring.Component):
         ``read_data`` is the count at ``read_addr`` (as it was a cycle ago).
     """
 
-    def __init__(self, params, *, ram_output_registers):
+    def __init__(self, params, *, ram_output_registers, trace_depth=TRACE_FIFO_DEPTH):
         self.params = params
         self.ram_output_registers = bool(ram_output_registers)
+        if not isinstance(trace_depth, int) or trace_depth < 2 or trace_depth & (trace_depth - 1):
+            raise ValueError(f"trace FIFO depth must be a power of two of at least 2, not "
+                             f"{trace_depth!r}")
+        self.trace_depth = trace_depth
         trace = TraceSignature(params)
         super().__init__({
             "trace": In(trace),
@@ -83,7 +94,8 @@ class LinkCounters(wiring.Component):
         m = Module()
         n = self.params.channels
         trace_shape = data.Layout.cast(self.trace.payload.shape())
-        m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size, depth=16)
+        m.submodules.trace_fifo = trace_fifo = _RecordFifo(trace_shape.size,
+                                                            depth=self.trace_depth)
         trace_lost_total = Signal(32)
         m.d.comb += self.lost_total.eq(trace_lost_total)
         rx_base = n  # entries of rx_frames, rx_errors

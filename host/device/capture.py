@@ -49,6 +49,7 @@ from .protocol import (
     info_values,
     params_from_info,
 )
+from .traces import PulseRecords
 
 __all__ = [
     "MAGIC", "FORMAT_VERSION", "RecordKind", "CaptureRecord", "CaptureWriter", "CaptureReader",
@@ -376,6 +377,9 @@ class CaptureReader:
         (:attr:`last_snapshot`) and their number (:attr:`snapshot_count`).
     keep_traces : bool
         Keep every TRACE frame in :attr:`traces` (otherwise only :attr:`trace_count`).
+    pulse_records : bool
+        Rebuild the last device's pulse sequences from its TRACE frames, checked against its
+        counters (:attr:`pulse_records`, a :class:`~.traces.PulseRecords`; compact arrays).
     on_snapshot : callable, optional
         Called with each complete :class:`~rbscope.device.protocol.Snapshot`, in file order, as it
         is read.
@@ -402,11 +406,12 @@ class CaptureReader:
     """
 
     def __init__(self, path, *, keep_records=True, keep_snapshots=True, keep_traces=True,
-                 on_snapshot=None, on_device=None, chunk_size=CHUNK_SIZE):
+                 pulse_records=False, on_snapshot=None, on_device=None, chunk_size=CHUNK_SIZE):
         self.path = os.fspath(path)
         self.keep_records = keep_records
         self.keep_snapshots = keep_snapshots
         self.keep_traces = keep_traces
+        self.want_pulse_records = pulse_records
         self.on_snapshot = on_snapshot
         self.on_device = on_device
         self.chunk_size = chunk_size
@@ -460,6 +465,7 @@ class CaptureReader:
         self.latest = {}
         self.traces = []
         self.trace_count = 0
+        self.pulse_records = None
         self.hist = None
         self.frame_count = 0
         self.record_count = 0
@@ -504,6 +510,8 @@ class CaptureReader:
                     self.devices += 1
                     self.params = params
                     self.hist = HistogramAccumulator(params)
+                    if self.want_pulse_records:
+                        self.pulse_records = PulseRecords(params)
                     self.latest = {}
                     self._pending = None
                     self.last_snapshot = None
@@ -527,6 +535,8 @@ class CaptureReader:
                 self.trace_count += 1
                 if self.keep_traces:
                     self.traces.append(frame)
+                if self.pulse_records is not None:
+                    self.pulse_records.trace(frame)
             return
         what = RecordKind.names.get(rec.kind, rec.kind)
         try:
@@ -572,6 +582,8 @@ class CaptureReader:
             self.device_snapshots += 1
             if self.keep_snapshots:
                 self._snapshots.append(p)
+            if self.pulse_records is not None:
+                self.pulse_records.snapshot(p)
             if self.on_snapshot is not None:
                 self.on_snapshot(p)
 
@@ -750,11 +762,18 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     ``snapshot_every``-th snapshot, thinned by halving (see :class:`SnapshotSeries`) so that
     at most ``max_snapshots`` remain, plus the last one; ``provenance["snapshot_stride"]``
     says how many device snapshots one kept snapshot stands for.
+
+    When the capture holds TRACE records (``rbscope capture --trace``), each line's pulse
+    sequence of the last epoch is rebuilt from them (:class:`~.traces.PulseRecords`) and, if
+    every enabled line's is complete (no record lost, one record per pulse counted), given as
+    ``pulses`` and ``pulse_starts`` (the sequence classifier's input);
+    ``provenance["sequence"]`` holds the accounting either way, and an incomplete sequence is
+    a warning that says what is missing.
     """
 
     series = SnapshotSeries(max_snapshots, snapshot_every)
     reader = CaptureReader(path, keep_records=False, keep_snapshots=False, keep_traces=False,
-                           on_snapshot=series, on_device=series.new_device,
+                           pulse_records=True, on_snapshot=series, on_device=series.new_device,
                            chunk_size=chunk_size)
     if reader.info is None:
         raise CaptureError(f"{reader.path}: no INFO frame; cannot interpret the counters")
@@ -835,6 +854,13 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     elif taps:
         warnings.append("the capture holds only one read of the bus tap's counters (the "
                         "capture did not end normally): no opcode counts")
+    pulses, starts, sequence = {}, {}, None
+    if reader.trace_count and reader.pulse_records is not None:
+        enabled = [ch for ch in range(params.channels) if (config.enable >> ch) & 1]
+        pulses, starts, sequence = reader.pulse_records.sequences(enabled)
+        if not sequence["complete"]:
+            warnings.append(f"the capture's pulse records are incomplete ({sequence['why']}): "
+                            f"no pulse sequence, the width histograms are classified")
     return Measurement(
         params=params,
         config=config,
@@ -846,11 +872,14 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
         quiet_ticks=quiet,
         may_drop=any(c.dropped for c in counts),
         snapshots=snaps,
+        pulses=pulses,
+        pulse_starts=starts,
         provenance={"source": "capture", "path": reader.path, "board": info.board_name,
                     "build_id": info.build_id, "epoch": last_epoch,
                     "link_errors": reader.stats.errors,
                     "snapshots_total": series.count, "snapshot_stride": series.stride,
                     "complete": not missing, "missing": missing, "warnings": warnings,
+                    **({"sequence": sequence} if sequence is not None else {}),
                     **provenance_tap},
     )
 

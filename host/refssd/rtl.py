@@ -284,7 +284,7 @@ class RtlResult:
 
 
 def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, capture=None,
-            build_root=None, progress=None, timeout=5.0):
+            build_root=None, progress=None, timeout=5.0, trace=False):
     """Replay ``run``'s commands into emulated dies in the simulated device; capture the result.
 
     Parameters
@@ -303,6 +303,9 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
         Verilator build cache.
     progress : callable, optional
         Called with ``(device_us, target_us)`` about once a second.
+    trace : bool
+        Send a TRACE record per pulse (``TRACE_ENABLE``) from before the counters are cleared,
+        so the capture holds each die's pulse sequence (complete unless the link lost records).
 
     The wait is on device time: the capture ends once the harness has issued every command,
     the device time has passed the last model pulse plus ``idle_us`` and the device reports
@@ -349,6 +352,8 @@ def run_rtl(run, *, preset=None, cycles_per_us=CYCLES_PER_US, idle_us=20_000, ca
                         break
                 start_us = device.barrier() // cycles_per_us
                 before = read_truth(dev)
+                if trace:
+                    dev.enable_trace()
                 dev.clear()
                 with CaptureWriter(capture) as writer:
                     dev.attach_capture(writer)

@@ -1,0 +1,245 @@
+"""A capture's TRACE records as each line's pulse sequence, with exact accounting.
+
+The sniffer sends one TRACE record per front-end event while ``TRACE_ENABLE`` is set
+(``docs/link.md``, "Trace"): ``END`` (a whole pulse: its width), ``OVERLONG`` (a pulse reached
+the width counter's maximum; ``BUSY`` records carry its further ticks) and ``PARTIAL`` (a pulse
+not observed whole). ``timestamp`` is the tick at which the pipeline classified the event, a few
+cycles after the pulse ended, so a pulse's start is ``timestamp − width`` to within that
+latency (``4(N+1) + 1`` clock cycles at most, well under a tick at the usual prescalers).
+
+A record that finds the link's FIFO full is dropped and counted (``trace_lost``, per channel in
+COUNTERS, cumulative since power-up). :class:`PulseRecords` rebuilds each line's pulses and
+checks them against the counters of the last epoch (a CLEAR starts one): a line's sequence is
+*complete* when no record was lost during the epoch and its records of each kind number
+exactly the pulses its counters hold (``END``: the class counters plus ``UNCLASSIFIED``;
+``OVERLONG``; ``PARTIAL``). Only a complete sequence is handed to the sequence classifier; an
+incomplete one is reported, with what is missing, and the histograms are used instead.
+
+Which records belong to the last epoch: the sniffer's timestamp counts ticks since power-up (a
+clear does not reset it), and records come in the order the pulses were classified, so the
+epoch's records of a line are a run as long as its last snapshot's count, which ends where that
+count does and starts where the epoch's first snapshot's count says (records the previous
+epoch counted before the clear come before it). A snapshot's counters are read while its frames
+are sent, so a pulse classified during that time may or may not be counted: the run is the one
+that both snapshots' counts allow (``PulseRecords._line``).
+"""
+
+from array import array
+
+import numpy as np
+
+from rbscope.gateware.rb_sniffer.params import Counter, EventKind
+
+__all__ = ["PulseRecords", "MAX_RECORDS"]
+
+#: Most pulses kept over all lines (16 bytes each): beyond it the sequence is truncated and the
+#: histograms classify (``Measurement.pulses_truncated``).
+MAX_RECORDS = 20_000_000
+
+_END, _OVERLONG, _PARTIAL = 0, 1, 2
+
+
+class _Mark:
+    """What one snapshot says of each channel: the pulses of each record kind counted, the
+    cumulative records lost, and when its counters were read.
+
+    A snapshot's STATUS time is latched as its first frame starts; each channel's row is read
+    word by word while its COUNTERS frame is sent (that frame's own time, plus at most one frame
+    time), so the row counts every pulse classified up to the STATUS time and perhaps some
+    classified up to ``read_by``."""
+
+    __slots__ = ("timestamp", "epoch", "counted", "lost", "read_by")
+
+    def __init__(self, snap, params):
+        k = params.classes
+        self.timestamp = snap.status.timestamp
+        self.epoch = snap.status.epoch
+        self.counted = []
+        for row in snap.counters:
+            c = row.counters
+            self.counted.append((sum(c[:k]) + c[k + Counter.UNCLASSIFIED],
+                                 c[k + Counter.OVERLONG], c[k + Counter.PARTIAL]))
+        self.lost = [row.trace_lost for row in snap.counters]
+        times = [self.timestamp] + [row.timestamp for row in snap.counters]
+        frame = max(max(b - a for a, b in zip(times, times[1:], strict=False)), 0)
+        self.read_by = [max(row.timestamp, self.timestamp) + frame for row in snap.counters]
+
+
+class PulseRecords:
+    """Collect TRACE records and snapshots of one device; rebuild the last epoch's sequences.
+
+    Feed it every TRACE frame (:meth:`trace`) and every complete snapshot (:meth:`snapshot`) in
+    file order; :meth:`new_device` when the records that follow are another device's.
+
+    Parameters
+    ----------
+    params : SnifferParams
+    max_records : int
+        Most records kept over all channels (bounded memory); the rest are counted only.
+    """
+
+    def __init__(self, params, max_records=MAX_RECORDS):
+        self.params = params
+        self.max_records = max_records
+        self._reset()
+
+    def _reset(self):
+        n = self.params.channels
+        self.ts = [array("Q") for _ in range(n)]  # timestamp of each record (event order)
+        self.width = [array("Q") for _ in range(n)]  # the pulse's width (ticks; 0: partial)
+        self.kind = [array("B") for _ in range(n)]
+        self.kept = 0
+        self.truncated = False
+        self._open = {}  # channel -> index of its saturated pulse still being added to
+        self.prev = self.first = self.last = None
+        self.records = 0
+        self.malformed = 0
+
+    def new_device(self, params=None):
+        """Start afresh (another device's records follow)."""
+        if params is not None:
+            self.params = params
+        self._reset()
+
+    def trace(self, frame):
+        """Account one TRACE frame."""
+        ch = frame.channel
+        if not 0 <= ch < self.params.channels:
+            self.malformed += 1
+            return
+        self.records += 1
+        if frame.kind == EventKind.BUSY:
+            # More ticks of a saturated pulse: added to it, no record of its own.
+            j = self._open.get(ch)
+            if j is not None:
+                self.width[ch][j] += frame.width
+            return
+        if frame.kind == EventKind.END:
+            kind = _END
+        elif frame.kind == EventKind.OVERLONG:
+            kind = _OVERLONG
+        elif frame.kind == EventKind.PARTIAL:
+            kind = _PARTIAL
+        else:
+            self.malformed += 1
+            return
+        self._open.pop(ch, None)
+        if self.kept >= self.max_records:
+            self.truncated = True
+            return
+        self.ts[ch].append(frame.timestamp)
+        self.width[ch].append(frame.width if kind != _PARTIAL else 0)
+        self.kind[ch].append(kind)
+        self.kept += 1
+        if kind == _OVERLONG:
+            self._open[ch] = len(self.ts[ch]) - 1
+
+    def snapshot(self, snap):
+        """Account one complete snapshot (its epoch, counts and losses)."""
+        mark = _Mark(snap, self.params)
+        if self.last is not None and mark.epoch != self.last.epoch:
+            self.prev, self.first = self.last, mark
+        elif self.first is None:
+            self.first = mark
+        self.last = mark
+
+    def sequences(self, channels):
+        """The last epoch's pulse sequence of each of ``channels``, and the accounting.
+
+        Returns
+        -------
+        (pulses, starts, report)
+            ``pulses`` and ``starts``: ``{channel: array('Q')}`` of widths and start ticks of
+            the epoch's whole pulses (saturated ones with their full width; partial ones left
+            out), both empty unless every channel's sequence is complete. ``report``: a dict
+            (JSON members) with ``records`` (TRACE records read), ``complete`` (bool),
+            ``lines`` (per channel: ``records``, ``counted``, ``lost`` and, when incomplete,
+            ``why``) and ``why`` (one sentence, when incomplete).
+        """
+        report = {"records": self.records, "complete": False, "lines": {}}
+        if self.last is None:
+            report["why"] = "no complete snapshot to check the records against"
+            return {}, {}, report
+        if self.truncated:
+            report["why"] = (f"more than {self.max_records:,} pulse records: only the first "
+                             f"were kept")
+            report["truncated"] = True
+            return {}, {}, report
+        pulses, starts, bad = {}, {}, []
+        for ch in channels:
+            line, why, run = self._line(ch)
+            report["lines"][str(ch)] = line
+            if why:
+                line["why"] = why
+                bad.append(ch)
+                continue
+            ts = np.frombuffer(self.ts[ch], dtype=np.uint64)[run].astype(np.int64)
+            w = np.frombuffer(self.width[ch], dtype=np.uint64)[run].astype(np.int64)
+            kind = np.frombuffer(self.kind[ch], dtype=np.uint8)[run]
+            whole = kind != _PARTIAL
+            ts, w, kind = ts[whole], w[whole], kind[whole]
+            if (w <= 0).any():
+                line["why"] = "a record gives a width of 0 ticks"
+                bad.append(ch)
+                continue
+            # A pulse ends when it is classified, within the pipeline's latency: its start is
+            # its record's time less its width (held in order: the latency varies by a tick);
+            # a saturated pulse's record came when it reached the maximum width.
+            first = np.where(kind == _OVERLONG, self.params.max_width, w)
+            st = np.maximum.accumulate(np.maximum(ts - first, 0))
+            pulses[ch] = array("Q", w.astype(np.uint64).tobytes())
+            starts[ch] = array("Q", st.astype(np.uint64).tobytes())
+        if bad:
+            first = report["lines"][str(bad[0])]["why"]
+            report["why"] = (f"line{'s' if len(bad) > 1 else ''} "
+                             f"{', '.join(str(c) for c in bad)}: {first}"
+                             + (" (and others)" if len(bad) > 1 else ""))
+            return {}, {}, report
+        report["complete"] = True
+        return pulses, starts, report
+
+    def _line(self, ch):
+        """``(line report, why not complete or None, slice of the epoch's records)``.
+
+        The epoch's records are a run of ``n`` (the pulses the last snapshot counted) in the
+        channel's record order. The run ends where the last snapshot's count does: after the
+        records up to its STATUS time, before those after its row was read; it starts where the
+        first snapshot of the epoch says (its count of the epoch's pulses, read the same way),
+        and after every record the previous epoch's last snapshot counted. Where a record was
+        classified while a row was being read the run's ends may be uncertain by a record;
+        ``edge`` says by how many records (0 when exact).
+        """
+        first, last, prev = self.first, self.last, self.prev
+        counted = last.counted[ch]
+        n = sum(counted)
+        base = prev if prev is not None else first
+        lost = (last.lost[ch] - base.lost[ch]) & 0xFFFFFFFF
+        line = {"records": 0, "counted": n, "lost": lost}
+        if lost:
+            return line, f"{lost:,} pulse record(s) lost (the link's FIFO was full)", None
+        ts = np.frombuffer(self.ts[ch], dtype=np.uint64)
+
+        def upto(t):
+            return int(np.searchsorted(ts, t, side="right"))
+
+        n0 = sum(first.counted[ch])
+        lo = max(upto(last.timestamp) - n, upto(first.timestamp) - n0,
+                 upto(prev.timestamp) if prev is not None else 0, 0)
+        hi = min(upto(last.read_by[ch]) - n, upto(first.read_by[ch]) - n0)
+        line["records"] = min(n, max(0, len(ts) - lo))
+        if hi < 0 or lo + n > len(ts):
+            missing = n - line["records"] if lo + n > len(ts) else n0 - upto(first.read_by[ch])
+            return line, (f"{missing:,} of its {n:,} pulses have no record (records were not "
+                          f"enabled for the whole epoch, or the capture ended before the "
+                          f"device sent them)"), None
+        if lo > hi:
+            return line, (f"its {len(ts):,} records do not fit its counts ({n0:,} pulses at "
+                          f"the epoch's first snapshot, {n:,} at its last)"), None
+        line["edge"] = hi - lo
+        kinds = np.bincount(np.frombuffer(self.kind[ch], dtype=np.uint8)[lo:lo + n],
+                            minlength=3)
+        if tuple(int(x) for x in kinds[:3]) != tuple(counted):
+            return line, ("its records of each kind (whole, saturated, partial: "
+                          f"{', '.join(str(int(x)) for x in kinds[:3])}) are not the pulses its "
+                          f"counters hold ({', '.join(str(x) for x in counted)})"), None
+        return line, None, slice(lo, lo + n)
