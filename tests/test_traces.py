@@ -1,8 +1,12 @@
 """TRACE records → each line's pulse sequence, checked against the counters
 (``rbscope.device.traces``), and a capture's sequence through ``capture_to_measurement``."""
 
-import numpy as np
+from array import array
 
+import numpy as np
+import pytest
+
+from rbscope.analysis.measurement import Measurement
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.protocol import (
     Counters,
@@ -54,10 +58,11 @@ def test_complete_sequences_give_widths_and_starts_in_order():
     assert list(pulses[0]) == [20, 21, 22, 23, 24]
     assert list(starts[0]) == [100 + 50 * k - (20 + k) for k in range(5)]
     assert list(starts[1]) == [90 + 50 * k for k in range(5)]
-    assert report["lines"]["1"] == {"records": 5, "counted": 5, "lost": 0, "edge": 0}
+    assert report["lines"]["1"] == {"records": 5, "counted": 5, "lost": 0, "edge": 0,
+                                    "missing": 0}
 
 
-def test_a_lost_record_makes_the_line_incomplete_and_says_so():
+def test_too_many_lost_records_make_the_line_unusable_and_say_so():
     pr = PulseRecords(P)
     pr.snapshot(snap(10, 1, [row(), row()], lost=(7, 0)))  # losses before the epoch: not ours
     for k in range(4):
@@ -65,10 +70,37 @@ def test_a_lost_record_makes_the_line_incomplete_and_says_so():
         pr.trace(rec(1, 100 + 50 * k, 20))
     pr.snapshot(snap(1000, 1, [row(5), row(4)], lost=(8, 0)))
     pulses, starts, report = pr.sequences([0, 1])
-    assert not report["complete"] and pulses == {} and starts == {}
+    assert not report["usable"] and not report["complete"] and pulses == {} and starts == {}
     assert report["lines"]["0"]["lost"] == 1
-    assert "line 0: 1 pulse record(s) lost" in report["why"]
+    assert "line 0: 1 of its 5 pulses' records lost" in report["why"]
     assert "why" not in report["lines"]["1"]
+    assert report["losses"] == [] or report["losses"] == [[10, 1000, 0, 1]]
+
+
+def test_a_few_lost_records_leave_the_complete_stretches_as_the_sequence():
+    # Snapshots every 1000 ticks; in (3000, 4000] line 0 lost 2 of its 10 pulses' records.
+    pr = PulseRecords(P)
+    pr.snapshot(snap(0, 1, [row(), row()]))
+    n, lost, widths = 0, 0, []
+    for t in range(1000, 10_001, 1000):
+        for k in range(10):
+            n += 1
+            ts = t - 1000 + 50 + 90 * k
+            pr.trace(rec(1, ts, 7))
+            if 3000 < ts <= 4000 and k in (3, 4):
+                lost += 1
+                continue
+            pr.trace(rec(0, ts, n))
+            if not 3000 < ts <= 4000:
+                widths.append(n)
+        pr.snapshot(snap(t, 1, [row(n), row(n)], lost=(lost, 0)))
+    pulses, starts, report = pr.sequences([0, 1])
+    assert report["usable"] and not report["complete"] and report["lost"] == 2
+    assert report["losses"] == [[3000, 4000, 0, 2]]
+    line = report["lines"]["0"]
+    assert (line["lost"], line["excluded"], line["missing"]) == (2, 8, 10)
+    assert list(pulses[0]) == widths and len(pulses[1]) == 100
+    assert "excluded" not in report["lines"]["1"]
 
 
 def test_records_missing_without_a_loss_count_are_found_by_the_counts():
@@ -157,7 +189,8 @@ def test_a_bounded_store_says_it_was_truncated():
 
 
 def _capture(path, lose=False):
-    """A small capture: INFO, windows, two snapshots, TRACE records of 60 pulses per line."""
+    """A small capture: INFO, windows, a snapshot before and after every 5 pulses per line,
+    TRACE records of 60 pulses per line (line 1 loses the record of its 31st with ``lose``)."""
     widths = {ch: [10 + (7 * k + 3 * ch) % 50 for k in range(60)] for ch in range(P.channels)}
     with CaptureWriter(path, meta={"port": "test"}) as w:
         w.raw_frame(frame_bytes(FrameType.INFO, encode_payload(
@@ -185,7 +218,8 @@ def _capture(path, lose=False):
                 w.raw_frame(frame_bytes(FrameType.TRACE, encode_payload(P, FrameType.TRACE, {
                     "channel": ch, "kind": int(EventKind.END), "index": 0,
                     "width": widths[ch][k], "timestamp": t})), time_ns=20)
-        snapshot(1, t + 1000, [60, 60], [0, 1 if lose else 0])
+            if k % 5 == 4:
+                snapshot(k // 5 + 1, t + 50, [k + 1, k + 1], [0, int(lose and k >= 30)])
     return widths
 
 
@@ -200,10 +234,66 @@ def test_a_capture_with_complete_records_gives_the_sequence(tmp_path):
     m.to_json()  # the sequence is plain integers
 
 
-def test_a_capture_that_lost_a_record_falls_back_and_warns(tmp_path):
+def test_a_capture_that_lost_a_record_keeps_its_complete_stretches(tmp_path):
+    path = tmp_path / "c.rbcap"
+    widths = _capture(path, lose=True)
+    m = capture_to_measurement(path)
+    seq = m.provenance["sequence"]
+    assert seq["usable"] and not seq["complete"] and seq["lost"] == 1
+    # Line 1's stretch of pulses 31-35 (one of them lost) is left out and counted as missing.
+    assert list(m.pulses[1]) == widths[1][:30] + widths[1][35:] and m.pulses_lost == {1: 5}
+    assert list(m.pulses[0]) == widths[0]
+    assert any("the link lost 1 pulse record(s) (its FIFO was full) on line(s) 1" in w
+               for w in m.provenance["warnings"])
+    assert Measurement.from_json(m.to_json()).pulses_lost == {1: 5}
+
+
+def test_a_capture_that_lost_too_many_records_falls_back_and_warns(tmp_path):
     path = tmp_path / "c.rbcap"
     _capture(path, lose=True)
     m = capture_to_measurement(path)
-    assert m.pulses == {} and not m.provenance["sequence"]["complete"]
-    assert any("pulse records are incomplete (line 1: 1 pulse record(s) lost" in w
-               for w in m.provenance["warnings"])
+    assert m.provenance["sequence"]["usable"]
+    with pytest.MonkeyPatch.context() as mp:  # the same records, a stricter limit: histograms
+        mp.setattr("rbscope.device.traces.LOST_SHARE_MAX", 0.05)
+        m = capture_to_measurement(path)
+    assert m.pulses == {} and not m.provenance["sequence"]["usable"]
+    assert any("pulse records are incomplete (line 1: 5 of its 60 pulses are in stretches "
+               "where the link lost records" in w for w in m.provenance["warnings"])
+
+
+def test_wa_bounds_the_pulses_missing_from_a_sequence():
+    """The reference SSD's pulse sequences with two stretches of 2.5 % of each line's pulses
+    left out (as a capture leaves out its stretches with lost records): the sequence classifier
+    still runs, the missing pulses widen the interval (none to all programs), and it holds the
+    truth and the estimate of the whole sequence."""
+    from rbscope import refssd
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import wa_of
+
+    drive = refssd.preset("ssd-v", blocks_per_plane=64, pages_per_block=64)
+    work = refssd.micro("4K-RD-100%-W-4KiB-align", drive.logical_bytes, 2 << 20, seed=1)
+    run = refssd.simulate(drive, work, seed=1, precondition="steady")
+    logical = from_bytes(run.logical_bytes)
+    whole = wa_of(refssd.to_measurement(run, clock_ns=1000, max_pulses=10**6), run.geometry,
+                  logical, write_only=True)
+    m = refssd.to_measurement(run, clock_ns=1000, max_pulses=10**6)
+    missing = {}
+    for ch in list(m.pulses):
+        w, st = np.asarray(m.pulses[ch]), np.asarray(m.pulse_starts[ch])
+        keep = np.ones(len(w), dtype=bool)
+        n = len(w) // 40
+        for a in (len(w) // 4, 2 * len(w) // 3 + 7 * ch):
+            keep[a:a + n] = False
+        missing[ch] = int((~keep).sum())
+        m.pulses[ch] = array("Q", w[keep].astype(np.uint64).tobytes())
+        m.pulse_starts[ch] = array("Q", st[keep].astype(np.uint64).tobytes())
+    m.pulses_lost = missing
+    r = wa_of(m, run.geometry, logical, write_only=True)
+    assert whole.classifier == r.classifier == "sequence"
+    iv, iw = r.wa_confidence, whole.wa_confidence
+    assert iv.lo <= run.truth.wa_true <= iv.hi and iv.lo <= whole.wa.value <= iv.hi
+    assert iv.hi - iv.lo > iw.hi - iw.lo
+    assert r.wa.value == pytest.approx(run.truth.wa_true, rel=0.02)
+    assert any(f"pulses whose records the link lost ({sum(missing.values()):,}" in x
+               for x in r.interval_includes)
+    assert sum(c.lost for c in r.channels) == sum(missing.values())

@@ -35,6 +35,9 @@ The contract (also in ``docs/wa.md``)
 * ``pulses`` (optional) maps a channel to the widths (ticks) of its measured pulses (the
   ``END`` events that were not glitches), in order; sources that cannot see single pulses leave
   it empty. ``pulses_truncated`` says a source stopped keeping widths to bound its memory.
+  ``pulses_lost`` (optional) maps a channel to the number of its counted pulses that are not in
+  ``pulses`` because their records were lost (a device's link dropped them): the sequence is
+  the pulses received, in order, and the analysis bounds the lost ones.
 * ``provenance`` is a free JSON object: at least ``source`` (``"vcd"``, ``"sigrok"``,
   ``"device"``, ``"capture"``, ``"simulation"``, …) and, for files, ``path``.
 """
@@ -205,6 +208,7 @@ class Measurement:
     snapshots : list of SeriesPoint
     pulses : dict of int to sequence of int
     pulses_truncated : bool
+    pulses_lost : dict of int to int
     provenance : dict
     """
 
@@ -221,6 +225,7 @@ class Measurement:
     pulses: dict = field(default_factory=dict)
     pulses_truncated: bool = False
     pulse_starts: dict = field(default_factory=dict)
+    pulses_lost: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -273,6 +278,10 @@ class Measurement:
                                        f"channel {ch}")
             if any(b < a for a, b in pairwise(st)):
                 raise MeasurementError(f"pulse_starts[{ch}] must not decrease")
+        for ch, n in self.pulses_lost.items():
+            if ch not in self.pulses:
+                raise MeasurementError(f"pulses_lost key {ch!r} is not a channel of pulses")
+            _int(f"pulses_lost[{ch}]", n)
         if not isinstance(self.provenance, dict):
             raise MeasurementError("provenance must be a dict")
 
@@ -345,6 +354,7 @@ class Measurement:
             "pulses": {str(ch): list(w) for ch, w in self.pulses.items()},
             "pulses_truncated": self.pulses_truncated,
             "pulse_starts": {str(ch): list(st) for ch, st in self.pulse_starts.items()},
+            "pulses_lost": {str(ch): n for ch, n in self.pulses_lost.items()},
             "provenance": self.provenance,
         }
 
@@ -410,6 +420,18 @@ class Measurement:
                 for i, o in enumerate(sc)]))
         pulses = _channel_columns(obj, "pulses", "widths")
         starts = _channel_columns(obj, "pulse_starts", "start ticks")
+        lost = obj.get("pulses_lost", {})
+        if not isinstance(lost, dict):
+            raise MeasurementError("measurement.pulses_lost must be an object of channel: count")
+        parsed = {}
+        for k, v in lost.items():
+            try:
+                ch = int(k)
+            except ValueError:
+                raise MeasurementError(f"measurement.pulses_lost key {k!r} is not a "
+                                       f"channel") from None
+            parsed[ch] = _int(f"measurement.pulses_lost[{k}]", v)
+        lost = parsed
         tick = _get(obj, "tick_seconds", "measurement")
         return cls(
             params=params, config=config, tick_seconds=tick, counts=counts,
@@ -417,7 +439,7 @@ class Measurement:
             duration_ticks=obj.get("duration_ticks", 0), quiet_ticks=obj.get("quiet_ticks"),
             may_drop=bool(obj.get("may_drop", False)), snapshots=snapshots, pulses=pulses,
             pulses_truncated=bool(obj.get("pulses_truncated", False)), pulse_starts=starts,
-            provenance=obj.get("provenance", {}))
+            pulses_lost=lost, provenance=obj.get("provenance", {}))
 
     @classmethod
     def from_json(cls, text):

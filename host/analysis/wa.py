@@ -140,6 +140,9 @@ class ChannelPrograms:
     class_slack: float = 0.0  # structural slack of the program count, both ways
     class_up: float = 0.0  # pulses that may be programs on top (cache-program ambiguity)
     hidden: float = 0.0  # program operations tDBSY pulses announce beyond the long pulses
+    lost: int = 0  # pulses whose records the link lost (not in the classified sequence)
+    lost_expected: float = 0.0  # programs among them, at the line's share (in the estimate)
+    lost_max: float = 0.0  # programs among them if every one was a program
 
     @property
     def estimate(self):
@@ -150,7 +153,8 @@ class ChannelPrograms:
                 "programs": self.programs, "unknown": self.unknown,
                 "corrected": self.corrected, "class_sd": math.sqrt(max(0.0, self.class_var)),
                 "class_slack": self.class_slack, "class_up": self.class_up,
-                "hidden_programs": self.hidden}
+                "hidden_programs": self.hidden, "lost_records": self.lost,
+                "lost_programs_expected": self.lost_expected}
 
 
 @dataclass
@@ -319,6 +323,19 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     row.class_up = up
 
 
+def _lost_records(row, die, lost):
+    """A line whose sequence lacks ``lost`` pulses (records the link dropped, counted): their
+    programs are estimated at the share of the pulses classified (added to the row's estimate)
+    and bounded by none and all of them (``lost_expected``, ``lost_max``, in the estimate's
+    units: a program pulse counts as the line's classified programs per program pulse)."""
+    row.lost = lost
+    est = row.estimate
+    row.lost_expected = lost * est / die.pulses if die.pulses else 0.0
+    per_program = est / die.program_pulses if die.program_pulses > 0.5 else 1.0
+    row.lost_max = lost * max(per_program, 1.0)
+    row.corrected = est + row.lost_expected
+
+
 def compute_wa(measurement, geometry, logical, *, mp=None, program_class="program",
                channels=None, correction=None, sequence=None, write_only=False):
     """Compute the write amplification of a measurement.
@@ -390,6 +407,9 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
             if ch in sequence.dies:
                 _sequence_row(rows[-1], sequence.dies[ch], mp, sequence.balanced,
                               sequence.page_types, sequence.mode)
+                lost = measurement.pulses_lost.get(ch, 0) if sequence.mode == "sequence" else 0
+                if lost:
+                    _lost_records(rows[-1], sequence.dies[ch], lost)
             elif sum(c.classes) + c.unclassified:
                 raise WAError(f"line {probe.name or ch}: no pulse sequence was classified")
             # else: a line without a measured pulse has nothing to classify (no programs)
@@ -408,8 +428,9 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     lo_count = min(raw, est)
     hi_count = max(hi_count, est)
     if sequence is not None:  # the windows' count is no bound of the classifier's estimate
-        lo_count = est
-        hi_count = est + sum(r.unknown for r in rows)
+        # Pulses whose records the link lost: none to all of them programs.
+        lo_count = est - sum(r.lost_expected for r in rows)
+        hi_count = est + sum(r.unknown + r.lost_max - r.lost_expected for r in rows)
     pulses = Interval(est * scale, lo_count * scale, hi_count * scale)
     unit = mp * geometry.page_size
     physical = pulses.scale(unit)
@@ -434,6 +455,9 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     # The 95 % interval: the bounds above, widened by the sampling of dies and, with the
     # sequence classifier, by the classification (posterior, structural slack, cache programs).
     includes = ["partial and dropped pulses", "logical-volume resolution"]
+    if any(r.lost for r in rows):
+        includes.append(f"pulses whose records the link lost ({sum(r.lost for r in rows):,}: "
+                        f"none to all of them programs)")
     excludes = []
     sampling = None
     if dies_probed == dies:

@@ -453,7 +453,10 @@ def add_link_parsers(commands):
     capture.add_argument("--duration", type=_nonneg_float, metavar="S", help="stop after S s")
     capture.add_argument("--until-quiescent", action="store_true",
                          help="stop when the device reports quiescence (IDLE_TICKS of ready)")
-    capture.add_argument("--trace", action="store_true", help="record one TRACE per pulse")
+    capture.add_argument("--trace", action="store_true",
+                         help="record one TRACE per pulse: each line's pulse sequence, which "
+                              "analyze's sequence classifier uses when no record was lost "
+                              "(with --clear, so that the records cover the whole epoch)")
     capture.add_argument("--snapshot-ms", type=_nonneg_float, metavar="N",
                          help="periodic snapshot every N ms (0: off)")
     capture.add_argument("--hist-every", type=_nonneg_int, metavar="N",

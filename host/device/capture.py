@@ -765,10 +765,10 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
 
     When the capture holds TRACE records (``rbscope capture --trace``), each line's pulse
     sequence of the last epoch is rebuilt from them (:class:`~.traces.PulseRecords`) and, if
-    every enabled line's is complete (no record lost, one record per pulse counted), given as
-    ``pulses`` and ``pulse_starts`` (the sequence classifier's input);
-    ``provenance["sequence"]`` holds the accounting either way, and an incomplete sequence is
-    a warning that says what is missing.
+    every enabled line's is usable (one record per pulse counted, or short of a few pulses whose
+    records the link lost: ``pulses_lost``), given as ``pulses`` and ``pulse_starts`` (the
+    sequence classifier's input); ``provenance["sequence"]`` holds the accounting either way,
+    and lost or missing records are a warning that says what is missing.
     """
 
     series = SnapshotSeries(max_snapshots, snapshot_every)
@@ -854,13 +854,22 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     elif taps:
         warnings.append("the capture holds only one read of the bus tap's counters (the "
                         "capture did not end normally): no opcode counts")
-    pulses, starts, sequence = {}, {}, None
+    pulses, starts, sequence, lost = {}, {}, None, {}
     if reader.trace_count and reader.pulse_records is not None:
         enabled = [ch for ch in range(params.channels) if (config.enable >> ch) & 1]
         pulses, starts, sequence = reader.pulse_records.sequences(enabled)
-        if not sequence["complete"]:
+        if not sequence["usable"]:
             warnings.append(f"the capture's pulse records are incomplete ({sequence['why']}): "
                             f"no pulse sequence, the width histograms are classified")
+        elif sequence["lost"]:
+            lost = {int(ch): v["missing"] for ch, v in sequence["lines"].items()
+                    if v["missing"]}
+            warnings.append(
+                f"the link lost {sequence['lost']:,} pulse record(s) (its FIFO was full) on "
+                f"line(s) {', '.join(str(ch) for ch in sorted(lost))}: the sequence classifier "
+                f"classifies the stretches between snapshots with no loss, and the "
+                f"{sum(lost.values()):,} pulses of the others are in the interval (none to all "
+                f"of them programs)")
     return Measurement(
         params=params,
         config=config,
@@ -874,6 +883,7 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
         snapshots=snaps,
         pulses=pulses,
         pulse_starts=starts,
+        pulses_lost=lost,
         provenance={"source": "capture", "path": reader.path, "board": info.board_name,
                     "build_id": info.build_id, "epoch": last_epoch,
                     "link_errors": reader.stats.errors,

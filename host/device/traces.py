@@ -12,8 +12,14 @@ COUNTERS, cumulative since power-up). :class:`PulseRecords` rebuilds each line's
 checks them against the counters of the last epoch (a CLEAR starts one): a line's sequence is
 *complete* when no record was lost during the epoch and its records of each kind number
 exactly the pulses its counters hold (``END``: the class counters plus ``UNCLASSIFIED``;
-``OVERLONG``; ``PARTIAL``). Only a complete sequence is handed to the sequence classifier; an
-incomplete one is reported, with what is missing, and the histograms are used instead.
+``OVERLONG``; ``PARTIAL``). A line that lost records (at most :data:`LOST_SHARE_MAX` of its
+pulses) is still *usable*: the stretches between two snapshots in which it lost no record are
+its sequence, and the pulses of the others (lost or received: the order is broken there) are
+counted as missing, exactly (the analysis classifies the sequence and bounds the missing pulses
+in the interval). Beyond that share, or when records are missing without a loss count (records not
+enabled for the whole epoch), the line is reported with what is missing and the histograms are
+classified instead. When and where records were lost (between which two snapshots, on which
+line) is reported too.
 
 Which records belong to the last epoch: the sniffer's timestamp counts ticks since power-up (a
 clear does not reset it), and records come in the order the pulses were classified, so the
@@ -30,11 +36,21 @@ import numpy as np
 
 from rbscope.gateware.rb_sniffer.params import Counter, EventKind
 
-__all__ = ["PulseRecords", "MAX_RECORDS"]
+__all__ = ["PulseRecords", "MAX_RECORDS", "LOST_SHARE_MAX"]
 
 #: Most pulses kept over all lines (16 bytes each): beyond it the sequence is truncated and the
 #: histograms classify (``Measurement.pulses_truncated``).
 MAX_RECORDS = 20_000_000
+
+#: Most of a line's pulses that may be missing from its sequence (lost records, and the records
+#: of the stretches between two snapshots in which records were lost) for the rest still to be
+#: its sequence: the sequence classifier then classifies the complete stretches and the missing
+#: pulses are bounded in the interval (none to all of them programs); beyond it the histograms
+#: classify the line.
+LOST_SHARE_MAX = 0.10
+
+#: Loss intervals kept for the report (per channel and time); beyond it only the totals.
+MAX_LOSS_SPANS = 10_000
 
 _END, _OVERLONG, _PARTIAL = 0, 1, 2
 
@@ -92,6 +108,9 @@ class PulseRecords:
         self.truncated = False
         self._open = {}  # channel -> index of its saturated pulse still being added to
         self.prev = self.first = self.last = None
+        # (from tick, to tick, channel, records lost): the records a line lost between two
+        # snapshots (from the first's time to the last moment the second's row was read).
+        self.losses = []
         self.records = 0
         self.malformed = 0
 
@@ -137,6 +156,11 @@ class PulseRecords:
     def snapshot(self, snap):
         """Account one complete snapshot (its epoch, counts and losses)."""
         mark = _Mark(snap, self.params)
+        if self.last is not None and len(self.losses) < MAX_LOSS_SPANS:
+            for ch, (a, b) in enumerate(zip(self.last.lost, mark.lost, strict=True)):
+                if a != b:
+                    self.losses.append((self.last.timestamp, mark.read_by[ch], ch,
+                                        (b - a) & 0xFFFFFFFF))
         if self.last is not None and mark.epoch != self.last.epoch:
             self.prev, self.first = self.last, mark
         elif self.first is None:
@@ -151,12 +175,19 @@ class PulseRecords:
         (pulses, starts, report)
             ``pulses`` and ``starts``: ``{channel: array('Q')}`` of widths and start ticks of
             the epoch's whole pulses (saturated ones with their full width; partial ones left
-            out), both empty unless every channel's sequence is complete. ``report``: a dict
-            (JSON members) with ``records`` (TRACE records read), ``complete`` (bool),
-            ``lines`` (per channel: ``records``, ``counted``, ``lost`` and, when incomplete,
-            ``why``) and ``why`` (one sentence, when incomplete).
+            out), both empty unless every channel's sequence is usable: complete, or short of
+            at most :data:`LOST_SHARE_MAX` of its pulses by records the link lost (counted).
+            ``report``: a dict (JSON members) with ``records`` (TRACE records read),
+            ``complete`` (bool: nothing lost), ``usable`` (bool), ``lost`` (records lost in
+            the epoch, all lines), ``losses`` (``[from tick, to tick, channel, records]``: when
+            and where they were lost, between two snapshots), ``lines`` (per channel:
+            ``records``, ``counted``, ``lost``, ``edge``, ``excluded`` (records received in
+            the stretches with losses, left out), ``missing`` (pulses not in the sequence:
+            lost plus excluded) and, when unusable, ``why``) and ``why`` (one sentence, when
+            unusable).
         """
-        report = {"records": self.records, "complete": False, "lines": {}}
+        report = {"records": self.records, "complete": False, "usable": False, "lost": 0,
+                  "losses": [], "lines": {}}
         if self.last is None:
             report["why"] = "no complete snapshot to check the records against"
             return {}, {}, report
@@ -178,6 +209,24 @@ class PulseRecords:
             kind = np.frombuffer(self.kind[ch], dtype=np.uint8)[run]
             whole = kind != _PARTIAL
             ts, w, kind = ts[whole], w[whole], kind[whole]
+            if line["lost"]:
+                # The stretches between two snapshots in which the line lost records: their
+                # records received are left out too (the order is broken there), so the
+                # sequence is the complete stretches, and every pulse of the lossy ones is
+                # counted as missing.
+                keep = np.ones(len(ts), dtype=bool)
+                for a, b, c, _ in self.losses:
+                    if c == ch:
+                        keep &= ~((ts > a) & (ts <= b))
+                line["excluded"] = int((~keep).sum())
+                ts, w, kind = ts[keep], w[keep], kind[keep]
+            line["missing"] = line["lost"] + line.get("excluded", 0)
+            if line["missing"] > LOST_SHARE_MAX * line["counted"]:
+                line["why"] = (f"{line['missing']:,} of its {line['counted']:,} pulses are in "
+                               f"stretches where the link lost records (its FIFO was full; "
+                               f"at most {LOST_SHARE_MAX:.0%} may be)")
+                bad.append(ch)
+                continue
             if (w <= 0).any():
                 line["why"] = "a record gives a width of 0 ticks"
                 bad.append(ch)
@@ -195,7 +244,12 @@ class PulseRecords:
                              f"{', '.join(str(c) for c in bad)}: {first}"
                              + (" (and others)" if len(bad) > 1 else ""))
             return {}, {}, report
-        report["complete"] = True
+        base = self.prev if self.prev is not None else self.first
+        report["lost"] = sum(report["lines"][str(ch)]["lost"] for ch in channels)
+        report["losses"] = [list(x) for x in self.losses
+                            if x[0] >= base.timestamp and x[2] in channels]
+        report["usable"] = True
+        report["complete"] = not report["lost"]
         return pulses, starts, report
 
     def _line(self, ch):
@@ -211,35 +265,43 @@ class PulseRecords:
         """
         first, last, prev = self.first, self.last, self.prev
         counted = last.counted[ch]
-        n = sum(counted)
+        n_all = sum(counted)
         base = prev if prev is not None else first
         lost = (last.lost[ch] - base.lost[ch]) & 0xFFFFFFFF
-        line = {"records": 0, "counted": n, "lost": lost}
-        if lost:
-            return line, f"{lost:,} pulse record(s) lost (the link's FIFO was full)", None
+        lost0 = (first.lost[ch] - base.lost[ch]) & 0xFFFFFFFF  # before the first snapshot
+        line = {"records": 0, "counted": n_all, "lost": lost}
+        if lost > LOST_SHARE_MAX * n_all:
+            return line, (f"{lost:,} of its {n_all:,} pulses' records lost (the link's FIFO was "
+                          f"full; at most {LOST_SHARE_MAX:.0%} may be missing)"), None
+        n = n_all - lost  # the records the epoch sent
         ts = np.frombuffer(self.ts[ch], dtype=np.uint64)
 
         def upto(t):
             return int(np.searchsorted(ts, t, side="right"))
 
-        n0 = sum(first.counted[ch])
+        n0 = sum(first.counted[ch]) - lost0
         lo = max(upto(last.timestamp) - n, upto(first.timestamp) - n0,
                  upto(prev.timestamp) if prev is not None else 0, 0)
         hi = min(upto(last.read_by[ch]) - n, upto(first.read_by[ch]) - n0)
         line["records"] = min(n, max(0, len(ts) - lo))
         if hi < 0 or lo + n > len(ts):
             missing = n - line["records"] if lo + n > len(ts) else n0 - upto(first.read_by[ch])
-            return line, (f"{missing:,} of its {n:,} pulses have no record (records were not "
-                          f"enabled for the whole epoch, or the capture ended before the "
+            return line, (f"{missing:,} of its {n_all:,} pulses have no record (records were "
+                          f"not enabled for the whole epoch, or the capture ended before the "
                           f"device sent them)"), None
         if lo > hi:
-            return line, (f"its {len(ts):,} records do not fit its counts ({n0:,} pulses at "
-                          f"the epoch's first snapshot, {n:,} at its last)"), None
+            return line, (f"its {len(ts):,} records do not fit its counts ({n0 + lost0:,} "
+                          f"pulses at the epoch's first snapshot, {n_all:,} at its last)"), None
         line["edge"] = hi - lo
         kinds = np.bincount(np.frombuffer(self.kind[ch], dtype=np.uint8)[lo:lo + n],
                             minlength=3)
-        if tuple(int(x) for x in kinds[:3]) != tuple(counted):
+        got = tuple(int(x) for x in kinds[:3])
+        # Without losses the records of each kind are the counts; with them, at most.
+        fits = all(g <= c for g, c in zip(got, counted, strict=True)) and (lost or
+                                                                          got == tuple(counted))
+        if not fits:
             return line, ("its records of each kind (whole, saturated, partial: "
-                          f"{', '.join(str(int(x)) for x in kinds[:3])}) are not the pulses its "
-                          f"counters hold ({', '.join(str(x) for x in counted)})"), None
+                          f"{', '.join(str(x) for x in got)}) are not the pulses its "
+                          f"counters hold ({', '.join(str(x) for x in counted)}"
+                          + (f", {lost:,} lost)" if lost else ")")), None
         return line, None, slice(lo, lo + n)
