@@ -1,0 +1,228 @@
+"""The pulse stream at full load: what each board's link carries of TRACE records, measured on
+the Verilator device.
+
+For each board at its full channel count, clock and UART divisor (the build's), the simulated
+device (the board's gateware minus the pins: ``rbscope.device.simdevice.SimDevice``) gets on
+every R/B# pin a pulse train of the reference SSD's widths (its run's pulses in order:
+``ssd-v`` steady state, random 4 KiB writes: reads, programs and erases) placed at a fixed rate
+per die, and the host captures with TRACE records on (``rbscope capture --trace --clear``'s
+sequence: trace enabled, counters cleared, snapshots at the board's default 100 ms):
+
+* ``overload``: 4 × the rate the link is expected to carry. The records delivered per second
+  once the FIFO is full are what the link carries (``capacity``), and the first pulse without
+  a record (the model's pulses matched with the records) says how long a burst of 4 × the
+  sustained rate the FIFO rides out;
+* ``sustained``: 90 % of the measured capacity, spread over the dies: nothing may be lost, and
+  the capture's sequence (``capture_to_measurement``) must be complete, every line's widths
+  the model's.
+
+Usage::
+
+    python benchmarks/full_load.py [--boards icebreaker,ulx3s,ecpix5] [--seconds S]
+        [--json out.json] [--markdown out.md]
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+
+from rbscope import refssd
+from rbscope.device.capture import CaptureWriter, capture_to_measurement
+from rbscope.device.device import Device
+from rbscope.device.protocol import Status, Trace
+from rbscope.device.simdevice import SimDevice
+from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
+from rbscope.gateware.rb_sniffer.model import Train
+from rbscope.gateware.rb_sniffer.params import EventKind
+
+#: The boards' builds: channels, system clock, UART divisor (``boards/*.py``).
+BOARDS = {
+    "icebreaker": (16, 48_000_000, 16),
+    "ulx3s": (56, 100_000_000, 33),
+    "ecpix5": (64, 100_000_000, 33),
+}
+
+#: Snapshot period of the board builds (ms).
+SNAPSHOT_MS = 100
+
+
+def widths_us(count, seed=1):
+    """``count`` pulse widths (µs, in order) of the reference SSD's dies: ``ssd-v`` in steady
+    state under random 4 KiB writes (reads, programs, erases), repeated as needed."""
+    drive = refssd.preset("ssd-v", blocks_per_plane=64, pages_per_block=64)
+    work = refssd.micro("4K-RD-100%-W-4KiB-align", drive.logical_bytes, 2 << 20, seed=seed)
+    run = refssd.simulate(drive, work, seed=seed, precondition="steady")
+    w = np.concatenate([p["width_ns"] / 1000.0 for p in run.pulses])
+    return np.resize(w, count)
+
+
+def trains_at(channels, clock_hz, rate, seconds, widths):
+    """One train per channel: the widths in order, a pulse every ``1 / rate`` s (a pulse longer
+    than the period delays the next, as a busy die would), each channel offset a little."""
+    cyc_us = clock_hz // 1_000_000
+    period = clock_hz / rate
+    end = int(seconds * clock_hz)
+    out, k = [], 0
+    for ch in range(channels):
+        edges, t = [], 1000 + 97 * ch
+        while True:
+            w = max(2, int(widths[k % len(widths)] * cyc_us))
+            if t + w + 2 >= end:
+                break
+            edges += [(t, 0), (t + w, 1)]
+            k += 1
+            t = max(t + period, t + w + 2 * cyc_us)
+            t = int(t)
+        out.append(Train(1, edges))
+    return out
+
+
+def run_one(board, rate, seconds, widths, build_root, log=print):
+    channels, clock_hz, divisor = BOARDS[board]
+    params = SnifferParams(channels=channels)
+    cyc_us = clock_hz // 1_000_000
+    # Windows in 1 µs ticks (prescaler: one tick a µs, as the presets configure the boards).
+    config = SnifferConfig(prescaler=cyc_us, glitch_ticks=1, idle_ticks=20_000,
+                           windows=((2, 12), (12, 150), (150, 1950), (1950, 12_000)))
+    trains = trains_at(channels, clock_hz, rate, seconds, widths)
+    pulses_in = sum(len(t.edges) // 2 for t in trains)
+    ticks = int(seconds * 1e6)
+    with tempfile.TemporaryDirectory() as tmp, \
+            SimDevice(params, config, trains, clock_hz=clock_hz, uart_divisor=divisor,
+                      snapshot_ms=SNAPSHOT_MS, build_root=build_root) as sim:
+        path = Path(tmp) / "load.rbcap"
+        began = time.monotonic()
+        records, marks = [], []
+        with CaptureWriter(path) as writer:
+            dev = Device(str(sim.link), timeout=10, retries=20)
+            try:
+                dev.attach_capture(writer)
+                dev.enable_trace(True)
+                dev.clear()
+                start = dev.snapshot().timestamp
+                for _, f in dev.frames(duration=None):
+                    if isinstance(f, Trace):
+                        records.append((f.channel, f.timestamp))
+                    elif isinstance(f, Status):
+                        # Records received by the time this snapshot started (wire order).
+                        marks.append((f.timestamp, len(records)))
+                    snap = dev.latest_snapshot
+                    if snap is not None and snap.timestamp > ticks + 30_000 and \
+                            dev.is_quiescent():
+                        break
+                final = dev.snapshot()
+                for _, f in dev.frames(duration=1.0):  # the FIFO's last records
+                    if isinstance(f, Trace):
+                        records.append((f.channel, f.timestamp))
+            finally:
+                dev.close()
+        wall = time.monotonic() - began
+        m = capture_to_measurement(path)
+        truth = sim.truth(int(seconds * clock_hz) + 40_000 * cyc_us)
+    lost = final.status.trace_lost
+    seq = m.provenance.get("sequence", {})
+    # The first pulse (after the clear) with no record: the model's pulses against the records.
+    glitch = params.counter_index(Counter.GLITCH)
+    got = {}
+    for ch, ts in records:
+        got.setdefault(ch, set()).add(ts)
+    first_missing = None
+    latency = 4 * (channels + 1) + 16  # cycles: a pulse's end to its record's time, at most
+    for q in truth.pulses:
+        if q.index == glitch or q.kind != EventKind.END:
+            continue
+        end_tick = q.end_cycle // cyc_us
+        if end_tick <= start + 5:
+            continue
+        mine = got.get(q.channel, ())
+        if not any(t in mine for t in range(end_tick, (q.end_cycle + latency) // cyc_us + 2)):
+            first_missing = end_tick if first_missing is None else min(first_missing,
+                                                                        end_tick)
+    # What the link delivered while the FIFO was full: records received between two snapshots
+    # (wire order) over the device time between them, from the first loss to the end of the
+    # pulses.
+    rates = [(n1 - n0) / ((t1 - t0) / 1e6) for (t0, n0), (t1, n1) in pairwise(marks)
+             if first_missing is not None and first_missing <= t0 < t1 <= start + ticks]
+    row = {
+        "board": board, "channels": channels, "clock_hz": clock_hz, "divisor": divisor,
+        "baud": clock_hz / divisor, "rate_per_die": rate, "seconds": seconds,
+        "offered_per_die": pulses_in / seconds / channels,
+        "pulses": pulses_in, "records": len(records), "lost": lost,
+        "delivered_per_s": float(np.mean(rates)) if rates else None,
+        "first_loss_ms": None if first_missing is None else (first_missing - start) / 1e3,
+        "complete": bool(seq.get("complete")), "wall_s": wall,
+    }
+    log(f"  {board} {row['offered_per_die']:,.0f}/s/die: {len(records):,} records, {lost:,} "
+        f"lost, delivered while full "
+        + ("-" if row["delivered_per_s"] is None else f"{row['delivered_per_s']:,.0f}/s")
+        + ", sequence "
+        f"{'complete' if row['complete'] else 'incomplete'} ({wall:.0f} s)")
+    return row
+
+
+def measure(board, seconds, build_root, log=print):
+    channels, clock_hz, divisor = BOARDS[board]
+    widths = widths_us(200_000)
+    # The link's own arithmetic: a TRACE frame is 25 payload bytes plus framing (about 35
+    # bytes on the wire with byte stuffing), ten bits a byte.
+    expect = clock_hz / divisor / 10 / 35
+    over = run_one(board, 4 * expect / channels, seconds, widths, build_root, log)
+    capacity = over["delivered_per_s"] or expect
+    sustained = run_one(board, 0.9 * capacity / channels, seconds, widths, build_root, log)
+    return {"board": board, "channels": channels, "baud": clock_hz / divisor,
+            "capacity_records_per_s": capacity,
+            "sustained_per_die": sustained["offered_per_die"],
+            "sustained_lost": sustained["lost"], "sustained_complete": sustained["complete"],
+            "burst_rate_per_die": over["offered_per_die"],
+            "burst_first_loss_ms": over["first_loss_ms"],
+            "runs": [over, sustained]}
+
+
+def markdown(rows):
+    out = ["| board | channels | link | records/s the link carries | 90 % of it per die: "
+           "lost, sequence | overload per die: first loss after |",
+           "|---|---|---|---|---|---|"]
+    for r in rows:
+        first = r["burst_first_loss_ms"]
+        out.append(f"| {r['board']} | {r['channels']} | {r['baud'] / 1e6:.2f} Mbaud | "
+                   f"{r['capacity_records_per_s']:,.0f} | {r['sustained_per_die']:,.0f} /s: "
+                   f"{r['sustained_lost']} lost, "
+                   f"{'complete' if r['sustained_complete'] else 'incomplete'} | "
+                   f"{r['burst_rate_per_die']:,.0f} /s: "
+                   + ("no loss" if first is None else f"{first:.1f} ms") + " |")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--boards", default="icebreaker,ulx3s,ecpix5")
+    parser.add_argument("--seconds", type=float, default=0.3,
+                        help="device time of the sustained run (the overload run: a third)")
+    parser.add_argument("--build-root", default="build/full-load")
+    parser.add_argument("--json")
+    parser.add_argument("--markdown")
+    args = parser.parse_args(argv)
+    rows = []
+    for board in args.boards.split(","):
+        if board not in BOARDS:
+            parser.error(f"unknown board {board!r} (one of {', '.join(BOARDS)})")
+        print(f"{board}: {BOARDS[board][0]} channels, {BOARDS[board][1] / 1e6:g} MHz, "
+              f"divisor {BOARDS[board][2]}", flush=True)
+        rows.append(measure(board, args.seconds, args.build_root))
+    table = markdown(rows)
+    print(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
