@@ -195,6 +195,34 @@ def test_live_view_redraws_on_a_tty_and_prints_lines_otherwise():
     assert "2 errors" in plain.getvalue() and "read=6" in plain.getvalue()
 
 
+def test_live_view_says_whether_the_pulse_sequence_is_still_complete():
+    import io
+
+    from rbscope.device.live import LiveView
+    from rbscope.device.protocol import Counters, LinkStats, Snapshot, Status, StatusFlags
+
+    def snap(ts, lost, trace=True):
+        row = tuple([1] * PARAMS.counters_per_channel)
+        return Snapshot(Status(0, b"", timestamp=ts, trace_lost=lost,
+                               flags=StatusFlags.TRACE_ON if trace else 0),
+                        [Counters(0, b"", channel=ch, counters=row)
+                         for ch in range(PARAMS.channels)])
+    plain = io.StringIO()
+    view = LiveView(PARAMS, 1e-6, ("read",), stream=plain, tty=False, interval=0)
+    view.update(snap(1000, 0, trace=False), LinkStats())
+    assert "pulse records" not in plain.getvalue()  # TRACE off: nothing to say
+    view.update(snap(2000, 7), LinkStats())  # 7 lost before the view started: not its own
+    assert "pulse records: none lost (sequence complete)" in plain.getvalue()
+    view.update(snap(3000, 10), LinkStats())
+    assert "pulse records: 3 LOST (sequence incomplete)" in plain.getvalue()
+    out = io.StringIO()
+    view = LiveView(PARAMS, 1e-6, ("read",), stream=out, json=True)
+    view.update(snap(1000, 4), LinkStats())
+    view.update(snap(2000, 9), LinkStats())
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [x["trace_records_lost"] for x in lines] == [0, 5]
+
+
 def test_quiescence_countdown():
     from types import SimpleNamespace as S
 

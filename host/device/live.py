@@ -21,6 +21,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from rbscope.gateware.link.protocol import StatusFlags
+
 __all__ = ["LiveView", "quiescence"]
 
 
@@ -110,6 +112,7 @@ class LiveView:
         self.idle_seconds = idle_seconds
         self._last_draw = 0.0
         self._prev = None  # (timestamp, [counters rows]) for rates
+        self._lost0 = None  # STATUS trace_lost when TRACE records were first seen on
         self._rates = None
         self._moving = False
         self._live = None
@@ -119,8 +122,14 @@ class LiveView:
 
     def update(self, snapshot, stats, *, force=False, extra=""):
         """Take a new snapshot (``rbscope.device.protocol.Snapshot``) and the link's
-        ``LinkStats``."""
+        ``LinkStats``. While TRACE records are on, it also says whether the pulse sequence is
+        still complete: the records the link lost since the first snapshot it was shown."""
         rows = [c.counters for c in snapshot.counters]
+        lost = self._trace_lost(snapshot.status)
+        if lost is not None:
+            text = ("pulse records: none lost (sequence complete)" if not lost else
+                    f"pulse records: {lost:,} LOST (sequence incomplete)")
+            extra = f"{extra}  {text}" if extra else text
         ts = snapshot.status.timestamp
         if self._prev is not None and ts > self._prev[0]:
             dt = (ts - self._prev[0]) * self.tick_seconds
@@ -141,7 +150,7 @@ class LiveView:
                 "rates": [[round(x, 3) for x in r[:self.params.classes]]
                           for r in self._rates] if self._rates else None,
                 "link_errors": stats.errors, "lost_frames": stats.lost_frames,
-                "reconnects": stats.reconnects}) + "\n")
+                "reconnects": stats.reconnects, "trace_records_lost": lost}) + "\n")
             self.stream.flush()
             return
         now = time.monotonic()
@@ -152,6 +161,14 @@ class LiveView:
             self._draw(snapshot, rows, stats, extra, state)
         else:
             self._line(snapshot, rows, stats, extra, state)
+
+    def _trace_lost(self, status):
+        """Records lost since the first snapshot shown with TRACE on (None while it is off)."""
+        if not status.flags & StatusFlags.TRACE_ON:
+            return None
+        if self._lost0 is None:
+            self._lost0 = status.trace_lost
+        return (status.trace_lost - self._lost0) & 0xFFFFFFFF
 
     def close(self):
         """Leave the last drawing on the terminal (call once the capture ends)."""
