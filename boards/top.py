@@ -29,8 +29,22 @@ from ..gateware.rb_sniffer import SnifferParams
 __all__ = ["BoardError", "BoardMixin", "HeaderPlan", "RBScopeTop", "plan_header",
            "ice40_pll_params", "ecp5_pll_params", "UART_BAUD"]
 
-#: Link rate of every board (FTDI bridge, 8N1); the UART divisor is the clock over this, rounded.
+#: Link rate of a board (FTDI bridge, 8N1) unless its class says otherwise (``uart_baud``); the
+#: UART divisor is the clock over it, rounded, and must give it within 2 %.
 UART_BAUD = 3_000_000
+
+def uart_divisor(platform, clock_hz):
+    """The UART divisor that makes the board's ``uart_baud`` from ``clock_hz``; a
+    :class:`BoardError` unless it is at least 4 clocks a bit and within 2 % of the rate."""
+    baud = platform.uart_baud
+    divisor = round(clock_hz / baud)
+    if divisor < 4 or abs(clock_hz / divisor - baud) > 0.02 * baud:
+        raise BoardError(f"{platform.board_name}: a {clock_hz / 1e6:g} MHz clock cannot make "
+                         f"{baud / 1e6:g} Mbaud (divisor {divisor}: "
+                         f"{clock_hz / max(divisor, 1) / 1e6:.3f} Mbaud; at least 4 clocks a "
+                         f"bit, within 2 %)")
+    return divisor
+
 
 #: The emulator's ONFI bus pins besides its CE# (one per die) and R/B# (one per die, or one
 #: wired for all): (name, direction).
@@ -224,6 +238,9 @@ class BoardMixin:
     ram_output_registers : bool
         Whether the link registers its block RAMs' outputs before logic (the ECP5, whose block
         RAM clock to output is slow); ``False`` saves those logic cells on the iCE40.
+    uart_baud : int
+        The link's rate (the USB bridge's): the UART divisor is the clock over it, rounded, and
+        must give it within 2 % (the bridges tolerate about 3 %).
     """
 
     board_name = "board"
@@ -237,6 +254,7 @@ class BoardMixin:
     width_bits = 24
     dsp_bounds = 0
     ram_output_registers = True
+    uart_baud = UART_BAUD
 
     @classmethod
     def header_from_connectors(cls, connectors, names):
@@ -375,6 +393,7 @@ class RBScopeTop(Elaboratable):
             tap_targets=0 if loopback else self.tap_targets)
 
     def elaborate(self, platform):
+        uart_divisor(platform, platform.target_hz)  # (before anything is built)
         m = Module()
         plan = self.plan(platform)
         platform.add_probe_resources(plan)
@@ -407,7 +426,7 @@ class RBScopeTop(Elaboratable):
         m.submodules.rst_sync = ResetSynchronizer(rst_request, domain="sync")
 
         # ---- the device --------------------------------------------------------------------
-        divisor = round(clock_hz / UART_BAUD)
+        divisor = uart_divisor(platform, clock_hz)
         self.device = device = RBScopeDevice(
             self.params, uart_divisor=divisor, clock_hz=clock_hz, board=platform.board_name,
             snapshot_ms=self.snapshot_ms, emulator=self.emulator, tap=self.tap,

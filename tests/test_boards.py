@@ -366,6 +366,10 @@ def test_board_configuration_elaborates(board, channels, emulator, tap, emu_bus)
                           for sub in platform.lookup(name, 0).ios}
             assert subsignals == group
     assert platform.pll_hz == cls.target_hz
+    # The link's rate: the iCEBreaker's FT2232H at 12 Mbaud, the others 3 (3.03) Mbaud.
+    want = {"icebreaker": (4, 12_000_000)}.get(board, (33, 3_000_000))
+    assert (top.device.uart_divisor, cls.uart_baud) == want
+    assert top.device.core.controller.uart_divisor == want[0]  # (INFO tells the host)
     assert top.device.core.params.channels == (emulator or channels or cls.default_channels)
     # With TAP the tap is built in: its tags feed the sniffer, INFO says so.
     core = top.device.core
@@ -375,6 +379,13 @@ def test_board_configuration_elaborates(board, channels, emulator, tap, emu_bus)
         assert core.tap.dies == (emulator or tap)
         assert core.controller.extension.info["tap_targets"] == core.tap.targets
         assert bool(plan.tap) == (not emulator)
+
+
+def test_a_clock_that_cannot_make_the_boards_rate_is_a_board_error(monkeypatch):
+    cls, top = _top("icebreaker", None, 0, 0, False)
+    monkeypatch.setattr(cls, "uart_baud", 5_000_000)  # 48 MHz / 10 = 4.8 Mbaud: 4 % off
+    with pytest.raises(BoardError, match=r"a 48 MHz clock cannot make 5 Mbaud \(divisor 10"):
+        Fragment.get(top, cls()).prepare()
 
 
 def test_cli_reports_bad_options_without_traceback(capsys):

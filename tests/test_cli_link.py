@@ -264,3 +264,38 @@ def test_configure_says_idle_and_glitch_and_calibrate_keeps_the_idle(long_fake, 
     assert cli.main(["configure", fake.path, "--preset", "mlc34nm"]) == 0
     out = capsys.readouterr().out
     assert "quiescent after 300 s" in out and "was 1 s: changed" in out
+
+
+def test_baud_auto_tries_each_boards_rate_in_turn(monkeypatch):
+    """``--baud auto`` (the default): the first rate at which the device answers INFO (the
+    iCEBreaker's 12 Mbaud after the 3 Mbaud of the others); a timeout at every rate names them
+    all; an explicit ``--baud`` is tried alone."""
+    from types import SimpleNamespace
+
+    from rbscope.cli import common
+    from rbscope.device.device import DeviceTimeout
+
+    tried = []
+
+    def device(port, *, baudrate, timeout, **kw):
+        tried.append(baudrate)
+        if baudrate != answers:
+            raise DeviceTimeout("no answer to READ_INFO")
+        return ("device", baudrate)
+
+    monkeypatch.setattr(common, "Device", device)
+    parser = cli.build_parser()
+    args = parser.parse_args(["info", "PORT"])
+    assert args.baud is None
+    answers = 12_000_000
+    assert common.open_device(args) == ("device", 12_000_000)
+    assert tried == [3_000_000, 12_000_000]
+    tried.clear()
+    answers = 0
+    with pytest.raises(DeviceTimeout, match=r"tried 3,000,000, 12,000,000 baud: give the rate"):
+        common.open_device(args)
+    tried.clear()
+    with pytest.raises(DeviceTimeout):
+        common.open_device(SimpleNamespace(port="PORT", baud=115_200, timeout=0.1))
+    assert tried == [115_200]
+    assert parser.parse_args(["info", "PORT", "--baud", "12000000"]).baud == 12_000_000
