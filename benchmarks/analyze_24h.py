@@ -314,8 +314,8 @@ sys.exit(rc)
 
 def run_command(args, limit_gb=None, pythonpath=None):
     """Run the installed ``rbscope ARGS`` in a subprocess; return its wall time, its own peak RSS
-    (``VmHWM``), CPU times and exit code, and its stdout. ``pythonpath`` runs another copy of the package
-    (e.g. the code before a change); ``limit_gb`` caps its address space."""
+    (``VmHWM``), CPU times and exit code, and its stdout. ``pythonpath`` runs another copy of
+    the package (e.g. the code before a change); ``limit_gb`` caps its address space."""
     cmd = [sys.executable, "-c", CHILD, *args]
     env = dict(os.environ)
     if pythonpath:
