@@ -273,6 +273,7 @@ def test_baud_auto_tries_each_boards_rate_in_turn(monkeypatch):
     from types import SimpleNamespace
 
     from rbscope.cli import common
+    from rbscope.device import device as device_module
     from rbscope.device.device import DeviceTimeout
 
     tried = []
@@ -283,7 +284,7 @@ def test_baud_auto_tries_each_boards_rate_in_turn(monkeypatch):
             raise DeviceTimeout("no answer to READ_INFO")
         return ("device", baudrate)
 
-    monkeypatch.setattr(common, "Device", device)
+    monkeypatch.setattr(device_module, "Device", device)
     parser = cli.build_parser()
     args = parser.parse_args(["info", "PORT"])
     assert args.baud is None
@@ -295,7 +296,7 @@ def test_baud_auto_tries_each_boards_rate_in_turn(monkeypatch):
     with pytest.raises(DeviceTimeout, match=r"tried 3,000,000, 12,000,000 baud: give the rate"):
         common.open_device(args)
     tried.clear()
-    with pytest.raises(DeviceTimeout):
+    with pytest.raises(DeviceTimeout, match="tried 115,200 baud"):
         common.open_device(SimpleNamespace(port="PORT", baud=115_200, timeout=0.1))
     assert tried == [115_200]
     assert parser.parse_args(["info", "PORT", "--baud", "12000000"]).baud == 12_000_000

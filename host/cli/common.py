@@ -11,7 +11,13 @@ import os
 import sys
 
 from rbscope.analysis.presets import PresetError
-from rbscope.device.device import ConfigError, Device, DeviceError, DeviceTimeout
+from rbscope.device.device import (
+    BOARD_BAUDRATES,
+    ConfigError,
+    DeviceError,
+    DeviceTimeout,
+    open_any_rate,
+)
 
 from .argtypes import integer, number
 
@@ -46,11 +52,6 @@ def err(cmd, msg):
     print(f"rbscope {cmd}: {msg}", file=sys.stderr)
 
 
-#: The rates ``--baud auto`` tries, in order: the ULX3S's and ECPIX-5's 3 Mbaud (3.03), then the
-#: iCEBreaker's 12 Mbaud (its FT2232H's highest UART rate).
-BAUD_CANDIDATES = (3_000_000, 12_000_000)
-
-
 def _baud(text):
     if text == "auto":
         return None
@@ -61,7 +62,7 @@ def port_options(p):
     """Add the options of a command that opens a device: ``--baud``, ``--timeout``, ``--json``."""
     p.add_argument("--baud", type=_baud, default=None, metavar="auto|RATE",
                    help="link rate, 1 … 50000000, or auto (the default): the first of "
-                        + ", ".join(str(b) for b in BAUD_CANDIDATES)
+                        + ", ".join(str(b) for b in BOARD_BAUDRATES)
                         + " at which the device answers (a simulated device answers at any)")
     p.add_argument("--timeout", type=number(0), default=0.5,
                    help="seconds to wait for an answer before retrying (default 0.5)")
@@ -102,18 +103,10 @@ def force_option(p):
 
 def open_device(args, **kw):
     """The :class:`~rbscope.device.device.Device` that ``args`` (port options) name; with
-    ``--baud auto`` the first rate of :data:`BAUD_CANDIDATES` at which it answers INFO."""
-    if getattr(args, "baud", None) is not None:
-        return Device(args.port, baudrate=args.baud, timeout=args.timeout, **kw)
-    for k, rate in enumerate(BAUD_CANDIDATES):
-        try:
-            return Device(args.port, baudrate=rate, timeout=args.timeout, **kw)
-        except DeviceTimeout as exc:
-            if k + 1 == len(BAUD_CANDIDATES):
-                raise DeviceTimeout(f"{exc} (tried "
-                                    + ", ".join(f"{b:,}" for b in BAUD_CANDIDATES)
-                                    + " baud: give the rate with --baud)") from None
-    raise AssertionError("unreachable")
+    ``--baud auto`` the first of the boards' rates at which it answers INFO
+    (:func:`~rbscope.device.device.open_any_rate`)."""
+    rates = BOARD_BAUDRATES if getattr(args, "baud", None) is None else (args.baud,)
+    return open_any_rate(args.port, rates=rates, timeout=args.timeout, **kw)
 
 
 def device_errors(cmd):

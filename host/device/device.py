@@ -60,11 +60,15 @@ from .protocol import (
 
 __all__ = [
     "Device", "DeviceError", "CommandError", "DeviceTimeout", "PortError", "DeviceChanged",
-    "ConfigError", "DEFAULT_BAUDRATE",
+    "ConfigError", "DEFAULT_BAUDRATE", "BOARD_BAUDRATES", "open_any_rate",
 ]
 
 #: The link rate of real boards (FTDI bridge, 8N1).
 DEFAULT_BAUDRATE = 3_000_000
+
+#: The boards' link rates, in the order :func:`open_any_rate` tries them: the ULX3S's and the
+#: ECPIX-5's 3 Mbaud (3.03), the iCEBreaker's 12 Mbaud (its FT2232H's highest UART rate).
+BOARD_BAUDRATES = (3_000_000, 12_000_000)
 
 
 class DeviceError(Exception):
@@ -767,3 +771,17 @@ class Device:
         self.capture.frame(self.info)
         self.capture.config(self.read_registers())
 
+
+def open_any_rate(port, *, rates=BOARD_BAUDRATES, **kw):
+    """Open ``port`` at the first of ``rates`` at which the device answers INFO (a board's rate
+    is its build's: ``docs/boards.md``); other keyword arguments go to :class:`Device`. A
+    simulated device (a pty) answers at any rate, so at the first. Raises the last
+    :class:`DeviceTimeout`, naming every rate tried, when none answers."""
+    for k, rate in enumerate(rates):
+        try:
+            return Device(port, baudrate=rate, **kw)
+        except DeviceTimeout as exc:
+            if k + 1 == len(rates):
+                raise DeviceTimeout(f"{exc} (tried " + ", ".join(f"{b:,}" for b in rates)
+                                    + " baud: give the rate with --baud)") from None
+    raise ValueError("no rate to try")
