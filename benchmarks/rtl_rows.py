@@ -11,7 +11,12 @@ micro-benchmark, state, seed and volume, hence the same FTL run and the same ``W
    tick;
 3. ``rtl``: the same command stream replayed as ONFI cycles into ``nand_emu`` dies in the
    simulated device (Verilator), counted by the sniffer gateware and read over the simulated
-   UART (:func:`rbscope.refssd.rtl.run_rtl`), with the windows of step 2.
+   UART (:func:`rbscope.refssd.rtl.run_rtl`), with the windows of step 2, and a TRACE record
+   per pulse;
+4. ``sequence``: the WA ``rbscope analyze`` gives by default (the sequence classifier) of the
+   rig's capture (its pulse sequence rebuilt from the TRACE records, checked complete) against
+   that of the recording of the same run (the model back end's pulses at the same 1 µs tick):
+   the rig must read what a logic analyzer would.
 
 It checks that 2 and 3 give identical per-class pulse counts on every die (and histograms, and
 the emulated dies' ground truth equal to the FTL's counts) and prints one Markdown row per job.
@@ -34,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy  # noqa: E402  (the accuracy benchmark's drives, seeds and volumes)
 
 from rbscope import refssd  # noqa: E402
+from rbscope.analysis.logical import from_bytes  # noqa: E402
+from rbscope.analysis.pipeline import wa_of  # noqa: E402
 from rbscope.analysis.presets import Preset  # noqa: E402
 from rbscope.refssd import rtl  # noqa: E402
 from rbscope.refssd.sim import precondition_ftl  # noqa: E402
@@ -74,8 +81,15 @@ def run_row(job, cycles_per_us, build_root=None, log=print):
         + ", ".join(f"{n} [{lo:g}, {hi:g})" for n, lo, hi in windows))
     t0 = time.monotonic()
     result = rtl.run_rtl(run, preset=preset, cycles_per_us=cycles_per_us,
-                         build_root=build_root)
+                         build_root=build_root, trace=True)
     cmp = rtl.compare(run, result, preset)
+    # The default classifier on the rig's capture and on the recording of the same run.
+    logical = from_bytes(run.logical_bytes)
+    write_only = "-100%-W-" in job["workload"]
+    rig = wa_of(result.measurement, run.geometry, logical, write_only=write_only)
+    recording = refssd.to_measurement(run, preset=preset, clock_ns=1000, max_pulses=10**7)
+    rec = wa_of(recording, run.geometry, logical, write_only=write_only)
+    seq = result.measurement.provenance.get("sequence", {})
     names = result.class_names
     totals = {n: sum(cmp["rtl"][d][i] for d in cmp["rtl"]) for i, n in enumerate(names) if n}
     row = {**job, "wa_true": run.truth.wa_true, "wa_table": table["wa_measured"],
@@ -87,19 +101,25 @@ def run_row(job, cycles_per_us, build_root=None, log=print):
            "commands": result.commands, "preamble": result.preamble,
            "late": result.replay["late"], "max_late_us": result.replay["max_late"]
            / cycles_per_us, "nand_s": run.end_ns / 1e9, "wall_s": time.monotonic() - t0,
-           "sim_s": result.wall_s, "windows": windows}
+           "sim_s": result.wall_s, "windows": windows,
+           "sequence_complete": bool(seq.get("complete")), "trace_lost": seq.get("lost"),
+           "wa_rig": rig.wa.value, "wa_rig_classifier": rig.classifier,
+           "wa_recording": rec.wa.value, "wa_recording_classifier": rec.classifier}
     log(f"    counts equal {row['counts_equal']}, histograms equal {row['histograms_equal']}, "
         f"truth equal {row['truth_equal']}; WA true {row['wa_true']:.4f} table "
-        f"{row['wa_table']:.4f} model {row['wa_model']:.4f} RTL {row['wa_rtl']:.4f} "
-        f"({row['wall_s']:.0f} s)")
+        f"{row['wa_table']:.4f} model {row['wa_model']:.4f} RTL {row['wa_rtl']:.4f}; "
+        f"sequence {'complete' if row['sequence_complete'] else 'INCOMPLETE'}, WA rig "
+        f"{row['wa_rig']:.4f} ({row['wa_rig_classifier']}) recording {row['wa_recording']:.4f} "
+        f"({row['wa_recording_classifier']}) ({row['wall_s']:.0f} s)")
     return row
 
 
 def markdown(rows):
     out = ["| drive | workload | state | WA_true | WA table (drawn timing) | WA model back end "
            "| WA RTL | per-class counts (all dies, RTL = model) | unclassified "
-           "| cache ops (15h, 31h/3Fh) | RTL = model per die | truth = FTL |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| cache ops (15h, 31h/3Fh) | RTL = model per die | truth = FTL "
+           "| WA rig, default classifier | WA recording, same | rig − recording |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         counts = ", ".join(f"{k} {v}" for k, v in r["class_totals"].items())
         cache = f"{r['cache_pulses']['CACHE_PROGRAM']}, {r['cache_pulses']['CACHE_READ']}"
@@ -108,7 +128,11 @@ def markdown(rows):
                    f"{counts} | {r['unclassified']} | {cache} | "
                    f"{'yes' if r['counts_equal'] else 'NO'}"
                    f"{'' if r['histograms_equal'] else ' (histograms differ)'} | "
-                   f"{'yes' if r['truth_equal'] else 'NO'} |")
+                   f"{'yes' if r['truth_equal'] else 'NO'} | "
+                   f"{r['wa_rig']:.4f} ({r['wa_rig_classifier']}"
+                   f"{'' if r['sequence_complete'] else ', records lost'}) | "
+                   f"{r['wa_recording']:.4f} ({r['wa_recording_classifier']}) | "
+                   f"{100 * (r['wa_rig'] - r['wa_recording']) / r['wa_recording']:+.3f} % |")
     return "\n".join(out)
 
 
