@@ -1633,6 +1633,10 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
         result.notes.append(f"the histograms hold more than {MIXTURE_PULSES:,} pulses per line: "
                             f"the mixture was fitted to a proportional sample of them")
     if mode == "mixture":
-        result.notes.append("no per-pulse widths: the width histograms were classified without "
-                            "the order of the pulses (a constrained mixture)")
+        why = ("the source kept only the first pulses" if measurement.pulses_truncated else
+               "a device capture has them with `rbscope capture --trace --clear` while the "
+               "link loses no more than a few records")
+        result.notes.append(f"no per-pulse widths ({why}): the width histograms were "
+                            f"classified without the order of the pulses (a constrained "
+                            f"mixture)")
     return result
