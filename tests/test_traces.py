@@ -297,3 +297,21 @@ def test_wa_bounds_the_pulses_missing_from_a_sequence():
     assert any(f"pulses whose records the link lost ({sum(missing.values()):,}" in x
                for x in r.interval_includes)
     assert sum(c.lost for c in r.channels) == sum(missing.values())
+
+
+def test_more_stretches_with_losses_than_are_kept_make_the_line_unusable(monkeypatch):
+    monkeypatch.setattr("rbscope.device.traces.MAX_LOSS_SPANS", 1)
+    pr = PulseRecords(P)
+    pr.snapshot(snap(0, 1, [row(), row()]))
+    n = lost = 0
+    for t in range(1000, 30_001, 1000):
+        for k in range(10):
+            n += 1
+            if t in (5000, 9000) and k == 4:  # a record lost in two stretches
+                lost += 1
+                continue
+            pr.trace(rec(0, t - 1000 + 50 + 90 * k, 5))
+        pr.snapshot(snap(t, 1, [row(n), row()], lost=(lost, 0)))
+    pulses, _, report = pr.sequences([0, 1])
+    assert pulses == {} and not report["usable"]
+    assert "records were lost in more than 1 stretches" in report["lines"]["0"]["why"]

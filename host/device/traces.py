@@ -38,7 +38,7 @@ from rbscope.gateware.rb_sniffer.params import Counter, EventKind
 
 __all__ = ["PulseRecords", "MAX_RECORDS", "LOST_SHARE_MAX"]
 
-#: Most pulses kept over all lines (16 bytes each): beyond it the sequence is truncated and the
+#: Most pulses kept over all lines (17 bytes each): beyond it the sequence is truncated and the
 #: histograms classify (``Measurement.pulses_truncated``).
 MAX_RECORDS = 20_000_000
 
@@ -111,6 +111,7 @@ class PulseRecords:
         # (from tick, to tick, channel, records lost): the records a line lost between two
         # snapshots (from the first's time to the last moment the second's row was read).
         self.losses = []
+        self.losses_capped = False  # more stretches with losses than MAX_LOSS_SPANS
         self.records = 0
         self.malformed = 0
 
@@ -156,11 +157,15 @@ class PulseRecords:
     def snapshot(self, snap):
         """Account one complete snapshot (its epoch, counts and losses)."""
         mark = _Mark(snap, self.params)
-        if self.last is not None and len(self.losses) < MAX_LOSS_SPANS:
+        if self.last is not None:
             for ch, (a, b) in enumerate(zip(self.last.lost, mark.lost, strict=True)):
-                if a != b:
+                if a == b:
+                    continue
+                if len(self.losses) < MAX_LOSS_SPANS:
                     self.losses.append((self.last.timestamp, mark.read_by[ch], ch,
                                         (b - a) & 0xFFFFFFFF))
+                else:
+                    self.losses_capped = True
         if self.last is not None and mark.epoch != self.last.epoch:
             self.prev, self.first = self.last, mark
         elif self.first is None:
@@ -209,6 +214,11 @@ class PulseRecords:
             kind = np.frombuffer(self.kind[ch], dtype=np.uint8)[run]
             whole = kind != _PARTIAL
             ts, w, kind = ts[whole], w[whole], kind[whole]
+            if line["lost"] and self.losses_capped:
+                line["why"] = (f"records were lost in more than {MAX_LOSS_SPANS:,} stretches "
+                               f"between snapshots")
+                bad.append(ch)
+                continue
             if line["lost"]:
                 # The stretches between two snapshots in which the line lost records: their
                 # records received are left out too (the order is broken there), so the
