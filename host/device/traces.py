@@ -107,7 +107,8 @@ class PulseRecords:
         self.kept = 0
         self.truncated = False
         self._open = {}  # channel -> index of its saturated pulse still being added to
-        self.prev = self.first = self.last = None
+        self._prev = self._first = self._last = None  # the last epoch's delimiting snapshots
+        self.prev = self.first = self.last = None  # their _Marks (made by sequences)
         # (from tick, to tick, channel, records lost): the records a line lost between two
         # snapshots (from the first's time to the last moment the second's row was read).
         self.losses = []
@@ -155,22 +156,26 @@ class PulseRecords:
             self._open[ch] = len(self.ts[ch]) - 1
 
     def snapshot(self, snap):
-        """Account one complete snapshot (its epoch, counts and losses)."""
-        mark = _Mark(snap, self.params)
-        if self.last is not None:
-            for ch, (a, b) in enumerate(zip(self.last.lost, mark.lost, strict=True)):
-                if a == b:
+        """Account one complete snapshot (its epoch, counts and losses). Cheap: the snapshots
+        that delimit the last epoch are kept as they are, and the losses compared only once
+        records have come."""
+        if self._last is not None and snap.status.epoch != self._last.status.epoch:
+            self._prev, self._first = self._last, snap
+        elif self._first is None:
+            self._first = snap
+        if self.records and self._last is not None:
+            before = self._last.counters
+            mark = None
+            for ch, row in enumerate(snap.counters):
+                if row.trace_lost == before[ch].trace_lost:
                     continue
+                mark = mark or _Mark(snap, self.params)
                 if len(self.losses) < MAX_LOSS_SPANS:
-                    self.losses.append((self.last.timestamp, mark.read_by[ch], ch,
-                                        (b - a) & 0xFFFFFFFF))
+                    self.losses.append((self._last.status.timestamp, mark.read_by[ch], ch,
+                                        (row.trace_lost - before[ch].trace_lost) & 0xFFFFFFFF))
                 else:
                     self.losses_capped = True
-        if self.last is not None and mark.epoch != self.last.epoch:
-            self.prev, self.first = self.last, mark
-        elif self.first is None:
-            self.first = mark
-        self.last = mark
+        self._last = snap
 
     def sequences(self, channels):
         """The last epoch's pulse sequence of each of ``channels``, and the accounting.
@@ -193,6 +198,12 @@ class PulseRecords:
         """
         report = {"records": self.records, "complete": False, "usable": False, "lost": 0,
                   "losses": [], "lines": {}}
+        mark = {}  # id(snapshot) -> _Mark
+        for snap in (self._prev, self._first, self._last):
+            if snap is not None and id(snap) not in mark:
+                mark[id(snap)] = _Mark(snap, self.params)
+        self.prev, self.first, self.last = (None if snap is None else mark[id(snap)] for snap in
+                                            (self._prev, self._first, self._last))
         if self.last is None:
             report["why"] = "no complete snapshot to check the records against"
             return {}, {}, report
