@@ -101,7 +101,9 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
         began = time.monotonic()
         records, marks = [], []
         with CaptureWriter(path) as writer:
-            dev = Device(str(sim.link), timeout=10, retries=20)
+            # Generous: a 100 MHz device simulates at a few hundred thousand cycles a second,
+            # and a 64-channel snapshot is 2 M cycles of link time.
+            dev = Device(str(sim.link), timeout=120, retries=3)
             try:
                 dev.attach_capture(writer)
                 dev.enable_trace(True)
