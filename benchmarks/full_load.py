@@ -44,7 +44,7 @@ from rbscope.gateware.rb_sniffer.params import EventKind
 #: The boards' builds: channels, system clock, UART divisor (``boards/*.py``: the clock over
 #: the class's ``uart_baud``).
 BOARDS = {
-    "icebreaker": (16, 48_000_000, 4),
+    "icebreaker": (16, 48_000_000, 16),
     "ulx3s": (56, 100_000_000, 33),
     "ecpix5": (64, 100_000_000, 33),
 }

@@ -14,10 +14,8 @@ registers it keeps after its block RAMs' outputs for the ECP5 (``ram_output_regi
 iCE40's block RAM output is fast, and each of them would cost a logic cell.
 
 Clock: the 12 MHz oscillator into an SB_PLL40_PAD, 48 MHz out (12 × 64 / 16). UART: the FTDI's
-second channel (pins 6/9) at the FT2232H's highest UART rate, 12 Mbaud (divisor 4: exact, the
-bridge's 12 MHz and the PLL's 48 MHz come from the same crystal's multiples), four times the
-3 Mbaud of the other boards, for the per-pulse TRACE stream (``docs/link.md``, "Bandwidth"); the
-host finds the rate itself (``--baud auto``). LEDs: green = link traffic, red = R/B# activity.
+second channel (pins 6/9), 3 Mbaud (divisor 16; the FT2232H's 12 Mbaud, divisor 4, did not meet
+48 MHz: ``docs/benchmarks.md``, "Boards"). LEDs: green = link traffic, red = R/B# activity.
 """
 
 import sys
@@ -47,7 +45,6 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     width_bits = 20
     dsp_bounds = 7
     ram_output_registers = False
-    uart_baud = 12_000_000
 
     def create_clock(self, m):
         return self.ice40_pll(m, ("clk12", 0))

@@ -366,8 +366,8 @@ def test_board_configuration_elaborates(board, channels, emulator, tap, emu_bus)
                           for sub in platform.lookup(name, 0).ios}
             assert subsignals == group
     assert platform.pll_hz == cls.target_hz
-    # The link's rate: the iCEBreaker's FT2232H at 12 Mbaud, the others 3 (3.03) Mbaud.
-    want = {"icebreaker": (4, 12_000_000)}.get(board, (33, 3_000_000))
+    # The link's rate: 3 Mbaud (3.03 at 100 MHz) on every board.
+    want = {"icebreaker": (16, 3_000_000)}.get(board, (33, 3_000_000))
     assert (top.device.uart_divisor, cls.uart_baud) == want
     assert top.device.core.controller.uart_divisor == want[0]  # (INFO tells the host)
     assert top.device.core.params.channels == (emulator or channels or cls.default_channels)

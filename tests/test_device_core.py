@@ -326,9 +326,8 @@ def test_window_register_writes_strobe_the_window_port():
 def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
     """More pulses than the trace FIFO holds while TRACE frames drain it: every pulse is either
     sent or counted as lost, per channel (COUNTERS) and in total (STATUS), with either loss
-    counter pipeline (``ram_output_registers``). A FIFO of 16 (the default holds 256) so that a
-    short simulation fills it."""
-    b = CoreBench(ram_output_registers, trace_depth=16)
+    counter pipeline (``ram_output_registers``)."""
+    b = CoreBench(ram_output_registers)
     config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
                            windows=((5, 20), (20, 60), (60, 200)))
     trains = [Train(1, [e for k in range(12) for e in ((100 + 70 * k + 9 * ch, 0),

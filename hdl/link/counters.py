@@ -14,10 +14,11 @@ from ..synthesis import COLLISION_FREE
 
 __all__ = ["LinkCounters", "TRACE_FIFO_DEPTH"]
 
-#: Trace records the FIFO holds: the depth of one iCE40 block RAM (256 × 16 bits), so the
-#: record's width takes as many block RAMs as at 16 deep (half an ECP5 DP16KD's 512); it rides
-#: out a burst of 256 pulses at any rate before the link must keep up.
-TRACE_FIFO_DEPTH = 256
+#: Trace records the FIFO holds by default (every board build and the simulated device). A deeper
+#: FIFO (``trace_depth``) costs no more block RAM on the iCE40 up to 256 records, but its head,
+#: read straight from a block RAM port, is too slow for the ECP5 boards' 100 MHz (tried: 84-92
+#: MHz after place and route), where 16 records stay in LUT RAM.
+TRACE_FIFO_DEPTH = 16
 
 
 class LinkCounters(wiring.Component):

@@ -66,8 +66,9 @@ __all__ = [
 #: The link rate of real boards (FTDI bridge, 8N1).
 DEFAULT_BAUDRATE = 3_000_000
 
-#: The boards' link rates, in the order :func:`open_any_rate` tries them: the ULX3S's and the
-#: ECPIX-5's 3 Mbaud (3.03), the iCEBreaker's 12 Mbaud (its FT2232H's highest UART rate).
+#: The link rates :func:`open_any_rate` tries, in order: 3 Mbaud (3.03 at 100 MHz), every board
+#: build's; 12 Mbaud, the FT2232H's highest UART rate, for a build made with it (a board
+#: class's ``uart_baud``).
 BOARD_BAUDRATES = (3_000_000, 12_000_000)
 
 
