@@ -169,7 +169,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
     return row
 
 
-def measure(board, seconds, build_root, log=print):
+def measure(board, seconds, build_root, log=print, search=True):
     channels, clock_hz, divisor = BOARDS[board]
     widths = widths_us(200_000)
     # The link's own arithmetic: a TRACE frame is 25 payload bytes plus framing (about 35
@@ -180,7 +180,7 @@ def measure(board, seconds, build_root, log=print):
     # The highest share of it the dies sustain with nothing lost: halving from 90 %.
     runs, sustained = [over], None
     share = 0.9
-    while share > 0.01:
+    while search and share > 0.01:
         run = run_one(board, share * capacity / channels, seconds, widths, build_root, log)
         runs.append(run)
         if not run["lost"] and run["complete"]:
@@ -203,7 +203,8 @@ def markdown(rows):
            "|---|---|---|---|---|---|"]
     for r in rows:
         above = "; ".join(f"{rate:,.0f} /s: {lost:,}" for rate, lost in r["tried"] if lost)
-        ok = ("none found" if r["sustained_per_die"] is None else
+        ok = ("not searched" if not r["tried"] else "none found"
+              if r["sustained_per_die"] is None else
               f"{r['sustained_per_die']:,.0f} /s ({r['sustained_share']:.0%})")
         out.append(f"| {r['board']} | {r['channels']} | {r['baud'] / 1e6:.2f} Mbaud | "
                    f"{r['capacity_records_per_s']:,.0f} | {ok} | {above or '–'} |")
@@ -216,6 +217,8 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=0.3,
                         help="device time of the sustained run (the overload run: a third)")
     parser.add_argument("--build-root", default="build/full-load")
+    parser.add_argument("--no-search", dest="search", action="store_false",
+                        help="the overload run only (what the link carries)")
     parser.add_argument("--json")
     parser.add_argument("--markdown")
     args = parser.parse_args(argv)
@@ -225,7 +228,7 @@ def main(argv=None):
             parser.error(f"unknown board {board!r} (one of {', '.join(BOARDS)})")
         print(f"{board}: {BOARDS[board][0]} channels, {BOARDS[board][1] / 1e6:g} MHz, "
               f"divisor {BOARDS[board][2]}", flush=True)
-        rows.append(measure(board, args.seconds, args.build_root))
+        rows.append(measure(board, args.seconds, args.build_root, search=args.search))
     table = markdown(rows)
     print(table)
     if args.json:
