@@ -244,6 +244,12 @@ def _cmd_capture(args):
             settings["HIST_PERIOD"] = args.hist_every
         if args.trace:
             settings["TRACE_ENABLE"] = 1
+            if not args.clear:
+                # The counters' epoch began before the records: the sequence cannot be checked
+                # complete, and analyze will classify the histograms.
+                print("rbscope capture: note: --trace without --clear: the records will not "
+                      "cover the counters' epoch, so analyze cannot use the pulse sequence "
+                      "(add --clear)", file=sys.stderr)
         problem = _capture_target_problem(args.output, dev)
         if problem:
             err("capture", problem)
