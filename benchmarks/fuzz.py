@@ -4,7 +4,8 @@ error class or in a result, within a time limit.
 Parsers (targets): ``labelled`` (labelled-pulse JSON, then training on it), ``trained``
 (trained-classifier JSON, then classifying pulses with it), ``drive`` (reference-SSD drive-spec
 TOML), ``study`` (report study TOML, each run then parsed by ``rbscope analyze``'s options) and
-``capture`` (capture files, read and turned into a measurement).
+``capture`` (capture files, read and turned into a measurement), ``traced`` (the same with TRACE
+records: each line's pulse sequence rebuilt and checked against the counters).
 
 Each input is one valid seed changed by one to four mutations. Byte mutations: bit flips,
 random bytes, truncation, deletion, duplication, splices of another seed, insertion of tokens
@@ -51,11 +52,14 @@ from rbscope.analysis.trained import TrainedClassifier, TrainedError, train
 from rbscope.device.capture import (
     CaptureError,
     CaptureReader,
+    CaptureWriter,
     capture_to_measurement,
     write_sample,
 )
+from rbscope.device.protocol import encode_payload, frame_bytes, info_values
+from rbscope.gateware.link.protocol import FrameType, StatusFlags
 from rbscope.gateware.onfi_tap.params import OpClass
-from rbscope.gateware.rb_sniffer.params import SnifferParams
+from rbscope.gateware.rb_sniffer.params import Counter, EventKind, SnifferParams
 from rbscope.refssd.drive import RefSSDError, parse_drive
 from rbscope.report import ReportError
 from rbscope.report.study import load_study
@@ -150,6 +154,69 @@ def _capture_seed():
     os.close(fd)
     try:
         write_sample(path, SnifferParams(channels=2))
+        with open(path, "rb") as f:
+            return f.read()
+    finally:
+        os.unlink(path)
+
+
+def _traced_capture_seed():
+    """A capture with TRACE records (``rbscope capture --trace --clear``'s): 2 lines of 80
+    pulses (whole ones, a saturated one with its BUSY record, a partial one), a snapshot every
+    5 pulses, and one record of line 1 lost (counted): a usable sequence short of a stretch."""
+    params = SnifferParams(channels=2)
+    k = params.classes
+    fd, path = tempfile.mkstemp(suffix=".rbcap")
+    os.close(fd)
+
+    def frame(ftype, values, seq=0):
+        return frame_bytes(ftype, encode_payload(params, ftype, values), seq)
+
+    try:
+        with CaptureWriter(path, meta={"port": "fuzz"}) as w:
+            w.raw_frame(frame_bytes(FrameType.INFO, encode_payload(
+                None, FrameType.INFO, info_values(params, clock_hz=1_000_000))), time_ns=1)
+            w.config({"PRESCALER": 1, "WINDOW_0_LO": 1, "WINDOW_0_HI": 1 << 20,
+                      "CHANNEL_ENABLE": 3}, time_ns=2)
+            counts = [[0, 0, 0], [0, 0, 0]]  # per line: whole, saturated, partial
+            lost = [0, 0]
+
+            def snapshot(n, ts):
+                w.raw_frame(frame(FrameType.STATUS, {
+                    "snapshot": n, "timestamp": ts, "epoch": 1, "trace_lost": sum(lost),
+                    "flags": int(StatusFlags.QUIESCENT | StatusFlags.TRACE_ON)}, n))
+                for ch in range(2):
+                    row = [0] * params.counters_per_channel
+                    row[0] = counts[ch][0]
+                    row[k + Counter.OVERLONG], row[k + Counter.PARTIAL] = counts[ch][1:]
+                    w.raw_frame(frame(FrameType.COUNTERS, {
+                        "snapshot": n, "channel": ch, "timestamp": ts, "epoch": 1,
+                        "trace_lost": lost[ch], "counters": row}, n))
+
+            snapshot(0, 10)
+            t = 100
+            for p in range(80):
+                for ch in range(2):
+                    t += 150
+                    kind, width = EventKind.END, 20 + (13 * p + 7 * ch) % 90
+                    if p == 17 and ch == 0:
+                        kind, width = EventKind.OVERLONG, params.max_width
+                    elif p == 31 and ch == 1:
+                        kind, width = EventKind.PARTIAL, 0
+                    counts[ch][{EventKind.END: 0, EventKind.OVERLONG: 1,
+                                EventKind.PARTIAL: 2}[kind]] += 1
+                    if p == 25 and ch == 1:
+                        lost[1] += 1
+                        continue
+                    w.raw_frame(frame(FrameType.TRACE, {"channel": ch, "kind": int(kind),
+                                                        "index": 0, "width": width,
+                                                        "timestamp": t}))
+                    if kind == EventKind.OVERLONG:
+                        w.raw_frame(frame(FrameType.TRACE, {
+                            "channel": ch, "kind": int(EventKind.BUSY), "index": 0,
+                            "width": 77, "timestamp": t + 77}))
+                if p % 5 == 4:
+                    snapshot(p // 5 + 1, t + 60)
         with open(path, "rb") as f:
             return f.read()
     finally:
@@ -450,6 +517,7 @@ TARGETS = {
     "drive": (target_drive, lambda: _DRIVE_SEED, "toml"),
     "study": (target_study, lambda: _STUDY_SEED, "toml"),
     "capture": (target_capture, _capture_seed, "bytes"),
+    "traced": (target_capture, _traced_capture_seed, "bytes"),
 }
 
 
