@@ -98,7 +98,7 @@ class LinkController(wiring.Component):
         entry is registered on both); the frames are the same.
     trace_depth : int
         Trace records the FIFO holds (a power of two; default
-        :data:`~.counters.TRACE_FIFO_DEPTH`, the depth of one iCE40 block RAM).
+        :data:`~.counters.TRACE_FIFO_DEPTH`, 16: every board build's).
 
     Members
     -------

@@ -16,8 +16,8 @@ __all__ = ["LinkCounters", "TRACE_FIFO_DEPTH"]
 
 #: Trace records the FIFO holds by default (every board build and the simulated device). A deeper
 #: FIFO (``trace_depth``) costs no more block RAM on the iCE40 up to 256 records, but its head,
-#: read straight from a block RAM port, is too slow for the ECP5 boards' 100 MHz (tried: 84-92
-#: MHz after place and route), where 16 records stay in LUT RAM.
+#: read straight from a block RAM port, is too slow for the ECP5 boards' 100 MHz (tried: 83.6-91.6
+#: MHz after place and route on the ULX3S), where 16 records stay in LUT RAM.
 TRACE_FIFO_DEPTH = 16
 
 
