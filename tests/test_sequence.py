@@ -377,3 +377,26 @@ def test_rounding_below_zero_in_the_posterior_variance_is_no_error():
     assert r.wa_confidence.lo <= r.wa.value <= r.wa_confidence.hi
     json.dumps(r.to_dict())
     assert all(d["program_sd"] == 0 for d in seq.to_dict()["dies"].values())
+
+
+def test_chain_heads_by_the_gap_after_short_pulses_before_programs():
+    from rbscope.analysis.sequence import _chain_head_gaps
+
+    rng = np.random.default_rng(7)
+    n = 400
+    pshort = np.ones(n)
+    nxt = np.ones(n)
+    # 60 heads one transfer (~32 µs) before their program, 340 reads two (~60 µs).
+    gap = np.r_[rng.normal(5.0, 0.06, 60), rng.normal(5.9, 0.06, 340)]
+    p = _chain_head_gaps(pshort, nxt, gap)
+    assert p[:60].min() > 0.99 and p[60:].max() < 0.01
+    # A pulse not before a program is no candidate: it does not move the groups.
+    assert _chain_head_gaps(pshort, np.r_[np.zeros(60), np.ones(340)], gap) is None
+    # One group (all reads, or all heads): the gaps do not decide.
+    assert _chain_head_gaps(pshort, nxt, rng.normal(5.9, 0.06, n)) is None
+    # Groups five octaves apart are a silence (a host-paced program), not a transfer.
+    far = np.r_[rng.normal(5.0, 0.06, 60), rng.normal(10.0, 0.3, 340)]
+    assert _chain_head_gaps(pshort, nxt, far) is None
+    # Overlapping groups (commands as long as the transfer): undecided.
+    near = np.r_[rng.normal(5.0, 0.25, 60), rng.normal(5.5, 0.25, 340)]
+    assert _chain_head_gaps(pshort, nxt, near) is None

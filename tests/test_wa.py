@@ -281,12 +281,23 @@ def test_confidence_interval_equals_the_bounds_when_every_die_is_probed():
     g = load_geometry("ssd-v")
     r = compute_wa(measurement([100, 120, 90, 110]), g, from_bytes(4096 * 420))
     assert r.wa_confidence == r.wa
-    # One probed line of four dies: the spread is unknown, so an assumed 10 % die-to-die
-    # spread (never a zero-width interval, which would claim the dies cannot differ).
-    one = compute_wa(measurement([100]), g, from_bytes(4096 * 400))
-    assert one.wa_confidence.lo == pytest.approx(1 - 1.96 * 0.1 * (3 / 3) ** 0.5)
-    assert one.wa_confidence.hi == pytest.approx(1 + 1.96 * 0.1)
-    assert any("assumes a 10% spread" in w for w in one.warnings)
+    # One probed line of four dies: the other three dies' programs are not in the pulses, and
+    # one line cannot measure the spread. Undetermined: the value keeps full parallelism, the
+    # interval spans the unprobed dies idle (WA >= 1 as the floor: the host's 400 pages were
+    # programmed) up to busy with programs the whole capture at the program window's edge.
+    one = compute_wa(measurement([100], duration_ticks=60_000), g, from_bytes(4096 * 400))
+    assert one.wa.value == 1.0 and one.undetermined
+    assert one.wa_confidence.lo == 1.0
+    room = 3 * 60_000 / 120  # three dies, 60 ms each, a program per 120 µs (window edge)
+    assert one.wa_confidence.hi == pytest.approx((100 + room) / 400)
+    assert any("probe two or more lines" in d for d in one.decide)
+    assert [a["wa"] for a in one.alternatives] == [pytest.approx(0.25)]
+    # Without the capture's duration nothing bounds them from above.
+    assert compute_wa(measurement([100]), g, from_bytes(4096 * 400)).wa_confidence.hi == \
+        float("inf")
+    # Two lines measure the spread: the Student-t die sampling, decided.
+    two = compute_wa(measurement([100, 104], duration_ticks=60_000), g, from_bytes(4096 * 408))
+    assert not two.undetermined and two.wa_confidence.hi < one.wa_confidence.hi
 
 
 def test_opcode_wa_counts_the_pages_the_bus_confirms():

@@ -69,6 +69,17 @@ RESUME_TRANSFER = 0.75
 RESUME_GAP_MIN = 30
 #: Most reads between a resume and the piece before it (1-3 reads, each retried once).
 RESUME_MAX_READS = 6
+#: A long peak this close below the erase peak (octaves), and small, is the erases' shoulder.
+ERASE_SHOULDER = 0.3
+#: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
+#: pulses before programs, this many in each group, the groups this far apart (octaves: one
+#: transfer against two, an octave less the commands; at most STEP_MAX) and this well separated (pooled robust
+#: standard deviations). Tuned on zoo seeds < 1000.
+CHAIN_GAP_MIN = 20
+CHAIN_GAP_GROUP = 5
+CHAIN_GAP_STEP = 0.5
+CHAIN_GAP_STEP_MAX = 1.3
+CHAIN_GAP_SEPARATION = 3.0
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -183,6 +194,7 @@ class DieResult:
     resume_var: float = 0.0
     resumable: float = 0.0  # program pulses after an erase and reads: maybe a resumed erase
     paced: float = 0.0  # short pulses counted as host-paced cache programs (idle gaps)
+    heads: float = 0.0  # tCBSY-cluster pulses counted as back-to-back cache-chain heads
     balance_shift: float = 0.0  # |units held to equal page types - units left free| (trained)
 
     @property
@@ -204,6 +216,7 @@ class DieResult:
                 "unit_pulses": self.units, "one_shot_bits": self.load_bits or None,
                 "suspended": self.suspended, "resume_slack": self.resume_slack,
                 "resumable": self.resumable, "paced_short": self.paced,
+                "chain_heads": self.heads,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses}
 
@@ -308,7 +321,7 @@ def _is_valley(x, at, lo, hi, depth=0.3):
 
 
 def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_last=False,
-                    read_max=None):
+                    read_max=None, pages_per_block=None):
     """Seed the states from the clusters of all pulses and what the user knows.
 
     Clusters below the programs become short states named by the nearest hint (``multiplane``
@@ -392,8 +405,19 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
             # The slowest cluster is the erase when it is small beside the program modes
             # (erases ≈ programs ÷ pages per block); a cluster as large as they are is a
             # program mode with the erases in and above it.
-            if prog[-1][2] < 0.25 * min(p[2] for p in prog[:-1]):
+            # With pages_per_block known, a slowest cluster no larger than twice the erases the
+            # programs imply is the erase too (beside a rare mode: merged cache-chain pulses).
+            implied = (2.0 * sum(p[2] for p in prog[:-1]) / pages_per_block
+                       if pages_per_block else 0.0)
+            if prog[-1][2] < 0.25 * min(p[2] for p in prog[:-1]) or prog[-1][2] <= implied:
                 erase = [prog.pop()]
+            # A small peak just below the erase peak is the erase cluster's own shoulder (a
+            # skewed or heavy-tailed tBERS, few erases), not a program mode: no mode sits
+            # within ERASE_SHOULDER octaves of the erases with a quarter of the main mode's
+            # pulses or fewer.
+            while erase and len(prog) >= 2 and erase[0][0] - prog[-1][0] < ERASE_SHOULDER \
+                    and prog[-1][2] < 0.25 * max(p[2] for p in prog[:-1]):
+                erase.append(prog.pop())
     limit = phi if phi is not None else top
     sel = np.sort(x[(x >= plo) & (x < limit)])
     modes = {"page": bits, "one-shot": 1, "two-pass": 2}.get(scheme) if bits else None
@@ -968,9 +992,49 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi):
     return np.where(anchored, out, 0.0)
 
 
+def _chain_head_gaps(pshort, nxt, gap_after):
+    """Per pulse, the probability that a short pulse before a long program heads a back-to-back
+    cache-program chain, by the idle gap between them; None when the gaps do not decide.
+
+    A chain's head (80h…15h, the array idle: only tCBSY shows) is followed by the next page's
+    data in and its 15h or 10h: one transfer. A read before a program (a page moved by garbage
+    collection) is followed by its data out and the program's data in: two. Where both occur the
+    gaps split into two groups about an octave apart (from CHAIN_GAP_STEP), the shorter the
+    heads'; one group alone says nothing (all heads, or all reads), and then the widths decide.
+    """
+    cand = (pshort > 0.5) & (nxt > 0.5)
+    gap = np.asarray(gap_after, dtype=float)
+    cand &= np.isfinite(gap)
+    gc = np.sort(gap[cand])
+    if len(gc) < CHAIN_GAP_MIN:
+        return None
+    # The best split into two groups (least within-group variance), then a two-Gaussian fit.
+    n = len(gc)
+    c1 = np.cumsum(gc)
+    c2 = np.cumsum(gc ** 2)
+    k = np.arange(1, n)
+    left = c2[:-1] - c1[:-1] ** 2 / k
+    right = (c2[-1] - c2[:-1]) - (c1[-1] - c1[:-1]) ** 2 / (n - k)
+    cut = int(np.argmin(left + right)) + 1
+    lo, hi = gc[:cut], gc[cut:]
+    if len(lo) < CHAIN_GAP_GROUP or len(hi) < CHAIN_GAP_GROUP:
+        return None
+    m1, m2 = float(np.median(lo)), float(np.median(hi))
+    s1 = max(1.4826 * float(np.median(np.abs(lo - m1))), 0.05)
+    s2 = max(1.4826 * float(np.median(np.abs(hi - m2))), 0.05)
+    if not CHAIN_GAP_STEP <= m2 - m1 <= CHAIN_GAP_STEP_MAX or \
+            (m2 - m1) / math.sqrt((s1 ** 2 + s2 ** 2) / 2) < CHAIN_GAP_SEPARATION:
+        return None  # (further apart: a silence, e.g. a host-paced program, not a transfer)
+    w1 = len(lo) / n
+    x = np.where(np.isfinite(gap), gap, m2)
+    l1 = w1 * np.exp(-0.5 * ((x - m1) / s1) ** 2) / s1
+    l2 = (1 - w1) * np.exp(-0.5 * ((x - m2) / s2) ** 2) / s2
+    return np.where(cand | (np.isfinite(gap) & (pshort > 0)), l1 / (l1 + l2 + _FLOOR), 0.0)
+
+
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
                 mult=None, planes=None, loads=None, single_plane=False, one_shot=None,
-                gap_after=None, prog_range=None):
+                gap_after=None, prog_range=None, cj=(), chain_gaps=False, emult=None):
     """Counts of one die from its posteriors ``g``, with the order rules applied.
 
     * A tDBSY pulse (multi-plane queueing, 80h…11h or 60h…D1h) announces the program or erase
@@ -988,6 +1052,10 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
       range (``prog_range``), a short pulse in the tCBSY range followed by an idle gap as long
       as a program, then a program or another such pulse, is a host-paced cache program
       (:func:`_host_paced`): it counts as a program pulse (``paced``).
+    * A pulse of the tCBSY cluster (``cj``: the short state below the reads) right before a
+      long program heads a back-to-back cache-program chain (80h…15h with the array idle: only
+      tCBSY shows, then the next page's 15h or the 10h waits for the array): a program pulse
+      (``heads``). Not on a word-line drive, whose short pulses there are data loads.
     """
     if mult is None:
         mult = np.ones(len(names))
@@ -1070,6 +1138,24 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         pprog = np.clip(pprog + paced, 0.0, 1.0)
         punit = punit + paced
         announced = announced + paced
+    heads = np.zeros(len(x))
+    if (cj or chain_gaps) and not bits and one_shot is None and len(x) > 1:
+        # By the gaps where a tCBSY cluster below the reads shows chains, or where the line
+        # shows no suspension (a read before a resume is one transfer from it, like a head);
+        # else by the cluster alone.
+        free = np.clip(1 - np.clip(announced, 0.0, 1.0), 0.0, 1.0)
+        nxt = np.concatenate([(pprog * (x > cbsy_hi))[1:], [0.0]])
+        pc = (g[:, list(cj)].sum(axis=1) if cj else np.zeros(len(x))) * (x <= cbsy_hi) * free
+        by_gap = None
+        if gap_after is not None and (chain_gaps or float((pc * nxt).sum()) >= CHAIN_GAP_GROUP):
+            by_gap = _chain_head_gaps(pshort * (x <= cbsy_hi) * free, nxt, gap_after)
+        if by_gap is not None:
+            heads = pshort * (x <= cbsy_hi) * free * nxt * by_gap
+        else:
+            heads = pc * nxt
+        pprog = np.clip(pprog + heads, 0.0, 1.0)
+        punit = punit + heads
+        announced = announced + heads
     ambiguous = float((pshort * (1 - announced) * (x <= cbsy_hi)).sum())
     # A cache-program chain ends with a 10h program; on a die whose programs are multi-plane
     # only the chains of single-plane programs (unannounced long programs) can hide a head.
@@ -1078,7 +1164,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         ambiguous = min(ambiguous, float((plong * (1 - prev)).sum()))
     cap = None
     if pages_per_block:
-        cap = (1 + erase_slack) * float(punit.sum()) / pages_per_block + 2
+        fill = punit if emult is None else punit + (g[:, pj] * (emult[pj] - mult[pj])).sum(axis=1)
+        cap = (1 + erase_slack) * float(fill.sum()) / pages_per_block + 2
     expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
     eu2 = (g[:, pj] * mult[pj] ** 2).sum(axis=1) + announced
     vu = float(np.maximum(eu2 - punit ** 2, 0.0).sum())
@@ -1091,6 +1178,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
                      float(punit.sum()), vu)
     result.load_bits = bits
     result.paced = float(paced.sum())
+    result.heads = float(heads.sum())
     return result
 
 
@@ -1235,7 +1323,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                         st.kind = "program_slc"
     else:
         states = _initial_states(allx, h, page_types, scheme=scheme, bits=bits,
-                                 erase_in_last=_erase_in_last,
+                                 erase_in_last=_erase_in_last, pages_per_block=pages_per_block,
                                  read_max=(hints["read"][1] if hints and "read" in hints
                                            else None) if read_max == "hints" else read_max)
         grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()), e_top) + 1.0)
@@ -1251,6 +1339,14 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     pt = [j for j, kd in enumerate(kinds) if kd == "program"]
     ej = kinds.index("erase")
     mult = np.array([st.pages for st in states])
+    # Block fill per program pulse, in the geometry's pages: an SLC-mode block holds a word
+    # line's one page per cell, pages_per_block ÷ bits, so an SLC-mode program fills `bits`
+    # times its share (the erase cap and floor of an SLC-cached drive count its SLC blocks).
+    emult = mult.astype(float).copy()
+    if bits:
+        for j, st in enumerate(states):
+            if st.kind == "program_slc":
+                emult[j] = float(bits)
     train = [grid.index(s[:train_pulses]) for s in seqs]
     # The mixture works on bin counts: every pulse of a bin has the same posterior.
     hist = np.bincount(np.concatenate([grid.index(s) for s in seqs]), minlength=grid.n)
@@ -1271,14 +1367,14 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             balance = len(pt) >= 2
     balance = bool(balance and len(pt) > 1)
     if pages_per_block:
-        weights[ej] = max(1.0, (weights[pj] * mult[pj]).sum() / pages_per_block)
+        weights[ej] = max(1.0, (weights[pj] * emult[pj]).sum() / pages_per_block)
     weights /= weights.sum()
     f = np.ones(K)
     capped = False
     n_dies = len(seqs)
 
     def blocks(counts):
-        return (counts[pj] * mult[pj]).sum() / pages_per_block
+        return (counts[pj] * emult[pj]).sum() / pages_per_block
 
     def cap_for(counts):
         if not pages_per_block:
@@ -1368,6 +1464,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     mk = [j for j, kd in enumerate(kinds) if kd == "multiplane"]
     mj = mk if ordered else []
     sj = [j for j, kd in enumerate(kinds) if kd in ("read", "cache", "other")]
+    cj = [j for j, kd in enumerate(kinds) if kd == "cache"] if ordered else []
     cbsy_hi = math.log2(TCBSY_US[1])
     suspended = {}
     def posteriors(s):
@@ -1453,7 +1550,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               one_shot=(planes or 1, int(max(mult[pj]))) if ordered and
                               scheme == "one-shot" and pj and max(mult[pj]) > 1 else None,
                               gap_after=None if gaps is None else gaps[k],
-                              prog_range=prog_range)
+                              prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
+                              chain_gaps=ordered and not word_line and k not in suspect
+                              and (share == 0.0 or share is None and suspended.get(k, 0.0)
+                                   < max(1.0, 0.002 * float(g[:, pj].sum()))))
         if ordered and not share:  # (none joined by widths, or joined by the gaps)
             dies[k].resumable = _resumable(g, states)
         if share is None:

@@ -471,16 +471,13 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         sampling = t_quantile(len(samples) - 1) * dies * sd / math.sqrt(len(samples)) * fpc
         includes.append("die sampling (Student t)")
     else:
-        # One line: its spread is unknown, so the dies are taken to differ by a nominal
-        # die-to-die spread (DIE_SPREAD, relative sd), not by nothing.
-        sd = DIE_SPREAD * rows[0].estimate / rows[0].dies
-        fpc = math.sqrt(max(0.0, (dies - dies_probed) / (dies - 1)))
-        sampling = 1.96 * dies * sd * fpc
-        warnings.append(f"one probed line for {dies} dies: the die-to-die spread is unknown; "
-                        f"the 95 % interval assumes a {DIE_SPREAD:.0%} spread (probe two or "
-                        f"more lines to measure it)")
-        includes.append(f"die sampling (an assumed {DIE_SPREAD:.0%} die-to-die spread: one "
-                        f"probed line)")
+        # One line for several dies: the others' traffic is not in the pulses at all, and one
+        # line cannot measure how far the dies differ. No spread is assumed: the value keeps the
+        # paper's full-parallelism reading, flagged undetermined below, and the interval spans
+        # what the unprobed dies may physically have programmed (none to their busy-time limit).
+        sampling = 0.0
+        includes.append("the unprobed dies: none to as many programs as the capture's duration "
+                        "allows (one probed line cannot measure the die-to-die spread)")
     class_sd = math.sqrt(max(0.0, sum(r.class_var for r in rows))) * scale
     class_slack = sum(r.class_slack for r in rows) * scale
     cache_suspected = sequence is not None and _cache_suspected(rows, sequence, write_only,
@@ -554,6 +551,19 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
             hi = (pulses.hi + extra) * unit / logical.lo
             base = confidence or wa
             confidence = Interval(wa.value, base.lo, max(base.hi, hi))
+
+    if dies_probed < dies and len(rows) == 1:
+        undetermined = True
+        base = confidence or wa
+        lo, hi, alone, reason = _unprobed_bounds(measurement, logical, rows, dies_probed, dies,
+                                                 unit, wa, sequence, k)
+        decide.append(reason)
+        if alone is not None:
+            alternatives.append({"reading": f"the {dies - dies_probed} unprobed dies "
+                                            f"programmed nothing", "wa": alone})
+        confidence = Interval(wa.value, min(base.lo, lo), max(base.hi, hi))
+        if "every reading the pulses leave open (undetermined)" not in includes:
+            includes.append("every reading the pulses leave open (undetermined)")
 
     erase_index = next((i for i, n in enumerate(measurement.class_names) if n == "erase"), None)
     erase_pulses = None if erase_index is None else \
@@ -972,8 +982,45 @@ SUSPEND_MISSED = 4.0
 #: when they are at least this share of the programs counted.
 RESUMABLE_SHARE = 0.002
 
-#: Relative die-to-die spread of the program count assumed when one line is probed.
-DIE_SPREAD = 0.10
+def _unprobed_bounds(m, logical, rows, dies_probed, dies, unit, wa, sequence, k):
+    """WA bounds when one line stands for several dies: ``(lo, hi, alone, reason)``, ``alone``
+    the WA of the probed dies' programs alone.
+
+    Low: the unprobed dies programmed nothing (no lower than WA 1 where the host's volume is
+    known and the value is above it: every host byte is programmed at least once). High: each
+    unprobed die busy with programs the whole capture, a pulse as fast as the fastest program
+    the pulses show (or the program window's lower edge), as many pages as the widest mode.
+    """
+    lv = logical.value
+    counted = sum(r.estimate for r in rows)
+    if sequence is not None:
+        fastest = _fastest_program_us(sequence.states)
+        pages = max(1.0, _max_pages(sequence.states))
+    else:  # windows: the program window's lower edge as the fastest program
+        lo_edge = m.config.windows[k][0] * m.tick_seconds * 1e6
+        fastest, pages = (max(50.0, lo_edge) if lo_edge > 0 else 150.0), 1.0
+    duration_us = m.duration_ticks * m.tick_seconds * 1e6
+    room = (dies - dies_probed) * duration_us / fastest * pages
+    if not lv:
+        return wa.lo, math.inf, None, _unprobed_reason(dies_probed, dies, None)
+    alone = counted * unit / lv
+    lo = counted * unit / logical.hi
+    if logical.source != "none" and wa.value >= 1.0:
+        lo = max(lo, 1.0)
+    hi = (counted + room) * unit / logical.lo if logical.lo else math.inf
+    if not duration_us:
+        hi = math.inf
+    return (min(lo, wa.value), max(hi, wa.value), alone,
+            _unprobed_reason(dies_probed, dies, room if duration_us else None))
+
+
+def _unprobed_reason(dies_probed, dies, room):
+    limit = ("" if room is None else
+             f"; up to {room:,.0f} program pulses the capture's duration allows them are in the "
+             f"interval")
+    return (f"{dies_probed} of {dies} dies probed on one line: the value assumes the others "
+            f"programmed as much (full parallelism), which one line cannot check{limit}; probe "
+            f"two or more lines (their spread bounds the rest) or every die")
 
 
 def _window_edge_pulses(m, channels, k, factor=1.25):
