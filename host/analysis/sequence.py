@@ -73,8 +73,8 @@ RESUME_MAX_READS = 6
 ERASE_SHOULDER = 0.3
 #: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
 #: pulses before programs, this many in each group, the groups this far apart (octaves: one
-#: transfer against two, an octave less the commands; at most STEP_MAX) and this well separated (pooled robust
-#: standard deviations). Tuned on zoo seeds < 1000.
+#: transfer against two, an octave less the commands; at most STEP_MAX: further is a silence)
+#: and this well separated (pooled robust standard deviations). Tuned on zoo seeds < 1000.
 CHAIN_GAP_MIN = 20
 CHAIN_GAP_GROUP = 5
 CHAIN_GAP_STEP = 0.5
