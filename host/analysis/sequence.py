@@ -69,6 +69,10 @@ RESUME_TRANSFER = 0.75
 RESUME_GAP_MIN = 30
 #: Most reads between a resume and the piece before it (1-3 reads, each retried once).
 RESUME_MAX_READS = 6
+#: Host-paced chains (:func:`_host_paced`): with at least PACED_REF_MIN short pulses before
+#: programs, a silence this many octaves above their gaps' lower quartile anchors a chain.
+PACED_REF_MIN = 20
+PACED_TRANSFER_STEP = 1.0
 #: A long peak this close below the erase peak (octaves), and small, is the erases' shoulder.
 ERASE_SHOULDER = 0.3
 #: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
@@ -976,8 +980,16 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi):
     lo, mid, hi = prog_range
     gap = np.nan_to_num(np.asarray(gap_after, dtype=float), nan=-np.inf)
     seed = pshort * (x <= cbsy_hi) * ((gap >= lo) & (gap <= hi))
-    anchor = gap >= mid
     along = pprog * (x > cbsy_hi)
+    # The transfers of this drive: the gaps between a short pulse and the program after it,
+    # mostly reads whose page is moved (data out, data in). A silence an octave above their
+    # lower quartile is no transfer either, where that is below ``mid``.
+    before = (pshort > 0.5) & (x <= cbsy_hi) & np.isfinite(gap)
+    before[:-1] &= along[1:] > 0.5
+    before[-1] = False
+    if before.sum() >= PACED_REF_MIN:
+        mid = min(mid, max(lo, float(np.percentile(gap[before], 25)) + PACED_TRANSFER_STEP))
+    anchor = gap >= mid
     # From the end backwards: the chance the chain from i on is one (next pulse a program or
     # another candidate), and whether a silence of the chain is a slow program's.
     anchored = np.zeros(n, dtype=bool)
@@ -1417,7 +1429,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           "auto", erase_slack=erase_slack, train_pulses=train_pulses,
                           iterations=iterations, hmm_iterations=hmm_iterations,
                           ordered=ordered, trained=trained, scheme=scheme, bits=bits,
-                          erase_floor=erase_floor, planes=planes, _erase_in_last=True)
+                          erase_floor=erase_floor, planes=planes, starts=starts,
+                          _erase_in_last=True)
         result.notes.insert(0, f"{counts[ej]:,.0f} pulses fitted the erase state, "
                                f"{counts[ej] / max(cap, 1e-9):.1f} × the structural cap "
                                f"(programs ÷ pages per block): a program mode hid under the "
@@ -1433,7 +1446,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           train_pulses=train_pulses, iterations=iterations,
                           hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
                           scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
-                          _erase_in_last=_erase_in_last)
+                          starts=starts, _erase_in_last=_erase_in_last)
         result.notes.append("equal page types conflict with the erase cap (cache-program "
                             "chains, or page types whose widths overlap in their tails): page "
                             "types not balanced")
