@@ -397,6 +397,12 @@ def test_chain_heads_by_the_gap_after_short_pulses_before_programs():
     # Groups five octaves apart are a silence (a host-paced program), not a transfer.
     far = np.r_[rng.normal(5.0, 0.06, 60), rng.normal(10.0, 0.3, 340)]
     assert _chain_head_gaps(pshort, nxt, far) is None
+    # Reads one transfer before a resumed operation (suspend: data out, 13h or D2h) are as
+    # long as the reads before new programs: no heads.
+    reads = rng.normal(np.log2(30), 0.2, n)
+    assert _chain_head_gaps(pshort, nxt, gap, reads) is None
+    heads_w = np.r_[rng.normal(np.log2(8), 0.4, 60), reads[60:]]
+    assert _chain_head_gaps(pshort, nxt, gap, heads_w)[:60].min() > 0.99
     # Overlapping groups (commands as long as the transfer): undecided.
     near = np.r_[rng.normal(5.0, 0.25, 60), rng.normal(5.5, 0.25, 340)]
     assert _chain_head_gaps(pshort, nxt, near) is None

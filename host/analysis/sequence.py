@@ -84,6 +84,8 @@ CHAIN_GAP_GROUP = 5
 CHAIN_GAP_STEP = 0.5
 CHAIN_GAP_STEP_MAX = 1.3
 CHAIN_GAP_SEPARATION = 3.0
+#: ... and the shorter group's pulses this much shorter (octaves, medians) than the longer's.
+CHAIN_WIDTH_STEP = 0.4
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -695,7 +697,7 @@ def _around_reads(is_long, is_read, max_reads):
 
 def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
     """Candidate pieces of suspended operations on one line: ``(pairs, join, sep, cls, gb,
-    gpp, ga)``.
+    gpp, ga, before)``.
 
     A program or erase suspended for reads (84h/13h, 61h/D2h) shows as a piece, the reads, and
     the rest. For each long pulse followed by 1 … ``max_reads`` reads and another long pulse,
@@ -709,7 +711,8 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
     With the idle time after each pulse (``gap_after``, log2 µs): ``gb``, the gap before each
     pair's second pulse, ``gpp``, the gaps between back-to-back program pulses (each a
     program's data in), and ``ga``, the gap after each pair's first pulse (a read's command
-    alone); else all None.
+    alone); else all None. ``before``: the width (log2) of the pulse right before each pair's
+    second pulse.
     """
     long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
     read_k = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
@@ -742,6 +745,7 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
     join = pt * wa_ * wb_ * math.log(2) / (wa_ + wb_) ** 2 + _FLOOR
     cls = parts / np.maximum(parts.sum(axis=1, keepdims=True), _FLOOR)
     gb = gpp = ga = None
+    before = x[pairs[:, 1] - 1]  # the pulse right before each second piece (a read's width)
     if gap_after is not None:
         gb = gap_after[pairs[:, 1] - 1]
         ga = gap_after[pairs[:, 0]]
@@ -750,7 +754,7 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
         both = is_prog[:-1] & is_prog[1:]
         gpp = gap_after[:-1][both]
         gpp = gpp[np.isfinite(gpp)]
-    return pairs, join, sep, cls, gb, gpp, ga
+    return pairs, join, sep, cls, gb, gpp, ga, before
 
 
 def _suspend_share(cands, rounds=20):
@@ -797,12 +801,31 @@ def _resume_gaps(cands):
     ga = np.concatenate([c[6] for c in cands])
     ga = ga[np.isfinite(ga)]
     cmd = float(np.median(ga)) if len(ga) else m1
+    s2 = None
     if m1 - cmd < RESUME_TRANSFER:
-        return None, (f"back-to-back programs {2 ** m1:.3g} µs apart, a command alone "
-                      f"{2 ** cmd:.3g} µs: no transfer between them")
-    s1 = max(1.4826 * float(np.median(np.abs(gpp - m1))), 0.05)
-    m2 = float(np.percentile(gb, 75))
-    s2 = max(float(np.std(gb)) / 2, 0.05)
+        why = (f"back-to-back programs {2 ** m1:.3g} µs apart, a command alone {2 ** cmd:.3g} "
+               f"µs: no transfer between them")
+        # Their data may be loaded while the array is busy. The gaps before the second pieces
+        # then anchor themselves: two groups about a transfer apart (the data in a new operation
+        # waits for), the shorter still a transfer above a command alone (the reads' data out),
+        # and the pulses before it reads as long as the others' (a tCBSY there, shorter than
+        # the reads, heads a cache-program chain: no resume).
+        wb = np.concatenate([c[7][np.isfinite(c[4])] for c in cands])
+        split = _two_groups(gb)
+        if split is None:
+            return None, why + "; the gaps before second pieces show no two groups"
+        cut, (m1, s1), (m2, s2) = split
+        low = gb < cut
+        if m1 - cmd < RESUME_TRANSFER:
+            return None, why + f"; their shorter group ({2 ** m1:.3g} µs) holds none either"
+        if float(np.median(wb[low])) < float(np.median(wb[~low])) - CHAIN_WIDTH_STEP:
+            return None, why + ("; the pulses before the shorter group's second pieces are "
+                                "shorter than reads (cache-chain heads, not resumes)")
+    else:
+        s1 = max(1.4826 * float(np.median(np.abs(gpp - m1))), 0.05)
+    if s2 is None:
+        m2 = float(np.percentile(gb, 75))
+        s2 = max(float(np.std(gb)) / 2, 0.05)
     w1 = 0.1
     for _ in range(60):
         l1 = w1 * np.exp(-0.5 * ((gb - m1) / s1) ** 2) / s1
@@ -1004,31 +1027,24 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi):
     return np.where(anchored, out, 0.0)
 
 
-def _chain_head_gaps(pshort, nxt, gap_after):
-    """Per pulse, the probability that a short pulse before a long program heads a back-to-back
-    cache-program chain, by the idle gap between them; None when the gaps do not decide.
-
-    A chain's head (80h…15h, the array idle: only tCBSY shows) is followed by the next page's
-    data in and its 15h or 10h: one transfer. A read before a program (a page moved by garbage
-    collection) is followed by its data out and the program's data in: two. Where both occur the
-    gaps split into two groups about an octave apart (from CHAIN_GAP_STEP), the shorter the
-    heads'; one group alone says nothing (all heads, or all reads), and then the widths decide.
-    """
-    cand = (pshort > 0.5) & (nxt > 0.5)
-    gap = np.asarray(gap_after, dtype=float)
-    cand &= np.isfinite(gap)
-    gc = np.sort(gap[cand])
-    if len(gc) < CHAIN_GAP_MIN:
-        return None
-    # The best split into two groups (least within-group variance), then a two-Gaussian fit.
+def _two_groups(values):
+    """Two groups of ``values`` (log2 gaps) about a transfer apart: ``(cut, (m1, s1), (m2,
+    s2))``, medians and robust spreads of the shorter and the longer group split at ``cut``,
+    or None when the values do not split so (fewer than CHAIN_GAP_GROUP in a group, the groups
+    less than CHAIN_GAP_STEP or more than CHAIN_GAP_STEP_MAX octaves apart, or less than
+    CHAIN_GAP_SEPARATION pooled spreads)."""
+    gc = np.sort(np.asarray(values, dtype=float))
     n = len(gc)
+    if n < 2 * CHAIN_GAP_GROUP:
+        return None
+    # The best split (least within-group variance).
     c1 = np.cumsum(gc)
     c2 = np.cumsum(gc ** 2)
     k = np.arange(1, n)
     left = c2[:-1] - c1[:-1] ** 2 / k
     right = (c2[-1] - c2[:-1]) - (c1[-1] - c1[:-1]) ** 2 / (n - k)
-    cut = int(np.argmin(left + right)) + 1
-    lo, hi = gc[:cut], gc[cut:]
+    i = int(np.argmin(left + right)) + 1
+    lo, hi = gc[:i], gc[i:]
     if len(lo) < CHAIN_GAP_GROUP or len(hi) < CHAIN_GAP_GROUP:
         return None
     m1, m2 = float(np.median(lo)), float(np.median(hi))
@@ -1037,7 +1053,38 @@ def _chain_head_gaps(pshort, nxt, gap_after):
     if not CHAIN_GAP_STEP <= m2 - m1 <= CHAIN_GAP_STEP_MAX or \
             (m2 - m1) / math.sqrt((s1 ** 2 + s2 ** 2) / 2) < CHAIN_GAP_SEPARATION:
         return None  # (further apart: a silence, e.g. a host-paced program, not a transfer)
-    w1 = len(lo) / n
+    return 0.5 * (gc[i - 1] + gc[i]), (m1, s1), (m2, s2)
+
+
+def _chain_head_gaps(pshort, nxt, gap_after, width=None):
+    """Per pulse, the probability that a short pulse before a long program heads a back-to-back
+    cache-program chain, by the idle gap between them; None when the gaps do not decide.
+
+    A chain's head (80h…15h, the array idle: only tCBSY shows) is followed by the next page's
+    data in and its 15h or 10h: one transfer. A read before a program (a page moved by garbage
+    collection) is followed by its data out and the program's data in: two. Where both occur the
+    gaps split into two groups about an octave apart (from CHAIN_GAP_STEP), the shorter the
+    heads'; one group alone says nothing (all heads, or all reads), and then the widths decide.
+    A read before a resumed operation (84h…13h, 61h…D2h after reads) is one transfer from it
+    too: the shorter group counts only when its pulses (``width``, log2) are shorter than the
+    longer group's by CHAIN_WIDTH_STEP (a tCBSY against a tR), not reads like the others.
+    """
+    cand = (pshort > 0.5) & (nxt > 0.5)
+    gap = np.asarray(gap_after, dtype=float)
+    cand &= np.isfinite(gap)
+    gc = gap[cand]
+    if len(gc) < CHAIN_GAP_MIN:
+        return None
+    split = _two_groups(gc)
+    if split is None:
+        return None
+    cut, (m1, s1), (m2, s2) = split
+    low = gc < cut
+    if width is not None:
+        wc = np.asarray(width, dtype=float)[cand]
+        if float(np.median(wc[low])) > float(np.median(wc[~low])) - CHAIN_WIDTH_STEP:
+            return None
+    w1 = float(low.mean())
     x = np.where(np.isfinite(gap), gap, m2)
     l1 = w1 * np.exp(-0.5 * ((x - m1) / s1) ** 2) / s1
     l2 = (1 - w1) * np.exp(-0.5 * ((x - m2) / s2) ** 2) / s2
@@ -1160,7 +1207,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         pc = (g[:, list(cj)].sum(axis=1) if cj else np.zeros(len(x))) * (x <= cbsy_hi) * free
         by_gap = None
         if gap_after is not None and (chain_gaps or float((pc * nxt).sum()) >= CHAIN_GAP_GROUP):
-            by_gap = _chain_head_gaps(pshort * (x <= cbsy_hi) * free, nxt, gap_after)
+            by_gap = _chain_head_gaps(pshort * (x <= cbsy_hi) * free, nxt, gap_after, x)
         if by_gap is not None:
             heads = pshort * (x <= cbsy_hi) * free * nxt * by_gap
         else:
