@@ -135,15 +135,16 @@ def test_reads_that_reach_tr_max_are_not_split_from_their_cluster():
     assert abs(r.dies[0].program_pulses - 3000) < 30
 
 
-def _cands(gaps_us, back_to_back_us, command_us=3.0):
+def _cands(gaps_us, back_to_back_us, command_us=3.0, before_us=30.0):
     """One line's suspend candidates as :func:`_resume_gaps` reads them: the gap before each
     second pulse, the gaps between back-to-back programs and the gap after each first pulse (a
-    read's command; log2 µs); widths do not matter."""
+    read's command; log2 µs), and the width of the pulse before each second pulse (µs)."""
     n = len(gaps_us)
     return (np.zeros((n, 2), dtype=int), np.ones(n), np.ones(n), np.ones((n, 1)),
             np.log2(np.asarray(gaps_us, dtype=float)),
             np.log2(np.asarray(back_to_back_us, dtype=float)),
-            np.log2(np.full(n, command_us)))
+            np.log2(np.full(n, command_us)),
+            np.log2(np.broadcast_to(np.asarray(before_us, dtype=float), (n,))))
 
 
 @pytest.mark.parametrize("n_resumes", [60, 12])
@@ -192,3 +193,21 @@ def test_back_to_back_programs_without_a_transfer_tell_nothing():
     gaps = np.concatenate([12 + rng.uniform(0, 1, 60), 90 + rng.uniform(0, 5, 240)])
     r, what = _resume_gaps([_cands(gaps, 12 + rng.uniform(0, 1, 100), command_us=10.0)])
     assert r is None and "no transfer between them" in what, what
+
+
+def test_resumes_anchor_on_their_own_gap_groups_when_back_to_back_programs_hold_no_transfer():
+    # Back-to-back programs a command apart (their data loaded while the array was busy), but
+    # the gaps before the second pieces split a transfer apart: resumes (one command after the
+    # reads' data out, 30 µs) and new operations (data out and data in, 55 µs); the pulses
+    # before both are reads (30 µs wide): the shorter group are resumes.
+    rng = np.random.default_rng(11)
+    gaps = np.concatenate([28 + rng.uniform(0, 4, 40), 53 + rng.uniform(0, 4, 300)])
+    r, what = _resume_gaps([_cands(gaps, 12 + rng.uniform(0, 1, 100), command_us=10.0)])
+    assert r is not None, what
+    assert r[0][:40].min() > 0.9 and r[0][40:].max() < 0.1
+    # The same gaps behind pulses shorter than the reads (8 µs against 30): cache-chain heads
+    # (80h…15h with the array idle), not resumes.
+    before = np.r_[np.full(40, 8.0), np.full(300, 30.0)]
+    r, what = _resume_gaps([_cands(gaps, 12 + rng.uniform(0, 1, 100), command_us=10.0,
+                                   before_us=before)])
+    assert r is None and "cache-chain heads" in what, what
