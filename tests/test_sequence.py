@@ -406,3 +406,35 @@ def test_chain_heads_by_the_gap_after_short_pulses_before_programs():
     # Overlapping groups (commands as long as the transfer): undecided.
     near = np.r_[rng.normal(5.0, 0.25, 60), rng.normal(5.5, 0.25, 340)]
     assert _chain_head_gaps(pshort, nxt, near) is None
+
+
+def test_after_a_tdbsy_the_gap_tells_programs_from_erases():
+    from rbscope.analysis.sequence import _programs_by_data_in
+
+    # States: 0 tDBSY, 1 program, 2 erase. Pairs (tDBSY, long pulse): 40 programs after a
+    # page's data in (~90 µs), 3 erases after a command alone (~8 µs); the widths put two of
+    # the programs (a chain's last, two programs' time) in the erase state and an erase half in
+    # a program.
+    rng = np.random.default_rng(3)
+    kinds = [1] * 40 + [2] * 3
+    rng.shuffle(kinds)
+    g, gaps = [], []
+    for kd in kinds:
+        g.append([1.0, 0.0, 0.0])
+        gaps.append(np.log2(rng.uniform(83, 100) if kd == 1 else rng.uniform(5, 18)))
+        g.append([0.0, 1.0, 0.0] if kd == 1 else [0.0, 0.0, 1.0])
+        gaps.append(np.log2(60.0))  # the gap after the long pulse: whatever comes next
+    g = np.array(g)
+    long_ = np.arange(1, len(g), 2)
+    progs = long_[np.array(kinds) == 1]
+    erases = long_[np.array(kinds) == 2]
+    g[progs[:2]] = [0.0, 0.0, 1.0]
+    g[erases[0]] = [0.0, 0.5, 0.5]
+    # gap_after[i] is the idle time after pulse i: the gap before pulse i + 1.
+    out = _programs_by_data_in(g, [1], 2, [0], np.array(gaps))
+    assert out[progs, 1].sum() == pytest.approx(40) and out[progs, 2].sum() == 0
+    assert out[erases, 2].sum() == pytest.approx(3) and out[erases, 1].sum() == 0
+    # No empty octave between the gaps (no erase in the capture): nothing moves.
+    flat = np.array(gaps)
+    flat[long_ - 1] = np.log2(rng.uniform(83, 100, len(long_)))
+    assert np.array_equal(_programs_by_data_in(g, [1], 2, [0], flat), g)

@@ -299,3 +299,27 @@ def test_a_rebuilt_model_keeps_the_pulse_starts(zoo):
     assert abs(r.wa.value / run.truth.wa_true - 1) < 0.01
     paced = sum(d["paced_short"] for d in r.classification["dies"].values())
     assert paced > 0.8 * run.truth.pulses["CACHE_PROGRAM"]
+
+
+def test_a_cache_chain_s_last_program_is_no_erase_after_a_tdbsy(zoo):
+    # The accuracy table's cache-prog drive (two-plane cache programs) filling its fresh blocks:
+    # a chain's last program, two programs' time, is as wide as an erase; the erase cap (sized
+    # for a steady state) let the erase state take 10 such pulses per die against 3 erases
+    # (-1.6 % at L0). After a tDBSY the gap says which: a page's data in, or a command alone.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("accuracy", BENCH / "accuracy.py")
+    acc = importlib.util.module_from_spec(spec)
+    sys.modules["accuracy"] = acc
+    spec.loader.exec_module(acc)
+    from rbscope import refssd
+
+    job = next(j for j in acc.jobs(drives=("cache-prog",), states=("initial",))
+               if j["workload"] == "32K-SQ-100%-W-4KiB-align")
+    d = acc.drive("cache-prog")
+    w = refssd.micro(job["workload"], d.logical_bytes, int(d.logical_bytes * acc.VOLUME_SHARE),
+                     seed=job["seed"])
+    run = refssd.simulate(d, w, seed=job["seed"], precondition="initial",
+                          ftl=acc.preconditioned("cache-prog", "initial"))
+    r = zoo.measure_l0(run)
+    assert abs(r["wa"] / run.truth.wa_true - 1) < 0.002

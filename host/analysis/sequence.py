@@ -73,6 +73,11 @@ RESUME_MAX_READS = 6
 #: programs, a silence this many octaves above their gaps' lower quartile anchors a chain.
 PACED_REF_MIN = 20
 PACED_TRANSFER_STEP = 1.0
+#: Programs told from erases by the data in before them (:func:`_programs_by_data_in`): at
+#: least this many pulses above the empty stretch of gaps, which spans this many octaves.
+ERASE_GAP_MIN = 3
+ERASE_GAP_STEP = 1.0
+ERASE_GAP_SHARE = 0.25
 #: A long peak this close below the erase peak (octaves), and small, is the erases' shoulder.
 ERASE_SHOULDER = 0.3
 #: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
@@ -1091,6 +1096,55 @@ def _chain_head_gaps(pshort, nxt, gap_after, width=None):
     return np.where(cand | (np.isfinite(gap) & (pshort > 0)), l1 / (l1 + l2 + _FLOOR), 0.0)
 
 
+def _programs_by_data_in(g, pj, ej, mj, gap_after):
+    """Long pulses right after a tDBSY, told program from erase by the idle gap before them.
+
+    In a multi-plane sequence the host does not pause: the last plane's command is 60h…D0h for
+    an erase (a command alone) but 80h…data…10h (or 15h) for a program (a page's data in), and
+    a resume never follows a tDBSY. Where the sorted gaps before the line's announced long
+    pulses have an empty stretch of at least ERASE_GAP_STEP octaves (the widest one; at least 2
+    pulses and ERASE_GAP_SHARE of the erase state's below it, ERASE_GAP_MIN above), a pulse of
+    the longer group gives its erase posterior to the program states (in proportion to theirs,
+    else to the slowest), and one of the shorter group its program posterior to the erase. A
+    chain's last program, two programs' time long, can be as wide as an erase."""
+    pm = g[:, mj].sum(axis=1)
+    prev = np.concatenate([[0.0], pm[:-1]])
+    gap = np.asarray(gap_after, dtype=float)
+    gb = np.concatenate([[np.nan], gap[:-1]])
+    pe = g[:, ej]
+    pp = g[:, pj].sum(axis=1)
+    ann = (prev > 0.5) & np.isfinite(gb) & (pe + pp > 0.5)
+    v = np.sort(gb[ann])
+    n = len(v)
+    if n < ERASE_GAP_MIN + 2:
+        return g
+    # The widest empty stretch between the sorted gaps (a group of a few erases beside many
+    # programs would not move a variance split, and a program group may be bimodal itself).
+    jumps = np.diff(v)
+    i = int(np.argmax(jumps)) + 1
+    lo, hi = v[:i], v[i:]
+    # Below the stretch: the erases, at least a quarter of the erase state's pulses (a few
+    # short gaps at the bottom, with erases' gaps spread over the programs', split nothing).
+    if len(lo) < max(2.0, ERASE_GAP_SHARE * float(pe[ann].sum())) or len(hi) < ERASE_GAP_MIN \
+            or jumps[i - 1] < ERASE_GAP_STEP:
+        return g
+    cut = 0.5 * (lo[-1] + hi[0])
+    g = g.copy()
+    move = ann & (gb >= cut) & (pe > 0)
+    if move.any():
+        w = g[np.ix_(move, pj)]
+        tot = w.sum(axis=1, keepdims=True)
+        share = np.where(tot > 0, w / np.maximum(tot, _FLOOR), 0.0)
+        share[tot[:, 0] <= 0, -1] = 1.0
+        g[np.ix_(move, pj)] = w + g[move, ej][:, None] * share
+        g[move, ej] = 0.0
+    back = ann & (gb < cut) & (pp > 0)
+    if back.any():
+        g[back, ej] += g[np.ix_(back, pj)].sum(axis=1)
+        g[np.ix_(back, pj)] = 0.0
+    return g
+
+
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
                 mult=None, planes=None, loads=None, single_plane=False, one_shot=None,
                 gap_after=None, prog_range=None, cj=(), chain_gaps=False, emult=None):
@@ -1122,6 +1176,8 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         # A stated one-shot scheme, ``one_shot = (planes, bits)``, whose data loads show on
         # R/B#: programs and erases by order (a part whose loads show no busy keeps the widths).
         g = _word_line_parse(x, g, pj, ej, *one_shot, mult=mult)
+    if mj and pj and gap_after is not None and len(x) > 2:
+        g = _programs_by_data_in(g, pj, ej, mj, gap_after)
     pprog = g[:, pj].sum(axis=1)
     punit = (g[:, pj] * mult[pj]).sum(axis=1)
     pshort = g[:, sj].sum(axis=1) if sj else np.zeros(len(x))
