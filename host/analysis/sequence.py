@@ -1090,10 +1090,11 @@ def _chain_head_gaps(pshort, nxt, gap_after, width=None):
         if float(np.median(wc[low])) > float(np.median(wc[~low])) - CHAIN_WIDTH_STEP:
             return None
     w1 = float(low.mean())
-    x = np.where(np.isfinite(gap), gap, m2)
+    known = np.isfinite(gap)
+    x = np.where(known, gap, m2)
     l1 = w1 * np.exp(-0.5 * ((x - m1) / s1) ** 2) / s1
     l2 = (1 - w1) * np.exp(-0.5 * ((x - m2) / s2) ** 2) / s2
-    return np.where(cand | (np.isfinite(gap) & (pshort > 0)), l1 / (l1 + l2 + _FLOOR), 0.0)
+    return np.where(known, l1 / (l1 + l2 + _FLOOR), 0.0)
 
 
 def _programs_by_data_in(g, pj, ej, mj, gap_after):
@@ -1258,16 +1259,13 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         # By the gaps where a tCBSY cluster below the reads shows chains, or where the line
         # shows no suspension (a read before a resume is one transfer from it, like a head);
         # else by the cluster alone.
-        free = np.clip(1 - np.clip(announced, 0.0, 1.0), 0.0, 1.0)
+        free = np.clip(1 - np.clip(announced, 0.0, 1.0), 0.0, 1.0) * (x <= cbsy_hi)
         nxt = np.concatenate([(pprog * (x > cbsy_hi))[1:], [0.0]])
-        pc = (g[:, list(cj)].sum(axis=1) if cj else np.zeros(len(x))) * (x <= cbsy_hi) * free
+        pc = (g[:, list(cj)].sum(axis=1) if cj else np.zeros(len(x))) * free
         by_gap = None
         if gap_after is not None and (chain_gaps or float((pc * nxt).sum()) >= CHAIN_GAP_GROUP):
-            by_gap = _chain_head_gaps(pshort * (x <= cbsy_hi) * free, nxt, gap_after, x)
-        if by_gap is not None:
-            heads = pshort * (x <= cbsy_hi) * free * nxt * by_gap
-        else:
-            heads = pc * nxt
+            by_gap = _chain_head_gaps(pshort * free, nxt, gap_after, x)
+        heads = (pshort * free * by_gap if by_gap is not None else pc) * nxt
         pprog = np.clip(pprog + heads, 0.0, 1.0)
         punit = punit + heads
         announced = announced + heads
@@ -1659,6 +1657,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         elif share and c is not None:
             g, suspended[k] = _join_suspended(g, states, c,
                                               share * c[1] / (share * c[1] + (1 - share) * c[2]))
+        # Chain heads by the gaps only on a line without suspension (joins under 0.2 % of its
+        # long pulses): a read before a resume is one transfer from it, like a head.
+        no_suspension = share == 0.0 or (share is None and suspended.get(k, 0.0)
+                                         < max(1.0, 0.002 * float(g[:, pj].sum())))
+        chain_gaps = ordered and not word_line and k not in suspect and no_suspension
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
                               planes=planes if ordered and scheme is None else None,
@@ -1667,9 +1670,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               scheme == "one-shot" and pj and max(mult[pj]) > 1 else None,
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
-                              chain_gaps=ordered and not word_line and k not in suspect
-                              and (share == 0.0 or share is None and suspended.get(k, 0.0)
-                                   < max(1.0, 0.002 * float(g[:, pj].sum()))))
+                              chain_gaps=chain_gaps)
         if ordered and not share:  # (none joined by widths, or joined by the gaps)
             dies[k].resumable = _resumable(g, states)
         if share is None:
