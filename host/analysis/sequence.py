@@ -702,7 +702,7 @@ def _around_reads(is_long, is_read, max_reads):
 
 def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
     """Candidate pieces of suspended operations on one line: ``(pairs, join, sep, cls, gb,
-    gpp, ga, before)``.
+    gpp, ga, before, wr)``.
 
     A program or erase suspended for reads (84h/13h, 61h/D2h) shows as a piece, the reads, and
     the rest. For each long pulse followed by 1 … ``max_reads`` reads and another long pulse,
@@ -715,9 +715,16 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
 
     With the idle time after each pulse (``gap_after``, log2 µs): ``gb``, the gap before each
     pair's second pulse, ``gpp``, the gaps between back-to-back program pulses (each a
-    program's data in), and ``ga``, the gap after each pair's first pulse (a read's command
-    alone); else all None. ``before``: the width (log2) of the pulse right before each pair's
-    second pulse.
+    program's data in), ``ga``, the gap after each pair's first pulse (a read's command
+    alone), and ``wr``, the probability that the widths make the pair one operation once the
+    gap before the second pulse shows one transfer, not two; else all None. A single transfer
+    leaves five readings: the pulse before the second piece a read (its data out) and the
+    second piece the rest of the first (joined), a new erase (no data in), or the rest of an
+    operation whose first piece passed for the first read after the first pulse; or the
+    pulse before the second piece no read (no data out) and the second piece a new program
+    (its data in): that pulse the rest of the first (too short to tell from a read), or a
+    cache program's tCBSY. ``before``: the width
+    (log2) of the pulse right before each pair's second pulse.
     """
     long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
     read_k = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
@@ -744,14 +751,42 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
         return np.maximum(t.sum(axis=1) / wl.sum(), 0.01), t
     wa_, wb_ = 2.0 ** x[pairs[:, 0]], 2.0 ** x[pairs[:, 1]]
     pa, _ = dens(x[pairs[:, 0]])
-    pb, _ = dens(x[pairs[:, 1]])
+    pb, parts_b = dens(x[pairs[:, 1]])
     pt, parts = dens(np.log2(wa_ + wb_))
     sep = pa * pb + _FLOOR
     join = pt * wa_ * wb_ * math.log(2) / (wa_ + wb_) ** 2 + _FLOOR
     cls = parts / np.maximum(parts.sum(axis=1, keepdims=True), _FLOOR)
-    gb = gpp = ga = None
+    gb = gpp = ga = wr = None
     before = x[pairs[:, 1] - 1]  # the pulse right before each second piece (a read's width)
     if gap_after is not None:
+        erase_k = [n for n, j in enumerate(long_k) if states[j].kind == "erase"]
+        pe = parts_b[:, erase_k].sum(axis=1) / wl.sum() if erase_k else 0.0
+
+        def kind_dens(kind, xs):  # the density of one kind's states at xs (per octave)
+            ks = [j for j in read_k if states[j].kind == kind]
+            if not ks:
+                return np.zeros(len(xs))
+            wk = np.asarray(w)[ks]
+            tk = np.stack([states[j].dens for j in ks], axis=1) * _BINS_PER_OCTAVE
+            return (tk[grid.index(xs)] * wk).sum(axis=1) / wk.sum()
+        p_read = np.maximum(kind_dens("read", before), 0.01)
+        p_cache = kind_dens("cache", before)
+        first = x[pairs[:, 0] + 1]  # the first pulse after the first piece
+        p_first = np.where(pairs[:, 1] - pairs[:, 0] >= 3,
+                           np.maximum(kind_dens("read", first), 0.01), 1.0)
+
+        def joined(u, v):
+            pt_, _ = dens(np.log2(u + v))
+            return pt_ * u * v * math.log(2) / (u + v) ** 2
+        wc, wf = 2.0 ** before, 2.0 ** first
+        resume = join * p_read * p_first       # reads, then the rest of the first pulse
+        other = (pa * pe * p_read * p_first    # reads, then a new erase
+                 + np.where(pairs[:, 1] - pairs[:, 0] >= 3,
+                            pa * joined(wf, wb_) * p_read, 0.0)  # a piece passed for a read
+                 + joined(wa_, wc) * pb * p_first  # the rest (no data out), then a program
+                 + pa * p_cache * pb * p_first  # a cache program's tCBSY, then a program
+                 + _FLOOR)
+        wr = resume / (resume + other)
         gb = gap_after[pairs[:, 1] - 1]
         ga = gap_after[pairs[:, 0]]
         prog_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
@@ -759,7 +794,7 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
         both = is_prog[:-1] & is_prog[1:]
         gpp = gap_after[:-1][both]
         gpp = gpp[np.isfinite(gpp)]
-    return pairs, join, sep, cls, gb, gpp, ga, before
+    return pairs, join, sep, cls, gb, gpp, ga, before, wr
 
 
 def _suspend_share(cands, rounds=20):
@@ -1644,7 +1679,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         if share is None and c is not None:
             # A resume (by its gap) joins the long pulse before it when the widths make that
             # its first piece (else the first piece was short enough to pass for a read).
-            r, wr = resume_q[k], c[1] / (c[1] + c[2])
+            r, wr = resume_q[k], c[8]
             q = r * wr
             g, suspended[k] = _join_suspended(g, states, c, q)
             # What the pulses leave open: every resume joined to the long pulse before it (more
