@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rbscope.analysis.measurement import Measurement, MeasurementError
-from rbscope.analysis.sequence import _host_paced, _resumable, _resume_gaps
+from rbscope.analysis.sequence import _host_paced, _reads_by_data_in, _resumable, _resume_gaps
 
 #: Program modes: the fast page type from 150 µs, the slow one's lower edge 1 ms, up to 6 ms.
 RANGE = (math.log2(150.0), math.log2(1000.0), math.log2(6000.0))
@@ -268,3 +268,42 @@ def test_a_program_after_a_short_resume_is_no_resume(seed):
                  starts={0: np.round(starts * 1000).astype(np.int64)})
     assert any("idle gap" in n for n in r.notes), r.notes
     assert abs(r.dies[0].program_pulses / programs - 1) < 0.015
+
+
+class _State:
+    def __init__(self, kind, centre_us, sigma=0.15):
+        self.kind, self.mu, self.sigma = kind, math.log2(centre_us), sigma
+
+
+@pytest.mark.parametrize("tail", [0.03, 0.0])
+def test_reads_as_wide_as_the_fastest_programs_are_told_by_their_data_in(tail):
+    # A read before two programs in three: reads about 55 µs (a tail of them 110-180), SLC
+    # programs about 200, TLC pages 1600. The widths call the tail programs; the gap before each
+    # pulse tells: commands 1-20 µs, a page's transfer 25 µs (a read's data out before the next
+    # command, a program's data in before its busy).
+    rng = np.random.default_rng(1)
+    states = [_State("read", 55), _State("program", 200), _State("program", 1600),
+              _State("erase", 4000)]
+    kinds = []
+    for i in range(4000):
+        kinds += ([0] if rng.random() < 2 / 3 else []) + [1 if i % 2 else 2]
+    kinds = np.array(kinds)
+    is_read = kinds == 0
+    n = int((~is_read).sum())
+    widths = np.array([55.0, 200.0, 1600.0])[kinds] * 2.0 ** rng.normal(0, 0.15, len(kinds))
+    tail_at = is_read & (rng.random(len(kinds)) < tail)
+    widths[tail_at] = rng.uniform(110, 180, int(tail_at.sum()))
+    x = np.log2(widths)
+    g = np.zeros((len(x), 4))
+    g[np.arange(len(x)), np.argmin(np.abs(x[:, None] - [st.mu for st in states]), axis=1)] = 1.0
+    before = rng.uniform(1, 20, len(x)) + np.where(is_read, 0.0, 25.0) \
+        + np.concatenate(([0.0], np.where(is_read[:-1], 25.0, 0.0)))
+    gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
+    out, moved = _reads_by_data_in(x, g, states, gap_after)
+    # (A gap at the commands' edge leaves some doubt: the groups are fitted as normal.)
+    assert 0.85 * tail_at.sum() - 1 <= moved <= 1.05 * tail_at.sum() + 1
+    assert out[~is_read][:, 1:3].sum() == pytest.approx(n, rel=0.002)
+    # A line with cache states is left alone (a cache program's data in overlaps a busy).
+    cache = states + [_State("cache", 10)]
+    same, none = _reads_by_data_in(x, np.hstack([g, np.zeros((len(x), 1))]), cache, gap_after)
+    assert none == 0.0 and same[tail_at, 1].sum() == pytest.approx(tail_at.sum())

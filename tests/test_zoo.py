@@ -323,3 +323,16 @@ def test_a_cache_chain_s_last_program_is_no_erase_after_a_tdbsy(zoo):
                           ftl=acc.preconditioned("cache-prog", "initial"))
     r = zoo.measure_l0(run)
     assert abs(r["wa"] / run.truth.wa_true - 1) < 0.002
+
+
+def test_reads_as_wide_as_slc_programs_are_told_by_the_data_in_before_them(zoo):
+    # A tuning draw of tlc-slc-cache: about 1 % of the reads (a heavy tail) reach the SLC-mode
+    # programs' widths, 110-300 µs; by width they were programs (+2.0 %). The gap before each
+    # tells: a program waits for its page's data in.
+    drive, _, run, m, _ = zoo.prepare("tlc-slc-cache", 35)
+    truth = run.truth.wa_true
+    r = _analyse_l0(zoo, "tlc-slc-cache", drive, run, m)
+    assert abs(r.wa.value / truth - 1) < 0.01 and not r.undetermined
+    assert any("a program waits for its data in" in n for n in r.classification["notes"])
+    m.pulse_starts = {}  # no gaps: the widths alone
+    assert _analyse_l0(zoo, "tlc-slc-cache", drive, run, m).wa.value / truth - 1 > 0.015
