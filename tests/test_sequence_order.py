@@ -35,6 +35,23 @@ def test_a_chain_with_a_slow_silence_is_cache_programs():
     assert out.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0, 0.0]
 
 
+def test_a_slow_tcbsy_continues_a_chain_but_starts_none():
+    # A tCBSY of 55 µs (a slow one's tail, above the 40 µs bound) inside a chain used to end
+    # it, and every cache program before it went with it (a tuning draw: -8.5 %). It continues
+    # a chain; it starts none (after a long pulse and its silence, a 55 µs pulse is a read).
+    x, pprog, pshort, gap = _pulses([("s", 40, 10), ("s", 20, 300), ("s", 55, 1500),
+                                     ("s", 18, 320), ("P", 1400, 30), ("s", 30, 12)])
+    out = _host_paced(x, pprog, pshort, gap, RANGE, CBSY_HI)
+    assert out.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+    x, pprog, pshort, gap = _pulses([("P", 1400, 30), ("s", 55, 1500), ("P", 300, 20),
+                                     ("s", 30, 12)])
+    assert not _host_paced(x, pprog, pshort, gap, RANGE, CBSY_HI).any()
+    # Wider still (more than 0.6 octave above the bound): a read, the chain before it lost.
+    x, pprog, pshort, gap = _pulses([("s", 20, 300), ("s", 70, 1500), ("s", 18, 1500),
+                                     ("P", 1400, 30)])
+    assert _host_paced(x, pprog, pshort, gap, RANGE, CBSY_HI).tolist() == [0.0, 0.0, 1.0, 0.0]
+
+
 def test_a_read_moved_to_a_program_is_no_cache_program():
     # Garbage collection: a read, the page's transfer (200 µs, as long as a fast program), then
     # the program. No silence of the chain is a slow page's program: no cache program.

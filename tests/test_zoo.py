@@ -336,3 +336,18 @@ def test_reads_as_wide_as_slc_programs_are_told_by_the_data_in_before_them(zoo):
     assert any("a program waits for its data in" in n for n in r.classification["notes"])
     m.pulse_starts = {}  # no gaps: the widths alone
     assert _analyse_l0(zoo, "tlc-slc-cache", drive, run, m).wa.value / truth - 1 > 0.015
+
+
+def test_unconfirmed_host_paced_chains_leave_the_value_undetermined(zoo):
+    # A tuning draw of mlc-hostpaced-cache-50r: host-paced cache programs found, and short
+    # pulses heading fast-page silences in chains that no slow page's silence confirms (reads
+    # whose page is moved leave such silences too). They are not counted; the value says so.
+    drive, _, run, m, _ = zoo.prepare("mlc-hostpaced-cache-50r", 37)
+    r = _analyse_l0(zoo, "mlc-hostpaced-cache-50r", drive, run, m)
+    dies = r.classification["dies"].values()
+    assert sum(d["paced_short"] for d in dies) > 100
+    assert sum(d["paced_open"] for d in dies) > 0.01 * sum(d["program_pulses"] for d in dies)
+    assert r.undetermined and any("no slow page's silence confirms" in d for d in r.decide)
+    alt = next(a["wa"] for a in r.alternatives if "unanchored" in a["reading"])
+    assert alt > r.wa.value and r.wa_confidence.hi >= alt
+    assert r.wa_confidence.lo <= run.truth.wa_true <= r.wa_confidence.hi

@@ -73,6 +73,8 @@ RESUME_MAX_READS = 6
 #: programs, a silence this many octaves above their gaps' lower quartile anchors a chain.
 PACED_REF_MIN = 20
 PACED_TRANSFER_STEP = 1.0
+#: ... and a pulse up to this much wider (octaves) than tCBSY's bound continues a chain.
+PACED_WIDE = 0.6
 #: Programs told from erases by the data in before them (:func:`_programs_by_data_in`): at
 #: least this many pulses above the empty stretch of gaps, which spans this many octaves.
 ERASE_GAP_MIN = 3
@@ -211,6 +213,7 @@ class DieResult:
     resume_var: float = 0.0
     resumable: float = 0.0  # program pulses after an erase and reads: maybe a resumed erase
     paced: float = 0.0  # short pulses counted as host-paced cache programs (idle gaps)
+    paced_open: float = 0.0  # candidates of unanchored chains (not counted; the interval's)
     heads: float = 0.0  # tCBSY-cluster pulses counted as back-to-back cache-chain heads
     balance_shift: float = 0.0  # |units held to equal page types - units left free| (trained)
 
@@ -233,6 +236,7 @@ class DieResult:
                 "unit_pulses": self.units, "one_shot_bits": self.load_bits or None,
                 "suspended": self.suspended, "resume_slack": self.resume_slack,
                 "resumable": self.resumable, "paced_short": self.paced,
+                "paced_open": self.paced_open,
                 "chain_heads": self.heads,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses}
@@ -1028,8 +1032,9 @@ def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
     return g
 
 
-def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi):
-    """Probability that each pulse is a host-paced cache program.
+def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=False):
+    """Probability that each pulse is a host-paced cache program (with ``unanchored``, also
+    that of the candidates whose chain no slow program's silence anchors, not counted).
 
     A cache program (80h…15h) whose host waits for the array before the next command shows on
     R/B# only its tCBSY, a few µs to tens of µs, as short as a read; the page's program runs
@@ -1048,7 +1053,9 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi):
         return out
     lo, mid, hi = prog_range
     gap = np.nan_to_num(np.asarray(gap_after, dtype=float), nan=-np.inf)
-    seed = pshort * (x <= cbsy_hi) * ((gap >= lo) & (gap <= hi))
+    # (A pulse up to PACED_WIDE octave wider than tCBSY's bound continues a chain, below.)
+    wide = (x > cbsy_hi) & (x <= cbsy_hi + PACED_WIDE)
+    seed = pshort * ((x <= cbsy_hi) | wide) * ((gap >= lo) & (gap <= hi))
     along = pprog * (x > cbsy_hi)
     # The transfers of this drive: the gaps between a short pulse and the program after it,
     # mostly reads whose page is moved (data out, data in). A silence an octave above their
@@ -1066,10 +1073,16 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi):
         if i + 1 < n:
             out[i] = seed[i] * min(1.0, along[i + 1] + (1 - along[i + 1]) * out[i + 1])
             anchored[i] = anchor[i] or (out[i + 1] > 0 and anchored[i + 1])
+    # A pulse wider than tCBSY (a slow tCBSY's tail) continues a chain, never starts one.
+    for i in np.nonzero(wide & (out > 0))[0]:
+        if i == 0 or out[i - 1] <= 0:
+            out[i] = 0.0
     # The anchor found further down the chain holds for the pulses before it too.
     for i in np.nonzero(out > 0)[0]:
         if i > 0 and out[i - 1] > 0 and anchored[i - 1]:
             anchored[i] = True
+    if unanchored:
+        return np.where(anchored, out, 0.0), np.where(anchored, 0.0, out)
     return np.where(anchored, out, 0.0)
 
 
@@ -1397,9 +1410,11 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
             run = np.full(len(x), fixed_planes - 1.0)  # loads may pass for tDBSY: Mp planes
         extra = float((punit * run).sum())
     paced = np.zeros(len(x))
+    result_paced_open = 0.0
     if gap_after is not None and prog_range is not None and not bits:
-        paced = _host_paced(x, pprog, pshort * (1 - np.clip(announced, 0.0, 1.0)), gap_after,
-                            prog_range, cbsy_hi)
+        paced, paced_open = _host_paced(x, pprog, pshort * (1 - np.clip(announced, 0.0, 1.0)),
+                                        gap_after, prog_range, cbsy_hi, unanchored=True)
+        result_paced_open = float(paced_open.sum())
         pprog = np.clip(pprog + paced, 0.0, 1.0)
         punit = punit + paced
         announced = announced + paced
@@ -1440,6 +1455,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
                      float(punit.sum()), vu)
     result.load_bits = bits
     result.paced = float(paced.sum())
+    result.paced_open = result_paced_open
     result.heads = float(heads.sum())
     return result
 

@@ -613,7 +613,9 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
       to what the line's busy time allows (every LUN busy all the line's busy time, programs as
       fast as the fastest program mode).
     * **Short pulses that may be programs** (host-paced cache programs: R/B# shows only tCBSY,
-      among the reads) when WA would be below 1 without them.
+      among the reads) when WA would be below 1 without them, or when host-paced cache programs
+      were found and the unanchored chains' short pulses (``paced_open``) reach 1 % of the
+      counted programs.
     """
     reasons, alts = [], []
     decided = None
@@ -780,6 +782,21 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         undetermined = True
         reasons.append("short pulses in the tCBSY range (a few µs to ~40 µs) may be reads or "
                        "cache programs: tap the bus (the opcode tap tells 15h from 30h)")
+    # Host-paced chains the silences found but no slow program's silence anchored (a read
+    # whose page is moved leaves a silence too): counted none, each possibly a cache program.
+    paced = sum(getattr(d, "paced", 0.0) for d in dies.values())
+    unanchored = sum(getattr(d, "paced_open", 0.0) for d in dies.values())
+    if paced >= 1.0 and unanchored >= max(1.0, 0.01 * counted):
+        w_alt = wa_of_units(counted + unanchored)
+        alts.append({"reading": f"the {unanchored * scale:,.0f} short pulses in unanchored "
+                                f"chains are host-paced cache programs too", "wa": w_alt})
+        hi_wa = max(hi_wa, w_alt)
+        undetermined = True
+        reasons.append(f"≈{paced * scale:,.0f} host-paced cache programs were found by the "
+                       f"silence after their tCBSY; ≈{unanchored * scale:,.0f} more short "
+                       f"pulses head silences as long as a fast page's program, in chains "
+                       f"no slow page's silence confirms (a read whose page is moved leaves "
+                       f"such a silence too): tap the bus (the opcode tap tells 15h from 30h)")
     if has_logical and wa.value < 0.98 and not alts and not undetermined:
         undetermined = True
         reasons.append(f"WA {wa.value:.3f} is below 1, which no reading of these pulses "
