@@ -1,7 +1,9 @@
 # rbscope developer entry points (GNU make).
 #
-#   make test      default suite, tests marked `slow` excluded (the default goal)
-#   make test-all  every test, `slow` ones included
+#   make test      default suite, tests marked `slow` or `heavy` excluded (the default goal)
+#   make test-heavy the `heavy` tests: long gateware simulations whose behaviour a lighter
+#                  variant in the default suite also checks (CI runs them after `make test`)
+#   make test-all  every test, `slow` and `heavy` ones included
 #   make demo      a reference SSD's commands into emulated dies, measured by the gateware in
 #                  Verilator, ending in WA
 #   make lint      ruff check
@@ -48,7 +50,7 @@ PYTEST_ARGS ?=
 # apt-get needs root: nothing as root, sudo otherwise (when there is one).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || { command -v sudo >/dev/null && echo sudo; })
 
-.PHONY: test test-all demo lint verilog versions clean distclean bootstrap iverilog \
+.PHONY: test test-heavy test-all demo lint verilog versions clean distclean bootstrap iverilog \
 	bitstream program test-boards capacity
 
 # Board builds (docs/boards.md). Place and route is long: it runs under `nice`.
@@ -65,7 +67,10 @@ BOARD_ARGS = $(BOARD) $(if $(CHANNELS),--channels $(CHANNELS)) \
 	$(if $(SEED),--seed $(SEED)) $(if $(MARGIN),--margin $(MARGIN)) $(if $(JOBS),--jobs $(JOBS))
 
 test: bootstrap
-	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow and not heavy" $(PYTEST_ARGS)
+
+test-heavy: bootstrap
+	$(PY) -m pytest $(PYTEST_FLAGS) -m "heavy and not slow" $(PYTEST_ARGS)
 
 test-all: bootstrap
 	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS)

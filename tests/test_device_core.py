@@ -176,8 +176,10 @@ def test_info_registers_and_errors(ram_output_registers):
     assert cfg.idle_ticks == (7 << 32) | 1_000_000
 
 
-@pytest.mark.parametrize("ram_output_registers", [True, False])
-@pytest.mark.parametrize("trace", [False, True])
+@pytest.mark.parametrize(("trace", "ram_output_registers"), [
+    (True, True), pytest.param(True, False, marks=pytest.mark.heavy),
+    pytest.param(False, True, marks=pytest.mark.heavy),
+    pytest.param(False, False, marks=pytest.mark.heavy)])
 def test_snapshot_histograms_clear_and_trace_match_model(trace, ram_output_registers):
     b = CoreBench(ram_output_registers)
     config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
@@ -322,7 +324,8 @@ def test_window_register_writes_strobe_the_window_port():
     assert strobes == [(5, 0xABCDE), (0, 5), (9, 0x12345)]
 
 
-@pytest.mark.parametrize("ram_output_registers", [True, False])
+@pytest.mark.parametrize("ram_output_registers", [pytest.param(True, marks=pytest.mark.heavy),
+                                                  False])
 def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
     """More pulses than the trace FIFO holds while TRACE frames drain it: every pulse is either
     sent or counted as lost, per channel (COUNTERS) and in total (STATUS), with either loss

@@ -99,6 +99,7 @@ def _edges(ch):
     return [1, edges], t
 
 
+@pytest.mark.heavy  # (test_gate_level_emulator_quick keeps a gate-level run in the default suite)
 @pytest.mark.parametrize("rewrite", [True, False], ids=["written", "boot"])
 def test_gate_level_sniffer_dsp_windows(rewrite, cocotb_build_dir):
     """The sniffer's iCE40 netlist with seven window bounds in SB_MAC16 blocks (the cell

@@ -9,6 +9,8 @@ program and erase, and read operations agree exactly, and the measured Mp is the
 
 import json
 
+import pytest
+
 from rbscope.cli import commands as cli
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
@@ -41,6 +43,7 @@ def delta(after, before):
     return [b - a for a, b in zip(before, after, strict=True)]
 
 
+@pytest.mark.heavy  # (tests/test_onfi_tap.py's loopback checks the tap on the emulator's bus)
 def test_tap_counts_over_the_link_equal_the_emulators_ground_truth(tmp_path, capsys):
     emu, params, config, emu_config, idle = loop_setup(tag_bits=4)
     tap = TapParams(targets=emu.dies, sniffer=params)

@@ -73,7 +73,8 @@ def test_random_trains_16_channels(simulator, cocotb_build_dir):
                 cycles=40_000)
 
 
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize("simulator", [pytest.param("icarus", marks=pytest.mark.heavy),
+                                       "verilator"])
 def test_stuck_low_line_saturates(simulator, cocotb_build_dir):
     """A line stuck busy for 2.5 × MAX ticks is overlong once; its busy time stays exact."""
     params = {"channels": 4, "width_bits": 16}
@@ -86,7 +87,8 @@ def test_stuck_low_line_saturates(simulator, cocotb_build_dir):
                 cycles=180_000)
 
 
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize("simulator", [pytest.param("icarus", marks=pytest.mark.heavy),
+                                       "verilator"])
 def test_saturation_boundaries(simulator, cocotb_build_dir):
     """Pulses around MAX and 2 MAX ticks: one tick short of overlong, exactly MAX (overlong, no
     remainder), ending a tick or a few after saturating (before the scanner sees the
