@@ -733,8 +733,8 @@ def _suspend_pairs(x, g, states, w, grid, max_reads=3, gap_after=None):
     operation whose first piece passed for the first read after the first pulse; or the
     pulse before the second piece no read (no data out) and the second piece a new program
     (its data in): that pulse the rest of the first (too short to tell from a read), or a
-    cache program's tCBSY. ``before``: the width
-    (log2) of the pulse right before each pair's second pulse.
+    cache program's tCBSY. ``before``: the width (log2) of the pulse right before each pair's
+    second pulse.
     """
     long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
     read_k = [j for j, st in enumerate(states) if st.kind in ("read", "cache")]
@@ -1236,8 +1236,6 @@ def _reads_by_data_in(x, g, states, gap_after):
     lo = max(fast.mu - 2.5 * fast.sigma, top)
     hi = fast.mu + 2.5 * fast.sigma
     ok = np.isfinite(gb)
-    # (Pulses in the fastest mode's widths, and those the widths call programs above the reads.)
-    win = ok & (x <= hi) & (pr + pp > 0.5) & ((x >= lo) | ((x > top) & (pp > 0.5)))
     # Each gap is a command's time plus a transfer for the data out of a read before it and one
     # for a program's own data in: fitted (least squares, weighted by count) to the medians of
     # the confident groups — reads narrower than the fastest program mode, programs of the
@@ -1265,13 +1263,15 @@ def _reads_by_data_in(x, g, states, gap_after):
         pr, pp = g[:, rk].sum(axis=1), g[:, pk].sum(axis=1)
         prev_r = np.concatenate([[0.0], pr[:-1]])
         prev_l = np.concatenate([[0.0], g[:-1][:, lk].sum(axis=1)])
+        # (Pulses in the fastest mode's widths, and those above the reads the widths call
+        # programs.)
         win = ok & (x <= hi) & (pr + pp > 0.5) & ((x >= lo) | ((x > top) & (pp > 0.5)))
-        _by_data_in_pass(x, g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command,
+        _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command,
                          transfer, spread)
     return g, programs - float(g[:, pk].sum())
 
 
-def _by_data_in_pass(x, g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command, transfer,
+def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command, transfer,
                      spread):
     """One pass of :func:`_reads_by_data_in` over ``g`` (in place)."""
     for before_read, prev in ((1, prev_r), (0, prev_l)):
@@ -1879,9 +1879,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     if sum(suspended.values()) >= 1:
         notes.append(f"{sum(suspended.values()):,.0f} long operations were suspended (pieces "
                      f"with reads between, joined into one operation each)")
-    if abs(sum(by_data_in.values())) >= 0.5:
-        notes.append(f"{sum(by_data_in.values()):,.0f} pulses as wide as the fastest programs "
-                     f"were reads by the idle gap before them (a program waits for its data in)")
+    moved = sum(by_data_in.values())
+    if abs(moved) >= 0.5:
+        notes.append(f"{abs(moved):,.0f} pulses as wide as the fastest programs "
+                     f"{'were reads' if moved > 0 else 'were programs'} by the idle gap before "
+                     f"them, net (a program waits for its data in)")
     signed = [d.load_bits for d in dies.values() if d.load_bits]
     if signed:
         b = max(set(signed), key=signed.count)
