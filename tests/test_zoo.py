@@ -351,3 +351,32 @@ def test_unconfirmed_host_paced_chains_leave_the_value_undetermined(zoo):
     alt = next(a["wa"] for a in r.alternatives if "unanchored" in a["reading"])
     assert alt > r.wa.value and r.wa_confidence.hi >= alt
     assert r.wa_confidence.lo <= run.truth.wa_true <= r.wa_confidence.hi
+
+
+def test_a_tap_s_coarse_tick_trains_classes_that_cover_the_finer_measurement(zoo):
+    # L2 on a tuning draw of mlc-seq-100w: the tapped channel's labels count whole 1 µs ticks,
+    # so every tDBSY (0.5-1 µs here) reads 0; spread as rounding (±0.5 tick) the trained
+    # multiplane class ended at 0.5 µs, and half the measured tDBSY (10 ns ticks) fell outside
+    # it: −15 %. A count of ticks stands for a width up to a tick either side.
+    import tempfile
+
+    import numpy as np
+
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+    from rbscope.analysis.trained import train
+
+    drive, _, run, m, maxima = zoo.prepare("mlc-seq-100w", 11)
+    trained = train(from_refssd(run, 0))  # 1 µs ticks
+    mp = next(s for s in trained.states if s.kind == "multiplane")
+    widths = np.asarray(m.pulses[sorted(m.pulses)[0]]) * m.tick_seconds * 1e6
+    tdbsy = widths[widths < 2]
+    assert len(tdbsy) > 100 and 2.0 ** mp.range_log2[1] >= tdbsy.max()
+    geometry, _ = zoo.user_geometry(drive, "mlc-seq-100w", maxima=maxima)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.json"
+        m.save(src)
+        r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
+                                      trained=trained)).result
+    assert abs(r.wa.value / run.truth.wa_true - 1) < 0.01

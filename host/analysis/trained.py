@@ -308,10 +308,12 @@ def train(labels, *, source=""):
                 continue
             name, kind = KIND_OF_CLASS[cls_name]
             # The tap's clock quantises a width to whole ticks (a tDBSY of 0.4-1.4 µs reads 0
-            # or 1 at 1 µs): spread each over the tick it stands for, so that the learned
-            # shape has the real spread and no width below one tick is lost.
+            # or 1 at 1 µs): spread each over the ticks it may stand for, one either side (a
+            # count of whole ticks, or of the samples the pulse spanned, whatever its phase),
+            # so that the learned shape covers the real widths and no width below one tick is
+            # lost (a width cannot be negative: 0 ticks stand for 0-1).
             w = np.asarray(w, dtype=float)
-            w = np.maximum(w + (rng.random(len(w)) - 0.5) * tick_us, 0.1 * tick_us)
+            w = np.maximum(np.abs(w + (2 * rng.random(len(w)) - 1) * tick_us), 0.05 * tick_us)
             samples.setdefault(name, []).append(w)
             kinds[name] = kind
         mp_pages += lab.program_pages()
