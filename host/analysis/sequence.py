@@ -1823,12 +1823,15 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         elif share and c is not None:
             g, suspended[k] = _join_suspended(g, states, c,
                                               share * c[1] / (share * c[1] + (1 - share) * c[2]))
-        # Chain heads and reads by the gaps only on a line without suspension (joins under 0.2 %
-        # of its long pulses): a read before a resume is one transfer from it, like a head, and
-        # a resume waits for no data in, like a read.
+        # Chain heads by the gaps only on a line without suspension (joins under 0.2 % of its
+        # long pulses): a read before a resume is one transfer from it, like a head. Reads by
+        # the data in only where joins stay under 1 %: a resume waits for no data in, like a
+        # read, and a program's rest whose first piece passed for a read would be lost.
         no_suspension = share == 0.0 or (share is None and suspended.get(k, 0.0)
                                          < max(1.0, 0.002 * float(g[:, pj].sum())))
-        if ordered and gaps is not None and not word_line and no_suspension and k not in suspect:
+        few_joins = share == 0.0 or (share is None and suspended.get(k, 0.0)
+                                     < max(1.0, 0.01 * float(g[:, pj].sum())))
+        if ordered and gaps is not None and not word_line and few_joins and k not in suspect:
             g, by_data_in[k] = _reads_by_data_in(s, g, states, gaps[k])
         chain_gaps = ordered and not word_line and k not in suspect and no_suspension
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
