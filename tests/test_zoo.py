@@ -380,3 +380,32 @@ def test_a_tap_s_coarse_tick_trains_classes_that_cover_the_finer_measurement(zoo
         r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
                                       trained=trained)).result
     assert abs(r.wa.value / run.truth.wa_true - 1) < 0.01
+
+
+def test_trained_host_paced_tcbsy_is_told_by_order_not_by_its_share_of_the_widths(zoo):
+    # L2 on a tuning draw of mlc-hostpaced-cache-50r: the trained tCBSY (7-35 µs) and reads
+    # (14-80 µs) overlap, and their fitted shares put about 200 reads among the cache programs
+    # (+4.4 %, then the idle-gap rules added more). With the order known, the tCBSY class
+    # joins the short pulses and the idle gaps tell the host-paced programs, as at L0.
+    import tempfile
+
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+    from rbscope.analysis.trained import train
+
+    drive, _, run, m, maxima = zoo.prepare("mlc-hostpaced-cache-50r", 0)
+    trained = train(from_refssd(run, 0))
+    assert trained.state("cache_program") is not None
+    geometry, _ = zoo.user_geometry(drive, "mlc-hostpaced-cache-50r", maxima=maxima)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.json"
+        m.save(src)
+        r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
+                                      trained=trained)).result
+    truth = run.truth.wa_true
+    assert abs(r.wa.value / truth - 1) < 0.01
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    paced = sum(d["paced_short"] for d in r.classification["dies"].values())
+    assert 0.8 * run.truth.pulses["CACHE_PROGRAM"] <= paced <= 1.05 * run.truth.pulses[
+        "CACHE_PROGRAM"]

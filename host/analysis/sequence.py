@@ -91,6 +91,9 @@ CHAIN_GAP_GROUP = 5
 CHAIN_GAP_STEP = 0.5
 CHAIN_GAP_STEP_MAX = 1.3
 CHAIN_GAP_SEPARATION = 3.0
+#: A trained cache-program class with this share of its labelled widths within tCBSY is the
+#: host-paced regime's: a short state told by order, not counted by width (:func:`_trained_states`).
+PACED_TRAINED = 0.9
 #: ... and the shorter group's pulses this much shorter (octaves, medians) than the longer's.
 CHAIN_WIDTH_STEP = 0.4
 #: Reads told from the fastest programs by the data in before them: at least this many
@@ -1460,15 +1463,17 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     return result
 
 
-def _trained_states(trained, grid, hints):
+def _trained_states(trained, grid, hints, by_order=False):
     """Fixed emission states from a :class:`~rbscope.analysis.trained.TrainedClassifier` on
     ``grid``.
 
     Each class's labelled widths, smoothed like a learned state's, with a faint floor half an
     octave around them (a width a little beyond the training still belongs somewhere). An erase
-    state is seeded from the hints when the labels held no erase.
+    state is seeded from the hints when the labels held no erase. With ``by_order`` (the pulses'
+    order and idle gaps known), a cache-program class of tCBSY widths joins the short pulses.
     """
     states = []
+    cbsy_hi = math.log2(TCBSY_US[1])
     for t in trained.states:
         lo, hi = t.range_log2
         st = State(t.name, t.kind, 0.0, 0.0, (lo - 0.5, hi + 0.5), fixed=True)
@@ -1479,6 +1484,14 @@ def _trained_states(trained, grid, hints):
         st.mu = float((h * c).sum() / h.sum())
         st.sigma = max(float(np.sqrt((h * (c - st.mu) ** 2).sum() / h.sum())), _SIGMA_MIN)
         st._limit(grid, np.convolve(h, grid.kernel, mode="same") + 1e-4 * h.sum() / grid.n)
+        if by_order and t.kind == "cache_program" and \
+                (h * (c <= cbsy_hi)).sum() >= PACED_TRAINED * h.sum():
+            # Cache programs whose busy is only tCBSY (host-paced: the array works while R/B#
+            # is high) overlap the reads, and a share fitted to two overlapping densities moves
+            # by hundreds of pulses when either shifts a little (another die, another tick):
+            # +2 to +5 % on tuning draws. They join the short pulses, which the order rules
+            # tell apart by the idle gaps around them (host-paced chains), as untrained.
+            st.kind = "read"
         states.append(st)
     if not any(s.kind == "erase" for s in states):
         elo, ehi = (math.log2(v) for v in hints["erase"])
@@ -1587,7 +1600,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         lo = min([float(allx.min())] + [t.range_log2[0] for t in trained.states])
         hi = max([float(allx.max()), e_top] + [t.range_log2[1] for t in trained.states])
         grid = _Grid(lo - 1.0, hi + 1.0)
-        states = _trained_states(trained, grid, {"erase": SEQUENCE_HINTS["erase"], **h})
+        states = _trained_states(trained, grid, {"erase": SEQUENCE_HINTS["erase"], **h},
+                                 by_order=ordered and gaps is not None)
         if scheme in ("one-shot", "two-pass"):
             # The trained program modes of a word-line scheme: those slower than a page program
             # write bits (one-shot) or bits / 2 (two-pass) pages per plane; faster ones are
