@@ -409,3 +409,32 @@ def test_trained_host_paced_tcbsy_is_told_by_order_not_by_its_share_of_the_width
     paced = sum(d["paced_short"] for d in r.classification["dies"].values())
     assert 0.8 * run.truth.pulses["CACHE_PROGRAM"] <= paced <= 1.05 * run.truth.pulses[
         "CACHE_PROGRAM"]
+
+
+def test_trained_slc_cache_programs_beside_three_page_types(zoo):
+    # L2 on a tuning draw of tlc-slc-cache: the tapped channel's program widths form four
+    # clusters (SLC-mode programs, 31 %, then the three TLC page types). Trained as two equal
+    # halves they made two program modes on TLC cells, which only two-pass programming
+    # explains: undetermined, +1.6 %. Trained as an SLC-mode class beside three page types:
+    # decided and within 1 %.
+    import tempfile
+
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+    from rbscope.analysis.trained import train
+
+    drive, _, run, m, maxima = zoo.prepare("tlc-slc-cache", 0)
+    trained = train(from_refssd(run, 0))
+    assert sorted(s.kind for s in trained.states if "program" in s.kind) == [
+        "program", "program", "program", "program_slc"]
+    geometry, _ = zoo.user_geometry(drive, "tlc-slc-cache", maxima=maxima)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.json"
+        m.save(src)
+        r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
+                                      trained=trained)).result
+    truth = run.truth.wa_true
+    assert not r.undetermined
+    assert abs(r.wa.value / truth - 1) < 0.01
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi

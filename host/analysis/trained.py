@@ -3,7 +3,8 @@
 The opcode tap labels every busy pulse of a tapped channel with the command that started it
 (``rbscope label`` → :class:`~rbscope.analysis.labelled.LabelledPulses`). :func:`train` turns those
 labels into the width distribution of each pulse class the sequence-aware classifier knows
-(``program`` — one state per page type where the program widths form 2 or 3 clusters —,
+(``program`` — one state per page type where the program widths form 2 or 3 clusters, and a
+``program_slc`` state for an SLC cache's faster programs beside them —,
 ``cache_program``, ``erase``, ``multiplane`` for tDBSY, ``read``, ``other``), and
 :func:`rbscope.analysis.sequence.classify` (``trained=``) then uses them as fixed emission
 densities on
@@ -126,7 +127,7 @@ class TrainedClassifier:
             raise TrainedError(f"bins_per_octave must be {BINS_PER_OCTAVE}, not "
                                f"{obj.get('bins_per_octave')!r}")
         states = []
-        kinds = {k for _, k in KIND_OF_CLASS.values()}
+        kinds = {k for _, k in KIND_OF_CLASS.values()} | {"program_slc"}
         raw = obj.get("states")
         if raw is not None and not isinstance(raw, list):
             raise TrainedError("states must be a list")
@@ -233,51 +234,78 @@ def _page_types(x):
     equal counts: they are supported only when the widths split, at ``k - 1`` cuts that each
     leave every type within :data:`PAGE_SHARE_TOL` of a ``1 / k`` share, into clusters with a
     valley between each (the density there below :data:`PAGE_VALLEY` of each side's peak).
-    Three types are tried, then two; otherwise the program widths stay one state (a wide
-    cluster with ripples or two humps of unequal counts is one type, never invented ones).
+    Three types are tried, then an SLC cache's faster programs beside three or two types (a
+    cluster below the first valley, of any share, the rest splitting as above), then two types;
+    otherwise the program widths stay one state (a wide cluster with ripples or two humps of
+    unequal counts is one type, never invented ones).
 
     Returns
     -------
-    list of numpy.ndarray
-        The widths of each page type, fastest first (one array when no split holds).
+    (list of numpy.ndarray, int)
+        The widths of each part, fastest first (one array when no split holds), and how many
+        leading parts are SLC-mode programs (0 or 1).
     """
 
     x = np.sort(np.asarray(x, dtype=float))
-    n = len(x)
-    if n < 4 * MIN_PULSES:
-        return [x]
+    if len(x) < 4 * MIN_PULSES:
+        return [x], 0
+    dens, centres = _density(x)
+    parts = _equal_types(x, 3, dens, centres)
+    if parts:
+        return parts, 0
+    # The first valley: SLC-mode programs (an SLC cache in front of the main cells) are the
+    # fastest, in their own cluster, and as many as the cache takes.
+    peak = 0.0
+    for c in range(1, len(dens) - 1):
+        peak = max(peak, dens[c - 1])
+        if dens[c] <= dens[c - 1] and dens[c] <= dens[c + 1] and \
+                dens[c] < PAGE_VALLEY * min(peak, dens[c + 1:].max()):
+            fast, rest = x[x < centres[c]], x[x >= centres[c]]
+            if len(fast) >= MIN_PULSES and len(rest) >= 4 * MIN_PULSES:
+                for k in (3, 2):
+                    parts = _equal_types(rest, k, *_density(rest))
+                    if parts:
+                        return [fast, *parts], 1
+            break
+    parts = _equal_types(x, 2, dens, centres)
+    return (parts, 0) if parts else ([x], 0)
+
+
+def _density(x):
+    """The smoothed width density of sorted ``x`` (octaves) and its bins' centres."""
     lo, hi = float(x[0]) - 0.25, float(x[-1]) + 0.25
     nb = max(8, int(math.ceil((hi - lo) * _PT_PER_OCTAVE)))
     counts, edges = np.histogram(x, bins=nb, range=(lo, hi))
     radius = max(1, int(3 * _PT_SMOOTH))
     kern = np.exp(-0.5 * (np.arange(-radius, radius + 1) / _PT_SMOOTH) ** 2)
     dens = np.convolve(counts.astype(float), kern / kern.sum(), mode="same")
-    centres = 0.5 * (edges[:-1] + edges[1:])
-    for k in (3, 2):
-        cuts = []
-        for j in range(1, k):
-            q_lo = np.quantile(x, max(0.0, j / k - PAGE_SHARE_TOL / k))
-            q_hi = np.quantile(x, min(1.0, j / k + PAGE_SHARE_TOL / k))
-            inside = np.flatnonzero((centres >= q_lo) & (centres <= q_hi))
-            if not len(inside):
-                inside = np.array([int(np.clip(np.searchsorted(centres, q_lo), 0, nb - 1))])
-            b = int(inside[np.argmin(dens[inside])])
-            cuts.append(b)
-        bounds = [0, *cuts, nb]
-        ok = all(a < b for a, b in zip(bounds, bounds[1:], strict=False))
-        for i, c in enumerate(cuts):
-            if not ok:
-                break
-            left = dens[bounds[i]:c].max(initial=0.0)
-            right = dens[c + 1:bounds[i + 2]].max(initial=0.0)
-            ok = dens[c] < PAGE_VALLEY * min(left, right)
-        if not ok:
-            continue
-        at = [float(centres[c]) for c in cuts]
-        parts = np.split(x, np.searchsorted(x, at))
-        if all(abs(len(p) / n - 1 / k) <= PAGE_SHARE_TOL / k + 1e-9 for p in parts):
-            return parts
-    return [x]
+    return dens, 0.5 * (edges[:-1] + edges[1:])
+
+
+def _equal_types(x, k, dens, centres):
+    """``k`` page types of equal counts split at valleys of ``dens`` (see :func:`_page_types`),
+    or None."""
+    n, nb = len(x), len(dens)
+    cuts = []
+    for j in range(1, k):
+        q_lo = np.quantile(x, max(0.0, j / k - PAGE_SHARE_TOL / k))
+        q_hi = np.quantile(x, min(1.0, j / k + PAGE_SHARE_TOL / k))
+        inside = np.flatnonzero((centres >= q_lo) & (centres <= q_hi))
+        if not len(inside):
+            inside = np.array([int(np.clip(np.searchsorted(centres, q_lo), 0, nb - 1))])
+        cuts.append(int(inside[np.argmin(dens[inside])]))
+    bounds = [0, *cuts, nb]
+    if not all(a < b for a, b in zip(bounds, bounds[1:], strict=False)):
+        return None
+    for i, c in enumerate(cuts):
+        left = dens[bounds[i]:c].max(initial=0.0)
+        right = dens[c + 1:bounds[i + 2]].max(initial=0.0)
+        if not dens[c] < PAGE_VALLEY * min(left, right):
+            return None
+    parts = np.split(x, np.searchsorted(x, [float(centres[c]) for c in cuts]))
+    if all(abs(len(p) / n - 1 / k) <= PAGE_SHARE_TOL / k + 1e-9 for p in parts):
+        return parts
+    return None
 
 
 def train(labels, *, source=""):
@@ -326,17 +354,22 @@ def train(labels, *, source=""):
             notes.append(f"{name}: only {len(w)} labelled pulses, not used")
             continue
         x = np.log2(w)
-        groups = [(name, x)]
         if name == "program":
             # Page types (lower / middle / upper) are clusters of the program widths: one
-            # state each, so that the classifier can hold them to equal counts.
-            groups = [(f"program_{i + 1}", g) for i, g in enumerate(_page_types(x))]
+            # state each, so that the classifier can hold them to equal counts; SLC-mode
+            # programs, faster, a state of their own (counted, not balanced).
+            parts, n_slc = _page_types(x)
+            groups = [("program_slc" if i < n_slc else f"program_{i + 1 - n_slc}", g,
+                       "program_slc" if i < n_slc else kinds[name])
+                      for i, g in enumerate(parts)]
             if len(groups) == 1:
-                groups = [(name, x)]
-        for state_name, xs in groups:
+                groups = [(name, x, kinds[name])]
+        else:
+            groups = [(name, x, kinds[name])]
+        for state_name, xs, kind in groups:
             k = np.floor(xs * BINS_PER_OCTAVE).astype(np.int64)
             first = int(k.min())
-            states.append(TrainedState(state_name, kinds[name], first, np.bincount(k - first),
+            states.append(TrainedState(state_name, kind, first, np.bincount(k - first),
                                        len(xs)))
     if not any(s.kind == "program" for s in states):
         raise TrainedError("the labels hold no program pulses: tap the bus while the drive "
