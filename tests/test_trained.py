@@ -87,7 +87,9 @@ def test_trained_file_round_trip_and_errors(tmp_path):
                           ({"version": 9}, "version"),
                           ({"states": [{"name": "p"}]}, r"states\[0\]"),
                           ({"states": []}, "no program state"),
-                          ({"mp": 0}, "mp must be")):
+                          ({"mp": 0}, "mp must be"),
+                          ({"resumes": -1}, "resumes must be"),
+                          ({"resumes": 1.5}, "resumes must be")):
         path.write_text(json.dumps({**obj, **change}))
         with pytest.raises(TrainedError, match=match):
             TrainedClassifier.load(path)
@@ -111,6 +113,8 @@ def test_calibrate_labelled_then_analyze_trained(tmp_path, capsys):
     assert cli.main(["calibrate", "--labelled", str(labels_path), "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "cache_program" in text and "Mp measured: 2" in text and str(out) in text
+    assert "suspension: none on the tapped channel" in text
+    assert json.loads(out.read_text())["resumes"] == 0
     pulses, labels = make(seed=26, **kw)
     m = to_measurement(pulses, keep_pulses=False)
     mpath = tmp_path / "m.json"

@@ -438,3 +438,46 @@ def test_trained_slc_cache_programs_beside_three_page_types(zoo):
     assert not r.undetermined
     assert abs(r.wa.value / truth - 1) < 0.01
     assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+
+
+def test_a_tap_that_saw_no_resume_keeps_long_pulses_whole(zoo):
+    # The tap labels a busy by the last confirm it saw; a resume (13h, D2h) is not in its
+    # vocabulary, so a suspended operation's rest comes labelled as a read far longer than any.
+    # Training counts them: on a program-suspending drive it sees resumes, on the host-paced
+    # one none. There, tuning draw 3's SLC-free MLC long pulses pair up around reads like
+    # suspended pieces (undetermined at L0, −0.7 %); the tap settles it, and with the page
+    # types left free (host-paced cache programs took pages of unknown types out of the long
+    # pulses; held equal, 110 erases became upper-page programs: +2.0 %) L2 is within 0.1 %.
+    import tempfile
+
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+    from rbscope.analysis.trained import TrainedClassifier, train
+
+    _, _, run, _, _ = zoo.prepare("mlc-read-retry", 0)
+    assert train(from_refssd(run, 0)).resumes > 100
+    drive, _, run, m, maxima = zoo.prepare("mlc-hostpaced-cache-50r", 3)
+    trained = train(from_refssd(run, 0))
+    assert trained.resumes == 0
+    assert TrainedClassifier.from_dict(trained.to_dict()).resumes == 0
+    geometry, _ = zoo.user_geometry(drive, "mlc-hostpaced-cache-50r", maxima=maxima)
+
+    def l2(t):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "m.json"
+            m.save(src)
+            return analyse(zoo.build_request("L2", src, geometry,
+                                             from_bytes(run.logical_bytes),
+                                             trained=t)).result
+
+    truth = run.truth.wa_true
+    r = l2(trained)
+    notes = r.classification["notes"]
+    assert any("no suspended operation on the tapped channel" in n for n in notes)
+    assert any("page types left free" in n for n in notes)
+    assert not r.undetermined and abs(r.wa.value / truth - 1) < 0.01
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    # A file that does not say (written before resumes were counted) settles nothing.
+    trained.resumes = None
+    assert not any("tapped channel" in n for n in l2(trained).classification["notes"])

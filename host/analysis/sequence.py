@@ -94,6 +94,9 @@ CHAIN_GAP_SEPARATION = 3.0
 #: A trained cache-program class with this share of its labelled widths within tCBSY is the
 #: host-paced regime's: a short state told by order, not counted by width (:func:`_trained_states`).
 PACED_TRAINED = 0.9
+#: ... and with host-paced programs at this share of the program pulses, a trained
+#: classification leaves the page types free (see the end of :func:`classify`).
+PACED_FREE = 0.01
 #: ... and the shorter group's pulses this much shorter (octaves, medians) than the longer's.
 CHAIN_WIDTH_STEP = 0.4
 #: Reads told from the fastest programs by the data in before them: at least this many
@@ -1775,7 +1778,14 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     suspect = {}
     share = 0.0  # the joined share by widths; None: the gaps name the resumes (resume_q)
     resume_q = {}
-    if ordered:
+    # A tapped channel that saw no resume (trained.resumes == 0: every long pulse labelled by
+    # its own confirm) says the drive did not suspend: long pulses around reads are whole
+    # operations (an SLC cache's programs, folding reads), none joined, none left open.
+    untapped_suspension = trained is None or getattr(trained, "resumes", None) != 0
+    if trained is not None and not untapped_suspension and ordered:
+        notes.append("no suspended operation on the tapped channel (no resume among its "
+                     "labelled pulses): long pulses are whole operations, none joined")
+    if ordered and untapped_suspension:
         gap_cands = {}
         for k, s in zip(keys, seqs, strict=True):
             gs = posteriors(s)
@@ -1857,7 +1867,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
                               chain_gaps=chain_gaps)
-        if ordered and not share:  # (none joined by widths, or joined by the gaps)
+        if ordered and not share and untapped_suspension:
+            # (None joined by widths, or joined by the gaps.)
             dies[k].resumable = _resumable(g, states)
         if share is None:
             dies[k].resume_slack, dies[k].resume_var = slack or (0.0, 0.0), var or 0.0
@@ -1925,6 +1936,20 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         for k, d in dies.items():
             if k in free.dies:
                 d.balance_shift = abs(d.units - free.dies[k].units)
+        paced = sum(d.paced for d in dies.values())
+        if paced >= PACED_FREE * sum(d.program_pulses for d in dies.values()):
+            # Host-paced cache programs (only their tCBSY shows) take pages of every type out
+            # of the long pulses, in shares R/B# cannot see: the long pulses' page types need
+            # not be equal, and holding them so moves erases into the slowest type. The free
+            # classification is the value; the interval still spans both.
+            notes[:] = [n for n in notes if "page types held" not in n] + [
+                f"page types left free: {paced:,.0f} host-paced cache programs took pages of "
+                f"unknown types out of the long pulses"]
+            for k, d in free.dies.items():
+                if k in dies:
+                    d.balance_shift = dies[k].balance_shift
+            dies = free.dies
+            balance = False
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance)
 

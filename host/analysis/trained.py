@@ -19,7 +19,10 @@ File format (JSON, ``format: "rbscope.analysis.trained-classifier"``, ``version:
 * ``states``: one per class, ``name``, ``kind``, ``first_bin`` (bin ``k`` spans
   ``log2(width / µs)`` from ``k / bins_per_octave``), ``counts`` (pulses per bin), ``pulses``;
 * ``mp``: the measured planes per program (final confirms), or null;
-* ``source``: where the labels came from (free text).
+* ``source``: where the labels came from (free text);
+* ``resumes`` (optional): suspended operations resumed on the tapped channels (the rest of a
+  program or erase, labelled as a read far longer than any), or null when unknown. With 0, the
+  classifier joins no pulses as suspended pieces: the drive did not suspend while tapped.
 
 ``rbscope calibrate --labelled FILE -o trained.json`` writes it, ``rbscope analyze --trained
 trained.json`` classifies with it (``docs/accuracy.md``, "Labelled training").
@@ -56,6 +59,12 @@ MAX_BIN = MAX_OCTAVE * BINS_PER_OCTAVE
 MAX_COUNT = 1 << 53
 MAX_STATES = 64
 MAX_MP = 16
+#: A pulse labelled a read is no read beyond READ_SPAN times the median labelled read width
+#: and READ_MAX_US (µs): the tap labels a busy by the last confirm it saw, and a resume (13h,
+#: D2h) is not in its vocabulary, so the rest of a program or erase resumed after reads comes
+#: labelled as one more, far longer, read. Such pulses count the resumes the tap saw.
+READ_SPAN = 4.0
+READ_MAX_US = 150.0
 #: Most samples drawn from one class's histogram (a larger histogram is scaled down to this:
 #: training uses its shape, and memory stays bounded whatever the counts say).
 MAX_HIST_SAMPLES = 1_000_000
@@ -95,13 +104,16 @@ class TrainedClassifier:
     mp: float | None = None
     source: str = ""
     notes: list = field(default_factory=list)
+    #: Resumed operations seen on the tapped channel (:func:`_read_top`), or None (unknown: a
+    #: file written before this was recorded, or labels without enough reads to tell).
+    resumes: int | None = None
 
     def state(self, name):
         return next((s for s in self.states if s.name == name), None)
 
     def to_dict(self):
         return {"format": FORMAT, "version": VERSION, "bins_per_octave": BINS_PER_OCTAVE,
-                "source": self.source, "mp": self.mp,
+                "source": self.source, "mp": self.mp, "resumes": self.resumes,
                 "states": [{"name": s.name, "kind": s.kind, "first_bin": s.first_bin,
                             "counts": [int(x) for x in s.counts], "pulses": s.pulses}
                            for s in self.states]}
@@ -170,7 +182,11 @@ class TrainedClassifier:
         source = obj.get("source", "")
         if not isinstance(source, str):
             raise TrainedError("source must be a string")
-        return cls(states, mp, source)
+        resumes = obj.get("resumes")
+        if resumes is not None and (type(resumes) is not int or not 0 <= resumes <= MAX_COUNT):
+            raise TrainedError(f"resumes must be an integer from 0 to {MAX_COUNT} or null, not "
+                               f"{_short(resumes)}")
+        return cls(states, mp, source, resumes=resumes)
 
     @classmethod
     def load(cls, path):
@@ -213,6 +229,15 @@ def _class_widths_us(labels):
         if w:
             out[name] = np.concatenate(w)
     return out
+
+
+def _resumes_seen(widths):
+    """Pulses among one channel's labelled read widths (µs) that are the rest of a resumed
+    operation (see :data:`READ_SPAN`), or None when too few reads tell."""
+    widths = np.asarray(widths, dtype=float)
+    if len(widths) < 4 * MIN_PULSES:
+        return None
+    return int((widths > max(READ_SPAN * float(np.median(widths)), READ_MAX_US)).sum())
 
 
 #: A page type's share of the program pulses may depart from ``1 / k`` by this fraction of it
@@ -328,10 +353,16 @@ def train(labels, *, source=""):
     samples = {}
     kinds = {}
     mp_pages = mp_ops = 0
+    resumes = 0
     rng = np.random.default_rng(0)  # (a fixed dither: the same labels train the same file)
     for lab in labels:
         tick_us = lab.tick_seconds * 1e6
-        for cls_name, w in _class_widths_us(lab).items():
+        widths = _class_widths_us(lab)
+        seen = _resumes_seen(np.concatenate(
+            [np.zeros(0)] + [w for c, w in widths.items()
+                             if c in KIND_OF_CLASS and KIND_OF_CLASS[c][1] == "read"]))
+        resumes = None if seen is None or resumes is None else resumes + seen
+        for cls_name, w in widths.items():
             if cls_name not in KIND_OF_CLASS or not len(w):
                 continue
             name, kind = KIND_OF_CLASS[cls_name]
@@ -375,7 +406,8 @@ def train(labels, *, source=""):
         raise TrainedError("the labels hold no program pulses: tap the bus while the drive "
                            "writes")
     states.sort(key=lambda s: (KINDS.index(s.kind), s.first_bin))
-    trained = TrainedClassifier(states, measured_mp(mp_pages, mp_ops), source, notes)
+    trained = TrainedClassifier(states, measured_mp(mp_pages, mp_ops), source, notes,
+                                resumes=resumes)
     # What is written must read back: the reader's checks, applied before anything is saved.
     try:
         TrainedClassifier.from_dict(trained.to_dict())

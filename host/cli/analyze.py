@@ -785,6 +785,11 @@ def _cmd_train(args):
               f"{2 ** lo:.4g} – {2 ** hi:.4g} µs")
     if trained.mp is not None:
         print(f"Mp measured: {trained.mp:.3g} pages per program")
+    if trained.resumes == 0:
+        print("suspension: none on the tapped channel (no resumed operation among its labels)")
+    elif trained.resumes:
+        print(f"suspension: {trained.resumes:,} resumed operations on the tapped channel (each "
+              f"labelled as a read far longer than any)")
     for note in trained.notes:
         print(f"note: {note}")
     if args.output:
