@@ -481,3 +481,26 @@ def test_a_tap_that_saw_no_resume_keeps_long_pulses_whole(zoo):
     # A file that does not say (written before resumes were counted) settles nothing.
     trained.resumes = None
     assert not any("tapped channel" in n for n in l2(trained).classification["notes"])
+
+
+def test_an_erase_state_the_labels_could_not_train_lies_above_the_programs(zoo):
+    # L2 on a short tuning draw of tlc-6plane: the tapped channel saw 4 erases, too few to
+    # train; the erase state seeded from the datasheet's tBERS range (300 µs to its maximum)
+    # spanned the one-shot programs (2-2.8 ms) and took 6 of one die's 15 as erases: −10 %.
+    import tempfile
+
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+    from rbscope.analysis.trained import train
+
+    drive, _, run, m, maxima = zoo.prepare("tlc-6plane", 1)
+    trained = train(from_refssd(run, 0))
+    assert not any(s.kind == "erase" for s in trained.states)
+    geometry, _ = zoo.user_geometry(drive, "tlc-6plane", maxima=maxima)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.json"
+        m.save(src)
+        r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
+                                      trained=trained)).result
+    assert abs(r.wa.value / run.truth.wa_true - 1) < 0.01

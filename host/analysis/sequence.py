@@ -1498,6 +1498,11 @@ def _trained_states(trained, grid, hints, by_order=False):
         states.append(st)
     if not any(s.kind == "erase" for s in states):
         elo, ehi = (math.log2(v) for v in hints["erase"])
+        # Too few labelled erases to train one: the erases are slower than the trained
+        # programs (a hint spanning the programs' widths would take programs as erases).
+        top = max((s.mu + s.sigma for s in states if s.kind in PROGRAM_KINDS), default=elo)
+        if elo < top < ehi - 0.5:
+            elo = top
         st = State("erase", "erase", 0.5 * (elo + ehi), max(_SIGMA_MIN, (ehi - elo) / 4),
                    (elo - 0.1, ehi + 0.1))
         st.seed(grid)
