@@ -62,9 +62,11 @@ RESUME_GAP_SEPARATION = 1.5
 #: ... and at least this many octaves (a new operation waits for its data in as well) ...
 RESUME_GAP_STEP = 0.3
 #: ... with at least this many gaps in the resumes' group, and the back-to-back programs' gap
-#: this many octaves above a command alone (it holds a page's data in).
+#: this many octaves above a command alone (it holds a page's data in; on zoo tuning draws
+#: with 4-8 KiB pages 16-18 µs against 11 µs, 0.6-0.75 octave; ~0 where cache programs load
+#: their data while the array is busy).
 RESUME_MIN = 10
-RESUME_TRANSFER = 0.75
+RESUME_TRANSFER = 0.45
 #: Fewest candidate gaps and back-to-back program gaps the gap reading needs.
 RESUME_GAP_MIN = 30
 #: Most reads between a resume and the piece before it (1-3 reads, each retried once).
