@@ -93,14 +93,14 @@ CHAIN_GAP_GROUP = 5
 CHAIN_GAP_STEP = 0.5
 CHAIN_GAP_STEP_MAX = 1.3
 CHAIN_GAP_SEPARATION = 3.0
+#: ... and the shorter group's pulses this much shorter (octaves, medians) than the longer's.
+CHAIN_WIDTH_STEP = 0.4
 #: A trained cache-program class with this share of its labelled widths within tCBSY is the
 #: host-paced regime's: a short state told by order, not counted by width (:func:`_trained_states`).
 PACED_TRAINED = 0.9
 #: ... and with host-paced programs at this share of the program pulses, a trained
 #: classification leaves the page types free (see the end of :func:`classify`).
 PACED_FREE = 0.01
-#: ... and the shorter group's pulses this much shorter (octaves, medians) than the longer's.
-CHAIN_WIDTH_STEP = 0.4
 #: Reads told from the fastest programs by the data in before them: at least this many
 #: confident reads and programs after the same kind of pulse, their gaps' medians this far apart
 #: (octaves) and this well separated (pooled robust spreads). Tuned on zoo seeds < 1000.

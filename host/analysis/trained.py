@@ -104,8 +104,8 @@ class TrainedClassifier:
     mp: float | None = None
     source: str = ""
     notes: list = field(default_factory=list)
-    #: Resumed operations seen on the tapped channel (:func:`_read_top`), or None (unknown: a
-    #: file written before this was recorded, or labels without enough reads to tell).
+    #: Resumed operations seen on the tapped channels (:func:`_resumes_seen`), or None
+    #: (unknown: a file written before they were counted, or too few labelled reads to tell).
     resumes: int | None = None
 
     def state(self, name):
