@@ -228,6 +228,21 @@ def _analyse_l0(zoo, family, drive, run, meas):
                                          from_bytes(run.logical_bytes))).result
 
 
+def _analyse_l2(zoo, family, drive, run, meas, maxima, trained):
+    """``rbscope analyze --trained`` at L2 (the datasheet maxima and the trained classifier)."""
+    import tempfile
+
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+
+    geometry, _ = zoo.user_geometry(drive, family, maxima=maxima)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.json"
+        meas.save(src)
+        return analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
+                                         trained=trained)).result
+
+
 def test_back_to_back_cache_chain_heads_told_from_reads_by_the_gap_after_them(zoo):
     # A one-die tuning draw of slc-seq-cache: 150 back-to-back cache chains, each head (80h…15h,
     # the array idle) only a tCBSY of 4-21 µs among reads of 22-31 µs, with no cluster of its
@@ -358,13 +373,9 @@ def test_a_tap_s_coarse_tick_trains_classes_that_cover_the_finer_measurement(zoo
     # so every tDBSY (0.5-1 µs here) reads 0; spread as rounding (±0.5 tick) the trained
     # multiplane class ended at 0.5 µs, and half the measured tDBSY (10 ns ticks) fell outside
     # it: −15 %. A count of ticks stands for a width up to a tick either side.
-    import tempfile
-
     import numpy as np
 
     from rbscope.analysis.labelled import from_refssd
-    from rbscope.analysis.logical import from_bytes
-    from rbscope.analysis.pipeline import analyse
     from rbscope.analysis.trained import train
 
     drive, _, run, m, maxima = zoo.prepare("mlc-seq-100w", 11)
@@ -373,12 +384,7 @@ def test_a_tap_s_coarse_tick_trains_classes_that_cover_the_finer_measurement(zoo
     widths = np.asarray(m.pulses[sorted(m.pulses)[0]]) * m.tick_seconds * 1e6
     tdbsy = widths[widths < 2]
     assert len(tdbsy) > 100 and 2.0 ** mp.range_log2[1] >= tdbsy.max()
-    geometry, _ = zoo.user_geometry(drive, "mlc-seq-100w", maxima=maxima)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "m.json"
-        m.save(src)
-        r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
-                                      trained=trained)).result
+    r = _analyse_l2(zoo, "mlc-seq-100w", drive, run, m, maxima, trained)
     assert abs(r.wa.value / run.truth.wa_true - 1) < 0.01
 
 
@@ -387,22 +393,13 @@ def test_trained_host_paced_tcbsy_is_told_by_order_not_by_its_share_of_the_width
     # (14-80 µs) overlap, and their fitted shares put about 200 reads among the cache programs
     # (+4.4 %, then the idle-gap rules added more). With the order known, the tCBSY class
     # joins the short pulses and the idle gaps tell the host-paced programs, as at L0.
-    import tempfile
-
     from rbscope.analysis.labelled import from_refssd
-    from rbscope.analysis.logical import from_bytes
-    from rbscope.analysis.pipeline import analyse
     from rbscope.analysis.trained import train
 
     drive, _, run, m, maxima = zoo.prepare("mlc-hostpaced-cache-50r", 0)
     trained = train(from_refssd(run, 0))
     assert trained.state("cache_program") is not None
-    geometry, _ = zoo.user_geometry(drive, "mlc-hostpaced-cache-50r", maxima=maxima)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "m.json"
-        m.save(src)
-        r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
-                                      trained=trained)).result
+    r = _analyse_l2(zoo, "mlc-hostpaced-cache-50r", drive, run, m, maxima, trained)
     truth = run.truth.wa_true
     assert abs(r.wa.value / truth - 1) < 0.01
     assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
@@ -417,23 +414,14 @@ def test_trained_slc_cache_programs_beside_three_page_types(zoo):
     # halves they made two program modes on TLC cells, which only two-pass programming
     # explains: undetermined, +1.6 %. Trained as an SLC-mode class beside three page types:
     # decided and within 1 %.
-    import tempfile
-
     from rbscope.analysis.labelled import from_refssd
-    from rbscope.analysis.logical import from_bytes
-    from rbscope.analysis.pipeline import analyse
     from rbscope.analysis.trained import train
 
     drive, _, run, m, maxima = zoo.prepare("tlc-slc-cache", 0)
     trained = train(from_refssd(run, 0))
     assert sorted(s.kind for s in trained.states if "program" in s.kind) == [
         "program", "program", "program", "program_slc"]
-    geometry, _ = zoo.user_geometry(drive, "tlc-slc-cache", maxima=maxima)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "m.json"
-        m.save(src)
-        r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
-                                      trained=trained)).result
+    r = _analyse_l2(zoo, "tlc-slc-cache", drive, run, m, maxima, trained)
     truth = run.truth.wa_true
     assert not r.undetermined
     assert abs(r.wa.value / truth - 1) < 0.01
@@ -448,11 +436,7 @@ def test_a_tap_that_saw_no_resume_keeps_long_pulses_whole(zoo):
     # suspended pieces (undetermined at L0, −0.7 %); the tap settles it, and with the page
     # types left free (host-paced cache programs took pages of unknown types out of the long
     # pulses; held equal, 110 erases became upper-page programs: +2.0 %) L2 is within 0.1 %.
-    import tempfile
-
     from rbscope.analysis.labelled import from_refssd
-    from rbscope.analysis.logical import from_bytes
-    from rbscope.analysis.pipeline import analyse
     from rbscope.analysis.trained import TrainedClassifier, train
 
     _, _, run, _, _ = zoo.prepare("mlc-read-retry", 0)
@@ -461,15 +445,9 @@ def test_a_tap_that_saw_no_resume_keeps_long_pulses_whole(zoo):
     trained = train(from_refssd(run, 0))
     assert trained.resumes == 0
     assert TrainedClassifier.from_dict(trained.to_dict()).resumes == 0
-    geometry, _ = zoo.user_geometry(drive, "mlc-hostpaced-cache-50r", maxima=maxima)
 
     def l2(t):
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "m.json"
-            m.save(src)
-            return analyse(zoo.build_request("L2", src, geometry,
-                                             from_bytes(run.logical_bytes),
-                                             trained=t)).result
+        return _analyse_l2(zoo, "mlc-hostpaced-cache-50r", drive, run, m, maxima, t)
 
     truth = run.truth.wa_true
     r = l2(trained)
@@ -487,22 +465,13 @@ def test_an_erase_state_the_labels_could_not_train_lies_above_the_programs(zoo):
     # L2 on a short tuning draw of tlc-6plane: the tapped channel saw 4 erases, too few to
     # train; the erase state seeded from the datasheet's tBERS range (300 µs to its maximum)
     # spanned the one-shot programs (2-2.8 ms) and took 6 of one die's 15 as erases: −10 %.
-    import tempfile
-
     from rbscope.analysis.labelled import from_refssd
-    from rbscope.analysis.logical import from_bytes
-    from rbscope.analysis.pipeline import analyse
     from rbscope.analysis.trained import train
 
     drive, _, run, m, maxima = zoo.prepare("tlc-6plane", 1)
     trained = train(from_refssd(run, 0))
     assert not any(s.kind == "erase" for s in trained.states)
-    geometry, _ = zoo.user_geometry(drive, "tlc-6plane", maxima=maxima)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "m.json"
-        m.save(src)
-        r = analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
-                                      trained=trained)).result
+    r = _analyse_l2(zoo, "tlc-6plane", drive, run, m, maxima, trained)
     assert abs(r.wa.value / run.truth.wa_true - 1) < 0.01
 
 
