@@ -1788,11 +1788,11 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     # A tapped channel that saw no resume (trained.resumes == 0: every long pulse labelled by
     # its own confirm) says the drive did not suspend: long pulses around reads are whole
     # operations (an SLC cache's programs, folding reads), none joined, none left open.
-    untapped_suspension = trained is None or getattr(trained, "resumes", None) != 0
-    if trained is not None and not untapped_suspension and ordered:
+    may_suspend = trained is None or getattr(trained, "resumes", None) != 0
+    if trained is not None and not may_suspend and ordered:
         notes.append("no suspended operation on the tapped channel (no resume among its "
                      "labelled pulses): long pulses are whole operations, none joined")
-    if ordered and untapped_suspension:
+    if ordered and may_suspend:
         gap_cands = {}
         for k, s in zip(keys, seqs, strict=True):
             gs = posteriors(s)
@@ -1858,10 +1858,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         # long pulses): a read before a resume is one transfer from it, like a head. Reads by
         # the data in only where joins stay under 1 %: a resume waits for no data in, like a
         # read, and a program's rest whose first piece passed for a read would be lost.
-        no_suspension = share == 0.0 or (share is None and suspended.get(k, 0.0)
-                                         < max(1.0, 0.002 * float(g[:, pj].sum())))
-        few_joins = share == 0.0 or (share is None and suspended.get(k, 0.0)
-                                     < max(1.0, 0.01 * float(g[:, pj].sum())))
+        joined, n_prog = suspended.get(k, 0.0), float(g[:, pj].sum())
+        no_suspension, few_joins = (share == 0.0 or (share is None and joined
+                                                     < max(1.0, frac * n_prog))
+                                    for frac in (0.002, 0.01))
         if ordered and gaps is not None and not word_line and few_joins and k not in suspect:
             g, by_data_in[k] = _reads_by_data_in(s, g, states, gaps[k])
         chain_gaps = ordered and not word_line and k not in suspect and no_suspension
@@ -1874,7 +1874,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
                               chain_gaps=chain_gaps)
-        if ordered and not share and untapped_suspension:
+        if ordered and not share and may_suspend:
             # (None joined by widths, or joined by the gaps.)
             dies[k].resumable = _resumable(g, states)
         if share is None:
