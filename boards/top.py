@@ -51,7 +51,7 @@ def uart_divisor(platform, clock_hz):
 EMU_BUS_PINS = (("cle", "i"), ("ale", "i"), ("we_n", "i"), ("re_n", "i"), ("wp_n", "i"),
                 ("io", "io"))
 #: The bus tap's pins besides its CE# (one per target); all inputs.
-TAP_PINS = ("cle", "ale", "we_n", "io")
+TAP_PINS = ("cle", "ale", "we_n", "re_n", "io")
 
 
 class BoardError(Exception):
@@ -70,7 +70,8 @@ class HeaderPlan:
         The emulator's ONFI bus: ``ce_n`` (one per die), ``cle``, ``ale``, ``we_n``, ``re_n``,
         ``wp_n``, ``rb_n`` (open-drain-style output, wired-AND of the dies), ``io`` (8 pins).
     tap : dict of str to tuple of str
-        The bus tap: ``ce_n`` (one per target), ``cle``, ``ale``, ``we_n``, ``io`` (8 pins).
+        The bus tap: ``ce_n`` (one per target), ``cle``, ``ale``, ``we_n``, ``re_n``, ``io``
+        (8 pins).
     spare : tuple of str
         Header pins left over.
     """

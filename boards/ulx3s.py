@@ -2,8 +2,8 @@
 
 Probe header: the 56 GPIO of the 2×20 headers (``gpio0`` pairs 0+ 0- 1+ … 27-) in that order:
 channel ``i`` is the ``i``-th pin of that list, so the full header gives 56 R/B# channels. With a
-bus tap (``--tap T``: CE# × T, CLE, ALE, WE#, DQ[7:0]), the tap takes the pins after the R/B#
-ones: 56 − 11 − T channels remain (41 with four targets). An emulator build with its ONFI bus on
+bus tap (``--tap T``: CE# × T, CLE, ALE, WE#, RE#, DQ[7:0]), the tap takes the pins after the
+R/B# ones: 56 − 12 − T channels remain (40 with four targets). An emulator build with its ONFI bus on
 the header (``--emu-bus``) uses 7 + 8 + dies pins for it (CE# per die, CLE, ALE, WE#, RE#, WP#,
 R/B#, DQ[7:0]). Pins are LVCMOS33 with the pull-up on, so an unconnected channel idles ready.
 

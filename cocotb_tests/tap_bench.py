@@ -11,14 +11,18 @@ Parameters (:func:`cocotb_tests.runner.bench_params`): ``targets``, ``luns`` (th
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import Timer
+from cocotb.triggers import FallingEdge, Timer
 
 from cocotb_tests.runner import bench_params
 from rbscope.cocotb.onfi import MODE0, OnfiDriver, Opcode
 from rbscope.cocotb.readport import ReadTimeout
 from rbscope.cocotb.tap import Tap
-from rbscope.gateware.onfi_tap import OpClass, PlaneKind, TapConfig, TapParams
+from rbscope.device.tap import record_cycles
+from rbscope.gateware.nand_emu import EmuParams
+from rbscope.gateware.nand_emu.onfi_rom import id_bytes, parameter_page
+from rbscope.gateware.onfi_tap import RECORD_ARM, OpClass, PlaneKind, TapConfig, TapParams
 from rbscope.gateware.onfi_tap.model import TapCounts
+from rbscope.recordings.onfi_bus import group_commands, identities
 
 PERIOD_NS = 10
 
@@ -117,3 +121,65 @@ async def read_gives_up_instead_of_hanging(dut):
     await Timer(10 * PERIOD_NS, unit="ns")
     await tap.settle()
     assert await tap.read(0, 0) == 0
+
+
+class Die:
+    """The bytes a die would drive: each RE# falling edge puts the next queued byte on ``io``
+    (the tap listens only, so the bench plays the die's side of a read)."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.queue = bytearray()
+        cocotb.start_soon(self._serve())
+
+    async def _serve(self):
+        while True:
+            await FallingEdge(self.dut.re_n)
+            self.dut.io.value = self.queue.pop(0) if self.queue else 0
+
+
+@cocotb.test()
+async def power_up_recorder_keeps_what_each_target_said(dut):
+    """Reset, Read ID (00h, 20h) and the parameter page of each target, as a controller
+    identifies its dies at power-up: the recorder's cells decode into the page served; re-armed,
+    it forgets them and waits for the next Reset."""
+    prm = bench_params(targets=2, luns=2, lun_shift=16)
+    params = TapParams(targets=prm["targets"], luns=prm["luns"])
+    Clock(dut.clk, PERIOD_NS, unit="ns").start(start_high=False)
+    tap = Tap(dut, params, period_ns=PERIOD_NS)
+    nand = OnfiDriver(tap.pins(), MODE0)
+    die = Die(dut)
+    await tap.reset()
+    emu = [EmuParams(dies=1, planes=2 << t, pages_per_block=128 << t, bits_per_cell=2 + t,
+                     maker="RBSCOPE", model=f"COCOTB-{t}") for t in range(params.targets)]
+    # A status read before any Reset is not recorded.
+    await nand.read_status()
+    for t in range(params.targets):
+        nand.select(t)
+        await nand.reset(wait=False)
+        await nand.idle()
+        die.queue += id_bytes(emu[t])[:5]
+        assert await nand.read_id(0x00, 5) == id_bytes(emu[t])[:5]
+        die.queue += b"ONFI"
+        assert await nand.read_id(0x20, 4) == b"ONFI"
+        await nand.command(Opcode.READ_PARAM)
+        await nand.address(0x00)
+        die.queue += parameter_page(emu[t])
+        assert await nand.read_data(256) == parameter_page(emu[t])
+        await nand.idle()
+    await tap.settle()
+    cells = await tap.record()
+    for t in range(params.targets):
+        # FFh; 90h 00h + 5; 90h 20h + 4; ECh 00h + 256.
+        assert cells[t][0].fill == 1 + 2 + 5 + 2 + 4 + 2 + 256, cells[t][0]
+        assert cells[t][0].recording and not cells[t][0].armed
+    idents = identities(group_commands(record_cycles(cells)), params.targets)
+    for t, ident in enumerate(idents):
+        assert ident.errors == [] and ident.resets == 1, ident.errors
+        page = ident.page
+        assert (page.planes, page.pages_per_block, page.bits_per_cell, page.model) == \
+            (2 << t, 128 << t, 2 + t, f"COCOTB-{t}")
+    await tap.record_strobe(RECORD_ARM)
+    await tap.settle()
+    cells = await tap.record()
+    assert all(c[0].fill == 0 and c[0].armed and not c[0].recording for c in cells.values())

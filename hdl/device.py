@@ -36,7 +36,8 @@ def _tap_members(tap, emulator):
     if tap is None or emulator is not None:
         return {}
     return {"tap_ce_n": In(tap.targets, init=(1 << tap.targets) - 1), "tap_cle": In(1),
-            "tap_ale": In(1), "tap_we_n": In(1, init=1), "tap_io": In(8)}
+            "tap_ale": In(1), "tap_we_n": In(1, init=1), "tap_re_n": In(1, init=1),
+            "tap_io": In(8)}
 
 
 def _emu_bus_members(emulator):
@@ -104,8 +105,8 @@ class DeviceCore(wiring.Component):
     emu_ce_n, emu_cle, emu_ale, emu_we_n, emu_re_n, emu_wp_n, emu_io_i, emu_io_o, emu_io_oe,
     emu_rb : (with ``emulator`` only) the emulated dies' ONFI bus, for a real NAND host
         controller (``rbscope.gateware.nand_emu.layouts.bus_signature_members``).
-    tap_ce_n, tap_cle, tap_ale, tap_we_n, tap_io : (with ``tap`` and no emulator only) the
-        tapped NAND channel's bus (inputs only: the tap never drives it).
+    tap_ce_n, tap_cle, tap_ale, tap_we_n, tap_re_n, tap_io : (with ``tap`` and no emulator
+        only) the tapped NAND channel's bus (inputs only: the tap never drives it).
     rb : In(channels)
         The R/B# pins (unused in loopback).
     rx : In(stream.Signature(8))
@@ -240,13 +241,13 @@ class DeviceCore(wiring.Component):
         if self.emulator is None:
             sniffer = self.sniffer
             bus = {name: getattr(self, f"tap_{name}") for name in ("ce_n", "cle", "ale", "we_n",
-                                                                   "io")}
+                                                                   "re_n", "io")}
             m.d.comb += onfi.rb.eq(self.rb[:tap.dies])
             trace, tag = sniffer.trace, sniffer.tag
         else:
             loop = self.loopback
             bus = {name: getattr(loop, f"seen_{name}") for name in ("ce_n", "cle", "ale", "we_n",
-                                                                    "io")}
+                                                                    "re_n", "io")}
             m.d.comb += onfi.rb.eq(loop.seen_rb)
             trace, tag = loop.snf_trace, loop.snf_tag
         m.d.comb += [getattr(onfi, name).eq(value) for name, value in bus.items()]
@@ -254,6 +255,7 @@ class DeviceCore(wiring.Component):
             onfi.trace.valid.eq(trace.valid), onfi.trace.payload.eq(trace.payload),
             tag.eq(onfi.sniffer_tag.as_value()),
             onfi.cfg.as_value().eq(controller.tap_cfg),
+            onfi.record.eq(controller.tap_record),
         ]
         # One counter word per TAP_READ write: requested, answered a few cycles later, kept in
         # TAP_DATA with its "done" bit until the next request.
@@ -264,8 +266,8 @@ class DeviceCore(wiring.Component):
         go = controller.tap_read
         shift = TAP_SPACE_SHIFT
         with m.If(go[TAP_READ_GO.bit_length() - 1]):
-            m.d.sync += [pending.eq(1), space.eq(go[shift:shift + 2]), index.eq(go[:shift]),
-                         word.eq(0)]
+            m.d.sync += [pending.eq(1), space.eq(go[shift:shift + len(space)]),
+                         index.eq(go[:shift]), word.eq(0)]
         m.d.comb += [
             onfi.read_req.valid.eq(pending),
             onfi.read_req.payload.space.eq(space),

@@ -222,12 +222,13 @@ cycles later (the next service slot of the scanner). A bad channel or bin reads 
 
 
 _TAP_NOTES = """\
-**Listen only.** Every bus pin is an input (`ce_n`, `cle`, `ale`, `we_n`, `io`: DQ as driven by
-the host, so connect the host's output side): the tap never drives the bus. They are
-asynchronous, with the same two-flip-flop synchronisers as the emulator's front end; hold them
-at their idle levels (`ce_n` all ones, `we_n` high) while `rst` is high. A bus cycle is taken
-on WE#'s rising edge; hold each level at least two clock cycles (ONFI mode 0 at 100 MHz: 5 to
-10 cycles). The exact decoding (LUN tracking, multi-plane queues, which confirm sets which
+**Listen only.** Every bus pin is an input (`ce_n`, `cle`, `ale`, `we_n`, `re_n`, `io`: DQ as
+the bus carries it, the host's bytes and, while RE# is low, the die's): the tap never drives the
+bus. They are asynchronous, with the same two-flip-flop synchronisers as the emulator's front
+end; hold them at their idle levels (`ce_n` all ones, `we_n` and `re_n` high) while `rst` is
+high. A bus cycle is taken on WE#'s rising edge (a data-out cycle, for the power-up recorder
+only, on RE#'s, DQ as it was in the last cycle with RE# low); hold each level at least two
+clock cycles (ONFI mode 0 at 100 MHz: 5 to 10 cycles). The exact decoding (LUN tracking, multi-plane queues, which confirm sets which
 class) is in `docs/opcode_tap.md`.
 
 **The trace input.** `trace__*` takes the trace stream of the R/B# sniffer that watches the
@@ -246,6 +247,14 @@ confirms of kind 0 program, 1 cache program, 2 erase; `PULSES`: `die * 16 + clas
 flight; the word comes on `read_resp__payload` three to four cycles later. Counters never clear
 (not even by `rst`): they start at zero from the memories' `initial` blocks and wrap.
 `rbscope.cocotb.tap` does this (`Tap.counts`).
+
+**The power-up recorder.** Space `RECORD`, index `target * record_cells + cell`: the bus cycles
+of each target from its first Reset (FFh) after `rst` (`record_cells` per target; 1024 in this
+build). A word holds the cell's byte (bits 7:0), its kind (9:8: 0 command, 1 address, 2 data
+in, 3 data out), whether the cell holds a cycle (10), and the target's state: recording (11),
+armed, waiting for its Reset (12), the cells it holds (16 and up). A one-cycle `record` strobe
+forgets them: bit 0 waits again for each target's next Reset, bit 1 records every target from
+the next cycle. `Tap.record` reads them; `docs/opcode_tap.md`, "Power-up recorder".
 """
 
 #: Notes under the port table of a top, by top.

@@ -37,11 +37,13 @@ def test_plan_hands_out_pins_in_order():
     assert plan.emu_bus["ce_n"] == ("P8", "P9")
     assert plan.emu_bus["rb_n"] == ("P10",)
     assert plan.emu_bus["io"] == tuple(header[16:24])
+    # Tap: CE# per target, CLE, ALE, WE#, RE#, DQ[7:0] = 4 + 4 + 8 pins.
     assert plan.tap["ce_n"] == tuple(header[24:28])
-    assert plan.tap["io"] == tuple(header[31:39])
-    assert plan.spare == ("P39",)
+    assert plan.tap["re_n"] == ("P31",)
+    assert plan.tap["io"] == tuple(header[32:40])
+    assert plan.spare == ()
     used = [p for pins in (plan.rb, *plan.emu_bus.values(), *plan.tap.values()) for p in pins]
-    assert len(used) == len(set(used)) == 39
+    assert len(used) == len(set(used)) == 40
 
 
 def test_plan_refuses_too_many_pins():
@@ -339,7 +341,7 @@ CONFIGS = [
     ("icebreaker", 8, 0, 1, False),
     ("icebreaker", None, 2, 0, True),
     ("ulx3s", None, 0, 0, False),
-    ("ulx3s", 41, 0, 4, False),
+    ("ulx3s", 40, 0, 4, False),
     ("ulx3s", None, 2, 0, True),
     ("ulx3s", None, 2, 0, False),
     ("ulx3s", None, 2, 2, True),  # the tap on the emulated bus (no tap pins)

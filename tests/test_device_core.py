@@ -29,10 +29,10 @@ def decode(body):
 
 
 class CoreBench:
-    def __init__(self, ram_output_registers=True, trace_depth=TRACE_FIFO_DEPTH):
-        self.dut = DeviceCore(P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test",
-                              ram_output_registers=ram_output_registers,
-                              trace_depth=trace_depth)
+    def __init__(self, ram_output_registers=True, trace_depth=TRACE_FIFO_DEPTH, dut=None):
+        self.dut = dut if dut is not None else DeviceCore(
+            P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test",
+            ram_output_registers=ram_output_registers, trace_depth=trace_depth)
         self.wire = bytearray()
         self.frames = []
         self.seen = 0

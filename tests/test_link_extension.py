@@ -34,7 +34,8 @@ from rbscope.gateware.rb_sniffer import SnifferParams
 ROOT = Path(__file__).resolve().parent.parent
 RO, RW = "ro", "rw"
 
-#: INFO's fields (name, bit offset, bits) before the move.
+#: INFO's fields (name, bit offset, bits) before the move, and the tap's power-up recorder's
+#: ``tap_record_cells`` added after it (issue 23).
 INFO_LAYOUT = [
     ("protocol_version", 0, 8), ("gateware_version", 8, 16), ("channels", 24, 16),
     ("classes", 40, 8), ("row", 48, 8), ("width_bits", 56, 8), ("counter_bits", 64, 8),
@@ -44,11 +45,12 @@ INFO_LAYOUT = [
     ("uart_divisor", 224, 16), ("build_id", 240, 32), ("board", 272, 128),
     ("emu_dies", 400, 8), ("emu_cfg_bits", 408, 16), ("emu_traffic_bits", 424, 16),
     ("tag_bits", 440, 8), ("tap_targets", 448, 8), ("tap_luns", 456, 8),
+    ("tap_record_cells", 464, 16),
 ]
 #: The INFO payload of that build (prescaler 0: as the gateware's constants hold it).
 INFO_BYTES = bytes.fromhex(
     "01010002000510183003b00020300810006cdc020000615100000000100018db5f1274000000000000000000"
-    "00000000000002a0024700040201")
+    "00000000000002a00247000402010004")
 #: Its registers: name, address, access, field, shift, reset, bits.
 REGISTERS = [
     ("ID", 0, RO, "link.id", 0, 1129529938, 32),
@@ -100,9 +102,10 @@ REGISTERS = [
     ("TAP_CFG_0", 4352, RW, "tap.cfg", 0, 0, 32),
     ("TAP_CFG_1", 4353, RW, "tap.cfg", 32, 0, 32),
     ("TAP_CFG_2", 4354, RW, "tap.cfg", 64, 0, 5),
-    ("TAP_READ", 4368, RW, "tap.read", 0, 0, 19),
+    ("TAP_READ", 4368, RW, "tap.read", 0, 0, 20),
     ("TAP_DATA_LO", 4369, RO, "tap.data", 0, 0, 32),
     ("TAP_DATA_HI", 4370, RO, "tap.data", 32, 0, 32),
+    ("TAP_RECORD", 4371, RW, "tap.record", 0, 0, 2),
 ]
 FRAME_TYPES = {"INFO": 0x01, "STATUS": 0x02, "COUNTERS": 0x03, "HISTOGRAM": 0x04,
                "TRACE": 0x05, "RESPONSE": 0x06, "TRUTH": 0x07, "COMMAND": 0x80}
@@ -149,7 +152,8 @@ def test_wire_is_unchanged():
     # The host reads those INFO bytes back to the same fields.
     decoded = hp.decode_frame_bytes(hp.frame_bytes(protocol.FrameType.INFO, INFO_BYTES), None)
     assert (decoded.emu_dies, decoded.emu_cfg_bits, decoded.emu_traffic_bits,
-            decoded.tag_bits, decoded.tap_targets, decoded.tap_luns) == (2, 672, 71, 4, 2, 1)
+            decoded.tag_bits, decoded.tap_targets, decoded.tap_luns,
+            decoded.tap_record_cells) == (2, 672, 71, 4, 2, 1, 1024)
 
 
 def test_the_host_rebuilds_the_register_map_from_info():
@@ -266,7 +270,7 @@ def test_kinds_that_collide_are_refused():
             "two", frames=(ExtensionFrame(_Frames.MINE, layout),))])
     # A new kind after the others: the fields before it keep their places.
     wire = protocol.LinkProtocol([*KINDS, ExtensionKind(
-        "three", info=(InfoField("three_x", 16),), info_after="tap_luns",
+        "three", info=(InfoField("three_x", 16),), info_after="tap_record_cells",
         frames=(ExtensionFrame(_Frames.OTHER, layout),))])
     params = SnifferParams(channels=2)
     assert _facts(wire.info_layout(params))[:-1] == INFO_LAYOUT

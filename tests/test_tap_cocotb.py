@@ -15,4 +15,5 @@ def test_tap_decodes_the_drivers_commands(simulator, cocotb_build_dir):
                        "tap_bench", simulator, cocotb_build_dir,
                        params={"targets": 2, "luns": 2, "lun_shift": 16})
     assert sorted(result.passed) == ["decoded_commands_and_tags",
+                                     "power_up_recorder_keeps_what_each_target_said",
                                      "read_gives_up_instead_of_hanging"], result.cases

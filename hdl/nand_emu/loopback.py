@@ -5,7 +5,7 @@ die ``i``. The bus comes from the external pins, or from the on-chip traffic gen
 runs.
 """
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Mux
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,9 +47,10 @@ class Loopback(wiring.Component):
         The sniffer's (see :class:`RBSniffer`).
     snf_tag : In(channels * tag_bits)
         Only with a sniffer of ``tag_bits > 0``: its per-channel tag input (a bus tap's).
-    seen_ce_n, seen_cle, seen_ale, seen_we_n, seen_io, seen_rb : Out
-        The bus as the emulator sees it (the traffic generator's or the pins'), and each die's
-        own R/B#: what a passive bus tap in loopback listens to.
+    seen_ce_n, seen_cle, seen_ale, seen_we_n, seen_re_n, seen_io, seen_rb : Out
+        The bus as the emulator sees it (the traffic generator's or the pins'; ``seen_io`` the
+        dies' output while they drive it), and each die's own R/B#: what a passive bus tap in
+        loopback listens to.
     """
 
     def __init__(self, params, sniffer=None):
@@ -74,7 +75,8 @@ class Loopback(wiring.Component):
                for name, member in SnifferSignature(sniffer).members.items()},
             **({"snf_tag": In(sniffer.channels * sniffer.tag_bits)} if sniffer.tag_bits else {}),
             "seen_ce_n": Out(params.dies), "seen_cle": Out(1), "seen_ale": Out(1),
-            "seen_we_n": Out(1), "seen_io": Out(8), "seen_rb": Out(params.dies),
+            "seen_we_n": Out(1), "seen_re_n": Out(1), "seen_io": Out(8),
+            "seen_rb": Out(params.dies),
         })
 
     def elaborate(self, platform):
@@ -103,7 +105,8 @@ class Loopback(wiring.Component):
             m.d.comb += snf.tag.eq(self.snf_tag)
         m.d.comb += [
             self.seen_ce_n.eq(emu.ce_n), self.seen_cle.eq(emu.cle), self.seen_ale.eq(emu.ale),
-            self.seen_we_n.eq(emu.we_n), self.seen_io.eq(emu.io_i), self.seen_rb.eq(emu.die_rb),
+            self.seen_we_n.eq(emu.we_n), self.seen_re_n.eq(emu.re_n),
+            self.seen_io.eq(Mux(emu.io_oe, emu.io_o, emu.io_i)), self.seen_rb.eq(emu.die_rb),
         ]
         wiring.connect(m, wiring.flipped(self.emu_read_req), emu.read_req)
         wiring.connect(m, emu.read_resp, wiring.flipped(self.emu_read_resp))

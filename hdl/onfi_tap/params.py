@@ -16,7 +16,8 @@ from ..rb_sniffer.params import SnifferParams
 
 __all__ = [
     "OpClass", "PlaneKind", "TapSpace", "TapParams", "TapConfig", "CONFIRM_CLASS",
-    "TARGET_CLASSES", "CLASS_SLOTS", "MAX_PLANES",
+    "TARGET_CLASSES", "CLASS_SLOTS", "MAX_PLANES", "RecordKind", "RecordCell",
+    "decode_record_word", "RECORD_CELLS", "RECORD_ARM", "RECORD_START",
 ]
 
 
@@ -54,13 +55,60 @@ class PlaneKind(enum.IntEnum, shape=2):
     ERASE = 2  # D0h
 
 
-class TapSpace(enum.IntEnum, shape=2):
-    """Which counter space a read request addresses."""
+class TapSpace(enum.IntEnum, shape=3):
+    """Which counter space (or the power-up recorder) a read request addresses."""
 
     OPS = 0  # confirm commands per die and class: index die * 16 + class
     PLANES = 1  # final confirms per die, kind and plane count: die * 16 + kind * 4 + planes - 1
     PULSES = 2  # measured (END) busy pulses per die and class: die * 16 + class
     HIST = 3  # width histogram per class (all dies): class << bin_bits | bin
+    RECORD = 4  # the power-up recorder's cells: target * record_cells + cell
+
+
+class RecordKind(enum.IntEnum, shape=2):
+    """The kind of bus cycle a power-up recorder cell holds."""
+
+    CMD = 0  # WE# rising edge with CLE high
+    ADDR = 1  # WE# rising edge with ALE high
+    DIN = 2  # WE# rising edge with CLE and ALE low
+    DOUT = 3  # RE# rising edge with CLE and ALE low (the byte the die drove)
+
+
+#: Cells per target of the power-up recorder when none is given: the Read ID cycles and a
+#: 512-byte JEDEC parameter page, or an ONFI page's three 256-byte copies, with room to spare.
+RECORD_CELLS = 1024
+#: ``record`` strobe bits (``TAP_RECORD``): re-arm every target (forget what was recorded, wait
+#: for each target's next Reset), or start recording every target at once.
+RECORD_ARM, RECORD_START = 1, 2
+
+#: A recorder word's fields (a read of the ``RECORD`` space): the cell's byte (bits 0-7) and
+#: kind (8-9); whether the cell holds a cycle (10: below the target's fill); the target's state,
+#: recording (11) or armed (12: waiting for its first Reset); its fill, the cells it holds
+#: (bits 16 and up).
+_RECORD_VALID, _RECORD_ON, _RECORD_ARMED, _RECORD_FILL = 10, 11, 12, 16
+
+
+@dataclass(frozen=True)
+class RecordCell:
+    """One read of the power-up recorder (:func:`decode_record_word`).
+
+    ``valid`` says whether ``kind`` and ``byte`` hold a recorded bus cycle; ``recording``,
+    ``armed`` and ``fill`` are the target's state when it was read.
+    """
+
+    kind: RecordKind
+    byte: int
+    valid: bool
+    recording: bool
+    armed: bool
+    fill: int
+
+
+def decode_record_word(word):
+    """The :class:`RecordCell` of a ``RECORD`` space word."""
+    return RecordCell(kind=RecordKind(word >> 8 & 3), byte=word & 0xFF,
+                      valid=bool(word >> _RECORD_VALID & 1), recording=bool(word >> _RECORD_ON & 1),
+                      armed=bool(word >> _RECORD_ARMED & 1), fill=word >> _RECORD_FILL & 0xFFFF)
 
 
 @dataclass(frozen=True)
@@ -81,6 +129,10 @@ class TapParams:
         Width of the operation and pulse counters (32 … 64; they wrap, the host diffs reads).
     hist_bits : int
         Width of a histogram bin (16 … 48; wraps).
+    record_cells : int
+        Bus cycles the power-up recorder keeps per target: 0 (no recorder) or a power of two
+        from 64 to 4096 (default :data:`RECORD_CELLS`). See ``docs/opcode_tap.md``, "Power-up
+        recorder".
     """
 
     targets: int = 1
@@ -89,6 +141,7 @@ class TapParams:
     first_channel: int = 0
     counter_bits: int = 48
     hist_bits: int = 32
+    record_cells: int = RECORD_CELLS
 
     def __post_init__(self):
         def check(name, lo, hi):
@@ -102,6 +155,11 @@ class TapParams:
         check("counter_bits", 32, 64)
         check("hist_bits", 16, 48)
         check("first_channel", 0, 255)
+        c = self.record_cells
+        if (not isinstance(c, int) or isinstance(c, bool)
+                or not (c == 0 or 64 <= c <= 4096 and c & (c - 1) == 0)):
+            raise ValueError(f"record_cells must be 0 or a power of two from 64 to 4096, not "
+                             f"{c!r}")
         if self.sniffer is None:
             object.__setattr__(self, "sniffer", SnifferParams(channels=self.dies))
         if not isinstance(self.sniffer, SnifferParams):
@@ -126,14 +184,22 @@ class TapParams:
         return max(1, (self.dies - 1).bit_length())
 
     @property
+    def target_bits(self):
+        """Bits of a target number (at least 1)."""
+        return max(1, (self.targets - 1).bit_length())
+
+    @property
     def bin_bits(self):
         """Bits of a histogram bin number."""
         return (self.sniffer.hist_bins - 1).bit_length()
 
     def depth(self, space):
-        """Words in counter ``space`` (a power of two)."""
+        """Words in counter ``space`` (a power of two; the ``RECORD`` space has none without
+        a recorder)."""
         if TapSpace(space) is TapSpace.HIST:
             return CLASS_SLOTS << self.bin_bits
+        if TapSpace(space) is TapSpace.RECORD:
+            return self.record_cells << self.target_bits
         return CLASS_SLOTS << self.die_bits
 
     @property
@@ -156,6 +222,12 @@ class TapParams:
         if not 1 <= planes <= MAX_PLANES:
             raise ValueError(f"planes must be from 1 to {MAX_PLANES}, not {planes!r}")
         return die * CLASS_SLOTS + int(PlaneKind(kind)) * MAX_PLANES + planes - 1
+
+    def record_index(self, target, cell):
+        """Index in the ``RECORD`` space of ``cell`` of ``target``."""
+        if not 0 <= cell < self.record_cells:
+            raise ValueError(f"cell must be from 0 to {self.record_cells - 1}, not {cell!r}")
+        return target * self.record_cells + cell
 
     def hist_index(self, op_class, bin_):
         """Index in the ``HIST`` space of histogram ``bin_`` of ``op_class``."""

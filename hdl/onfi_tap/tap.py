@@ -26,12 +26,17 @@ from ..rb_sniffer.blocks import LogBinner
 from ..rb_sniffer.params import EventKind
 from ..rb_sniffer.sniffer import TraceSignature
 from .params import (
+    _RECORD_ARMED,
+    _RECORD_FILL,
+    _RECORD_ON,
+    _RECORD_VALID,
     CLASS_SLOTS,
     CONFIRM_CLASS,
     MAX_PLANES,
     TARGET_CLASSES,
     OpClass,
     PlaneKind,
+    RecordKind,
     TapParams,
     TapSpace,
 )
@@ -198,8 +203,8 @@ class OnfiTap(wiring.Component):
     -------
     ce_n : In(targets)
         CE# of each target (asynchronous).
-    cle, ale, we_n : In(1)
-        The control pins (asynchronous).
+    cle, ale, we_n, re_n : In(1)
+        The control pins (asynchronous); RE# only for the power-up recorder's data-out cycles.
     io : In(8)
         DQ[7:0] (asynchronous).
     rb : In(dies)
@@ -220,14 +225,27 @@ class OnfiTap(wiring.Component):
         after the confirm command's WE# rising edge, far less than tWB).
     read_req, read_resp : In(stream.Signature(read_request_layout)), Out(stream.Signature(...))
         Counter reads: a request ``{space, index}`` (``TapSpace``), then one response of
-        ``counter_bits`` per request, in order.
+        ``counter_bits`` per request, in order. The ``RECORD`` space answers with the power-up
+        recorder's cells (:func:`~.params.decode_record_word`; a zero word without a recorder).
+    record : In(2)
+        One-cycle strobes of the power-up recorder: :data:`~.params.RECORD_ARM` (forget the
+        cells, wait for each target's next Reset), :data:`~.params.RECORD_START` (forget the
+        cells, record every target from the next cycle).
+
+    The power-up recorder (``params.record_cells`` > 0) keeps, per target, the bus cycles from
+    the target's first Reset (FFh) after power-up or re-arming: commands, addresses, data in (on
+    WE# rising edges) and data out (on RE# rising edges, DQ as it was in the last clock cycle
+    with RE# low), each as a :class:`~.params.RecordKind` and its byte, until its
+    ``record_cells`` cells are full. A cycle sent to several targets at once is kept by the
+    lowest-numbered one.
     """
 
     def __init__(self, params):
         p = self.params = _check(params)
         super().__init__({
             "ce_n": In(p.targets, init=(1 << p.targets) - 1),
-            "cle": In(1), "ale": In(1), "we_n": In(1, init=1), "io": In(8),
+            "cle": In(1), "ale": In(1), "we_n": In(1, init=1), "re_n": In(1, init=1),
+            "io": In(8),
             "rb": In(p.dies, init=(1 << p.dies) - 1),
             "cfg": In(config_layout(p)),
             "trace": In(TraceSignature(p.sniffer)),
@@ -236,6 +254,7 @@ class OnfiTap(wiring.Component):
             "sniffer_tag": Out(data.ArrayLayout(4, p.dies)),
             "read_req": In(stream.Signature(read_request_layout(p))),
             "read_resp": Out(stream.Signature(p.counter_bits)),
+            "record": In(2),
         })
 
     def elaborate(self, platform):  # noqa: C901 (the decoder reads best in one place)
@@ -244,18 +263,19 @@ class OnfiTap(wiring.Component):
         nd, nl = p.dies, p.luns
 
         # ---- Bus cycles: the emulator's front end, so both latch the same bytes -------------
-        # Its RE# and WP# inputs stay at their idle levels: the tap never needs them.
+        # Its WP# input stays at its idle level: the tap never needs it; RE# gives the
+        # recorder's data-out cycles.
         m.submodules.bus = bus = BusFrontEnd(p.targets)
         m.d.comb += [
             bus.ce_n.eq(self.ce_n), bus.cle.eq(self.cle), bus.ale.eq(self.ale),
-            bus.we_n.eq(self.we_n), bus.io.eq(self.io),
+            bus.we_n.eq(self.we_n), bus.re_n.eq(self.re_n), bus.io.eq(self.io),
         ]
         # One register stage between the front end and the decoder (timing); R/B# below gets
         # the same stage, so strobes and pulse starts keep their order cycle for cycle.
-        cyc = Signal(data.StructLayout({"cmd": 1, "addr": 1, "din": 1, "sel": p.targets,
-                                        "byte": 8}))
+        cyc = Signal(data.StructLayout({"cmd": 1, "addr": 1, "din": 1, "dout": 1,
+                                        "sel": p.targets, "byte": 8}))
         m.d.sync += [cyc.cmd.eq(bus.cmd), cyc.addr.eq(bus.addr), cyc.din.eq(bus.din),
-                     cyc.sel.eq(bus.sel), cyc.byte.eq(bus.byte)]
+                     cyc.dout.eq(bus.dout), cyc.sel.eq(bus.sel), cyc.byte.eq(bus.byte)]
         byte = cyc.byte
 
         # Decode the command byte once for all targets.
@@ -401,9 +421,13 @@ class OnfiTap(wiring.Component):
             banks[TapSpace.HIST].upd_addr.eq(Cat(binner.bin[:p.bin_bits], tr_class)),
             banks[TapSpace.HIST].upd_inc.eq(1),
         ]
-        # One request in flight; its bank answers, the others stay idle.
+        # One request in flight; its bank (or the recorder) answers, the others stay idle.
         req = self.read_req.payload
         busy = Signal()
+        rec_answer = self._recorder(m, cyc, req, busy)
+        with m.If(rec_answer.valid):
+            m.d.sync += [self.read_resp.valid.eq(1),
+                         self.read_resp.payload.eq(rec_answer.payload)]
         for s, bank in banks.items():
             abits = len(bank.rd_req.payload)
             m.d.comb += [
@@ -420,3 +444,86 @@ class OnfiTap(wiring.Component):
         with m.If(self.read_resp.valid & self.read_resp.ready):
             m.d.sync += [self.read_resp.valid.eq(0), busy.eq(0)]
         return m
+
+    def _recorder(self, m, cyc, req, busy):
+        """The power-up recorder: its cells, and its answer to a ``RECORD`` read (accepted
+        here, answered two cycles later as a one-cycle ``valid`` with ``payload``)."""
+        p = self.params
+        nt, cells = p.targets, p.record_cells
+        answer = Signal(data.StructLayout({"valid": 1, "payload": p.counter_bits}))
+        take = self.read_req.valid & ~busy & (req.space == TapSpace.RECORD)
+        taken = Signal()
+        m.d.sync += [taken.eq(take), answer.valid.eq(taken)]
+        with m.If(take):
+            m.d.comb += self.read_req.ready.eq(1)
+            m.d.sync += busy.eq(1)
+        if not cells:
+            m.d.sync += answer.payload.eq(0)
+            return answer
+
+        cbits = (cells - 1).bit_length()
+        tbits = p.target_bits
+        m.submodules.record_mem = mem = Memory(shape=10, depth=cells << tbits, init=[])
+        wr, rd = mem.write_port(), mem.read_port()
+        ones = (1 << nt) - 1
+        armed = Signal(nt, init=ones)  # waiting for the target's first Reset
+        on = Signal(nt)  # recording (until full)
+        fill = [Signal(range(cells + 1), name=f"record_fill_{t}") for t in range(nt)]
+
+        # Which target keeps the cycle: the lowest selected one.
+        first = Signal(range(max(nt, 2)))
+        for t in reversed(range(nt)):
+            with m.If(cyc.sel[t]):
+                m.d.comb += first.eq(t)
+        strobe = cyc.cmd | cyc.addr | cyc.din | cyc.dout
+        is_reset = cyc.cmd & (cyc.byte == 0xFF)
+        kind = Signal(RecordKind)
+        with m.If(cyc.addr):
+            m.d.comb += kind.eq(RecordKind.ADDR)
+        with m.Elif(cyc.din):
+            m.d.comb += kind.eq(RecordKind.DIN)
+        with m.Elif(cyc.dout):
+            m.d.comb += kind.eq(RecordKind.DOUT)
+        # Registered write (the selects' priority stays out of the RAM's address path).
+        w_en = Signal()
+        w_addr = Signal(cbits + tbits)
+        w_data = Signal(10)
+        m.d.comb += [wr.en.eq(w_en), wr.addr.eq(w_addr), wr.data.eq(w_data)]
+        m.d.sync += w_en.eq(0)
+        for t in range(nt):
+            starts = cyc.sel[t] & is_reset & armed[t]
+            with m.If(starts):
+                m.d.sync += [armed[t].eq(0), on[t].eq(1)]
+            keeps = strobe & (first == t) & cyc.sel[t] & (on[t] | starts) & (fill[t] < cells)
+            with m.If(keeps):
+                m.d.sync += [
+                    fill[t].eq(fill[t] + 1), w_en.eq(1),
+                    w_addr.eq(Cat(fill[t][:cbits], Const(t, tbits))),
+                    w_data.eq(Cat(cyc.byte, kind)),
+                ]
+        with m.If(self.record[0] | self.record[1]):
+            m.d.sync += [armed.eq(Mux(self.record[0], ones, 0)),
+                         on.eq(Mux(self.record[0], 0, ones))]
+            m.d.sync += [f.eq(0) for f in fill]
+            m.d.sync += w_en.eq(0)
+
+        # The read: RAM addressed in the cycle the request is taken, its word registered.
+        r_cell = Signal(cbits)
+        r_target = Signal(range(max(nt, 2)))
+        m.d.comb += rd.addr.eq(req.index[:cbits + tbits])
+        with m.If(take):
+            m.d.sync += [r_cell.eq(req.index[:cbits]), r_target.eq(req.index[cbits:cbits + tbits])]
+        fills = Array(fill)
+        t_fill = Signal(range(cells + 1))
+        m.d.comb += t_fill.eq(fills[r_target])
+        word = Signal(p.counter_bits)
+        m.d.comb += [
+            word[:10].eq(rd.data),
+            word[_RECORD_VALID].eq(r_cell < t_fill),
+            word[_RECORD_ON].eq(on.bit_select(r_target, 1) & (t_fill < cells)),
+            word[_RECORD_ARMED].eq(armed.bit_select(r_target, 1)),
+            word[_RECORD_FILL:_RECORD_FILL + len(t_fill)].eq(t_fill),
+        ]
+        with m.If(taken):
+            m.d.sync += answer.payload.eq(word)
+        return answer

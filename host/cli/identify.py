@@ -1,13 +1,15 @@
 """The ``rbscope identify`` subcommand: a geometry file from the drive's own power-up traffic.
 
 ``rbscope identify SOURCE -o drive.toml`` decodes the ONFI bus of a VCD or sigrok recording
-(:mod:`rbscope.recordings.onfi_bus`), finds the Read ID and parameter page reads of each target,
-and writes a geometry file (:mod:`rbscope.analysis.identify`) that ``rbscope analyze --geometry``
-takes once the values the drive cannot tell (channels, targets per channel, the program model)
-are given, here as options or by editing the file. It prints where each value came from.
+(:mod:`rbscope.recordings.onfi_bus`); ``rbscope identify --port PORT -o drive.toml`` reads the
+bus tap's power-up recorder instead (:func:`rbscope.device.tap.read_record`). Either way it finds
+the Read ID and parameter page reads of each target and writes a geometry file
+(:mod:`rbscope.analysis.identify`) that ``rbscope analyze --geometry`` takes once the values the
+drive cannot tell (channels, targets per channel, the program model) are given, here as options
+or by editing the file. It prints where each value came from.
 
-Exit codes: 0 success, 1 failure (a recording that cannot be read, no parameter page in it),
-2 usage error.
+Exit codes: 0 success, 1 failure (a recording that cannot be read, no parameter page in it, a
+recorder that holds nothing), 2 usage error, 3 device or port error, 4 device timeout.
 """
 
 import json
@@ -16,14 +18,25 @@ from pathlib import Path
 
 from rbscope.analysis.geometry import PROGRAM_MODELS
 from rbscope.analysis.identify import IdentifyError, drive_fields, geometry_toml
+from rbscope.device.tap import read_record, record_control, record_cycles
 from rbscope.gateware.onfi_tap.model import BusSignals
-from rbscope.recordings.onfi_bus import expand_dq, read_bus
+from rbscope.gateware.onfi_tap.params import RECORD_ARM, RECORD_START
+from rbscope.recordings.onfi_bus import BusDecode, expand_dq, group_commands, identities, read_bus
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError
 
 from .analyze import _duration
-from .argtypes import integer
-from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .argtypes import integer, number
+from .common import (
+    BOARD_BAUDRATES,
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    PORT_HELP,
+    _baud,
+    device_errors,
+    open_device,
+)
 
 __all__ = ["add_identify_parser", "cmd_identify"]
 
@@ -40,9 +53,26 @@ def add_identify_parser(subparsers):
             "come from the page; channels, targets per channel and the program model the page "
             "cannot know: give them here, or edit the placeholders in the file "
             "(docs/identify.md)."),
-        epilog="example: rbscope identify powerup.sr --bus-ce CE0 --bus-ce CE1 --channels 4 "
-               "--program-model multi-plane -o drive.toml")
-    p.add_argument("source", metavar="SOURCE", help="a VCD (.vcd) or sigrok session (.sr)")
+        epilog="examples: rbscope identify powerup.sr --bus-ce CE0 --bus-ce CE1 --channels 4 "
+               "--program-model multi-plane -o drive.toml; rbscope identify --port "
+               "/dev/ttyUSB1 -o drive.toml (the bus tap's power-up recorder)")
+    p.add_argument("source", metavar="SOURCE", nargs="?",
+                   help="a VCD (.vcd) or sigrok session (.sr); or give --port")
+    r = p.add_argument_group("the bus tap's power-up recorder (instead of SOURCE)")
+    r.add_argument("--port", metavar="PORT",
+                   help=f"read the recorder of the device here: {PORT_HELP}")
+    r.add_argument("--baud", type=_baud, default=None, metavar="auto|RATE",
+                   help="link rate, or auto (the default): the first of "
+                        + ", ".join(str(b) for b in BOARD_BAUDRATES) + " that answers")
+    r.add_argument("--timeout", type=number(0), default=0.5,
+                   help="seconds to wait for an answer before retrying (default 0.5)")
+    act = r.add_mutually_exclusive_group()
+    act.add_argument("--arm", action="store_true",
+                     help="re-arm the recorder (it forgets its cells and waits for each "
+                          "target's next Reset), then exit: power-cycle the drive and run "
+                          "identify --port again")
+    act.add_argument("--start", action="store_true",
+                     help="start recording every target now (no Reset needed), then exit")
     p.add_argument("--format", choices=("auto", "vcd", "sr"), default="auto",
                    help="source format (default: from the extension, then the content)")
     p.add_argument("--clock", type=_duration, metavar="PERIOD",
@@ -76,6 +106,15 @@ def add_identify_parser(subparsers):
 
 
 def cmd_identify(args):
+    if (args.source is None) == (args.port is None):
+        print("rbscope identify: give a recording (SOURCE) or a device (--port), not "
+              + ("both" if args.port else "neither"), file=sys.stderr)
+        return EXIT_USAGE
+    if (args.arm or args.start) and args.port is None:
+        print("rbscope identify: --arm and --start need --port", file=sys.stderr)
+        return EXIT_USAGE
+    if args.port is not None:
+        return _from_device(args)
     try:
         bus = BusSignals(ce=tuple(args.bus_ce) or ("CE0",), cle=args.bus_cle,
                          ale=args.bus_ale, we=args.bus_we,
@@ -86,15 +125,7 @@ def cmd_identify(args):
     try:
         decoded = read_bus(args.source, bus, args.bus_re, rb=tuple(args.bus_rb),
                            fmt=args.format, clock=args.clock, unknown=args.x_as)
-        fields = drive_fields(decoded.targets, source=Path(args.source).name,
-                              channels=args.channels, chips_per_channel=args.chips_per_channel,
-                              program_model=args.program_model, name=args.name)
-        text = geometry_toml(fields)
-        if args.output:
-            try:
-                Path(args.output).write_text(text, encoding="utf-8")
-            except OSError as exc:
-                raise RecordingError(f"{args.output}: cannot write: {exc.strerror}") from None
+        fields = _write(args, decoded, Path(args.source).name)
     except SourceOptionError as exc:
         print(f"rbscope identify: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -104,12 +135,73 @@ def cmd_identify(args):
     except ValueError as exc:  # signals that do not fit together (one R/B# per target)
         print(f"rbscope identify: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    return _report(args, decoded, fields)
+
+
+def _write(args, decoded, source):
+    """The geometry fields of ``decoded``, written to ``--output`` when given."""
+    fields = drive_fields(decoded.targets, source=source, channels=args.channels,
+                          chips_per_channel=args.chips_per_channel,
+                          program_model=args.program_model, name=args.name)
+    text = geometry_toml(fields)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise RecordingError(f"{args.output}: cannot write: {exc.strerror}") from None
+    return fields
+
+
+def _report(args, decoded, fields, recorder=None):
     summary = _summary(decoded, fields, args.output)
+    if recorder is not None:
+        summary["recorder"] = recorder
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
         _print(summary, decoded if args.commands else None)
     return EXIT_OK
+
+
+@device_errors("identify")
+def _from_device(args):
+    with open_device(args) as dev:
+        if args.arm or args.start:
+            record_control(dev, RECORD_ARM if args.arm else RECORD_START)
+            if args.arm:
+                print("recorder re-armed: each target records from its next Reset (FFh); "
+                      "power-cycle the drive, then run rbscope identify --port again")
+            else:
+                print("recorder started: every target records from now on")
+            return EXIT_OK
+        cells = read_record(dev)
+    state = {t: {"cells": c[0].fill, "armed": c[0].armed, "recording": c[0].recording}
+             for t, c in cells.items()}
+    targets = len(cells)
+    if not any(c[0].fill for c in cells.values()):
+        print("rbscope identify: the power-up recorder holds nothing: "
+              + ("every target is still armed (no Reset seen since the device started or was "
+                 "re-armed): power the drive up with the probe attached"
+                 if all(c[0].armed for c in cells.values()) else "no bus cycle recorded"),
+              file=sys.stderr)
+        return EXIT_FAILURE
+    commands = group_commands(record_cycles(cells))
+    decoded = BusDecode(record_cycles(cells), commands, identities(commands, targets), [])
+    for t, st in state.items():
+        if st["armed"]:
+            decoded.notes.append(f"target {t}: armed, no Reset (FFh) seen: nothing recorded")
+        elif not st["recording"]:
+            decoded.notes.append(f"target {t}: the recorder is full ({st['cells']} cells); "
+                                 f"later cycles were not kept")
+    try:
+        fields = _write(args, decoded, f"power-up recorder on {args.port}")
+    except IdentifyError as exc:
+        print(f"rbscope identify: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except RecordingError as exc:
+        print(f"rbscope identify: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    return _report(args, decoded, fields, recorder=state)
 
 
 def _summary(decoded, fields, output):
@@ -148,7 +240,9 @@ def _print(summary, decoded):
     if decoded is not None:
         for cmd in decoded.commands:
             busy = f", busy {cmd.busy * 1e6:.3g} µs" if cmd.busy is not None else ""
-            print(f"  {cmd.time * 1e6:12.3f} µs  CE {cmd.targets()}  {cmd.name():<10} "
+            # (The recorder keeps the order of the cycles, not their time.)
+            when = f"{cmd.time * 1e6:12.3f} µs" if cmd.time is not None else " " * 15
+            print(f"  {when}  CE {cmd.targets()}  {cmd.name():<10} "
                   f"addr {bytes(cmd.address).hex() or '-'}  in {len(cmd.data_in)}  "
                   f"out {len(cmd.data_out)}{busy}")
     print("from the drive:")

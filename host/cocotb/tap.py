@@ -16,6 +16,13 @@ class the bit-exact model and ``rbscope label`` use::
     assert counts.ops[1][OpClass.PROGRAM] == 1    # die 1: LUN 1 of target 0
     assert tap.tags()[1] is OpClass.PROGRAM
 
+The power-up recorder (a build with ``record_cells`` > 0) keeps each target's bus cycles from
+its first Reset; :meth:`Tap.record` reads them back as
+:class:`~rbscope.gateware.onfi_tap.params.RecordCell` s, :func:`rbscope.device.tap.record_cycles`
+turns them into the bus cycles ``rbscope identify`` decodes. The driver reads data out only when
+the bench serves it: the tap drives nothing, so a die's bytes must be put on ``io`` while RE# is
+low (see ``cocotb_tests/tap_bench.py``).
+
 Port names, the counter spaces and the timing rules are in ``docs/ports.md`` (section ``tap``)
 and the decoding in ``docs/opcode_tap.md``.
 """
@@ -25,7 +32,14 @@ from __future__ import annotations
 from cocotb.triggers import FallingEdge, RisingEdge, Timer
 
 from rbscope.gateware.onfi_tap.model import STROBE_LATENCY, TapCounts
-from rbscope.gateware.onfi_tap.params import CLASS_SLOTS, OpClass, TapConfig, TapParams, TapSpace
+from rbscope.gateware.onfi_tap.params import (
+    CLASS_SLOTS,
+    OpClass,
+    TapConfig,
+    TapParams,
+    TapSpace,
+    decode_record_word,
+)
 from rbscope.gateware.onfi_tap.tap import config_const, read_request_layout
 
 from .onfi import OnfiPins
@@ -70,10 +84,10 @@ class Tap:
 
     def pins(self):
         """The :class:`~rbscope.cocotb.onfi.OnfiPins` of the tapped bus, for an
-        :class:`~rbscope.cocotb.onfi.OnfiDriver`: the tap's bus inputs (it has no RE#, WP# or
-        data output: a driver on these pins can send commands, addresses and data, not read)."""
+        :class:`~rbscope.cocotb.onfi.OnfiDriver`: the tap's bus inputs (it has no WP# or data
+        output; a driver's reads see on ``io`` what the bench puts there while RE# is low)."""
         d = self.dut
-        return OnfiPins(ce_n=d.ce_n, cle=d.cle, ale=d.ale, we_n=d.we_n, re_n=None, io_in=d.io,
+        return OnfiPins(ce_n=d.ce_n, cle=d.cle, ale=d.ale, we_n=d.we_n, re_n=d.re_n, io_in=d.io,
                         rb=d.rb)
 
     async def reset(self, config=None, rb=None, cycles=RESET_CYCLES):
@@ -88,6 +102,8 @@ class Tap:
         dut.cfg.value = config_const(p, config)
         dut.ce_n.value = (1 << p.targets) - 1
         dut.we_n.value = 1
+        dut.re_n.value = 1
+        dut.record.value = 0
         dut.cle.value = 0
         dut.ale.value = 0
         dut.io.value = 0
@@ -142,3 +158,27 @@ class Tap:
                 for b in range(p.sniffer.hist_bins):
                     counts.hist[c][b] = await self.read(TapSpace.HIST, p.hist_index(c, b))
         return counts
+
+    async def record_strobe(self, bits):
+        """Strobe the power-up recorder for one cycle: ``RECORD_ARM`` or ``RECORD_START``
+        (:mod:`rbscope.gateware.onfi_tap.params`). Returns at a falling edge."""
+        await FallingEdge(self.dut.clk)
+        self.dut.record.value = bits
+        await FallingEdge(self.dut.clk)
+        self.dut.record.value = 0
+
+    async def record(self):
+        """Read the power-up recorder: ``{target: [RecordCell, …]}``, each target's cells up to
+        its fill (the first cell's ``armed``, ``recording`` and ``fill`` give its state)."""
+        p = self.params
+        if not p.record_cells:
+            raise ValueError("this build has no power-up recorder (record_cells = 0)")
+        out = {}
+        for t in range(p.targets):
+            head = decode_record_word(await self.read(TapSpace.RECORD, p.record_index(t, 0)))
+            cells = [head]
+            for i in range(1, min(head.fill, p.record_cells)):
+                cells.append(decode_record_word(
+                    await self.read(TapSpace.RECORD, p.record_index(t, i))))
+            out[t] = cells
+        return out

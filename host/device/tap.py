@@ -1,4 +1,4 @@
-"""The opcode-aware bus tap's host interface: its counters over the link.
+"""The opcode-aware bus tap's host interface: its counters and power-up recorder over the link.
 
 The wire side is declared beside the gateware (``rbscope.gateware.onfi_tap.link``: the
 ``TAP_*`` registers and INFO's ``tap_targets``/``tap_luns``); this module reads the counters
@@ -7,11 +7,20 @@ through a :class:`~rbscope.device.Device`, one word per ``TAP_READ`` (``docs/opc
 
 from rbscope.gateware.onfi_tap.link import TAP, TAP_DATA_DONE, TAP_READ_GO, TAP_SPACE_SHIFT
 from rbscope.gateware.onfi_tap.model import TapCounts
-from rbscope.gateware.onfi_tap.params import CLASS_SLOTS, OpClass, TapParams, TapSpace
+from rbscope.gateware.onfi_tap.params import (
+    CLASS_SLOTS,
+    OpClass,
+    RecordKind,
+    TapParams,
+    TapSpace,
+    decode_record_word,
+)
+from rbscope.recordings.onfi_bus import ADDR, CMD, DIN, DOUT, BusCycle
 
-from .device import DeviceTimeout
+from .device import DeviceError, DeviceTimeout
 
-__all__ = ["has_tap", "read_tap_word", "read_tap"]
+__all__ = ["has_tap", "read_tap_word", "read_tap", "record_cycles", "record_control",
+           "read_record"]
 
 
 def has_tap(info):
@@ -53,3 +62,44 @@ def read_tap(dev):
             counts.planes[die][slot] = read_tap_word(dev, TapSpace.PLANES,
                                                      die * CLASS_SLOTS + slot)
     return counts
+
+
+def record_cycles(cells):
+    """The bus cycles (:class:`rbscope.recordings.onfi_bus.BusCycle`, ``time`` None: the recorder
+    keeps the order, not the time) of the power-up recorder's cells, ``{target: [RecordCell,
+    …]}`` in cell order (the cells that hold no cycle are left out)."""
+    kinds = {RecordKind.CMD: CMD, RecordKind.ADDR: ADDR, RecordKind.DIN: DIN,
+             RecordKind.DOUT: DOUT}
+    return [BusCycle(None, kinds[c.kind], 1 << t, c.byte)
+            for t in sorted(cells) for c in cells[t] if c.valid]
+
+
+def record_control(dev, bits):
+    """Strobe the power-up recorder: ``RECORD_ARM`` (forget the cells, wait for each target's
+    next Reset) or ``RECORD_START`` (forget them, record every target now)."""
+    link = dev.extension(TAP.name)
+    if not link.record_cells:
+        raise DeviceError("this build's bus tap has no power-up recorder (INFO "
+                          "tap_record_cells = 0)")
+    dev.write_reg("TAP_RECORD", bits)
+
+
+def read_record(dev):
+    """Read the power-up recorder of a device with the bus tap: ``{target: [RecordCell, …]}``,
+    each target's cells up to its fill (its first cell's ``armed``, ``recording`` and ``fill``
+    give its state). ``DeviceError`` for a build without a tap or without a recorder."""
+    link = dev.extension(TAP.name)
+    if not link.record_cells:
+        raise DeviceError("this build's bus tap has no power-up recorder (INFO "
+                          "tap_record_cells = 0)")
+    tap = TapParams(targets=link.targets, luns=link.luns, sniffer=dev.params,
+                    record_cells=link.record_cells)
+    out = {}
+    for t in range(tap.targets):
+        head = decode_record_word(read_tap_word(dev, TapSpace.RECORD, tap.record_index(t, 0)))
+        cells = [head]
+        for i in range(1, min(head.fill, tap.record_cells)):
+            cells.append(decode_record_word(read_tap_word(dev, TapSpace.RECORD,
+                                                          tap.record_index(t, i))))
+        out[t] = cells
+    return out
