@@ -40,6 +40,12 @@ def powerup():
     return record_powerup(PARAMS)
 
 
+@pytest.fixture(scope="module")
+def recorded(powerup):
+    """The power-up replayed into a tap with the default recorder: its words per target."""
+    return replay(tap_params(), powerup[0])
+
+
 def tap_params(cells=1024):
     return TapParams(targets=PARAMS.dies, sniffer=SnifferParams(channels=PARAMS.dies),
                      record_cells=cells)
@@ -120,10 +126,10 @@ def software_cycles(record, targets):
     return decode_cycles(initial, edges, CLOCK_NS * 1e-9, targets)
 
 
-def test_recorder_keeps_each_targets_power_up_and_decodes_to_the_emulators_page(powerup):
+def test_recorder_keeps_each_targets_power_up_and_decodes_to_the_emulators_page(powerup,
+                                                                               recorded):
     record, seen = powerup
-    params = tap_params()
-    words = replay(params, record)
+    words = recorded
     reference = software_cycles(record, PARAMS.dies)
     for t in range(PARAMS.dies):
         cells = words[t]
@@ -292,16 +298,14 @@ class RecorderDevice:
         return False
 
 
-def test_identify_reads_the_recorder_of_a_device(powerup, tmp_path, monkeypatch, capsys):
+def test_identify_reads_the_recorder_of_a_device(recorded, tmp_path, monkeypatch, capsys):
     import json
 
     from rbscope.analysis.geometry import load_geometry
     from rbscope.cli import commands as cli
     from rbscope.cli import identify as identify_cli
 
-    record, _seen = powerup
-    params = tap_params()
-    replay(params, record)  # fills RAW with the gateware's words
+    params = tap_params()  # (`recorded` filled RAW with the gateware's words)
     dev = RecorderDevice(params)
     monkeypatch.setattr(identify_cli, "open_device", lambda args: dev)
     out = tmp_path / "drive.toml"

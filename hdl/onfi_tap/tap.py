@@ -463,7 +463,8 @@ class OnfiTap(wiring.Component):
 
         cbits = (cells - 1).bit_length()
         tbits = p.target_bits
-        m.submodules.record_mem = mem = Memory(shape=10, depth=cells << tbits, init=[])
+        cell_bits = 8 + RecordKind.as_shape().width  # the byte, then its kind
+        m.submodules.record_mem = mem = Memory(shape=cell_bits, depth=cells << tbits, init=[])
         wr, rd = mem.write_port(), mem.read_port()
         ones = (1 << nt) - 1
         armed = Signal(nt, init=ones)  # waiting for the target's first Reset
@@ -487,7 +488,7 @@ class OnfiTap(wiring.Component):
         # Registered write (the selects' priority stays out of the RAM's address path).
         w_en = Signal()
         w_addr = Signal(cbits + tbits)
-        w_data = Signal(10)
+        w_data = Signal(cell_bits)
         m.d.comb += [wr.en.eq(w_en), wr.addr.eq(w_addr), wr.data.eq(w_data)]
         m.d.sync += w_en.eq(0)
         for t in range(nt):
@@ -518,7 +519,7 @@ class OnfiTap(wiring.Component):
         m.d.comb += t_fill.eq(fills[r_target])
         word = Signal(p.counter_bits)
         m.d.comb += [
-            word[:10].eq(rd.data),
+            word[:cell_bits].eq(rd.data),
             word[_RECORD_VALID].eq(r_cell < t_fill),
             word[_RECORD_ON].eq(on.bit_select(r_target, 1) & (t_fill < cells)),
             word[_RECORD_ARMED].eq(armed.bit_select(r_target, 1)),
