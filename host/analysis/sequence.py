@@ -106,7 +106,7 @@ PACED_FREE = 0.01
 #: (octaves) and this well separated (pooled robust spreads). Tuned on zoo seeds < 1000.
 DATA_IN_MIN = 30
 DATA_IN_STEP = 0.4
-DATA_IN_SEPARATION = 3.0
+DATA_IN_SEPARATION = 2.0
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -1226,8 +1226,11 @@ def _reads_by_data_in(x, g, states, gap_after):
     gap alone (and any pulse above them the widths call a program), the share of reads among
     them fitted (EM). A gap more than 4 spreads from both groups (a pause, or a pulse before it
     misread) leaves the pulse as its width reads it. Lines with cache states are left alone, and
-    so is a kind of pulse after which the window's median gap lies nearer the reads' group than
-    the programs': a cache program's data in overlaps the busy before it."""
+    so is a kind of pulse after which the fastest mode's own programs (the pulses above its
+    centre, DATA_IN_MIN of them; else the whole window's) have a median gap nearer the reads'
+    group than the programs': a cache program's data in overlaps the busy before it. (The whole
+    window's gaps alone misjudged a line whose fastest programs rarely follow a long pulse: the
+    reads to find outnumbered them there.)"""
     rk = [j for j, st in enumerate(states) if st.kind == "read"]
     pk = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
     lk = pk + [j for j, st in enumerate(states) if st.kind == "erase"]
@@ -1275,13 +1278,14 @@ def _reads_by_data_in(x, g, states, gap_after):
         # programs.)
         win = ok & (x <= hi) & (pr + pp > 0.5) & ((x >= lo) | ((x > top) & (pp > 0.5)))
         _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command,
-                         transfer, spread)
+                         transfer, spread, core=x >= fast.mu)
     return g, programs - float(g[:, pk].sum())
 
 
 def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command, transfer,
-                     spread):
-    """One pass of :func:`_reads_by_data_in` over ``g`` (in place)."""
+                     spread, core):
+    """One pass of :func:`_reads_by_data_in` over ``g`` (in place); ``core`` marks the pulses
+    above the fastest program mode's centre."""
     for before_read, prev in ((1, prev_r), (0, prev_l)):
         # After each kind of pulse, a read's gap and a program's, one transfer apart.
         at = np.nonzero(win & (prev > 0.9))[0]
@@ -1291,8 +1295,13 @@ def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command
                 or transfer / spread < DATA_IN_SEPARATION:
             continue
         v = gb[at]
-        if abs(float(np.median(v)) - mb) > abs(float(np.median(v)) - ma):
-            continue  # (the fastest mode's own programs wait for no data in: cache programs)
+        # Whether the fastest mode's programs wait for their data in (cache programs do not):
+        # the gaps of its pulses above its centre, where few reads reach, else of the window
+        # (where the reads to find may be the most).
+        ref = gb[at[core[at]]]
+        ref = ref if len(ref) >= DATA_IN_MIN else v
+        if abs(float(np.median(ref)) - mb) > abs(float(np.median(ref)) - ma):
+            continue
         # (A floor of 10⁻⁴ of the lower peak, for the share's fit.)
         floor = 1e-4 / (max(sa, sb) * math.sqrt(2 * math.pi))
         la = np.exp(-0.5 * ((v - ma) / sa) ** 2) / (sa * math.sqrt(2 * math.pi)) + floor
