@@ -3,8 +3,8 @@
 Probe header: the eight PMODs, pins 1–4 and 7–10 of each: PMOD ``k`` carries channels
 ``8k … 8k+7``. With 64 channels every PMOD pin is an R/B# input; a build with fewer channels
 gives the PMODs after the last R/B# one to the bus tap (``--tap T``: CE# × T, CLE, ALE, WE#,
-RE#, DQ[7:0]) and to the emulator's ONFI bus (``--emu-bus``), in that order. Pins are LVCMOS33 with the
-pull-up on, so an unconnected channel idles ready (high).
+RE#, DQ[7:0]) and to the emulator's ONFI bus (``--emu-bus``), in that order. Pins are LVCMOS33
+with the pull-up on, so an unconnected channel idles ready (high).
 
 Clock: the 100 MHz oscillator through an EHXPLLL (100 MHz out; the PLL's lock holds the reset).
 Reset: the board's reset button. UART: the FTDI's second channel, 3.03 Mbaud (divisor 33).

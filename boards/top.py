@@ -70,8 +70,7 @@ class HeaderPlan:
         The emulator's ONFI bus: ``ce_n`` (one per die), ``cle``, ``ale``, ``we_n``, ``re_n``,
         ``wp_n``, ``rb_n`` (open-drain-style output, wired-AND of the dies), ``io`` (8 pins).
     tap : dict of str to tuple of str
-        The bus tap: ``ce_n`` (one per target), ``cle``, ``ale``, ``we_n``, ``re_n``, ``io``
-        (8 pins).
+        The bus tap: ``ce_n`` (per target), ``cle``, ``ale``, ``we_n``, ``re_n``, ``io`` (8 pins).
     spare : tuple of str
         Header pins left over.
     """

@@ -1,11 +1,11 @@
 """ULX3S with an ECP5-85F: 56 R/B# channels at 100 MHz.
 
 Probe header: the 56 GPIO of the 2×20 headers (``gpio0`` pairs 0+ 0- 1+ … 27-) in that order:
-channel ``i`` is the ``i``-th pin of that list, so the full header gives 56 R/B# channels. With a
-bus tap (``--tap T``: CE# × T, CLE, ALE, WE#, RE#, DQ[7:0]), the tap takes the pins after the
-R/B# ones: 56 − 12 − T channels remain (40 with four targets). An emulator build with its ONFI bus on
-the header (``--emu-bus``) uses 7 + 8 + dies pins for it (CE# per die, CLE, ALE, WE#, RE#, WP#,
-R/B#, DQ[7:0]). Pins are LVCMOS33 with the pull-up on, so an unconnected channel idles ready.
+channel ``i`` is the ``i``-th pin of that list, so the full header gives 56 R/B# channels. A bus
+tap (``--tap T``: CE# × T, CLE, ALE, WE#, RE#, DQ[7:0]) takes the pins after the R/B# ones:
+56 − 12 − T channels remain (40 with four targets). An emulator build with its ONFI bus on the
+header (``--emu-bus``) uses 7 + 8 + dies pins (CE# per die, CLE, ALE, WE#, RE#, WP#, R/B#,
+DQ[7:0]). Pins are LVCMOS33 with the pull-up on, so an unconnected channel idles ready.
 
 Clock: the 25 MHz oscillator into an EHXPLLL, 100 MHz out. UART: the FTDI (US1 port), 3.03 Mbaud
 (divisor 33). LEDs: 0 = link traffic, 1 = R/B# activity.

@@ -31,8 +31,7 @@ __all__ = ["DeviceCore", "RBScopeDevice"]
 
 
 def _tap_members(tap, emulator):
-    """The bus tap's pins, prefixed ``tap_`` (none without a tap, or in loopback, where the tap
-    listens to the emulated bus)."""
+    """The bus tap's pins, prefixed ``tap_`` (none without a tap or in loopback)."""
     if tap is None or emulator is not None:
         return {}
     return {"tap_ce_n": In(tap.targets, init=(1 << tap.targets) - 1), "tap_cle": In(1),
@@ -254,8 +253,7 @@ class DeviceCore(wiring.Component):
         m.d.comb += [
             onfi.trace.valid.eq(trace.valid), onfi.trace.payload.eq(trace.payload),
             tag.eq(onfi.sniffer_tag.as_value()),
-            onfi.cfg.as_value().eq(controller.tap_cfg),
-            onfi.record.eq(controller.tap_record),
+            onfi.cfg.as_value().eq(controller.tap_cfg), onfi.record.eq(controller.tap_record),
         ]
         # One counter word per TAP_READ write: requested, answered a few cycles later, kept in
         # TAP_DATA with its "done" bit until the next request.

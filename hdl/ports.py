@@ -228,8 +228,8 @@ bus. They are asynchronous, with the same two-flip-flop synchronisers as the emu
 end; hold them at their idle levels (`ce_n` all ones, `we_n` and `re_n` high) while `rst` is
 high. A bus cycle is taken on WE#'s rising edge (a data-out cycle, for the power-up recorder
 only, on RE#'s, DQ as it was in the last cycle with RE# low); hold each level at least two
-clock cycles (ONFI mode 0 at 100 MHz: 5 to 10 cycles). The exact decoding (LUN tracking, multi-plane queues, which confirm sets which
-class) is in `docs/opcode_tap.md`.
+clock cycles (ONFI mode 0 at 100 MHz: 5 to 10 cycles). The exact decoding (LUN tracking,
+multi-plane queues, which confirm sets which class) is in `docs/opcode_tap.md`.
 
 **The trace input.** `trace__*` takes the trace stream of the R/B# sniffer that watches the
 same dies (die `d` on channel `first_channel + d`); only its END records are used, to count
@@ -252,9 +252,10 @@ flight; the word comes on `read_resp__payload` three to four cycles later. Count
 of each target from its first Reset (FFh) after `rst` (`record_cells` per target; 1024 in this
 build). A word holds the cell's byte (bits 7:0), its kind (9:8: 0 command, 1 address, 2 data
 in, 3 data out), whether the cell holds a cycle (10), and the target's state: recording (11),
-armed, waiting for its Reset (12), the cells it holds (16 and up). A one-cycle `record` strobe
-forgets them: bit 0 waits again for each target's next Reset, bit 1 records every target from
-the next cycle. `Tap.record` reads them; `docs/opcode_tap.md`, "Power-up recorder".
+armed, waiting for its Reset (12), the cells it holds (16-28), and log2 of `record_cells` less 5
+(29-31). A one-cycle `record` strobe forgets them: bit 0 waits again for each target's next
+Reset, bit 1 records every target from the next cycle. `Tap.record` reads them;
+`docs/opcode_tap.md`, "Power-up recorder".
 """
 
 #: Notes under the port table of a top, by top.

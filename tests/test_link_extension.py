@@ -34,8 +34,7 @@ from rbscope.gateware.rb_sniffer import SnifferParams
 ROOT = Path(__file__).resolve().parent.parent
 RO, RW = "ro", "rw"
 
-#: INFO's fields (name, bit offset, bits) before the move, and the tap's power-up recorder's
-#: ``tap_record_cells`` added after it (issue 23).
+#: INFO's fields (name, bit offset, bits) before the move.
 INFO_LAYOUT = [
     ("protocol_version", 0, 8), ("gateware_version", 8, 16), ("channels", 24, 16),
     ("classes", 40, 8), ("row", 48, 8), ("width_bits", 56, 8), ("counter_bits", 64, 8),
@@ -45,12 +44,11 @@ INFO_LAYOUT = [
     ("uart_divisor", 224, 16), ("build_id", 240, 32), ("board", 272, 128),
     ("emu_dies", 400, 8), ("emu_cfg_bits", 408, 16), ("emu_traffic_bits", 424, 16),
     ("tag_bits", 440, 8), ("tap_targets", 448, 8), ("tap_luns", 456, 8),
-    ("tap_record_cells", 464, 16),
 ]
 #: The INFO payload of that build (prescaler 0: as the gateware's constants hold it).
 INFO_BYTES = bytes.fromhex(
     "01010002000510183003b00020300810006cdc020000615100000000100018db5f1274000000000000000000"
-    "00000000000002a00247000402010004")
+    "00000000000002a0024700040201")
 #: Its registers: name, address, access, field, shift, reset, bits.
 REGISTERS = [
     ("ID", 0, RO, "link.id", 0, 1129529938, 32),
@@ -152,8 +150,7 @@ def test_wire_is_unchanged():
     # The host reads those INFO bytes back to the same fields.
     decoded = hp.decode_frame_bytes(hp.frame_bytes(protocol.FrameType.INFO, INFO_BYTES), None)
     assert (decoded.emu_dies, decoded.emu_cfg_bits, decoded.emu_traffic_bits,
-            decoded.tag_bits, decoded.tap_targets, decoded.tap_luns,
-            decoded.tap_record_cells) == (2, 672, 71, 4, 2, 1, 1024)
+            decoded.tag_bits, decoded.tap_targets, decoded.tap_luns) == (2, 672, 71, 4, 2, 1)
 
 
 def test_the_host_rebuilds_the_register_map_from_info():
@@ -270,7 +267,7 @@ def test_kinds_that_collide_are_refused():
             "two", frames=(ExtensionFrame(_Frames.MINE, layout),))])
     # A new kind after the others: the fields before it keep their places.
     wire = protocol.LinkProtocol([*KINDS, ExtensionKind(
-        "three", info=(InfoField("three_x", 16),), info_after="tap_record_cells",
+        "three", info=(InfoField("three_x", 16),), info_after="tap_luns",
         frames=(ExtensionFrame(_Frames.OTHER, layout),))])
     params = SnifferParams(channels=2)
     assert _facts(wire.info_layout(params))[:-1] == INFO_LAYOUT

@@ -268,7 +268,7 @@ class RecorderDevice:
 
         self.tap = params
         self.params = params.sniffer
-        self.link = TapLink(params.targets, params.luns, 0, 0, params.record_cells)
+        self.link = TapLink(params.targets, params.luns, 0, 0)
         self.retries = 0
         self.word = 0
         self.strobes = []

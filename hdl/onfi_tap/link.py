@@ -2,7 +2,7 @@
 
 Everything the link carries of the tap is declared here, for the gateware and the host alike:
 :data:`TAP` (the :class:`~..link.extension.ExtensionKind`: INFO's ``tap_targets`` and
-``tap_luns``, ``tap_record_cells``, the registers rebuilt from INFO), :func:`tap_extension`
+``tap_luns``, the registers rebuilt from INFO), :func:`tap_extension`
 (what a build with a tap adds to the link), the counter read's words (``TAP_READ``,
 ``TAP_DATA``) and the power-up recorder's strobes (``TAP_RECORD``). The tap adds no
 frame type. The wire format is documented in ``docs/link.md`` ("With the opcode-aware bus
@@ -41,7 +41,6 @@ class TapLink:
     luns: int
     cfg_bits: int
     cfg_reset: int = 0
-    record_cells: int = 0
 
 
 def tap_registers(tap):
@@ -72,16 +71,14 @@ def tap_link_from_info(info):
     if not getattr(info, "tap_targets", 0):
         return None
     params = TapParams(targets=info.tap_targets, luns=info.tap_luns)
-    return TapLink(info.tap_targets, info.tap_luns, tap_hdl.config_layout(params).size,
-                   record_cells=getattr(info, "tap_record_cells", 0))
+    return TapLink(info.tap_targets, info.tap_luns, tap_hdl.config_layout(params).size)
 
 
 #: The tap as the wire protocol carries it. Its INFO fields follow the sniffer's ``tag_bits``
 #: (zero in a build without a tap).
 TAP = ExtensionKind(
     name="tap",
-    info=(InfoField("tap_targets", 8), InfoField("tap_luns", 8),
-          InfoField("tap_record_cells", 16)),
+    info=(InfoField("tap_targets", 8), InfoField("tap_luns", 8)),
     info_after="tag_bits",
     from_info=tap_link_from_info,
     registers=tap_registers,
@@ -92,8 +89,8 @@ def tap_extension(tap, config=None):
     """The opcode-aware bus tap's part of the link (a :class:`LinkExtension`).
 
     Its configuration registers (``TAP_CFG_i``), the counter read (``TAP_READ``, ``TAP_DATA``),
-    the power-up recorder's strobes (``TAP_RECORD``) and INFO's ``tap_targets``, ``tap_luns``
-    and ``tap_record_cells``.
+    the power-up recorder's strobes (``TAP_RECORD``) and INFO's ``tap_targets`` and
+    ``tap_luns`` (the recorder's size is in its own words: ``decode_record_word``).
 
     Parameters
     ----------
@@ -103,7 +100,7 @@ def tap_extension(tap, config=None):
     """
     config = TapConfig() if config is None else config
     link = TapLink(tap.targets, tap.luns, tap_hdl.config_layout(tap).size,
-                   tap_hdl.config_const(tap, config), tap.record_cells)
+                   tap_hdl.config_const(tap, config))
     rw, ro = protocol.Access.RW, protocol.Access.RO
     ports = (
         ExtPort("tap.cfg", link.cfg_bits, rw, link.cfg_reset),
@@ -112,5 +109,4 @@ def tap_extension(tap, config=None):
         ExtPort("tap.record", 2, rw, strobe=True),
     )
     return LinkExtension(registers=tuple(tap_registers(link)), ports=ports,
-                         info={"tap_targets": tap.targets, "tap_luns": tap.luns,
-                               "tap_record_cells": tap.record_cells})
+                         info={"tap_targets": tap.targets, "tap_luns": tap.luns})

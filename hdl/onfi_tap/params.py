@@ -84,8 +84,9 @@ RECORD_ARM, RECORD_START = 1, 2
 #: A recorder word's fields (a read of the ``RECORD`` space): the cell's byte (bits 0-7) and
 #: kind (8-9); whether the cell holds a cycle (10: below the target's fill); the target's state,
 #: recording (11) or armed (12: waiting for its first Reset); its fill, the cells it holds
-#: (bits 16 and up).
-_RECORD_VALID, _RECORD_ON, _RECORD_ARMED, _RECORD_FILL = 10, 11, 12, 16
+#: (bits 16-28); the build's cells per target, as log2(cells) - 5 (bits 29-31; 0: no recorder,
+#: whose words are all zero).
+_RECORD_VALID, _RECORD_ON, _RECORD_ARMED, _RECORD_FILL, _RECORD_CELLS = 10, 11, 12, 16, 29
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ class RecordCell:
     """One read of the power-up recorder (:func:`decode_record_word`).
 
     ``valid`` says whether ``kind`` and ``byte`` hold a recorded bus cycle; ``recording``,
-    ``armed`` and ``fill`` are the target's state when it was read.
+    ``armed`` and ``fill`` are the target's state when it was read; ``cells`` the recorder's
+    cells per target (0: the build has no recorder).
     """
 
     kind: RecordKind
@@ -102,13 +104,16 @@ class RecordCell:
     recording: bool
     armed: bool
     fill: int
+    cells: int = 0
 
 
 def decode_record_word(word):
     """The :class:`RecordCell` of a ``RECORD`` space word."""
+    code = word >> _RECORD_CELLS & 7
     return RecordCell(kind=RecordKind(word >> 8 & 3), byte=word & 0xFF,
                       valid=bool(word >> _RECORD_VALID & 1), recording=bool(word >> _RECORD_ON & 1),
-                      armed=bool(word >> _RECORD_ARMED & 1), fill=word >> _RECORD_FILL & 0xFFFF)
+                      armed=bool(word >> _RECORD_ARMED & 1),
+                      fill=word >> _RECORD_FILL & 0x1FFF, cells=1 << code + 5 if code else 0)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ..rb_sniffer.params import EventKind
 from ..rb_sniffer.sniffer import TraceSignature
 from .params import (
     _RECORD_ARMED,
+    _RECORD_CELLS,
     _RECORD_FILL,
     _RECORD_ON,
     _RECORD_VALID,
@@ -524,6 +525,7 @@ class OnfiTap(wiring.Component):
             word[_RECORD_ON].eq(on.bit_select(r_target, 1) & (t_fill < cells)),
             word[_RECORD_ARMED].eq(armed.bit_select(r_target, 1)),
             word[_RECORD_FILL:_RECORD_FILL + len(t_fill)].eq(t_fill),
+            word[_RECORD_CELLS:_RECORD_CELLS + 3].eq(cbits - 5),
         ]
         with m.If(taken):
             m.d.sync += answer.payload.eq(word)

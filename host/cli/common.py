@@ -22,7 +22,7 @@ from rbscope.device.device import (
 from .argtypes import integer, number
 
 __all__ = ["ExitCode", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_DEVICE", "EXIT_TIMEOUT",
-           "EXIT_INTERRUPTED", "err", "PORT_HELP", "port_options", "open_device",
+           "EXIT_INTERRUPTED", "err", "PORT_HELP", "baud_rate", "port_options", "open_device",
            "device_errors", "OUTPUT_OPTIONS", "input_paths", "force_option"]
 
 
@@ -52,7 +52,8 @@ def err(cmd, msg):
     print(f"rbscope {cmd}: {msg}", file=sys.stderr)
 
 
-def _baud(text):
+def baud_rate(text):
+    """An argparse type: a link rate, 1 … 50 000 000, or ``auto`` (None)."""
     if text == "auto":
         return None
     return integer(1, 50_000_000)(text)
@@ -60,7 +61,7 @@ def _baud(text):
 
 def port_options(p):
     """Add the options of a command that opens a device: ``--baud``, ``--timeout``, ``--json``."""
-    p.add_argument("--baud", type=_baud, default=None, metavar="auto|RATE",
+    p.add_argument("--baud", type=baud_rate, default=None, metavar="auto|RATE",
                    help="link rate, 1 … 50000000, or auto (the default): the first of "
                         + ", ".join(str(b) for b in BOARD_BAUDRATES)
                         + " at which the device answers (a simulated device answers at any)")

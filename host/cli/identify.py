@@ -33,7 +33,7 @@ from .common import (
     EXIT_OK,
     EXIT_USAGE,
     PORT_HELP,
-    _baud,
+    baud_rate,
     device_errors,
     open_device,
 )
@@ -61,7 +61,7 @@ def add_identify_parser(subparsers):
     r = p.add_argument_group("the bus tap's power-up recorder (instead of SOURCE)")
     r.add_argument("--port", metavar="PORT",
                    help=f"read the recorder of the device here: {PORT_HELP}")
-    r.add_argument("--baud", type=_baud, default=None, metavar="auto|RATE",
+    r.add_argument("--baud", type=baud_rate, default=None, metavar="auto|RATE",
                    help="link rate, or auto (the default): the first of "
                         + ", ".join(str(b) for b in BOARD_BAUDRATES) + " that answers")
     r.add_argument("--timeout", type=number(0), default=0.5,
@@ -185,8 +185,9 @@ def _from_device(args):
                  if all(c[0].armed for c in cells.values()) else "no bus cycle recorded"),
               file=sys.stderr)
         return EXIT_FAILURE
-    commands = group_commands(record_cycles(cells))
-    decoded = BusDecode(record_cycles(cells), commands, identities(commands, targets), [])
+    cycles = record_cycles(cells)
+    commands = group_commands(cycles)
+    decoded = BusDecode(cycles, commands, identities(commands, targets), [])
     for t, st in state.items():
         if st["armed"]:
             decoded.notes.append(f"target {t}: armed, no Reset (FFh) seen: nothing recorded")

@@ -74,13 +74,20 @@ def record_cycles(cells):
             for t in sorted(cells) for c in cells[t] if c.valid]
 
 
+def _recorder_cells(dev):
+    """The recorder's cells per target, from its first word (``DeviceError`` without one)."""
+    cells = decode_record_word(read_tap_word(dev, TapSpace.RECORD, 0)).cells
+    if not cells:
+        raise DeviceError("this build's bus tap has no power-up recorder (its RECORD words "
+                          "read zero)")
+    return cells
+
+
 def record_control(dev, bits):
     """Strobe the power-up recorder: ``RECORD_ARM`` (forget the cells, wait for each target's
     next Reset) or ``RECORD_START`` (forget them, record every target now)."""
-    link = dev.extension(TAP.name)
-    if not link.record_cells:
-        raise DeviceError("this build's bus tap has no power-up recorder (INFO "
-                          "tap_record_cells = 0)")
+    dev.extension(TAP.name)
+    _recorder_cells(dev)
     dev.write_reg("TAP_RECORD", bits)
 
 
@@ -89,11 +96,9 @@ def read_record(dev):
     each target's cells up to its fill (its first cell's ``armed``, ``recording`` and ``fill``
     give its state). ``DeviceError`` for a build without a tap or without a recorder."""
     link = dev.extension(TAP.name)
-    if not link.record_cells:
-        raise DeviceError("this build's bus tap has no power-up recorder (INFO "
-                          "tap_record_cells = 0)")
+    cells = _recorder_cells(dev)
     tap = TapParams(targets=link.targets, luns=link.luns, sniffer=dev.params,
-                    record_cells=link.record_cells)
+                    record_cells=cells)
     out = {}
     for t in range(tap.targets):
         head = decode_record_word(read_tap_word(dev, TapSpace.RECORD, tap.record_index(t, 0)))
