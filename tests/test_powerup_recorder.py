@@ -64,15 +64,7 @@ def replay(params, record, *, before=(), after=()):
     async def bench(ctx):
         for step in before:
             await step(ctx, dut)
-        for we, cle, ale, re, dq, ce, rb in record:
-            ctx.set(dut.we_n, we)
-            ctx.set(dut.cle, cle)
-            ctx.set(dut.ale, ale)
-            ctx.set(dut.re_n, re)
-            ctx.set(dut.io, dq)
-            ctx.set(dut.ce_n, ce)
-            ctx.set(dut.rb, rb)
-            await ctx.tick()
+        await drive_pins(ctx, dut, record)
         await ctx.tick().repeat(10)
         for step in after:
             await step(ctx, dut)
@@ -81,6 +73,17 @@ def replay(params, record, *, before=(), after=()):
     sim.add_testbench(bench)
     sim.run()
     return out
+
+
+async def drive_pins(ctx, dut, record, prefix=""):
+    """Drive ``record_powerup``'s pins, one record per cycle, into the bus inputs of ``dut``
+    (named ``prefix`` + pin) and its R/B# inputs."""
+    for we, cle, ale, re, dq, ce, rb in record:
+        for name, value in (("we_n", we), ("cle", cle), ("ale", ale), ("re_n", re), ("io", dq),
+                            ("ce_n", ce)):
+            ctx.set(getattr(dut, prefix + name), value)
+        ctx.set(dut.rb, rb)
+        await ctx.tick()
 
 
 async def read_record(ctx, dut, params):
@@ -230,14 +233,7 @@ def test_the_device_reads_the_recorder_over_the_link(powerup):
         return decode_record_word(lo.value)
 
     async def drive(ctx):
-        for we, cle, ale, re, dq, ce, _rb in record:
-            ctx.set(dut.tap_we_n, we)
-            ctx.set(dut.tap_cle, cle)
-            ctx.set(dut.tap_ale, ale)
-            ctx.set(dut.tap_re_n, re)
-            ctx.set(dut.tap_io, dq)
-            ctx.set(dut.tap_ce_n, ce)
-            await ctx.tick()
+        await drive_pins(ctx, dut, record, prefix="tap_")
 
     async def reader(ctx):
         await ctx.tick().repeat(len(record) + 20)
