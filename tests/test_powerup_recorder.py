@@ -195,6 +195,7 @@ def test_a_tap_without_a_recorder_answers_its_space_with_zero(powerup):
     assert all(words[t] == [decode_record_word(0)] for t in range(2))
 
 
+@pytest.mark.heavy  # (the whole device in the simulator; make test-heavy, CI)
 def test_the_device_reads_the_recorder_over_the_link(powerup):
     """The power-up up to target 0's parameter page read, replayed into the tap pins of a
     ``DeviceCore``: the cells read one by one through ``TAP_READ``/``TAP_DATA`` equal those of
