@@ -59,15 +59,17 @@ def baud_rate(text):
     return integer(1, 50_000_000)(text)
 
 
-def port_options(p):
-    """Add the options of a command that opens a device: ``--baud``, ``--timeout``, ``--json``."""
+def port_options(p, json=True):
+    """Add the options of a command that opens a device: ``--baud``, ``--timeout`` and (unless
+    the command has its own) ``--json``."""
     p.add_argument("--baud", type=baud_rate, default=None, metavar="auto|RATE",
                    help="link rate, 1 … 50000000, or auto (the default): the first of "
                         + ", ".join(str(b) for b in BOARD_BAUDRATES)
                         + " at which the device answers (a simulated device answers at any)")
     p.add_argument("--timeout", type=number(0), default=0.5,
                    help="seconds to wait for an answer before retrying (default 0.5)")
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    if json:
+        p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
 #: Attributes of a parsed command line that name files a command writes (never inputs).

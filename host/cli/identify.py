@@ -26,16 +26,15 @@ from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError
 
 from .analyze import _duration
-from .argtypes import integer, number
+from .argtypes import integer
 from .common import (
-    BOARD_BAUDRATES,
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
     PORT_HELP,
-    baud_rate,
     device_errors,
     open_device,
+    port_options,
 )
 
 __all__ = ["add_identify_parser", "cmd_identify"]
@@ -61,11 +60,7 @@ def add_identify_parser(subparsers):
     r = p.add_argument_group("the bus tap's power-up recorder (instead of SOURCE)")
     r.add_argument("--port", metavar="PORT",
                    help=f"read the recorder of the device here: {PORT_HELP}")
-    r.add_argument("--baud", type=baud_rate, default=None, metavar="auto|RATE",
-                   help="link rate, or auto (the default): the first of "
-                        + ", ".join(str(b) for b in BOARD_BAUDRATES) + " that answers")
-    r.add_argument("--timeout", type=number(0), default=0.5,
-                   help="seconds to wait for an answer before retrying (default 0.5)")
+    port_options(r, json=False)
     act = r.add_mutually_exclusive_group()
     act.add_argument("--arm", action="store_true",
                      help="re-arm the recorder (it forgets its cells and waits for each "
