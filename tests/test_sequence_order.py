@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from rbscope.analysis.measurement import Measurement, MeasurementError
-from rbscope.analysis.sequence import _host_paced, _reads_by_data_in, _resumable, _resume_gaps
+from rbscope.analysis.sequence import (
+    _erases_by_data_in,
+    _host_paced,
+    _reads_by_data_in,
+    _resumable,
+    _resume_gaps,
+)
 
 #: Program modes: the fast page type from 150 µs, the slow one's lower edge 1 ms, up to 6 ms.
 RANGE = (math.log2(150.0), math.log2(1000.0), math.log2(6000.0))
@@ -319,14 +325,14 @@ def test_reads_as_wide_as_the_fastest_programs_are_told_by_their_data_in(tail, t
     before = rng.uniform(1, 20, len(x)) + np.where(is_read, 0.0, transfer) \
         + np.concatenate(([0.0], np.where(is_read[:-1], transfer, 0.0)))
     gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
-    out, moved = _reads_by_data_in(x, g, states, gap_after)
+    out, moved, _ = _reads_by_data_in(x, g, states, gap_after)
     # (A gap at the commands' edge leaves some doubt: the groups are fitted as normal.)
     least = 0.85 if transfer > 20 else 0.3
     assert least * tail_at.sum() - 1 <= moved <= 1.05 * tail_at.sum() + 1
     assert out[~is_read][:, 1:3].sum() == pytest.approx(n, rel=0.002)
     # A line with cache states is left alone (a cache program's data in overlaps a busy).
     cache = states + [_State("cache", 10)]
-    same, none = _reads_by_data_in(x, np.hstack([g, np.zeros((len(x), 1))]), cache, gap_after)
+    same, none, _ = _reads_by_data_in(x, np.hstack([g, np.zeros((len(x), 1))]), cache, gap_after)
     assert none == 0.0 and same[tail_at, 1].sum() == pytest.approx(tail_at.sum())
 
 
@@ -358,6 +364,96 @@ def test_reads_told_by_data_in_where_the_fastest_programs_rarely_follow_a_long_p
     gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
     after_long = np.concatenate(([False], kinds[:-1] >= 2))
     assert (tail_at & after_long).sum() > 3 * ((kinds == 1) & after_long).sum()
-    out, moved = _reads_by_data_in(x, g, states, gap_after)
+    out, moved, _ = _reads_by_data_in(x, g, states, gap_after)
     assert 0.85 * tail_at.sum() <= moved <= 1.05 * tail_at.sum() + 1
     assert out[tail_at & after_long, 0].sum() >= 0.85 * (tail_at & after_long).sum()
+
+
+@pytest.mark.parametrize("slc", [True, False])
+def test_a_read_width_mode_that_waits_for_its_data_in_is_programs(slc):
+    # TLC behind an SLC cache: reads of four page types (40-95 µs), SLC-mode programs about
+    # 160 µs, TLC pages 500/1300/3300. The SLC programs form a width mode of their own below
+    # the TLC programs, which the widths take for a fourth read type; the gap before each of
+    # its pulses shows a page's data in (a read waits for none). Without an SLC cache the same
+    # slow read type (the upper pages, 160 µs) stays reads.
+    rng = np.random.default_rng(7)
+    centres = [40.0, 65.0, 95.0, 160.0, 500.0, 1300.0, 3300.0, 4200.0]
+    states = [_State("read", c) for c in centres[:4]] + \
+        [_State("program", c) for c in centres[4:7]] + [_State("erase", centres[7])]
+    kinds = []
+    for i in range(3000):
+        kinds += [int(rng.integers(0, 4))] + ([int(rng.integers(0, 3))] if rng.random() < 0.5
+                                              else [])
+        kinds += [3] if rng.random() < 0.4 else [4 + i % 3]
+        if i % 100 == 0:
+            kinds += [7]
+    kinds = np.array(kinds)
+    programs_at = kinds >= 4
+    if slc:
+        programs_at |= kinds == 3
+    is_read = ~programs_at & (kinds < 7)
+    widths = np.array(centres)[kinds] * 2.0 ** rng.normal(0, 0.12, len(kinds))
+    x = np.log2(widths)
+    g = np.zeros((len(x), len(states)))
+    g[np.arange(len(x)), kinds] = 1.0
+    # Gaps: a command (1-20 µs), a read's data out before the next command, a program's data
+    # in before its busy (a 8 KiB page at 100 MB/s: 82 µs).
+    before = rng.uniform(1, 20, len(x)) + np.where(programs_at, 82.0, 0.0) \
+        + np.concatenate(([0.0], np.where(is_read[:-1], 82.0, 0.0)))
+    gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
+    out, _, to_programs = _reads_by_data_in(x, g, states, gap_after)
+    n3 = int((kinds == 3).sum())
+    if slc:
+        assert to_programs == pytest.approx(n3, rel=0.03)
+        assert out[kinds == 3][:, 4:7].sum() == pytest.approx(n3, rel=0.03)
+        # The true reads stay reads (the slowest read type too).
+        assert out[is_read][:, :4].sum() == pytest.approx(is_read.sum(), rel=0.01)
+    else:
+        assert to_programs == 0.0
+        assert out[kinds == 3, 3].sum() == pytest.approx(n3, rel=0.01)
+
+
+@pytest.mark.parametrize("case", ["transfers", "no transfers", "one side"])
+def test_upper_pages_as_slow_as_erases_are_told_by_their_data_in(case):
+    # MLC with a heavy upper-page tail: reads about 40 µs, lower pages 300, upper pages 1300
+    # with a tenth of them 1900-2600 µs, erases 2100-3100. The widths give the tail to the
+    # erases. An erase is a command alone, a program waits for its page's data in (a 4 KiB
+    # page at 100 MB/s: 41 µs): the gap before each tells (after a read and after a long
+    # pulse, each judged by the line's own reads and programs there). Where no transfer shows
+    # in the gaps (data moved while the array is busy, cache reads and programs) the rule
+    # stands down; so it does where the erases (after a program) cannot be judged (no program
+    # follows a long pulse to learn that gap from): the upper pages' tail alone (after reads)
+    # would go back to the programs, and the erase cap's count had cancelled both.
+    rng = np.random.default_rng(11)
+    states = [_State("read", 40), _State("program", 300), _State("program", 1300, 0.2),
+              _State("erase", 2600)]
+    kinds = []
+    for i in range(3000):
+        kinds += [0] + ([0] if rng.random() < 0.5 else []) + [1 if i % 2 else 2]
+        if case != "one side" and rng.random() < 0.3:
+            kinds += [2 if i % 2 else 1]  # a host page after a GC copy
+        if i % 40 == 39:
+            kinds += [3]  # a block's GC ends with its erase, right after a program
+    kinds = np.array(kinds)
+    widths = np.array([40.0, 300.0, 1300.0, 2600.0])[kinds] * 2.0 ** rng.normal(0, 0.12,
+                                                                              len(kinds))
+    tail = (kinds == 2) & (rng.random(len(kinds)) < 0.1)
+    widths[tail] = rng.uniform(1900, 2600, int(tail.sum()))
+    widths[kinds == 3] = rng.uniform(2100, 3100, int((kinds == 3).sum()))
+    x = np.log2(widths)
+    g = np.zeros((len(x), 4))
+    g[np.arange(len(x)), np.argmin(np.abs(x[:, None] - [st.mu for st in states]), axis=1)] = 1.0
+    is_read, is_program = kinds == 0, (kinds == 1) | (kinds == 2)
+    page = 0.0 if case == "no transfers" else 41.0
+    before = rng.uniform(1, 20, len(x)) + np.where(is_program, page, 0.0) \
+        + np.concatenate(([0.0], np.where(is_read[:-1], page, 0.0)))
+    gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
+    erases = int((kinds == 3).sum())
+    assert g[:, 3].sum() > erases + 0.5 * tail.sum()  # the widths' reading
+    out, moved = _erases_by_data_in(x, g, states, gap_after)
+    if case != "transfers":
+        assert moved == 0.0 and out[:, 3].sum() == g[:, 3].sum()
+    else:
+        assert out[:, 3].sum() == pytest.approx(erases, rel=0.03)
+        assert out[is_program][:, 1:3].sum() == pytest.approx(is_program.sum(), rel=0.002)
+        assert moved == pytest.approx(g[:, 3].sum() - erases, rel=0.05)

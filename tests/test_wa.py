@@ -355,3 +355,27 @@ def test_tap_model_ignores_address_cycles_with_one_lun():
             bare.strobe(s)
         assert full.tag == bare.tag
     assert full.counts.ops == bare.counts.ops and full.counts.planes == bare.counts.planes
+
+
+def test_the_erases_allow_fewer_programs_where_slc_mode_programs_fill_small_blocks():
+    # The interval's "programs the erases allow": every erased block filled. A block of
+    # SLC-mode programs holds pages_per_block ÷ bits of them (16 of a 48-page TLC block), so
+    # 146 erases of a die that programmed 1 043 SLC pages and 3 879 TLC pages allow about what
+    # it programmed, not 146 × 48.
+    from rbscope.analysis.sequence import DieResult
+    from rbscope.analysis.wa import _erased_room
+
+    def die(slc):
+        d = DieResult(10_000, {}, 4922.0, 0.0, 146.0, 0.0, None)
+        d.slc_programs = slc
+        return d
+
+    tlc = Geometry(name="t", channels=1, chips_per_channel=1, dies_per_chip=1, planes_per_die=1,
+                   page_size=8192, pages_per_block=48, cell="tlc")
+    assert _erased_room(die(1043.0), tlc) == pytest.approx(1043 + (146 - 1043 * 3 / 48) * 48)
+    assert _erased_room(die(1043.0), tlc) < 1.01 * 4922
+    # Without SLC programs, or without the cell's bits, every block is a full one.
+    assert _erased_room(die(0.0), tlc) == 146 * 48
+    unknown = Geometry(name="u", channels=1, chips_per_channel=1, dies_per_chip=1,
+                       planes_per_die=1, page_size=8192, pages_per_block=48)
+    assert _erased_room(die(1043.0), unknown) == 146 * 48

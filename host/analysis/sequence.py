@@ -224,6 +224,9 @@ class DieResult:
     paced_open: float = 0.0  # candidates of unanchored chains (not counted; the interval's)
     heads: float = 0.0  # tCBSY-cluster pulses counted as back-to-back cache-chain heads
     balance_shift: float = 0.0  # |units held to equal page types - units left free| (trained)
+    #: SLC-mode program pulses among the programs (SLC states, and read-width programs the
+    #: gaps found): a block of them holds pages_per_block ÷ bits pages.
+    slc_programs: float = 0.0
 
     @property
     def units(self):
@@ -247,7 +250,7 @@ class DieResult:
                 "paced_open": self.paced_open,
                 "chain_heads": self.heads,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
-                "multiplane_pulses": self.multiplane_pulses}
+                "multiplane_pulses": self.multiplane_pulses, "slc_programs": self.slc_programs}
 
 
 @dataclass
@@ -1208,9 +1211,10 @@ def _programs_by_data_in(g, pj, ej, mj, gap_after):
     return g
 
 
-def _reads_by_data_in(x, g, states, gap_after):
+def _reads_by_data_in(x, g, states, gap_after, widths=True):
     """Pulses as wide as the fastest program mode, told read from program by the idle gap
-    before them: ``(posteriors, programs moved to reads)``.
+    before them, and read states that wait for data in: ``(posteriors, programs moved to
+    reads in the fastest mode's widths (net), read-state pulses moved to programs)``.
 
     A program waits for its page's data in before its busy, a read does not; after the same
     kind of pulse (a read, whose data out comes first too, or a long operation) a program's gap
@@ -1230,12 +1234,19 @@ def _reads_by_data_in(x, g, states, gap_after):
     centre, DATA_IN_MIN of them; else the whole window's) have a median gap nearer the reads'
     group than the programs': a cache program's data in overlaps the busy before it. (The whole
     window's gaps alone misjudged a line whose fastest programs rarely follow a long pulse: the
-    reads to find outnumbered them there.)"""
+    reads to find outnumbered them there.)
+
+    A read state other than the fastest whose pulses, after both kinds of pulse, have a median
+    gap nearer a program's (the gaps fitted with that state among the programs) is a program
+    mode as fast as the reads (an SLC cache's programs among the TLC page types' reads): its
+    pulses go to the fastest program mode and are then judged one by one like the window's.
+    With ``widths`` false (a line where suspension may hide: a program's rest whose first piece
+    passed for a read would be lost) only such a state is judged."""
     rk = [j for j, st in enumerate(states) if st.kind == "read"]
     pk = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
     lk = pk + [j for j, st in enumerate(states) if st.kind == "erase"]
     if not rk or len(pk) < 2 or any(st.kind == "cache" for st in states) or len(x) < 3:
-        return g, 0.0
+        return g, 0.0, 0.0
     # (In µs: a gap is a command's time plus the transfers, and the commands' spread is the
     # same on both sides.)
     gb = 2.0 ** np.concatenate([[np.nan], np.asarray(gap_after, dtype=float)[:-1]])
@@ -1251,35 +1262,192 @@ def _reads_by_data_in(x, g, states, gap_after):
     # for a program's own data in: fitted (least squares, weighted by count) to the medians of
     # the confident groups — reads narrower than the fastest program mode, programs of the
     # slower modes (the window holds the reads to find) — after a read and after a long pulse.
-    groups = []
-    for before_read, prev in ((1, prev_r), (0, prev_l)):
-        ctx = ok & (prev > 0.9)
-        for own, sel in ((0, ctx & (pr > 0.9) & (x < lo)), (1, ctx & (pp > 0.9) & (x > hi))):
-            v = gb[sel]
-            if len(v) >= DATA_IN_MIN:
-                m_ = float(np.median(v))
-                groups.append((before_read + own, m_, len(v),
-                               1.4826 * float(np.median(np.abs(v - m_)))))
-    if len({n_ for n_, *_ in groups}) < 2:
-        return g, 0.0
-    wts = np.sqrt([c_ for _, _, c_, _ in groups])
-    design = np.array([[1.0, n_] for n_, *_ in groups]) * wts[:, None]
-    (command, transfer), *_ = np.linalg.lstsq(design, np.array([m_ for _, m_, _, _ in groups])
-                                              * wts, rcond=None)
-    spread = max(math.sqrt(sum(c_ * s_ ** 2 for _, _, c_, s_ in groups)
-                           / sum(c_ for _, _, c_, _ in groups)), 0.1)
+    def shifted(v):
+        return np.concatenate([[0.0], v[:-1]])
+
+    fit = _data_in_fit(gb, ok, prev_r, prev_l, (pr > 0.9) & (x < lo), (pp > 0.9) & (x > hi))
+    if fit is None:
+        return g, 0.0, 0.0
+    # A read state whose pulses wait for their data in is a program mode as fast as the reads
+    # (an SLC cache's programs, between the TLC page types' reads and the TLC programs). Each
+    # read state but the fastest is tried as one: the gaps fitted with its pulses among the
+    # programs (after them, no data out), and its pulses' gaps tested against that fit. (The
+    # fastest read state is reads: no program is faster than every read.)
+    main = min(rk, key=lambda j: states[j].mu)
+    waiting = []
+    for j in rk:
+        if j == main:
+            continue
+        pj_, rest = g[:, j], pr - g[:, j]
+        fit_j = _data_in_fit(gb, ok, shifted(rest), prev_l + shifted(pj_),
+                             (rest > 0.9) & (x < lo), (pp > 0.9) & (x > hi))
+        if fit_j is not None and _waits_for_data_in(gb, ok & (pj_ > 0.9), shifted(rest),
+                                                    prev_l + shifted(pj_), *fit_j):
+            waiting.append(j)
+    if not waiting and not widths:
+        return g, 0.0, 0.0
     g = g.copy()
     programs = float(pp.sum())
+    inw = g[:, waiting].sum(axis=1) if waiting else np.zeros(len(x))
+    if waiting:
+        # Their pulses go to the fastest program mode; each is then judged by its gap below.
+        fj = pk[int(np.argmin([states[j].mu for j in pk]))]
+        g[:, fj] += inw
+        g[:, waiting] = 0.0
+        pr, pp = g[:, rk].sum(axis=1), g[:, pk].sum(axis=1)
+        fit = _data_in_fit(gb, ok, shifted(pr), shifted(g[:, lk].sum(axis=1)),
+                           (pr > 0.9) & (x < lo), (pp > 0.9) & (x > hi)) or fit
+    command, transfer, spread = fit
+    in_waiting = float(inw.sum())
     for _ in range(2):  # (again with the pulses before each corrected: a read after a misread)
         pr, pp = g[:, rk].sum(axis=1), g[:, pk].sum(axis=1)
         prev_r = np.concatenate([[0.0], pr[:-1]])
         prev_l = np.concatenate([[0.0], g[:-1][:, lk].sum(axis=1)])
         # (Pulses in the fastest mode's widths, and those above the reads the widths call
         # programs.)
-        win = ok & (x <= hi) & (pr + pp > 0.5) & ((x >= lo) | ((x > top) & (pp > 0.5)))
+        win = ok & (x <= hi) & (pr + pp > 0.5) & ((((x >= lo) | ((x > top) & (pp > 0.5)))
+                                                    & widths) | (inw > 0.5))
         _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command,
                          transfer, spread, core=x >= fast.mu)
-    return g, programs - float(g[:, pk].sum())
+    moved = programs - float(g[:, pk].sum())
+    # (The waiting read states' pulses now programs, counted apart from the fastest mode's:
+    # those the passes did not give back to the reads.)
+    back = float(g[:, rk][inw > 0.5].sum()) if waiting else 0.0
+    to_programs = in_waiting - back
+    return g, moved + to_programs, to_programs
+
+
+def _erases_by_data_in(x, g, states, gap_after):
+    """Pulses where the slowest program mode's widths and the erases' meet, told erase from
+    program by the idle gap before them: ``(posteriors, erases moved to programs, net)``.
+
+    An erase is a command alone (60h, its address, D0h), a program waits for its page's data in
+    (80h, address, data, 10h). After each kind of pulse (a read, a long operation) the line's
+    own confident reads (a command alone too) and confident programs below the window give the
+    two gaps to expect: their medians, DATA_IN_STEP octaves and DATA_IN_SEPARATION pooled robust
+    spreads apart, each group of DATA_IN_MIN at least (else that kind of pulse is left alone:
+    cache programs, whose data in overlaps the busy before them, show no wait). Each pulse above
+    the slowest program mode's centre, or with an erase posterior, below the erase state's upper
+    edge, is then read by its gap alone, the share of erases among them fitted (EM); a gap more
+    than 4 spreads from both leaves the pulse as its width reads it. Where a kind of pulse
+    holds more than 2 % of the window and its gaps cannot judge, none is judged: the widths'
+    errors on one side would be corrected and not the other's (whose count, held by the erase
+    cap, cancelled them)."""
+    ej = next((j for j, st in enumerate(states) if st.kind == "erase"), None)
+    rk = [j for j, st in enumerate(states) if st.kind == "read"]
+    pk = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
+    if ej is None or not rk or not pk or any(st.kind == "cache" for st in states) \
+            or len(x) < 3:
+        return g, 0.0
+    slow = max((states[j] for j in pk), key=lambda st: st.mu)
+    er = states[ej]
+    # (The states' spreads understate a tail: the window is every pulse above the slowest
+    # programs' centre, or with an erase posterior, below the erases' upper edge.)
+    lo, hi = slow.mu, er.mu + 2.5 * er.sigma
+    gb = 2.0 ** np.concatenate([[np.nan], np.asarray(gap_after, dtype=float)[:-1]])
+    ok = np.isfinite(gb)
+    lk = pk + [ej]
+    g = g.copy()
+    erases = float(g[:, ej].sum())
+    for _ in range(2):  # (again with the pulses before each corrected)
+        pr, pe, pp = g[:, rk].sum(axis=1), g[:, ej], g[:, pk].sum(axis=1)
+        win = ok & ((x >= lo) | (pe > 0.01)) & (x <= hi) & (pe + pp > 0.5)
+        judged = []
+        for prev in (np.concatenate([[0.0], pr[:-1]]),
+                     np.concatenate([[0.0], g[:-1][:, lk].sum(axis=1)])):
+            ctx = ok & (prev > 0.9)
+            ra, rb = gb[ctx & (pr > 0.9)], gb[ctx & (pp > 0.9) & (x < lo)]
+            at = np.nonzero(win & ctx)[0]
+            if not len(at):
+                continue
+            refs = _gap_groups(ra, rb)
+            if refs is None:
+                if len(at) > max(2, 0.02 * win.sum()):
+                    # (Pulses of the window the gaps cannot judge: judging the rest alone would
+                    # correct one side of the widths' errors and not the other.)
+                    return g, erases - float(g[:, ej].sum())
+                continue
+            judged.append((at, refs))
+        for at, (ma, sa, mb, sb) in judged:
+            v = gb[at]
+            floor = 1e-4 / (max(sa, sb) * math.sqrt(2 * math.pi))
+            la = np.exp(-0.5 * ((v - ma) / sa) ** 2) / (sa * math.sqrt(2 * math.pi)) + floor
+            lb = np.exp(-0.5 * ((v - mb) / sb) ** 2) / (sb * math.sqrt(2 * math.pi)) + floor
+            share = 0.1
+            for _i in range(50):
+                rr = share * la / (share * la + (1 - share) * lb)
+                share = float(np.clip(rr.mean(), 1e-4, 0.9999))
+            mass = pe[at] + pp[at]
+            far = np.minimum(np.abs(v - ma) / sa, np.abs(v - mb) / sb) > 4.0
+            rr = np.where(far, pe[at] / np.maximum(mass, _FLOOR), rr)
+            # The programs' share within their states in proportion, else to the slowest.
+            keep = pp[at]
+            one = np.eye(len(pk))[int(np.argmax([states[j].mu for j in pk]))]
+            frac = np.where(keep[:, None] > 1e-12,
+                            g[np.ix_(at, pk)] / np.maximum(keep[:, None], _FLOOR), one[None, :])
+            g[np.ix_(at, pk)] = frac * (mass * (1 - rr))[:, None]
+            g[at, ej] = mass * rr
+    return g, erases - float(g[:, ej].sum())
+
+
+def _gap_groups(ra, rb):
+    """Two groups of gaps (a command alone, a command and a page's data in): ``(ma, sa, mb,
+    sb)``, their medians and robust spreads, when each has DATA_IN_MIN and they lie
+    DATA_IN_STEP octaves and DATA_IN_SEPARATION pooled spreads apart; else None."""
+    if len(ra) < DATA_IN_MIN or len(rb) < DATA_IN_MIN:
+        return None
+    ma, mb = float(np.median(ra)), float(np.median(rb))
+    sa = max(1.4826 * float(np.median(np.abs(ra - ma))), 0.1)
+    sb = max(1.4826 * float(np.median(np.abs(rb - mb))), 0.1)
+    spread = math.sqrt((len(ra) * sa ** 2 + len(rb) * sb ** 2) / (len(ra) + len(rb)))
+    if ma <= 0 or mb <= ma or math.log2(mb / ma) < DATA_IN_STEP \
+            or (mb - ma) / spread < DATA_IN_SEPARATION:
+        return None
+    return ma, sa, mb, sb
+
+
+def _data_in_fit(gb, ok, prev_r, prev_l, reads, programs):
+    """The line's command time, transfer and pooled robust spread (µs) from the median gaps of
+    its confident ``reads`` and ``programs`` after a read and after a long pulse (groups of
+    DATA_IN_MIN; at least two with different transfers), or None."""
+    groups = []
+    for before_read, prev in ((1, prev_r), (0, prev_l)):
+        ctx = ok & (prev > 0.9)
+        for own, sel in ((0, ctx & reads), (1, ctx & programs)):
+            v = gb[sel]
+            if len(v) >= DATA_IN_MIN:
+                m_ = float(np.median(v))
+                groups.append((before_read + own, m_, len(v),
+                               1.4826 * float(np.median(np.abs(v - m_)))))
+    if len({n_ for n_, *_ in groups}) < 2:
+        return None
+    wts = np.sqrt([c_ for _, _, c_, _ in groups])
+    design = np.array([[1.0, n_] for n_, *_ in groups]) * wts[:, None]
+    (command, transfer), *_ = np.linalg.lstsq(design, np.array([m_ for _, m_, _, _ in groups])
+                                              * wts, rcond=None)
+    spread = max(math.sqrt(sum(c_ * s_ ** 2 for _, _, c_, s_ in groups)
+                           / sum(c_ for _, _, c_, _ in groups)), 0.1)
+    return float(command), float(transfer), spread
+
+
+def _waits_for_data_in(gb, sel, prev_r, prev_l, command, transfer, spread):
+    """Whether the pulses ``sel`` wait for a page's data in: after each kind of pulse with
+    DATA_IN_MIN of them (at least one kind), their median gap is nearer a program's than a
+    read's, the two DATA_IN_STEP octaves and DATA_IN_SEPARATION spreads apart."""
+    seen = 0
+    for before_read, prev in ((1, prev_r), (0, prev_l)):
+        v = gb[sel & (prev > 0.9)]
+        if len(v) < DATA_IN_MIN:
+            continue
+        ma = command + transfer * before_read
+        mb = ma + transfer
+        if ma <= 0 or math.log2(mb / ma) < DATA_IN_STEP or transfer / spread < DATA_IN_SEPARATION:
+            return False
+        m_ = float(np.median(v))
+        if abs(m_ - mb) >= abs(m_ - ma):
+            return False
+        seen += 1
+    return seen > 0
 
 
 def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command, transfer,
@@ -1842,7 +2010,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                    max(st.mu - 2.0 * st.sigma for st in ps_),
                    max(st.mu + 2.5 * st.sigma for st in ps_) + 1.0)
                   if len(ps_) > 1 and gaps is not None and ordered else None)
-    by_data_in = {}
+    by_data_in, read_modes, erases_by_data_in = {}, {}, {}
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
         c = cands.get(k)
@@ -1871,8 +2039,15 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         no_suspension, few_joins = (share == 0.0 or (share is None and joined
                                                      < max(1.0, frac * n_prog))
                                     for frac in (0.002, 0.01))
-        if ordered and gaps is not None and not word_line and few_joins and k not in suspect:
-            g, by_data_in[k] = _reads_by_data_in(s, g, states, gaps[k])
+        if ordered and gaps is not None and not word_line:
+            # (Where suspension may hide, only a read state waiting for data in as a whole: a
+            # resume waits for none.)
+            g, by_data_in[k], read_modes[k] = _reads_by_data_in(
+                s, g, states, gaps[k], widths=few_joins and k not in suspect)
+            if few_joins and k not in suspect and trained is None:
+                # (A trained erase state has the labels' widths: the gaps' reading of a trained
+                # line moved, on the zoo's tuning draws, as many pulses wrong as right.)
+                g, erases_by_data_in[k] = _erases_by_data_in(s, g, states, gaps[k])
         chain_gaps = ordered and not word_line and k not in suspect and no_suspension
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
@@ -1883,6 +2058,12 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
                               chain_gaps=chain_gaps)
+        dies[k].slc_programs = read_modes.get(k, 0.0) + float(sum(
+            g[:, j].sum() for j, st in enumerate(states) if st.kind == "program_slc"))
+        if bits and read_modes.get(k) and dies[k].erase_cap is not None:
+            # The read-width programs that waited for their data in are SLC-mode programs: a
+            # word line's one page fills a block's share of `bits` pages.
+            dies[k].erase_cap += (1 + erase_slack) * read_modes[k] * (bits - 1) / pages_per_block
         if ordered and not share and may_suspend:
             # (None joined by widths, or joined by the gaps.)
             dies[k].resumable = _resumable(g, states)
@@ -1904,6 +2085,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                      f"mode reaches their widths, so some may be programs")
     if balance:
         totals = [sum(d.expected.get(states[j].name, 0.0) for d in dies.values()) for j in pt]
+        fastest = min(pj, key=lambda j: states[j].mu) if pj else None
+        if totals and fastest in pt:
+            # (The pulses the gaps moved from a read state to the fastest mode are no page type.)
+            totals[pt.index(fastest)] -= sum(read_modes.values())
         spread = max(totals) / max(min(totals), 1e-9) - 1 if totals else 0.0
         if spread <= 0.02:
             notes.append(f"{len(pt)} program page types held to equal counts (block page "
@@ -1923,6 +2108,17 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     if sum(suspended.values()) >= 1:
         notes.append(f"{sum(suspended.values()):,.0f} long operations were suspended (pieces "
                      f"with reads between, joined into one operation each)")
+    waited = sum(read_modes.values())
+    if waited >= 0.5:
+        notes.append(f"{waited:,.0f} pulses as short as reads were programs by the idle gap "
+                     f"before them (a width mode among the reads that waits for its data in: "
+                     f"an SLC cache's programs), counted as the fastest program mode's")
+    e_moved = sum(erases_by_data_in.values())
+    if abs(e_moved) >= 0.5:
+        notes.append(f"{abs(e_moved):,.0f} pulses where the slowest programs' and the erases' "
+                     f"widths overlap {'were programs' if e_moved > 0 else 'were erases'} by the "
+                     f"idle gap before them, net (a program waits for its data in, an erase "
+                     f"does not)")
     moved = sum(by_data_in.values())
     if abs(moved) >= 0.5:
         notes.append(f"{abs(moved):,.0f} pulses as wide as the fastest programs "

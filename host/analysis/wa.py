@@ -323,6 +323,18 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     row.class_up = up
 
 
+def _erased_room(die, geometry):
+    """Program pulses the die's erased blocks hold: erases × pages per block, where the
+    SLC-mode programs found (``die.slc_programs``, with the cell's bits known) fill blocks of
+    pages per block ÷ bits and the rest full ones."""
+    ppb, bits = geometry.pages_per_block, geometry.bits
+    slc = min(die.slc_programs, die.program_pulses)
+    if not bits or bits < 2 or slc <= 0:
+        return die.erase_pulses * ppb
+    slc_blocks = slc * bits / ppb
+    return slc + max(0.0, die.erase_pulses - slc_blocks) * ppb
+
+
 def _lost_records(row, die, lost):
     """A line whose sequence lacks ``lost`` pulses (records the link dropped, counted): their
     programs are estimated at the share of the pulses classified (added to the row's estimate)
@@ -487,7 +499,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
         # Programs the erases allow: every erased block is filled by pages_per_block programs
         # (in steady state nearly all of them within the capture). Programs that showed no
         # long pulse (host-paced cache programs: only tCBSY) are up to that many more.
-        implied = sum(max(0.0, sequence.dies[r.channel].erase_pulses * geometry.pages_per_block
+        implied = sum(max(0.0, _erased_room(sequence.dies[r.channel], geometry)
                           - r.estimate) for r in rows) * scale
         if implied > 0:
             class_up += implied
