@@ -7,12 +7,13 @@ import time
 
 from rbscope.files import OutputError, check_output, write_text
 from rbscope.probe import (
+    DETECTORS,
     ProbeError,
-    detect_page_size,
-    detect_parallel_units,
+    ProbeRequest,
     guess_toml,
     open_target,
     parse_range,
+    run_detectors,
 )
 
 from .argtypes import integer
@@ -20,13 +21,11 @@ from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, err, force_option, input_
 
 __all__ = ["add_probe_parser"]
 
-DETECTORS = ("page", "units")
-
 
 def add_probe_parser(commands):
     p = commands.add_parser(
         "probe-geometry",
-        help="guess an SSD's page size and parallel units from response times",
+        help="guess an SSD's geometry (page, parallel units, GC onset …) from response times",
         description=(
             "Run host-side detectors against TARGET, an NBD export (nbd+unix:///?socket=PATH, "
             "e.g. `rbscope vssd`) or a block device / plain file (O_DIRECT), and print a "
@@ -35,8 +34,10 @@ def add_probe_parser(commands):
             "--destructive and an explicit --range START:END, and every request stays in that "
             "range (its data is overwritten). A mounted block device (or one with a mounted "
             "partition) is refused. Detectors: page (the effective page size, from pairs of "
-            "adjacent 512-byte updates, Kuo et al. 2011) and units (parallel units, from "
-            "concurrent page writers). See docs/vssd.md."),
+            "adjacent 512-byte updates, Kuo et al. 2011), units (parallel units, from "
+            "concurrent page writers), gc (garbage-collection onset and the over-provisioning "
+            "it implies, from random page writes until the throughput drops; on an empty "
+            "drive, with a range of the whole drive). See docs/vssd.md."),
         epilog=(
             "example:\n"
             "  rbscope vssd ssd-v --socket /tmp/ssd.sock --slowdown 10 &\n"
@@ -51,9 +52,15 @@ def add_probe_parser(commands):
     p.add_argument("--range", dest="byte_range", metavar="START:END",
                    help="the bytes the probe may use (multiples of 4096; suffixes KiB MiB GiB)")
     p.add_argument("--detectors", default="page,units", metavar="LIST",
-                   help="comma-separated, of: page, units (default both)")
+                   help=f"comma-separated, of: {', '.join(DETECTORS)} (default page,units); "
+                        f"they run in that order")
     p.add_argument("--page-size", type=integer(512, 1 << 24), metavar="BYTES",
-                   help="page size for the units detector when page is not run")
+                   help="write size of the other detectors when page is not run (units needs "
+                        "it; the others default to 4096)")
+    p.add_argument("--gc-max-bytes", type=_size, metavar="BYTES",
+                   help="the gc detector stops after this many bytes (default 2.5 x the range; "
+                        "suffixes KiB MiB GiB)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random offsets (gc)")
     p.add_argument("--reps", type=integer(3, 1000), default=21, metavar="N",
                    help="repetitions per page-size candidate (default 21)")
     p.add_argument("-o", "--output", metavar="TOML", help="write the geometry guess here")
@@ -63,15 +70,21 @@ def add_probe_parser(commands):
     p.set_defaults(handler=_cmd_probe)
 
 
+def _size(text):
+    try:
+        return parse_range(f"0:{text}")[1] if text.strip() != "0" else 0
+    except ProbeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a byte count that is a multiple of "
+                                         f"4096 (e.g. 64MiB)") from None
+
+
 def _cmd_probe(args):
-    detectors = [d.strip() for d in args.detectors.split(",") if d.strip()]
-    bad = [d for d in detectors if d not in DETECTORS]
-    if bad or not detectors:
-        err("probe-geometry", f"--detectors: unknown {', '.join(bad) or '(none given)'}; "
-                              f"choose from {', '.join(DETECTORS)}")
-        return EXIT_USAGE
-    if "page" not in detectors and "units" in detectors and not args.page_size:
-        err("probe-geometry", "--detectors units without page needs --page-size")
+    detectors = tuple(d.strip() for d in args.detectors.split(",") if d.strip())
+    try:
+        request = ProbeRequest(detectors=detectors, page_size=args.page_size, reps=args.reps,
+                               gc_max_bytes=args.gc_max_bytes, seed=args.seed)
+    except ProbeError as exc:
+        err("probe-geometry", f"--detectors: {exc}")
         return EXIT_USAGE
     if args.output:
         try:
@@ -99,16 +112,7 @@ def _cmd_probe(args):
             for note in target.notes:
                 if say:
                     say(f"note: {note}")
-            page = args.page_size
-            if "page" in detectors:
-                f = detect_page_size(target, reps=args.reps, progress=say)
-                findings.append(f)
-                page = f.value or page
-            if "units" in detectors:
-                if not page:
-                    raise ProbeError("no page size found for the units detector (give "
-                                     "--page-size)")
-                findings.append(detect_parallel_units(target, page, progress=say))
+            findings = run_detectors(target, request, progress=say)
             notes = list(target.notes)
     except ProbeError as exc:
         err("probe-geometry", str(exc))
@@ -135,6 +139,8 @@ def _cmd_probe(args):
         for f in findings:
             print(f"{f.name:16} {f.value!s:>8}  confidence {f.confidence:.2f}  "
                   f"({f.io.get('writes', 0)} writes)")
+            for line in f.summary:
+                print(f"{'':16} {line}")
         print(f"{'seconds':16} {elapsed:8.1f}")
         if text and not args.output:
             print()

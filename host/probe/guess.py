@@ -30,6 +30,7 @@ def guess_toml(findings, target_name, when, name="probed drive"):
               "page x planes on a multi-plane drive).", ""]
     for f in findings:
         header.append(f"{f.name} = {f.value} (confidence {f.confidence:.2f}): {f.rule}")
+        header.extend(f"  {line}" for line in f.summary)
         for key, v in f.evidence.items():
             if isinstance(v, dict) and len(v) <= 12 and not any(isinstance(x, list)
                                                                 for x in v.values()):

@@ -107,7 +107,8 @@ class Target:
 
     Calls: ``pread(offset, length)``, ``pwrite(offset, data)``, ``pwrite_through(offset, data)``
     (written to the flash before it returns: FUA, or a write and a flush), ``flush()``,
-    ``clone()`` and ``close()``.
+    ``clone()`` and ``close()``; ``clock()``, the seconds the detectors time requests with
+    (the wall clock here; the model's clock on :class:`rbscope.vssd.target.EngineTarget`).
     """
 
     kind = "target"
@@ -124,11 +125,15 @@ class Target:
             raise ProbeError(f"{self.name}: request [{offset}, {offset + length}) is outside "
                              f"the range [{self.start}, {self.end})")
 
+    def clock(self):
+        """Seconds on the clock the detectors time requests with (the wall clock)."""
+        return time.perf_counter()
+
     def timed(self, fn, *args):
-        """Run ``fn(*args)``; return the seconds it took."""
-        t = time.perf_counter()
+        """Run ``fn(*args)``; return the seconds it took on :meth:`clock`."""
+        t = self.clock()
         fn(*args)
-        return time.perf_counter() - t
+        return self.clock() - t
 
     def close(self):
         pass

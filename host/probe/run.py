@@ -1,0 +1,78 @@
+"""Run the detectors a request names, in an order that lets each use the ones before.
+
+:func:`run_detectors` is what ``rbscope probe-geometry`` calls (and what a benchmark or a test
+calls without building a command line): a :class:`ProbeRequest` names the detectors and their
+options; the findings come back in the order they ran.
+
+Order and why: ``page`` (the effective page: the write size of the others), ``units`` (needs
+the page), ``gc`` (random page writes until garbage collection starts: it leaves the drive
+collecting, which the erase-unit detector needs).
+"""
+
+from dataclasses import dataclass
+
+from .detect import detect_page_size, detect_parallel_units
+from .gc_onset import detect_gc_onset
+from .target import ProbeError
+
+__all__ = ["DETECTORS", "ProbeRequest", "run_detectors"]
+
+#: The detectors, in the order they run.
+DETECTORS = ("page", "units", "gc")
+#: The write size of the detectors after ``page`` when neither it nor ``page_size`` gives one.
+DEFAULT_PAGE = 4096
+
+
+@dataclass
+class ProbeRequest:
+    """What to probe.
+
+    Members
+    -------
+    detectors : tuple of str
+        Of :data:`DETECTORS` (run in that order whatever the order here).
+    page_size : int or None
+        The write size when the page detector does not run (or finds nothing); the units
+        detector needs it, the others fall back to :data:`DEFAULT_PAGE`.
+    reps : int
+        Repetitions per page-size candidate.
+    gc_max_bytes : int or None
+        The gc-onset detector stops after this many bytes (default 2.5 × the range).
+    seed : int
+        Seeds the random offsets.
+    """
+
+    detectors: tuple = ("page", "units")
+    page_size: int | None = None
+    reps: int = 21
+    gc_max_bytes: int | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        bad = [d for d in self.detectors if d not in DETECTORS]
+        if bad or not self.detectors:
+            raise ProbeError(f"unknown {', '.join(bad) or '(none given)'}; choose from "
+                             f"{', '.join(DETECTORS)}")
+        if "units" in self.detectors and "page" not in self.detectors and not self.page_size:
+            raise ProbeError("the units detector without the page detector needs a page size "
+                             "(--page-size)")
+
+
+def run_detectors(target, request, progress=None):
+    """Run ``request``'s detectors on ``target``; return their findings in the order they ran."""
+    findings = []
+    want = set(request.detectors)
+    page = request.page_size
+    if "page" in want:
+        f = detect_page_size(target, reps=request.reps, progress=progress)
+        findings.append(f)
+        page = f.value or page
+    if "units" in want:
+        if not page:
+            raise ProbeError("no page size found for the units detector (give --page-size)")
+        findings.append(detect_parallel_units(target, page, progress=progress))
+    page = page or DEFAULT_PAGE
+    if "gc" in want:
+        findings.append(detect_gc_onset(target, page, max_bytes=request.gc_max_bytes,
+                                        seed=request.seed, progress=progress))
+    return findings
