@@ -16,6 +16,7 @@ import pytest
 
 from rbscope.probe import Finding, ProbeError, ProbeRequest, guess_toml, run_detectors
 from rbscope.probe.gc_onset import detect_gc_onset, gc_knee
+from rbscope.probe.write_buffer import buffer_step, detect_write_buffer
 from rbscope.refssd import preset
 from rbscope.refssd.ftl import Cause
 from rbscope.vssd import Engine, EngineTarget
@@ -147,6 +148,51 @@ def test_gc_onset_through_probe_geometry_and_the_guess(tmp_path):
     g = [Finding(name="page_size", value=4096, confidence=1.0), Finding(**gc)]
     text = guess_toml(g, "vssd", "now")
     assert "over-provisioning at least" in text
+
+
+# Write buffer -----------------------------------------------------------------------------------
+
+
+def test_buffer_step_passes_over_a_lone_slow_write():
+    lat = [20e-6] * 10 + [500e-6] + [20e-6] * 10 + [500e-6, 20e-6] * 8
+    assert buffer_step(lat, 20e-6, 500e-6) == (21, 21)
+    assert buffer_step(lat[:25], 20e-6, 500e-6)[0] is None  # not confirmed yet
+
+
+@pytest.mark.parametrize("name", ["ssd-v", "slc", "mlc-2plane", "cache-prog", "tlc-gc",
+                                  "tlc-slc"])
+def test_write_buffer_is_the_drives(name):
+    # The presets' buffers: ssd-v 32 KiB, slc 64 KiB, mlc-2plane 1 MiB, cache-prog 256 KiB;
+    # tlc-gc none, tlc-slc none (its SLC cache takes written-through writes as fast).
+    d = preset(name)
+    t = EngineTarget(Engine(d, seed=5), 0, 16 << 20)
+    f = detect_write_buffer(t, d.page_size * d.mp)
+    assert f.value == d.write_buffer, f.evidence["trial_bytes"]
+    assert f.confidence > 0.5
+    assert f.summary and ("no write buffer" in f.summary[0]) == (d.write_buffer == 0)
+
+
+def test_write_buffer_larger_than_the_range_is_not_claimed():
+    d = preset("mlc-2plane")
+    t = EngineTarget(Engine(d, seed=5), 0, 512 << 10)  # 512 KiB < the 1 MiB buffer
+    f = detect_write_buffer(t, 8192)
+    assert f.value is None and f.confidence == 0 and "larger" in f.notes[0]
+
+
+def test_write_buffer_through_probe_geometry(tmp_path):
+    # ssd-v's 32 KiB buffer through nbdkit at slowdown 50: buffered writes take the host's
+    # 1-3 ms, a program 10-110 ms.
+    _tools()
+    out = tmp_path / "p.json"
+    cmd = " ".join([shlex.quote(sys.executable), "-m", "rbscope.cli", "probe-geometry", '"$uri"',
+                    "--destructive", "--range", "0:8MiB", "-q", "--json", "--detectors",
+                    "buffer", "--page-size", "4096", ">", str(out)])
+    r = rbscope("vssd", "ssd-v", "--socket", tmp_path / "s.sock", "--slowdown", 50, "--run",
+                cmd, timeout=600)
+    assert r.returncode == 0, r.stderr
+    (f,) = json.loads(out.read_text())["findings"]
+    assert f["name"] == "write_buffer"
+    assert f["value"] == preset("ssd-v").write_buffer, f["evidence"]["trial_bytes"]
 
 
 def test_probe_request_checks_the_detectors():

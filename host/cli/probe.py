@@ -35,9 +35,10 @@ def add_probe_parser(commands):
             "range (its data is overwritten). A mounted block device (or one with a mounted "
             "partition) is refused. Detectors: page (the effective page size, from pairs of "
             "adjacent 512-byte updates, Kuo et al. 2011), units (parallel units, from "
-            "concurrent page writers), gc (garbage-collection onset and the over-provisioning "
-            "it implies, from random page writes until the throughput drops; on an empty "
-            "drive, with a range of the whole drive). See docs/vssd.md."),
+            "concurrent page writers), buffer (the write buffer's size: buffered writes after "
+            "a flush until one waits for the flash), gc (garbage-collection onset and the "
+            "over-provisioning it implies, from random page writes until the throughput "
+            "drops; on an empty drive, with a range of the whole drive). See docs/vssd.md."),
         epilog=(
             "example:\n"
             "  rbscope vssd ssd-v --socket /tmp/ssd.sock --slowdown 10 &\n"

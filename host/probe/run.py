@@ -5,8 +5,9 @@ calls without building a command line): a :class:`ProbeRequest` names the detect
 options; the findings come back in the order they ran.
 
 Order and why: ``page`` (the effective page: the write size of the others), ``units`` (needs
-the page), ``gc`` (random page writes until garbage collection starts: it leaves the drive
-collecting, which the erase-unit detector needs).
+the page), ``buffer`` (it flushes first: what ran before does not matter), ``gc`` (random page
+writes until garbage collection starts: it leaves the drive collecting, which the erase-unit
+detector needs).
 """
 
 from dataclasses import dataclass
@@ -14,11 +15,12 @@ from dataclasses import dataclass
 from .detect import detect_page_size, detect_parallel_units
 from .gc_onset import detect_gc_onset
 from .target import ProbeError
+from .write_buffer import detect_write_buffer
 
 __all__ = ["DETECTORS", "ProbeRequest", "run_detectors"]
 
 #: The detectors, in the order they run.
-DETECTORS = ("page", "units", "gc")
+DETECTORS = ("page", "units", "buffer", "gc")
 #: The write size of the detectors after ``page`` when neither it nor ``page_size`` gives one.
 DEFAULT_PAGE = 4096
 
@@ -72,6 +74,8 @@ def run_detectors(target, request, progress=None):
             raise ProbeError("no page size found for the units detector (give --page-size)")
         findings.append(detect_parallel_units(target, page, progress=progress))
     page = page or DEFAULT_PAGE
+    if "buffer" in want:
+        findings.append(detect_write_buffer(target, page, progress=progress))
     if "gc" in want:
         findings.append(detect_gc_onset(target, page, max_bytes=request.gc_max_bytes,
                                         seed=request.seed, progress=progress))
