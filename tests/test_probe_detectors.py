@@ -14,7 +14,9 @@ import sys
 
 import pytest
 
+from rbscope.analysis.geometry import parse_geometry
 from rbscope.probe import Finding, ProbeError, ProbeRequest, guess_toml, run_detectors
+from rbscope.probe.erase_unit import detect_erase_unit, erase_period
 from rbscope.probe.gc_onset import detect_gc_onset, gc_knee
 from rbscope.probe.write_buffer import buffer_step, detect_write_buffer
 from rbscope.refssd import preset
@@ -31,6 +33,8 @@ SMALL = {
                        over_provisioning=0.25),
     "tlc-gc": dict(channels=2, dies_per_chip=1, blocks_per_plane=16, pages_per_block=48,
                    over_provisioning=0.25),
+    "cache-prog": dict(channels=2, dies_per_chip=1, blocks_per_plane=32, pages_per_block=32,
+                       over_provisioning=0.25),
 }
 
 
@@ -123,10 +127,11 @@ def test_gc_onset_over_half_the_drive_and_on_a_drive_not_empty():
     assert g.value is None and g.confidence == 0 and "not empty" in g.notes[0]
 
 
-def test_gc_onset_through_probe_geometry_and_the_guess(tmp_path):
-    # The same detector through nbdkit on the wall clock: a tiny ssd-v (2 MiB raw) at slowdown
-    # 25 (a write of 0.2-2.2 ms modelled takes 5-55 ms: a loaded host's few ms per request do
-    # not make a knee), about 600 writes: ~20 s wall, ~5 s CPU.
+def test_gc_onset_and_erase_unit_through_probe_geometry_and_the_guess(tmp_path):
+    # The same detectors through nbdkit on the wall clock: a tiny ssd-v (2 MiB raw, 8-page
+    # blocks) at slowdown 25 (a write of 0.2-2.2 ms modelled takes 5-55 ms: a loaded host's few
+    # ms per request do not make a knee), about 600 writes for gc and 400 for erase: ~45 s
+    # wall, ~12 s CPU.
     _tools()
     d = small("ssd-v", blocks_per_plane=8, pages_per_block=8, over_provisioning=0.6)
     drive = tmp_path / "d.toml"
@@ -135,19 +140,21 @@ def test_gc_onset_through_probe_geometry_and_the_guess(tmp_path):
     out = tmp_path / "p.json"
     cmd = " ".join([shlex.quote(sys.executable), "-m", "rbscope.cli", "probe-geometry", '"$uri"',
                     "--destructive", "--range", f"0:{d.logical_bytes // 4096 * 4096}", "-q",
-                    "--json", "--detectors", "gc", ">", str(out)])
+                    "--json", "--detectors", "gc,erase", "--units", "4", ">", str(out)])
     r = rbscope("vssd", drive, "--socket", tmp_path / "s.sock", "--slowdown", 25, "--run", cmd,
                 "--truth", tmp_path / "t.json", timeout=600)
     assert r.returncode == 0, r.stderr
-    (gc,) = json.loads(out.read_text())["findings"]
+    gc, erase = json.loads(out.read_text())["findings"]
     assert gc["name"] == "gc_onset" and gc["value"] is not None, gc["notes"]
     # The engine in process with the same drive and seed collects first here:
     t = Watched(Engine(d, seed=0))
     detect_gc_onset(t, 4096)
     assert abs(gc["value"] - t.gc_at) <= 2 * gc["evidence"]["window_writes"] * 4096
-    g = [Finding(name="page_size", value=4096, confidence=1.0), Finding(**gc)]
+    assert erase["value"] == unit_bytes(d), erase["evidence"]["scores"]
+    g = [Finding(name="page_size", value=4096, confidence=1.0), Finding(**gc), Finding(**erase)]
     text = guess_toml(g, "vssd", "now")
     assert "over-provisioning at least" in text
+    assert parse_geometry(text, "guess").pages_per_block == d.pages_per_block
 
 
 # Write buffer -----------------------------------------------------------------------------------
@@ -193,6 +200,52 @@ def test_write_buffer_through_probe_geometry(tmp_path):
     (f,) = json.loads(out.read_text())["findings"]
     assert f["name"] == "write_buffer"
     assert f["value"] == preset("ssd-v").write_buffer, f["evidence"]["trial_bytes"]
+
+
+# Erase unit -------------------------------------------------------------------------------------
+
+
+def test_erase_period_takes_the_smallest_period_spiking_every_time():
+    # Two units, period 40: unit 0's erase at phase 3, unit 1's at 22 (one period without it),
+    # slow programs every other write, one noise spike.
+    lat = [(1.8e-3 if i % 2 else 0.4e-3) for i in range(400)]
+    for k in range(10):
+        lat[40 * k + 3] = 9e-3
+        if k != 4:
+            lat[40 * k + 22] = 6e-3
+    lat[117] = 30e-3
+    p = erase_period(lat, 2)
+    assert p["period"] == 40 and p["phase"] == 3
+    assert p["scores"][80] >= 1.5 and p["scores"][20] < 1.5  # multiples pass, halves do not
+    assert erase_period(lat[:180], 2)["period"] is None  # fewer than five periods
+    # A period that spikes in half of its periods only (twice the true one's half) fails.
+    half = [(9e-3 if i % 80 == 3 else 1e-3) for i in range(800)]
+    assert erase_period(half, 2)["period"] == 80
+
+
+@pytest.mark.parametrize("name", ["ssd-v", "slc", "mlc-2plane", "tlc-gc", "cache-prog"])
+def test_erase_unit_after_gc_is_the_drives_block(name):
+    d = small(name)
+    page = d.page_size * d.mp  # the effective page (the program unit)
+    t = EngineTarget(Engine(d, seed=6))
+    req = ProbeRequest(detectors=("gc", "erase"), page_size=page, units=d.dies, seed=6)
+    gc, erase = run_detectors(t, req)
+    assert gc.value is not None
+    assert erase.value == unit_bytes(d), erase.evidence["scores"]
+    assert erase.evidence["pages_per_unit"] == d.pages_per_block
+    assert erase.confidence > 0.5
+    page_finding = Finding(name="page_size", value=page, confidence=1.0)
+    geometry = parse_geometry(guess_toml([page_finding, gc, erase], name, "now"), "guess")
+    assert geometry.pages_per_block == d.pages_per_block
+
+
+def test_erase_unit_on_a_drive_not_collecting_is_not_claimed():
+    d = small("ssd-v")
+    e = Engine(d, seed=7)
+    quarter = e.capacity // 4 // 4096 * 4096
+    f = detect_erase_unit(EngineTarget(e, 0, quarter), 4096, d.dies)
+    assert f.value is None and "not collecting" in f.notes[0]
+    assert e.ftl.erases.sum() == 0  # (the truth: nothing was erased)
 
 
 def test_probe_request_checks_the_detectors():

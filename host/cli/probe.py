@@ -38,7 +38,9 @@ def add_probe_parser(commands):
             "concurrent page writers), buffer (the write buffer's size: buffered writes after "
             "a flush until one waits for the flash), gc (garbage-collection onset and the "
             "over-provisioning it implies, from random page writes until the throughput "
-            "drops; on an empty drive, with a range of the whole drive). See docs/vssd.md."),
+            "drops; on an empty drive, with a range of the whole drive), erase (the erase unit, "
+            "from the period of the erase spikes in sequential writes on a drive collecting "
+            "garbage: after gc). See docs/vssd.md."),
         epilog=(
             "example:\n"
             "  rbscope vssd ssd-v --socket /tmp/ssd.sock --slowdown 10 &\n"
@@ -61,6 +63,12 @@ def add_probe_parser(commands):
     p.add_argument("--gc-max-bytes", type=_size, metavar="BYTES",
                    help="the gc detector stops after this many bytes (default 2.5 x the range; "
                         "suffixes KiB MiB GiB)")
+    p.add_argument("--erase-max-bytes", type=_size, metavar="BYTES",
+                   help="the erase detector stops after this many bytes (default the range: one "
+                        "pass)")
+    p.add_argument("--units", type=integer(1, 4096), metavar="N",
+                   help="parallel units when units is not run (erase divides its period by "
+                        "them; default 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random offsets (gc)")
     p.add_argument("--reps", type=integer(3, 1000), default=21, metavar="N",
                    help="repetitions per page-size candidate (default 21)")
@@ -83,7 +91,8 @@ def _cmd_probe(args):
     detectors = tuple(d.strip() for d in args.detectors.split(",") if d.strip())
     try:
         request = ProbeRequest(detectors=detectors, page_size=args.page_size, reps=args.reps,
-                               gc_max_bytes=args.gc_max_bytes, seed=args.seed)
+                               units=args.units, gc_max_bytes=args.gc_max_bytes,
+                               erase_max_bytes=args.erase_max_bytes, seed=args.seed)
     except ProbeError as exc:
         err("probe-geometry", f"--detectors: {exc}")
         return EXIT_USAGE

@@ -9,15 +9,21 @@ __all__ = ["guess_geometry", "guess_toml"]
 
 def guess_geometry(findings, name="probed drive"):
     """The geometry the findings imply: ``parallel_units`` channels of one single-plane die
-    each, pages of the effective page size (the program unit)."""
+    each, pages of the effective page size (the program unit), and with an erase unit its
+    pages per block (erase unit ÷ page)."""
     by = {f.name: f for f in findings}
     page = by.get("page_size")
     units = by.get("parallel_units")
+    erase = by.get("erase_unit")
     if page is None or page.value is None:
         raise ProbeError("no page size was found: no geometry to guess")
     n = units.value if units is not None and units.value else 1
+    ppb = None
+    if erase is not None and erase.value and erase.value % page.value == 0:
+        ppb = erase.value // page.value
     return Geometry(name=name, channels=n, chips_per_channel=1, dies_per_chip=1,
                     planes_per_die=1, page_size=page.value, program_model="single-plane",
+                    pages_per_block=ppb,
                     description="guessed by rbscope probe-geometry from response times")
 
 

@@ -7,12 +7,13 @@ options; the findings come back in the order they ran.
 Order and why: ``page`` (the effective page: the write size of the others), ``units`` (needs
 the page), ``buffer`` (it flushes first: what ran before does not matter), ``gc`` (random page
 writes until garbage collection starts: it leaves the drive collecting, which the erase-unit
-detector needs).
+detector needs), ``erase`` (divides its period by the units found, or given).
 """
 
 from dataclasses import dataclass
 
 from .detect import detect_page_size, detect_parallel_units
+from .erase_unit import detect_erase_unit
 from .gc_onset import detect_gc_onset
 from .target import ProbeError
 from .write_buffer import detect_write_buffer
@@ -20,7 +21,7 @@ from .write_buffer import detect_write_buffer
 __all__ = ["DETECTORS", "ProbeRequest", "run_detectors"]
 
 #: The detectors, in the order they run.
-DETECTORS = ("page", "units", "buffer", "gc")
+DETECTORS = ("page", "units", "buffer", "gc", "erase")
 #: The write size of the detectors after ``page`` when neither it nor ``page_size`` gives one.
 DEFAULT_PAGE = 4096
 
@@ -38,8 +39,13 @@ class ProbeRequest:
         detector needs it, the others fall back to :data:`DEFAULT_PAGE`.
     reps : int
         Repetitions per page-size candidate.
+    units : int or None
+        The parallel units when the units detector does not run (the erase-unit detector
+        divides its period by them; default 1: the period itself).
     gc_max_bytes : int or None
         The gc-onset detector stops after this many bytes (default 2.5 × the range).
+    erase_max_bytes : int or None
+        The erase-unit detector stops after this many bytes (default the range: one pass).
     seed : int
         Seeds the random offsets.
     """
@@ -47,7 +53,9 @@ class ProbeRequest:
     detectors: tuple = ("page", "units")
     page_size: int | None = None
     reps: int = 21
+    units: int | None = None
     gc_max_bytes: int | None = None
+    erase_max_bytes: int | None = None
     seed: int = 0
 
     def __post_init__(self):
@@ -65,6 +73,7 @@ def run_detectors(target, request, progress=None):
     findings = []
     want = set(request.detectors)
     page = request.page_size
+    units = request.units
     if "page" in want:
         f = detect_page_size(target, reps=request.reps, progress=progress)
         findings.append(f)
@@ -72,11 +81,16 @@ def run_detectors(target, request, progress=None):
     if "units" in want:
         if not page:
             raise ProbeError("no page size found for the units detector (give --page-size)")
-        findings.append(detect_parallel_units(target, page, progress=progress))
+        f = detect_parallel_units(target, page, progress=progress)
+        findings.append(f)
+        units = f.value or units
     page = page or DEFAULT_PAGE
     if "buffer" in want:
         findings.append(detect_write_buffer(target, page, progress=progress))
     if "gc" in want:
         findings.append(detect_gc_onset(target, page, max_bytes=request.gc_max_bytes,
                                         seed=request.seed, progress=progress))
+    if "erase" in want:
+        findings.append(detect_erase_unit(target, page, units or 1,
+                                          max_bytes=request.erase_max_bytes, progress=progress))
     return findings
