@@ -18,6 +18,7 @@ from rbscope.analysis.geometry import parse_geometry
 from rbscope.probe import Finding, ProbeError, ProbeRequest, guess_toml, run_detectors
 from rbscope.probe.erase_unit import detect_erase_unit, erase_period
 from rbscope.probe.gc_onset import detect_gc_onset, gc_knee
+from rbscope.probe.pulses import classify_widths, cross_check, format_checks, read_pulses
 from rbscope.probe.write_buffer import buffer_step, detect_write_buffer
 from rbscope.refssd import preset
 from rbscope.refssd.ftl import Cause
@@ -127,34 +128,47 @@ def test_gc_onset_over_half_the_drive_and_on_a_drive_not_empty():
     assert g.value is None and g.confidence == 0 and "not empty" in g.notes[0]
 
 
-def test_gc_onset_and_erase_unit_through_probe_geometry_and_the_guess(tmp_path):
-    # The same detectors through nbdkit on the wall clock: a tiny ssd-v (2 MiB raw, 8-page
-    # blocks) at slowdown 25 (a write of 0.2-2.2 ms modelled takes 5-55 ms: a loaded host's few
-    # ms per request do not make a knee), about 600 writes for gc and 400 for erase: ~45 s
-    # wall, ~12 s CPU.
+def test_gc_erase_and_the_pulses_through_vssd_and_probe_geometry(tmp_path):
+    # The same detectors through nbdkit on the wall clock: a tiny SLC drive (2 dies, 4 MiB
+    # raw, 8-row blocks) at slowdown 25 (a write of 0.2-0.5 ms modelled takes 5-13 ms, an erase
+    # 50 ms: a loaded host's few ms per request make no knee), ~650 writes for gc and ~250 for
+    # erase: ~30 s wall, ~10 s CPU. Then the findings against the run's own R/B# recording.
     _tools()
-    d = small("ssd-v", blocks_per_plane=8, pages_per_block=8, over_provisioning=0.6)
+    spec = dict(blocks_per_plane=32, pages_per_block=8)
+    d = small("slc", **spec)
     drive = tmp_path / "d.toml"
-    drive.write_text('preset = "ssd-v"\n[array]\nblocks_per_plane = 8\npages_per_block = 8\n'
-                     '[firmware]\nover_provisioning = 0.6\n')
-    out = tmp_path / "p.json"
+    drive.write_text('preset = "slc"\n[array]\nchannels = 2\nchips_per_channel = 1\n'
+                     'dies_per_chip = 1\nblocks_per_plane = 32\npages_per_block = 8\n'
+                     '[firmware]\nover_provisioning = 0.25\n')
+    out, vcd, geo = tmp_path / "p.json", tmp_path / "r.vcd", tmp_path / "g.toml"
+    size = d.logical_bytes // 4096 * 4096
     cmd = " ".join([shlex.quote(sys.executable), "-m", "rbscope.cli", "probe-geometry", '"$uri"',
-                    "--destructive", "--range", f"0:{d.logical_bytes // 4096 * 4096}", "-q",
-                    "--json", "--detectors", "gc,erase", "--units", "4", ">", str(out)])
+                    "--destructive", "--range", f"0:{size}", "-q", "--json", "--detectors",
+                    "gc,erase", "--page-size", "8192", "--units", "2", ">", str(out)])
     r = rbscope("vssd", drive, "--socket", tmp_path / "s.sock", "--slowdown", 25, "--run", cmd,
-                "--truth", tmp_path / "t.json", timeout=600)
+                "--record", vcd, "--geometry-out", geo, timeout=600)
     assert r.returncode == 0, r.stderr
     gc, erase = json.loads(out.read_text())["findings"]
     assert gc["name"] == "gc_onset" and gc["value"] is not None, gc["notes"]
-    # The engine in process with the same drive and seed collects first here:
+    # The engine in process with the same drive and seed first collects here:
     t = Watched(Engine(d, seed=0))
-    detect_gc_onset(t, 4096)
-    assert abs(gc["value"] - t.gc_at) <= 2 * gc["evidence"]["window_writes"] * 4096
+    detect_gc_onset(t, 8192)
+    assert abs(gc["value"] - t.gc_at) <= 2 * gc["evidence"]["window_writes"] * 8192
     assert erase["value"] == unit_bytes(d), erase["evidence"]["scores"]
-    g = [Finding(name="page_size", value=4096, confidence=1.0), Finding(**gc), Finding(**erase)]
+    g = [Finding(name="page_size", value=8192, confidence=1.0), Finding(**gc), Finding(**erase)]
     text = guess_toml(g, "vssd", "now")
     assert "over-provisioning at least" in text
     assert parse_geometry(text, "guess").pages_per_block == d.pages_per_block
+    # The cross-check: the recording of the same run, classified with the drive's windows.
+    r = rbscope("probe-geometry", "--findings", out, "--pulses", vcd, "--geometry", geo,
+                "--json")
+    assert r.returncode == 0, r.stderr
+    checks = {c["quantity"]: c for c in json.loads(r.stdout)["cross_check"]["checks"]}
+    assert checks["parallel units"]["agrees"] and checks["parallel units"]["pulses"] == d.dies
+    assert checks["pages per block"]["agrees"], checks["pages per block"]
+    assert checks["garbage collection"]["agrees"]
+    r = rbscope("probe-geometry", "--findings", out, "--pulses", vcd, "--geometry", geo)
+    assert r.returncode == 0 and "cross-check against the R/B# pulses" in r.stdout
 
 
 # Write buffer -----------------------------------------------------------------------------------
@@ -246,6 +260,58 @@ def test_erase_unit_on_a_drive_not_collecting_is_not_claimed():
     f = detect_erase_unit(EngineTarget(e, 0, quarter), 4096, d.dies)
     assert f.value is None and "not collecting" in f.notes[0]
     assert e.ftl.erases.sum() == 0  # (the truth: nothing was erased)
+
+
+# Cross-check against the R/B# pulses ------------------------------------------------------------
+
+
+def test_read_pulses_and_classify_widths(tmp_path):
+    vcd = tmp_path / "r.vcd"
+    vcd.write_text("$timescale 1 ns $end\n$scope module refssd $end\n"
+                   "$var wire 1 ! rb0 $end\n$var wire 1 \" rb1 $end\n$upscope $end\n"
+                   "$enddefinitions $end\n#0\n$dumpvars\n1!\n1\"\n$end\n"
+                   "#1000\n0!\n#301000\n1!\n0\"\n#2301000\n1\"\n#2400000\n0!\n#2430000\n1!\n")
+    lines = read_pulses(vcd)
+    starts, widths = lines["refssd.rb0"]
+    assert starts.tolist() == pytest.approx([1e-6, 2.4e-3])
+    assert widths.tolist() == pytest.approx([300e-6, 30e-6])
+    assert lines["refssd.rb1"][1].tolist() == pytest.approx([2e-3])
+    assert classify_widths([300e-6, 30e-6, 2e-3, 1e-7]).tolist() == \
+        ["program", "read", "program", "other"]  # the generic windows: erases from 2.3 ms
+
+
+@pytest.mark.parametrize("name", ["slc", "mlc-2plane"])
+def test_cross_check_agrees_with_the_pulses_and_can_disagree(tmp_path, name):
+    d = small(name)
+    page = d.page_size * d.mp
+    e = Engine(d, seed=8)
+    findings = run_detectors(EngineTarget(e), ProbeRequest(
+        detectors=("buffer", "gc", "erase"), page_size=page, units=d.dies, seed=8))
+    e.flush()  # as rbscope vssd does on exit
+    vcd = tmp_path / "r.vcd"
+    e.write_recording(vcd)
+    windows = d.user_geometry().classifier.windows  # the bundled geometry's (ssd-s, ssd-m)
+    units = Finding(name="parallel_units", value=d.dies, confidence=1.0)
+    pf = Finding(name="page_size", value=page, confidence=1.0)
+    checks, per_line = cross_check([pf, units, *findings], vcd, windows=windows)
+    by = {c.quantity: c for c in checks}
+    assert by["parallel units"].agrees and by["pages per block"].agrees
+    assert by["pages per block"].guess == d.pages_per_block
+    assert abs(by["pages per block"].pulses / d.pages_per_block - 1) <= 0.05
+    assert by["garbage collection"].agrees
+    assert len(per_line) == d.dies
+    # The same truth from the FTL: program pulses per line = program operations per die.
+    truth = e.truth()
+    assert sum(c["programs"] for c in per_line.values()) == truth.program_operations
+    assert sum(c["erases"] for c in per_line.values()) == truth.erases["total"]
+    # A guess that is wrong is flagged.
+    gc, buffer, erase = findings[1], findings[0], findings[2]
+    wrong = Finding(**{**erase.to_dict(), "value": erase.value * 2})
+    nogc = Finding(**{**gc.to_dict(), "value": None})
+    two = Finding(name="parallel_units", value=2 * d.dies, confidence=1.0)
+    checks, _ = cross_check([pf, two, buffer, nogc, wrong], vcd, windows=windows)
+    assert [c.agrees for c in checks[:3]] == [False, False, False]
+    assert "NO" in "\n".join(format_checks(checks))
 
 
 def test_probe_request_checks_the_detectors():

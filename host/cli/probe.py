@@ -5,9 +5,11 @@ import json
 import sys
 import time
 
+from rbscope.analysis.geometry import GeometryError, load_geometry
 from rbscope.files import OutputError, check_output, write_text
 from rbscope.probe import (
     DETECTORS,
+    Finding,
     ProbeError,
     ProbeRequest,
     guess_toml,
@@ -15,6 +17,8 @@ from rbscope.probe import (
     parse_range,
     run_detectors,
 )
+from rbscope.probe.pulses import cross_check, format_checks
+from rbscope.recordings.stream import RecordingError
 
 from .argtypes import integer
 from .common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, err, force_option, input_paths
@@ -45,11 +49,19 @@ def add_probe_parser(commands):
             "example:\n"
             "  rbscope vssd ssd-v --socket /tmp/ssd.sock --slowdown 10 &\n"
             "  rbscope probe-geometry 'nbd+unix:///?socket=/tmp/ssd.sock' --destructive "
-            "--range 0:64MiB -o guess.toml"),
+            "--range 0:64MiB -o guess.toml\n"
+            "cross-check with the pulses of the same run (the recording is written when vssd "
+            "stops):\n"
+            "  rbscope vssd small.toml --socket /tmp/s.sock --slowdown 20 --record r.vcd "
+            "--run \\\n"
+            "    'rbscope probe-geometry \"$uri\" --destructive --range 0:12MiB --detectors "
+            "gc,erase --units 4 --json > p.json'\n"
+            "  rbscope probe-geometry --findings p.json --pulses r.vcd"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("target", metavar="TARGET",
-                   help="nbd+unix:///?socket=PATH, a block device or a plain file")
+    p.add_argument("target", metavar="TARGET", nargs="?",
+                   help="nbd+unix:///?socket=PATH, a block device or a plain file (none with "
+                        "--findings)")
     p.add_argument("--destructive", action="store_true",
                    help="allow writes (overwrites the --range bytes); the detectors need it")
     p.add_argument("--range", dest="byte_range", metavar="START:END",
@@ -72,6 +84,15 @@ def add_probe_parser(commands):
     p.add_argument("--seed", type=int, default=0, help="seed of the random offsets (gc)")
     p.add_argument("--reps", type=integer(3, 1000), default=21, metavar="N",
                    help="repetitions per page-size candidate (default 21)")
+    p.add_argument("--findings", metavar="JSON",
+                   help="report the findings of an earlier run's --json instead of probing "
+                        "(with --pulses: cross-check them against that run's recording)")
+    p.add_argument("--pulses", metavar="VCD",
+                   help="cross-check the findings against the R/B# pulses of the same run "
+                        "(rbscope vssd --record, or a capture made while the probe ran)")
+    p.add_argument("--geometry", metavar="TOML",
+                   help="class windows for --pulses: a geometry name or file with a "
+                        "[classifier] (default: analyze's generic MLC windows)")
     p.add_argument("-o", "--output", metavar="TOML", help="write the geometry guess here")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
@@ -88,6 +109,8 @@ def _size(text):
 
 
 def _cmd_probe(args):
+    if args.findings is not None:
+        return _from_findings(args)
     detectors = tuple(d.strip() for d in args.detectors.split(",") if d.strip())
     try:
         request = ProbeRequest(detectors=detectors, page_size=args.page_size, reps=args.reps,
@@ -96,13 +119,11 @@ def _cmd_probe(args):
     except ProbeError as exc:
         err("probe-geometry", f"--detectors: {exc}")
         return EXIT_USAGE
-    if args.output:
-        try:
-            check_output(args.output, kind="toml", inputs=input_paths(args), force=args.force,
-                         option="--output")
-        except OutputError as exc:
-            err("probe-geometry", str(exc))
-            return EXIT_USAGE
+    if args.target is None:
+        err("probe-geometry", "give a TARGET to probe (or --findings JSON of an earlier run)")
+        return EXIT_USAGE
+    if not _outputs_ok(args):
+        return EXIT_USAGE
     if not args.destructive:
         err("probe-geometry", "the detectors write to the target: give --destructive and "
                               "--range START:END (the bytes that may be overwritten)")
@@ -115,7 +136,6 @@ def _cmd_probe(args):
         return EXIT_USAGE
     say = None if args.quiet else (lambda m: print(f"probe-geometry: {m}", file=sys.stderr,
                                                    flush=True))
-    findings = []
     t0 = time.monotonic()
     try:
         with target:
@@ -127,11 +147,56 @@ def _cmd_probe(args):
     except ProbeError as exc:
         err("probe-geometry", str(exc))
         return EXIT_FAILURE
-    elapsed = time.monotonic() - t0
+    return _report(args, args.target, findings, notes, time.monotonic() - t0)
+
+
+def _outputs_ok(args):
+    if args.output:
+        try:
+            check_output(args.output, kind="toml", inputs=input_paths(args), force=args.force,
+                         option="--output")
+        except OutputError as exc:
+            err("probe-geometry", str(exc))
+            return False
+    return True
+
+
+def _from_findings(args):
+    """Report the findings of an earlier run's ``--json`` (with ``--pulses``: the cross-check
+    against the recording the run left)."""
+    if args.target is not None:
+        err("probe-geometry", "--findings reports an earlier run: give no TARGET")
+        return EXIT_USAGE
+    if not _outputs_ok(args):
+        return EXIT_USAGE
+    try:
+        with open(args.findings, encoding="utf-8") as f:
+            doc = json.load(f)
+        findings = [Finding(**d) for d in doc["findings"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        err("probe-geometry", f"--findings {args.findings}: not the --json output of "
+                              f"probe-geometry ({exc})")
+        return EXIT_USAGE
+    return _report(args, doc.get("target", args.findings), findings, doc.get("notes", []),
+                   doc.get("seconds", 0.0))
+
+
+def _report(args, target_name, findings, notes, elapsed):
+    checks = None
+    if args.pulses:
+        windows = None
+        try:
+            if args.geometry:
+                g = load_geometry(args.geometry)
+                windows = g.classifier.windows if g.classifier else None
+            checks, per_line = cross_check(findings, args.pulses, windows=windows)
+        except (OSError, GeometryError, RecordingError) as exc:
+            err("probe-geometry", f"--pulses {args.pulses}: {exc}")
+            return EXIT_FAILURE
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     text = None
     if any(f.name == "page_size" and f.value for f in findings):
-        text = guess_toml(findings, args.target, when)
+        text = guess_toml(findings, target_name, when)
     if args.output:
         if text is None:
             err("probe-geometry", "no page size was found: no geometry written")
@@ -142,9 +207,13 @@ def _cmd_probe(args):
             err("probe-geometry", f"--output {args.output}: {exc}")
             return EXIT_FAILURE
     if args.json:
-        print(json.dumps({"target": args.target, "seconds": elapsed, "notes": notes,
-                          "findings": [f.to_dict() for f in findings], "geometry_toml": text},
-                         indent=1))
+        out = {"target": target_name, "seconds": elapsed, "notes": notes,
+               "findings": [f.to_dict() for f in findings], "geometry_toml": text}
+        if checks is not None:
+            out["cross_check"] = {"recording": args.pulses,
+                                  "checks": [c.to_dict() for c in checks],
+                                  "lines": per_line}
+        print(json.dumps(out, indent=1))
     else:
         for f in findings:
             print(f"{f.name:16} {f.value!s:>8}  confidence {f.confidence:.2f}  "
@@ -152,6 +221,11 @@ def _cmd_probe(args):
             for line in f.summary:
                 print(f"{'':16} {line}")
         print(f"{'seconds':16} {elapsed:8.1f}")
+        if checks is not None:
+            print()
+            print(f"cross-check against the R/B# pulses of {args.pulses}:")
+            for line in format_checks(checks):
+                print(f"  {line}")
         if text and not args.output:
             print()
             print(text, end="")

@@ -8,6 +8,7 @@ against an NBD export or a block device.
 * :mod:`rbscope.probe.write_buffer`: the write buffer's size;
 * :mod:`rbscope.probe.gc_onset`: garbage-collection onset and the over-provisioning it implies;
 * :mod:`rbscope.probe.erase_unit`: the erase unit, from the period of erase spikes;
+* :mod:`rbscope.probe.pulses`: the findings beside the R/B# pulses of the same run;
 * :mod:`rbscope.probe.run`: :func:`run_detectors`, the detectors of a :class:`ProbeRequest`;
 * :mod:`rbscope.probe.guess`: the geometry guess as a TOML file ``rbscope analyze`` accepts.
 """
