@@ -18,6 +18,7 @@ from rbscope.analysis.geometry import parse_geometry
 from rbscope.probe import Finding, ProbeError, ProbeRequest, guess_toml, run_detectors
 from rbscope.probe.erase_unit import detect_erase_unit, erase_period
 from rbscope.probe.gc_onset import detect_gc_onset, gc_knee
+from rbscope.probe.plots import write_plots
 from rbscope.probe.pulses import classify_widths, cross_check, format_checks, read_pulses
 from rbscope.probe.write_buffer import buffer_step, detect_write_buffer
 from rbscope.refssd import preset
@@ -167,8 +168,10 @@ def test_gc_erase_and_the_pulses_through_vssd_and_probe_geometry(tmp_path):
     assert checks["parallel units"]["agrees"] and checks["parallel units"]["pulses"] == d.dies
     assert checks["pages per block"]["agrees"], checks["pages per block"]
     assert checks["garbage collection"]["agrees"]
-    r = rbscope("probe-geometry", "--findings", out, "--pulses", vcd, "--geometry", geo)
+    r = rbscope("probe-geometry", "--findings", out, "--pulses", vcd, "--geometry", geo,
+                "--plots", tmp_path / "plots")
     assert r.returncode == 0 and "cross-check against the R/B# pulses" in r.stdout
+    assert (tmp_path / "plots" / "gc_onset.svg").exists()
 
 
 # Write buffer -----------------------------------------------------------------------------------
@@ -299,19 +302,31 @@ def test_cross_check_agrees_with_the_pulses_and_can_disagree(tmp_path, name):
     assert by["pages per block"].guess == d.pages_per_block
     assert abs(by["pages per block"].pulses / d.pages_per_block - 1) <= 0.05
     assert by["garbage collection"].agrees
+    # The buffer detector wrote first: its bytes count towards the over-provisioning bound.
+    gc = findings[1]
+    assert gc.evidence["prior_bytes"] == findings[0].io["bytes_written"] > 0
+    reserve = d.dies * (d.gc_free_units + d.open_streams) * unit_bytes(d) / d.logical_bytes
+    op = gc.evidence["over_provisioning_at_least"]
+    assert d.over_provisioning - reserve <= op <= d.over_provisioning, (op, reserve)
     assert len(per_line) == d.dies
     # The same truth from the FTL: program pulses per line = program operations per die.
     truth = e.truth()
     assert sum(c["programs"] for c in per_line.values()) == truth.program_operations
     assert sum(c["erases"] for c in per_line.values()) == truth.erases["total"]
     # A guess that is wrong is flagged.
-    gc, buffer, erase = findings[1], findings[0], findings[2]
+    buffer, erase = findings[0], findings[2]
     wrong = Finding(**{**erase.to_dict(), "value": erase.value * 2})
     nogc = Finding(**{**gc.to_dict(), "value": None})
     two = Finding(name="parallel_units", value=2 * d.dies, confidence=1.0)
     checks, _ = cross_check([pf, two, buffer, nogc, wrong], vcd, windows=windows)
     assert [c.agrees for c in checks[:3]] == [False, False, False]
     assert "NO" in "\n".join(format_checks(checks))
+    # The plots of the same findings: one SVG per detector and the page holding them.
+    paths = write_plots(findings, tmp_path / "plots")
+    assert sorted(p.name for p in paths) == ["erase_unit.svg", "gc_onset.svg", "probe.html",
+                                            "write_buffer.svg"]
+    page = (tmp_path / "plots" / "probe.html").read_text()
+    assert page.count("<svg") == 3 and "over-provisioning at least" in page
 
 
 def test_probe_request_checks_the_detectors():

@@ -17,6 +17,7 @@ from rbscope.probe import (
     parse_range,
     run_detectors,
 )
+from rbscope.probe.plots import write_plots
 from rbscope.probe.pulses import cross_check, format_checks
 from rbscope.recordings.stream import RecordingError
 
@@ -93,6 +94,9 @@ def add_probe_parser(commands):
     p.add_argument("--geometry", metavar="TOML",
                    help="class windows for --pulses: a geometry name or file with a "
                         "[classifier] (default: analyze's generic MLC windows)")
+    p.add_argument("--plots", metavar="DIR",
+                   help="draw each detector's series with its decision (SVG files and "
+                        "DIR/probe.html, one page with all of them)")
     p.add_argument("-o", "--output", metavar="TOML", help="write the geometry guess here")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
@@ -206,6 +210,16 @@ def _report(args, target_name, findings, notes, elapsed):
         except (OSError, OutputError) as exc:
             err("probe-geometry", f"--output {args.output}: {exc}")
             return EXIT_FAILURE
+    if args.plots:
+        try:
+            written = write_plots(findings, args.plots,
+                                  title=f"rbscope probe-geometry of {target_name}, {when}")
+        except (OSError, OutputError) as exc:
+            err("probe-geometry", f"--plots {args.plots}: {exc}")
+            return EXIT_FAILURE
+        if not args.quiet:
+            print(f"probe-geometry: plots: {written[-1]} ({len(written) - 1} figures)",
+                  file=sys.stderr)
     if args.json:
         out = {"target": target_name, "seconds": elapsed, "notes": notes,
                "findings": [f.to_dict() for f in findings], "geometry_toml": text}

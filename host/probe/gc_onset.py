@@ -36,15 +36,16 @@ What it implies, and what it cannot tell
     On a drive that was empty when the probe began (fresh, or trimmed / secure-erased whole)
     and that no one else writes, the bytes written before the onset are the physical space the
     firmware fills before collecting: the logical space plus the over-provisioning, minus the
-    few free blocks per die the firmware keeps in reserve (its collection threshold). So
-    ``onset ÷ logical size − 1`` is a *lower bound* of the over-provisioning (short of the
-    true value by the reserve, dies × reserved blocks ÷ logical size; on a real drive of
-    thousands of blocks per die a fraction of a percent, on a toy drive of 32 blocks per die
-    about a tenth). This holds whatever the range: the range sets how far the throughput
-    falls after the onset (the victims' valid pages), not where the onset is. On a drive that
-    held data before, the onset comes earlier (below the logical size: no bound is given) or
-    the first windows are already collecting (no knee). Writes the drive merges in a write
-    buffer do not count twice here: each write carries FUA.
+    few free blocks per die the firmware keeps in reserve (its collection threshold) and its
+    open blocks. So ``(onset + prior) ÷ logical size − 1`` (``prior``: the host bytes the
+    probe's earlier detectors wrote, which filled flash too) is a *lower bound* of the
+    over-provisioning, short of the true value by the reserve, dies × reserved blocks ÷
+    logical size: on a real drive of thousands of blocks per die a fraction of a percent, on
+    a toy drive of 32 blocks per die about a tenth. This holds whatever the range: the range
+    sets how far the throughput falls after the onset (the victims' valid pages), not where
+    the onset is. On a drive that held data before, the onset comes earlier (below the
+    logical size: no bound is given) or the first windows are already collecting (no knee).
+    Writes the drive merges in a write buffer do not count twice here: each write carries FUA.
 """
 
 import random
@@ -138,7 +139,8 @@ def _step(values, first):
     return at
 
 
-def detect_gc_onset(target, page=4096, *, window=None, max_bytes=None, seed=0, progress=None):
+def detect_gc_onset(target, page=4096, *, window=None, max_bytes=None, seed=0, prior_bytes=0,
+                    progress=None):
     """Garbage-collection onset and the over-provisioning it implies (see the module).
 
     Parameters
@@ -152,6 +154,9 @@ def detect_gc_onset(target, page=4096, *, window=None, max_bytes=None, seed=0, p
         Stop after this many bytes without a confirmed knee (default 2.5 × the range).
     seed : int
         Seeds the random offsets.
+    prior_bytes : int
+        Bytes the probe wrote before this detector (other detectors of the same run): they
+        filled flash too, and count towards the over-provisioning bound.
     """
     if not page or page % 512:
         raise ProbeError(f"gc-onset detector: page must be a multiple of 512, not {page!r}")
@@ -189,7 +194,7 @@ def detect_gc_onset(target, page=4096, *, window=None, max_bytes=None, seed=0, p
     evidence = {"window_writes": window,
                 "throughput_MB_s": [round(t * page / 1e6, 4) for t in found["throughput"]],
                 "write_bytes": page, "logical_bytes": size,
-                "range_bytes": span, "bytes_written": written}
+                "range_bytes": span, "bytes_written": written, "prior_bytes": prior_bytes}
     value, conf, op = None, 0.0, None
     if found["knee"] is None:
         notes.append(f"no lasting drop of throughput in {written} bytes of random writes: "
@@ -205,13 +210,13 @@ def detect_gc_onset(target, page=4096, *, window=None, max_bytes=None, seed=0, p
         evidence.update(knee_window=k, knee_latencies_s=lat[(k - 1) * window:(k + 1) * window],
                         base_MB_s=found["base"] * page / 1e6,
                         post_MB_s=found["post"] * page / 1e6, drop=drop)
-        if value >= size:
-            op = value / size - 1
+        if value + prior_bytes >= size:
+            op = (value + prior_bytes) / size - 1
             evidence["over_provisioning_at_least"] = op
         else:
-            notes.append(f"garbage collection began after {value} bytes, below the drive's "
-                         f"logical {size}: the drive held data before the probe (no "
-                         f"over-provisioning bound)")
+            notes.append(f"garbage collection began after {value + prior_bytes} bytes (the "
+                         f"probe's), below the drive's logical {size}: the drive held data "
+                         f"before the probe (no over-provisioning bound)")
     summary = []
     if value is not None:
         summary.append(f"garbage collection began after {value / 2**20:.2f} MiB of random "

@@ -88,8 +88,12 @@ def run_detectors(target, request, progress=None):
     if "buffer" in want:
         findings.append(detect_write_buffer(target, page, progress=progress))
     if "gc" in want:
+        # What the detectors before it wrote filled flash too (their host bytes: at most what
+        # they programmed, so the over-provisioning stays a lower bound).
+        prior = sum(f.io.get("bytes_written", 0) for f in findings)
         findings.append(detect_gc_onset(target, page, max_bytes=request.gc_max_bytes,
-                                        seed=request.seed, progress=progress))
+                                        seed=request.seed, prior_bytes=prior,
+                                        progress=progress))
     if "erase" in want:
         findings.append(detect_erase_unit(target, page, units or 1,
                                           max_bytes=request.erase_max_bytes, progress=progress))
