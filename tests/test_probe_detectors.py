@@ -329,6 +329,18 @@ def test_cross_check_agrees_with_the_pulses_and_can_disagree(tmp_path, name):
     assert page.count("<svg") == 3 and "over-provisioning at least" in page
 
 
+def test_plots_of_the_page_and_units_findings(tmp_path):
+    # The shapes the page-size and parallel-units detectors give their evidence.
+    means = {str(512 << i): (2e-3 if i < 3 else 1e-3) for i in range(9)}
+    page = Finding(name="page_size", value=4096, confidence=0.8,
+                   evidence={"mean_pair_s": means}, rule="r")
+    units = Finding(name="parallel_units", value=4, confidence=0.5, rule="r",
+                    evidence={"speedup": {str(q): min(q, 3.5) for q in (1, 2, 4, 8)}})
+    paths = write_plots([page, units], tmp_path)
+    assert [p.name for p in paths] == ["page_size.svg", "parallel_units.svg", "probe.html"]
+    assert "Effective page size" in paths[0].read_text()
+
+
 def test_probe_request_checks_the_detectors():
     with pytest.raises(ProbeError, match="unknown nope"):
         ProbeRequest(detectors=("nope",))
