@@ -350,3 +350,8 @@ def test_probe_request_checks_the_detectors():
     t = EngineTarget(Engine(d, seed=4))
     (f,) = run_detectors(t, ProbeRequest(detectors=("gc",), page_size=8192))
     assert f.name == "gc_onset" and f.value
+    # A range too small for the erase detector: it is not run, the others' findings stay.
+    t = EngineTarget(Engine(d, seed=4), 0, 100 * 8192)
+    gc, erase = run_detectors(t, ProbeRequest(detectors=("gc", "erase"), page_size=8192))
+    assert gc.value is None and gc.io["writes"] == 9 * 32  # nine windows at least: no knee
+    assert erase.value is None and erase.rule == "not run" and "128" in erase.notes[0]

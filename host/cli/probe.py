@@ -232,7 +232,7 @@ def _report(args, target_name, findings, notes, elapsed):
         for f in findings:
             print(f"{f.name:16} {f.value!s:>8}  confidence {f.confidence:.2f}  "
                   f"({f.io.get('writes', 0)} writes)")
-            for line in f.summary:
+            for line in f.summary if f.value is not None else f.notes:
                 print(f"{'':16} {line}")
         print(f"{'seconds':16} {elapsed:8.1f}")
         if checks is not None:

@@ -52,7 +52,7 @@ What it cannot tell
 import numpy as np
 
 from .detect import Finding, _pattern
-from .target import ProbeError
+from .target import ProbeError, RangeTooSmall
 
 __all__ = ["detect_erase_unit", "erase_period", "SCORE", "QUANTILE"]
 
@@ -119,8 +119,8 @@ def detect_erase_unit(target, page=4096, units=1, *, max_bytes=None, progress=No
         raise ProbeError(f"erase-unit detector: units must be a positive integer, not {units!r}")
     pages = (target.end - target.start) // page
     if pages < CHUNK:
-        raise ProbeError(f"erase-unit detector: the range holds {pages} pages of {page} bytes, "
-                         f"it needs at least {CHUNK}")
+        raise RangeTooSmall(f"erase-unit detector: the range holds {pages} pages of {page} "
+                            f"bytes, it needs at least {CHUNK}")
     if max_bytes is None:
         # One pass: the collections of a second pass find the first pass's blocks invalid
         # (an erase alone, no relocation), which stands out less.

@@ -52,7 +52,7 @@ import random
 import statistics
 
 from .detect import Finding, _pattern
-from .target import ProbeError
+from .target import ProbeError, RangeTooSmall
 
 __all__ = ["detect_gc_onset", "gc_knee", "DROP", "HOLD", "MIN_BASE", "SPIKE"]
 
@@ -163,8 +163,8 @@ def detect_gc_onset(target, page=4096, *, window=None, max_bytes=None, seed=0, p
     span = target.end - target.start
     pages = span // page
     if pages < 64:
-        raise ProbeError(f"gc-onset detector: the range holds {pages} pages of {page} bytes, "
-                         f"it needs at least 64")
+        raise RangeTooSmall(f"gc-onset detector: the range holds {pages} pages of {page} "
+                            f"bytes, it needs at least 64")
     window = window or max(32, min(4096, pages // 64))
     if max_bytes is None:
         max_bytes = int(2.5 * span)

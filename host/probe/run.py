@@ -12,10 +12,10 @@ detector needs), ``erase`` (divides its period by the units found, or given).
 
 from dataclasses import dataclass
 
-from .detect import detect_page_size, detect_parallel_units
+from .detect import Finding, detect_page_size, detect_parallel_units
 from .erase_unit import detect_erase_unit
 from .gc_onset import detect_gc_onset
-from .target import ProbeError
+from .target import ProbeError, RangeTooSmall
 from .write_buffer import detect_write_buffer
 
 __all__ = ["DETECTORS", "ProbeRequest", "run_detectors"]
@@ -85,16 +85,28 @@ def run_detectors(target, request, progress=None):
         findings.append(f)
         units = f.value or units
     page = page or DEFAULT_PAGE
+    # The later detectors run long (gc writes the drive over): one that cannot run (a range
+    # too small for it) is reported as a finding without a value, not at the cost of the
+    # others'.
     if "buffer" in want:
-        findings.append(detect_write_buffer(target, page, progress=progress))
+        findings.append(_guarded("write_buffer", lambda: detect_write_buffer(
+            target, page, progress=progress)))
     if "gc" in want:
         # What the detectors before it wrote filled flash too (their host bytes: at most what
         # they programmed, so the over-provisioning stays a lower bound).
         prior = sum(f.io.get("bytes_written", 0) for f in findings)
-        findings.append(detect_gc_onset(target, page, max_bytes=request.gc_max_bytes,
-                                        seed=request.seed, prior_bytes=prior,
-                                        progress=progress))
+        findings.append(_guarded("gc_onset", lambda: detect_gc_onset(
+            target, page, max_bytes=request.gc_max_bytes, seed=request.seed,
+            prior_bytes=prior, progress=progress)))
     if "erase" in want:
-        findings.append(detect_erase_unit(target, page, units or 1,
-                                          max_bytes=request.erase_max_bytes, progress=progress))
+        findings.append(_guarded("erase_unit", lambda: detect_erase_unit(
+            target, page, units or 1, max_bytes=request.erase_max_bytes, progress=progress)))
     return findings
+
+
+def _guarded(name, run):
+    try:
+        return run()
+    except RangeTooSmall as exc:
+        return Finding(name=name, value=None, confidence=0.0, rule="not run",
+                       notes=[f"not run: {exc}"])

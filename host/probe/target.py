@@ -25,12 +25,16 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-__all__ = ["ProbeError", "Target", "open_target", "parse_range", "mounted_devices",
-           "device_is_mounted"]
+__all__ = ["ProbeError", "RangeTooSmall", "Target", "open_target", "parse_range",
+           "mounted_devices", "device_is_mounted"]
 
 
 class ProbeError(ValueError):
     """A target that cannot be probed, or a request it refuses (the message names why)."""
+
+
+class RangeTooSmall(ProbeError):
+    """The range cannot hold what a detector writes (raised before it writes anything)."""
 
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,

@@ -38,7 +38,7 @@ import math
 import statistics
 
 from .detect import Finding, _pattern
-from .target import ProbeError
+from .target import ProbeError, RangeTooSmall
 
 __all__ = ["detect_write_buffer", "buffer_step", "CONFIRM"]
 
@@ -77,9 +77,9 @@ def detect_write_buffer(target, page=4096, *, trials=3, ref=5, max_bytes=None, p
         max_bytes = min(span - ref * page, 256 << 20)
     limit = max_bytes // page
     if limit < 16 or span < (limit + ref) * page:
-        raise ProbeError(f"write-buffer detector: the range holds {span} bytes, it needs "
-                         f"{(max(limit, 16) + ref) * page} ({ref} reference writes and at "
-                         f"least 16 pages)")
+        raise RangeTooSmall(f"write-buffer detector: the range holds {span} bytes, it needs "
+                            f"{(max(limit, 16) + ref) * page} ({ref} reference writes and at "
+                            f"least 16 pages)")
     clock = target.clock
     # The reference: written-through writes at the range's end (fresh for the trials).
     reference = []
