@@ -250,6 +250,7 @@ def test_erase_unit_after_gc_is_the_drives_block(name):
     assert gc.value is not None
     assert erase.value == unit_bytes(d), erase.evidence["scores"]
     assert erase.evidence["pages_per_unit"] == d.pages_per_block
+    assert 1 <= erase.evidence["erase_phases"] <= d.dies  # one per die erasing every period
     assert erase.confidence > 0.5
     page_finding = Finding(name="page_size", value=page, confidence=1.0)
     geometry = parse_geometry(guess_toml([page_finding, gc, erase], name, "now"), "guess")

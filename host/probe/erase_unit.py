@@ -31,7 +31,10 @@ Decision rule
     the smallest ``P`` scoring at least 1.5; its multiples score as high and are not taken.
     It is kept when one more chunk of writes gives the same. The erase unit is ``P × page ÷
     units`` bytes: ``P ÷ units`` program units (pages per block in the guess's pages,
-    multi-plane rows on a multi-plane drive). Confidence: ``(score − 1) ÷ 2`` (at most 1),
+    multi-plane rows on a multi-plane drive). The phases of the period at the bound are
+    counted too (``erase_phases``): one per unit whose erases fall every period, a reading of
+    the units from the erases themselves (at most the units: a unit whose erase misses a
+    quarter of the periods is not counted). Confidence: ``(score − 1) ÷ 2`` (at most 1),
     times ``1.5 × (1 − s ÷ score)`` (at most 1), ``s`` the best score of the shorter periods.
 
 What it cannot tell
@@ -73,8 +76,9 @@ CHUNK = 128
 def erase_period(latencies, units=1, *, folds=FOLDS, min_pages=MIN_UNIT_PAGES):
     """The period of the erase spikes in ``latencies`` (see the module's rule).
 
-    Returns a dict: ``period`` (writes, or None), ``score`` and ``second`` (the best score of
-    the shorter periods), ``scores`` (period → score) and ``phase`` (the highest
+    Returns a dict: ``period`` (writes, or None), ``erase_phases`` (the phases of the period at
+    the bound: one per unit whose erases fall every period), ``score`` and ``second`` (the best
+    score of the shorter periods), ``scores`` (period → score) and ``phase`` (the highest
     phase of the period).
     """
     z = np.asarray(latencies, dtype=float)
@@ -94,8 +98,9 @@ def erase_period(latencies, units=1, *, folds=FOLDS, min_pages=MIN_UNIT_PAGES):
         return out
     period = min(passing)
     others = [s for p, s in scores.items() if p < period]
+    phases = _phases(z, period)
     out.update(period=period, score=scores[period], second=max(others, default=1.0),
-               phase=int(_phases(z, period).argmax()))
+               phase=int(phases.argmax()), erase_phases=int((phases >= SCORE * slow).sum()))
     return out
 
 
@@ -161,10 +166,13 @@ def detect_erase_unit(target, page=4096, units=1, *, max_bytes=None, progress=No
         value = p * page // units
         conf = round(min(1.0, (found["score"] - 1) / 2)
                      * min(1.0, 1.5 * (1 - found["second"] / found["score"])), 3)
+        phases = found["erase_phases"]
         evidence.update(period_writes=p, stripe_bytes=p * page, phase=found["phase"],
-                        pages_per_unit=p // units)
+                        pages_per_unit=p // units, erase_phases=phases)
         summary.append(f"an erase every {p} sequential writes of {page} bytes: erase unit "
                        f"{value} bytes = {p // units} x {page} bytes per unit (of {units})")
+        summary.append(f"{phases} erase phase{'s' if phases != 1 else ''} per period (one per "
+                       f"unit whose erases fall there every period: about the units, at most)")
     return Finding(
         name="erase_unit", value=value, confidence=conf, evidence=evidence,
         rule="the smallest period (a multiple of the units) whose folded phases (lower quartile "
