@@ -255,6 +255,7 @@ def test_erase_unit_after_gc_is_the_drives_block(name):
     page_finding = Finding(name="page_size", value=page, confidence=1.0)
     geometry = parse_geometry(guess_toml([page_finding, gc, erase], name, "now"), "guess")
     assert geometry.pages_per_block == d.pages_per_block
+    assert geometry.dies == d.dies  # (the units the erase detector was given)
 
 
 def test_erase_unit_on_a_drive_not_collecting_is_not_claimed():

@@ -232,6 +232,7 @@ def detect_gc_onset(target, page=4096, *, window=None, max_bytes=None, seed=0, p
     return Finding(
         name="gc_onset", value=value, confidence=conf, evidence=evidence,
         rule=f"the first window whose throughput is below {DROP} x the median of the earlier "
-             f"windows, confirmed by the median of it and the {HOLD} next; onset = the first "
-             f"write there slower than every earlier write",
+             f"windows, confirmed by the median of it and the {HOLD} next, placed by a "
+             f"two-level split; onset = the first write from there {SPIKE} x slower than every "
+             f"write of the baseline's first half",
         io={"writes": len(lat), "bytes_written": written}, notes=notes, summary=summary)

@@ -9,8 +9,9 @@ __all__ = ["guess_geometry", "guess_toml"]
 
 def guess_geometry(findings, name="probed drive"):
     """The geometry the findings imply: ``parallel_units`` channels of one single-plane die
-    each, pages of the effective page size (the program unit), and with an erase unit its
-    pages per block (erase unit ÷ page)."""
+    each (without a units finding: the units the erase detector was given), pages of the
+    effective page size (the program unit), and with an erase unit its pages per block (erase
+    unit ÷ page)."""
     by = {f.name: f for f in findings}
     page = by.get("page_size")
     units = by.get("parallel_units")
@@ -18,6 +19,8 @@ def guess_geometry(findings, name="probed drive"):
     if page is None or page.value is None:
         raise ProbeError("no page size was found: no geometry to guess")
     n = units.value if units is not None and units.value else 1
+    if (units is None or not units.value) and erase is not None:
+        n = erase.evidence.get("units") or 1  # the units the erase detector was given
     ppb = None
     if erase is not None and erase.value and erase.value % page.value == 0:
         ppb = erase.value // page.value
