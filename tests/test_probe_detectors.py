@@ -343,6 +343,19 @@ def test_plots_of_the_page_and_units_findings(tmp_path):
     assert "Effective page size" in paths[0].read_text()
 
 
+def test_findings_mode_guards(tmp_path):
+    r = rbscope("probe-geometry", "--findings", tmp_path / "none.json")
+    assert r.returncode == 2 and "cannot read" in r.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"x": 1}')
+    r = rbscope("probe-geometry", "--findings", bad)
+    assert r.returncode == 2 and "not the --json output" in r.stderr
+    r = rbscope("probe-geometry", "disk.img", "--findings", bad)
+    assert r.returncode == 2 and "give no TARGET" in r.stderr
+    r = rbscope("probe-geometry")
+    assert r.returncode == 2 and "give a TARGET" in r.stderr
+
+
 def test_probe_request_checks_the_detectors():
     with pytest.raises(ProbeError, match="unknown nope"):
         ProbeRequest(detectors=("nope",))

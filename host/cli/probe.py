@@ -176,8 +176,14 @@ def _from_findings(args):
     try:
         with open(args.findings, encoding="utf-8") as f:
             doc = json.load(f)
+    except OSError as exc:
+        err("probe-geometry", f"--findings {args.findings}: cannot read: {exc.strerror}")
+        return EXIT_USAGE
+    except ValueError:
+        doc = None
+    try:
         findings = [Finding(**d) for d in doc["findings"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         err("probe-geometry", f"--findings {args.findings}: not the --json output of "
                               f"probe-geometry ({exc})")
         return EXIT_USAGE
