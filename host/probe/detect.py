@@ -67,6 +67,8 @@ class Finding:
     io : dict
         Requests issued and bytes written.
     notes : list of str
+    summary : list of str
+        What the value means, in a line or two for the text output.
     """
 
     name: str
@@ -76,6 +78,7 @@ class Finding:
     rule: str = ""
     io: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    summary: list = field(default_factory=list)
 
     def to_dict(self):
         return dict(self.__dict__)

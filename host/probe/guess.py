@@ -9,15 +9,24 @@ __all__ = ["guess_geometry", "guess_toml"]
 
 def guess_geometry(findings, name="probed drive"):
     """The geometry the findings imply: ``parallel_units`` channels of one single-plane die
-    each, pages of the effective page size (the program unit)."""
+    each (without a units finding: the units the erase detector was given), pages of the
+    effective page size (the program unit), and with an erase unit its pages per block (erase
+    unit ÷ page)."""
     by = {f.name: f for f in findings}
     page = by.get("page_size")
     units = by.get("parallel_units")
+    erase = by.get("erase_unit")
     if page is None or page.value is None:
         raise ProbeError("no page size was found: no geometry to guess")
     n = units.value if units is not None and units.value else 1
+    if (units is None or not units.value) and erase is not None:
+        n = erase.evidence.get("units") or 1  # the units the erase detector was given
+    ppb = None
+    if erase is not None and erase.value and erase.value % page.value == 0:
+        ppb = erase.value // page.value
     return Geometry(name=name, channels=n, chips_per_channel=1, dies_per_chip=1,
                     planes_per_die=1, page_size=page.value, program_model="single-plane",
+                    pages_per_block=ppb,
                     description="guessed by rbscope probe-geometry from response times")
 
 
@@ -30,6 +39,7 @@ def guess_toml(findings, target_name, when, name="probed drive"):
               "page x planes on a multi-plane drive).", ""]
     for f in findings:
         header.append(f"{f.name} = {f.value} (confidence {f.confidence:.2f}): {f.rule}")
+        header.extend(f"  {line}" for line in f.summary)
         for key, v in f.evidence.items():
             if isinstance(v, dict) and len(v) <= 12 and not any(isinstance(x, list)
                                                                 for x in v.values()):

@@ -25,12 +25,16 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-__all__ = ["ProbeError", "Target", "open_target", "parse_range", "mounted_devices",
-           "device_is_mounted"]
+__all__ = ["ProbeError", "RangeTooSmall", "Target", "open_target", "parse_range",
+           "mounted_devices", "device_is_mounted"]
 
 
 class ProbeError(ValueError):
     """A target that cannot be probed, or a request it refuses (the message names why)."""
+
+
+class RangeTooSmall(ProbeError):
+    """The range cannot hold what a detector writes (raised before it writes anything)."""
 
 
 _SIZE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
@@ -107,7 +111,8 @@ class Target:
 
     Calls: ``pread(offset, length)``, ``pwrite(offset, data)``, ``pwrite_through(offset, data)``
     (written to the flash before it returns: FUA, or a write and a flush), ``flush()``,
-    ``clone()`` and ``close()``.
+    ``clone()`` and ``close()``; ``clock()``, the seconds the detectors time requests with
+    (the wall clock here; the model's clock on :class:`rbscope.vssd.target.EngineTarget`).
     """
 
     kind = "target"
@@ -124,11 +129,15 @@ class Target:
             raise ProbeError(f"{self.name}: request [{offset}, {offset + length}) is outside "
                              f"the range [{self.start}, {self.end})")
 
+    def clock(self):
+        """Seconds on the clock the detectors time requests with (the wall clock)."""
+        return time.perf_counter()
+
     def timed(self, fn, *args):
-        """Run ``fn(*args)``; return the seconds it took."""
-        t = time.perf_counter()
+        """Run ``fn(*args)``; return the seconds it took on :meth:`clock`."""
+        t = self.clock()
         fn(*args)
-        return time.perf_counter() - t
+        return self.clock() - t
 
     def close(self):
         pass

@@ -16,7 +16,7 @@ import matplotlib.ticker
 from matplotlib.figure import Figure
 
 __all__ = ["histogram_figures", "series_figure", "per_die_figure", "comparison_figure",
-           "CLASS_COLOURS"]
+           "inline_svg", "CLASS_COLOURS"]
 
 #: Colours of the usual class names (others take the palette in order).
 CLASS_COLOURS = {"read": "#1f77b4", "cache": "#17becf", "program": "#d62728",
@@ -284,3 +284,7 @@ def comparison_figure(entries):
     ax2.set_xlabel("projected endurance at this WA (TBW, higher is better)")
     ax2.grid(True, axis="x", lw=0.3, alpha=0.5)
     return _svg(fig)
+
+
+#: :func:`_svg` for other pages of figures (``rbscope probe-geometry --plots``).
+inline_svg = _svg
