@@ -129,6 +129,7 @@ def test_gc_onset_over_half_the_drive_and_on_a_drive_not_empty():
     assert g.value is None and g.confidence == 0 and "not empty" in g.notes[0]
 
 
+@pytest.mark.heavy  # (35-42 s on the wall clock: make test-heavy)
 def test_gc_erase_and_the_pulses_through_vssd_and_probe_geometry(tmp_path):
     # The same detectors through nbdkit on the wall clock: a tiny SLC drive (2 dies, 4 MiB
     # raw, 8-row blocks) at slowdown 25 (a write of 0.2-0.5 ms modelled takes 5-13 ms, an erase
