@@ -379,3 +379,21 @@ def test_the_erases_allow_fewer_programs_where_slc_mode_programs_fill_small_bloc
     unknown = Geometry(name="u", channels=1, chips_per_channel=1, dies_per_chip=1,
                        planes_per_die=1, page_size=8192, pages_per_block=48)
     assert _erased_room(die(1043.0), unknown) == 146 * 48
+
+
+def test_pulses_the_gaps_moved_between_programs_and_erases_stay_in_the_interval():
+    # The idle gaps judged 40 pulses between the slowest programs and the erases: the widths'
+    # reading of them stays inside the interval (the classification slack grows by them).
+    from types import SimpleNamespace
+
+    from rbscope.analysis.sequence import DieResult
+    from rbscope.analysis.wa import _sequence_row
+
+    def slack(moved):
+        d = DieResult(10_000, {}, 4000.0, 0.0, 125.0, 0.0, 127.0)
+        d.gap_moved = moved
+        row = SimpleNamespace()
+        _sequence_row(row, d, 1, True, 2)
+        return row.class_slack
+
+    assert slack(40.0) == pytest.approx(slack(0.0) + 40.0)

@@ -227,6 +227,9 @@ class DieResult:
     #: SLC-mode program pulses among the programs (SLC states, and read-width programs the
     #: gaps found): a block of them holds pages_per_block ÷ bits pages.
     slc_programs: float = 0.0
+    #: Pulses the idle gaps moved between the slowest programs and the erases (either way,
+    #: in expected counts): a judgement the interval spans.
+    gap_moved: float = 0.0
 
     @property
     def units(self):
@@ -250,7 +253,8 @@ class DieResult:
                 "paced_open": self.paced_open,
                 "chain_heads": self.heads,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
-                "multiplane_pulses": self.multiplane_pulses, "slc_programs": self.slc_programs}
+                "multiplane_pulses": self.multiplane_pulses, "slc_programs": self.slc_programs,
+                "gap_moved": self.gap_moved}
 
 
 @dataclass
@@ -2010,7 +2014,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                    max(st.mu - 2.0 * st.sigma for st in ps_),
                    max(st.mu + 2.5 * st.sigma for st in ps_) + 1.0)
                   if len(ps_) > 1 and gaps is not None and ordered else None)
-    by_data_in, read_modes, erases_by_data_in = {}, {}, {}
+    by_data_in, read_modes, erases_by_data_in, gap_moved = {}, {}, {}, {}
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
         c = cands.get(k)
@@ -2047,7 +2051,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             if few_joins and k not in suspect and trained is None:
                 # (A trained erase state has the labels' widths: the gaps' reading of a trained
                 # line moved, on the zoo's tuning draws, as many pulses wrong as right.)
+                before = g[:, ej].copy()
                 g, erases_by_data_in[k] = _erases_by_data_in(s, g, states, gaps[k])
+                gap_moved[k] = float(np.abs(g[:, ej] - before).sum())  # (both ways)
         chain_gaps = ordered and not word_line and k not in suspect and no_suspension
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
@@ -2058,6 +2064,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
                               chain_gaps=chain_gaps)
+        dies[k].gap_moved = gap_moved.get(k, 0.0)
         dies[k].slc_programs = read_modes.get(k, 0.0) + float(sum(
             g[:, j].sum() for j, st in enumerate(states) if st.kind == "program_slc"))
         if bits and read_modes.get(k) and dies[k].erase_cap is not None:

@@ -299,6 +299,9 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # the erase state holds beyond or short of that may be programs either way.
         expect = (die.erase_cap - 2) / 1.25
         slack = max(slack, abs(die.erase_pulses - expect))
+    # The pulses the idle gaps moved between the slowest programs and the erases: the widths'
+    # reading stays inside the interval.
+    slack += die.gap_moved
     slack *= unit
     if mode == "mixture":
         # Histogram bins, not pulses: every pulse of a bin shares one posterior, so the pulses
