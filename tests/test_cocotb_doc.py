@@ -90,6 +90,7 @@ def _check(outputs, tmp_path):
             assert "%Warning" not in out, out[-3000:]
 
 
+@pytest.mark.heavy  # (the guide's every step, both simulators: about 3 minutes; make test-heavy)
 def test_follow_docs_cocotb_md(tmp_path):
     outputs = follow(tmp_path, slow=False)
     _check(outputs, tmp_path)

@@ -113,7 +113,8 @@ def test_unknown_bench_parameter_fails(cocotb_build_dir):
         )
 
 
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize("simulator", [pytest.param(s, marks=pytest.mark.heavy) if s == "verilator"
+                                       else s for s in SIMULATORS])
 def test_build_is_reused_until_design_changes(simulator, cocotb_build_dir):
     def run(width):
         return run_bench(

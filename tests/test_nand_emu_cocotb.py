@@ -7,7 +7,9 @@ import pytest
 from cocotb_tests.runner import run_bench
 from rbscope.gateware.nand_emu import EmuParams, NandEmulator
 
-SIMULATORS = ["icarus", "verilator"]
+#: (The Verilator builds of these benches take about 2 minutes each: `make test-heavy`, which CI
+#: runs; `make test` keeps Icarus, and the sniffer's benches keep Verilator there.)
+SIMULATORS = ["icarus", pytest.param("verilator", marks=pytest.mark.heavy)]
 
 #: A small die: 2 dies × 2 planes × 8 blocks × 8 pages of 64 + 8 bytes.
 GEOMETRY = {"dies": 2, "page_bytes": 64, "spare_bytes": 8, "pages_per_block": 8,

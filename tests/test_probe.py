@@ -129,7 +129,7 @@ def _tools():
 #: Preset → slowdowns of the page-size and the parallel-units runs: the host's per-request
 #: cost (a few ms) must stay small against tPROG × F, and the host must keep up with every
 #: parallel unit programming at once.
-SLOWDOWN = {"ssd-v": (20, 10), "mlc-2plane": (40, 100), "slc": (40, 200), "tlc-gc": (20, 40)}
+SLOWDOWN = {"ssd-v": (20, 30), "mlc-2plane": (40, 100), "slc": (40, 200), "tlc-gc": (20, 40)}
 
 
 def _probe(tmp_path, name, detector, slowdown, *extra):
