@@ -369,13 +369,14 @@ def test_reads_told_by_data_in_where_the_fastest_programs_rarely_follow_a_long_p
     assert out[tail_at & after_long, 0].sum() >= 0.85 * (tail_at & after_long).sum()
 
 
-@pytest.mark.parametrize("slc", [True, False])
-def test_a_read_width_mode_that_waits_for_its_data_in_is_programs(slc):
+@pytest.mark.parametrize("slc, host", [(True, False), (False, False), (False, True)])
+def test_a_read_width_mode_that_waits_for_its_data_in_is_programs(slc, host):
     # TLC behind an SLC cache: reads of four page types (40-95 µs), SLC-mode programs about
     # 160 µs, TLC pages 500/1300/3300. The SLC programs form a width mode of their own below
     # the TLC programs, which the widths take for a fourth read type; the gap before each of
     # its pulses shows a page's data in (a read waits for none). Without an SLC cache the same
-    # slow read type (the upper pages, 160 µs) stays reads.
+    # slow read type (the upper pages, 160 µs) stays reads, also where half of those after a
+    # program wait for the host as long as a page's transfer (and none after a read).
     rng = np.random.default_rng(7)
     centres = [40.0, 65.0, 95.0, 160.0, 500.0, 1300.0, 3300.0, 4200.0]
     states = [_State("read", c) for c in centres[:4]] + \
@@ -400,6 +401,9 @@ def test_a_read_width_mode_that_waits_for_its_data_in_is_programs(slc):
     # in before its busy (a 8 KiB page at 100 MB/s: 82 µs).
     before = rng.uniform(1, 20, len(x)) + np.where(programs_at, 82.0, 0.0) \
         + np.concatenate(([0.0], np.where(is_read[:-1], 82.0, 0.0)))
+    if host:
+        after_long = np.concatenate(([False], kinds[:-1] >= 4))
+        before += np.where((kinds == 3) & after_long & (rng.random(len(x)) < 0.5), 82.0, 0.0)
     gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
     out, _, to_programs = _reads_by_data_in(x, g, states, gap_after)
     n3 = int((kinds == 3).sum())

@@ -107,6 +107,9 @@ PACED_FREE = 0.01
 DATA_IN_MIN = 30
 DATA_IN_STEP = 0.4
 DATA_IN_SEPARATION = 2.0
+#: ... and a read-width mode is programs when this share of its gaps (after each kind of pulse)
+#: lies nearer a program's than a read's (:func:`_waits_for_data_in`).
+DATA_IN_WAITING = 0.7
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -1435,22 +1438,23 @@ def _data_in_fit(gb, ok, prev_r, prev_l, reads, programs):
 
 
 def _waits_for_data_in(gb, sel, prev_r, prev_l, command, transfer, spread):
-    """Whether the pulses ``sel`` wait for a page's data in: after each kind of pulse with
-    DATA_IN_MIN of them (at least one kind), their median gap is nearer a program's than a
-    read's, the two DATA_IN_STEP octaves and DATA_IN_SEPARATION spreads apart."""
+    """Whether the pulses ``sel`` wait for a page's data in: after each kind of pulse with 10
+    of them (DATA_IN_MIN after one kind at least), DATA_IN_WAITING of their gaps are nearer a
+    program's than a read's, the two DATA_IN_STEP octaves and DATA_IN_SEPARATION spreads apart.
+    (A read mode some of whose reads wait for the host after a program, half of them or so,
+    and none after a read, is no program mode: a mode of programs waits nearly every time.)"""
     seen = 0
     for before_read, prev in ((1, prev_r), (0, prev_l)):
         v = gb[sel & (prev > 0.9)]
-        if len(v) < DATA_IN_MIN:
+        if len(v) < 10:
             continue
         ma = command + transfer * before_read
         mb = ma + transfer
         if ma <= 0 or math.log2(mb / ma) < DATA_IN_STEP or transfer / spread < DATA_IN_SEPARATION:
             return False
-        m_ = float(np.median(v))
-        if abs(m_ - mb) >= abs(m_ - ma):
+        if float((np.abs(v - mb) < np.abs(v - ma)).mean()) < DATA_IN_WAITING:
             return False
-        seen += 1
+        seen += len(v) >= DATA_IN_MIN
     return seen > 0
 
 
