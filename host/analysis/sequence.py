@@ -1376,17 +1376,8 @@ def _erases_by_data_in(x, g, states, gap_after):
                 continue
             judged.append((at, refs))
         for at, (ma, sa, mb, sb) in judged:
-            v = gb[at]
-            floor = 1e-4 / (max(sa, sb) * math.sqrt(2 * math.pi))
-            la = np.exp(-0.5 * ((v - ma) / sa) ** 2) / (sa * math.sqrt(2 * math.pi)) + floor
-            lb = np.exp(-0.5 * ((v - mb) / sb) ** 2) / (sb * math.sqrt(2 * math.pi)) + floor
-            share = 0.1
-            for _i in range(50):
-                rr = share * la / (share * la + (1 - share) * lb)
-                share = float(np.clip(rr.mean(), 1e-4, 0.9999))
             mass = pe[at] + pp[at]
-            far = np.minimum(np.abs(v - ma) / sa, np.abs(v - mb) / sb) > 4.0
-            rr = np.where(far, pe[at] / np.maximum(mass, _FLOOR), rr)
+            rr = _command_alone(gb[at], ma, sa, mb, sb, pe[at], mass, top=0.9999)
             # The programs' share within their states in proportion, else to the slowest.
             keep = pp[at]
             one = np.eye(len(pk))[int(np.argmax([states[j].mu for j in pk]))]
@@ -1411,6 +1402,23 @@ def _gap_groups(ra, rb):
             or (mb - ma) / spread < DATA_IN_SEPARATION:
         return None
     return ma, sa, mb, sb
+
+
+def _command_alone(v, ma, sa, mb, sb, own, mass, top):
+    """Each gap ``v``'s posterior of the group of a command alone (normal, ``ma``, ``sa``)
+    against a command and a page's data in (``mb``, ``sb``), the group's share fitted (EM, at
+    most ``top``). A gap more than 4 spreads from both groups (a pause, or a pulse before it
+    misread) keeps the widths' reading, ``own / mass``."""
+    # (A floor of 10⁻⁴ of the lower peak, for the share's fit.)
+    floor = 1e-4 / (max(sa, sb) * math.sqrt(2 * math.pi))
+    la = np.exp(-0.5 * ((v - ma) / sa) ** 2) / (sa * math.sqrt(2 * math.pi)) + floor
+    lb = np.exp(-0.5 * ((v - mb) / sb) ** 2) / (sb * math.sqrt(2 * math.pi)) + floor
+    share = 0.1
+    for _ in range(50):
+        rr = share * la / (share * la + (1 - share) * lb)
+        share = float(np.clip(rr.mean(), 1e-4, top))
+    far = np.minimum(np.abs(v - ma) / sa, np.abs(v - mb) / sb) > 4.0
+    return np.where(far, own / np.maximum(mass, _FLOOR), rr)
 
 
 def _data_in_fit(gb, ok, prev_r, prev_l, reads, programs):
@@ -1478,19 +1486,8 @@ def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command
         ref = ref if len(ref) >= DATA_IN_MIN else v
         if abs(float(np.median(ref)) - mb) > abs(float(np.median(ref)) - ma):
             continue
-        # (A floor of 10⁻⁴ of the lower peak, for the share's fit.)
-        floor = 1e-4 / (max(sa, sb) * math.sqrt(2 * math.pi))
-        la = np.exp(-0.5 * ((v - ma) / sa) ** 2) / (sa * math.sqrt(2 * math.pi)) + floor
-        lb = np.exp(-0.5 * ((v - mb) / sb) ** 2) / (sb * math.sqrt(2 * math.pi)) + floor
-        share = 0.1
-        for _ in range(50):
-            rr = share * la / (share * la + (1 - share) * lb)
-            share = float(np.clip(rr.mean(), 1e-4, 0.9))
         mass = pr[at] + pp[at]
-        # A gap more than 4 spreads from both groups (a pause, or a pulse before it misread)
-        # leaves the pulse as the widths read it.
-        far = np.minimum(np.abs(v - ma) / sa, np.abs(v - mb) / sb) > 4.0
-        rr = np.where(far, pr[at] / np.maximum(mass, _FLOOR), rr)
+        rr = _command_alone(v, ma, sa, mb, sb, pr[at], mass, top=0.9)
         # Within each kind, in proportion to its states' posteriors, else all to the state
         # nearest the window (the slowest read, the fastest program).
         for ks, keep, new, near in ((rk, pr[at], mass * rr, np.argmax),
