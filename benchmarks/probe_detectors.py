@@ -10,9 +10,11 @@ Usage: ``python benchmarks/probe_detectors.py [--seeds N] [--json]``
 """
 
 import argparse
+import importlib.util
 import json
 import statistics
 import time
+from pathlib import Path
 
 from rbscope.probe import ProbeRequest, run_detectors
 from rbscope.probe.write_buffer import detect_write_buffer
@@ -20,18 +22,18 @@ from rbscope.refssd import preset
 from rbscope.refssd.ftl import Cause
 from rbscope.vssd import Engine, EngineTarget
 
-#: The small drives of tests/test_probe_detectors.py: preset → field changes.
-SMALL = {
-    "ssd-v": dict(blocks_per_plane=16, pages_per_block=32, over_provisioning=0.25),
-    "slc": dict(channels=2, chips_per_channel=1, dies_per_chip=1, blocks_per_plane=32,
-                pages_per_block=32, over_provisioning=0.25),
-    "mlc-2plane": dict(channels=2, dies_per_chip=1, blocks_per_plane=32, pages_per_block=32,
-                       over_provisioning=0.25),
-    "tlc-gc": dict(channels=2, dies_per_chip=1, blocks_per_plane=16, pages_per_block=48,
-                   over_provisioning=0.25),
-    "cache-prog": dict(channels=2, dies_per_chip=1, blocks_per_plane=32, pages_per_block=32,
-                       over_provisioning=0.25),
-}
+
+def _small_drives():
+    """The test module's SMALL, read from its file (no test package on the path needed)."""
+    path = Path(__file__).resolve().parent.parent / "tests" / "test_probe_detectors.py"
+    spec = importlib.util.spec_from_file_location("_probe_detector_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SMALL
+
+
+#: The small drives of tests/test_probe_detectors.py (preset → field changes): one list.
+SMALL = _small_drives()
 BUFFER_PRESETS = ("ssd-v", "ssd-i", "slc", "mlc-2plane", "cache-prog", "tlc-gc", "tlc-slc",
                   "hubi")
 
