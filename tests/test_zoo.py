@@ -353,6 +353,47 @@ def test_reads_as_wide_as_slc_programs_are_told_by_the_data_in_before_them(zoo):
     assert _analyse_l0(zoo, "tlc-slc-cache", drive, run, m).wa.value / truth - 1 > 0.015
 
 
+def _analyse_l1(zoo, family, drive, run, meas, maxima):
+    """``rbscope analyze`` at L1 (the geometry and the datasheet maxima)."""
+    import tempfile
+
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+
+    geometry, _ = zoo.user_geometry(drive, family, maxima=maxima)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.json"
+        meas.save(src)
+        return analyse(zoo.build_request("L1", src, geometry,
+                                         from_bytes(run.logical_bytes))).result
+
+
+def test_slow_read_types_the_widths_call_slc_programs_are_reads_by_their_gaps(zoo):
+    # A tuning draw of tlc-slc-cache at L1 (tR max 180 µs, above the SLC programs' 130-210 µs):
+    # no valley below tR max, so the widths split the reads near 70 µs and their two slower page
+    # types (80-120 µs) became a program mode, counted as SLC programs (+43 %). Their gaps show
+    # no data in where the SLC programs' do: reads.
+    drive, _, run, m, maxima = zoo.prepare("tlc-slc-cache", 121)
+    r = _analyse_l1(zoo, "tlc-slc-cache", drive, run, m, maxima)
+    truth = run.truth.wa_true
+    assert abs(r.wa.value / truth - 1) < 0.01
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    assert any("program-width mode were reads" in n for n in r.classification["notes"])
+
+
+def test_a_read_tail_after_long_pulses_does_not_stop_the_data_in_rule(zoo):
+    # A tuning draw of tlc-slc-cache at L1: after the TLC programs, a read tail as wide as the
+    # SLC programs (retries, 120-180 µs) came about as often as SLC programs, so half the
+    # fastest mode's "own" pulses there waited for no data in, and the rule took them for cache
+    # programs and stood down: about 1 000 reads stayed SLC programs (+1.26 %, the interval
+    # short of the truth). 30 % of them waiting shows programs that wait.
+    drive, _, run, m, maxima = zoo.prepare("tlc-slc-cache", 73)
+    r = _analyse_l1(zoo, "tlc-slc-cache", drive, run, m, maxima)
+    truth = run.truth.wa_true
+    assert abs(r.wa.value / truth - 1) < 0.005
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+
+
 def test_unconfirmed_host_paced_chains_leave_the_value_undetermined(zoo):
     # A tuning draw of mlc-hostpaced-cache-50r: host-paced cache programs found, and short
     # pulses heading fast-page silences in chains that no slow page's silence confirms (reads

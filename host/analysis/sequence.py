@@ -110,6 +110,13 @@ DATA_IN_SEPARATION = 2.0
 #: ... and a read-width mode is programs when this share of its gaps (after each kind of pulse)
 #: lies nearer a program's than a read's (:func:`_waits_for_data_in`).
 DATA_IN_WAITING = 0.7
+#: ... and the fastest program mode's own programs (its pulses above its centre) wait for their
+#: data in, after a kind of pulse, when this share of their gaps does (else they may be cache
+#: programs, and the rule stands down there).
+DATA_IN_CORE = 0.3
+#: ... and a read-width mode short of DATA_IN_WAITING with at least this share after both kinds
+#: of pulse is left open (reads or programs: the interval spans both).
+DATA_IN_OPEN = 0.5
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -233,6 +240,9 @@ class DieResult:
     #: Pulses the idle gaps moved between the slowest programs and the erases (either way,
     #: in expected counts): a judgement the interval spans.
     gap_moved: float = 0.0
+    #: Pulses of read-width modes the idle gaps could not judge (most wait for a page's data in,
+    #: short of DATA_IN_WAITING): reads or SLC-mode programs.
+    read_modes_open: float = 0.0
 
     @property
     def units(self):
@@ -257,7 +267,7 @@ class DieResult:
                 "chain_heads": self.heads,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses, "slc_programs": self.slc_programs,
-                "gap_moved": self.gap_moved}
+                "gap_moved": self.gap_moved, "read_modes_open": self.read_modes_open}
 
 
 @dataclass
@@ -1218,7 +1228,7 @@ def _programs_by_data_in(g, pj, ej, mj, gap_after):
     return g
 
 
-def _reads_by_data_in(x, g, states, gap_after, widths=True):
+def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
     """Pulses as wide as the fastest program mode, told read from program by the idle gap
     before them, and read states that wait for data in: ``(posteriors, programs moved to
     reads in the fastest mode's widths (net), read-state pulses moved to programs)``.
@@ -1248,15 +1258,18 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True):
     mode as fast as the reads (an SLC cache's programs among the TLC page types' reads): its
     pulses go to the fastest program mode and are then judged one by one like the window's.
     With ``widths`` false (a line where suspension may hide: a program's rest whose first piece
-    passed for a read would be lost) only such a state is judged."""
+    passed for a read would be lost) only such a state is judged. ``skip``: program states
+    found to be reads (:func:`_modes_alone`), left out."""
     rk = [j for j, st in enumerate(states) if st.kind == "read"]
     pk = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
-    lk = pk + [j for j, st in enumerate(states) if st.kind == "erase"]
+    pk = [j for j in pk if j not in skip]
     if not rk or len(pk) < 2 or any(st.kind == "cache" for st in states) or len(x) < 3:
-        return g, 0.0, 0.0
+        return g, 0.0, 0.0, 0.0
     # (In µs: a gap is a command's time plus the transfers, and the commands' spread is the
     # same on both sides.)
     gb = 2.0 ** np.concatenate([[np.nan], np.asarray(gap_after, dtype=float)[:-1]])
+    programs = float(g[:, pk].sum())
+    lk = pk + [j for j, st in enumerate(states) if st.kind == "erase"]
     pr, pp = g[:, rk].sum(axis=1), g[:, pk].sum(axis=1)
     prev_r = np.concatenate([[0.0], pr[:-1]])
     prev_l = np.concatenate([[0.0], g[:-1][:, lk].sum(axis=1)])
@@ -1274,27 +1287,38 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True):
 
     fit = _data_in_fit(gb, ok, prev_r, prev_l, (pr > 0.9) & (x < lo), (pp > 0.9) & (x > hi))
     if fit is None:
-        return g, 0.0, 0.0
+        return g, 0.0, 0.0, 0.0
     # A read state whose pulses wait for their data in is a program mode as fast as the reads
     # (an SLC cache's programs, between the TLC page types' reads and the TLC programs). Each
     # read state but the fastest is tried as one: the gaps fitted with its pulses among the
     # programs (after them, no data out), and its pulses' gaps tested against that fit. (The
     # fastest read state is reads: no program is faster than every read.)
     main = min(rk, key=lambda j: states[j].mu)
-    waiting = []
+    waiting, open_ = [], 0.0
     for j in rk:
         if j == main:
             continue
         pj_, rest = g[:, j], pr - g[:, j]
         fit_j = _data_in_fit(gb, ok, shifted(rest), prev_l + shifted(pj_),
                              (rest > 0.9) & (x < lo), (pp > 0.9) & (x > hi))
-        if fit_j is not None and _waits_for_data_in(gb, ok & (pj_ > 0.9), shifted(rest),
-                                                    prev_l + shifted(pj_), *fit_j):
+        if fit_j is None:
+            continue
+        sel = ok & (pj_ > 0.9)
+        if _waits_for_data_in(gb, sel, shifted(rest), prev_l + shifted(pj_), *fit_j):
             waiting.append(j)
+            continue
+        # Short of that, a mode most of whose pulses wait after both kinds of pulse (the
+        # programs mixed with a read tail, or the gaps less than DATA_IN_SEPARATION spreads
+        # apart) cannot be judged: reads or programs, its pulses are left open (the interval's
+        # upper end counts them programs).
+        shares = _waiting_shares(gb, sel, shifted(rest), prev_l + shifted(pj_), *fit_j,
+                                 apart=False)
+        if shares and len(shares) == 2 and any(n >= DATA_IN_MIN for n, _ in shares) \
+                and all(w >= DATA_IN_OPEN for _, w in shares):
+            open_ += float(pj_.sum())
     if not waiting and not widths:
-        return g, 0.0, 0.0
+        return g, 0.0, 0.0, open_
     g = g.copy()
-    programs = float(pp.sum())
     inw = g[:, waiting].sum(axis=1) if waiting else np.zeros(len(x))
     if waiting:
         # Their pulses go to the fastest program mode; each is then judged by its gap below.
@@ -1321,7 +1345,64 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True):
     # those the passes did not give back to the reads.)
     back = float(g[:, rk][inw > 0.5].sum()) if waiting else 0.0
     to_programs = in_waiting - back
-    return g, moved + to_programs, to_programs
+    return g, moved + to_programs, to_programs, open_
+
+
+def _modes_alone(x, g, states, gap_after):
+    """Program modes, fastest first, whose pulses wait for no data in while the next slower
+    mode's do: reads (``(posteriors, the modes' indices, pulses moved)``), their pulses given
+    to the slowest read state.
+
+    The mirror of the read states that wait (:func:`_reads_by_data_in`): where a TLC drive's
+    slower read types sit with its SLC cache's programs between the reads' and the programs'
+    clusters, the widths may split below them (a datasheet's tR max above the SLC programs'
+    widths does not separate them) and call them a program mode. Each mode is judged with its
+    pulses taken for reads (the pulse before a read is a read, with its data out): the line's
+    command time and transfer fitted to its confident reads (narrower than the mode) and the
+    slower modes' programs, where DATA_IN_WAITING of the mode's gaps after each kind of pulse
+    lie nearer a read's, and as many of the next slower mode's nearer a program's, the mode is
+    reads. Cache programs (whose data in overlaps the busy before) are not taken for reads: the
+    next mode must wait, and two program modes always stay."""
+    alone = []
+    rk = [j for j, st in enumerate(states) if st.kind == "read"]
+    pk = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
+    if not rk or len(pk) < 3 or any(st.kind == "cache" for st in states) or len(x) < 3:
+        return g, alone, 0.0
+    gb = 2.0 ** np.concatenate([[np.nan], np.asarray(gap_after, dtype=float)[:-1]])
+    ok = np.isfinite(gb)
+    lk = [j for j, st in enumerate(states) if st.kind == "erase"]
+    moved = 0.0
+    top = max(states[j].mu for j in rk)
+    slowest_read = max(rk, key=lambda j: states[j].mu)
+
+    def shifted(v):
+        return np.concatenate([[0.0], v[:-1]])
+
+    while True:
+        live = sorted((j for j in pk if j not in alone), key=lambda j: states[j].mu)
+        if len(live) < 3:
+            break
+        fj, nj = live[0], live[1]
+        fast = states[fj]
+        lo = max(fast.mu - 2.5 * fast.sigma, top)
+        hi = fast.mu + 2.5 * fast.sigma
+        mine = g[:, fj]
+        pr = g[:, rk].sum(axis=1) + mine
+        pp = g[:, live[1:]].sum(axis=1)
+        prev_r, prev_l = shifted(pr), shifted(pp + g[:, lk].sum(axis=1))
+        fit = _data_in_fit(gb, ok, prev_r, prev_l, (pr - mine > 0.9) & (x < lo),
+                           (pp > 0.9) & (x > hi))
+        if fit is None or not _waits_for_data_in(gb, ok & (mine > 0.9), prev_r, prev_l, *fit,
+                                                 alone=True) \
+                or not _waits_for_data_in(gb, ok & (g[:, nj] > 0.9), prev_r, prev_l, *fit):
+            break
+        if not alone:
+            g = g.copy()
+        moved += float(mine.sum())
+        g[:, slowest_read] += mine
+        g[:, fj] = 0.0
+        alone.append(fj)
+    return g, alone, moved
 
 
 def _erases_by_data_in(x, g, states, gap_after):
@@ -1445,25 +1526,37 @@ def _data_in_fit(gb, ok, prev_r, prev_l, reads, programs):
     return float(command), float(transfer), spread
 
 
-def _waits_for_data_in(gb, sel, prev_r, prev_l, command, transfer, spread):
+def _waits_for_data_in(gb, sel, prev_r, prev_l, command, transfer, spread, alone=False):
     """Whether the pulses ``sel`` wait for a page's data in: after each kind of pulse with 10
     of them (DATA_IN_MIN after one kind at least), DATA_IN_WAITING of their gaps are nearer a
     program's than a read's, the two DATA_IN_STEP octaves and DATA_IN_SEPARATION spreads apart.
     (A read mode some of whose reads wait for the host after a program, half of them or so,
-    and none after a read, is no program mode: a mode of programs waits nearly every time.)"""
-    seen = 0
+    and none after a read, is no program mode: a mode of programs waits nearly every time.)
+    With ``alone``, the mirror: whether they wait for none (that share nearer a read's)."""
+    shares = _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread)
+    if shares is None or not any(n >= DATA_IN_MIN for n, _ in shares):
+        return False
+    return all((1.0 - w if alone else w) >= DATA_IN_WAITING for _, w in shares)
+
+
+def _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread, apart=True):
+    """``[(pulses, share of their gaps nearer a program's than a read's)]`` of the pulses
+    ``sel``, after each kind of pulse (a read, a long one) with 10 of them; None where the two
+    gaps to expect are not DATA_IN_STEP octaves and DATA_IN_SEPARATION spreads apart (with
+    ``apart`` false: not one spread apart)."""
+    out = []
     for before_read, prev in ((1, prev_r), (0, prev_l)):
         v = gb[sel & (prev > 0.9)]
         if len(v) < 10:
             continue
         ma = command + transfer * before_read
         mb = ma + transfer
-        if ma <= 0 or math.log2(mb / ma) < DATA_IN_STEP or transfer / spread < DATA_IN_SEPARATION:
-            return False
-        if float((np.abs(v - mb) < np.abs(v - ma)).mean()) < DATA_IN_WAITING:
-            return False
-        seen += len(v) >= DATA_IN_MIN
-    return seen > 0
+        if ma <= 0 or transfer < spread:
+            return None
+        if apart and (math.log2(mb / ma) < DATA_IN_STEP or transfer / spread < DATA_IN_SEPARATION):
+            return None
+        out.append((len(v), float((np.abs(v - mb) < np.abs(v - ma)).mean())))
+    return out
 
 
 def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command, transfer,
@@ -1480,11 +1573,12 @@ def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command
             continue
         v = gb[at]
         # Whether the fastest mode's programs wait for their data in (cache programs do not):
-        # the gaps of its pulses above its centre, where few reads reach, else of the window
-        # (where the reads to find may be the most).
+        # DATA_IN_CORE of the gaps of its pulses above its centre, where few reads reach, else
+        # of the window (where the reads to find may be the most). (Not half: after long
+        # pulses, a read tail as wide as SLC programs may be as many as they are there.)
         ref = gb[at[core[at]]]
         ref = ref if len(ref) >= DATA_IN_MIN else v
-        if abs(float(np.median(ref)) - mb) > abs(float(np.median(ref)) - ma):
+        if float((np.abs(ref - mb) < np.abs(ref - ma)).mean()) < DATA_IN_CORE:
             continue
         mass = pr[at] + pp[at]
         rr = _command_alone(v, ma, sa, mb, sb, pr[at], mass, top=0.9)
@@ -2015,7 +2109,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                    max(st.mu - 2.0 * st.sigma for st in ps_),
                    max(st.mu + 2.5 * st.sigma for st in ps_) + 1.0)
                   if len(ps_) > 1 and gaps is not None and ordered else None)
-    by_data_in, read_modes, erases_by_data_in, gap_moved = {}, {}, {}, {}
+    by_data_in, read_modes, erases_by_data_in, gap_moved, modes_alone = {}, {}, {}, {}, {}
+    modes_open = {}
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
         c = cands.get(k)
@@ -2047,8 +2142,12 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         if ordered and gaps is not None and not word_line:
             # (Where suspension may hide, only a read state waiting for data in as a whole: a
             # resume waits for none.)
-            g, by_data_in[k], read_modes[k] = _reads_by_data_in(
-                s, g, states, gaps[k], widths=few_joins and k not in suspect)
+            widths = few_joins and k not in suspect
+            alone = ()
+            if widths:
+                g, alone, modes_alone[k] = _modes_alone(s, g, states, gaps[k])
+            g, by_data_in[k], read_modes[k], modes_open[k] = _reads_by_data_in(
+                s, g, states, gaps[k], widths=widths, skip=alone)
             if few_joins and k not in suspect and trained is None:
                 # (A trained erase state has the labels' widths: the gaps' reading of a trained
                 # line moved, on the zoo's tuning draws, as many pulses wrong as right.)
@@ -2066,6 +2165,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
                               chain_gaps=chain_gaps)
         dies[k].gap_moved = gap_moved.get(k, 0.0)
+        dies[k].read_modes_open = modes_open.get(k, 0.0)
         dies[k].slc_programs = read_modes.get(k, 0.0) + float(sum(
             g[:, j].sum() for j, st in enumerate(states) if st.kind == "program_slc"))
         if bits and read_modes.get(k) and dies[k].erase_cap is not None:
@@ -2121,6 +2221,16 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         notes.append(f"{waited:,.0f} pulses as short as reads were programs by the idle gap "
                      f"before them (a width mode among the reads that waits for its data in: "
                      f"an SLC cache's programs), counted as the fastest program mode's")
+    left_open = sum(modes_open.values())
+    if left_open >= 0.5:
+        notes.append(f"{left_open:,.0f} pulses of read-width modes wait for a page's data in more "
+                     f"often than not, too seldom to call them programs: reads or SLC-mode "
+                     f"programs (the interval's upper end counts them programs)")
+    alone = sum(modes_alone.values())
+    if alone >= 0.5:
+        notes.append(f"{alone:,.0f} pulses of a program-width mode were reads: before them the "
+                     f"idle gap shows no data in, where before the next slower mode's programs "
+                     f"it does")
     e_moved = sum(erases_by_data_in.values())
     if abs(e_moved) >= 0.5:
         notes.append(f"{abs(e_moved):,.0f} pulses where the slowest programs' and the erases' "

@@ -785,6 +785,21 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                        f"(each pair one operation) R/B# cannot say; tap the bus (84h/13h, "
                        f"61h/D2h)")
         lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - suspect)))
+    # Read-width modes whose pulses wait for a page's data in more often than not, too seldom
+    # to be called programs (an SLC cache's programs mixed with a read tail, the gaps barely a
+    # transfer apart): reads or SLC-mode programs (one page each), R/B# cannot say.
+    open_ = sum(getattr(d, "read_modes_open", 0.0) for d in dies.values())
+    if open_ >= 0.5:
+        w_alt = wa_of_units(counted + open_)
+        hi_wa = max(hi_wa, w_alt)
+        if open_ >= 0.01 * counted:
+            undetermined = True
+            reasons.append(f"≈{open_ * scale:,.0f} pulses of read-width modes wait for a page's "
+                           f"data in more often than not, too seldom to call them programs: "
+                           f"reads or SLC-mode programs, the idle gaps cannot tell; tap the bus "
+                           f"(00h…30h reads, 80h…10h programs)")
+            alts.append({"reading": f"the {open_ * scale:,.0f} pulses of read-width modes left "
+                                    f"open are SLC-mode programs", "wa": w_alt})
     # Short pulses that may be host-paced cache programs.
     amb = sum(d.ambiguous_short for d in dies.values())
     if has_logical and wa.value < 0.98 and amb >= 0.5:
