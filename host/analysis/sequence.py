@@ -1313,8 +1313,8 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
         # upper end counts them programs).
         shares = _waiting_shares(gb, sel, shifted(rest), prev_l + shifted(pj_), *fit_j,
                                  apart=False)
-        if shares and len(shares) == 2 and any(n >= DATA_IN_MIN for n, _ in shares) \
-                and all(w >= DATA_IN_OPEN for _, w in shares):
+        if shares and len(shares) == 2 and any(n >= DATA_IN_MIN for n, _, _ in shares) \
+                and all(w >= DATA_IN_OPEN for _, w, _ in shares):
             open_ += float(pj_.sum())
     if not waiting and not widths:
         return g, 0.0, 0.0, open_
@@ -1534,16 +1534,23 @@ def _waits_for_data_in(gb, sel, prev_r, prev_l, command, transfer, spread, alone
     and none after a read, is no program mode: a mode of programs waits nearly every time.)
     With ``alone``, the mirror: whether they wait for none (that share nearer a read's)."""
     shares = _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread)
-    if shares is None or not any(n >= DATA_IN_MIN for n, _ in shares):
+    if shares is None or not any(n >= DATA_IN_MIN for n, _, _ in shares):
         return False
-    return all((1.0 - w if alone else w) >= DATA_IN_WAITING for _, w in shares)
+    if alone:
+        return all(1.0 - w >= DATA_IN_WAITING for _, w, _ in shares)
+    # (After a long pulse, a read tail mixed into the mode dilutes it, and a read may wait for
+    # the host there; after a read neither: with both kinds seen, a majority after long pulses
+    # suffices.)
+    both = len(shares) == 2
+    return all(w >= (DATA_IN_OPEN if both and not after_read else DATA_IN_WAITING)
+               for _, w, after_read in shares)
 
 
 def _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread, apart=True):
-    """``[(pulses, share of their gaps nearer a program's than a read's)]`` of the pulses
-    ``sel``, after each kind of pulse (a read, a long one) with 10 of them; None where the two
-    gaps to expect are not DATA_IN_STEP octaves and DATA_IN_SEPARATION spreads apart (with
-    ``apart`` false: not one spread apart)."""
+    """``[(pulses, share of their gaps nearer a program's than a read's, after a read)]`` of
+    the pulses ``sel``, after each kind of pulse (a read, a long one) with 10 of them; None
+    where the two gaps to expect are not DATA_IN_STEP octaves and DATA_IN_SEPARATION spreads
+    apart (with ``apart`` false: not one spread apart)."""
     out = []
     for before_read, prev in ((1, prev_r), (0, prev_l)):
         v = gb[sel & (prev > 0.9)]
@@ -1555,7 +1562,7 @@ def _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread, apart=Tr
             return None
         if apart and (math.log2(mb / ma) < DATA_IN_STEP or transfer / spread < DATA_IN_SEPARATION):
             return None
-        out.append((len(v), float((np.abs(v - mb) < np.abs(v - ma)).mean())))
+        out.append((len(v), float((np.abs(v - mb) < np.abs(v - ma)).mean()), before_read))
     return out
 
 
