@@ -374,3 +374,77 @@ def test_duplicate_labels_and_empty_reports_are_refused(saved):
         build_report([a, b])
     with pytest.raises(ReportError, match="at least one run"):
         build_report([])
+
+
+def _findings_file(path, target="vssd:ssd-v"):
+    """A probe-geometry --json output with two findings that carry series."""
+    from rbscope.probe import Finding
+
+    means = {str(512 << i): (2e-3 if i < 3 else 1e-3) for i in range(9)}
+    page = Finding(name="page_size", value=4096, confidence=0.8, rule="pairs of updates",
+                   evidence={"mean_pair_s": means}, summary=["effective page 4096 B"])
+    units = Finding(name="parallel_units", value=4, confidence=0.5, rule="speed-up",
+                    evidence={"speedup": {str(q): min(q, 3.5) for q in (1, 2, 4, 8)}},
+                    summary=["4 units program at once"])
+    path.write_text(json.dumps({"target": target, "findings": [page.to_dict(), units.to_dict()],
+                                "notes": ["probed on a copy"], "seconds": 1.5}),
+                    encoding="utf-8")
+    return path
+
+
+def test_probe_findings_are_a_section_with_their_figures(saved, tmp_path):
+    # The drive's structure as its block device shows it (rbscope probe-geometry --json), beside
+    # the WA: a table of the findings and each detector's figure; the study names them too.
+    d, path, m = saved
+    probe = _findings_file(tmp_path / "p.json")
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "--geometry", "ssd-v", "--logical", "3GB",
+                 "--probe-findings", str(probe), "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    doc = parse(html)
+    assert "probe0" in doc.tables and "Probed through the block device: vssd:ssd-v" in html
+    rows = json.loads(export(doc, "probe0", "json"))["rows"]
+    assert [(r["finding"], r["value"]) for r in rows] == [("page size", "4096"),
+                                                          ("parallel units", "4")]
+    assert "Effective page size" in html and "probed on a copy" in html
+    assert_self_contained(html, doc)
+    plain = tmp_path / "plain.html"
+    assert main(["report", str(path), "--geometry", "ssd-v", "--logical", "3GB",
+                 "-o", str(plain)]) == 0
+    assert doc.svgs == parse(plain.read_text(encoding="utf-8")).svgs + 2
+    # A study: probe_findings at the top level, relative to the study file.
+    shutil.copy(path, tmp_path / "a.json")
+    study = tmp_path / "study.toml"
+    study.write_text('probe_findings = ["p.json"]\n[[run]]\nsource = "a.json"\n'
+                     'geometry = "ssd-v"\nlogical = "3GB"\n', encoding="utf-8")
+    assert main(["report", "--study", str(study), "-o", str(tmp_path / "s.html")]) == 0
+    assert "probe0" in parse((tmp_path / "s.html").read_text(encoding="utf-8")).tables
+
+
+def test_bad_probe_findings_are_refused_and_never_overwritten(saved, tmp_path, capsys):
+    d, path, m = saved
+    bad = tmp_path / "bad.json"
+    for body, message in (('{"x": 1}', "no findings list"), ("[1", "not JSON"),
+                          ('{"findings": [{"name": 3, "value": 1, "confidence": 2}]}',
+                           "malformed"),
+                          ('{"findings": [{"nome": "x"}]}', "finding 1")):
+        bad.write_text(body, encoding="utf-8")
+        assert main(["report", str(path), "--geometry", "ssd-v", "--probe-findings", str(bad),
+                     "-o", str(tmp_path / "x.html")]) == 1
+        err = capsys.readouterr().err
+        assert message in err and str(bad) in err, err
+    # The findings are an input: -o may not name them.
+    probe = _findings_file(tmp_path / "p.json")
+    before = probe.read_bytes()
+    assert main(["report", str(path), "--geometry", "ssd-v", "--probe-findings", str(probe),
+                 "-o", str(probe)]) == 2
+    assert probe.read_bytes() == before
+    # A series edited by hand that cannot be drawn leaves the table and says so.
+    doc = json.loads(before)
+    doc["findings"][0]["evidence"]["mean_pair_s"] = {"x": "y"}
+    probe.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "--geometry", "ssd-v", "--probe-findings", str(probe),
+                 "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert "page_size: its series cannot be drawn" in html and "parallel units" in html

@@ -9,10 +9,11 @@ from rbscope.analysis.geometry import GeometryError, load_geometry
 from rbscope.files import OutputError, check_output, write_text
 from rbscope.probe import (
     DETECTORS,
-    Finding,
+    FindingsError,
     ProbeError,
     ProbeRequest,
     guess_toml,
+    load_findings,
     open_target,
     parse_range,
     run_detectors,
@@ -174,21 +175,11 @@ def _from_findings(args):
     if not _outputs_ok(args):
         return EXIT_USAGE
     try:
-        with open(args.findings, encoding="utf-8") as f:
-            doc = json.load(f)
-    except OSError as exc:
-        err("probe-geometry", f"--findings {args.findings}: cannot read: {exc.strerror}")
+        target, findings, notes, seconds = load_findings(args.findings)
+    except FindingsError as exc:
+        err("probe-geometry", f"--findings {exc}")
         return EXIT_USAGE
-    except ValueError:
-        doc = None
-    try:
-        findings = [Finding(**d) for d in doc["findings"]]
-    except (KeyError, TypeError) as exc:
-        err("probe-geometry", f"--findings {args.findings}: not the --json output of "
-                              f"probe-geometry ({exc})")
-        return EXIT_USAGE
-    return _report(args, doc.get("target", args.findings), findings, doc.get("notes", []),
-                   doc.get("seconds", 0.0))
+    return _report(args, target, findings, notes, seconds)
 
 
 def _report(args, target_name, findings, notes, elapsed):

@@ -24,6 +24,7 @@ from rbscope.analysis.presets import PresetError
 from rbscope.analysis.sequence import SequenceError
 from rbscope.analysis.wa import WAError
 from rbscope.files import OutputError, check_output, write_text
+from rbscope.probe import FindingsError, load_findings
 from rbscope.recordings.classified import export_classified_vcd, gtkwave_filter
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError
@@ -97,6 +98,10 @@ def add_report_parser(subparsers):
                         "source has per-pulse widths)")
     g.add_argument("--write-only", action="store_true",
                    help="as for `rbscope analyze`: the host only wrote during the run")
+    p.add_argument("--probe-findings", action="append", default=[], metavar="JSON",
+                   help="a `rbscope probe-geometry --json` output: the drive's structure as "
+                        "its block device shows it, a section of the report with each "
+                        "detector's figure (repeat; a study gives probe_findings = [...])")
     g.add_argument("--drive-counters", nargs=2, metavar=("BEFORE", "AFTER"),
                    help="as for `rbscope analyze` (one SOURCE; a study run gives it in its "
                         "options): the drive's own NAND-write counters, shown beside "
@@ -246,6 +251,24 @@ def _runs(args, inputs, *, check=False):
     return runs, None
 
 
+def _probe_findings(args, inputs):
+    """``[(target, findings, notes, path)]`` of ``--probe-findings`` and the study's
+    ``probe_findings`` (each path joins ``inputs``); a file that is not probe-geometry's
+    ``--json`` output is a ReportError naming it."""
+    paths = list(args.probe_findings)
+    if args.study and not args.sources:  # (both: the usage error comes with the runs)
+        paths += list(load_study(args.study).probe_findings)
+    out = []
+    for path in paths:
+        inputs.append(path)
+        try:
+            target, findings, notes, _ = load_findings(path)
+        except FindingsError as exc:
+            raise ReportError(f"--probe-findings {exc}") from None
+        out.append((target, findings, notes, path))
+    return out
+
+
 def cmd_report(args):
     """Handle ``rbscope report``; return the exit code."""
     try:
@@ -257,6 +280,7 @@ def cmd_report(args):
             return EXIT_OK
         if not args.output:
             raise ac.UsageError("give the report to write (-o HTML), or --check")
+        probes = _probe_findings(args, inputs)
         check_output(args.output, kind="html", inputs=inputs, force=args.force, option="-o")
         if args.pdf:
             check_output(args.pdf, kind="pdf", inputs=inputs, force=args.force, option="--pdf")
@@ -264,7 +288,7 @@ def cmd_report(args):
         title = args.title or study_title or (
             "rbscope write-amplification report" if len(runs) == 1 else
             "rbscope write-amplification comparison")
-        report = build_report(runs, title=title)
+        report = build_report(runs, title=title, probes=probes)
         paths = write_report(report, args.output, pdf_path=args.pdf, browser=args.browser,
                              inputs=inputs, force=args.force)
     except (SourceOptionError, PresetError, OutputError) as exc:

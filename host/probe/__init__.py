@@ -13,7 +13,13 @@ against an NBD export or a block device.
 * :mod:`rbscope.probe.guess`: the geometry guess as a TOML file ``rbscope analyze`` accepts.
 """
 
-from .detect import Finding, detect_page_size, detect_parallel_units
+from .detect import (
+    Finding,
+    FindingsError,
+    detect_page_size,
+    detect_parallel_units,
+    load_findings,
+)
 from .erase_unit import detect_erase_unit
 from .gc_onset import detect_gc_onset
 from .guess import guess_geometry, guess_toml
@@ -21,7 +27,7 @@ from .run import DETECTORS, ProbeRequest, run_detectors
 from .target import ProbeError, open_target, parse_range
 from .write_buffer import detect_write_buffer
 
-__all__ = ["Finding", "detect_page_size", "detect_parallel_units", "detect_gc_onset",
-           "detect_write_buffer", "detect_erase_unit", "guess_geometry", "guess_toml",
-           "DETECTORS", "ProbeRequest", "run_detectors", "ProbeError", "open_target",
-           "parse_range"]
+__all__ = ["Finding", "FindingsError", "load_findings", "detect_page_size",
+           "detect_parallel_units", "detect_gc_onset", "detect_write_buffer",
+           "detect_erase_unit", "guess_geometry", "guess_toml", "DETECTORS", "ProbeRequest",
+           "run_detectors", "ProbeError", "open_target", "parse_range"]

@@ -33,6 +33,7 @@ Parallel units (concurrent writers)
     dies; and the host must keep up with every unit programming at once (``--slowdown``).
 """
 
+import json
 import math
 import statistics
 import threading
@@ -41,7 +42,8 @@ from dataclasses import dataclass, field
 
 from .target import ProbeError
 
-__all__ = ["Finding", "detect_page_size", "detect_parallel_units", "CANDIDATES"]
+__all__ = ["Finding", "FindingsError", "load_findings", "detect_page_size",
+           "detect_parallel_units", "CANDIDATES"]
 
 #: A boundary is a page boundary when its mean pair time is below this fraction of the
 #: smaller boundaries' (ideal: 0.5; the spread of program times between page types narrows it).
@@ -82,6 +84,61 @@ class Finding:
 
     def to_dict(self):
         return dict(self.__dict__)
+
+
+class FindingsError(ValueError):
+    """A findings file (``probe-geometry --json``) that cannot be read or is not one."""
+
+
+#: Largest findings file read (bytes): a probe's series are a few thousand numbers.
+MAX_FINDINGS_BYTES = 64 << 20
+
+
+def load_findings(path):
+    """Read ``rbscope probe-geometry --json`` output: ``(target, [Finding], notes, seconds)``.
+
+    Raises :class:`FindingsError` naming the file and what is wrong with it."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FINDINGS_BYTES + 1)
+    except OSError as exc:
+        raise FindingsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FINDINGS_BYTES:
+        raise FindingsError(f"{path}: larger than {MAX_FINDINGS_BYTES >> 20} MiB: not "
+                            f"probe-geometry's --json output")
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise FindingsError(f"{path}: not JSON ({type(exc).__name__})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
+        raise FindingsError(f"{path}: not the --json output of probe-geometry (no findings "
+                            f"list)")
+    findings = []
+    for i, d in enumerate(doc["findings"]):
+        try:
+            f = Finding(**d)
+        except TypeError as exc:
+            raise FindingsError(f"{path}: finding {i + 1}: {exc}") from None
+        bad = [k for k, t in (("name", str), ("rule", str), ("evidence", dict), ("io", dict),
+                              ("notes", list), ("summary", list))
+               if not isinstance(getattr(f, k), t)]
+        if bad or isinstance(f.confidence, bool) \
+                or not isinstance(f.confidence, (int, float)) \
+                or not 0.0 <= f.confidence <= 1.0 \
+                or not all(isinstance(x, str) for x in f.notes + f.summary):
+            raise FindingsError(f"{path}: finding {i + 1}: malformed "
+                                f"({', '.join(bad) or 'confidence, notes or summary'})")
+        findings.append(f)
+    target = doc.get("target", str(path))
+    notes = doc.get("notes", [])
+    if not isinstance(target, str) or not isinstance(notes, list) \
+            or not all(isinstance(x, str) for x in notes):
+        raise FindingsError(f"{path}: malformed target or notes")
+    seconds = doc.get("seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not math.isfinite(seconds):
+        seconds = 0.0
+    return target, findings, notes, float(seconds)
 
 
 def _together(jobs):

@@ -357,6 +357,48 @@ class Section:
 
 
 @dataclass
+class ProbeSection:
+    """What the report shows of one ``rbscope probe-geometry`` run (``--probe-findings``): the
+    drive's structure as its block device shows it, each finding's figure."""
+
+    anchor: str
+    target: str
+    source: str
+    table: Table
+    figures: list  # [(finding name, SVG)]
+    notes: list
+
+
+def probe_section(target, findings, notes, index, source):
+    """A :class:`ProbeSection` of ``findings`` (:class:`rbscope.probe.Finding`, as
+    :func:`rbscope.probe.load_findings` reads them); ``source`` names the file."""
+    from rbscope.probe.plots import finding_figures
+
+    t = Table(f"probe{index}", f"Probed through the block device: {target}", [
+        Column("finding", "finding", "text"), Column("value", "value", "text"),
+        Column("confidence", "confidence"), Column("summary", "what it means", "text"),
+        Column("rule", "rule", "text")],
+        note="Each detector times a pattern of writes through the drive's block device "
+             "(rbscope probe-geometry); a value is what its rule decided from the series "
+             "drawn below, with its confidence (0 … 1). The geometry the WA uses is the "
+             "user's: these values are for checking it.")
+    for f in findings:
+        t.add(f.name.replace("_", " "), "not found" if f.value is None else str(f.value),
+              float(f.confidence), " ".join(f.summary), f.rule)
+    figs, more = [], list(notes)
+    for f in findings:
+        try:
+            drawn = finding_figures([f])
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+            # (A findings file edited by hand, or of another version: the table stands.)
+            more.append(f"{f.name}: its series cannot be drawn ({type(exc).__name__})")
+            continue
+        figs += [(name, figures.inline_svg(fig)) for name, fig in drawn]
+    return ProbeSection(anchor=f"probe{index}", target=target, source=str(source), table=t,
+                        figures=figs, notes=more)
+
+
+@dataclass
 class Report:
     """Everything the template renders."""
 
@@ -368,17 +410,22 @@ class Report:
     rankings: tuple
     comparison: str | None
     sections: list
+    probes: list = field(default_factory=list)
 
     def tables(self):
         """Every table of the report, in order."""
         out = [self.summary, *self.rankings]
+        out += [p.table for p in self.probes]
         for s in self.sections:
             out.extend(s.tables)
         return out
 
 
-def build_report(runs, *, title="rbscope write-amplification report", generated=None):
-    """Build the tables and figures of a report of ``runs`` (a list of :class:`ReportRun`)."""
+def build_report(runs, *, title="rbscope write-amplification report", generated=None,
+                 probes=()):
+    """Build the tables and figures of a report of ``runs`` (a list of :class:`ReportRun`);
+    ``probes``: ``(target, findings, notes, source)`` of ``rbscope probe-geometry`` runs,
+    each shown as a section of its own."""
     if not runs:
         raise ReportError("a report needs at least one run")
     labels = [r.label for r in runs]
@@ -423,7 +470,9 @@ def build_report(runs, *, title="rbscope write-amplification report", generated=
             comparison = figures.comparison_figure(entries)
     return Report(title=title, generated=generated, version=__version__, runs=runs,
                   summary=summary_table(runs), rankings=rankings, comparison=comparison,
-                  sections=sections)
+                  sections=sections,
+                  probes=[probe_section(t, f, n, i, src)
+                          for i, (t, f, n, src) in enumerate(probes)])
 
 
 def _data_uri(text, mime):

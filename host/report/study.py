@@ -66,6 +66,7 @@ class Study:
     title: str
     runs: tuple
     path: str
+    probe_findings: tuple = ()
 
 
 def _fail(path, where, message):
@@ -146,9 +147,10 @@ def load_study(path):
         raise ReportError(f"{path}: not valid TOML: {exc}") from None
     except (RecursionError, ValueError) as exc:  # absurd nesting, absurd numbers
         raise ReportError(f"{path}: cannot be read as TOML: {type(exc).__name__}") from None
-    unknown = sorted(set(doc) - {"title", "defaults", "run"})
+    unknown = sorted(set(doc) - {"title", "defaults", "run", "probe_findings"})
     if unknown:
-        _fail(path, "top level", f"unknown key(s) {', '.join(unknown)} (title, defaults, run)")
+        _fail(path, "top level", f"unknown key(s) {', '.join(unknown)} (title, defaults, run, "
+                                 f"probe_findings)")
     title = doc.get("title", "rbscope write-amplification study")
     if not isinstance(title, str):
         _fail(path, "title", "must be a string")
@@ -176,4 +178,9 @@ def load_study(path):
             series = _resolve(base, _text(path, where, "logical_series", series))
         out.append(StudyRun(names.get("label"), names.get("drive"), names.get("workload", ""),
                             argv, series, tuple(run.get("options", ()))))
-    return Study(title, tuple(out), str(path))
+    probes = doc.get("probe_findings", [])
+    if not isinstance(probes, list) or len(probes) > MAX_RUNS:
+        _fail(path, "probe_findings", f"must be a list of at most {MAX_RUNS} file names")
+    probes = tuple(_resolve(base, _text(path, "probe_findings", "probe_findings", p))
+                   for p in probes)
+    return Study(title, tuple(out), str(path), probes)
