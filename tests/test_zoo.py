@@ -528,3 +528,34 @@ def test_a_small_page_s_transfer_still_tells_resumes_by_their_gap(zoo):
     truth = run.truth.wa_true
     assert abs(r.wa.value / truth - 1) < 0.01
     assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+
+
+def test_read_width_modes_left_open_widen_the_interval_and_flag_when_they_matter(zoo):
+    # A read-width mode whose pulses wait for a page's data in more often than not, too seldom
+    # to call them programs (`read_modes_open` of a die), is reads in the value and SLC-mode
+    # programs at the interval's upper end: a few (under 1 % of the programs) only widen it and
+    # say so; more flag the value undetermined, with the reading that they are programs.
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.sequence import classify_measurement
+    from rbscope.analysis.wa import compute_wa
+
+    drive, _, run, m, _ = zoo.prepare("mlc-easy", 2)
+    geometry, _ = zoo.user_geometry(drive, "mlc-easy")
+    logical = from_bytes(run.logical_bytes)
+    seq = classify_measurement(m, geometry)
+    base = compute_wa(m, geometry, logical, sequence=seq)
+    assert not base.undetermined and not any("left open" in x for x in base.interval_includes)
+    die = next(iter(seq.dies.values()))
+    programs = sum(d.program_pulses for d in seq.dies.values())
+    die.read_modes_open = 0.005 * programs
+    few = compute_wa(m, geometry, logical, sequence=seq)
+    assert not few.undetermined and few.wa.value == pytest.approx(base.wa.value)
+    # (Its upper end already held them here: "programs the erases allow" reaches further.)
+    assert few.wa_confidence.hi >= base.wa.value * 1.004
+    assert any("left open" in x for x in few.interval_includes)
+    die.read_modes_open = 0.05 * programs
+    many = compute_wa(m, geometry, logical, sequence=seq)
+    assert many.undetermined and many.wa.value == pytest.approx(base.wa.value)
+    assert any("read-width modes" in d for d in many.decide)
+    alt = next(a["wa"] for a in many.alternatives if "left open" in a["reading"])
+    assert alt > 1.04 * base.wa.value and many.wa_confidence.hi >= alt

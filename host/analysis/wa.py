@@ -548,6 +548,9 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
             cache_suspected)
         if undetermined:
             includes.append("every reading the pulses leave open (undetermined)")
+        if any(getattr(d, "read_modes_open", 0.0) >= 0.5 for d in sequence.dies.values()):
+            includes.append("read-width modes the idle gaps left open, as SLC-mode programs "
+                            "(the upper end)")
     elif any(r.dies > 1 for r in rows):
         # Wired-OR lines counted by windows (too few pulses for the sequence classifier, or
         # counts only): merged busies lost programs as on the sequence path, and the line's busy
@@ -789,9 +792,11 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     # to be called programs (an SLC cache's programs mixed with a read tail, the gaps barely a
     # transfer apart): reads or SLC-mode programs (one page each), R/B# cannot say.
     open_ = sum(getattr(d, "read_modes_open", 0.0) for d in dies.values())
+    widened = False
     if open_ >= 0.5:
         w_alt = wa_of_units(counted + open_)
         hi_wa = max(hi_wa, w_alt)
+        widened = True  # (the interval's upper end counts them, however few)
         if open_ >= 0.01 * counted:
             undetermined = True
             reasons.append(f"≈{open_ * scale:,.0f} pulses of read-width modes wait for a page's "
@@ -833,6 +838,8 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                        f"explains: check Mp, the program scheme and the probes")
     if undetermined:
         confidence = Interval(wa.value, min(lo_wa, wa.value), max(hi_wa, wa.value))
+    elif widened and confidence is not None:
+        confidence = Interval(confidence.value, confidence.lo, max(confidence.hi, hi_wa))
     return undetermined, reasons, alts, confidence, decided
 
 
