@@ -25,10 +25,12 @@ from rbscope.analysis.sequence import SequenceError
 from rbscope.analysis.wa import WAError
 from rbscope.files import OutputError, check_output, write_text
 from rbscope.probe import FindingsError, load_findings
+from rbscope.probe.plots import finding_figures
 from rbscope.recordings.classified import export_classified_vcd, gtkwave_filter
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError
 from rbscope.report import ReportError, analyse_run, build_report, write_report
+from rbscope.report.figures import inline_svg
 from rbscope.report.study import load_study
 
 from . import analyze as ac
@@ -252,9 +254,10 @@ def _runs(args, inputs, *, check=False):
 
 
 def _probe_findings(args, inputs):
-    """``[(target, findings, notes, path)]`` of ``--probe-findings`` and the study's
-    ``probe_findings`` (each path joins ``inputs``); a file that is not probe-geometry's
-    ``--json`` output is a ReportError naming it."""
+    """``[(target, findings, notes, path, figures)]`` of ``--probe-findings`` and the study's
+    ``probe_findings`` (each path joins ``inputs``; ``figures``: ``[(name, SVG)]``, each
+    detector's series drawn); a file that is not probe-geometry's ``--json`` output is a
+    ReportError naming it."""
     paths = list(args.probe_findings)
     if args.study and not args.sources:  # (both: the usage error comes with the runs)
         paths += list(load_study(args.study).probe_findings)
@@ -265,7 +268,16 @@ def _probe_findings(args, inputs):
             target, findings, notes, _ = load_findings(path)
         except FindingsError as exc:
             raise ReportError(f"--probe-findings {exc}") from None
-        out.append((target, findings, notes, path))
+        figs, notes = [], list(notes)
+        for f in findings:
+            try:
+                drawn = finding_figures([f])
+            except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+                # (A findings file edited by hand, or of another version: the table stands.)
+                notes.append(f"{f.name}: its series cannot be drawn ({type(exc).__name__})")
+                continue
+            figs += [(name, inline_svg(fig)) for name, fig in drawn]
+        out.append((target, findings, notes, path, figs))
     return out
 
 

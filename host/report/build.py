@@ -369,11 +369,10 @@ class ProbeSection:
     notes: list
 
 
-def probe_section(target, findings, notes, index, source):
+def probe_section(target, findings, notes, index, source, figs=()):
     """A :class:`ProbeSection` of ``findings`` (:class:`rbscope.probe.Finding`, as
-    :func:`rbscope.probe.load_findings` reads them); ``source`` names the file."""
-    from rbscope.probe.plots import finding_figures
-
+    :func:`rbscope.probe.load_findings` reads them); ``source`` names the file, ``figs`` are
+    the detectors' figures ``[(finding name, SVG)]`` (``rbscope.probe.plots`` draws them)."""
     t = Table(f"probe{index}", f"Probed through the block device: {target}", [
         Column("finding", "finding", "text"), Column("value", "value", "text"),
         Column("confidence", "confidence"), Column("summary", "what it means", "text"),
@@ -385,17 +384,8 @@ def probe_section(target, findings, notes, index, source):
     for f in findings:
         t.add(f.name.replace("_", " "), "not found" if f.value is None else str(f.value),
               float(f.confidence), " ".join(f.summary), f.rule)
-    figs, more = [], list(notes)
-    for f in findings:
-        try:
-            drawn = finding_figures([f])
-        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
-            # (A findings file edited by hand, or of another version: the table stands.)
-            more.append(f"{f.name}: its series cannot be drawn ({type(exc).__name__})")
-            continue
-        figs += [(name, figures.inline_svg(fig)) for name, fig in drawn]
     return ProbeSection(anchor=f"probe{index}", target=target, source=str(source), table=t,
-                        figures=figs, notes=more)
+                        figures=list(figs), notes=list(notes))
 
 
 @dataclass
@@ -424,8 +414,8 @@ class Report:
 def build_report(runs, *, title="rbscope write-amplification report", generated=None,
                  probes=()):
     """Build the tables and figures of a report of ``runs`` (a list of :class:`ReportRun`);
-    ``probes``: ``(target, findings, notes, source)`` of ``rbscope probe-geometry`` runs,
-    each shown as a section of its own."""
+    ``probes``: ``(target, findings, notes, source, figures)`` of ``rbscope probe-geometry``
+    runs, each shown as a section of its own (:func:`probe_section`)."""
     if not runs:
         raise ReportError("a report needs at least one run")
     labels = [r.label for r in runs]
@@ -471,8 +461,8 @@ def build_report(runs, *, title="rbscope write-amplification report", generated=
     return Report(title=title, generated=generated, version=__version__, runs=runs,
                   summary=summary_table(runs), rankings=rankings, comparison=comparison,
                   sections=sections,
-                  probes=[probe_section(t, f, n, i, src)
-                          for i, (t, f, n, src) in enumerate(probes)])
+                  probes=[probe_section(t, f, n, i, src, figs)
+                          for i, (t, f, n, src, figs) in enumerate(probes)])
 
 
 def _data_uri(text, mime):
