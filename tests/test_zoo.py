@@ -385,8 +385,8 @@ def test_a_read_tail_after_long_pulses_does_not_stop_the_data_in_rule(zoo):
     # A tuning draw of tlc-slc-cache at L1: after the TLC programs, a read tail as wide as the
     # SLC programs (retries, 120-180 µs) came about as often as SLC programs, so half the
     # fastest mode's "own" pulses there waited for no data in, and the rule took them for cache
-    # programs and stood down: about 1 000 reads stayed SLC programs (+1.26 %, the interval
-    # short of the truth). 30 % of them waiting shows programs that wait.
+    # programs and stood down: about 1 000 reads stayed SLC programs (+1.26 %). 30 % of them
+    # waiting shows programs that wait.
     drive, _, run, m, maxima = zoo.prepare("tlc-slc-cache", 73)
     r = _analyse_l1(zoo, "tlc-slc-cache", drive, run, m, maxima)
     truth = run.truth.wa_true
