@@ -230,6 +230,11 @@ def _analyse_l0(zoo, family, drive, run, meas):
 
 def _analyse_l2(zoo, family, drive, run, meas, maxima, trained):
     """``rbscope analyze --trained`` at L2 (the datasheet maxima and the trained classifier)."""
+    return _analyse_with_maxima(zoo, "L2", family, drive, run, meas, maxima, trained)
+
+
+def _analyse_with_maxima(zoo, level, family, drive, run, meas, maxima, trained=None):
+    """``rbscope analyze`` at ``level`` with the datasheet maxima in the geometry."""
     import tempfile
 
     from rbscope.analysis.logical import from_bytes
@@ -239,7 +244,7 @@ def _analyse_l2(zoo, family, drive, run, meas, maxima, trained):
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "m.json"
         meas.save(src)
-        return analyse(zoo.build_request("L2", src, geometry, from_bytes(run.logical_bytes),
+        return analyse(zoo.build_request(level, src, geometry, from_bytes(run.logical_bytes),
                                          trained=trained)).result
 
 
@@ -355,17 +360,7 @@ def test_reads_as_wide_as_slc_programs_are_told_by_the_data_in_before_them(zoo):
 
 def _analyse_l1(zoo, family, drive, run, meas, maxima):
     """``rbscope analyze`` at L1 (the geometry and the datasheet maxima)."""
-    import tempfile
-
-    from rbscope.analysis.logical import from_bytes
-    from rbscope.analysis.pipeline import analyse
-
-    geometry, _ = zoo.user_geometry(drive, family, maxima=maxima)
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "m.json"
-        meas.save(src)
-        return analyse(zoo.build_request("L1", src, geometry,
-                                         from_bytes(run.logical_bytes))).result
+    return _analyse_with_maxima(zoo, "L1", family, drive, run, meas, maxima)
 
 
 def test_slow_read_types_the_widths_call_slc_programs_are_reads_by_their_gaps(zoo):

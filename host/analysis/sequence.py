@@ -1282,9 +1282,6 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
     # for a program's own data in: fitted (least squares, weighted by count) to the medians of
     # the confident groups — reads narrower than the fastest program mode, programs of the
     # slower modes (the window holds the reads to find) — after a read and after a long pulse.
-    def shifted(v):
-        return np.concatenate([[0.0], v[:-1]])
-
     fit = _data_in_fit(gb, ok, prev_r, prev_l, (pr > 0.9) & (x < lo), (pp > 0.9) & (x > hi))
     if fit is None:
         return g, 0.0, 0.0, 0.0
@@ -1299,19 +1296,19 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
         if j == main:
             continue
         pj_, rest = g[:, j], pr - g[:, j]
-        fit_j = _data_in_fit(gb, ok, shifted(rest), prev_l + shifted(pj_),
+        fit_j = _data_in_fit(gb, ok, _shifted(rest), prev_l + _shifted(pj_),
                              (rest > 0.9) & (x < lo), (pp > 0.9) & (x > hi))
         if fit_j is None:
             continue
         sel = ok & (pj_ > 0.9)
-        if _waits_for_data_in(gb, sel, shifted(rest), prev_l + shifted(pj_), *fit_j):
+        if _waits_for_data_in(gb, sel, _shifted(rest), prev_l + _shifted(pj_), *fit_j):
             waiting.append(j)
             continue
         # Short of that, a mode most of whose pulses wait after both kinds of pulse (the
         # programs mixed with a read tail, or the gaps less than DATA_IN_SEPARATION spreads
         # apart) cannot be judged: reads or programs, its pulses are left open (the interval's
         # upper end counts them programs).
-        shares = _waiting_shares(gb, sel, shifted(rest), prev_l + shifted(pj_), *fit_j,
+        shares = _waiting_shares(gb, sel, _shifted(rest), prev_l + _shifted(pj_), *fit_j,
                                  apart=False)
         if shares and len(shares) == 2 and any(n >= DATA_IN_MIN for n, _, _ in shares) \
                 and all(w >= DATA_IN_OPEN for _, w, _ in shares):
@@ -1326,7 +1323,7 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
         g[:, fj] += inw
         g[:, waiting] = 0.0
         pr, pp = g[:, rk].sum(axis=1), g[:, pk].sum(axis=1)
-        fit = _data_in_fit(gb, ok, shifted(pr), shifted(g[:, lk].sum(axis=1)),
+        fit = _data_in_fit(gb, ok, _shifted(pr), _shifted(g[:, lk].sum(axis=1)),
                            (pr > 0.9) & (x < lo), (pp > 0.9) & (x > hi)) or fit
     command, transfer, spread = fit
     in_waiting = float(inw.sum())
@@ -1346,6 +1343,11 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
     back = float(g[:, rk][inw > 0.5].sum()) if waiting else 0.0
     to_programs = in_waiting - back
     return g, moved + to_programs, to_programs, open_
+
+
+def _shifted(v):
+    """``v`` one pulse later: each pulse's value of the pulse before it (0 for the first)."""
+    return np.concatenate([[0.0], v[:-1]])
 
 
 def _modes_alone(x, g, states, gap_after):
@@ -1375,9 +1377,6 @@ def _modes_alone(x, g, states, gap_after):
     top = max(states[j].mu for j in rk)
     slowest_read = max(rk, key=lambda j: states[j].mu)
 
-    def shifted(v):
-        return np.concatenate([[0.0], v[:-1]])
-
     while True:
         live = sorted((j for j in pk if j not in alone), key=lambda j: states[j].mu)
         if len(live) < 3:
@@ -1389,7 +1388,7 @@ def _modes_alone(x, g, states, gap_after):
         mine = g[:, fj]
         pr = g[:, rk].sum(axis=1) + mine
         pp = g[:, live[1:]].sum(axis=1)
-        prev_r, prev_l = shifted(pr), shifted(pp + g[:, lk].sum(axis=1))
+        prev_r, prev_l = _shifted(pr), _shifted(pp + g[:, lk].sum(axis=1))
         fit = _data_in_fit(gb, ok, prev_r, prev_l, (pr - mine > 0.9) & (x < lo),
                            (pp > 0.9) & (x > hi))
         if fit is None or not _waits_for_data_in(gb, ok & (mine > 0.9), prev_r, prev_l, *fit,
