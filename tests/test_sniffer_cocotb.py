@@ -60,7 +60,8 @@ def test_edge_cases(simulator, build_args, cocotb_build_dir):
                 build_args=build_args)
 
 
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize("simulator", [pytest.param("icarus", marks=pytest.mark.heavy),
+                                       "verilator"])
 def test_random_trains_16_channels(simulator, cocotb_build_dir):
     """Seeded random NAND mixes with glitches on 16 channels, two busy at reset."""
     run_sniffer(simulator, cocotb_build_dir,
@@ -104,7 +105,8 @@ def test_saturation_boundaries(simulator, cocotb_build_dir):
                 cycles=2 * mx + 200)
 
 
-@pytest.mark.parametrize("simulator", SIMULATORS)
+@pytest.mark.parametrize("simulator", [pytest.param("icarus", marks=pytest.mark.heavy),
+                                       "verilator"])
 def test_worst_case_all_channels_at_once_48mhz(simulator, cocotb_build_dir):
     """16 channels at 48 MHz, all 1 µs low / 1 µs high in phase: no event may be lost."""
     run_sniffer(simulator, cocotb_build_dir, params={"channels": 16},

@@ -187,9 +187,13 @@ def test_trace_reports_every_event_and_bad_reads_return_zero():
 #: and start RAMs returning the complement of the old word when a read meets a write of its
 #: address (the iCE40 build's collision-free RAMs may return anything then).
 VARIANTS = [(False, False), (True, False), (False, True), (True, True)]
+#: The longest simulations run two variants by default (neither option, both), the mixed ones
+#: in `make test-heavy`: each option alone is also checked by the shorter tests below.
+VARIANTS_LONG = [(False, False), pytest.param(True, False, marks=pytest.mark.heavy),
+                 pytest.param(False, True, marks=pytest.mark.heavy), (True, True)]
 
 
-@pytest.mark.parametrize(("late", "scramble"), VARIANTS)
+@pytest.mark.parametrize(("late", "scramble"), VARIANTS_LONG)
 def test_random_trains_match_reference_model(late, scramble):
     """Seeded random NAND-like trains: every counter, bin and status field as the model says."""
     p = SnifferParams(channels=3, width_bits=16)
@@ -224,7 +228,7 @@ def test_random_trains_match_reference_model(late, scramble):
         assert status.quiet_since == model.quiet_since_at(cycles)
 
 
-@pytest.mark.parametrize(("late", "scramble"), VARIANTS)
+@pytest.mark.parametrize(("late", "scramble"), VARIANTS_LONG)
 def test_events_during_the_scrub_are_counted_exactly(late, scramble):
     """Pulses on every channel while the scrubber sweeps the RAMs after a clear: a scrub job
     right behind an event job on the same word must not undo the event's update."""
