@@ -75,8 +75,6 @@ RESUME_MAX_READS = 6
 #: programs, a silence this many octaves above their gaps' lower quartile anchors a chain.
 PACED_REF_MIN = 20
 PACED_TRANSFER_STEP = 1.0
-#: ... and a pulse up to this much wider (octaves) than tCBSY's bound continues a chain.
-PACED_WIDE = 0.6
 #: Programs told from erases by the data in before them (:func:`_programs_by_data_in`): at
 #: least this many pulses above the empty stretch of gaps, which spans this many octaves.
 ERASE_GAP_MIN = 3
@@ -84,6 +82,8 @@ ERASE_GAP_STEP = 1.0
 ERASE_GAP_SHARE = 0.25
 #: A long peak this close below the erase peak (octaves), and small, is the erases' shoulder.
 ERASE_SHOULDER = 0.3
+#: ... and one as small as the erases the programs imply, up to this far below (octaves).
+ERASE_SHOULDER_FAR = 1.5
 #: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
 #: pulses before programs, this many in each group, the groups this far apart (octaves: one
 #: transfer against two, an octave less the commands; at most STEP_MAX: further is a silence)
@@ -355,10 +355,11 @@ def _nearest(center_us, hints, kinds):
     return min(kinds, key=dist)
 
 
-def _is_valley(x, at, lo, hi, depth=0.3):
+def _is_valley(x, at, lo, hi, depth=0.3, *, top_edge=False):
     """Whether the widths ``x`` are sparse at ``at`` (octaves): at most ``depth`` of the densest
-    place of ``[lo, hi)`` within a sixteenth of an octave, and not at an edge of the range."""
-    if not lo + 0.125 <= at <= hi - 0.125:
+    place of ``[lo, hi)`` within a sixteenth of an octave, and not at an edge of the range (with
+    ``top_edge``, the upper edge is allowed: the widths ended below it)."""
+    if not lo + 0.125 <= at <= (hi if top_edge else hi - 0.125):
         return False
     sel = x[(x >= lo) & (x < hi)]
     if sel.size < 20:
@@ -401,7 +402,9 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         top = math.log2(read_max)
         guess = plo
         plo = _valley(x, top - 0.3, reach=0.3)
-        if not _is_valley(x, plo, top - 0.6, top):
+        # (The emptiest place at tR max itself: the reads ended below it, nothing fills up to
+        # it, and the split there keeps their whole tail.)
+        if not _is_valley(x, plo, top - 0.6, top, top_edge=True):
             plo = _valley(x, guess)
     else:
         plo = _valley(x, plo)
@@ -456,16 +459,26 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
             # program mode with the erases in and above it.
             # With pages_per_block known, a slowest cluster no larger than twice the erases the
             # programs imply is the erase too (beside a rare mode: merged cache-chain pulses).
-            implied = (2.0 * sum(p[2] for p in prog[:-1]) / pages_per_block
-                       if pages_per_block else 0.0)
-            if prog[-1][2] < 0.25 * min(p[2] for p in prog[:-1]) or prog[-1][2] <= implied:
+            # (Small beside the median mode: page types come in equal counts, and a rare
+            # faster cluster — a read tail, a few SLC-mode programs — is no yardstick.)
+            per_pulse = {"one-shot": bits or 1, "two-pass": (bits or 2) / 2}.get(scheme, 1)
+            def implied(faster):
+                return (2.0 * per_pulse * sum(p[2] for p in faster) / pages_per_block
+                        if pages_per_block else 0.0)
+            if prog[-1][2] < 0.25 * float(np.median([p[2] for p in prog[:-1]])) \
+                    or prog[-1][2] <= implied(prog[:-1]):
                 erase = [prog.pop()]
-            # A small peak just below the erase peak is the erase cluster's own shoulder (a
-            # skewed or heavy-tailed tBERS, few erases), not a program mode: no mode sits
-            # within ERASE_SHOULDER octaves of the erases with a quarter of the main mode's
-            # pulses or fewer.
-            while erase and len(prog) >= 2 and erase[0][0] - prog[-1][0] < ERASE_SHOULDER \
-                    and prog[-1][2] < 0.25 * max(p[2] for p in prog[:-1]):
+            # A small peak below the erase peak is the erase cluster's own shoulder (a skewed
+            # or heavy-tailed tBERS, few erases, dies whose tBERS differ), not a program
+            # mode: no mode sits within ERASE_SHOULDER octaves of the erases with a quarter of
+            # the main mode's pulses or fewer, nor further below with as few as the erases
+            # that the faster modes' programs imply (with the ones already taken).
+            while erase and len(prog) >= 2 \
+                    and prog[-1][2] < 0.25 * max(p[2] for p in prog[:-1]) \
+                    and (erase[0][0] - prog[-1][0] < ERASE_SHOULDER
+                         or (erase[0][0] - prog[-1][0] < ERASE_SHOULDER_FAR
+                             and prog[-1][2] + sum(p[2] for p in erase)
+                             <= implied(prog[:-1]))):
                 erase.append(prog.pop())
     limit = phi if phi is not None else top
     sel = np.sort(x[(x >= plo) & (x < limit)])
@@ -1081,9 +1094,9 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=
         return out
     lo, mid, hi = prog_range
     gap = np.nan_to_num(np.asarray(gap_after, dtype=float), nan=-np.inf)
-    # (A pulse up to PACED_WIDE octave wider than tCBSY's bound continues a chain, below.)
-    wide = (x > cbsy_hi) & (x <= cbsy_hi + PACED_WIDE)
-    seed = pshort * ((x <= cbsy_hi) | wide) * ((gap >= lo) & (gap <= hi))
+    # (A short pulse wider than tCBSY's bound continues a chain, below.)
+    wide = x > cbsy_hi
+    seed = pshort * ((gap >= lo) & (gap <= hi))
     along = pprog * (x > cbsy_hi)
     # The transfers of this drive: the gaps between a short pulse and the program after it,
     # mostly reads whose page is moved (data out, data in). A silence an octave above their
@@ -1101,7 +1114,9 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=
         if i + 1 < n:
             out[i] = seed[i] * min(1.0, along[i + 1] + (1 - along[i + 1]) * out[i + 1])
             anchored[i] = anchor[i] or (out[i + 1] > 0 and anchored[i + 1])
-    # A pulse wider than tCBSY (a slow tCBSY's tail) continues a chain, never starts one.
+    # A pulse wider than tCBSY's bound (a slow tCBSY's tail: the bound is a datasheet's, the
+    # tail is the die's) continues a chain, never starts one; however wide, as long as it is
+    # short (no program mode's) and the silences before and after it are a page's program.
     for i in np.nonzero(wide & (out > 0))[0]:
         if i == 0 or out[i - 1] <= 0:
             out[i] = 0.0
