@@ -673,9 +673,10 @@ def test_a_rare_fast_cluster_does_not_make_the_erases_a_program_mode():
 
 def test_at_l1_the_split_keeps_a_read_tail_that_ends_below_tr_max():
     # QLC, tR max 220 µs (L1): the upper-page reads end near 160 µs on a slow die, a thin tail
-    # beyond, nothing else between them and tR max. The emptiest place below tR max is at tR max itself; it was
-    # refused as "an edge" and the split fell back to 100-150 µs, cutting the reads' tail off
-    # as a 155 µs SLC-mode program mode (a tuning draw: +4.9 %). The split is at tR max now.
+    # beyond, nothing else between them and tR max. The emptiest place below tR max is at tR
+    # max itself; it was refused as "an edge" and the split fell back to 100-150 µs, cutting
+    # the reads' tail off as a 155 µs SLC-mode program mode (a tuning draw: +4.9 %). The split
+    # is at tR max now.
     from rbscope.analysis.sequence import SEQUENCE_HINTS, _initial_states, timing_hints
     rng = np.random.default_rng(5)
     reads = np.log2(np.concatenate([rng.uniform(60, 115, 4000), rng.uniform(95, 158, 1200),
