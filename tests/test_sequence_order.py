@@ -692,3 +692,27 @@ def test_at_l1_the_split_keeps_a_read_tail_that_ends_below_tr_max():
     progs = [s for s in states if s.kind == "program"]
     assert [s.mu for s in progs] == pytest.approx(np.log2([1680, 3070]), abs=0.15)
     assert min(s.support[0] for s in progs) > math.log2(158)
+
+
+def test_at_l1_the_split_stays_off_tr_max_where_slc_programs_reach_it():
+    # A TLC drive behind an SLC cache, tR max 320 µs (L1): the SLC-mode programs (~185 µs) have
+    # a tail that reaches tR max, flat below it. The emptiest place below tR max is its edge
+    # again, but more than 2 % of the widths there reach it: not the reads' end. The split falls
+    # back below the SLC programs (a tuning draw: at tR max, +0.22 % decided became +1.01 %
+    # undetermined).
+    from rbscope.analysis.sequence import SEQUENCE_HINTS, _initial_states, timing_hints
+    rng = np.random.default_rng(6)
+    slc = np.concatenate([rng.normal(math.log2(185), 0.2, 2400),
+                          np.log2(rng.uniform(210, 330, 150))])
+    x = np.concatenate([slc, _widths(rng, [(0.8, 0.3, 3000), (39, 0.2, 3000), (74, 0.2, 3000),
+                                           (120, 0.15, 2500), (610, 0.2, 700),
+                                           (1450, 0.15, 700), (2870, 0.15, 700),
+                                           (3900, 0.1, 40)])])
+    hints = {k: v for k, v in SEQUENCE_HINTS.items() if k not in ("program", "erase")}
+    hints.update(timing_hints({"read": (320.0, 320.0), "program": (4000.0, 4000.0),
+                               "erase": (6000.0, 6000.0)}))
+    states = _initial_states(x, hints, None, scheme="page", bits=3, pages_per_block=96,
+                             read_max=320.0)
+    progs = [s for s in states if s.kind in ("program", "program_slc")]
+    assert min(s.support[0] for s in progs) < math.log2(180)
+    assert any(s.kind == "program_slc" and s.mu < math.log2(320) for s in states)

@@ -84,6 +84,8 @@ ERASE_GAP_SHARE = 0.25
 ERASE_SHOULDER = 0.3
 #: ... and one as small as the erases the programs imply, up to this far below (octaves).
 ERASE_SHOULDER_FAR = 1.5
+#: The split at tR max itself (L1, :func:`_is_valley`): the widths' share that may reach it.
+TOP_EDGE_SHARE = 0.02
 #: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
 #: pulses before programs, this many in each group, the groups this far apart (octaves: one
 #: transfer against two, an octave less the commands; at most STEP_MAX: further is a silence)
@@ -357,9 +359,12 @@ def _nearest(center_us, hints, kinds):
 
 def _is_valley(x, at, lo, hi, depth=0.3, *, top_edge=False):
     """Whether the widths ``x`` are sparse at ``at`` (octaves): at most ``depth`` of the densest
-    place of ``[lo, hi)`` within a sixteenth of an octave, and not at an edge of the range (with
-    ``top_edge``, the upper edge is allowed: the widths ended below it)."""
-    if not lo + 0.125 <= at <= (hi if top_edge else hi - 0.125):
+    place of ``[lo, hi)`` within a sixteenth of an octave, and not at an edge of the range.
+    With ``top_edge``, the upper edge is allowed where the widths ended below it: the last
+    three sixteenths of an octave hold at most TOP_EDGE_SHARE of the range's widths (nothing
+    reaches the edge; an SLC cache's program tail, flat up to it, does)."""
+    edge = top_edge and at > hi - 0.125
+    if not lo + 0.125 <= at <= (hi if edge else hi - 0.125):
         return False
     sel = x[(x >= lo) & (x < hi)]
     if sel.size < 20:
@@ -367,6 +372,9 @@ def _is_valley(x, at, lo, hi, depth=0.3, *, top_edge=False):
     counts, edges = np.histogram(sel, bins=max(1, int(round((hi - lo) * 16))), range=(lo, hi))
     b = min(max(int(np.searchsorted(edges, at, side="right")) - 1, 0), len(counts) - 1)
     here = counts[max(0, b - 1):b + 2].mean()
+    if edge:
+        return bool(here <= depth * counts.max()
+                    and counts[-3:].sum() <= TOP_EDGE_SHARE * counts.sum())
     return bool(here <= depth * counts.max())
 
 
