@@ -716,3 +716,4 @@ def test_at_l1_the_split_stays_off_tr_max_where_slc_programs_reach_it():
     progs = [s for s in states if s.kind in ("program", "program_slc")]
     assert min(s.support[0] for s in progs) < math.log2(180)
     assert any(s.kind == "program_slc" and s.mu < math.log2(320) for s in states)
+
