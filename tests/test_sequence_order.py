@@ -717,3 +717,27 @@ def test_at_l1_the_split_stays_off_tr_max_where_slc_programs_reach_it():
     assert min(s.support[0] for s in progs) < math.log2(180)
     assert any(s.kind == "program_slc" and s.mu < math.log2(320) for s in states)
 
+
+
+def test_modes_no_tdbsy_announces_on_a_multi_plane_drive():
+    from rbscope.analysis.sequence import _modes_unannounced
+
+    class St:
+        def __init__(self, kind):
+            self.kind = kind
+    # States: tDBSY, read, SLC-mode program, two page types.
+    states = [St("multiplane"), St("read"), St("program_slc"), St("program"), St("program")]
+    rows = {"m": [1, 0, 0, 0, 0], "r": [0, 1, 0, 0, 0], "s": [0, 0, 1, 0, 0],
+            "P": [0, 0, 0, 1, 0], "Q": [0, 0, 0, 0, 1]}
+
+    def g(text):
+        return np.array([rows[c] for c in text], dtype=float)
+    # Every program after a tDBSY, the "SLC" mode after reads: it is the reads' tail.
+    seq = "rrsmPrrsmQ" * 30
+    assert _modes_unannounced(g(seq), states, [0]) == [(2, 60.0)]
+    # SLC-mode programs queued like the others: programs.
+    assert _modes_unannounced(g("rrmsmPrrmsmQ" * 30), states, [0]) == []
+    # A single-plane drive (no program follows a tDBSY): nothing to judge by.
+    assert _modes_unannounced(g("rrsPrrsQ" * 30), states, [0]) == []
+    # Too few of the mode's pulses to judge.
+    assert _modes_unannounced(g("rrmPrrmQ" * 30 + "rs" * 5), states, [0]) == []

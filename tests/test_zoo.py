@@ -554,3 +554,28 @@ def test_read_width_modes_left_open_widen_the_interval_and_flag_when_they_matter
     assert any("read-width modes" in d for d in many.decide)
     alt = next(a["wa"] for a in many.alternatives if "left open" in a["reading"])
     assert alt > 1.04 * base.wa.value and many.wa_confidence.hi >= alt
+
+
+def test_a_read_tail_no_tdbsy_announces_is_no_slc_program_mode(zoo):
+    # Tuning draws of qlc-two-pass (4 planes, multi-plane programs): a tDBSY announces every
+    # foggy and fine program, none of the reads. At L1 (tR max 320 µs, the reads' tail reaching
+    # it) the split fell near 150 µs and the slowest reads made a 175 µs mode, counted as SLC
+    # programs: +9.3 %, the interval missing the truth. At L0 another draw's read tail made a
+    # 263 µs mode: +2.1 %, missing. No tDBSY announces those modes: the model is rebuilt with
+    # the split above them.
+    drive, _, run, m, maxima = zoo.prepare("qlc-two-pass", 68)
+    r = _analyse_l1(zoo, "qlc-two-pass", drive, run, m, maxima)
+    truth = run.truth.wa_true
+    assert abs(r.wa.value / truth - 1) < 0.015
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    assert any("that no tDBSY announces" in n for n in r.classification["notes"])
+    drive, _, run, m, maxima = zoo.prepare("qlc-two-pass", 52)
+    r = _analyse_l0(zoo, "qlc-two-pass", drive, run, m)
+    truth = run.truth.wa_true
+    assert abs(r.wa.value / truth - 1) < 0.01
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    # An SLC cache on a single-plane drive (no tDBSY before any program): no rebuild.
+    drive, _, run, m, maxima = zoo.prepare("tlc-slc-cache", 3)
+    r = _analyse_l1(zoo, "tlc-slc-cache", drive, run, m, maxima)
+    assert not any("tDBSY announces" in n for n in r.classification["notes"])
+    assert abs(r.wa.value / run.truth.wa_true - 1) < 0.01

@@ -86,6 +86,13 @@ ERASE_SHOULDER = 0.3
 ERASE_SHOULDER_FAR = 1.5
 #: The split at tR max itself (L1, :func:`_is_valley`): the widths' share that may reach it.
 TOP_EDGE_SHARE = 0.02
+#: Unannounced SLC-mode modes (:func:`_modes_unannounced`): the main modes' pulses that a
+#: tDBSY must announce, the share below which a mode is reads, and the fewest pulses judged.
+ANNOUNCED_MAIN = 0.8
+ANNOUNCED_FEW = 0.3
+ANNOUNCE_MIN = 20
+#: ... and the share of such a mode's pulses on lines that call it reads for a rebuild.
+UNANNOUNCED_SHARE = 0.5
 #: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
 #: pulses before programs, this many in each group, the groups this far apart (octaves: one
 #: transfer against two, an octave less the commands; at most STEP_MAX: further is a silence)
@@ -379,7 +386,7 @@ def _is_valley(x, at, lo, hi, depth=0.3, *, top_edge=False):
 
 
 def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_last=False,
-                    read_max=None, pages_per_block=None):
+                    read_max=None, pages_per_block=None, split_floor=None):
     """Seed the states from the clusters of all pulses and what the user knows.
 
     Clusters below the programs become short states named by the nearest hint (``multiplane``
@@ -393,7 +400,8 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     order makes (``page``: one per bit; ``one-shot``: one; ``two-pass``: two) and how many
     pages each writes per plane (``State.pages``); faster extra modes are SLC-mode programs
     (one page). ``erase_in_last``: the structure showed that the slowest cluster holds programs
-    (restructure after a violated erase cap).
+    (restructure after a violated erase cap). ``split_floor`` (log2 µs): the split between
+    reads and programs no lower (a rebuild after :func:`_modes_unannounced`).
     """
     # Short pulses and programs split halfway (in log) between the slowest read and the fastest
     # program: the hints' (a datasheet's tR max) or the defaults.
@@ -416,6 +424,9 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
             plo = _valley(x, guess)
     else:
         plo = _valley(x, plo)
+    if split_floor is not None:
+        # (A rebuild: the pulses below are reads, whatever the widths' valleys say.)
+        plo = max(plo, split_floor)
     # (A program time given is a bound with 15 % to spare: a datasheet's typical range, or a
     # maximum that a worn die's tail may pass.)
     phi = math.log2(hints["program"][1]) + 0.2 if "program" in hints else None
@@ -1373,6 +1384,32 @@ def _shifted(v):
     return np.concatenate([[0.0], v[:-1]])
 
 
+def _modes_unannounced(g, states, mk):
+    """SLC-mode program modes that no tDBSY announces on a line whose programs it announces:
+    ``[(the mode's index, its pulses)]``.
+
+    A drive that programs several planes at once queues each plane's page with 80h…11h, a
+    tDBSY busy of a microsecond right before the program's own busy: where at least
+    ANNOUNCED_MAIN of the main program modes' pulses follow one, the drive programs so, and an
+    SLC-mode program (a faster extra mode) of that drive is queued the same way. A mode whose
+    pulses follow one in fewer than ANNOUNCED_FEW of cases is the reads' tail cut off by the
+    split (a QLC drive's slowest reads), as reads follow no tDBSY."""
+    pk = [j for j, st in enumerate(states) if st.kind == "program"]
+    sk = [j for j, st in enumerate(states) if st.kind == "program_slc"]
+    if not (mk and pk and sk) or len(g) < 3:
+        return []
+    prev = _shifted(g[:, mk].sum(axis=1))
+    main = g[:, pk].sum(axis=1)
+    if main.sum() < ANNOUNCE_MIN or (main * prev).sum() < ANNOUNCED_MAIN * main.sum():
+        return []
+    out = []
+    for j in sk:
+        mine = g[:, j]
+        if mine.sum() >= ANNOUNCE_MIN and (mine * prev).sum() < ANNOUNCED_FEW * mine.sum():
+            out.append((j, float(mine.sum())))
+    return out
+
+
 def _modes_alone(x, g, states, gap_after):
     """Program modes, fastest first, whose pulses wait for no data in while the next slower
     mode's do: reads (``(posteriors, the modes' indices, pulses moved)``), their pulses given
@@ -1821,7 +1858,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
              hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
              erase_floor=0.8, planes=None, read_max="hints", starts=None,
-             _erase_in_last=False):
+             _erase_in_last=False, _split_floor=None):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -1931,6 +1968,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     else:
         states = _initial_states(allx, h, page_types, scheme=scheme, bits=bits,
                                  erase_in_last=_erase_in_last, pages_per_block=pages_per_block,
+                                 split_floor=_split_floor,
                                  read_max=(hints["read"][1] if hints and "read" in hints
                                            else None) if read_max == "hints" else read_max)
         grid = _Grid(float(allx.min()) - 0.5, max(float(allx.max()), e_top) + 1.0)
@@ -2025,7 +2063,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           iterations=iterations, hmm_iterations=hmm_iterations,
                           ordered=ordered, trained=trained, scheme=scheme, bits=bits,
                           erase_floor=erase_floor, planes=planes, starts=starts,
-                          _erase_in_last=True)
+                          _erase_in_last=True, _split_floor=_split_floor)
         result.notes.insert(0, f"{counts[ej]:,.0f} pulses fitted the erase state, "
                                f"{counts[ej] / max(cap, 1e-9):.1f} × the structural cap "
                                f"(programs ÷ pages per block): a program mode hid under the "
@@ -2041,7 +2079,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           train_pulses=train_pulses, iterations=iterations,
                           hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
                           scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
-                          starts=starts, _erase_in_last=_erase_in_last)
+                          starts=starts, _erase_in_last=_erase_in_last,
+                          _split_floor=_split_floor)
         result.notes.append("equal page types conflict with the erase cap (cache-program "
                             "chains, or page types whose widths overlap in their tails): page "
                             "types not balanced")
@@ -2140,8 +2179,15 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                   if len(ps_) > 1 and gaps is not None and ordered else None)
     by_data_in, read_modes, erases_by_data_in, gap_moved, modes_alone = {}, {}, {}, {}, {}
     modes_open = {}
+    unannounced = {}  # mode index → its pulses on the lines that call it reads
+    unannounced_total = {}  # mode index → its pulses on every line
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
+        if ordered and trained is None and _split_floor is None:
+            for j in (j for j, st in enumerate(states) if st.kind == "program_slc"):
+                unannounced_total[j] = unannounced_total.get(j, 0.0) + float(g[:, j].sum())
+            for j, n in _modes_unannounced(g, states, mk):
+                unannounced[j] = unannounced.get(j, 0.0) + n
         c = cands.get(k)
         slack = var = None
         if share is None and c is not None:
@@ -2206,6 +2252,28 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             dies[k].resumable = _resumable(g, states)
         if share is None:
             dies[k].resume_slack, dies[k].resume_var = slack or (0.0, 0.0), var or 0.0
+    reads_cut = [j for j, n in unannounced.items()
+                 if n >= UNANNOUNCED_SHARE * unannounced_total.get(j, 0.0)]
+    if reads_cut:
+        # SLC-mode modes that no tDBSY announces on a drive whose programs it announces (on
+        # most of their pulses' lines): the split cut the reads' tail off. Rebuilt with the
+        # split above them, so that the program modes and the erases are fitted without them.
+        top = max(states[j].mu + 3.0 * states[j].sigma for j in reads_cut)
+        lowest_main = min(st.mu - 2.0 * st.sigma for st in states if st.kind == "program")
+        if top < lowest_main:
+            shown = ", ".join(f"{states[j].center_us:,.0f} µs" for j in reads_cut)
+            result = classify(pulses, tick_seconds, pages_per_block=pages_per_block,
+                              hints=hints, read_max=read_max, page_types=page_types,
+                              balance=balance, erase_slack=erase_slack,
+                              train_pulses=train_pulses, iterations=iterations,
+                              hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
+                              scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
+                              starts=starts, _erase_in_last=_erase_in_last, _split_floor=top)
+            result.notes.insert(0, f"a program mode at {shown} that no tDBSY announces, on a "
+                                   f"drive whose programs follow one, is the reads' tail: the "
+                                   f"split between reads and programs moved above it "
+                                   f"({2.0 ** top:,.0f} µs) and the model was rebuilt")
+            return result
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
@@ -2291,7 +2359,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                         erase_slack=erase_slack, train_pulses=train_pulses,
                         iterations=iterations, hmm_iterations=hmm_iterations, ordered=ordered,
                         trained=trained, scheme=scheme, bits=bits, erase_floor=erase_floor,
-                        planes=planes, starts=starts, _erase_in_last=_erase_in_last)
+                        planes=planes, starts=starts, _erase_in_last=_erase_in_last,
+                          _split_floor=_split_floor)
         for k, d in dies.items():
             if k in free.dies:
                 d.balance_shift = abs(d.units - free.dies[k].units)
