@@ -2360,7 +2360,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                         iterations=iterations, hmm_iterations=hmm_iterations, ordered=ordered,
                         trained=trained, scheme=scheme, bits=bits, erase_floor=erase_floor,
                         planes=planes, starts=starts, _erase_in_last=_erase_in_last,
-                          _split_floor=_split_floor)
+                        _split_floor=_split_floor)
         for k, d in dies.items():
             if k in free.dies:
                 d.balance_shift = abs(d.units - free.dies[k].units)
