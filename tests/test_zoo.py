@@ -363,6 +363,12 @@ def _analyse_l1(zoo, family, drive, run, meas, maxima):
     return _analyse_with_maxima(zoo, "L1", family, drive, run, meas, maxima)
 
 
+def _close_and_covered(r, truth, tol):
+    """The value within ``tol`` of ``truth`` and the 95 % interval covering it."""
+    assert abs(r.wa.value / truth - 1) < tol
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+
+
 def test_slow_read_types_the_widths_call_slc_programs_are_reads_by_their_gaps(zoo):
     # A tuning draw of tlc-slc-cache at L1 (tR max 180 µs, above the SLC programs' 130-210 µs):
     # no valley below tR max, so the widths split the reads near 70 µs and their two slower page
@@ -370,9 +376,7 @@ def test_slow_read_types_the_widths_call_slc_programs_are_reads_by_their_gaps(zo
     # no data in where the SLC programs' do: reads.
     drive, _, run, m, maxima = zoo.prepare("tlc-slc-cache", 121)
     r = _analyse_l1(zoo, "tlc-slc-cache", drive, run, m, maxima)
-    truth = run.truth.wa_true
-    assert abs(r.wa.value / truth - 1) < 0.01
-    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    _close_and_covered(r, run.truth.wa_true, 0.01)
     assert any("program-width mode were reads" in n for n in r.classification["notes"])
 
 
@@ -565,15 +569,10 @@ def test_a_read_tail_no_tdbsy_announces_is_no_slc_program_mode(zoo):
     # the split above them.
     drive, _, run, m, maxima = zoo.prepare("qlc-two-pass", 68)
     r = _analyse_l1(zoo, "qlc-two-pass", drive, run, m, maxima)
-    truth = run.truth.wa_true
-    assert abs(r.wa.value / truth - 1) < 0.015
-    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    _close_and_covered(r, run.truth.wa_true, 0.015)
     assert any("that no tDBSY announces" in n for n in r.classification["notes"])
     drive, _, run, m, maxima = zoo.prepare("qlc-two-pass", 52)
-    r = _analyse_l0(zoo, "qlc-two-pass", drive, run, m)
-    truth = run.truth.wa_true
-    assert abs(r.wa.value / truth - 1) < 0.01
-    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    _close_and_covered(_analyse_l0(zoo, "qlc-two-pass", drive, run, m), run.truth.wa_true, 0.01)
     # An SLC cache on a single-plane drive (no tDBSY before any program): no rebuild.
     drive, _, run, m, maxima = zoo.prepare("tlc-slc-cache", 3)
     r = _analyse_l1(zoo, "tlc-slc-cache", drive, run, m, maxima)
