@@ -1116,7 +1116,7 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=
     # (A short pulse wider than tCBSY's bound continues a chain, below.)
     wide = x > cbsy_hi
     seed = pshort * ((gap >= lo) & (gap <= hi))
-    along = pprog * (x > cbsy_hi)
+    along = pprog * wide
     # The transfers of this drive: the gaps between a short pulse and the program after it,
     # mostly reads whose page is moved (data out, data in). A silence an octave above their
     # lower quartile is no transfer either, where that is below ``mid``.
@@ -1408,6 +1408,22 @@ def _modes_unannounced(g, states, mk):
         if mine.sum() >= ANNOUNCE_MIN and (mine * prev).sum() < ANNOUNCED_FEW * mine.sum():
             out.append((j, float(mine.sum())))
     return out
+
+
+def _reads_cut(keys, seqs, posteriors, states, mk):
+    """The SLC-mode modes :func:`_modes_unannounced` calls reads on the lines holding at least
+    UNANNOUNCED_SHARE of the mode's pulses (``posteriors``: a line's posteriors)."""
+    if not any(st.kind == "program_slc" for st in states) or not mk:
+        return []
+    cut, total = {}, {}
+    for _k, s in zip(keys, seqs, strict=True):
+        g = posteriors(s)
+        for j, st in enumerate(states):
+            if st.kind == "program_slc":
+                total[j] = total.get(j, 0.0) + float(g[:, j].sum())
+        for j, n in _modes_unannounced(g, states, mk):
+            cut[j] = cut.get(j, 0.0) + n
+    return [j for j, n in cut.items() if n >= UNANNOUNCED_SHARE * total[j]]
 
 
 def _modes_alone(x, g, states, gap_after):
@@ -2122,6 +2138,28 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         g = _emissions(sidx, states) * (weights * f)
         return g / g.sum(axis=1, keepdims=True)
 
+    reads_cut = (_reads_cut(keys, seqs, posteriors, states, mk)
+                 if ordered and trained is None and _split_floor is None else [])
+    if reads_cut:
+        # SLC-mode modes that no tDBSY announces on a drive whose programs it announces (on
+        # most of their pulses' lines): the split cut the reads' tail off. Rebuilt with the
+        # split above them, so that the program modes and the erases are fitted without them.
+        top = max(states[j].mu + 3.0 * states[j].sigma for j in reads_cut)
+        lowest_main = min(st.mu - 2.0 * st.sigma for st in states if st.kind == "program")
+        if top < lowest_main:
+            shown = ", ".join(f"{states[j].center_us:,.0f} µs" for j in reads_cut)
+            result = classify(pulses, tick_seconds, pages_per_block=pages_per_block,
+                              hints=hints, read_max=read_max, page_types=page_types,
+                              balance=balance, erase_slack=erase_slack,
+                              train_pulses=train_pulses, iterations=iterations,
+                              hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
+                              scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
+                              starts=starts, _erase_in_last=_erase_in_last, _split_floor=top)
+            result.notes.insert(0, f"a program mode at {shown} that no tDBSY announces, on a "
+                                   f"drive whose programs follow one, is the reads' tail: the "
+                                   f"split between reads and programs moved above it "
+                                   f"({2.0 ** top:,.0f} µs) and the model was rebuilt")
+            return result
     # Suspended operations: candidates on every line first (the posteriors are recomputed
     # below, so that memory stays one line's), then one suspended share for the drive, used
     # only when it explains the pulses clearly better than none.
@@ -2179,15 +2217,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                   if len(ps_) > 1 and gaps is not None and ordered else None)
     by_data_in, read_modes, erases_by_data_in, gap_moved, modes_alone = {}, {}, {}, {}, {}
     modes_open = {}
-    unannounced = {}  # mode index → its pulses on the lines that call it reads
-    unannounced_total = {}  # mode index → its pulses on every line
     for k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
-        if ordered and trained is None and _split_floor is None:
-            for j in (j for j, st in enumerate(states) if st.kind == "program_slc"):
-                unannounced_total[j] = unannounced_total.get(j, 0.0) + float(g[:, j].sum())
-            for j, n in _modes_unannounced(g, states, mk):
-                unannounced[j] = unannounced.get(j, 0.0) + n
         c = cands.get(k)
         slack = var = None
         if share is None and c is not None:
@@ -2252,28 +2283,6 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             dies[k].resumable = _resumable(g, states)
         if share is None:
             dies[k].resume_slack, dies[k].resume_var = slack or (0.0, 0.0), var or 0.0
-    reads_cut = [j for j, n in unannounced.items()
-                 if n >= UNANNOUNCED_SHARE * unannounced_total.get(j, 0.0)]
-    if reads_cut:
-        # SLC-mode modes that no tDBSY announces on a drive whose programs it announces (on
-        # most of their pulses' lines): the split cut the reads' tail off. Rebuilt with the
-        # split above them, so that the program modes and the erases are fitted without them.
-        top = max(states[j].mu + 3.0 * states[j].sigma for j in reads_cut)
-        lowest_main = min(st.mu - 2.0 * st.sigma for st in states if st.kind == "program")
-        if top < lowest_main:
-            shown = ", ".join(f"{states[j].center_us:,.0f} µs" for j in reads_cut)
-            result = classify(pulses, tick_seconds, pages_per_block=pages_per_block,
-                              hints=hints, read_max=read_max, page_types=page_types,
-                              balance=balance, erase_slack=erase_slack,
-                              train_pulses=train_pulses, iterations=iterations,
-                              hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
-                              scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
-                              starts=starts, _erase_in_last=_erase_in_last, _split_floor=top)
-            result.notes.insert(0, f"a program mode at {shown} that no tDBSY announces, on a "
-                                   f"drive whose programs follow one, is the reads' tail: the "
-                                   f"split between reads and programs moved above it "
-                                   f"({2.0 ** top:,.0f} µs) and the model was rebuilt")
-            return result
     for k, w in pulses.items():  # lines without a pulse: nothing programmed there
         if not len(w):
             dies[k] = DieResult(0, {n: 0.0 for n in names}, 0.0, 0.0, 0.0, 0.0,
