@@ -23,6 +23,7 @@ from amaranth.lib import io
 from amaranth.lib.cdc import ResetSynchronizer
 
 from ..gateware.device import RBScopeDevice
+from ..gateware.nand_emu import boot
 from ..gateware.onfi_tap.params import TapParams
 from ..gateware.rb_sniffer import SnifferParams
 
@@ -383,6 +384,16 @@ class RBScopeTop(Elaboratable):
             except ValueError as exc:
                 raise BoardError(f"bus tap: {exc}") from None
 
+    def boot_configs(self):
+        """The registers' power-up values: an emulator build's dies and windows hold the
+        self-test's configuration (:mod:`rbscope.gateware.nand_emu.boot`: real busy times on the
+        emulator's bus, every pulse in a named window); a build for R/B# pins holds none (its
+        windows are the probed drive's, written by ``rbscope configure``)."""
+        if self.emulator is None:
+            return {}
+        return {"config": boot.sniffer_config(self.params),
+                "emu_config": boot.emu_config(self.emulator)}
+
     def plan(self, platform):
         """The header plan of this build on ``platform``."""
         loopback = self.emulator is not None
@@ -431,7 +442,7 @@ class RBScopeTop(Elaboratable):
             self.params, uart_divisor=divisor, clock_hz=clock_hz, board=platform.board_name,
             snapshot_ms=self.snapshot_ms, emulator=self.emulator, tap=self.tap,
             dsp_bounds=platform.dsp_bounds if self.emulator is None else 0,
-            ram_output_registers=platform.ram_output_registers)
+            ram_output_registers=platform.ram_output_registers, **self.boot_configs())
         m.submodules.device = device
 
         # ---- pins --------------------------------------------------------------------------

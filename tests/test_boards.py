@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from amaranth.hdl import Fragment
 
+from rbscope.analysis.presets import identify
 from rbscope.boards import build as build_module
 from rbscope.boards.build import (
     SEEDS,
@@ -25,6 +26,9 @@ from rbscope.boards.build import (
     parse_report,
 )
 from rbscope.boards.top import BoardError, ecp5_pll_params, ice40_pll_params, plan_header
+from rbscope.gateware.link.protocol import config_from_registers
+from rbscope.gateware.nand_emu import boot
+from rbscope.gateware.nand_emu.layouts import config_const
 
 # ---- header plans --------------------------------------------------------------------------------
 
@@ -381,6 +385,31 @@ def test_board_configuration_elaborates(board, channels, emulator, tap, emu_bus)
         assert core.tap.dies == (emulator or tap)
         assert core.controller.extension.info["tap_targets"] == core.tap.targets
         assert bool(plan.tap) == (not emulator)
+
+
+@pytest.mark.parametrize("board", ["icebreaker", "ulx3s", "ecpix5"])
+def test_an_emulator_build_powers_up_with_the_selftests_configuration(board):
+    """Issue 25, item 16: the registers' reset values of an emulator build are the self-test's
+    configuration (dies busy for real times, windows the host names); an R/B# build's windows
+    are left to ``configure``."""
+    for emulator in (2, 0):
+        cls, top = _top(board, None, emulator, 0, bool(emulator))
+        platform = cls()
+        Fragment.get(top, platform).prepare()
+        core = top.device.core
+        resets = {r.name: r.reset for r in core.controller.registers}
+        config = config_from_registers(core.params, resets)
+        if not emulator:
+            assert not any(lo < hi for lo, hi in config.windows)
+            assert identify(core.params, platform.pll_hz, resets) is None
+            continue
+        assert config == boot.sniffer_config(core.params)
+        preset = identify(core.params, platform.pll_hz, resets)
+        assert preset.names == ("multiplane", "cache", "read", "program", "erase")
+        # The emulator's configuration registers hold the boot configuration, packed.
+        packed = sum(resets[f"EMU_CFG_{i}"] << 32 * i
+                     for i in range(sum(n.startswith("EMU_CFG_") for n in resets)))
+        assert packed == config_const(top.emulator, boot.emu_config(top.emulator))
 
 
 def test_a_clock_that_cannot_make_the_boards_rate_is_a_board_error(monkeypatch):

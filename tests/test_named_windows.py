@@ -8,16 +8,17 @@ from rbscope.cli.sim import DEFAULT_WINDOWS_US, emulator_setup
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.protocol import encode_payload, frame_bytes, info_values
 from rbscope.gateware.link.protocol import FrameType, StatusFlags
+from rbscope.gateware.nand_emu import boot
 from rbscope.gateware.rb_sniffer import SnifferParams
 
 
 def write_capture(path, params, windows, *, clock_hz=1_000_000, programs=40, before=0,
-                  tap_pages=None):
+                  tap_pages=None, prescaler=1, program_class=2):
     """A capture configured with ``windows`` (ticks) and no class names: INFO, the registers,
     two quiescent snapshots with ``before`` then ``programs`` pulses in class 2 of every
     channel, a stop; with ``tap_pages``, the bus tap's reads at the start and the stop, that
     many one-plane 10h confirms apart on every die."""
-    regs = {"PRESCALER": 1}
+    regs = {"PRESCALER": prescaler}
     for k, (lo, hi) in enumerate(windows):
         regs[f"WINDOW_{k}_LO"], regs[f"WINDOW_{k}_HI"] = lo, hi
     with CaptureWriter(path, meta={"port": "test"}) as w:
@@ -33,7 +34,7 @@ def write_capture(path, params, windows, *, clock_hz=1_000_000, programs=40, bef
                 "flags": int(StatusFlags.QUIESCENT)}), n), time_ns=10 + n)
             for ch in range(params.channels):
                 row = [0] * params.counters_per_channel
-                row[2] = before if n == 0 else programs
+                row[program_class] = before if n == 0 else programs
                 w.raw_frame(frame_bytes(FrameType.COUNTERS, encode_payload(
                     params, FrameType.COUNTERS, {
                         "snapshot": n, "channel": ch, "timestamp": 10**6 * (n + 1),
@@ -57,6 +58,20 @@ def test_a_capture_with_the_simulators_default_windows_is_named(tmp_path, capsys
         assert cli.main(args) == 0, capsys.readouterr().err
         out = json.loads(capsys.readouterr().out)
         assert out["wa"]["value"] == 1.0
+    # An emulator build's power-up windows (a board's, at its clock; `rbscope sim --emulator`'s):
+    # named by the tick they were set in, at any clock.
+    for clock_hz in (1_000_000, 100_000_000):
+        path.unlink()
+        write_capture(path, params, tuple(boot.WINDOWS.values()), clock_hz=clock_hz,
+                      prescaler=boot.prescaler(params.channels), program_class=3)
+        m = capture_to_measurement(path)
+        assert m.class_names[:5] == ("multiplane", "cache", "read", "program", "erase")
+        assert cli.main(args) == 0, capsys.readouterr().err
+        assert json.loads(capsys.readouterr().out)["wa"]["value"] == 1.0
+    # ... but not at another tick.
+    path.unlink()
+    write_capture(path, params, tuple(boot.WINDOWS.values()), program_class=3)
+    assert not any(capture_to_measurement(path).class_names)
     # Windows nobody named still need --program-class (and say so).
     path.unlink()
     write_capture(path, params, ((5, 50), (50, 500), (500, 5000)))

@@ -8,24 +8,65 @@ import json
 
 import pytest
 
+from rbscope.analysis.presets import identify
 from rbscope.cli.commands import main
 from rbscope.cli.selftest import _geometry
 from rbscope.cli.sim import emulator_setup
 from rbscope.device import selftest as st
+from rbscope.device.device import Device
+from rbscope.device.emulator import read_truth
 from rbscope.device.fake import FakeDevice
 from rbscope.device.simdevice import SimDevice
+from rbscope.gateware.nand_emu import boot
 from rbscope.gateware.nand_emu.params import SMALL_GEOMETRY, EmuCounter, EmuParams
-from rbscope.gateware.rb_sniffer import SnifferParams
+from rbscope.gateware.rb_sniffer import Counter, SnifferParams
 
 from .conftest import REPO_ROOT
 
 
+def emulator_build():
+    """A SimDevice as ``rbscope sim --emulator 2`` builds it: a board's emulator build."""
+    params, config, trains, emu = emulator_setup(2)
+    return SimDevice(params, config, trains, build_root=REPO_ROOT / "build" / "sim-tests",
+                     emulator=emu, emu_config=boot.emu_config(emu))
+
+
 @pytest.fixture(scope="module")
 def sim_port():
-    params, config, trains, emu = emulator_setup(2)
-    with SimDevice(params, config, trains, build_root=REPO_ROOT / "build" / "sim-tests",
-                   emulator=emu) as sim:
+    with emulator_build() as sim:
         yield str(sim.link)
+
+
+def test_an_emulator_build_classifies_and_names_its_pulses_from_power_up():
+    """Issue 25, item 16: nothing configured since power-up, the emulated dies are busy for the
+    self-test's times, every pulse falls in its window, and the host names the windows."""
+    with emulator_build() as sim:
+        dev = Device(str(sim.link), timeout=0.5, retries=8)
+        try:
+            emu = st.identify_emulator(dev.info)
+            preset = identify(dev.params, dev.info.clock_hz, dev.read_registers())
+            assert preset is not None and preset.name == "emulator"
+            assert preset.names == ("multiplane", "cache", "read", "program", "erase")
+            before = (dev.snapshot(), read_truth(dev))
+            runs = [t for _, t in st.selftest_programme(emu)[1:3]]  # 1- and 2-plane programmes
+            for traffic in runs:
+                st._run_traffic(dev, emu, boot.emu_config(emu), traffic, None)
+            after = (dev.snapshot(), read_truth(dev))
+        finally:
+            dev.close()
+    k = dev.params.classes
+    for die in range(emu.dies):
+        row = [b - a for a, b in zip(before[0].counters[die].counters,
+                                      after[0].counters[die].counters, strict=True)]
+        truth = [b - a for a, b in zip(before[1][die], after[1][die], strict=True)]
+        want = [st.expected_counts(emu, t, die)["pulses"] for t in runs]
+        assert truth[EmuCounter.PROGRAM_OPS] > 0 and truth[EmuCounter.PAGE_READS] > 0
+        assert row[3] == truth[EmuCounter.PROGRAM_OPS] == sum(w["program"] for w in want)
+        assert row[4] == truth[EmuCounter.ERASE_OPS] == sum(w["erase"] for w in want)
+        assert row[2] == truth[EmuCounter.PAGE_READS]
+        assert row[0] == sum(w["dbsy"] for w in want) > 0
+        assert row[1] == 0
+        assert row[k + Counter.UNCLASSIFIED] == row[k + Counter.PARTIAL] == 0
 
 
 def test_selftest_passes_on_the_simulated_emulator(sim_port, capsys):

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rbscope.gateware.link.protocol import config_from_registers, register_values
+from rbscope.gateware.nand_emu import boot
 from rbscope.gateware.rb_sniffer.params import SnifferConfig
 from rbscope.nand.ops import WINDOW_CLASSES
 from rbscope.nand.parts import PARTS
@@ -43,7 +44,7 @@ from rbscope.nand.timebase import us_to_ticks as _us_to_ticks
 __all__ = ["CLASS_NAMES", "Preset", "PresetError", "PRESETS", "SIM_PRESET", "DEFAULT_PRESET",
            "get_preset",
            "load_toml", "parse_toml", "resolve_preset", "apply_overrides", "identify",
-           "format_preset", "us_to_ticks"]
+           "emulator_boot_preset", "format_preset", "us_to_ticks"]
 
 #: Every name a class window may have: :data:`rbscope.nand.ops.WINDOW_CLASSES`.
 CLASS_NAMES = WINDOW_CLASSES
@@ -238,9 +239,10 @@ PRESETS = {p.name: Preset(p.windows, glitch_us=p.glitch_us, name=p.name,
                           description=p.description)
            for p in PARTS.values() if p.windows}
 
-#: The simulated device's default windows (``rbscope sim``, and ``rbscope sim --emulator``: its
-#: stimulus mix of cache busy, reads, MLC lower and upper pages and erases, 1 µs ticks). Not a
-#: part's preset, but a capture that holds them is named by :func:`identify` like one.
+#: The simulated device's default windows (``rbscope sim``: its stimulus mix of cache busy,
+#: reads, MLC lower and upper pages and erases, 1 µs ticks; ``rbscope sim --emulator`` boots as a
+#: board's emulator build, :func:`emulator_boot_preset`). Not a part's preset, but a capture that
+#: holds them is named by :func:`identify` like one.
 SIM_PRESET = Preset(
     (("cache", 3.0, 12.0), ("read", 12.0, 120.0), ("program", 120.0, 2400.0),
      ("erase", 2400.0, 5000.0)),
@@ -415,13 +417,25 @@ def apply_overrides(preset, sets):
     return replace(preset, windows=windows, **changes), regs
 
 
+def emulator_boot_preset(params, clock_hz):
+    """Return the windows an emulator build with sniffer ``params`` holds from power-up (and
+    ``rbscope selftest`` writes) as a :class:`Preset` at ``clock_hz``: named ``emulator``, its
+    windows in µs of that clock (:mod:`rbscope.gateware.nand_emu.boot` gives them in ticks)."""
+    tick_us = boot.prescaler(params.channels) / clock_hz * 1e6
+    return Preset(tuple((name, lo * tick_us, hi * tick_us)
+                        for name, (lo, hi) in boot.WINDOWS.items()),
+                  glitch_us=tick_us, tick_us=tick_us, name="emulator",
+                  description="an emulator build's power-up windows (the self-test's)")
+
+
 def identify(params, clock_hz, registers):
-    """Return the built-in preset (or :data:`SIM_PRESET`, the simulated device's defaults) whose
-    windows the device's ``registers`` hold, or ``None``.
+    """Return the built-in preset (or :data:`SIM_PRESET`, the simulated device's defaults, or
+    :func:`emulator_boot_preset`, an emulator build's) whose windows the device's ``registers``
+    hold, or ``None``.
 
     A capture records every register but not the names of the windows; when the windows were
-    set by ``rbscope configure --preset`` in another session, this recovers which preset (and so
-    which window is the program window) they came from.
+    set by ``rbscope configure --preset`` in another session, or never set since power-up, this
+    recovers which preset (and so which window is the program window) they came from.
     """
     try:
         config = config_from_registers(params, registers)
@@ -429,6 +443,13 @@ def identify(params, clock_hz, registers):
         return None
     if not any(lo < hi for lo, hi in config.windows):
         return None
+    # An emulator build's power-up windows are in ticks of its own prescaler, whatever the
+    # clock: compared as ticks, not through µs.
+    ticks = tuple(boot.WINDOWS.values())
+    if (config.prescaler == boot.prescaler(params.channels)
+            and config.windows[:len(ticks)] == ticks
+            and not any(lo < hi for lo, hi in config.windows[len(ticks):])):
+        return emulator_boot_preset(params, clock_hz)
     for preset in (*PRESETS.values(), SIM_PRESET):
         try:
             windows = preset.config(params, clock_hz, prescaler=max(config.prescaler, 1)).windows

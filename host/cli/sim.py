@@ -12,7 +12,7 @@ from rbscope.analysis.presets import SIM_PRESET
 from rbscope.device.simdevice import DEFAULT_CLOCK_HZ, SimDevice, SimError
 from rbscope.device.stimulus import TrainSpec, load_mix, random_trains
 from rbscope.files import OutputError, write_text
-from rbscope.gateware.nand_emu import EmuParams
+from rbscope.gateware.nand_emu import EmuParams, boot
 from rbscope.gateware.onfi_tap.params import TapParams
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 from rbscope.gateware.rb_sniffer.model import Train
@@ -122,8 +122,9 @@ def emulator_setup(dies, tap=False):
     if not isinstance(dies, int) or not 1 <= dies <= 8:
         raise ValueError(f"--emulator must be from 1 to 8 dies, not {dies}")
     params = SnifferParams(channels=dies, tag_bits=4 if tap else 0)
-    config = SnifferConfig(prescaler=1, glitch_ticks=1, windows=DEFAULT_WINDOWS_US)
-    return params, config, [Train(1, []) for _ in range(dies)], EmuParams(dies=dies)
+    # A board's emulator build's power-up state (the self-test's timing, named windows).
+    return (params, boot.sniffer_config(params), [Train(1, []) for _ in range(dies)],
+            EmuParams(dies=dies))
 
 
 def truth_json(result, params):
@@ -176,7 +177,7 @@ def _cmd_sim(args):
         flip_rate=args.flip_rate, drop_rate=args.drop_rate,
         vanish_at=int(args.vanish_at * DEFAULT_CLOCK_HZ),
         vanish_for=int(args.vanish_for * DEFAULT_CLOCK_HZ), seed=args.seed, emulator=emulator,
-        tap=tap)
+        emu_config=None if emulator is None else boot.emu_config(emulator), tap=tap)
     if args.truth:
         end = int(args.duration * DEFAULT_CLOCK_HZ)
         try:

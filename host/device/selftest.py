@@ -19,19 +19,19 @@ The result is a table per die (or JSON) and the exit code of the README's conven
 """
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rbscope.gateware.link.protocol import Access, register_map
+from rbscope.gateware.nand_emu import boot
 from rbscope.gateware.nand_emu.layouts import config_layout, traffic_const, traffic_layout
 from rbscope.gateware.nand_emu.link import EmuLink, emulator_extension
 from rbscope.gateware.nand_emu.params import (
-    EmuConfig,
     EmuCounter,
     EmuParams,
     TrafficConfig,
     standard_builds,
 )
-from rbscope.gateware.rb_sniffer import Counter, SnifferConfig
+from rbscope.gateware.rb_sniffer import Counter
 
 from .emulator import read_truth
 
@@ -44,13 +44,12 @@ __all__ = [
 #: each one catches.
 CLASSES = ("dbsy", "cbsy", "read", "program", "erase")
 
-#: Busy times (ticks) of the self-test's emulated dies, and the class windows (ticks, [lo, hi))
-#: that separate them with margin on both sides, jitter included.
-BUSY_TICKS = {"DBSY": 3, "CBSY": 6, "RCBSY": 4, "R": 12, "PROG0": 60, "PROG1": 90,
-              "BERS": 220, "RST": 8, "FEAT": 3}
-PROG_JITTER = 7  # ticks added at random (0…7) to every program
-WINDOWS = {"dbsy": (2, 5), "cbsy": (5, 8), "read": (8, 24), "program": (40, 120),
-           "erase": (160, 320)}
+#: The emulated dies' busy times (ticks), their programs' jitter and the class windows (ticks,
+#: [lo, hi)) that separate them: an emulator build's power-up configuration
+#: (:mod:`rbscope.gateware.nand_emu.boot`), written again before the self-test runs.
+BUSY_TICKS = boot.BUSY_TICKS
+PROG_JITTER = boot.PROG_JITTER
+WINDOWS = dict(zip(CLASSES, boot.WINDOWS.values(), strict=True))
 
 #: Traffic generator WE# phase and post-confirm wait (cycles).
 PHASE_CYCLES = 2
@@ -105,16 +104,11 @@ def selftest_configs(emu, sniffer_params):
     if sniffer_params.channels != emu.dies:
         raise SelftestError(f"a loopback build has one sniffer channel per die; this one has "
                             f"{sniffer_params.channels} channels for {emu.dies} dies")
-    # A tick spans at least one visit of the sniffer's scanner to every channel, so that the
-    # shortest pulse and the shortest gap are resolved exactly.
-    prescaler = 2 * (sniffer_params.channels + 1)
-    jitter = {"PROG0": PROG_JITTER, "PROG1": PROG_JITTER} if emu.jitter_bits >= 3 else {}
-    emu_config = EmuConfig(prescaler=prescaler, t_wb=2, times=dict(BUSY_TICKS), jitter=jitter,
-                           page_types=(0, 1), seed=0x5E1F7E57)
-    longest = max(BUSY_TICKS.values()) + PROG_JITTER
-    config = SnifferConfig(prescaler=prescaler, glitch_ticks=1,
-                           windows=tuple(WINDOWS[c] for c in CLASSES), idle_ticks=4 * longest)
-    return emu_config, config
+    # The power-up configuration of an emulator build, with the self-test's own windows (the
+    # same, unless a test changes them).
+    config = replace(boot.sniffer_config(sniffer_params),
+                     windows=tuple(WINDOWS[c] for c in CLASSES))
+    return boot.emu_config(emu), config
 
 
 def selftest_programme(emu):

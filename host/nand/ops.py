@@ -53,8 +53,9 @@ KINDS = ("multiplane", "other", "read", "cache", "cache_program", "program", "pr
 PROGRAM_KINDS = ("program", "cache_program", "program_slc")
 
 #: Every name a class window may have (one list for presets, geometry files, calibration and
-#: analysis).
-WINDOW_CLASSES = ("read", "program", "erase", "cache", "reset")
+#: analysis). ``multiplane`` is tDBSY, the short busy of a multi-plane queue command (11h, D1h):
+#: the window an emulator build holds from power-up has one (``rbscope.gateware.nand_emu.boot``).
+WINDOW_CLASSES = ("read", "program", "erase", "cache", "reset", "multiplane")
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@
 
 import sigrokdecode as srd
 
-#: Annotation classes; the first five are the class names rbscope's presets use.
-CLASSES = ("read", "program", "erase", "cache", "reset", "unclassified", "glitch", "partial")
+#: Annotation classes; the first six are the class names rbscope's presets use.
+CLASSES = ("read", "program", "erase", "cache", "reset", "multiplane", "unclassified", "glitch",
+           "partial")
 # sigrok-cli separates decoder options with ':' and stacked decoders with ',', so a window is
 # name=lo-hi and windows are separated by '/' (',' and ';' are accepted too, e.g. in PulseView).
 DEFAULT_WINDOWS = "cache=1.5-12/read=12-150/program=150-1950/erase=1950-12000"
@@ -22,8 +23,8 @@ def parse_windows(text):
         name, _, rng = part.partition("=")
         lo, _, hi = rng.partition("-")
         name = name.strip()
-        if name not in CLASSES[:5]:
-            raise ValueError(f"window {part!r}: the class must be one of {CLASSES[:5]}")
+        if name not in CLASSES[:6]:
+            raise ValueError(f"window {part!r}: the class must be one of {CLASSES[:6]}")
         lo, hi = float(lo), float(hi)
         if not 0 <= lo < hi:
             raise ValueError(f"window {part!r}: needs 0 <= lo < hi")
