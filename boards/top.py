@@ -1,10 +1,9 @@
 """What every board shares: the probe-header plan, clocks and resets, and the top level.
 
 A board file (``icebreaker.py``, ``ulx3s.py``, ``ecpix5.py``) subclasses an amaranth-boards
-platform and adds :class:`BoardMixin`: the ordered list of header pins it offers to probes, the
-target clock and how its PLL reaches it. :class:`RBScopeTop` then builds the same design on any
-of them: clock and reset, the probe pins, the device (:class:`~rbscope.gateware.device.
-RBScopeDevice`), the UART through the board's FTDI and two LEDs.
+platform and adds :class:`BoardMixin`: the header pins it offers to probes, in order, the target
+clock and how its PLL reaches it. :class:`RBScopeTop` then builds the same design on any of them:
+clock and reset, the probe pins, the device (``RBScopeDevice``), the UART and two LEDs.
 
 Probe header plan
 -----------------
@@ -384,16 +383,6 @@ class RBScopeTop(Elaboratable):
             except ValueError as exc:
                 raise BoardError(f"bus tap: {exc}") from None
 
-    def boot_configs(self):
-        """The registers' power-up values: an emulator build's dies and windows hold the
-        self-test's configuration (:mod:`rbscope.gateware.nand_emu.boot`: real busy times on the
-        emulator's bus, every pulse in a named window); a build for R/B# pins holds none (its
-        windows are the probed drive's, written by ``rbscope configure``)."""
-        if self.emulator is None:
-            return {}
-        return {"config": boot.sniffer_config(self.params),
-                "emu_config": boot.emu_config(self.emulator)}
-
     def plan(self, platform):
         """The header plan of this build on ``platform``."""
         loopback = self.emulator is not None
@@ -507,3 +496,13 @@ class RBScopeTop(Elaboratable):
         for i in range(len(device.emu_rb)):
             m.submodules[f"emu_rb_{i}"] = rb_buf = io.Buffer("io", bus.rb_n[i])
             m.d.comb += [rb_buf.o.eq(0), rb_buf.oe.eq(~device.emu_rb[i])]
+
+    def boot_configs(self):
+        """The registers' power-up values: an emulator build's dies and windows hold the
+        self-test's configuration (:mod:`rbscope.gateware.nand_emu.boot`: real busy times on the
+        emulator's bus, every pulse in a named window); a build for R/B# pins holds none (its
+        windows are the probed drive's, written by ``rbscope configure``)."""
+        if self.emulator is None:
+            return {}
+        return {"config": boot.sniffer_config(self.params),
+                "emu_config": boot.emu_config(self.emulator)}
