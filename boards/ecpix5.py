@@ -36,6 +36,9 @@ class ECPIX5_85F(BoardMixin, ECPIX585Platform):
     led_activity = ("rgb_led", 1, "g")
     reset_button = ("rst", 0)
     io_attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="UP")
+    # Trace records the link's FIFO holds: 16 block RAMs of the part's 208 ride out the
+    # snapshots' hold of the link and bursts (the default, 16, is LUT RAM).
+    trace_depth = 4096
 
     def create_clock(self, m):
         return self.ecp5_pll(m, ("clk100", 0))

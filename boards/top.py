@@ -431,7 +431,7 @@ class RBScopeTop(Elaboratable):
             self.params, uart_divisor=divisor, clock_hz=clock_hz, board=platform.board_name,
             snapshot_ms=self.snapshot_ms, emulator=self.emulator, tap=self.tap,
             dsp_bounds=platform.dsp_bounds if self.emulator is None else 0,
-            ram_output_registers=platform.ram_output_registers, **self.boot_configs())
+            ram_output_registers=platform.ram_output_registers, **self.device_options(platform))
         m.submodules.device = device
 
         # ---- pins --------------------------------------------------------------------------
@@ -497,12 +497,21 @@ class RBScopeTop(Elaboratable):
             m.submodules[f"emu_rb_{i}"] = rb_buf = io.Buffer("io", bus.rb_n[i])
             m.d.comb += [rb_buf.o.eq(0), rb_buf.oe.eq(~device.emu_rb[i])]
 
-    def boot_configs(self):
-        """The registers' power-up values: an emulator build's dies and windows hold the
-        self-test's configuration (:mod:`rbscope.gateware.nand_emu.boot`: real busy times on the
-        emulator's bus, every pulse in a named window); a build for R/B# pins holds none (its
-        windows are the probed drive's, written by ``rbscope configure``)."""
-        if self.emulator is None:
-            return {}
-        return {"config": boot.sniffer_config(self.params),
-                "emu_config": boot.emu_config(self.emulator)}
+    def device_options(self, platform):
+        """The device's options beyond those every board sets in :meth:`elaborate`.
+
+        * The registers' power-up values: an emulator build's dies and windows hold the
+          self-test's configuration (:mod:`rbscope.gateware.nand_emu.boot`: real busy times on
+          the emulator's bus, every pulse in a named window); a build for R/B# pins holds none
+          (its windows are the probed drive's, written by ``rbscope configure``).
+        * The trace FIFO's depth: the board class's ``trace_depth`` where it sets one (the ECP5
+          boards, whose block RAM holds a deep FIFO), else the link's default.
+        """
+        options = {}
+        depth = getattr(platform, "trace_depth", None)
+        if depth is not None:
+            options["trace_depth"] = depth
+        if self.emulator is not None:
+            options.update(config=boot.sniffer_config(self.params),
+                           emu_config=boot.emu_config(self.emulator))
+        return options

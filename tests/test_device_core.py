@@ -365,3 +365,32 @@ def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
         assert len([t for t in sent if t[0] == ch]) + per_channel[ch] == len(mine)
     left = iter(want_trace)
     assert all(any(t == w for w in left) for t in sent)  # in order, a subsequence
+
+
+def test_a_deep_trace_fifo_holds_what_the_default_one_loses():
+    """The ECP5 boards' deep trace FIFO (``trace_depth`` above 16: block RAM behind an output
+    register, ``counters._deep_fifo``): the burst that overflows the default FIFO above is sent
+    whole, in order, with nothing counted lost."""
+    b = CoreBench(ram_output_registers=True, trace_depth=64)
+    config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
+                           windows=((5, 20), (20, 60), (60, 200)))
+    trains = [Train(1, [e for k in range(12) for e in ((100 + 70 * k + 9 * ch, 0),
+                                                         (130 + 70 * k + 9 * ch, 1))])
+              for ch in range(P.channels)]
+    model = SnifferModel(P, config).run(trains, 1200)
+    glitch = P.counter_index(Counter.GLITCH)
+    want_trace = [(q.channel, q.index, q.width) for q in model.pulses if q.index != glitch]
+    assert len(want_trace) > 2 * TRACE_FIFO_DEPTH
+    out = {}
+
+    async def bench(ctx):
+        await b.configure(ctx, config, trace=True)
+        await b.play(ctx, trains)
+        out["trace"] = await b.wait_frames(ctx, len(want_trace))
+        _, frames = await b.command(ctx, 5, OP.SNAPSHOT, extra=1 + P.channels)
+        out["snapshot"] = frames
+
+    b.run(bench)
+    assert [(t.channel, t.index, t.width) for _, t in out["trace"]] == want_trace
+    (_, status), *rows = out["snapshot"]
+    assert status.trace_lost == 0 and not any(c.trace_lost for _, c in rows)
