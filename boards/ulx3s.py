@@ -35,7 +35,7 @@ class ULX3S85F(BoardMixin, ULX3S_85F_Platform):
     io_attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="UP")
     # Trace records the link's FIFO holds: 16 block RAMs of the part's 208 ride out the
     # snapshots' hold of the link and bursts (the default, 16, is LUT RAM).
-    trace_depth = 4096
+    trace_depth = 1024
 
     def create_clock(self, m):
         return self.ecp5_pll(m, ("clk25", 0))

@@ -240,9 +240,56 @@ class _RecordFifo(wiring.Component):
 
 
 def _deep_fifo(width, depth):
-    """The trace FIFO of a build that asks for more than :data:`TRACE_FIFO_DEPTH` records (the
-    ECP5 boards: ``trace_depth`` in ``boards/ulx3s.py``, ``ecpix5.py``): Amaranth's
-    :class:`~amaranth.lib.fifo.SyncFIFOBuffered`, block RAM behind an output register, so that
-    the frame walker reads the head from flip-flops, not from the block RAM's slow output (the
-    256-record :class:`_RecordFifo` tried on the ULX3S made 83.6-91.6 MHz of its 100)."""
-    return fifo.SyncFIFOBuffered(width=width, depth=depth)
+    """The trace FIFO of a build that asks for more than 16 records (the ECP5 boards:
+    ``trace_depth`` in ``boards/ulx3s.py``, ``ecpix5.py``): a :class:`_DeepFifo`."""
+    # (Checked before the component exists: one refused in its constructor would be an
+    # elaboratable never used.)
+    if depth & (depth - 1) or depth <= 16:
+        raise ValueError(f"A deep FIFO's depth must be a power of two above 16, not {depth}")
+    return _DeepFifo(width, depth)
+
+
+class _DeepFifo(wiring.Component):
+    """A deep FIFO of block RAM whose head is read from LUT RAM.
+
+    Amaranth's :class:`~amaranth.lib.fifo.SyncFIFOBuffered` (``depth`` records of block RAM)
+    feeds, through one register, a 16-record :class:`_RecordFifo` (LUT RAM), whose head the
+    frame builder reads as it reads the default FIFO's: the block RAM's slow clock-to-output
+    (5.8 ns on the ULX3S's LFE5U-85F -6, and a multiplexer of its banks above 1 024 records)
+    then ends in a flip-flop instead of running on into the frame builder's byte multiplexer
+    (the ULX3S made 73-77 MHz of its 100 with the frame builder reading the block RAM). A
+    record reaches the head three cycles after the bulk FIFO has it; ``w_rdy`` is the bulk's.
+
+    The interface of :class:`_RecordFifo` (``w_data``, ``w_en``, ``w_rdy``, ``r_data``,
+    ``r_rdy``, ``r_en``), and its read timing (the head's).
+    """
+
+    def __init__(self, width, depth):
+        self.width = width
+        self.depth = depth
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.bulk = bulk = fifo.SyncFIFOBuffered(width=self.width, depth=self.depth)
+        m.submodules.head = head = _RecordFifo(self.width, 16)
+        m.d.comb += [bulk.w_data.eq(self.w_data), bulk.w_en.eq(self.w_en),
+                     self.w_rdy.eq(bulk.w_rdy),
+                     self.r_data.eq(head.r_data), self.r_rdy.eq(head.r_rdy),
+                     head.r_en.eq(self.r_en)]
+        # One record in flight between the two: taken from the bulk when the register is empty
+        # or is written into the head in this cycle.
+        moving = Signal(self.width)
+        moving_valid = Signal()
+        take = Signal()
+        m.d.comb += [take.eq(bulk.r_rdy & (~moving_valid | head.w_rdy)),
+                     bulk.r_en.eq(take),
+                     head.w_data.eq(moving), head.w_en.eq(moving_valid)]
+        with m.If(take):
+            m.d.sync += [moving.eq(bulk.r_data), moving_valid.eq(1)]
+        with m.Elif(head.w_rdy):
+            m.d.sync += moving_valid.eq(0)
+        return m

@@ -95,12 +95,16 @@ class SimDevice:
     tap, tap_config : TapParams, TapConfig, optional
         Build the opcode-aware bus tap in (``DeviceCore``'s ``tap``): with an emulator it
         listens to the emulated bus.
+    trace_depth : int, optional
+        Trace records the link's FIFO holds (``DeviceCore``'s; a board's build sets its own,
+        e.g. the ECP5 boards' ``trace_depth``). Default: the link's.
     """
 
     def __init__(self, params, config, trains, *, clock_hz=DEFAULT_CLOCK_HZ, uart_divisor=4,
                  snapshot_ms=100, link=None, flip_rate=0.0, drop_rate=0.0, vanish_at=0,
                  vanish_for=0, seed=1, build_root=None, max_cycles=0, emulator=None,
-                 emu_config=None, traffic=None, commands=None, tap=None, tap_config=None):
+                 emu_config=None, traffic=None, commands=None, tap=None, tap_config=None,
+                 trace_depth=None):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(config, SnifferConfig):
@@ -125,6 +129,7 @@ class SimDevice:
         self.commands = None if commands is None else Path(commands)
         self.tap = tap
         self.tap_config = tap_config
+        self.trace_depth = trace_depth
         self._tmp = None  # created by start(): the stimulus file, and the default link
         self.link = Path(link) if link else None
         self.process = None
@@ -146,7 +151,9 @@ class SimDevice:
                                uart_divisor=self.uart_divisor, snapshot_ms=self.snapshot_ms,
                                board="verilator-sim", config=self.config,
                                emulator=self.emulator, emu_config=self.emu_config,
-                               traffic=self.traffic, tap=self.tap, tap_config=self.tap_config)
+                               traffic=self.traffic, tap=self.tap, tap_config=self.tap_config,
+                               **({} if self.trace_depth is None else
+                                  {"trace_depth": self.trace_depth}))
         return verilog.convert(device, name=TOPLEVEL, emit_src=False)
 
     def build(self, log=None):
