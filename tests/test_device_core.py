@@ -324,13 +324,9 @@ def test_window_register_writes_strobe_the_window_port():
     assert strobes == [(5, 0xABCDE), (0, 5), (9, 0x12345)]
 
 
-@pytest.mark.parametrize("ram_output_registers", [pytest.param(True, marks=pytest.mark.heavy),
-                                                  False])
-def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
-    """More pulses than the trace FIFO holds while TRACE frames drain it: every pulse is either
-    sent or counted as lost, per channel (COUNTERS) and in total (STATUS), with either loss
-    counter pipeline (``ram_output_registers``)."""
-    b = CoreBench(ram_output_registers)
+def _burst():
+    """``(config, trains, records)``: twelve pulses on every line close together, more than the
+    default trace FIFO holds while TRACE frames drain it, and the records they make."""
     config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
                            windows=((5, 20), (20, 60), (60, 200)))
     trains = [Train(1, [e for k in range(12) for e in ((100 + 70 * k + 9 * ch, 0),
@@ -338,7 +334,18 @@ def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
               for ch in range(P.channels)]
     model = SnifferModel(P, config).run(trains, 1200)
     glitch = P.counter_index(Counter.GLITCH)
-    want_trace = [(q.channel, q.index, q.width) for q in model.pulses if q.index != glitch]
+    return config, trains, [(q.channel, q.index, q.width) for q in model.pulses
+                            if q.index != glitch]
+
+
+@pytest.mark.parametrize("ram_output_registers", [pytest.param(True, marks=pytest.mark.heavy),
+                                                  False])
+def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
+    """More pulses than the trace FIFO holds while TRACE frames drain it: every pulse is either
+    sent or counted as lost, per channel (COUNTERS) and in total (STATUS), with either loss
+    counter pipeline (``ram_output_registers``)."""
+    b = CoreBench(ram_output_registers)
+    config, trains, want_trace = _burst()
     out = {}
 
     async def bench(ctx):
@@ -372,14 +379,7 @@ def test_a_deep_trace_fifo_holds_what_the_default_one_loses():
     register, ``counters._deep_fifo``): the burst that overflows the default FIFO above is sent
     whole, in order, with nothing counted lost."""
     b = CoreBench(ram_output_registers=True, trace_depth=64)
-    config = SnifferConfig(prescaler=1, glitch_ticks=2, idle_ticks=1_000_000,
-                           windows=((5, 20), (20, 60), (60, 200)))
-    trains = [Train(1, [e for k in range(12) for e in ((100 + 70 * k + 9 * ch, 0),
-                                                         (130 + 70 * k + 9 * ch, 1))])
-              for ch in range(P.channels)]
-    model = SnifferModel(P, config).run(trains, 1200)
-    glitch = P.counter_index(Counter.GLITCH)
-    want_trace = [(q.channel, q.index, q.width) for q in model.pulses if q.index != glitch]
+    config, trains, want_trace = _burst()
     assert len(want_trace) > 2 * TRACE_FIFO_DEPTH
     out = {}
 

@@ -249,7 +249,7 @@ def _deep_fifo(width, depth):
     return _DeepFifo(width, depth)
 
 
-class _DeepFifo(wiring.Component):
+class _DeepFifo(_RecordFifo):
     """A deep FIFO of block RAM whose head is read from LUT RAM.
 
     Amaranth's :class:`~amaranth.lib.fifo.SyncFIFOBuffered` (``depth`` records of block RAM)
@@ -263,14 +263,6 @@ class _DeepFifo(wiring.Component):
     The interface of :class:`_RecordFifo` (``w_data``, ``w_en``, ``w_rdy``, ``r_data``,
     ``r_rdy``, ``r_en``), and its read timing (the head's).
     """
-
-    def __init__(self, width, depth):
-        self.width = width
-        self.depth = depth
-        super().__init__({
-            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
-            "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
-        })
 
     def elaborate(self, platform):
         m = Module()
