@@ -505,13 +505,13 @@ class RBScopeTop(Elaboratable):
           the emulator's bus, every pulse in a named window); a build for R/B# pins holds none
           (its windows are the probed drive's, written by ``rbscope configure``).
         * The trace FIFO's depth: the board class's ``trace_depth`` where it sets one (the ECP5
-          boards, whose block RAM holds a deep FIFO), else the link's default.
+          boards, whose block RAM holds a deep FIFO), else the link's default. A loopback build
+          keeps the default: its few dies' records need no more, and with the deep FIFO
+          Yosys 0.70 stops the ECPIX-5's emulator build on an internal assertion (in ABC9's
+          reintegration, 2026-12-01).
         """
-        options = {}
-        depth = getattr(platform, "trace_depth", None)
-        if depth is not None:
-            options["trace_depth"] = depth
-        if self.emulator is not None:
-            options.update(config=boot.sniffer_config(self.params),
-                           emu_config=boot.emu_config(self.emulator))
-        return options
+        if self.emulator is None:
+            depth = getattr(platform, "trace_depth", None)
+            return {} if depth is None else {"trace_depth": depth}
+        return {"config": boot.sniffer_config(self.params),
+                "emu_config": boot.emu_config(self.emulator)}
