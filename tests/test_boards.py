@@ -26,6 +26,7 @@ from rbscope.boards.build import (
     parse_report,
 )
 from rbscope.boards.top import BoardError, ecp5_pll_params, ice40_pll_params, plan_header
+from rbscope.gateware.link.counters import TRACE_FIFO_DEPTH
 from rbscope.gateware.link.protocol import config_from_registers
 from rbscope.gateware.nand_emu import boot
 from rbscope.gateware.nand_emu.layouts import config_const
@@ -391,7 +392,7 @@ def test_board_configuration_elaborates(board, channels, emulator, tap, emu_bus)
 def test_an_emulator_build_powers_up_with_the_selftests_configuration(board):
     """Issue 25, item 16: the registers' reset values of an emulator build are the self-test's
     configuration (dies busy for real times, windows the host names); an R/B# build's windows
-    are left to ``configure``."""
+    are left to ``configure``, and on the ECP5 boards it holds the deep trace FIFO."""
     for emulator in (2, 0):
         cls, top = _top(board, None, emulator, 0, bool(emulator))
         platform = cls()
@@ -399,6 +400,10 @@ def test_an_emulator_build_powers_up_with_the_selftests_configuration(board):
         core = top.device.core
         resets = {r.name: r.reset for r in core.controller.registers}
         config = config_from_registers(core.params, resets)
+        # The trace FIFO: the ECP5 boards' deep one for R/B# pins, the link's default in
+        # loopback and on the iCEBreaker.
+        deep = {"ulx3s": 1024, "ecpix5": 4096}.get(board, TRACE_FIFO_DEPTH)
+        assert core.controller.trace_depth == (TRACE_FIFO_DEPTH if emulator else deep)
         if not emulator:
             assert not any(lo < hi for lo, hi in config.windows)
             assert identify(core.params, platform.pll_hz, resets) is None
