@@ -14,10 +14,10 @@ from ..synthesis import COLLISION_FREE
 
 __all__ = ["LinkCounters", "TRACE_FIFO_DEPTH"]
 
-#: Trace records the FIFO holds by default (every board build and the simulated device). A deeper
-#: FIFO (``trace_depth``) costs no more block RAM on the iCE40 up to 256 records, but its head,
-#: read straight from a block RAM port, is too slow for the ECP5 boards' 100 MHz (tried: 83.6-91.6
-#: MHz after place and route on the ULX3S), where 16 records stay in LUT RAM.
+#: Trace records the FIFO holds by default (the iCEBreaker, loopback builds, the simulated device):
+#: LUT RAM whose read port is the head. A deeper one (``trace_depth``; the ECP5 boards') is a
+#: :class:`_DeepFifo`: a head read straight from block RAM was too slow for the ECP5 boards' 100
+#: MHz (83.6-91.6 MHz after place and route on the ULX3S, 256 records).
 TRACE_FIFO_DEPTH = 16
 
 
