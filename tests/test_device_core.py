@@ -374,10 +374,12 @@ def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
     assert all(any(t == w for w in left) for t in sent)  # in order, a subsequence
 
 
+@pytest.mark.heavy
 def test_a_deep_trace_fifo_holds_what_the_default_one_loses():
-    """The ECP5 boards' deep trace FIFO (``trace_depth`` above 16: block RAM behind an output
-    register, ``counters._deep_fifo``): the burst that overflows the default FIFO above is sent
-    whole, in order, with nothing counted lost."""
+    """The ECP5 boards' deep trace FIFO (``trace_depth`` above 16, ``counters._deep_fifo``) in
+    the whole device: the burst that overflows the default FIFO above is sent whole, in order,
+    with nothing counted lost. (Heavy: a minute of simulation; ``tests/test_trace_fifo.py``
+    checks the FIFO itself against a queue in the default suite.)"""
     b = CoreBench(ram_output_registers=True, trace_depth=64)
     config, trains, want_trace = _burst()
     assert len(want_trace) > 2 * TRACE_FIFO_DEPTH
