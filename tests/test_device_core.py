@@ -378,7 +378,7 @@ def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
 def test_a_deep_trace_fifo_holds_what_the_default_one_loses():
     """The ECP5 boards' deep trace FIFO (``trace_depth`` above 16, ``counters._deep_fifo``) in
     the whole device: the burst that overflows the default FIFO above is sent whole, in order,
-    with nothing counted lost. (Heavy: a minute of simulation; ``tests/test_trace_fifo.py``
+    with nothing counted lost. (Heavy: 15 s of simulation; ``tests/test_trace_fifo.py``
     checks the FIFO itself against a queue in the default suite.)"""
     b = CoreBench(ram_output_registers=True, trace_depth=64)
     config, trains, want_trace = _burst()
