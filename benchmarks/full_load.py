@@ -137,7 +137,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
                 final = dev.snapshot()
                 # The FIFO's last records: until every pulse has its record or is counted lost
                 # (a deep FIFO drains for a while), within the drain time of device time.
-                for _, f in dev.frames(duration=None if depth > 16 else 1.0):
+                for _, f in dev.frames(duration=None if depth > TRACE_FIFO_DEPTH else 1.0):
                     if isinstance(f, Trace):
                         records.append((f.channel, f.timestamp))
                     snap = dev.latest_snapshot
