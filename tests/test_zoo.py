@@ -578,3 +578,28 @@ def test_a_read_tail_no_tdbsy_announces_is_no_slc_program_mode(zoo):
     r = _analyse_l1(zoo, "tlc-slc-cache", drive, run, m, maxima)
     assert not any("tDBSY announces" in n for n in r.classification["notes"])
     assert abs(r.wa.value / run.truth.wa_true - 1) < 0.01
+
+
+@pytest.mark.parametrize("seed", [35, 16])
+def test_host_paced_chains_count_whole_and_fill_blocks_in_the_erase_floor(zoo, seed):
+    # Tuning draws. Seed 35: every chain ending in a program as slow as an erase (0.93
+    # program by width) counted each of its cache programs 0.93 (18 of 414 lost, -1.14 %);
+    # the chain's silences decide, not its end. Seed 16: with the cache programs counted, the
+    # erase floor (programs ÷ pages per block) still counted only the long programs, leaving
+    # erases as slow as the slow page type as programs (+1.22 %); the refit counts them (+0.72 %).
+    drive, _, run, m, _ = zoo.prepare("mlc-hostpaced-cache-50r", seed)
+    truth = run.truth
+    r = _analyse_l0(zoo, "mlc-hostpaced-cache-50r", drive, run, m)
+    _close_and_covered(r, truth.wa_true, 0.01)
+    dies = r.classification["dies"].values()
+    paced = sum(d["paced_short"] for d in dies)
+    assert paced == pytest.approx(truth.pulses["CACHE_PROGRAM"], rel=0.01)
+    note = next(w for w in r.warnings if "cache programs (80h…15h)" in str(w))
+    # The note says which rule counted the short pulses (all by their silence here, none by a
+    # tDBSY: the drive's programs are single-plane).
+    assert f"{paced:,.0f} because a silence as long as a program followed them" in str(note)
+    assert "tDBSY announced" not in str(note)
+    if seed == 16:
+        assert any("fill blocks too" in n for n in r.classification["notes"])
+        erases = sum(d["erase_pulses"] for d in dies)
+        assert erases > 0.75 * truth.pulses["ERASE"]

@@ -126,6 +126,10 @@ DATA_IN_CORE = 0.3
 #: ... and a read-width mode short of DATA_IN_WAITING with at least this share after both kinds
 #: of pulse is left open (reads or programs: the interval spans both).
 DATA_IN_OPEN = 0.5
+#: Short pulses the order rules count as programs (tDBSY-announced, host-paced, chain heads), at
+#: this share of the program pulses, enter the erase floor and cap of a refit (see the end of
+#: :func:`classify`).
+ORDER_REFIT = 0.01
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -1092,7 +1096,8 @@ def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
     return g
 
 
-def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=False):
+def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=False,
+                plong=None):
     """Probability that each pulse is a host-paced cache program (with ``unanchored``, also
     that of the candidates whose chain no slow program's silence anchors, not counted).
 
@@ -1106,6 +1111,12 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=
     collection) is followed by a silence too, the page's transfer, which can be as long as the
     fastest page type's program: a chain of candidates counts only when one of its silences is
     longer than that (``mid``, the slowest program mode's lower edge), which no transfer is.
+
+    ``plong`` (default ``pprog``) is the chance that a pulse is a long operation, program or
+    erase: the pulse that ends a chain. The 10h program that ends one may be as slow as an erase
+    (the slowest page type's tail against the erases' lower edge); the anchored silences before
+    it, not its width, say that the chain is one, so its program-or-erase doubt is not the
+    chain's (a tuning draw lost 7 % of its cache programs to 0.93 ends).
     """
     n = len(x)
     out = np.zeros(n)
@@ -1116,12 +1127,12 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=
     # (A short pulse wider than tCBSY's bound continues a chain, below.)
     wide = x > cbsy_hi
     seed = pshort * ((gap >= lo) & (gap <= hi))
-    along = pprog * wide
+    along = (pprog if plong is None else np.clip(plong, 0.0, 1.0)) * wide
     # The transfers of this drive: the gaps between a short pulse and the program after it,
     # mostly reads whose page is moved (data out, data in). A silence an octave above their
     # lower quartile is no transfer either, where that is below ``mid``.
     before = (pshort > 0.5) & (x <= cbsy_hi) & np.isfinite(gap)
-    before[:-1] &= along[1:] > 0.5
+    before[:-1] &= pprog[1:] * wide[1:] > 0.5
     before[-1] = False
     if before.sum() >= PACED_REF_MIN:
         mid = min(mid, max(lo, float(np.percentile(gap[before], 25)) + PACED_TRANSFER_STEP))
@@ -1778,8 +1789,10 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     paced = np.zeros(len(x))
     result_paced_open = 0.0
     if gap_after is not None and prog_range is not None and not bits:
+        pend = pprog + (g[:, ej] if ej is not None else 0.0)
         paced, paced_open = _host_paced(x, pprog, pshort * (1 - np.clip(announced, 0.0, 1.0)),
-                                        gap_after, prog_range, cbsy_hi, unanchored=True)
+                                        gap_after, prog_range, cbsy_hi, unanchored=True,
+                                        plong=pend)
         result_paced_open = float(paced_open.sum())
         pprog = np.clip(pprog + paced, 0.0, 1.0)
         punit = punit + paced
@@ -1874,7 +1887,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
              balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
              hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
              erase_floor=0.8, planes=None, read_max="hints", starts=None,
-             _erase_in_last=False, _split_floor=None):
+             _erase_in_last=False, _split_floor=None, _order_pulses=0.0):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -2035,7 +2048,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     n_dies = len(seqs)
 
     def blocks(counts):
-        return (counts[pj] * emult[pj]).sum() / pages_per_block
+        # (With the short pulses the order rules count as programs, cache programs whose
+        # R/B# shows only tCBSY: they fill blocks too. Known only after a first fit.)
+        return ((counts[pj] * emult[pj]).sum() + _order_pulses) / pages_per_block
 
     def cap_for(counts):
         if not pages_per_block:
@@ -2066,6 +2081,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     g, f, hit = _project(b, hc, weights, f, kinds, cap_for, balance, floor_for=floor_for)
     capped = capped or hit
     counts = (g * hc[:, None]).sum(axis=0)
+    fitted = counts  # (every pulse's; the HMM's counts below are its training pulses')
     cap = cap_for(counts)
     if (cap is not None and counts[ej] > 1.5 * cap and trained is None and not _erase_in_last
             and page_types is None):
@@ -2289,6 +2305,28 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                                 2.0 if pages_per_block else None)
     e_now = sum(d.erase_pulses for d in dies.values())
     cap_now = sum(d.erase_cap or 0.0 for d in dies.values())
+    order = sum(d.announced for d in dies.values())
+    if (pages_per_block and erase_floor and not _order_pulses and trained is None
+            and order >= ORDER_REFIT * max(1.0, sum(d.program_pulses for d in dies.values()))
+            and e_now < erase_floor * (blocks(fitted) + order / pages_per_block)
+            - 2 * n_dies - 1.0):
+        # Programs the pulse order found among the short pulses (cache programs: R/B# shows
+        # only tCBSY) fill blocks as the long ones do, but the fit's erase floor counted only
+        # the long ones: erases as slow as the slowest page type were left as programs.
+        # Refitted with them in the floor and the cap.
+        result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
+                          read_max=read_max, page_types=page_types, balance=balance,
+                          erase_slack=erase_slack, train_pulses=train_pulses,
+                          iterations=iterations, hmm_iterations=hmm_iterations,
+                          ordered=ordered, trained=trained, scheme=scheme, bits=bits,
+                          erase_floor=erase_floor, planes=planes, starts=starts,
+                          _erase_in_last=_erase_in_last, _split_floor=_split_floor,
+                          _order_pulses=order)
+        result.notes.insert(0, f"{order:,.0f} short pulses the pulse order counts as programs "
+                               f"(cache programs) fill blocks too: the erase floor and cap "
+                               f"(programs ÷ pages per block) count them, and the model was "
+                               f"refitted ({e_now:,.0f} erases before)")
+        return result
     if capped and 0.95 * cap_now <= e_now <= 1.05 * cap_now:
         notes.append(f"the erase state was held to the structural cap (programs ÷ pages per "
                      f"block): {e_now:,.0f} erases against a cap of {cap_now:,.0f}; the widths "

@@ -933,6 +933,25 @@ def opcode_wa_of_pages(pages, tapped, geometry, logical):
                     geometry.dies, edge, warnings)
 
 
+def _counted_short(sequence, rows, scale):
+    """What the cache-program note says of the short pulses counted as programs, by the rule
+    that counted each: a tDBSY before it, the program-long silence after it (a host-paced
+    chain), or a long program right after it (a back-to-back chain's head). ``announced`` holds
+    all three (:func:`rbscope.analysis.sequence._die_result`)."""
+    dies = [sequence.dies[r.channel] for r in rows]
+    paced = sum(d.paced for d in dies) * scale
+    heads = sum(d.heads for d in dies) * scale
+    total = sum(d.announced for d in dies) * scale
+    tdbsy = max(0.0, total - paced - heads)
+    parts = [(tdbsy, "a tDBSY announced them"),
+             (paced, "a silence as long as a program followed them (host-paced chains)"),
+             (heads, "a long program followed them at once (back-to-back chains' heads)")]
+    said = [f"{n:,.0f} because {why}" for n, why in parts if round(n) > 0]
+    if not said:
+        return "No short pulse was counted as a program"
+    return f"{total:,.0f} short pulses were counted as programs: " + ", ".join(said)
+
+
 def _cache_suspected(rows, sequence, write_only, wa):
     """Does the capture show cache programs (80h…15h), whose R/B# shows only tCBSY?
 
@@ -1005,12 +1024,12 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
              f"bus (opcode-aware mode) for exact counts")
     elif cache_suspected:
         amb = sum(r.class_up for r in rows) * scale
-        ann = sum(sequence.dies[r.channel].announced for r in rows) * scale
         fail("cache_programs",
              f"cache programs (80h…15h) on this drive: R/B# shows only tCBSY for a chain's first "
-             f"page. {ann:,.0f} short pulses were counted as programs because a tDBSY announced "
-             f"them; {amb:,.0f} more short pulses may be programs or reads, and the 95 % "
-             f"interval includes them. Tap the bus (opcode-aware mode) for exact counts")
+             f"page (for every page of a chain the host paces). "
+             f"{_counted_short(sequence, rows, scale)}; {amb:,.0f} more short pulses may be "
+             f"programs or reads, and the 95 % interval includes them. Tap the bus "
+             f"(opcode-aware mode) for exact counts")
     if sequence is not None:
         d = [sequence.dies[r.channel] for r in rows]
         prog = sum(x.program_pulses for x in d)
