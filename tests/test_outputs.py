@@ -3,6 +3,8 @@ commands that overwrote their own input with exit code 0."""
 
 import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -50,7 +52,10 @@ def inputs(tmp_path):
     study = tmp_path / "s.toml"
     study.write_text('title = "t"\n[[run]]\nsource = "m.json"\ngeometry = "ssd-v"\n'
                      'logical = "1GiB"\n', encoding="utf-8")
-    return {"rbcap": rbcap, "meas": meas, "vcd": vcd, "lab": lab, "study": study}
+    powerup = tmp_path / "powerup.sr"
+    shutil.copyfile(Path(__file__).parents[1] / "examples" / "readme" / "powerup.sr", powerup)
+    return {"rbcap": rbcap, "meas": meas, "vcd": vcd, "lab": lab, "study": study,
+            "powerup": powerup}
 
 
 def _same(path, before):
@@ -77,6 +82,10 @@ CASES = {
                                   "-o", str(p["vcd"])],
     "calibrate --labelled -o labels": lambda p: ["calibrate", "--labelled", str(p["lab"]),
                                                  "-o", str(p["lab"])],
+    # (Found after the seven: identify wrote its geometry over the power-up recording.)
+    "identify -o source": lambda p: ["identify", str(p["powerup"]), "--bus-ce", "CE0",
+                                     "--channels", "1", "--chips-per-channel", "1",
+                                     "-o", str(p["powerup"])],
 }
 
 

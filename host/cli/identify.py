@@ -19,6 +19,7 @@ from pathlib import Path
 from rbscope.analysis.geometry import PROGRAM_MODELS
 from rbscope.analysis.identify import IdentifyError, drive_fields, geometry_toml
 from rbscope.device.tap import read_record, record_control, record_cycles
+from rbscope.files import OutputError, check_output, write_text
 from rbscope.gateware.onfi_tap.model import BusSignals
 from rbscope.gateware.onfi_tap.params import RECORD_ARM, RECORD_START
 from rbscope.recordings.onfi_bus import BusDecode, expand_dq, group_commands, identities, read_bus
@@ -33,6 +34,7 @@ from .common import (
     EXIT_USAGE,
     PORT_HELP,
     device_errors,
+    force_option,
     open_device,
     port_options,
 )
@@ -94,7 +96,10 @@ def add_identify_parser(subparsers):
     d.add_argument("--program-model", choices=PROGRAM_MODELS,
                    help="how the controller programs: one plane or all of a die's at once")
     p.add_argument("--name", help="the geometry's name (default: the page's maker and model)")
-    p.add_argument("-o", "--output", metavar="TOML", help="write the geometry file here")
+    p.add_argument("-o", "--output", metavar="TOML",
+                   help="write the geometry file here (never over the recording; an existing "
+                        "file that is not TOML only with --force)")
+    force_option(p)
     p.add_argument("--commands", action="store_true", help="also list the decoded commands")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(handler=cmd_identify)
@@ -108,6 +113,14 @@ def cmd_identify(args):
     if (args.arm or args.start) and args.port is None:
         print("rbscope identify: --arm and --start need --port", file=sys.stderr)
         return EXIT_USAGE
+    if args.output:
+        try:
+            # Before any work: the recording itself, or a file of another kind, is refused.
+            check_output(args.output, kind="toml", inputs=[args.source], force=args.force,
+                         option="-o")
+        except OutputError as exc:
+            print(f"rbscope identify: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     if args.port is not None:
         return _from_device(args)
     try:
@@ -141,7 +154,10 @@ def _write(args, decoded, source):
     text = geometry_toml(fields)
     if args.output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            write_text(args.output, text, kind="toml", inputs=[args.source],
+                       force=args.force, option="-o")
+        except OutputError as exc:
+            raise RecordingError(str(exc)) from None
         except OSError as exc:
             raise RecordingError(f"{args.output}: cannot write: {exc.strerror}") from None
     return fields
