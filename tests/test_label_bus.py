@@ -71,3 +71,28 @@ def test_label_refuses_a_miswired_bus(tmp_path, capsys):
     # Asked for, it labels anyway and says what it found.
     rc = cli.main(["label", str(path), *swapped, "--no-bus-check", "-o", str(out)])
     assert rc == 0 and "bus check (--no-bus-check)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("line", ["WE", "CE0", "CLE", "ALE"])
+def test_label_refuses_a_bus_line_named_as_r_b_on_the_readme_sample(tmp_path, capsys, line):
+    # Issue 25, item 11, found again on the shipped examples/readme/tapped.vcd: WE# named as
+    # R/B# labelled nothing with rc 0; CE#, CLE or ALE labelled garbage with rc 0 (and trained
+    # a classifier). A busy pulse starts tWB after a busy-starting confirm on its target; a
+    # recording whose confirms bring no busy at all is no R/B# either.
+    from pathlib import Path
+
+    sample = Path(__file__).parents[1] / "examples" / "readme" / "tapped.vcd"
+    bus = ["--bus-ce", "CE0", "--bus-cle", "CLE", "--bus-ale", "ALE", "--bus-we", "WE",
+           "--bus-dq", "DQ[7:0]"]
+    out = tmp_path / "l.json"
+    assert cli.main(["label", str(sample), "--signal", "RB0", *bus, "-o", str(out)]) == 0
+    assert "bus check" not in capsys.readouterr().out
+    out.unlink()
+    rc = cli.main(["label", str(sample), "--signal", line, *bus, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "does not look wired as named" in err, err
+    if line == "WE":
+        assert "busy-starting confirm commands and no busy pulse" in err
+    else:
+        assert "do not start right after a busy-starting confirm" in err
+    assert not out.exists()

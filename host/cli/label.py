@@ -96,7 +96,7 @@ def cmd_label(args):
         m, notes = load_source(args, None)
         if not holder:
             raise UsageError("rbscope label needs a VCD or sigrok recording")
-        problems = holder[0].problems()
+        problems = holder[0].problems(m.provenance.get("clock_s"))
         if problems and not args.no_bus_check:
             raise RecordingError(
                 "the bus does not look wired as named: " + "; ".join(problems) + " (check "

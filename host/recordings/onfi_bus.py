@@ -16,7 +16,11 @@ was in the cycle before the edge (the die drives it from tREA after RE# falls un
 the rising edge). Cycles with every CE# high, or CLE and ALE both high, are no bus cycles.
 """
 
+import math
+from array import array
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from rbscope.gateware.onfi_tap.model import ADDR, CMD, BusSignals, TapLabeller
 from rbscope.gateware.onfi_tap.params import CONFIRM_CLASS
@@ -312,6 +316,14 @@ _OPCODES = frozenset(int(o) for o in Opcode)
 #: fewest cycles or pulses that make a share.
 IMPLAUSIBLE_SHARE = 0.2
 IMPLAUSIBLE_MIN = 5
+#: A die's R/B# falls tWB (at most 100 ns) after the WE# edge of its busy-starting confirm; a
+#: Set Features' busy waits for its four data cycles (about 0.5 µs at timing mode 0). A busy
+#: pulse that starts later than this after the last command on its target, or after a command
+#: that starts no busy, is not an R/B# pulse of that target (a CE#, CLE, ALE or DQ line named
+#: as R/B#).
+BUSY_AFTER_CONFIRM_S = 5e-6
+#: Command cycles kept per target before the oldest a pulse can still need are dropped.
+_KEEP_COMMANDS = 1 << 16
 
 
 class CheckedLabeller(TapLabeller):
@@ -326,13 +338,27 @@ class CheckedLabeller(TapLabeller):
         self.commands = self.unknown = self.addresses = self.orphans = self.confirms = 0
         self.untagged = self.labelled = 0
         self._after = None  # the last strobe's kind and byte
+        # Per target: the cycle of each command and whether it starts a busy (a confirm); a
+        # pulse's lag after the last one (log2 cycles, a histogram), and the pulses whose last
+        # command before them is none or starts no busy.
+        targets = self.params.targets
+        self._cmd_cycles = [array("q") for _ in range(targets)]
+        self._cmd_confirm = [bytearray() for _ in range(targets)]
+        self._last_end = {}
+        self.lag_hist = np.zeros(65, dtype=np.int64)
+        self.not_after_confirm = 0
 
     def strobe(self, strobe):
         super().strobe(strobe)
         if strobe.kind == CMD:
             self.commands += 1
             self.unknown += strobe.byte not in _OPCODES
-            self.confirms += strobe.byte in CONFIRM_CLASS
+            confirm = strobe.byte in CONFIRM_CLASS
+            self.confirms += confirm
+            for t in range(self.params.targets):
+                if strobe.sel >> t & 1:
+                    self._cmd_cycles[t].append(strobe.cycle)
+                    self._cmd_confirm[t].append(confirm)
         elif strobe.kind == ADDR:
             self.addresses += 1
             prev = self._after
@@ -344,10 +370,40 @@ class CheckedLabeller(TapLabeller):
         classes = super().label(die, starts, ends, widths)
         self.labelled += len(classes)
         self.untagged += int((classes == 0).sum())
+        if len(starts):
+            self._after_commands(die, np.asarray(starts, dtype=np.int64), int(ends[-1]))
         return classes
 
-    def problems(self):
-        """What makes the bus implausible (a list of sentences; empty when it looks right)."""
+    def _after_commands(self, die, starts, last_end):
+        """Count how each pulse of ``die`` follows the last command on its target."""
+        t = die // self.params.luns
+        cycles = np.frombuffer(self._cmd_cycles[t], dtype=np.int64) \
+            if len(self._cmd_cycles[t]) else np.zeros(0, dtype=np.int64)
+        confirm = np.frombuffer(bytes(self._cmd_confirm[t]), dtype=np.uint8)
+        i = np.searchsorted(cycles, starts, side="left") - 1
+        after = i >= 0
+        after[after] = confirm[i[after]] == 1
+        self.not_after_confirm += int((~after).sum())
+        lag = starts[after] - cycles[i[after]]
+        bins = np.minimum(64, np.floor(np.log2(np.maximum(lag, 1))).astype(np.int64))
+        self.lag_hist += np.bincount(bins, minlength=65)
+        self._last_end[die] = last_end
+        if len(cycles) > _KEEP_COMMANDS:
+            # Commands before every labelled die's last pulse on this target are needed no more
+            # (but the last of them); a die not labelled yet keeps them all.
+            dies = range(t * self.params.luns, (t + 1) * self.params.luns)
+            if all(d in self._last_end for d in dies):
+                k = int(np.searchsorted(cycles, min(self._last_end[d] for d in dies))) - 1
+                if k > 0:
+                    del self._cmd_cycles[t][:k]
+                    del self._cmd_confirm[t][:k]
+
+    def problems(self, clock_seconds=None):
+        """What makes the bus implausible (a list of sentences; empty when it looks right).
+
+        With ``clock_seconds`` (the recording's cycle), also the busy pulses that do not start
+        within :data:`BUSY_AFTER_CONFIRM_S` of a busy-starting confirm on their target.
+        """
         out = []
         if self.commands >= IMPLAUSIBLE_MIN and self.unknown > IMPLAUSIBLE_SHARE * self.commands:
             out.append(f"{self.unknown} of {self.commands} command (CLE) cycles carry no ONFI "
@@ -365,4 +421,19 @@ class CheckedLabeller(TapLabeller):
                            f"confirm commands")
         if not self.commands and self.labelled:
             out.append("no command cycle at all beside the busy pulses")
+        if self.confirms >= IMPLAUSIBLE_MIN and not self.labelled:
+            out.append(f"{self.confirms} busy-starting confirm commands and no busy pulse on "
+                       f"the R/B# lines")
+        if self.labelled >= IMPLAUSIBLE_MIN:
+            late = self.not_after_confirm
+            if clock_seconds:
+                limit = BUSY_AFTER_CONFIRM_S / clock_seconds
+                # (Bin b holds lags of 2**b to 2**(b+1) cycles: those wholly above the limit.)
+                late += int(self.lag_hist[np.arange(65) >= math.log2(max(limit, 1.0))].sum())
+            if late > IMPLAUSIBLE_SHARE * self.labelled:
+                out.append(f"{late} of {self.labelled} busy pulses do not start right after a "
+                           f"busy-starting confirm command on their target (R/B# falls tWB, "
+                           f"at most 100 ns, after one"
+                           + (f"; {BUSY_AFTER_CONFIRM_S * 1e6:g} µs allowed)" if clock_seconds
+                              else ")"))
         return out
