@@ -101,3 +101,18 @@ def test_follow_docs_cocotb_md(tmp_path):
 @pytest.mark.slow
 def test_follow_docs_cocotb_md_with_slow_steps(tmp_path):
     _check(follow(tmp_path, slow=True), tmp_path)
+
+
+def test_the_toolkit_speaks_cocotb_2_only():
+    """Issue 25, item 21: a docstring still named cocotb 1.x's ``BinaryValue`` (gone in cocotb
+    2.0, which the toolkit requires). No 1.x-only name in the toolkit, its benches or the doc."""
+    root = Path(__file__).resolve().parent.parent
+    gone = re.compile(r"\b(BinaryValue|BinaryRepresentation|cocotb\.fork|cocotb\.result\."
+                      r"TestFailure|cocotb\.decorators|\.integer\b(?!s))")
+    files = [*sorted((root / "host" / "cocotb").glob("*.py")),
+             *sorted((root / "cocotb_tests").rglob("*.py")), root / "docs" / "cocotb.md"]
+    assert len(files) > 5
+    found = [f"{f.relative_to(root)}:{n}: {line.strip()}"
+             for f in files for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(),
+                                                      1) if gone.search(line)]
+    assert not found, "\n".join(found)

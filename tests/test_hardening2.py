@@ -528,3 +528,39 @@ def test_an_over_long_geometry_name_is_an_error_not_a_traceback():
     drive = parse_drive(f'preset = "ssd-v"\n[user]\ngeometry = "{name}"\n', "d.toml")
     with pytest.raises(RefSSDError, match="no such file"):
         drive.user_geometry()
+
+
+_BIG = "9" * 4301
+DRIVE_DAMAGE = {
+    "a table as the preset name": 'preset = { name = "ssd-v" }\n',
+    "nesting beyond tomllib's recursion": "preset = " + "[" * 5000 + "\n",
+    "a 4 301-digit integer": f'preset = "ssd-v"\n[array]\npages_per_block = {_BIG}\n',
+    "a non-string [user] geometry": 'preset = "ssd-v"\n[user]\ngeometry = 5\n',
+    "a huge timing value": 'preset = "ssd-v"\n[timing]\nerase = [1, 1e300]\n',
+    "a non-finite timing value": 'preset = "ssd-v"\n[timing]\nerase = [1, inf]\n',
+    "a huge timing array": 'preset = "ssd-v"\n[timing]\nerase = [' + "1, " * 100_000 + "1]\n",
+    "huge pages per block (built a list per page)":
+        'preset = "ssd-v"\n[array]\npages_per_block = 1000000000000\n',
+    "huge blocks per plane": 'preset = "ssd-v"\n[array]\nblocks_per_plane = 1000000000000\n',
+}
+
+
+@pytest.mark.parametrize("case", DRIVE_DAMAGE)
+def test_damaged_drive_specs_are_refused_quickly(case):
+    """Issue 25, item 5: the drive-spec TOML's eight crash classes, one by one. Each ends in
+    RefSSDError (never a traceback of another class), within a second, and building what the
+    benchmarks build from a drive (its page types, its user geometry) is never reached with
+    the damage."""
+    import time
+
+    from rbscope.refssd.drive import RefSSDError, load_drive, parse_drive
+
+    t0 = time.process_time()
+    with pytest.raises(RefSSDError) as info:
+        drive = parse_drive(DRIVE_DAMAGE[case], "d.toml")
+        drive.user_geometry()  # (the [user] geometry is resolved here)
+    assert time.process_time() - t0 < 1.0, case
+    assert str(info.value).startswith("d.toml") and len(str(info.value)) < 600
+    # An over-long file name is refused by name, not an OSError.
+    with pytest.raises(RefSSDError, match="cannot read|no such drive spec"):
+        load_drive("d" * 5000 + ".toml")
