@@ -179,3 +179,97 @@ def test_parallel_units_detector_and_the_guess_on_ssd_v(tmp_path):
     geometry = parse_geometry(guess_toml(findings, "ssd-v", "now"), "guess")
     assert (geometry.page_size, geometry.dies) == (page["value"], d.dies)
     assert page["value"] == d.page_size
+
+
+# Striping address bits (SSDcheck's one bit at a time) -----------------------------------------
+
+
+class _Striped:
+    """A target whose units are chosen by bits of the page address: a write holds its unit for
+    ``t`` seconds (writes on one unit queue, writes on different units overlap)."""
+
+    def __init__(self, page, select, t=0.004, size=64 << 20):
+        import threading
+
+        from rbscope.probe.target import Target
+
+        self.page, self.select, self.t = page, select, t
+        self.locks = {}
+        self.guard = threading.Lock()
+        self.writes = []
+        outer = self
+
+        class T(Target):
+            def pwrite_through(self, offset, data):
+                self._check(offset, len(data), True)
+                outer.writes.append((offset, len(data)))
+                unit = outer.select(offset // outer.page)
+                with outer.guard:
+                    lock = outer.locks.setdefault(unit, threading.Lock())
+                with lock:
+                    import time
+                    time.sleep(outer.t)
+
+            def clone(self):
+                return T(self.name, self.size, self.start, self.end, True)
+
+        self.target = T("striped", size, 0, size, True)
+
+
+@pytest.mark.parametrize("name, select, bits", [
+    ("4 dies by page bits 0-1", lambda p: p % 4, [12, 13]),
+    ("8 units by page bits 0-2", lambda p: p % 8, [12, 13, 14]),
+    ("1 unit", lambda p: 0, None),
+])
+def test_stripe_bits_detector_finds_the_bits_that_select_the_units(name, select, bits):
+    from rbscope.probe.stripe_bits import detect_stripe_bits
+
+    s = _Striped(4096, select)
+    f = detect_stripe_bits(s.target, 4096, bits=6, reps=3)
+    assert f.name == "stripe_bits"
+    assert f.value == bits, (name, f.evidence["ratio"])
+    if bits is None:
+        assert f.confidence == 0.0 and "do not split" in f.notes[0]
+    else:
+        assert f.confidence > 0.5 and f.evidence["units_addressed"] == 2 ** len(bits)
+        # Every write inside the range, one page each, and the pairs one bit apart.
+    assert all(0 <= o and o + n <= 64 << 20 and n == 4096 for o, n in s.writes)
+    assert f.io["writes"] == len(s.writes) == 4 * 6 * 3
+
+
+def test_stripe_bits_detector_says_what_lies_below_or_between_the_bits():
+    from rbscope.probe.stripe_bits import detect_stripe_bits
+
+    # Two planes' pages on one die (a multi-plane row), then 4 dies: page bits 1-2 stripe.
+    s = _Striped(4096, lambda p: (p >> 1) % 4)
+    f = detect_stripe_bits(s.target, 4096, bits=6, reps=3)
+    assert f.value == [13, 14] and f.confidence > 0.5, f.evidence["ratio"]
+    assert "2 pages of 4096 bytes share a unit" in f.notes[0] and "8192" in f.notes[0]
+    # Bits 0 and 2 but not 1: no bit-select striping.
+    s = _Striped(4096, lambda p: (p & 1) | ((p >> 1) & 2))
+    f = detect_stripe_bits(s.target, 4096, bits=6, reps=3)
+    assert f.value == [12, 14] and f.confidence == 0.0
+    assert "not contiguous" in f.notes[0]
+
+
+def test_stripe_bits_detector_refuses_a_range_too_small():
+    from rbscope.probe.stripe_bits import detect_stripe_bits
+    from rbscope.probe.target import RangeTooSmall
+
+    s = _Striped(4096, lambda p: p % 4, size=1 << 20)
+    with pytest.raises(RangeTooSmall, match="needs"):
+        detect_stripe_bits(s.target, 4096, bits=8, reps=6)
+    with pytest.raises(ProbeError, match="multiple of 512"):
+        detect_stripe_bits(s.target, 1000)
+
+
+@pytest.mark.parametrize("name, slowdown, bits", [
+    # SSD-v stripes its 4 dies by page bits 0-1 (die = page mod 4): byte bits 12 and 13.
+    ("ssd-v", 30, [12, 13]),
+    # mlc-2plane: 16 dies by bits 0-3 of its 8 KiB two-plane rows: byte bits 13 to 16.
+    pytest.param("mlc-2plane", 40, [13, 14, 15, 16], marks=pytest.mark.slow)])
+def test_stripe_bits_detector_through_nbd(tmp_path, name, slowdown, bits):
+    d = preset(name)
+    (f,) = _probe(tmp_path, name, "stripe", slowdown, "--page-size", str(d.page_size * d.mp))
+    assert f["value"] == bits, f["evidence"]["ratio"]
+    assert f["evidence"]["units_addressed"] == d.dies and f["confidence"] > 0.3

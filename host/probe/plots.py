@@ -59,6 +59,27 @@ def _page(f):
     return fig
 
 
+def _stripe(f):
+    ev = f["evidence"]
+    ratio = ev.get("ratio")
+    if not ratio:
+        return None
+    bits = sorted(int(k) for k in ratio)
+    striping = set(f["value"] or ())
+    shift = round(math.log2(ev["page"])) if ev.get("page") else 0
+    fig, (ax,) = _fig()
+    ax.bar(bits, [ratio[str(b)] for b in bits],
+           color=[_DECISION if b + shift in striping else _SERIES for b in bits])
+    ax.axhline(0.5, color="grey", ls=":", label="overlapped (another unit)")
+    ax.axhline(1.0, color="grey", ls="--", label="queued (one unit)")
+    ax.set_xticks(bits, [f"{b}\n(byte {b + shift})" for b in bits])
+    ax.set_xlabel("page-address bit the two writes differ in")
+    ax.set_ylabel("concurrent ÷ sequential pair time")
+    ax.set_title("Striping bits: two writes one address bit apart")
+    ax.legend()
+    return fig
+
+
 def _units(f):
     ev = f["evidence"]
     speed = ev.get("speedup")
@@ -167,8 +188,8 @@ def _erase(f):
     return fig
 
 
-_DRAW = {"page_size": _page, "parallel_units": _units, "write_buffer": _buffer,
-         "gc_onset": _gc, "erase_unit": _erase}
+_DRAW = {"page_size": _page, "parallel_units": _units, "stripe_bits": _stripe,
+         "write_buffer": _buffer, "gc_onset": _gc, "erase_unit": _erase}
 
 
 def finding_figures(findings):

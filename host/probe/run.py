@@ -5,7 +5,7 @@ calls without building a command line): a :class:`ProbeRequest` names the detect
 options; the findings come back in the order they ran.
 
 Order and why: ``page`` (the effective page: the write size of the others), ``units`` (needs
-the page), ``buffer`` (it flushes first: what ran before does not matter), ``gc`` (random page
+the page), ``stripe`` (the address bits that stripe the units: needs the page), ``buffer`` (it flushes first: what ran before does not matter), ``gc`` (random page
 writes until garbage collection starts: it leaves the drive collecting, which the erase-unit
 detector needs), ``erase`` (divides its period by the units found, or given).
 """
@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from .detect import Finding, detect_page_size, detect_parallel_units
 from .erase_unit import detect_erase_unit
 from .gc_onset import detect_gc_onset
+from .stripe_bits import detect_stripe_bits
 from .target import ProbeError, RangeTooSmall
 from .write_buffer import detect_write_buffer
 
 __all__ = ["DETECTORS", "ProbeRequest", "run_detectors"]
 
 #: The detectors, in the order they run.
-DETECTORS = ("page", "units", "buffer", "gc", "erase")
+DETECTORS = ("page", "units", "stripe", "buffer", "gc", "erase")
 #: The write size of the detectors after ``page`` when neither it nor ``page_size`` gives one.
 DEFAULT_PAGE = 4096
 
@@ -63,9 +64,10 @@ class ProbeRequest:
         if bad or not self.detectors:
             raise ProbeError(f"unknown {', '.join(bad) or '(none given)'}; choose from "
                              f"{', '.join(DETECTORS)}")
-        if "units" in self.detectors and "page" not in self.detectors and not self.page_size:
-            raise ProbeError("the units detector without the page detector needs a page size "
-                             "(--page-size)")
+        for d in ("units", "stripe"):
+            if d in self.detectors and "page" not in self.detectors and not self.page_size:
+                raise ProbeError(f"the {d} detector without the page detector needs a page "
+                                 f"size (--page-size)")
 
 
 def run_detectors(target, request, progress=None):
@@ -84,6 +86,12 @@ def run_detectors(target, request, progress=None):
         f = detect_parallel_units(target, page, progress=progress)
         findings.append(f)
         units = f.value or units
+    if "stripe" in want:
+        if not page:
+            raise ProbeError("no page size found for the stripe detector (give --page-size)")
+        findings.append(_guarded("stripe_bits", lambda: detect_stripe_bits(
+            target, page, reps=max(2, request.reps // 2), seed=request.seed,
+            progress=progress)))
     page = page or DEFAULT_PAGE
     # The later detectors run long (gc writes the drive over): one that cannot run (a range
     # too small for it) is reported as a finding without a value, not at the cost of the

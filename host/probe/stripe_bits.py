@@ -1,0 +1,155 @@
+"""Which logical address bits stripe the parallel units (SSDcheck's one bit at a time).
+
+An SSD spreads consecutive logical pages over its channels and dies by a few bits of the page
+address (static striping: ``die = page mod units``, so the lowest ``log2(units)`` page bits,
+above the multi-plane row's bits). Two writes whose page addresses differ in one such bit go to
+different units and program at the same time; two that differ in any other bit go to the same
+unit and program one after the other.
+
+Pattern
+    For each page-address bit ``b`` (0 … ``bits − 1``, in units of the effective page), two
+    writes of one page each (FUA: they complete when programmed) at pages ``p`` and
+    ``p + 2**b`` (``p`` with bit ``b`` clear) on two connections at once: the concurrent pair;
+    and, on fresh pages of the same units (the same pages plus ``2**(bits+1)``), the same two
+    writes one after the other on one connection: the sequential pair. Fresh pages for every
+    bit and repetition (``2**(bits+2)`` pages of the range per repetition). Every repetition
+    takes the bits in a new random order and puts either pair first at random (seeded), so that
+    neither a drift of the drive (garbage collection starting) nor the page-type phase of each
+    die (lower and upper pages alternate on an MLC die) reaches one bit more than another.
+Signal
+    ``r(b)`` = mean concurrent pair ÷ mean sequential pair: about 0.5 to 0.75 where bit ``b``
+    selects another unit (the pair waits for the slower of two programs, not for both), about
+    1 where both writes queue on one unit. Each bit is its own reference: the same units, the
+    same page types, the same host overhead per request. (A single write as the reference
+    failed on the reference SSD's MLC dies: each bit's pairs met its dies at a fixed page-type
+    phase, and one striping bit of two read as queueing.)
+Decision rule
+    Where the ratios split (largest ÷ smallest ≥ :data:`SPLIT`), a bit stripes the units when its
+    ratio lies below the geometric mean of the smallest and the largest; the striping bits are
+    reported as byte-address bits (``log2(page) + b``), and ``2**(number of them)`` is the units
+    they address. Confidence: the gap between the largest striping ratio and the smallest
+    other, against a factor 2 (1 at a clean split of 0.5 and 1), and 0 when the striping bits
+    are not contiguous (a striping that a bit-select does not describe: a hash, a number of
+    units that is not a power of two). Bits below the striping ones that do not stripe are the
+    program unit's (a multi-plane row of ``2**k`` pages on one die): said in a note.
+Limits
+    Where the channel bus, not the dies, is the bottleneck, the bits of dies on one channel
+    look like queueing. A drive whose FTL places writes dynamically (any free die) shows no
+    striping bit: every ratio is about 0.5. The host must keep two writes in flight at once
+    (``--slowdown`` on the virtual SSD). Bits above ``bits − 1`` are not probed.
+"""
+
+import math
+import random
+import statistics
+
+from .detect import Finding, _pattern, _together
+from .target import ProbeError, RangeTooSmall
+
+__all__ = ["detect_stripe_bits", "SPLIT"]
+
+#: The ratios split into striping and other bits only when the largest is at least this much
+#: above the smallest (ideal: 2).
+SPLIT = 1.3
+
+
+def detect_stripe_bits(target, page, *, bits=7, reps=6, seed=0, progress=None):
+    """The page-address bits that stripe the parallel units (see the module's docstring)."""
+    if not page or page % 512:
+        raise ProbeError(f"stripe-bits detector: page must be a multiple of 512, not {page}")
+    if not isinstance(bits, int) or not 1 <= bits <= 16:
+        raise ProbeError(f"stripe-bits detector: bits must be 1 to 16, not {bits!r}")
+    if not isinstance(reps, int) or reps < 2:
+        raise ProbeError(f"stripe-bits detector: reps must be at least 2, not {reps!r}")
+    # Each repetition: one block of 2**(bits+2) pages, aligned to its size. Bit b's concurrent
+    # pair is at the block's pages 2**(b+1) (bit b clear) and 3 * 2**b; its sequential pair at
+    # the same pages plus 2**(bits+1) (the same units: the bits above the probed ones stay
+    # clear below it). Every page of the block written at most once.
+    block = page << (bits + 2)
+    mirror = page << (bits + 1)
+    first = -(-target.start // block) * block
+    need = reps * block
+    if first + need > target.end:
+        raise RangeTooSmall(f"stripe-bits detector: the range holds "
+                            f"{target.end - target.start} bytes, it needs {need} aligned to "
+                            f"{block} ({reps} repetitions of {bits} bits at {page}-byte pages)")
+    other = target.clone()
+    pairs = {b: [] for b in range(bits)}
+    serial = {b: [] for b in range(bits)}
+    writes = 0
+    rng = random.Random(seed)
+    try:
+        for rep in range(reps):
+            base = first + rep * block
+            order = list(range(bits))
+            rng.shuffle(order)
+            for b in order:
+                a, c = base + (page << (b + 1)), base + 3 * (page << b)
+
+                def left(a=a):
+                    target.pwrite_through(a, _pattern(a, page))
+
+                def right(c=c):
+                    other.pwrite_through(c, _pattern(c, page))
+
+                def both(a=a + mirror, c=c + mirror):
+                    target.pwrite_through(a, _pattern(a, page))
+                    target.pwrite_through(c, _pattern(c, page))
+
+                # (In turn, which of the two goes first: a drift inside a repetition reaches
+                # both alike.)
+                if rng.random() < 0.5:
+                    pairs[b].append(_together([left, right]))
+                    serial[b].append(_together([both]))
+                else:
+                    serial[b].append(_together([both]))
+                    pairs[b].append(_together([left, right]))
+                writes += 4
+            if progress:
+                progress(f"stripe bits: repetition {rep + 1} of {reps}")
+    finally:
+        other.close()
+    ratio = {b: statistics.fmean(pairs[b]) / statistics.fmean(serial[b]) for b in range(bits)}
+    lo, hi = min(ratio.values()), max(ratio.values())
+    shift = int(math.log2(page)) if page & (page - 1) == 0 else None
+    notes = []
+    value = None
+    conf = 0.0
+    striping = []
+    if hi >= SPLIT * lo:
+        cut = math.sqrt(lo * hi)
+        striping = [b for b in range(bits) if ratio[b] < cut]
+        rest = [ratio[b] for b in range(bits) if ratio[b] >= cut]
+        gap = math.log2(min(rest) / max(ratio[b] for b in striping))
+        conf = max(0.0, min(1.0, gap))
+        low = striping[0]
+        if striping != list(range(low, low + len(striping))):
+            notes.append(f"the striping bits ({', '.join(map(str, striping))} of the page "
+                         f"address) are not contiguous: no bit-select striping (a hash, or a "
+                         f"number of units that is not a power of two)")
+            conf = 0.0
+        elif low:
+            notes.append(f"the lowest {low} page-address bit(s) do not stripe: {2 ** low} "
+                         f"pages of {page} bytes share a unit (a multi-plane row: the "
+                         f"effective page is {page << low} bytes)")
+        value = [b + shift for b in striping] if shift is not None else striping
+    else:
+        notes.append(f"the pair ratios do not split (largest {hi:.2f} ÷ smallest {lo:.2f} "
+                     f"< {SPLIT}): every bit looks alike (dynamic placement, or one unit)")
+    units = 2 ** len(striping) if value is not None else None
+    summary = [f"concurrent ÷ sequential pair time by page-address bit: "
+               + ", ".join(f"{b}: {ratio[b]:.2f}" for b in range(bits))]
+    if value is not None:
+        summary.append(f"striping bits (byte address): {', '.join(map(str, value)) or 'none'}"
+                       f"; {units} units addressed")
+    return Finding(
+        name="stripe_bits", value=value, confidence=round(conf, 3),
+        evidence={"ratio": {str(b): ratio[b] for b in range(bits)},
+                  "concurrent_s": {str(b): pairs[b] for b in range(bits)},
+                  "sequential_s": {str(b): serial[b] for b in range(bits)},
+                  "units_addressed": units, "page": page},
+        rule="a page-address bit stripes the units when its concurrent ÷ sequential pair time "
+             "lies below the geometric mean of the smallest and largest ratios (which must "
+             "differ by 1.3 ×)",
+        io={"writes": writes, "bytes_written": writes * page},
+        notes=notes, summary=summary)
