@@ -329,6 +329,11 @@ TRAINED_DAMAGE = [
     ({"mp": float("inf")}, "mp must be"),
     ({"mp": True}, "mp must be"),
     ({"source": ["x"]}, "source"),
+    # (benchmarks/fuzz.py, trained, seed 300090176: a counts list lengthened a thousandfold,
+    # 8.5 MB, took 2 s of CPU in json alone; refused by its size before it is parsed.)
+    ({"states": [{"name": "p", "kind": "program", "first_bin": 1, "counts": [0] * 3_000_000,
+                  "pulses": 1}]}, "larger than 4 MiB"),
+    ({"source": "x" * 5_000_000}, "larger than 4 MiB"),
 ]
 
 

@@ -59,6 +59,10 @@ MAX_BIN = MAX_OCTAVE * BINS_PER_OCTAVE
 MAX_COUNT = 1 << 53
 MAX_STATES = 64
 MAX_MP = 16
+#: The largest classifier file read: MAX_STATES states of 2 × MAX_BIN counts of 16 digits
+#: each are about 2.3 MB (what this version writes is a few kB); a larger file is refused
+#: before it is parsed (an 8.5 MB one took 2 s of CPU in json alone: a fuzzed input).
+MAX_FILE_BYTES = 4 << 20
 #: A pulse labelled a read is no read beyond READ_SPAN times the median labelled read width
 #: and READ_MAX_US (µs): the tap labels a busy by the last confirm it saw, and a resume (13h,
 #: D2h) is not in its vocabulary, so the rest of a program or erase resumed after reads comes
@@ -191,8 +195,12 @@ class TrainedClassifier:
     @classmethod
     def load(cls, path):
         try:
-            with open(path, encoding="utf-8") as f:
-                obj = json.load(f)
+            with open(path, "rb") as f:
+                raw = f.read(MAX_FILE_BYTES + 1)
+            if len(raw) > MAX_FILE_BYTES:
+                raise TrainedError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB: not a "
+                                   f"trained-classifier file (this version writes a few kB)")
+            obj = json.loads(raw.decode("utf-8"))
         except OSError as exc:
             raise TrainedError(f"{path}: cannot read: {exc.strerror}") from None
         except json.JSONDecodeError as exc:

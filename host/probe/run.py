@@ -5,7 +5,8 @@ calls without building a command line): a :class:`ProbeRequest` names the detect
 options; the findings come back in the order they ran.
 
 Order and why: ``page`` (the effective page: the write size of the others), ``units`` (needs
-the page), ``stripe`` (the address bits that stripe the units: needs the page), ``buffer`` (it flushes first: what ran before does not matter), ``gc`` (random page
+the page), ``stripe`` (the address bits that stripe the units: needs the page), ``buffer`` (it
+flushes first: what ran before does not matter), ``gc`` (random page
 writes until garbage collection starts: it leaves the drive collecting, which the erase-unit
 detector needs), ``erase`` (divides its period by the units found, or given).
 """

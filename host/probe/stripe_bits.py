@@ -137,7 +137,7 @@ def detect_stripe_bits(target, page, *, bits=7, reps=6, seed=0, progress=None):
         notes.append(f"the pair ratios do not split (largest {hi:.2f} ÷ smallest {lo:.2f} "
                      f"< {SPLIT}): every bit looks alike (dynamic placement, or one unit)")
     units = 2 ** len(striping) if value is not None else None
-    summary = [f"concurrent ÷ sequential pair time by page-address bit: "
+    summary = ["concurrent ÷ sequential pair time by page-address bit: "
                + ", ".join(f"{b}: {ratio[b]:.2f}" for b in range(bits))]
     if value is not None:
         summary.append(f"striping bits (byte address): {', '.join(map(str, value)) or 'none'}"
