@@ -167,6 +167,16 @@ class TimingEngine(wiring.Component):
         if p.storage == Storage.ARRAY:
             needs_copy = (op == Op.PROG) | (op == Op.CACHE)
 
+        # Cycles since the operation was loaded (saturating): the array time of a cache program
+        # is ready four cycles after ``op_row`` (page type two, base and jitter three, ticks
+        # four): a cache program that completes sooner (a tCBSY of 0 and a short tWB) waits.
+        since = Signal(range(8))
+        with m.If(self.req):
+            m.d.sync += since.eq(0)
+        with m.Elif(since != 7):
+            m.d.sync += since.eq(since + 1)
+        array_ready = (op != Op.CACHE) | (since >= 4)
+
         load = Signal()
         complete = Signal()
         with m.Switch(phase):
@@ -187,7 +197,7 @@ class TimingEngine(wiring.Component):
             with m.Case(Phase.BUSY):
                 with m.If(timer.done):
                     m.d.sync += tdone.eq(1)
-                with m.If((tdone | timer.done) & ~self.copy_busy):
+                with m.If((tdone | timer.done) & ~self.copy_busy & array_ready):
                     m.d.comb += complete.eq(1)
         with m.If(load):
             m.d.comb += [timer.start.eq(1), timer.ticks.eq(load_ticks),
@@ -195,7 +205,7 @@ class TimingEngine(wiring.Component):
             m.d.sync += tdone.eq(load_zero)
             if p.jitter_bits:
                 m.d.comb += lfsr.step.eq(1)
-            with m.If(load_zero & ~needs_copy):
+            with m.If(load_zero & ~needs_copy & array_ready):
                 m.d.comb += complete.eq(1)
             with m.Else():
                 m.d.sync += [phase.eq(Phase.BUSY), pin_low.eq(1)]
@@ -258,13 +268,14 @@ class PageTypes(wiring.Component):
     """The page types of two rows: the program being confirmed, and the operation's final page.
 
     The type of the page of a row (a register of its owner): entry ``page % page_type_slots``
-    of the map, ready one cycle after the row changed. A map of a few entries is read from the
-    configuration (a register, so the entry is registered here); a longer one from the die's
-    page-type RAM (a synchronous read port addressed by the row, the entry picked from the word
-    with the low bits registered alongside). Both callers leave their row alone for longer than
-    that before the type is used: a confirm comes two cycles or more after the last address
-    cycle, and ``op_row`` is loaded with the operation, at least three cycles before the busy
-    period that needs its type.
+    of the map, ready one cycle after the row changed (``array_type`` from a page-type RAM: two
+    cycles, its entry registered once more to cut a long path). A map of a few entries is read
+    from the configuration (a register, so the entry is registered here); a longer one from the
+    die's page-type RAM (a synchronous read port addressed by the row, the entry picked from
+    the word with the low bits registered alongside). Both callers leave their row alone for
+    longer than that before the type is used: a confirm comes two cycles or more after the last
+    address cycle, and the timing engine starts a cache program's background array program no
+    sooner than four cycles after ``op_row`` was loaded (its ``since`` counter).
 
     Parameters
     ----------
@@ -308,7 +319,7 @@ class PageTypes(wiring.Component):
                          pt_wr.data.eq(self.page_types_w.data), pt_wr.en.eq(1)]
         word_bits = (PAGE_TYPE_WORD - 1).bit_length()
 
-        def page_type_of(row_reg, name):
+        def page_type_of(row_reg, name, *, staged=False):
             entry = Signal(max(type_bits, 1), name=f"{name}_entry")
             # (The page number modulo the map's size.)
             m.d.comb += entry.eq(row_reg[:p.page_bits])
@@ -320,9 +331,17 @@ class PageTypes(wiring.Component):
             low = Signal(word_bits, name=f"{name}_ptype_low")
             m.d.comb += port.addr.eq(entry[word_bits:])
             m.d.sync += low.eq(entry[:word_bits])
-            return port.data[low]
+            if not staged:
+                return port.data[low]
+            # The entry picked from the word is registered: the RAM's output, the word's
+            # multiplexer and the busy time's table and jitter were one path (the ULX3S emulator
+            # builds' slowest: 90.9 MHz with the tap); the type is then ready two cycles after
+            # the row changed (the timing engine's ``since`` waits for it).
+            staged_type = Signal(2, name=f"{name}_ptype_q")
+            m.d.sync += staged_type.eq(port.data[low])
+            return staged_type
 
         # (In this order: the RAM's read ports are numbered as they are made.)
-        m.d.comb += self.array_type.eq(page_type_of(self.array_row, "array"))
+        m.d.comb += self.array_type.eq(page_type_of(self.array_row, "array", staged=True))
         m.d.comb += self.prog_type.eq(page_type_of(self.prog_row, "prog"))
         return m
