@@ -376,3 +376,45 @@ def test_page_type_map_sizes_and_the_links_register_window():
     assert max(r.address for r in regs if r.name.startswith("EMU_CFG_")) < 0x1040
     with pytest.raises(ValueError, match=r"EMU_CFG: .*\(2592 bits\).* 64 registers"):
         emulator_extension(EmuParams(pages_per_block=1024, page_type_slots=1024))
+
+
+def test_a_zero_tcbsy_cache_program_waits_for_its_page_types_array_time():
+    """A cache program (15h) with tCBSY 0 completes at its load, three cycles after the
+    operation: the background array program's time, taken from the page-type RAM (registered
+    twice since the ULX3S emulator builds' timing fix) and the busy-time table, is ready only
+    four cycles after. The array program must still run its own page type's time, not the
+    time left in the registers by the operation before (`since` in the timing engine)."""
+    from rbscope.gateware.nand_emu.layouts import page_type_words
+
+    params = EmuParams(page_bytes=16, spare_bytes=0, pages_per_block=16, blocks_per_plane=4,
+                       planes=1, page_type_slots=64, jitter_bits=0, bad_block_slots=0)
+    assert page_type_words(params)  # (the map is read from the die's page-type RAM)
+    times = {"PROG0": 150, "PROG1": 400, "BERS": 4, "CBSY": 0}
+    pattern = (1, 0, 0, 1)  # page types of pages 0-3 (and on, repeating)
+    cfg = EmuConfig(t_wb=0, times=times, page_types=pattern).validate(params)
+    b = EmuBench(params)
+
+    async def array_busy(ctx, page):
+        """Cache-program ``page``; return the cycles until the status says the array is ready
+        again (ARDY, bit 5), polling it."""
+        await b.program(ctx, 1, page, confirm=0x15, wait=False)
+        cycles = 0
+        while True:
+            await b.command(ctx, 0x70)
+            start = cycles
+            status = (await b.data_out(ctx, 1))[0]
+            cycles = start + 12  # (a poll's command and data out, about this many cycles)
+            if status & 0x20:
+                return cycles
+            await ctx.tick()
+            cycles += 1
+
+    async def bench(ctx):
+        await b.erase(ctx, 1)
+        got = [await array_busy(ctx, page) for page in range(4)]
+        for page, busy in enumerate(got):
+            expect = times["PROG1" if pattern[page] else "PROG0"]
+            # (Within a few polls: the poll's own cycles are estimated.)
+            assert abs(busy - expect) <= 60, (page, got)
+
+    b.run(bench, cfg)
