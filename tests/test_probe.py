@@ -274,3 +274,22 @@ def test_stripe_bits_detector_through_nbd(tmp_path, name, slowdown, bits):
     (f,) = _probe(tmp_path, name, "stripe", slowdown, "--page-size", str(d.page_size * d.mp))
     assert f["value"] == bits, f["evidence"]["ratio"]
     assert f["evidence"]["units_addressed"] == d.dies and f["confidence"] > 0.3
+
+
+def test_the_guess_takes_the_striping_bits_units_where_the_writers_fell_short():
+    # mlc-2plane's figures (docs/benchmarks.md): the units detector found 8 of its 16 dies,
+    # the striping bits 13-16 (16 units) at confidence 0.72.
+    page = Finding("page_size", 8192, 0.78)
+    units = Finding("parallel_units", 8, 0.34)
+    stripe = Finding("stripe_bits", [13, 14, 15, 16], 0.72,
+                     evidence={"units_addressed": 16, "page": 8192})
+    from rbscope.probe.guess import guess_geometry
+
+    assert guess_geometry([page, units, stripe]).channels == 16
+    assert guess_geometry([page, units]).channels == 8
+    # Not at a low confidence, nor measured at another page size.
+    weak = Finding("stripe_bits", [13, 14, 15], 0.1, evidence={"units_addressed": 8,
+                                                               "page": 8192})
+    assert guess_geometry([page, Finding("parallel_units", 4, 0.3), weak]).channels == 4
+    other = Finding("stripe_bits", [12, 13], 0.6, evidence={"units_addressed": 4, "page": 4096})
+    assert guess_geometry([page, Finding("parallel_units", 2, 0.3), other]).channels == 2

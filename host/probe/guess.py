@@ -7,20 +7,33 @@ from .target import ProbeError
 __all__ = ["guess_geometry", "guess_toml"]
 
 
+#: The striping bits' units replace the units detector's when found at this confidence.
+STRIPE_CONFIDENCE = 0.3
+
+
 def guess_geometry(findings, name="probed drive"):
     """The geometry the findings imply: ``parallel_units`` channels of one single-plane die
     each (without a units finding: the units the erase detector was given), pages of the
     effective page size (the program unit), and with an erase unit its pages per block (erase
-    unit ÷ page)."""
+    unit ÷ page).
+
+    Where the striping bits (``stripe_bits``, at confidence :data:`STRIPE_CONFIDENCE` or more)
+    address more units than the units detector found, theirs are taken: concurrent writers
+    fall short of the dies where a batch waits for its slowest page type or the channels' buses
+    (``docs/vssd.md``), while a pair one address bit apart needs only two units to overlap."""
     by = {f.name: f for f in findings}
     page = by.get("page_size")
     units = by.get("parallel_units")
     erase = by.get("erase_unit")
+    stripe = by.get("stripe_bits")
     if page is None or page.value is None:
         raise ProbeError("no page size was found: no geometry to guess")
     n = units.value if units is not None and units.value else 1
     if (units is None or not units.value) and erase is not None:
         n = erase.evidence.get("units") or 1  # the units the erase detector was given
+    if stripe is not None and stripe.value and stripe.confidence >= STRIPE_CONFIDENCE \
+            and stripe.evidence.get("page") == page.value:
+        n = max(n, int(stripe.evidence.get("units_addressed") or 1))
     ppb = None
     if erase is not None and erase.value and erase.value % page.value == 0:
         ppb = erase.value // page.value
