@@ -16,7 +16,6 @@ was in the cycle before the edge (the die drives it from tREA after RE# falls un
 the rising edge). Cycles with every CE# high, or CLE and ALE both high, are no bus cycles.
 """
 
-import math
 from array import array
 from dataclasses import dataclass, field
 
@@ -338,14 +337,14 @@ class CheckedLabeller(TapLabeller):
         self.commands = self.unknown = self.addresses = self.orphans = self.confirms = 0
         self.untagged = self.labelled = 0
         self._after = None  # the last strobe's kind and byte
-        # Per target: the cycle of each command and whether it starts a busy (a confirm); a
-        # pulse's lag after the last one (log2 cycles, a histogram), and the pulses whose last
-        # command before them is none or starts no busy.
+        # Per target: the cycle of each command and whether it starts a busy (a confirm); each
+        # pulse's lag (cycles) after the confirm before it, and the pulses whose last command
+        # before them is none or starts no busy.
         targets = self.params.targets
         self._cmd_cycles = [array("q") for _ in range(targets)]
         self._cmd_confirm = [bytearray() for _ in range(targets)]
         self._last_end = {}
-        self.lag_hist = np.zeros(65, dtype=np.int64)
+        self.lags = array("q")
         self.not_after_confirm = 0
 
     def strobe(self, strobe):
@@ -384,9 +383,7 @@ class CheckedLabeller(TapLabeller):
         after = i >= 0
         after[after] = confirm[i[after]] == 1
         self.not_after_confirm += int((~after).sum())
-        lag = starts[after] - cycles[i[after]]
-        bins = np.minimum(64, np.floor(np.log2(np.maximum(lag, 1))).astype(np.int64))
-        self.lag_hist += np.bincount(bins, minlength=65)
+        self.lags.frombytes((starts[after] - cycles[i[after]]).astype(np.int64).tobytes())
         self._last_end[die] = last_end
         if len(cycles) > _KEEP_COMMANDS:
             # Commands before every labelled die's last pulse on this target are needed no more
@@ -426,10 +423,9 @@ class CheckedLabeller(TapLabeller):
                        f"the R/B# lines")
         if self.labelled >= IMPLAUSIBLE_MIN:
             late = self.not_after_confirm
-            if clock_seconds:
-                limit = BUSY_AFTER_CONFIRM_S / clock_seconds
-                # (Bin b holds lags of 2**b to 2**(b+1) cycles: those wholly above the limit.)
-                late += int(self.lag_hist[np.arange(65) >= math.log2(max(limit, 1.0))].sum())
+            if clock_seconds and len(self.lags):
+                lags = np.frombuffer(self.lags, dtype=np.int64)
+                late += int((lags * clock_seconds > BUSY_AFTER_CONFIRM_S).sum())
             if late > IMPLAUSIBLE_SHARE * self.labelled:
                 out.append(f"{late} of {self.labelled} busy pulses do not start right after a "
                            f"busy-starting confirm command on their target (R/B# falls tWB, "
