@@ -7,7 +7,6 @@ The same pins also go through the recordings' software decoder (``decode_cycles`
 """
 
 import pytest
-from amaranth.sim import Simulator
 
 from rbscope.analysis.identify import drive_fields
 from rbscope.device.tap import record_cycles
@@ -16,17 +15,15 @@ from rbscope.gateware.nand_emu.onfi_rom import id_bytes, parameter_page
 from rbscope.gateware.onfi_tap import (
     RECORD_ARM,
     RECORD_START,
-    OnfiTap,
     RecordKind,
     TapParams,
     TapSpace,
     decode_record_word,
 )
 from rbscope.gateware.rb_sniffer.params import SnifferParams
-from rbscope.recordings.onfi_bus import decode_cycles, group_commands, identities
+from rbscope.recordings.onfi_bus import group_commands, identities
 
-from .nand_emu_harness import stream_read
-from .powerup_harness import CLOCK_NS, record_powerup
+from .powerup_harness import RAW, drive_pins, record_powerup, replay, software_cycles
 
 #: Two targets of a 4-plane QLC die: fields that differ from every default.
 PARAMS = EmuParams(dies=2, page_bytes=16384, spare_bytes=1872, pages_per_block=512,
@@ -49,84 +46,6 @@ def recorded(powerup):
 def tap_params(cells=1024):
     return TapParams(targets=PARAMS.dies, sniffer=SnifferParams(channels=PARAMS.dies),
                      record_cells=cells)
-
-
-def replay(params, record, *, before=(), after=()):
-    """Drive ``record`` (``record_powerup``'s per-cycle pins) into an OnfiTap built with
-    ``params``, with the testbench steps ``before`` and ``after`` it (each an async function of
-    ``(ctx, dut)``); return the words of the RECORD space, per target up to its fill, and the
-    first word of each target."""
-    dut = OnfiTap(params)
-    sim = Simulator(dut)
-    sim.add_clock(CLOCK_NS * 1e-9)
-    out = {}
-
-    async def bench(ctx):
-        for step in before:
-            await step(ctx, dut)
-        await drive_pins(ctx, dut, record)
-        await ctx.tick().repeat(10)
-        for step in after:
-            await step(ctx, dut)
-        out.update(await read_record(ctx, dut, params))
-
-    sim.add_testbench(bench)
-    sim.run()
-    return out
-
-
-async def drive_pins(ctx, dut, record, prefix=""):
-    """Drive ``record_powerup``'s pins, one record per cycle, into the bus inputs of ``dut``
-    (named ``prefix`` + pin) and its R/B# inputs."""
-    for we, cle, ale, re, dq, ce, rb in record:
-        for name, value in (("we_n", we), ("cle", cle), ("ale", ale), ("re_n", re), ("io", dq),
-                            ("ce_n", ce)):
-            ctx.set(getattr(dut, prefix + name), value)
-        ctx.set(dut.rb, rb)
-        await ctx.tick()
-
-
-async def read_record(ctx, dut, params):
-    """Per target, the decoded words of its cells up to one past its fill (the raw words are
-    kept in ``RAW``, keyed by index, for the stand-in device below)."""
-    words = {}
-
-    async def read(index):
-        word = await stream_read(ctx, dut.read_req, dut.read_resp,
-                                 {"space": TapSpace.RECORD, "index": index})
-        RAW[params.record_cells, index] = word
-        return decode_record_word(word)
-
-    for t in range(params.targets):
-        if not params.record_cells:
-            words[t] = [await read(t)]
-            continue
-        head = await read(params.record_index(t, 0))
-        words[t] = [head] + [await read(params.record_index(t, i))
-                             for i in range(1, min(head.fill + 1, params.record_cells))]
-    return words
-
-
-#: ``(record_cells, index) → word`` of every RECORD read of the tests.
-RAW = {}
-
-
-def software_cycles(record, targets):
-    """The bus cycles of the recorded pins as the VCD decoder reads them (channel order WE#,
-    CLE, ALE, RE#, DQ0-7, CE# per target)."""
-    def levels(r):
-        we, cle, ale, re, dq, ce, _rb = r
-        return [we, cle, ale, re, *(dq >> i & 1 for i in range(8)),
-                *(ce >> t & 1 for t in range(targets))]
-
-    initial = levels(record[0])
-    edges = []
-    prev = initial
-    for c, r in enumerate(record[1:], 1):
-        now = levels(r)
-        edges += [(c, ch, v) for ch, (v, p) in enumerate(zip(now, prev, strict=True)) if v != p]
-        prev = now
-    return decode_cycles(initial, edges, CLOCK_NS * 1e-9, targets)
 
 
 def test_recorder_keeps_each_targets_power_up_and_decodes_to_the_emulators_page(powerup,
