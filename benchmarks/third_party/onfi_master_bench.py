@@ -60,8 +60,15 @@ class LockStep:
         return self.out
 
 
-def bit(handle):
-    return int(handle.value)
+def bit(handle, default=None):
+    """A port's value as a number; the keeper's weak levels count as the levels they hold. An
+    undefined value is ``default`` where one is given, an error otherwise."""
+    text = str(handle.value).replace("H", "1").replace("L", "0")
+    if set(text) - {"0", "1"}:
+        if default is not None:
+            return default
+        raise AssertionError(f"{handle._name} is {handle.value}, not a number")
+    return int(text, 2)
 
 
 @cocotb.test()
@@ -70,6 +77,7 @@ async def identify_the_emulator(dut):
     params = EmuParams(**p["emu"])
     config = EmuConfig(times={BusyTime.RST: p["reset_cycles"], BusyTime.R: p["read_cycles"]})
     emu = LockStep(params, config)
+    ratio = p["ratio"]
     record = []
 
     dut.enable.value = 0  # the controller runs while enable is low
@@ -80,19 +88,28 @@ async def identify_the_emulator(dut):
     dut.dq_die.value = 0
     dut.dq_die_oe.value = 0
     dut.nreset.value = 0
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    cocotb.start_soon(Clock(dut.clk, 10 * ratio, unit="ns").start())
 
     async def bus():
-        """Every cycle: the controller's pins into the emulator, the die's back."""
+        """Every controller cycle: its pins into the emulator for ``ratio`` emulator cycles,
+        the die's DQ, drive enable and R/B# back; one record per emulator cycle."""
         while True:
             await RisingEdge(dut.clk)
             await ReadOnly()
             we, cle, ale, re, ce = (bit(dut.nwe), bit(dut.cle), bit(dut.ale), bit(dut.nre),
                                     bit(dut.nce))
-            dq, wp = bit(dut.dq), bit(dut.nwp)
-            record.append((we, cle, ale, re, dq, ce, bit(dut.rnb)))
+            wp = bit(dut.nwp)
+            # Before its first command the controller drives its uninitialised data register
+            # ('U'); that is never latched (checked: WE# high), and reads as FFh here.
+            dq = bit(dut.dq, default=-1)
+            if dq < 0:
+                assert we == 1, "the controller latched an undefined byte"
+                dq = 0xFF
             await FallingEdge(dut.clk)
-            out = emu.step(we_n=we, cle=cle, ale=ale, re_n=re, ce_n=ce, io_i=dq, wp_n=wp)
+            for _ in range(ratio):
+                out = emu.step(we_n=we, cle=cle, ale=ale, re_n=re, ce_n=ce, io_i=dq, wp_n=wp)
+                record.append((we, cle, ale, re, out["io_o"] if out["io_oe"] else dq, ce,
+                               out["die_rb"]))
             dut.rnb.value = out["die_rb"]
             dut.dq_die.value = out["io_o"]
             dut.dq_die_oe.value = out["io_oe"]
@@ -103,8 +120,9 @@ async def identify_the_emulator(dut):
     await FallingEdge(dut.clk)
     dut.nreset.value = 1
 
-    async def command(code, limit=200_000):
-        """Issue one controller command and wait until it is idle again; its data_out."""
+    async def command(code, read=False, limit=200_000):
+        """Issue one controller command and wait until it is idle again; its data_out if
+        ``read``."""
         await FallingEdge(dut.clk)
         dut.cmd_in.value = code
         dut.activate.value = 1
@@ -113,7 +131,7 @@ async def identify_the_emulator(dut):
         for _ in range(limit):
             await FallingEdge(dut.clk)
             if not bit(dut.busy):
-                return bit(dut.data_out)
+                return bit(dut.data_out) if read else None
         raise AssertionError(f"controller command {code} did not finish in {limit} cycles")
 
     for _ in range(4):
@@ -122,14 +140,18 @@ async def identify_the_emulator(dut):
     await command(NAND_RESET)
     await command(READ_ID)
     await command(READ_PARAMETER_PAGE)
-    status = await command(GET_STATUS)
+    status = await command(GET_STATUS, read=True)
     await command(RESET_INDEX)
-    page = [await command(GET_PARAM_PAGE_BYTE) for _ in range(256)]
+    json.dump({"record": record}, open(p["out"] + ".dbg", "w"))
+    page = [await command(GET_PARAM_PAGE_BYTE, read=True) for _ in range(256)]
     await command(RESET_INDEX)
-    ident = [await command(GET_ID_BYTE) for _ in range(5)]
+    ident = [await command(GET_ID_BYTE, read=True) for _ in range(5)]
     for _ in range(8):
         await FallingEdge(dut.clk)
 
+    # The controller's own parse of the page (its integer registers, read through VPI).
+    parsed = {name: int(getattr(dut.master, name).value)
+              for name in ("data_bytes_per_page", "oob_bytes_per_page", "addr_cycles")}
     with open(p["out"], "w") as f:
-        json.dump({"status": status, "page": page, "id": ident, "record": record,
-                   "emulator_cycles": emu.cycles}, f)
+        json.dump({"status": status, "page": page, "id": ident, "parsed": parsed,
+                   "record": record, "emulator_cycles": emu.cycles}, f)
