@@ -132,14 +132,14 @@ def _tools():
 SLOWDOWN = {"ssd-v": (20, 30), "mlc-2plane": (40, 100), "slc": (40, 200), "tlc-gc": (20, 40)}
 
 
-def _probe(tmp_path, name, detector, slowdown, *extra):
+def _probe(tmp_path, name, detector, slowdown, *extra, vssd=(), size="64MiB"):
     _tools()
     out = tmp_path / f"{detector}.json"
     cmd = " ".join([shlex.quote(sys.executable), "-m", "rbscope.cli", "probe-geometry", '"$uri"',
-                    "--destructive", "--range", "0:64MiB", "-q", "--json", "--detectors",
+                    "--destructive", "--range", f"0:{size}", "-q", "--json", "--detectors",
                     detector, *extra, ">", str(out)])
     sock = tmp_path / f"{detector}.sock"
-    r = rbscope("vssd", name, "--socket", sock, "--slowdown", slowdown, "--run", cmd,
+    r = rbscope("vssd", name, "--socket", sock, "--slowdown", slowdown, "--run", cmd, *vssd,
                 timeout=600)
     assert r.returncode == 0, r.stderr
     return json.loads(out.read_text())["findings"]
@@ -186,14 +186,17 @@ def test_parallel_units_detector_and_the_guess_on_ssd_v(tmp_path):
 
 class _Striped:
     """A target whose units are chosen by bits of the page address: a write holds its unit for
-    ``t`` seconds (writes on one unit queue, writes on different units overlap)."""
+    ``t`` seconds (writes on one unit queue, writes on different units overlap). ``t`` may be
+    a sequence: a unit's n-th write holds it for ``t[n % len(t)]`` (its page types)."""
 
     def __init__(self, page, select, t=0.02, size=64 << 20):
         import threading
 
         from rbscope.probe.target import Target
 
-        self.page, self.select, self.t = page, select, t
+        self.page, self.select = page, select
+        self.t = t if isinstance(t, (list, tuple)) else (t,)
+        self.done = {}
         self.locks = {}
         self.guard = threading.Lock()
         self.writes = []
@@ -208,7 +211,9 @@ class _Striped:
                     lock = outer.locks.setdefault(unit, threading.Lock())
                 with lock:
                     import time
-                    time.sleep(outer.t)
+                    n = outer.done.get(unit, 0)
+                    outer.done[unit] = n + 1
+                    time.sleep(outer.t[n % len(outer.t)])
 
             def clone(self):
                 return T(self.name, self.size, self.start, self.end, True)
@@ -225,7 +230,7 @@ def test_stripe_bits_detector_finds_the_bits_that_select_the_units(name, select,
     from rbscope.probe.stripe_bits import detect_stripe_bits
 
     s = _Striped(4096, select)
-    f = detect_stripe_bits(s.target, 4096, bits=5, reps=4)
+    f = detect_stripe_bits(s.target, 4096, bits=5, reps=4, cycle=1)
     assert f.name == "stripe_bits"
     assert f.value == bits, (name, f.evidence["ratio"])
     if bits is None:
@@ -236,6 +241,11 @@ def test_stripe_bits_detector_finds_the_bits_that_select_the_units(name, select,
         # Every write inside the range, one page each, and the pairs one bit apart.
     assert all(0 <= o and o + n <= 64 << 20 and n == 4096 for o, n in s.writes)
     assert f.io["writes"] == len(s.writes) == 4 * 5 * 4
+    if bits:  # the writes each unit took, for the cross-check with the pulses
+        units = [0] * 2 ** len(bits)
+        for o, _n in s.writes:
+            units[select(o // 4096)] += 1
+        assert f.evidence["writes_per_unit"] == sorted(units)
 
 
 def test_stripe_bits_detector_says_what_lies_below_or_between_the_bits():
@@ -243,14 +253,28 @@ def test_stripe_bits_detector_says_what_lies_below_or_between_the_bits():
 
     # Two planes' pages on one die (a multi-plane row), then 4 dies: page bits 1-2 stripe.
     s = _Striped(4096, lambda p: (p >> 1) % 4)
-    f = detect_stripe_bits(s.target, 4096, bits=5, reps=4)
+    f = detect_stripe_bits(s.target, 4096, bits=5, reps=4, cycle=1)
     assert f.value == [13, 14] and f.confidence > 0.5, f.evidence["ratio"]
     assert "2 pages of 4096 bytes share a unit" in f.notes[0] and "8192" in f.notes[0]
     # Bits 0 and 2 but not 1: no bit-select striping.
     s = _Striped(4096, lambda p: (p & 1) | ((p >> 1) & 2))
-    f = detect_stripe_bits(s.target, 4096, bits=5, reps=4)
+    f = detect_stripe_bits(s.target, 4096, bits=5, reps=4, cycle=1)
     assert f.value == [12, 14] and f.confidence == 0.0
     assert "not contiguous" in f.notes[0]
+
+
+def test_stripe_bits_detector_measures_whole_page_type_cycles():
+    # TLC-like units: a unit's writes take 5, 20 and 60 ms in turn (its page types). Runs of
+    # three pairs meet every page type once concurrently and once in turn, so the striping
+    # bits (page bits 0-2: 8 units) stand clear of the queued ones.
+    s = _Striped(4096, lambda p: p % 8, t=(0.005, 0.02, 0.06))
+    from rbscope.probe.stripe_bits import detect_stripe_bits
+
+    f = detect_stripe_bits(s.target, 4096, bits=5, reps=2, cycle=3)
+    assert f.value == [12, 13, 14] and f.confidence > 0.3, f.evidence["ratio"]
+    assert f.io["writes"] == len(s.writes) == 4 * 5 * 2 * 3
+    # Each run is three pairs on fresh pages of the same units.
+    assert len(set(o for o, _ in s.writes)) == len(s.writes)
 
 
 def test_stripe_bits_detector_refuses_a_range_too_small():
@@ -260,6 +284,8 @@ def test_stripe_bits_detector_refuses_a_range_too_small():
     s = _Striped(4096, lambda p: p % 4, size=1 << 20)
     with pytest.raises(RangeTooSmall, match="needs"):
         detect_stripe_bits(s.target, 4096, bits=8, reps=6)
+    with pytest.raises(RangeTooSmall, match="6 pairs"):
+        detect_stripe_bits(s.target, 4096, bits=7, reps=2)
     with pytest.raises(ProbeError, match="multiple of 512"):
         detect_stripe_bits(s.target, 1000)
 
@@ -268,12 +294,26 @@ def test_stripe_bits_detector_refuses_a_range_too_small():
     # SSD-v stripes its 4 dies by page bits 0-1 (die = page mod 4): byte bits 12 and 13.
     ("ssd-v", 30, [12, 13]),
     # mlc-2plane: 16 dies by bits 0-3 of its 8 KiB two-plane rows: byte bits 13 to 16.
-    pytest.param("mlc-2plane", 40, [13, 14, 15, 16], marks=pytest.mark.slow)])
+    pytest.param("mlc-2plane", 40, [13, 14, 15, 16], marks=pytest.mark.slow),
+    # slc: 16 dies on 4 channels by bits 0-3 of its 8 KiB rows.
+    pytest.param("slc", 200, [13, 14, 15, 16], marks=pytest.mark.slow),
+    # tlc-gc: 8 dies by bits 0-2 of its 16 KiB pages; page types of 0.4-4 ms.
+    pytest.param("tlc-gc", 40, [14, 15, 16], marks=pytest.mark.slow)])
 def test_stripe_bits_detector_through_nbd(tmp_path, name, slowdown, bits):
     d = preset(name)
-    (f,) = _probe(tmp_path, name, "stripe", slowdown, "--page-size", str(d.page_size * d.mp))
+    vcd, geo = tmp_path / "r.vcd", tmp_path / "g.toml"
+    (f,) = _probe(tmp_path, name, "stripe", slowdown, "--page-size", str(d.page_size * d.mp),
+                  vssd=("--record", vcd, "--geometry-out", geo),
+                  size="128MiB" if d.page_size * d.mp > 8192 else "64MiB")
     assert f["value"] == bits, f["evidence"]["ratio"]
     assert f["evidence"]["units_addressed"] == d.dies and f["confidence"] > 0.3
+    # The R/B# lines of the same run: each unit's writes as the bits found predict.
+    r = rbscope("probe-geometry", "--findings", tmp_path / "stripe.json", "--pulses", vcd,
+                "--geometry", geo, "--json")
+    assert r.returncode == 0, r.stderr
+    checks = {c["quantity"]: c for c in json.loads(r.stdout)["cross_check"]["checks"]}
+    assert checks["striping bits: writes per unit"]["agrees"], checks
+    assert checks["parallel units"]["agrees"], checks
 
 
 def test_the_guess_takes_the_striping_bits_units_where_the_writers_fell_short():
@@ -293,3 +333,27 @@ def test_the_guess_takes_the_striping_bits_units_where_the_writers_fell_short():
     assert guess_geometry([page, Finding("parallel_units", 4, 0.3), weak]).channels == 4
     other = Finding("stripe_bits", [12, 13], 0.6, evidence={"units_addressed": 4, "page": 4096})
     assert guess_geometry([page, Finding("parallel_units", 2, 0.3), other]).channels == 2
+
+
+def test_the_striping_cross_check_compares_each_units_writes_with_the_lines():
+    from rbscope.probe.pulses import _striping_check
+
+    stripe = {"name": "stripe_bits", "value": [14, 15, 16], "confidence": 0.7,
+              "evidence": {"page": 16384, "units_addressed": 8,
+                           "writes_per_unit": [0, 0, 0, 24, 24, 24, 48, 216]}}
+    lines = {f"RB{i}": {"programs": p, "erases": e, "reads": 0, "pages_per_block": None}
+             for i, (p, e) in enumerate([(17, 7), (17, 7), (16, 8), (33, 15), (150, 66),
+                                         (0, 0), (0, 0), (0, 0)])}
+    ok = _striping_check(stripe, {"stripe_bits": stripe}, lines)
+    assert ok.agrees and ok.pulses == [24, 24, 24, 48, 216]
+    # Other bits would spread the same writes otherwise: the lines disagree.
+    lines["RB4"] = {"programs": 100, "erases": 16, "reads": 0, "pages_per_block": None}
+    lines["RB5"] = {"programs": 100, "erases": 0, "reads": 0, "pages_per_block": None}
+    assert _striping_check(stripe, {"stripe_bits": stripe}, lines).agrees is False
+    # Another detector's writes fall on the lines too: not compared.
+    both = {"stripe_bits": stripe, "page_size": {"name": "page_size", "io": {"writes": 40}}}
+    c = _striping_check(stripe, both, lines)
+    assert c.agrees is None and "other detectors wrote 40 pages" in c.evidence
+    # No bits decided: nothing to predict.
+    none = dict(stripe, value=None, evidence={"page": 16384, "writes_per_unit": None})
+    assert _striping_check(none, {"stripe_bits": none}, lines).agrees is None

@@ -4,11 +4,25 @@ from rbscope.analysis.geometry import Geometry, geometry_toml
 
 from .target import ProbeError
 
-__all__ = ["guess_geometry", "guess_toml"]
+__all__ = ["guess_geometry", "guess_toml", "stripe_units"]
 
 
 #: The striping bits' units replace the units detector's when found at this confidence.
 STRIPE_CONFIDENCE = 0.3
+
+
+def stripe_units(stripe, page):
+    """The units the striping bits address (``stripe``: the ``stripe_bits`` finding or its
+    dict), where they were found at :data:`STRIPE_CONFIDENCE` or more with pages of ``page``
+    bytes; else None."""
+    if stripe is None:
+        return None
+    d = stripe if isinstance(stripe, dict) else stripe.to_dict()
+    evidence = d.get("evidence") or {}
+    if d.get("value") and d.get("confidence", 0) >= STRIPE_CONFIDENCE \
+            and evidence.get("page") == page:
+        return int(evidence.get("units_addressed") or 1)
+    return None
 
 
 def guess_geometry(findings, name="probed drive"):
@@ -31,9 +45,7 @@ def guess_geometry(findings, name="probed drive"):
     n = units.value if units is not None and units.value else 1
     if (units is None or not units.value) and erase is not None:
         n = erase.evidence.get("units") or 1  # the units the erase detector was given
-    if stripe is not None and stripe.value and stripe.confidence >= STRIPE_CONFIDENCE \
-            and stripe.evidence.get("page") == page.value:
-        n = max(n, int(stripe.evidence.get("units_addressed") or 1))
+    n = max(n, stripe_units(stripe, page.value) or 1)
     ppb = None
     if erase is not None and erase.value and erase.value % page.value == 0:
         ppb = erase.value // page.value

@@ -7,12 +7,19 @@ recording, classifies each pulse by its width (the class windows of a geometry's
 ``[classifier]``, else ``rbscope analyze``'s generic MLC windows) and compares:
 
 * **parallel units**: the R/B# lines that carry program pulses (the dies that were written),
-  against the units detector's value (equal: agrees);
+  against the units detector's value, or the striping bits' units where they address more
+  (the guess's rule; equal: agrees);
 * **pages per block**: on each line with at least :data:`MIN_ERASES` erases, the program pulses
   between its first and its last erase ÷ the erases between (a die that collects garbage
   erases a block each time it has filled one, relocations included; the count starts after
   the first collection's burst of erases), the median over the lines, against the erase
   unit ÷ the page of the guess (within 5 %: agrees);
+* **striping bits: writes per unit** (with a ``stripe_bits`` finding, when the stripe detector
+  was the run's only writer): the writes each unit took if the bits found select the units,
+  sorted, against each line's program and erase pulses, sorted (each within 5 %; the
+  detector's writes erase nothing on a fresh drive, and the width windows put a TLC die's
+  slowest programs among the erases): wrong bits predict another spread of the detector's
+  pages over the units than the dies show;
 * **garbage collection**: whether the pulses hold erases at all, against whether the gc
   detector found an onset (the reference SSD erases only to collect; a drive that erases on a
   schedule of its own would not agree);
@@ -33,6 +40,8 @@ import numpy as np
 from rbscope.analysis.presets import DEFAULT_PRESET
 from rbscope.recordings.stream import RecordingError
 from rbscope.recordings.vcd import read_header
+
+from .guess import stripe_units
 
 __all__ = ["Check", "read_pulses", "classify_widths", "line_counts", "cross_check",
            "format_checks", "MIN_ERASES"]
@@ -142,10 +151,25 @@ def cross_check(findings, vcd, *, windows=None):
     if units is None and "erase_unit" in by:  # the units the erase detector was given
         units = by["erase_unit"].get("evidence", {}).get("units")
         given = " (the guess's units: as given to the erase detector)"
+    stripe = by.get("stripe_bits")
+    addressed = stripe_units(stripe, (stripe or {}).get("evidence", {}).get("page"))
+    if addressed and addressed > (units or 0):  # the guess's rule: the striping bits' units
+        units, given = addressed, " (the guess's units: the striping bits')"
+    expected = units
+    predicted = ((stripe or {}).get("evidence") or {}).get("writes_per_unit")
+    if given.endswith("striping bits')") and predicted and set(by) == {"stripe_bits"}:
+        # The stripe detector alone writes only the units its pairs reach.
+        expected = sum(1 for n in predicted if n)
+        written = [n for n, c in per_line.items() if c["programs"] + c["erases"]]
+        given += (f"; its pairs reach {expected} of them, lines with program or erase "
+                  f"pulses: {len(written)}")
+        active = written
     checks.append(Check("parallel units", units, len(active),
-                        None if units is None else units == len(active),
+                        None if units is None else expected == len(active),
                         f"R/B# lines with program pulses: {len(active)} of {len(per_line)}"
                         + given))
+    if stripe is not None:
+        checks.append(_striping_check(stripe, by, per_line))
     readings = [c["pages_per_block"] for c in per_line.values()
                 if c["pages_per_block"] is not None]
     shown = round(float(np.median(readings)), 1) if readings else None
@@ -176,6 +200,35 @@ def cross_check(findings, vcd, *, windows=None):
                         f"amplification x pages per write; garbage collection and "
                         f"read-modify-writes included)"))
     return checks, per_line
+
+
+def _striping_check(stripe, by, per_line):
+    """The writes each unit took if the striping bits select the units (sorted, from the
+    detector) against the program pulses of each line (sorted): the lines' counts must match
+    the prediction one for one (within :data:`TOLERANCE` each, and no line programmed beyond
+    them). Only where the stripe detector is the run's one writer: the others' writes fall on
+    the lines too."""
+    predicted = (stripe.get("evidence") or {}).get("writes_per_unit")
+    others = sum(d.get("io", {}).get("writes", 0) for n, d in by.items() if n != "stripe_bits")
+    # Programs and erases: the stripe detector erases nothing on a fresh drive, and the width
+    # windows put a TLC die's slowest pages among the erases.
+    measured = sorted(c["programs"] + c["erases"] for c in per_line.values()
+                      if c["programs"] + c["erases"])
+    name = "striping bits: writes per unit"
+    if not predicted:
+        return Check(name, None, measured or None, None,
+                     "no striping bits decided: nothing to predict")
+    if others:
+        return Check(name, predicted, measured, None,
+                     f"not compared: other detectors wrote {others} pages in the same run")
+    predicted = [n for n in predicted if n]
+    agrees = len(measured) == len(predicted) and all(
+        abs(m - p) <= max(1, TOLERANCE * p) for m, p in zip(measured, predicted, strict=True))
+    return Check(name, predicted, measured, agrees,
+                 "the stripe detector's writes per unit if its bits select the units (sorted, "
+                 "the units it wrote) against each R/B# line's program and erase pulses "
+                 "(sorted: a fresh drive erases nothing, and the width windows count a TLC "
+                 "die's slowest programs as erases)")
 
 
 def format_checks(checks):

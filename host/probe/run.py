@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from .detect import Finding, detect_page_size, detect_parallel_units
 from .erase_unit import detect_erase_unit
 from .gc_onset import detect_gc_onset
-from .stripe_bits import detect_stripe_bits
+from .guess import stripe_units
+from .stripe_bits import CYCLE, detect_stripe_bits
 from .target import ProbeError, RangeTooSmall
 from .write_buffer import detect_write_buffer
 
@@ -90,9 +91,19 @@ def run_detectors(target, request, progress=None):
     if "stripe" in want:
         if not page:
             raise ProbeError("no page size found for the stripe detector (give --page-size)")
-        findings.append(_guarded("stripe_bits", lambda: detect_stripe_bits(
-            target, page, reps=max(2, request.reps // 2), seed=request.seed,
-            progress=progress)))
+        # --reps ÷ 7 repetitions of runs of CYCLE pairs (3 for the default 21), fewer where
+        # the range holds fewer (at least 2); a repetition's run of one pair per bit 7 and
+        # cycle position takes a block of 2**9 pages.
+        block = page << 9 if page > 0 else 1
+        fits = (target.end - (-(-target.start // block) * block)) // (CYCLE * block)
+        f = _guarded("stripe_bits", lambda: detect_stripe_bits(
+            target, page, reps=max(2, min(request.reps // 7, fits)), seed=request.seed,
+            progress=progress))
+        findings.append(f)
+        # The erase detector divides by the units: the striping bits' where they address more
+        # than the writers found (the guess's rule), unless --units named them.
+        if request.units is None:
+            units = max(units or 1, stripe_units(f, page) or 1)
     page = page or DEFAULT_PAGE
     # The later detectors run long (gc writes the drive over): one that cannot run (a range
     # too small for it) is reported as a finding without a value, not at the cost of the

@@ -11,13 +11,16 @@ Pattern
     writes of one page each (FUA: they complete when programmed) at pages ``p`` and
     ``p + 2**b`` (``p`` with bit ``b`` clear) on two connections at once: the concurrent pair;
     and, on fresh pages of the same units (the same pages plus ``2**(bits+1)``), the same two
-    writes one after the other on one connection: the sequential pair. Fresh pages for every
-    bit and repetition (``2**(bits+2)`` pages of the range per repetition). Every repetition
-    takes the bits in a new random order and puts either pair first at random (seeded), so that
-    neither a drift of the drive (garbage collection starting) nor the page-type phase of each
-    die (lower and upper pages alternate on an MLC die) reaches one bit more than another.
+    writes one after the other on one connection: the sequential pair. Each is measured as
+    :data:`CYCLE` such pairs in a row on fresh pages of the same units, so that each unit
+    programs a whole number of its page-type cycles in both (lower, middle and upper pages
+    take 0.4 to 4 ms on a TLC die: single pairs met other page types concurrently than in turn,
+    and a striping bit read as queueing). Fresh pages for every bit, repetition and pair
+    (``2**(bits+2)`` pages of the range each). Every repetition takes the bits in a new random
+    order and puts either run first at random (seeded), so that a drift of the drive (garbage
+    collection starting) reaches no bit more than another.
 Signal
-    ``r(b)`` = mean concurrent pair ÷ mean sequential pair: about 0.5 to 0.75 where bit ``b``
+    ``r(b)`` = mean concurrent run ÷ mean sequential run: about 0.5 to 0.8 where bit ``b``
     selects another unit (the pair waits for the slower of two programs, not for both), about
     1 where both writes queue on one unit. Each bit is its own reference: the same units, the
     same page types, the same host overhead per request. (A single write as the reference
@@ -47,8 +50,12 @@ import statistics
 from .detect import Finding, _pattern, _together
 from .target import ProbeError, RangeTooSmall
 
-__all__ = ["detect_stripe_bits", "SPLIT"]
+__all__ = ["detect_stripe_bits", "CYCLE", "SPLIT"]
 
+#: Pairs in a row per measurement: each unit programs ``cycle`` consecutive pages of its open
+#: block in the concurrent run and ``cycle`` in the sequential one, a whole number of its
+#: page-type cycles (MLC 2, TLC 3: 6), so that the two runs meet the same page types.
+CYCLE = 6
 #: The ratios split into striping and other bits only when the largest is at least this much
 #: above the smallest (ideal: 2).
 SPLIT = 1.3
@@ -58,7 +65,7 @@ SPLIT = 1.3
 STRIPE_MAX = 0.85
 
 
-def detect_stripe_bits(target, page, *, bits=7, reps=6, seed=0, progress=None):
+def detect_stripe_bits(target, page, *, bits=7, reps=3, cycle=CYCLE, seed=0, progress=None):
     """The page-address bits that stripe the parallel units (see the module's docstring)."""
     if not page or page % 512:
         raise ProbeError(f"stripe-bits detector: page must be a multiple of 512, not {page}")
@@ -66,50 +73,74 @@ def detect_stripe_bits(target, page, *, bits=7, reps=6, seed=0, progress=None):
         raise ProbeError(f"stripe-bits detector: bits must be 1 to 16, not {bits!r}")
     if not isinstance(reps, int) or reps < 2:
         raise ProbeError(f"stripe-bits detector: reps must be at least 2, not {reps!r}")
-    # Each repetition: one block of 2**(bits+2) pages, aligned to its size. Bit b's concurrent
-    # pair is at the block's pages 2**(b+1) (bit b clear) and 3 * 2**b; its sequential pair at
-    # the same pages plus 2**(bits+1) (the same units: the bits above the probed ones stay
-    # clear below it). Every page of the block written at most once.
+    if not isinstance(cycle, int) or not 1 <= cycle <= 24:
+        raise ProbeError(f"stripe-bits detector: cycle must be 1 to 24, not {cycle!r}")
+    # Each repetition and position in the cycle: one block of 2**(bits+2) pages, aligned to its
+    # size. Bit b's concurrent pair is at the block's pages 2**(b+1) (bit b clear) and
+    # 3 * 2**b; its sequential pair at the same pages plus 2**(bits+1) (the same units: the
+    # bits above the probed ones stay clear below it). Every page written at most once.
     block = page << (bits + 2)
     mirror = page << (bits + 1)
     first = -(-target.start // block) * block
-    need = reps * block
+    need = reps * cycle * block
     if first + need > target.end:
         raise RangeTooSmall(f"stripe-bits detector: the range holds "
                             f"{target.end - target.start} bytes, it needs {need} aligned to "
-                            f"{block} ({reps} repetitions of {bits} bits at {page}-byte pages)")
+                            f"{block} ({reps} repetitions of {cycle} pairs for each of {bits} "
+                            f"bits at {page}-byte pages)")
     other = target.clone()
     pairs = {b: [] for b in range(bits)}
     serial = {b: [] for b in range(bits)}
     writes = 0
+    written = []  # every page written, for the writes each unit took (below)
     rng = random.Random(seed)
     try:
         for rep in range(reps):
-            base = first + rep * block
             order = list(range(bits))
             rng.shuffle(order)
             for b in order:
-                a, c = base + (page << (b + 1)), base + 3 * (page << b)
+                bases = [first + (rep * cycle + k) * block for k in range(cycle)]
 
-                def left(a=a):
-                    target.pwrite_through(a, _pattern(a, page))
+                def together(b=b, bases=bases):
+                    # ``cycle`` concurrent pairs, one after the other: each unit's page
+                    # types, a whole cycle of them.
+                    total = 0.0
+                    for base in bases:
+                        a, c = base + (page << (b + 1)), base + 3 * (page << b)
+                        written.extend((a, c))
 
-                def right(c=c):
-                    other.pwrite_through(c, _pattern(c, page))
+                        def left(a=a):
+                            target.pwrite_through(a, _pattern(a, page))
 
-                def both(a=a + mirror, c=c + mirror):
-                    target.pwrite_through(a, _pattern(a, page))
-                    target.pwrite_through(c, _pattern(c, page))
+                        def right(c=c):
+                            other.pwrite_through(c, _pattern(c, page))
+
+                        total += _together([left, right])
+                    return total
+
+                def in_turn(b=b, bases=bases):
+                    total = 0.0
+                    for base in bases:
+                        a = base + (page << (b + 1)) + mirror
+                        c = base + 3 * (page << b) + mirror
+                        written.extend((a, c))
+
+                        def both(a=a, c=c):
+                            target.pwrite_through(a, _pattern(a, page))
+                            target.pwrite_through(c, _pattern(c, page))
+
+                        total += _together([both])
+                    return total
 
                 # (In turn, which of the two goes first: a drift inside a repetition reaches
                 # both alike.)
                 if rng.random() < 0.5:
-                    pairs[b].append(_together([left, right]))
-                    serial[b].append(_together([both]))
+                    pairs[b].append(together())
+                    serial[b].append(in_turn())
                 else:
-                    serial[b].append(_together([both]))
-                    pairs[b].append(_together([left, right]))
-                writes += 4
+                    serial[b].append(in_turn())
+                    pairs[b].append(together())
+                writes += 4 * cycle
             if progress:
                 progress(f"stripe bits: repetition {rep + 1} of {reps}")
     finally:
@@ -146,6 +177,15 @@ def detect_stripe_bits(target, page, *, bits=7, reps=6, seed=0, progress=None):
                      f"{STRIPE_MAX}): every pair queued (one unit, or the writes serialised "
                      f"before the flash)")
     units = 2 ** len(striping) if value is not None else None
+    # The writes each unit took if the bits found select the units: what the R/B# lines of
+    # the same run must show (``probe-geometry --pulses``), one program per write.
+    per_unit = None
+    if value is not None and conf > 0:
+        low = striping[0]
+        counts = [0] * units
+        for offset in written:
+            counts[(offset // page >> low) & (units - 1)] += 1
+        per_unit = sorted(counts)
     summary = ["concurrent ÷ sequential pair time by page-address bit: "
                + ", ".join(f"{b}: {ratio[b]:.2f}" for b in range(bits))]
     if value is not None:
@@ -156,7 +196,7 @@ def detect_stripe_bits(target, page, *, bits=7, reps=6, seed=0, progress=None):
         evidence={"ratio": {str(b): ratio[b] for b in range(bits)},
                   "concurrent_s": {str(b): pairs[b] for b in range(bits)},
                   "sequential_s": {str(b): serial[b] for b in range(bits)},
-                  "units_addressed": units, "page": page},
+                  "units_addressed": units, "page": page, "writes_per_unit": per_unit},
         rule="a page-address bit stripes the units when its concurrent ÷ sequential pair time "
              "lies below the geometric mean of the smallest and largest ratios (which must "
              "differ by 1.3 ×)",
