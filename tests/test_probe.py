@@ -185,7 +185,7 @@ def test_parallel_units_detector_and_the_guess_on_ssd_v(tmp_path):
 
 
 class _Striped:
-    """A target whose units are chosen by bits of the page address: a write holds its unit for
+    """A target whose units are chosen by the page address: a write (or a read) holds its unit for
     ``t`` seconds (writes on one unit queue, writes on different units overlap). ``t`` may be
     a sequence: a unit's n-th write holds it for ``t[n % len(t)]`` (its page types)."""
 
@@ -197,15 +197,25 @@ class _Striped:
         self.page, self.select = page, select
         self.t = t if isinstance(t, (list, tuple)) else (t,)
         self.done = {}
+        self.reads = []
         self.locks = {}
         self.guard = threading.Lock()
         self.writes = []
         outer = self
 
         class T(Target):
+            def pread(self, offset, length):
+                self._check(offset, length, False)
+                outer.reads.append((offset, length))
+                self._hold(offset)
+                return bytes(length)
+
             def pwrite_through(self, offset, data):
                 self._check(offset, len(data), True)
                 outer.writes.append((offset, len(data)))
+                self._hold(offset)
+
+            def _hold(self, offset):
                 unit = outer.select(offset // outer.page)
                 with outer.guard:
                     lock = outer.locks.setdefault(unit, threading.Lock())
@@ -357,3 +367,67 @@ def test_the_striping_cross_check_compares_each_units_writes_with_the_lines():
     # No bits decided: nothing to predict.
     none = dict(stripe, value=None, evidence={"page": 16384, "writes_per_unit": None})
     assert _striping_check(none, {"stripe_bits": none}, lines).agrees is None
+
+
+# Allocation unit from read pairs ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, select, unit", [
+    # A drive that maps blocks: 12 pages per logical block, block b on unit b mod 4.
+    ("12-page blocks on 4 units", lambda p: (p // 12) % 4, 12),
+    # Not a power of two and not aligned to the range: 10-page blocks from page 3 on.
+    ("10-page blocks", lambda p: ((p + 7) // 10) % 3, 10),
+])
+def test_read_unit_detector_finds_the_unit_a_drive_maps(name, select, unit):
+    from rbscope.probe.read_unit import detect_read_unit
+
+    s = _Striped(4096, select, t=0.01)
+    f = detect_read_unit(s.target, 4096, pages=64, reps=1)
+    assert f.name == "allocation_unit"
+    assert f.value == unit * 4096 and f.evidence["pages_per_unit"] == unit, (name, f.summary)
+    assert f.confidence > 0.3
+    first = f.evidence["boundaries"][0]
+    assert select(first) != select(first - 1)  # a boundary is where the unit changes
+    # It wrote each page once, then read every neighbouring pair at once and in turn.
+    assert len(s.writes) == 64 and len(s.reads) == f.io["reads"] == 4 * 63
+
+
+@pytest.mark.parametrize("select, says", [
+    (lambda p: p % 4, "page-mapped drive striping its pages"),
+    (lambda p: 0, "one unit, or reads served one at a time"),
+])
+def test_read_unit_detector_says_why_no_unit_shows(select, says):
+    from rbscope.probe.read_unit import detect_read_unit
+
+    s = _Striped(4096, select, t=0.01)
+    f = detect_read_unit(s.target, 4096, pages=48, reps=1)
+    assert f.value is None and f.confidence == 0.0
+    assert says in f.notes[0]
+
+
+def test_read_unit_period_takes_the_unit_not_its_multiples_nor_the_noise():
+    import random
+
+    from rbscope.probe.read_unit import read_unit_period
+
+    rng = random.Random(1)
+    # 100-page units (a hybrid FTL's data area), boundaries after pages 99, 199, ...: 0.55-0.7;
+    # the other pairs 0.8-1.0, and a few fast pairs of noise.
+    r = [rng.uniform(0.55, 0.7) if (j + 1) % 100 == 0 else rng.uniform(0.8, 1.0)
+         for j in range(1023)]
+    for j in (17, 333, 640):
+        r[j] = 0.6
+    period, boundaries, conf, note = read_unit_period(r)
+    assert period == 100 and boundaries[:3] == [100, 200, 300] and note is None
+    assert conf > 0.3
+
+
+@pytest.mark.heavy  # (about 90 s on the wall clock: make test-heavy)
+def test_read_unit_detector_through_nbd_finds_the_hybrid_ftls_data_area(tmp_path):
+    # hubi (hUBI-like hybrid FTL): logical block b's 100 data pages (128-page blocks less 28
+    # log pages) on die b mod 4: neighbouring 2 KiB pages overlap every 100 pages.
+    d = preset("hubi")
+    (f,) = _probe(tmp_path, "hubi", "alloc", 40, "--page-size", str(d.page_size))
+    unit = (d.pages_per_block - d.hybrid_log_pages) * d.page_size
+    assert f["value"] == unit, f["summary"]
+    assert f["confidence"] > 0.3

@@ -23,11 +23,12 @@ from .detect import (
 from .erase_unit import detect_erase_unit
 from .gc_onset import detect_gc_onset
 from .guess import guess_geometry, guess_toml
+from .read_unit import detect_read_unit
 from .run import DETECTORS, ProbeRequest, run_detectors
 from .target import ProbeError, open_target, parse_range
 from .write_buffer import detect_write_buffer
 
 __all__ = ["Finding", "FindingsError", "load_findings", "detect_page_size",
            "detect_parallel_units", "detect_gc_onset", "detect_write_buffer",
-           "detect_erase_unit", "guess_geometry", "guess_toml", "DETECTORS", "ProbeRequest",
+           "detect_erase_unit", "detect_read_unit", "guess_geometry", "guess_toml", "DETECTORS", "ProbeRequest",
            "run_detectors", "ProbeError", "open_target", "parse_range"]

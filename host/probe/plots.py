@@ -80,6 +80,26 @@ def _stripe(f):
     return fig
 
 
+def _alloc(f):
+    ev = f["evidence"]
+    ratio = ev.get("ratio")
+    if not ratio:
+        return None
+    fig, (ax,) = _fig()
+    ax.plot(np.arange(1, len(ratio) + 1), ratio, lw=0.6, color=_SERIES,
+            label="pair at once ÷ median pair in turn")
+    bounds = ev.get("boundaries") or []
+    if f.get("value") and bounds:
+        ax.plot(bounds, [ratio[b - 1] for b in bounds], "v", color=_DECISION, ms=4,
+                label=f"unit boundaries: every {ev['pages_per_unit']} pages")
+    ax.axhline(1.0, color="grey", ls="--", label="queued (one unit)")
+    ax.set_xlabel(f"page boundary (pages of {ev.get('page')} bytes)")
+    ax.set_ylabel("pair time ratio")
+    ax.set_title("Allocation unit: neighbouring pages read at once")
+    ax.legend(loc="lower left")
+    return fig
+
+
 def _units(f):
     ev = f["evidence"]
     speed = ev.get("speedup")
@@ -189,6 +209,7 @@ def _erase(f):
 
 
 _DRAW = {"page_size": _page, "parallel_units": _units, "stripe_bits": _stripe,
+         "allocation_unit": _alloc,
          "write_buffer": _buffer, "gc_onset": _gc, "erase_unit": _erase}
 
 

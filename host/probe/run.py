@@ -17,6 +17,7 @@ from .detect import Finding, detect_page_size, detect_parallel_units
 from .erase_unit import detect_erase_unit
 from .gc_onset import detect_gc_onset
 from .guess import stripe_units
+from .read_unit import detect_read_unit
 from .stripe_bits import CYCLE, detect_stripe_bits
 from .target import ProbeError, RangeTooSmall
 from .write_buffer import detect_write_buffer
@@ -24,7 +25,7 @@ from .write_buffer import detect_write_buffer
 __all__ = ["DETECTORS", "ProbeRequest", "run_detectors"]
 
 #: The detectors, in the order they run.
-DETECTORS = ("page", "units", "stripe", "buffer", "gc", "erase")
+DETECTORS = ("page", "units", "stripe", "alloc", "buffer", "gc", "erase")
 #: The write size of the detectors after ``page`` when neither it nor ``page_size`` gives one.
 DEFAULT_PAGE = 4096
 
@@ -66,7 +67,7 @@ class ProbeRequest:
         if bad or not self.detectors:
             raise ProbeError(f"unknown {', '.join(bad) or '(none given)'}; choose from "
                              f"{', '.join(DETECTORS)}")
-        for d in ("units", "stripe"):
+        for d in ("units", "stripe", "alloc"):
             if d in self.detectors and "page" not in self.detectors and not self.page_size:
                 raise ProbeError(f"the {d} detector without the page detector needs a page "
                                  f"size (--page-size)")
@@ -104,6 +105,11 @@ def run_detectors(target, request, progress=None):
         # than the writers found (the guess's rule), unless --units named them.
         if request.units is None:
             units = max(units or 1, stripe_units(f, page) or 1)
+    if "alloc" in want:
+        if not page:
+            raise ProbeError("no page size found for the alloc detector (give --page-size)")
+        findings.append(_guarded("allocation_unit", lambda: detect_read_unit(
+            target, page, seed=request.seed, progress=progress)))
     page = page or DEFAULT_PAGE
     # The later detectors run long (gc writes the drive over): one that cannot run (a range
     # too small for it) is reported as a finding without a value, not at the cost of the
