@@ -30,5 +30,5 @@ from .write_buffer import detect_write_buffer
 
 __all__ = ["Finding", "FindingsError", "load_findings", "detect_page_size",
            "detect_parallel_units", "detect_gc_onset", "detect_write_buffer",
-           "detect_erase_unit", "detect_read_unit", "guess_geometry", "guess_toml", "DETECTORS", "ProbeRequest",
-           "run_detectors", "ProbeError", "open_target", "parse_range"]
+           "detect_erase_unit", "detect_read_unit", "guess_geometry", "guess_toml",
+           "DETECTORS", "ProbeRequest", "run_detectors", "ProbeError", "open_target", "parse_range"]

@@ -61,8 +61,9 @@ def read_unit_period(ratio):
 
     Every period ``P`` (2 to a third of the pairs) and phase ``φ`` is scored: the median of all
     pairs over the upper quartile of the pairs ``j ≡ φ (mod P)`` (the boundaries' candidates; a
-    unit's boundaries are all fast, so even their slower quarter stays below the rest). The unit is the smallest period scoring within :data:`HARMONIC` of the best (its
-    multiples score as high), taken when the best is :data:`SCORE` or more."""
+    unit's boundaries are all fast, so even their slower quarter stays below the rest). The
+    unit is the smallest period scoring within :data:`HARMONIC` of the best (its multiples
+    score as high), taken when the best is :data:`SCORE` or more."""
     r = np.asarray(ratio, dtype=float)
     n = len(r)
     median = float(np.median(r))
