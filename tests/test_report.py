@@ -421,6 +421,39 @@ def test_probe_findings_are_a_section_with_their_figures(saved, tmp_path):
     assert "probe0" in parse((tmp_path / "s.html").read_text(encoding="utf-8")).tables
 
 
+def test_probe_findings_with_their_cross_check_show_it_as_a_table(saved, tmp_path, capsys):
+    # probe-geometry --findings F --pulses R --json keeps the cross-check beside the findings:
+    # the report shows it under the findings, and refuses a malformed one by name.
+    d, path, m = saved
+    probe = _findings_file(tmp_path / "p.json")
+    doc = json.loads(probe.read_text(encoding="utf-8"))
+    doc["cross_check"] = {"recording": "r.vcd", "checks": [
+        {"quantity": "parallel units", "guess": 4, "pulses": 4, "agrees": True,
+         "evidence": "R/B# lines with program pulses: 4 of 4"},
+        {"quantity": "striping bits: writes per unit", "guess": [36, 72, 396],
+         "pulses": [36, 70, 396], "agrees": False, "evidence": "sorted"},
+        {"quantity": "program pulses per host write", "guess": None, "pulses": 1.0,
+         "agrees": None, "evidence": "shown only"}]}
+    probe.write_text(json.dumps(doc), encoding="utf-8")
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "--geometry", "ssd-v", "--logical", "3GB",
+                 "--probe-findings", str(probe), "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    page = parse(html)
+    assert "probe0_pulses" in page.tables and "the recording r.vcd shows" in html
+    rows = json.loads(export(page, "probe0_pulses", "json"))["rows"]
+    assert [(r["quantity"], r["guess"], r["pulses"], r["agrees"]) for r in rows] == [
+        ("parallel units", "4", "4", "yes"),
+        ("striping bits: writes per unit", "[36, 72, 396]", "[36, 70, 396]", "NO"),
+        ("program pulses per host write", "-", "1.0", "-")]
+    doc["cross_check"]["checks"][0]["agrees"] = "maybe"
+    probe.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["report", str(path), "--geometry", "ssd-v", "--probe-findings", str(probe),
+                 "-o", str(tmp_path / "x.html")]) == 1
+    err = capsys.readouterr().err
+    assert "cross_check row 1: malformed" in err and str(probe) in err
+
+
 def test_bad_probe_findings_are_refused_and_never_overwritten(saved, tmp_path, capsys):
     d, path, m = saved
     bad = tmp_path / "bad.json"

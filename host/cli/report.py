@@ -26,6 +26,7 @@ from rbscope.analysis.wa import WAError
 from rbscope.files import OutputError, check_output, write_text
 from rbscope.probe import FindingsError, load_findings
 from rbscope.probe.plots import finding_figures
+from rbscope.probe.pulses import load_cross_check
 from rbscope.recordings.classified import export_classified_vcd, gtkwave_filter
 from rbscope.recordings.sources import SourceOptionError
 from rbscope.recordings.stream import RecordingError
@@ -254,10 +255,10 @@ def _runs(args, inputs, *, check=False):
 
 
 def _probe_findings(args, inputs):
-    """``[(target, findings, notes, path, figures)]`` of ``--probe-findings`` and the study's
-    ``probe_findings`` (each path joins ``inputs``; ``figures``: ``[(name, SVG)]``, each
-    detector's series drawn); a file that is not probe-geometry's ``--json`` output is a
-    ReportError naming it."""
+    """``[(target, findings, notes, path, figures, cross)]`` of ``--probe-findings`` and the
+    study's ``probe_findings`` (each path joins ``inputs``; ``figures``: ``[(name, SVG)]``, each
+    detector's series drawn; ``cross``: the cross-check against the pulses the file holds, or
+    None); a file that is not probe-geometry's ``--json`` output is a ReportError naming it."""
     paths = list(args.probe_findings)
     if args.study and not args.sources:  # (both: the usage error comes with the runs)
         paths += list(load_study(args.study).probe_findings)
@@ -266,6 +267,7 @@ def _probe_findings(args, inputs):
         inputs.append(path)
         try:
             target, findings, notes, _ = load_findings(path)
+            cross = load_cross_check(path)
         except FindingsError as exc:
             raise ReportError(f"--probe-findings {exc}") from None
         figs, notes = [], list(notes)
@@ -277,7 +279,7 @@ def _probe_findings(args, inputs):
                 notes.append(f"{f.name}: its series cannot be drawn ({type(exc).__name__})")
                 continue
             figs += [(name, inline_svg(fig)) for name, fig in drawn]
-        out.append((target, findings, notes, path, figs))
+        out.append((target, findings, notes, path, figs, cross))
     return out
 
 

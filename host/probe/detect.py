@@ -94,10 +94,9 @@ class FindingsError(ValueError):
 MAX_FINDINGS_BYTES = 64 << 20
 
 
-def load_findings(path):
-    """Read ``rbscope probe-geometry --json`` output: ``(target, [Finding], notes, seconds)``.
-
-    Raises :class:`FindingsError` naming the file and what is wrong with it."""
+def read_findings_doc(path):
+    """The JSON document of a findings file, read within :data:`MAX_FINDINGS_BYTES` (raises
+    :class:`FindingsError` naming the file)."""
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_FINDINGS_BYTES + 1)
@@ -107,9 +106,16 @@ def load_findings(path):
         raise FindingsError(f"{path}: larger than {MAX_FINDINGS_BYTES >> 20} MiB: not "
                             f"probe-geometry's --json output")
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise FindingsError(f"{path}: not JSON ({type(exc).__name__})") from None
+
+
+def load_findings(path):
+    """Read ``rbscope probe-geometry --json`` output: ``(target, [Finding], notes, seconds)``.
+
+    Raises :class:`FindingsError` naming the file and what is wrong with it."""
+    doc = read_findings_doc(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("findings"), list):
         raise FindingsError(f"{path}: not the --json output of probe-geometry (no findings "
                             f"list)")

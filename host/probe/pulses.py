@@ -41,10 +41,11 @@ from rbscope.analysis.presets import DEFAULT_PRESET
 from rbscope.recordings.stream import RecordingError
 from rbscope.recordings.vcd import read_header
 
+from .detect import FindingsError, read_findings_doc
 from .guess import stripe_units
 
-__all__ = ["Check", "read_pulses", "classify_widths", "line_counts", "cross_check",
-           "format_checks", "MIN_ERASES"]
+__all__ = ["Check", "load_cross_check", "read_pulses", "classify_widths", "line_counts",
+           "cross_check", "format_checks", "MIN_ERASES"]
 
 #: Erases a line needs for a pages-per-block reading.
 MIN_ERASES = 3
@@ -229,6 +230,38 @@ def _striping_check(stripe, by, per_line):
                  "the units it wrote) against each R/B# line's program and erase pulses "
                  "(sorted: a fresh drive erases nothing, and the width windows count a TLC "
                  "die's slowest programs as erases)")
+
+
+def load_cross_check(path):
+    """The cross-check kept in a findings file (``probe-geometry --findings F --pulses R --json``
+    writes it beside the findings): ``(recording, [Check])``, or None when the file has none.
+    Raises :class:`~rbscope.probe.detect.FindingsError` naming the file where it is malformed."""
+    doc = read_findings_doc(path)
+    cross = doc.get("cross_check") if isinstance(doc, dict) else None
+    if cross is None:
+        return None
+    if not isinstance(cross, dict) or not isinstance(cross.get("recording"), str) \
+            or not isinstance(cross.get("checks"), list):
+        raise FindingsError(f"{path}: malformed cross_check (recording and checks)")
+    checks = []
+    for i, c in enumerate(cross["checks"]):
+        if not isinstance(c, dict) or not isinstance(c.get("quantity"), str) \
+                or not isinstance(c.get("evidence", ""), str) \
+                or c.get("agrees") not in (True, False, None) \
+                or not all(_plain(c.get(k)) for k in ("guess", "pulses")):
+            raise FindingsError(f"{path}: cross_check row {i + 1}: malformed")
+        checks.append(Check(c["quantity"], c.get("guess"), c.get("pulses"), c.get("agrees"),
+                            c.get("evidence", "")))
+    return cross["recording"], checks
+
+
+def _plain(v):
+    """A value a cross-check cell may hold: a number, a string, a flag, none, or a short list
+    of numbers."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return True
+    return isinstance(v, list) and len(v) <= 256 and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
 
 
 def format_checks(checks):

@@ -367,12 +367,15 @@ class ProbeSection:
     table: Table
     figures: list  # [(finding name, SVG)]
     notes: list
+    cross: Table | None = None  # the cross-check against the same run's R/B# pulses
 
 
-def probe_section(target, findings, notes, index, source, figs=()):
+def probe_section(target, findings, notes, index, source, figs=(), cross=None):
     """A :class:`ProbeSection` of ``findings`` (:class:`rbscope.probe.Finding`, as
     :func:`rbscope.probe.load_findings` reads them); ``source`` names the file, ``figs`` are
-    the detectors' figures ``[(finding name, SVG)]`` (``rbscope.probe.plots`` draws them)."""
+    the detectors' figures ``[(finding name, SVG)]`` (``rbscope.probe.plots`` draws them),
+    ``cross`` the file's cross-check ``(recording, [Check])`` where it holds one
+    (``rbscope.probe.pulses.load_cross_check``)."""
     t = Table(f"probe{index}", f"Probed through the block device: {target}", [
         Column("finding", "finding", "text"), Column("value", "value", "text"),
         Column("confidence", "confidence"), Column("summary", "what it means", "text"),
@@ -384,8 +387,22 @@ def probe_section(target, findings, notes, index, source, figs=()):
     for f in findings:
         t.add(f.name.replace("_", " "), "not found" if f.value is None else str(f.value),
               float(f.confidence), " ".join(f.summary), f.rule)
+    c = None
+    if cross is not None:
+        recording, checks = cross
+        c = Table(f"probe{index}_pulses", "Cross-check against the R/B# pulses of the same run", [
+            Column("quantity", "quantity", "text"), Column("guess", "the guess", "text"),
+            Column("pulses", "the pulses", "text"), Column("agrees", "agrees", "text"),
+            Column("evidence", "how", "text")],
+            note=f"The detectors' guess (from response times) beside what the recording "
+                 f"{recording} shows (each pulse classified by its width): the flash's own "
+                 f"reading of the same run. '-': nothing to compare.")
+        for k in checks:
+            c.add(k.quantity, "-" if k.guess is None else str(k.guess),
+                  "-" if k.pulses is None else str(k.pulses),
+                  "-" if k.agrees is None else "yes" if k.agrees else "NO", k.evidence)
     return ProbeSection(anchor=f"probe{index}", target=target, source=str(source), table=t,
-                        figures=list(figs), notes=list(notes))
+                        figures=list(figs), notes=list(notes), cross=c)
 
 
 @dataclass
@@ -405,7 +422,8 @@ class Report:
     def tables(self):
         """Every table of the report, in order."""
         out = [self.summary, *self.rankings]
-        out += [p.table for p in self.probes]
+        for p in self.probes:
+            out += [p.table] + ([p.cross] if p.cross is not None else [])
         for s in self.sections:
             out.extend(s.tables)
         return out
@@ -414,8 +432,8 @@ class Report:
 def build_report(runs, *, title="rbscope write-amplification report", generated=None,
                  probes=()):
     """Build the tables and figures of a report of ``runs`` (a list of :class:`ReportRun`);
-    ``probes``: ``(target, findings, notes, source, figures)`` of ``rbscope probe-geometry``
-    runs, each shown as a section of its own (:func:`probe_section`)."""
+    ``probes``: ``(target, findings, notes, source, figures[, cross])`` of ``rbscope
+    probe-geometry`` runs, each shown as a section of its own (:func:`probe_section`)."""
     if not runs:
         raise ReportError("a report needs at least one run")
     labels = [r.label for r in runs]
@@ -461,8 +479,8 @@ def build_report(runs, *, title="rbscope write-amplification report", generated=
     return Report(title=title, generated=generated, version=__version__, runs=runs,
                   summary=summary_table(runs), rankings=rankings, comparison=comparison,
                   sections=sections,
-                  probes=[probe_section(t, f, n, i, src, figs)
-                          for i, (t, f, n, src, figs) in enumerate(probes)])
+                  probes=[probe_section(t, f, n, i, src, figs, *cross)
+                          for i, (t, f, n, src, figs, *cross) in enumerate(probes)])
 
 
 def _data_uri(text, mime):
