@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from . import write_cache
+
 __all__ = ["ProbeError", "RangeTooSmall", "Target", "open_target", "parse_range",
            "mounted_devices", "device_is_mounted"]
 
@@ -284,7 +286,8 @@ class FileTarget(Target):
     kind = "file"
 
     def __init__(self, path, start=None, end=None, writable=False, *,
-                 mountinfo_path="/proc/self/mountinfo", sys_root="/sys"):
+                 mountinfo_path="/proc/self/mountinfo", sys_root="/sys", manage_cache=True,
+                 cache_kw=None):
         self.path = str(path)
         try:
             st = os.stat(self.path)
@@ -324,10 +327,19 @@ class FileTarget(Target):
             raise ProbeError(f"{path}: --range ends at {end}, beyond its {size} bytes")
         super().__init__(self.path, size, start, end, writable)
         self.notes += notes
-        self.notes.append("the drive's own write cache is not disabled by probe-geometry "
-                          "(ATA/SCSI pass-through not used): writes that must reach the flash "
-                          "are issued with RWF_DSYNC (FUA)")
         self.mountinfo_path, self.sys_root = mountinfo_path, sys_root
+        self._restore_cache = None
+        if self.block and writable and manage_cache:
+            # The drive's own cache off while the detectors time writes, where Linux lets us.
+            note, self._restore_cache = write_cache.switch_off(st.st_rdev, sys_root=sys_root,
+                                                               **(cache_kw or {}))
+            self.notes.append(note)
+        elif self.block and writable:
+            pass  # (a clone: the first target switched the cache and puts it back)
+        else:
+            self.notes.append("writes that must reach the flash are issued with RWF_DSYNC "
+                              "(FUA)" + ("; read-only: the drive's write cache is left as it "
+                                         "is" if self.block else ""))
 
     @staticmethod
     def _buffer(length):
@@ -367,10 +379,21 @@ class FileTarget(Target):
 
     def clone(self):
         return FileTarget(self.path, self.start, self.end, self.writable,
-                          mountinfo_path=self.mountinfo_path, sys_root=self.sys_root)
+                          mountinfo_path=self.mountinfo_path, sys_root=self.sys_root,
+                          manage_cache=False)
 
     def close(self):
-        os.close(self.fd)
+        try:
+            if self._restore_cache is not None:
+                restore, self._restore_cache = self._restore_cache, None
+                try:
+                    restore()
+                except OSError as exc:
+                    raise ProbeError(f"{self.path}: the drive's write cache could not be put "
+                                     f"back as it was ({exc.strerror}): switch it on by hand "
+                                     f"(hdparm -W1, or nvme set-feature -f 6 -v 1)") from None
+        finally:
+            os.close(self.fd)
 
 
 def open_target(spec, *, destructive=False, byte_range=None, **kw):
