@@ -336,10 +336,12 @@ class FileTarget(Target):
             self.notes.append(note)
         elif self.block and writable:
             pass  # (a clone: the first target switched the cache and puts it back)
+        elif self.block:
+            self.notes.append("read-only: the drive's write cache is left as it is")
         else:
-            self.notes.append("writes that must reach the flash are issued with RWF_DSYNC "
-                              "(FUA)" + ("; read-only: the drive's write cache is left as it "
-                                         "is" if self.block else ""))
+            self.notes.append("a plain file: the drive's write cache is out of reach and left "
+                              "as it is; writes that must reach the flash are issued with "
+                              "RWF_DSYNC (FUA)")
 
     @staticmethod
     def _buffer(length):
