@@ -392,16 +392,20 @@ def _findings_file(path, target="vssd:ssd-v"):
     return path
 
 
+def _probe_report(path, probe, out):
+    """The report of the capture ``path`` with the findings file ``probe``: its HTML, parsed."""
+    assert main(["report", str(path), "--geometry", "ssd-v", "--logical", "3GB",
+                 "--probe-findings", str(probe), "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    return html, parse(html)
+
+
 def test_probe_findings_are_a_section_with_their_figures(saved, tmp_path):
     # The drive's structure as its block device shows it (rbscope probe-geometry --json), beside
     # the WA: a table of the findings and each detector's figure; the study names them too.
     d, path, m = saved
     probe = _findings_file(tmp_path / "p.json")
-    out = tmp_path / "r.html"
-    assert main(["report", str(path), "--geometry", "ssd-v", "--logical", "3GB",
-                 "--probe-findings", str(probe), "-o", str(out)]) == 0
-    html = out.read_text(encoding="utf-8")
-    doc = parse(html)
+    html, doc = _probe_report(path, probe, tmp_path / "r.html")
     assert "probe0" in doc.tables and "Probed through the block device: vssd:ssd-v" in html
     rows = json.loads(export(doc, "probe0", "json"))["rows"]
     assert [(r["finding"], r["value"]) for r in rows] == [("page size", "4096"),
@@ -435,11 +439,7 @@ def test_probe_findings_with_their_cross_check_show_it_as_a_table(saved, tmp_pat
         {"quantity": "program pulses per host write", "guess": None, "pulses": 1.0,
          "agrees": None, "evidence": "shown only"}]}
     probe.write_text(json.dumps(doc), encoding="utf-8")
-    out = tmp_path / "r.html"
-    assert main(["report", str(path), "--geometry", "ssd-v", "--logical", "3GB",
-                 "--probe-findings", str(probe), "-o", str(out)]) == 0
-    html = out.read_text(encoding="utf-8")
-    page = parse(html)
+    html, page = _probe_report(path, probe, tmp_path / "r.html")
     assert "probe0_pulses" in page.tables and "the recording r.vcd shows" in html
     rows = json.loads(export(page, "probe0_pulses", "json"))["rows"]
     assert [(r["quantity"], r["guess"], r["pulses"], r["agrees"]) for r in rows] == [
