@@ -274,10 +274,10 @@ def test_stripe_bits_detector_says_what_lies_below_or_between_the_bits():
 
 
 def test_stripe_bits_detector_measures_whole_page_type_cycles():
-    # TLC-like units: a unit's writes take 5, 20 and 60 ms in turn (its page types). Runs of
+    # TLC-like units: a unit's writes take 10, 30 and 60 ms in turn (its page types). Runs of
     # three pairs meet every page type once concurrently and once in turn, so the striping
     # bits (page bits 0-2: 8 units) stand clear of the queued ones.
-    s = _Striped(4096, lambda p: p % 8, t=(0.005, 0.02, 0.06))
+    s = _Striped(4096, lambda p: p % 8, t=(0.01, 0.03, 0.06))
     from rbscope.probe.stripe_bits import detect_stripe_bits
 
     f = detect_stripe_bits(s.target, 4096, bits=5, reps=2, cycle=3)
@@ -381,7 +381,7 @@ def test_the_striping_cross_check_compares_each_units_writes_with_the_lines():
 def test_read_unit_detector_finds_the_unit_a_drive_maps(name, select, unit):
     from rbscope.probe.read_unit import detect_read_unit
 
-    s = _Striped(4096, select, t=0.01)
+    s = _Striped(4096, select, t=0.02)
     f = detect_read_unit(s.target, 4096, pages=64, reps=1)
     assert f.name == "allocation_unit"
     assert f.value == unit * 4096 and f.evidence["pages_per_unit"] == unit, (name, f.summary)
@@ -399,7 +399,7 @@ def test_read_unit_detector_finds_the_unit_a_drive_maps(name, select, unit):
 def test_read_unit_detector_says_why_no_unit_shows(select, says):
     from rbscope.probe.read_unit import detect_read_unit
 
-    s = _Striped(4096, select, t=0.01)
+    s = _Striped(4096, select, t=0.02)
     f = detect_read_unit(s.target, 4096, pages=48, reps=1)
     assert f.value is None and f.confidence == 0.0
     assert says in f.notes[0]
