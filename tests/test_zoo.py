@@ -603,3 +603,29 @@ def test_host_paced_chains_count_whole_and_fill_blocks_in_the_erase_floor(zoo, s
         assert any("fill blocks too" in n for n in r.classification["notes"])
         erases = sum(d["erase_pulses"] for d in dies)
         assert erases > 0.75 * truth.pulses["ERASE"]
+
+
+def test_the_note_on_pulses_outside_the_windows_says_whether_the_wa_used_them(zoo):
+    # A 4-plane QLC drive: its tDBSY and data-load busies (0.5-5 µs) fall outside the default
+    # windows. The sequence classifier classified them and did not use the windows: the note
+    # must not tell the user to fix windows the WA never read; with the windows classifier it
+    # must.
+    import dataclasses
+    import tempfile
+
+    from rbscope.analysis.logical import from_bytes
+    from rbscope.analysis.pipeline import analyse
+
+    drive, _, run, m, _ = zoo.prepare("qlc-two-pass", 177)
+    geometry, _ = zoo.user_geometry(drive, "qlc-two-pass")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "m.json"
+        m.save(src)
+        req = zoo.build_request("L0", src, geometry, from_bytes(run.logical_bytes))
+        seq = analyse(req).result
+        win = analyse(dataclasses.replace(req, classifier="windows")).result
+    (note,) = [w for w in seq.warnings if "fell outside every class window" in w]
+    assert "the WA does not use the windows (it classified each line's pulse sequence)" in note
+    assert "check the windows" not in note
+    (note,) = [w for w in win.warnings if "fell outside every class window" in w]
+    assert note.endswith("check the windows (rbscope calibrate)")

@@ -465,7 +465,7 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
     other = {f: sum(getattr(measurement.counts[ch], f) for ch in channels)
              for f in FIXED_COUNTERS}
     _warn(measurement, geometry, channels, k, rows, dies_probed, dies, other, class_totals,
-          warnings)
+          warnings, model=None if sequence is None else sequence.mode)
 
     # The 95 % interval: the bounds above, widened by the sampling of dies and, with the
     # sequence classifier, by the classification (posterior, structural slack, cache programs).
@@ -1177,7 +1177,8 @@ def _endurance(geometry, nand_bytes, erase_pulses, mp, wa):
     return Endurance(nand_bytes, blocks_erased, per_block, life, tbw, dwpd, tuple(missing))
 
 
-def _warn(m, geometry, channels, k, rows, dies_probed, dies, other, class_totals, warnings):
+def _warn(m, geometry, channels, k, rows, dies_probed, dies, other, class_totals, warnings,
+          model=None):
     if dies_probed < dies:
         warnings.append(f"{dies_probed} of {dies} dies probed: the others are assumed to program "
                         f"as much as the probed ones (full parallelism)")
@@ -1198,9 +1199,18 @@ def _warn(m, geometry, channels, k, rows, dies_probed, dies, other, class_totals
         warnings.append(f"{other['overlong']} overlong pulse(s): a line stuck busy?")
     measured = sum(class_totals.values()) + other["unclassified"]
     if measured and other["unclassified"] > 0.05 * measured:
-        warnings.append(f"{other['unclassified']} of {measured} pulses "
-                        f"({100 * other['unclassified'] / measured:.1f} %) fell outside every "
-                        f"window: check the windows (rbscope calibrate)")
+        share = (f"{other['unclassified']} of {measured} pulses "
+                 f"({100 * other['unclassified'] / measured:.1f} %) fell outside every class "
+                 f"window")
+        if model is not None:
+            # The WA came from the pulses' widths (and order), not from the windows.
+            how = ("each line's pulse sequence" if model == "sequence"
+                   else "the width histograms' mixture")
+            warnings.append(f"{share} of the capture's configuration; the WA does not use the "
+                            f"windows (it classified {how}), but the device's live class counts "
+                            f"do: rbscope calibrate sets them")
+        else:
+            warnings.append(f"{share}: check the windows (rbscope calibrate)")
     lo, hi = m.config.windows[k]
     tick_us = m.tick_seconds * 1e6
     erase = geometry.timing.get("erase")
