@@ -7,7 +7,8 @@ RE#, DQ[7:0]) and to the emulator's ONFI bus (``--emu-bus``), in that order. Pin
 with the pull-up on, so an unconnected channel idles ready (high).
 
 Clock: the 100 MHz oscillator through an EHXPLLL (100 MHz out; the PLL's lock holds the reset).
-Reset: the board's reset button. UART: the FTDI's second channel, 3.03 Mbaud (divisor 33).
+Reset: the board's reset button. UART: the FT2232H's second channel at its highest rate,
+12 Mbaud (a fractional divisor of 25/3 clocks a bit: ``hdl/link/uart_frac.py``).
 LEDs: RGB LED 0 green = link traffic, RGB LED 1 green = R/B# activity.
 """
 
@@ -39,6 +40,8 @@ class ECPIX5_85F(BoardMixin, ECPIX585Platform):
     # Trace records the link's FIFO holds: 16 block RAMs of the part's 208 ride out the
     # snapshots' hold of the link and bursts (the default, 16, is LUT RAM).
     trace_depth = 4096
+    # The FT2232H's 12 Mbaud: four times the records of 3 Mbaud (the host tries both).
+    uart_baud = 12_000_000
 
     def create_clock(self, m):
         return self.ecp5_pll(m, ("clk100", 0))

@@ -30,19 +30,19 @@ __all__ = ["BoardError", "BoardMixin", "HeaderPlan", "RBScopeTop", "plan_header"
            "ice40_pll_params", "ecp5_pll_params", "UART_BAUD"]
 
 #: Link rate of a board (FTDI bridge, 8N1) unless its class says otherwise (``uart_baud``); the
-#: UART divisor is the clock over it, rounded, and must give it within 2 %.
+#: UART divisor is the clock over it, rounded (or a fraction), and must give it within 2 %.
 UART_BAUD = 3_000_000
 
 def uart_divisor(platform, clock_hz):
-    """The UART divisor that makes the board's ``uart_baud`` from ``clock_hz``; a
-    :class:`BoardError` unless it is at least 4 clocks a bit and within 2 % of the rate."""
+    """The UART divisor that makes the board's ``uart_baud`` from ``clock_hz`` (whole clocks a
+    bit within 2 %, else a fraction exact to 0.1 %: :func:`_fractional_divisor`)."""
     baud = platform.uart_baud
     divisor = round(clock_hz / baud)
     if divisor < 4 or abs(clock_hz / divisor - baud) > 0.02 * baud:
-        raise BoardError(f"{platform.board_name}: a {clock_hz / 1e6:g} MHz clock cannot make "
-                         f"{baud / 1e6:g} Mbaud (divisor {divisor}: "
-                         f"{clock_hz / max(divisor, 1) / 1e6:.3f} Mbaud; at least 4 clocks a "
-                         f"bit, within 2 %)")
+        # No whole number of clocks a bit within 2 %: a fractional divisor (the link's
+        # uart_frac.py), where one of a small denominator is within 0.1 %; else a BoardError.
+        # (Defined after the board classes: this function keeps its lines.)
+        return _fractional_divisor(platform, clock_hz, baud, divisor)
     return divisor
 
 
@@ -515,3 +515,20 @@ class RBScopeTop(Elaboratable):
             return {} if depth is None else {"trace_depth": depth}
         return {"config": boot.sniffer_config(self.params),
                 "emu_config": boot.emu_config(self.emulator)}
+
+
+def _fractional_divisor(platform, clock_hz, baud, whole):
+    """:func:`uart_divisor`'s fraction (``uart_frac.MAX_DENOMINATOR`` at most), or a
+    :class:`BoardError` naming the rate that cannot be made."""
+    from fractions import Fraction
+
+    from rbscope.gateware.link.uart_frac import MAX_DENOMINATOR
+
+    d = Fraction(clock_hz, baud).limit_denominator(MAX_DENOMINATOR)
+    if d >= 4 and abs(clock_hz / d - baud) <= 0.001 * baud:
+        return d
+    raise BoardError(f"{platform.board_name}: a {clock_hz / 1e6:g} MHz clock cannot make "
+                     f"{baud / 1e6:g} Mbaud (divisor {whole}: "
+                     f"{clock_hz / max(whole, 1) / 1e6:.3f} Mbaud; at least 4 clocks a "
+                     f"bit, within 2 %, nor a fraction of denominator {MAX_DENOMINATOR} or less "
+                     f"within 0.1 %)")

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import random
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,15 @@ from rbscope.boards.build import (
     main,
     parse_report,
 )
-from rbscope.boards.top import BoardError, ecp5_pll_params, ice40_pll_params, plan_header
+from rbscope.boards.top import (
+    BoardError,
+    ecp5_pll_params,
+    ice40_pll_params,
+    plan_header,
+    uart_divisor,
+)
 from rbscope.gateware.link.counters import TRACE_FIFO_DEPTH
-from rbscope.gateware.link.protocol import config_from_registers
+from rbscope.gateware.link.protocol import config_from_registers, decode_uart_divisor
 from rbscope.gateware.nand_emu import boot
 from rbscope.gateware.nand_emu.layouts import config_const
 
@@ -373,10 +380,14 @@ def test_board_configuration_elaborates(board, channels, emulator, tap, emu_bus)
                           for sub in platform.lookup(name, 0).ios}
             assert subsignals == group
     assert platform.pll_hz == cls.target_hz
-    # The link's rate: 3 Mbaud (3.03 at 100 MHz) on every board.
-    want = {"icebreaker": (16, 3_000_000)}.get(board, (33, 3_000_000))
+    # The link's rate: 3 Mbaud (3.03 at 100 MHz); the ECPIX-5's FT2232H 12 Mbaud (25/3 clocks
+    # a bit, a fractional divisor).
+    want = {"icebreaker": (16, 3_000_000),
+            "ecpix5": (Fraction(25, 3), 12_000_000)}.get(board, (33, 3_000_000))
     assert (top.device.uart_divisor, cls.uart_baud) == want
     assert top.device.core.controller.uart_divisor == want[0]  # (INFO tells the host)
+    info = top.device.core.controller._info_values()
+    assert decode_uart_divisor(info["uart_divisor"]) == pytest.approx(float(want[0]), rel=1e-3)
     assert top.device.core.params.channels == (emulator or channels or cls.default_channels)
     # With TAP the tap is built in: its tags feed the sniffer, INFO says so.
     core = top.device.core
@@ -419,9 +430,12 @@ def test_an_emulator_build_powers_up_with_the_selftests_configuration(board):
 
 def test_a_clock_that_cannot_make_the_boards_rate_is_a_board_error(monkeypatch):
     cls, top = _top("icebreaker", None, 0, 0, False)
-    monkeypatch.setattr(cls, "uart_baud", 5_000_000)  # 48 MHz / 10 = 4.8 Mbaud: 4 % off
-    with pytest.raises(BoardError, match=r"a 48 MHz clock cannot make 5 Mbaud \(divisor 10"):
+    monkeypatch.setattr(cls, "uart_baud", 13_000_000)  # 48 MHz / 13 MHz: under 4 clocks a bit
+    with pytest.raises(BoardError, match=r"a 48 MHz clock cannot make 13 Mbaud \(divisor 4"):
         Fragment.get(top, cls()).prepare()
+    # 5 Mbaud: 10 whole clocks a bit are 4 % off; 48/5 clocks are exact, as a fraction.
+    monkeypatch.setattr(cls, "uart_baud", 5_000_000)
+    assert uart_divisor(cls(), 48_000_000) == Fraction(48, 5)
 
 
 def test_cli_reports_bad_options_without_traceback(capsys):

@@ -2,6 +2,7 @@
 
 import random
 import zlib
+from fractions import Fraction
 
 import pytest
 from amaranth.hdl import Module
@@ -10,6 +11,7 @@ from amaranth.sim import Simulator
 from rbscope.gateware.link import protocol
 from rbscope.gateware.link.framing import CommandDecoder, FrameEncoder, _SerialCrc
 from rbscope.gateware.link.uart import UartRx, UartTx
+from rbscope.gateware.link.uart_frac import divisor_cycles, uart_rx, uart_tx
 
 from .link_reference import command_body, frame, unframe
 
@@ -69,6 +71,88 @@ def test_uart_tx_waveform_is_bit_accurate(divisor):
     assert all(line[start + len(expected):])
 
 
+@pytest.mark.parametrize("divisor", [Fraction(25, 3), Fraction(9, 2), Fraction(17, 4),
+                                     Fraction(101, 12)])
+def test_uart_tx_fractional_divisor_puts_every_edge_within_a_cycle(divisor):
+    # 25/3: the FT2232H's 12 Mbaud from 100 MHz. Bit k of a frame starts at cycle floor(k d):
+    # never more than one cycle early, and the error does not grow over the frame.
+    dut = uart_tx(divisor)
+    data = [0x55, 0x00, 0xFF, 0xC3, 0x5A]
+    line = []
+    frame = sum(divisor_cycles(divisor, 10))
+
+    async def send(ctx):
+        for byte in data:
+            ctx.set(dut.data.payload, byte)
+            ctx.set(dut.data.valid, 1)
+            await ctx.tick().until(dut.data.ready)
+        ctx.set(dut.data.valid, 0)
+
+    async def sample(ctx):
+        async for _, _, tx in ctx.tick().sample(dut.tx):
+            line.append(tx)
+            if len(line) > (len(data) + 1) * frame + 10:
+                return
+
+    run(dut, send, sample)
+    assert frame == int(10 * divisor)
+    expected = []
+    for byte in data:  # back to back: each frame begins right after the last one's stop bit
+        bits = [0] + [(byte >> i) & 1 for i in range(8)] + [1]
+        for bit, n in zip(bits, divisor_cycles(divisor, 10), strict=True):
+            expected += [bit] * n
+    start = line.index(0)
+    assert all(line[:start]) and line[start:start + len(expected)] == expected
+    assert all(line[start + len(expected):])
+    # Every bit edge of a frame within one cycle of k * divisor, never late.
+    edges = [sum(divisor_cycles(divisor, k)) for k in range(11)]
+    assert all(0 <= k * divisor - e < 1 for k, e in enumerate(edges))
+
+
+def ideal_wave(data, divisor, phase=0.0, rate=1.0):
+    """The line sampled once per cycle for ``data`` sent at exactly ``clock / divisor`` baud
+    times ``rate``, its first start bit beginning ``phase`` cycles into the wave (after idle)."""
+    bits = []
+    for byte in data:
+        bits += [0] + [(byte >> i) & 1 for i in range(8)] + [1]
+    period = float(divisor) / rate
+    n = int(len(bits) * period + phase) + 4 * int(divisor)
+    wave = []
+    for c in range(n):
+        k = int((c - 8 - phase) // period) if c >= 8 + phase else -1
+        wave.append(bits[k] if 0 <= k < len(bits) else 1)
+    return wave
+
+
+@pytest.mark.parametrize("divisor, cases", [
+    # 12 Mbaud from 100 MHz: any phase, and a host 2 % fast or slow.
+    (Fraction(25, 3), ((0.0, 1.0), (0.37, 1.0), (0.81, 1.02), (0.5, 0.98))),
+    # 4.5 cycles a bit: any phase at the exact rate (a 2 % error is a cycle by the stop bit).
+    (Fraction(9, 2), ((0.0, 1.0), (0.37, 1.0), (0.81, 1.0)))])
+def test_uart_rx_fractional_divisor_receives_the_exact_rate_at_any_phase(divisor, cases):
+    # A host's bytes at the rate, their edges anywhere between two clock edges: every byte
+    # arrives, no framing error.
+    rng = random.Random(int(divisor * 100))
+    for phase, rate in cases:
+        data = [rng.randrange(256) for _ in range(12)]
+        dut = uart_rx(divisor)
+        received, errors = [], []
+        wave = ideal_wave(data, divisor, phase, rate)
+
+        async def drive(ctx, dut=dut, wave=wave, received=received, errors=errors):
+            ctx.set(dut.data.ready, 1)
+            for level in wave:
+                ctx.set(dut.rx, level)
+                if ctx.get(dut.data.valid):
+                    received.append(ctx.get(dut.data.payload))
+                if ctx.get(dut.error):
+                    errors.append(len(received))
+                await ctx.tick()
+
+        run(dut, drive)
+        assert received == data and errors == [], (phase, rate)
+
+
 def uart_wave(byte, divisor, stop=1):
     bits = [0] + [(byte >> i) & 1 for i in range(8)] + [stop]
     return [b for bit in bits for b in [bit] * divisor]
@@ -102,12 +186,13 @@ def test_uart_rx_receives_and_rejects_framing_errors(divisor):
 
 def test_uart_loopback_random_bytes_with_clock_mismatch():
     """Equal divisors, and TX 33 into RX 32 (3 % baud error, within 8N1 tolerance)."""
-    for tx_div, rx_div in ((16, 16), (33, 32), (32, 33), (4, 4)):
+    for tx_div, rx_div in ((16, 16), (33, 32), (32, 33), (4, 4),
+                           (Fraction(25, 3), Fraction(25, 3)), (Fraction(25, 3), 8)):
         m = Module()
-        m.submodules.tx = tx = UartTx(tx_div)
-        m.submodules.rx = rx = UartRx(rx_div)
+        m.submodules.tx = tx = uart_tx(tx_div)
+        m.submodules.rx = rx = uart_rx(rx_div)
         m.d.comb += rx.rx.eq(tx.tx)
-        rng = random.Random(tx_div)
+        rng = random.Random(int(tx_div * 3))
         data = [rng.randrange(256) for _ in range(40)]
         got = []
 
@@ -117,7 +202,7 @@ def test_uart_loopback_random_bytes_with_clock_mismatch():
                 ctx.set(tx.data.valid, 1)
                 await ctx.tick().until(tx.data.ready)
             ctx.set(tx.data.valid, 0)
-            await ctx.tick().repeat(20 * tx_div)
+            await ctx.tick().repeat(20 * int(tx_div + 1))
 
         async def receive(ctx, rx=rx, got=got):
             ctx.set(rx.data.ready, 1)

@@ -42,6 +42,7 @@ lists them, in wire order). Frame types :data:`EXTENSION_FRAME_TYPES` and opcode
 """
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 from amaranth.lib import data, enum
 
@@ -55,7 +56,8 @@ __all__ = [
     "histogram_layout", "trace_layout", "register_map", "register_values",
     "config_from_registers", "layout_bytes", "packed_registers",
     "EXTENSION_FRAME_TYPES", "EXTENSION_OPCODES", "LinkProtocol",
-    "clock_period_ps", "tick_period_ps",
+    "clock_period_ps", "tick_period_ps", "encode_uart_divisor", "decode_uart_divisor",
+    "UART_DIVISOR_FRACTION",
 ]
 
 PROTOCOL_VERSION = 1
@@ -251,6 +253,32 @@ def clock_period_ps(clock_hz):
     if not isinstance(clock_hz, int) or clock_hz <= 0:
         raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
     return (2 * 10**12 + clock_hz) // (2 * clock_hz)
+
+
+#: INFO's ``uart_divisor`` of a fractional divisor (``link/uart_frac.py``): this bit set, the
+#: divisor in 64ths of a cycle below it (25/3 → 0x8215, 8.328 cycles: 0.06 % off the exact
+#: rate, which the gateware keeps). An integer divisor is sent as it is.
+UART_DIVISOR_FRACTION = 0x8000
+
+
+def encode_uart_divisor(divisor):
+    """INFO's 16-bit ``uart_divisor`` of a divisor (an integer, or a Fraction)."""
+    if isinstance(divisor, int) and not isinstance(divisor, bool):
+        if not 0 <= divisor < UART_DIVISOR_FRACTION:
+            raise ValueError(f"UART divisor {divisor} does not fit INFO's field")
+        return divisor
+    d = Fraction(divisor)
+    if d.denominator == 1:
+        return encode_uart_divisor(int(d))
+    sixty_fourths = round(d * 64)
+    if not 0 < sixty_fourths < UART_DIVISOR_FRACTION:
+        raise ValueError(f"UART divisor {d} does not fit INFO's field")
+    return UART_DIVISOR_FRACTION | sixty_fourths
+
+
+def decode_uart_divisor(value):
+    """Clock cycles per bit from INFO's ``uart_divisor`` (a float for a fractional one)."""
+    return (value & ~UART_DIVISOR_FRACTION) / 64 if value & UART_DIVISOR_FRACTION else value
 
 
 def tick_period_ps(prescaler, clock_hz):
@@ -539,7 +567,7 @@ class LinkProtocol:
             "glitch_bits": params.glitch_bits, "prescaler_bits": params.prescaler_bits,
             "clock_hz": clock_hz, "prescaler": prescaler,
             "tick_period_ps": tick_period_ps(prescaler, clock_hz),
-            "uart_divisor": uart_divisor, "build_id": build_id,
+            "uart_divisor": encode_uart_divisor(uart_divisor), "build_id": build_id,
             "board": list(name.ljust(BOARD_NAME_BYTES, b"\0")),
             "tag_bits": params.tag_bits,
         })

@@ -33,6 +33,7 @@ from rbscope.gateware.link.protocol import (
     Opcode,
     StatusFlags,
     config_from_registers,
+    decode_uart_divisor,
     histogram_layout,
     layout_bytes,
     register_values,
@@ -603,7 +604,7 @@ class Device:
         info = self.info
         if info is None or not info.clock_hz or not info.uart_divisor:
             return 0.0
-        return nbytes * 10 * info.uart_divisor / info.clock_hz
+        return nbytes * 10 * decode_uart_divisor(info.uart_divisor) / info.clock_hz
 
     def read_histograms(self):
         """Ask for every channel's histogram; return ``{channel: [exact bin totals]}``.
