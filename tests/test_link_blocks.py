@@ -389,3 +389,19 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
     assert out["loaded"] == (0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0x89ABCDEF)
     assert out["zeroed"] == (0xA1B2, protocol.Opcode.WRITE_REG, 0x0C0D, 0)
     assert out["second"] == (1, 0x5566, protocol.Opcode.PING, 0x0001, 0xCAFEF00D)
+
+
+def test_infos_divisor_field_holds_integers_as_they_are_and_fractions_in_64ths():
+    from rbscope.gateware.link.protocol import decode_uart_divisor, encode_uart_divisor
+    from rbscope.gateware.link.uart_frac import check_divisor
+
+    assert [encode_uart_divisor(d) for d in (4, 16, 33)] == [4, 16, 33]  # builds as before
+    assert encode_uart_divisor(Fraction(25, 3)) == 0x8000 | 533
+    assert decode_uart_divisor(0x8000 | 533) == pytest.approx(25 / 3, rel=1e-3)
+    assert encode_uart_divisor(Fraction(32, 2)) == 16 and decode_uart_divisor(16) == 16
+    with pytest.raises(ValueError, match="does not fit"):
+        encode_uart_divisor(1 << 15)
+    for bad in (Fraction(7, 2), Fraction(1000, 101), 3, 4.5, True):
+        with pytest.raises(ValueError, match="UART divisor"):
+            check_divisor(bad)
+    assert isinstance(uart_tx(Fraction(16, 1)), UartTx)  # a whole fraction: the integer UART

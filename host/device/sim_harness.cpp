@@ -50,7 +50,8 @@ void on_go(int) { g_go = 1; }
 struct Options {
     std::string stimulus;
     std::string link;  // a symlink kept pointing at the current pty slave
-    unsigned divisor = 4;
+    unsigned divisor = 4;      // clock cycles a bit: divisor / divisor_den (e.g. 25/3)
+    unsigned divisor_den = 1;
     uint64_t max_cycles = 0;  // 0: run until stopped
     double flip_rate = 0;     // test-only link corruption, per byte sent
     double drop_rate = 0;
@@ -60,6 +61,18 @@ struct Options {
     std::string commands;     // emulator builds: the command file to replay
     unsigned guard = 24;      // cycles after a confirm before the die's R/B# counts as ready
 };
+
+// Cycles bit k of a frame lasts: floor((k + 1) N / D) - floor(k N / D) (N, D: the divisor).
+unsigned bit_cycles(const Options &o, unsigned k) {
+    return static_cast<unsigned>((uint64_t(k + 1) * o.divisor) / o.divisor_den
+                                 - (uint64_t(k) * o.divisor) / o.divisor_den);
+}
+
+// Cycle of bit k's middle after a start bit's edge: floor((k + 1/2) N / D).
+unsigned half_edge(const Options &o, unsigned k) {
+    return static_cast<unsigned>((uint64_t(2 * k + 1) * o.divisor) / (2 * o.divisor_den));
+}
+
 
 [[noreturn]] void usage(const char* msg) {
     std::fprintf(stderr, "rbscope-sim: %s\n", msg);
@@ -76,7 +89,13 @@ Options parse(int argc, char** argv) {
         };
         if (a == "--stimulus") o.stimulus = value();
         else if (a == "--link") o.link = value();
-        else if (a == "--divisor") o.divisor = std::stoul(value());
+        else if (a == "--divisor") {
+            // N or N/D: a fractional divisor's bits last floor((k+1) N/D) - floor(k N/D)
+            std::string v = value();
+            auto slash = v.find('/');
+            o.divisor = std::stoul(v.substr(0, slash));
+            if (slash != std::string::npos) o.divisor_den = std::stoul(v.substr(slash + 1));
+        }
         else if (a == "--max-cycles") o.max_cycles = std::stoull(value());
         else if (a == "--flip-rate") o.flip_rate = std::stod(value());
         else if (a == "--drop-rate") o.drop_rate = std::stod(value());
@@ -89,7 +108,8 @@ Options parse(int argc, char** argv) {
         else usage(("unknown option " + a).c_str());
     }
     if (o.stimulus.empty() || o.link.empty()) usage("--stimulus and --link are required");
-    if (o.divisor < 4) usage("--divisor must be at least 4");
+    if (o.divisor_den == 0 || o.divisor < 4 * o.divisor_den)
+        usage("--divisor must be at least 4 (N or N/D)");
     return o;
 }
 
@@ -341,7 +361,7 @@ int main(int argc, char** argv) {
         }
 #endif
 
-        // Drive the RX line: one bit per `divisor` cycles, 8N1.
+        // Drive the RX line: bit k of a frame from cycle floor(k * divisor) on, 8N1.
         if (!rx_busy && !in.empty()) {
             rx_frame = static_cast<uint16_t>((in.front() << 1) | 0x200);  // start 0, stop 1
             in.pop_front();
@@ -351,7 +371,7 @@ int main(int argc, char** argv) {
         }
         if (rx_busy) {
             top->uart_rx = (rx_frame >> rx_bit) & 1;
-            if (++rx_timer == opt.divisor) {
+            if (++rx_timer == bit_cycles(opt, rx_bit)) {
                 rx_timer = 0;
                 if (++rx_bit == 10) rx_busy = false;
             }
@@ -365,7 +385,9 @@ int main(int argc, char** argv) {
         // Decode the TX line: find a start bit, then sample the middle of every bit.
         bool line = top->uart_tx;
         if (!tx_busy) {
-            if (!line) { tx_busy = true; tx_timer = opt.divisor / 2; tx_bit = 0; tx_byte = 0; }
+            if (!line) {
+                tx_busy = true; tx_timer = half_edge(opt, 0); tx_bit = 0; tx_byte = 0;
+            }
         } else if (tx_timer == 0) {
             if (tx_bit >= 1 && tx_bit <= 8) tx_byte |= (line ? 1u : 0u) << (tx_bit - 1);
             if (tx_bit == 9) {
@@ -376,7 +398,8 @@ int main(int argc, char** argv) {
                     if (!(opt.drop_rate > 0 && unit(rng) < opt.drop_rate)) out.push_back(b);
                 }
             } else {
-                tx_timer = opt.divisor - 1;
+                // The next bit's middle: floor((k + 3/2) divisor) after the start bit's edge.
+                tx_timer = half_edge(opt, tx_bit + 1) - half_edge(opt, tx_bit) - 1;
             }
             ++tx_bit;
         } else {
