@@ -36,6 +36,7 @@ import numpy as np
 
 from rbscope import refssd
 from rbscope.boards.build import board_class
+from rbscope.boards.top import uart_divisor
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
 from rbscope.device.protocol import Trace
@@ -45,13 +46,16 @@ from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 from rbscope.gateware.rb_sniffer.params import EventKind
 
-#: The boards' builds: channels, system clock, UART divisor (``boards/*.py``: the clock over
-#: the class's ``uart_baud``).
-BOARDS = {
-    "icebreaker": (16, 48_000_000, 16),
-    "ulx3s": (56, 100_000_000, 33),
-    "ecpix5": (64, 100_000_000, 33),
-}
+
+def _build(name):
+    """``(channels, clock, UART divisor)`` of a board's build, from its class (the clock over
+    the class's ``uart_baud``: 25/3 for the ECPIX-5's 12 Mbaud, a fraction)."""
+    cls = board_class(name)
+    return cls.default_channels, cls.target_hz, uart_divisor(cls(), cls.target_hz)
+
+
+#: The boards' builds: channels, system clock, UART divisor (``boards/*.py``).
+BOARDS = {name: _build(name) for name in ("icebreaker", "ulx3s", "ecpix5")}
 
 
 def trace_depth(board):
@@ -175,8 +179,8 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
         n = sum(first_missing <= t <= start + ticks for _, t in records)
         rate = n / ((start + ticks - first_missing) / 1e6)
     row = {
-        "board": board, "channels": channels, "clock_hz": clock_hz, "divisor": divisor,
-        "baud": clock_hz / divisor, "rate_per_die": rate, "seconds": seconds,
+        "board": board, "channels": channels, "clock_hz": clock_hz, "divisor": str(divisor),
+        "baud": float(clock_hz / divisor), "rate_per_die": rate, "seconds": seconds,
         "offered_per_die": pulses_in / seconds / channels,
         "pulses": pulses_in, "records": len(records), "lost": lost,
         "delivered_per_s": rate,
@@ -196,7 +200,7 @@ def measure(board, seconds, build_root, log=print, search=True):
     widths = widths_us(200_000)
     # The link's own arithmetic: a TRACE frame is 25 payload bytes plus framing (about 35
     # bytes on the wire with byte stuffing), ten bits a byte.
-    expect = clock_hz / divisor / 10 / 35
+    expect = float(clock_hz / divisor) / 10 / 35
     over = run_one(board, 4 * expect / channels, seconds, widths, build_root, log)
     capacity = over["delivered_per_s"] or expect
     # The highest share of it the dies sustain with nothing lost: halving from 90 %.
@@ -209,7 +213,7 @@ def measure(board, seconds, build_root, log=print, search=True):
             sustained = run
             break
         share /= 2
-    return {"board": board, "channels": channels, "baud": clock_hz / divisor,
+    return {"board": board, "channels": channels, "baud": float(clock_hz / divisor),
             "capacity_records_per_s": capacity,
             "sustained_per_die": None if sustained is None else sustained["offered_per_die"],
             "sustained_share": None if sustained is None else share,
@@ -256,7 +260,7 @@ def main(argv=None):
         if args.rate is not None:
             run = run_one(board, args.rate, args.seconds, widths_us(200_000), args.build_root)
             rows.append({"board": board, "channels": BOARDS[board][0],
-                         "baud": BOARDS[board][1] / BOARDS[board][2],
+                         "baud": float(BOARDS[board][1] / BOARDS[board][2]),
                          "trace_depth": trace_depth(board), "runs": [run]})
             continue
         rows.append(measure(board, args.seconds, args.build_root, search=args.search))
