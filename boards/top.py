@@ -522,6 +522,7 @@ def _fractional_divisor(platform, clock_hz, baud, whole):
     :class:`BoardError` naming the rate that cannot be made."""
     from fractions import Fraction
 
+    # (Here, not at the top: the module's lines, and so every board top's netlist, stay put.)
     from rbscope.gateware.link.uart_frac import MAX_DENOMINATOR
 
     d = Fraction(clock_hz, baud).limit_denominator(MAX_DENOMINATOR)
