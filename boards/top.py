@@ -520,10 +520,10 @@ class RBScopeTop(Elaboratable):
 def _fractional_divisor(platform, clock_hz, baud, whole):
     """:func:`uart_divisor`'s fraction (``uart_frac.MAX_DENOMINATOR`` at most), or a
     :class:`BoardError` naming the rate that cannot be made."""
-    from fractions import Fraction
+    # (Both here, not at the top: the module's lines, and so every board top's netlist, stay.)
+    from fractions import Fraction  # (as above)
 
-    # (Here, not at the top: the module's lines, and so every board top's netlist, stay put.)
-    from rbscope.gateware.link.uart_frac import MAX_DENOMINATOR
+    from rbscope.gateware.link.uart_frac import MAX_DENOMINATOR  # (as above)
 
     d = Fraction(clock_hz, baud).limit_denominator(MAX_DENOMINATOR)
     if d >= 4 and abs(clock_hz / d - baud) <= 0.001 * baud:
