@@ -8,7 +8,7 @@ with the pull-up on, so an unconnected channel idles ready (high).
 
 Clock: the 100 MHz oscillator through an EHXPLLL (100 MHz out; the PLL's lock holds the reset).
 Reset: the board's reset button. UART: the FT2232H's second channel at its highest rate,
-12 Mbaud (a fractional divisor of 25/3 clocks a bit: ``hdl/link/uart_frac.py``).
+12 Mbaud (a fractional divisor of 25/3 clocks a bit: ``hdl/link/uart.py``).
 LEDs: RGB LED 0 green = link traffic, RGB LED 1 green = R/B# activity.
 """
 

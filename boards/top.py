@@ -40,7 +40,7 @@ def uart_divisor(platform, clock_hz):
     divisor = round(clock_hz / baud)
     if divisor < 4 or abs(clock_hz / divisor - baud) > 0.02 * baud:
         # No whole number of clocks a bit within 2 %: a fractional divisor (the link's
-        # uart_frac.py), where one of a small denominator is within 0.1 %; else a BoardError.
+        # uart.py), where one of a small denominator is within 0.1 %; else a BoardError.
         # (Defined after the board classes: this function keeps its lines.)
         return _fractional_divisor(platform, clock_hz, baud, divisor)
     return divisor
@@ -518,12 +518,12 @@ class RBScopeTop(Elaboratable):
 
 
 def _fractional_divisor(platform, clock_hz, baud, whole):
-    """:func:`uart_divisor`'s fraction (``uart_frac.MAX_DENOMINATOR`` at most), or a
+    """:func:`uart_divisor`'s fraction (``uart.MAX_DENOMINATOR`` at most), or a
     :class:`BoardError` naming the rate that cannot be made."""
     # (Both here, not at the top: the module's lines, and so every board top's netlist, stay.)
     from fractions import Fraction  # (as above)
 
-    from rbscope.gateware.link.uart_frac import MAX_DENOMINATOR  # (as above)
+    from rbscope.gateware.link.uart import MAX_DENOMINATOR  # (as above)
 
     d = Fraction(clock_hz, baud).limit_denominator(MAX_DENOMINATOR)
     if d >= 4 and abs(clock_hz / d - baud) <= 0.001 * baud:

@@ -18,7 +18,7 @@ from .link.controller import LinkController
 from .link.counters import TRACE_FIFO_DEPTH
 from .link.extension import LinkExtension
 from .link.framing import CommandDecoder, FrameEncoder
-from .link.uart_frac import uart_rx, uart_tx
+from .link.uart import UartRx, UartTx
 from .nand_emu.layouts import bus_signature_members
 from .nand_emu.link import emulator_extension
 from .nand_emu.loopback import Loopback
@@ -321,8 +321,8 @@ class RBScopeDevice(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = self.core
-        m.submodules.uart_rx = rx = uart_rx(self.uart_divisor)
-        m.submodules.uart_tx = tx = uart_tx(self.uart_divisor)
+        m.submodules.uart_rx = rx = UartRx(self.uart_divisor)
+        m.submodules.uart_tx = tx = UartTx(self.uart_divisor)
         wiring.connect(m, rx.data, core.rx)
         wiring.connect(m, core.tx, tx.data)
         m.d.comb += [

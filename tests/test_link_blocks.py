@@ -10,8 +10,7 @@ from amaranth.sim import Simulator
 
 from rbscope.gateware.link import protocol
 from rbscope.gateware.link.framing import CommandDecoder, FrameEncoder, _SerialCrc
-from rbscope.gateware.link.uart import UartRx, UartTx
-from rbscope.gateware.link.uart_frac import divisor_cycles, uart_rx, uart_tx
+from rbscope.gateware.link.uart import UartRx, UartTx, check_divisor, divisor_cycles
 
 from .link_reference import command_body, frame, unframe
 
@@ -76,7 +75,7 @@ def test_uart_tx_waveform_is_bit_accurate(divisor):
 def test_uart_tx_fractional_divisor_puts_every_edge_within_a_cycle(divisor):
     # 25/3: the FT2232H's 12 Mbaud from 100 MHz. Bit k of a frame starts at cycle floor(k d):
     # never more than one cycle early, and the error does not grow over the frame.
-    dut = uart_tx(divisor)
+    dut = UartTx(divisor)
     data = [0x55, 0x00, 0xFF, 0xC3, 0x5A]
     line = []
     frame = sum(divisor_cycles(divisor, 10))
@@ -135,7 +134,7 @@ def test_uart_rx_fractional_divisor_receives_the_exact_rate_at_any_phase(divisor
     rng = random.Random(int(divisor * 100))
     for phase, rate in cases:
         data = [rng.randrange(256) for _ in range(12)]
-        dut = uart_rx(divisor)
+        dut = UartRx(divisor)
         received, errors = [], []
         wave = ideal_wave(data, divisor, phase, rate)
 
@@ -189,8 +188,8 @@ def test_uart_loopback_random_bytes_with_clock_mismatch():
     for tx_div, rx_div in ((16, 16), (33, 32), (32, 33), (4, 4),
                            (Fraction(25, 3), Fraction(25, 3)), (Fraction(25, 3), 8)):
         m = Module()
-        m.submodules.tx = tx = uart_tx(tx_div)
-        m.submodules.rx = rx = uart_rx(rx_div)
+        m.submodules.tx = tx = UartTx(tx_div)
+        m.submodules.rx = rx = UartRx(rx_div)
         m.d.comb += rx.rx.eq(tx.tx)
         rng = random.Random(int(tx_div * 3))
         data = [rng.randrange(256) for _ in range(40)]
@@ -393,7 +392,6 @@ def test_command_decoder_rotates_the_held_command_a_byte_at_a_time():
 
 def test_infos_divisor_field_holds_integers_as_they_are_and_fractions_in_64ths():
     from rbscope.gateware.link.protocol import decode_uart_divisor, encode_uart_divisor
-    from rbscope.gateware.link.uart_frac import check_divisor
 
     assert [encode_uart_divisor(d) for d in (4, 16, 33)] == [4, 16, 33]  # builds as before
     assert encode_uart_divisor(Fraction(25, 3)) == 0x8000 | 533
@@ -404,4 +402,4 @@ def test_infos_divisor_field_holds_integers_as_they_are_and_fractions_in_64ths()
     for bad in (Fraction(7, 2), Fraction(1000, 101), 3, 4.5, True):
         with pytest.raises(ValueError, match="UART divisor"):
             check_divisor(bad)
-    assert isinstance(uart_tx(Fraction(16, 1)), UartTx)  # a whole fraction: the integer UART
+    assert check_divisor(Fraction(16, 1)) == 16  # a whole fraction: the integer UART

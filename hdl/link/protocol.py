@@ -255,7 +255,7 @@ def clock_period_ps(clock_hz):
     return (2 * 10**12 + clock_hz) // (2 * clock_hz)
 
 
-#: INFO's ``uart_divisor`` of a fractional divisor (``link/uart_frac.py``): this bit set, the
+#: INFO's ``uart_divisor`` of a fractional divisor (``link/uart.py``): this bit set, the
 #: divisor in 64ths of a cycle below it (25/3 → 0x8215, 8.328 cycles: 0.06 % off the exact
 #: rate, which the gateware keeps). An integer divisor is sent as it is.
 UART_DIVISOR_FRACTION = 0x8000

@@ -3,20 +3,70 @@
 The divisor is the number of system clock cycles per bit (at least 4): 16 gives 3 Mbaud at 48 MHz,
 33 gives 3.03 Mbaud at 100 MHz. Both sides are build-time configured; the divisor is reported in
 the device's INFO frame.
+
+A divisor may also be a fraction (:class:`fractions.Fraction`, denominator at most
+:data:`MAX_DENOMINATOR`): the ECPIX-5 makes the FT2232H's 12 Mbaud from 100 MHz with 25/3 clocks
+a bit, where a divisor of 8 would be 4 % fast (its stop bit 1.3 cycles early). A bit then lasts
+``floor(d)`` or ``floor(d) + 1`` cycles, so that bit ``k`` of a frame (the start bit 0) begins at
+cycle ``floor(k · d)`` of it: every edge within one cycle of where the exact rate puts it, never
+late, the error not growing over the frame (a phase accumulator of the divisor's fractional
+part, restarted at each frame). The receiver samples bit ``k`` at ``floor((k + 1/2) · d)``
+cycles after the start bit's falling edge was seen, the same way. An integer divisor builds
+exactly the logic it always did.
 """
+
+from fractions import Fraction
 
 from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["UartTx", "UartRx"]
+__all__ = ["UartTx", "UartRx", "check_divisor", "divisor_cycles", "MAX_DENOMINATOR"]
+
+#: The largest denominator of a fractional divisor (its phase accumulator's range).
+MAX_DENOMINATOR = 64
 
 
-def _check_divisor(divisor):
+def check_divisor(divisor):
+    """An integer divisor of at least 4 as it is (a whole Fraction as its integer); a
+    :class:`~fractions.Fraction` of at least 4 with a denominator of at most
+    :data:`MAX_DENOMINATOR` as it is; anything else a ValueError."""
+    if isinstance(divisor, Fraction) and divisor.denominator == 1:
+        divisor = int(divisor)
+    if isinstance(divisor, Fraction):
+        if divisor < 4 or divisor.denominator > MAX_DENOMINATOR:
+            raise ValueError(f"UART divisor must be at least 4 with a denominator of at most "
+                             f"{MAX_DENOMINATOR}, not {divisor}")
+        return divisor
     if not isinstance(divisor, int) or isinstance(divisor, bool) or divisor < 4:
-        raise ValueError(f"UART divisor must be an integer of at least 4, not {divisor!r}")
+        raise ValueError(f"UART divisor must be an integer of at least 4 (or a Fraction), not "
+                         f"{divisor!r}")
     return divisor
+
+
+def divisor_cycles(divisor, bits):
+    """The cycles each of ``bits`` consecutive bits lasts from a frame's start (bit 0)."""
+    d = Fraction(check_divisor(divisor))
+    return [int((k + 1) * d) - int(k * d) for k in range(bits)]
+
+
+class _Phase:
+    """A phase accumulator of a fractional divisor's fractional part ``num / den`` (in
+    ``scale``-ths of the denominator: the receiver's sampling points sit at half bits)."""
+
+    def __init__(self, divisor, scale=1):
+        d = Fraction(divisor)
+        self.base = int(d)
+        self.num = (d.numerator - self.base * d.denominator) * scale
+        self.den = d.denominator * scale
+        self.acc = Signal(range(self.den))
+
+    def next_bit(self):
+        """``(extra, statements)``: whether the next bit lasts one cycle more than
+        ``floor(d)``, and the accumulator's update for it."""
+        over = self.acc + self.num >= self.den
+        return over, [self.acc.eq(self.acc + self.num - self.den * over)]
 
 
 class UartTx(wiring.Component):
@@ -24,7 +74,7 @@ class UartTx(wiring.Component):
 
     Parameters
     ----------
-    divisor : int
+    divisor : int or Fraction
         Clock cycles per bit.
 
     Members
@@ -36,7 +86,7 @@ class UartTx(wiring.Component):
     """
 
     def __init__(self, divisor):
-        self.divisor = _check_divisor(divisor)
+        self.divisor = check_divisor(divisor)
         super().__init__({
             "data": In(stream.Signature(8)),
             "tx": Out(1, init=1),
@@ -44,7 +94,15 @@ class UartTx(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        timer = Signal(range(self.divisor))
+        d = self.divisor
+        if isinstance(d, Fraction):
+            # A fraction: the start bit lasts floor(d) cycles and the accumulator carries
+            # frac(d) into bit 1; each later bit floor(d) or floor(d) + 1 (the accumulator's).
+            phase = _Phase(d)
+            timer = Signal(range(phase.base + 1))
+            extra, advance = phase.next_bit()
+        else:
+            timer = Signal(range(self.divisor))
         bits = Signal(10)  # stop, data[7:0], start; shifted out LSB first
         left = Signal(range(11))
         # ``left == 0``, ``left == 1`` and ``timer == 0`` as flip-flops, set with the counters
@@ -52,7 +110,11 @@ class UartTx(wiring.Component):
         idle = Signal(init=1)
         last = Signal()
         timer_zero = Signal(init=1)
-        reload = [timer.eq(self.divisor - 1), timer_zero.eq(self.divisor == 1)]
+        if isinstance(d, Fraction):
+            start = [timer.eq(phase.base - 1), timer_zero.eq(0), phase.acc.eq(phase.num)]
+            reload = [timer.eq(phase.base - 1 + extra), timer_zero.eq(0), *advance]
+        else:
+            start = reload = [timer.eq(self.divisor - 1), timer_zero.eq(self.divisor == 1)]
 
         # Ready when idle, or in the last cycle of a stop bit: back-to-back bytes leave no gap.
         m.d.comb += self.data.ready.eq(idle | (last & timer_zero))
@@ -62,7 +124,7 @@ class UartTx(wiring.Component):
                 bits.eq(frame >> 1),
                 self.tx.eq(0),
                 left.eq(10), idle.eq(0), last.eq(0),
-                *reload,
+                *start,
             ]
         with m.Elif(~idle):
             with m.If(timer_zero):
@@ -86,7 +148,7 @@ class UartRx(wiring.Component):
 
     Parameters
     ----------
-    divisor : int
+    divisor : int or Fraction
         Clock cycles per bit.
 
     Members
@@ -102,7 +164,7 @@ class UartRx(wiring.Component):
     """
 
     def __init__(self, divisor):
-        self.divisor = _check_divisor(divisor)
+        self.divisor = check_divisor(divisor)
         super().__init__({
             "rx": In(1, init=1),
             "data": Out(stream.Signature(8)),
@@ -113,6 +175,16 @@ class UartRx(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         d = self.divisor
+        if isinstance(d, Fraction):
+            # Bit k sampled floor((k + 1/2) d) cycles after the edge: the accumulator holds
+            # frac((k + 1/2) d) in halves of the denominator; bit k + 1 comes floor(d) or
+            # floor(d) + 1 cycles after bit k.
+            phase = _Phase(d, scale=2)
+            extra, advance = phase.next_bit()
+            first, bit, span = int(d / 2), phase.base - 1 + extra, 2 * phase.base + 2
+            begin = [phase.acc.eq(d.numerator % (2 * d.denominator))]
+        else:
+            first, bit, span, advance, begin = d // 2, d - 1, 2 * d, [], []
         line = Signal(init=1)
         # The line is asynchronous: two flip-flops for metastability; init=1 (idle high).
         m.submodules.sync = FFSynchronizer(self.rx, line, init=1)
@@ -122,7 +194,7 @@ class UartRx(wiring.Component):
         m.d.sync += history.eq(Cat(line, history[:2]))
         majority = (history[0] & history[1]) | (history[0] & history[2]) | (history[1] & history[2])
 
-        timer = Signal(range(2 * d))
+        timer = Signal(range(span))
         # Whether the timer is 0: a flip-flop set as the timer is loaded or counts down (the
         # state machine's decisions start from flip-flops).
         timer_zero = Signal(init=1)
@@ -142,13 +214,14 @@ class UartRx(wiring.Component):
             with m.State("IDLE"):
                 with m.If(~line):
                     # Sample the start bit one sample past its middle (the third of three).
-                    load(d // 2)
+                    load(first)
+                    m.d.sync += begin
                     m.next = "START"
             with m.State("START"):
                 with m.If(timer_zero):
                     with m.If(~majority):
-                        load(d - 1)
-                        m.d.sync += count.eq(0)
+                        load(bit)
+                        m.d.sync += [count.eq(0), *advance]
                         m.next = "DATA"
                     with m.Else():
                         m.next = "IDLE"  # a glitch, not a start bit
@@ -156,8 +229,9 @@ class UartRx(wiring.Component):
                     count_down()
             with m.State("DATA"):
                 with m.If(timer_zero):
-                    load(d - 1)
-                    m.d.sync += [shift.eq(Cat(shift[1:], majority)), count.eq(count + 1)]
+                    load(bit)
+                    m.d.sync += [shift.eq(Cat(shift[1:], majority)), count.eq(count + 1),
+                                 *advance]
                     with m.If(count == 7):
                         m.next = "STOP"
                 with m.Else():
