@@ -21,9 +21,10 @@ Signal
     dies read at once).
 Decision rule
     The boundaries of a unit of ``P`` pages are every ``P``-th page: for every period ``P`` (2
-    to a third of the pairs) and phase, the score is all pairs' median over the upper
-    quartile of the pairs at that phase (all of a unit's boundaries overlap, so even their
-    slower quarter stays below the rest; single fast pairs of noise do not line up). The unit
+    to a quarter of the pairs: at least four boundaries) and phase, the score is all pairs'
+    median over the median of the pairs at that phase (a unit's boundaries overlap, so at least
+    half of them stay well below the rest even when a loaded host serialises some pairs; single
+    fast pairs of noise do not line up). The unit
     is the smallest period scoring within :data:`HARMONIC` of the best (its multiples score as
     high), taken when the best scores :data:`SCORE` or more: value ``P × page`` bytes.
     Without such a period, a median pair below :data:`OVERLAP_MAX` of the time in turn is a
@@ -32,7 +33,7 @@ Decision rule
 Limits
     One die (or every logical block on the same die) gives no overlapping pair. A read cache
     in front of the flash, or a drive that reads ahead, hides the second read. Units larger
-    than a third of the pages probed are not found.
+    than a quarter of the pages probed are not found.
 """
 
 import math
@@ -59,9 +60,9 @@ def read_unit_period(ratio):
     """The decision rule on ``ratio`` (pair ``j`` → time at once ÷ the pairs' median in turn):
     ``(pages, boundaries, confidence, note)``; ``pages`` is None where no periodic unit shows.
 
-    Every period ``P`` (2 to a third of the pairs) and phase ``φ`` is scored: the median of all
-    pairs over the upper quartile of the pairs ``j ≡ φ (mod P)`` (the boundaries' candidates; a
-    unit's boundaries are all fast, so even their slower quarter stays below the rest). The
+    Every period ``P`` (2 to a quarter of the pairs) and phase ``φ`` is scored: the median of
+    all pairs over the median of the pairs ``j ≡ φ (mod P)`` (the boundaries' candidates: a
+    unit's boundaries overlap, at least half of them clearly even on a loaded host). The
     unit is the smallest period scoring within :data:`HARMONIC` of the best (its multiples
     score as high), taken when the best is :data:`SCORE` or more."""
     r = np.asarray(ratio, dtype=float)
@@ -69,13 +70,13 @@ def read_unit_period(ratio):
     median = float(np.median(r))
     best = (0.0, None, None)
     scores = {}
-    for period in range(2, n // 3 + 1):
+    for period in range(2, n // 4 + 1):
         k = -(-n // period)
         folded = np.full(k * period, np.nan)
         folded[:n] = r
-        upper = np.nanquantile(folded.reshape(k, period), 0.75, axis=0)
-        phase = int(np.argmin(upper))
-        score = median / float(upper[phase])
+        middle = np.nanmedian(folded.reshape(k, period), axis=0)
+        phase = int(np.argmin(middle))
+        score = median / float(middle[phase])
         scores[period] = (score, phase)
         if score > best[0]:
             best = (score, period, phase)
