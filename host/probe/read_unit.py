@@ -22,9 +22,9 @@ Signal
 Decision rule
     The boundaries of a unit of ``P`` pages are every ``P``-th page: for every period ``P`` (2
     to a quarter of the pairs: at least four boundaries) and phase, the score is all pairs'
-    median over the median of the pairs at that phase (a unit's boundaries overlap, so at least
-    half of them stay well below the rest even when a loaded host serialises some pairs; single
-    fast pairs of noise do not line up). The unit
+    median over the upper quartile of the pairs at that phase (all of a unit's boundaries
+    overlap, so even their slower quarter stays below the rest, where half of a half-period's
+    members would not; single fast pairs of noise do not line up). The unit
     is the smallest period scoring within :data:`HARMONIC` of the best (its multiples score as
     high), taken when the best scores :data:`SCORE` or more: value ``P × page`` bytes.
     Without such a period, a median pair below :data:`OVERLAP_MAX` of the time in turn is a
@@ -61,8 +61,9 @@ def read_unit_period(ratio):
     ``(pages, boundaries, confidence, note)``; ``pages`` is None where no periodic unit shows.
 
     Every period ``P`` (2 to a quarter of the pairs) and phase ``φ`` is scored: the median of
-    all pairs over the median of the pairs ``j ≡ φ (mod P)`` (the boundaries' candidates: a
-    unit's boundaries overlap, at least half of them clearly even on a loaded host). The
+    all pairs over the upper quartile of the pairs ``j ≡ φ (mod P)`` (the boundaries'
+    candidates: all of a unit's boundaries overlap, so even their slower quarter stays below
+    the rest). The
     unit is the smallest period scoring within :data:`HARMONIC` of the best (its multiples
     score as high), taken when the best is :data:`SCORE` or more."""
     r = np.asarray(ratio, dtype=float)
@@ -74,9 +75,9 @@ def read_unit_period(ratio):
         k = -(-n // period)
         folded = np.full(k * period, np.nan)
         folded[:n] = r
-        middle = np.nanmedian(folded.reshape(k, period), axis=0)
-        phase = int(np.argmin(middle))
-        score = median / float(middle[phase])
+        upper = np.nanquantile(folded.reshape(k, period), 0.75, axis=0)
+        phase = int(np.argmin(upper))
+        score = median / float(upper[phase])
         scores[period] = (score, phase)
         if score > best[0]:
             best = (score, period, phase)
