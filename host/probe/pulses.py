@@ -67,6 +67,12 @@ class Check:
     def to_dict(self):
         return dict(self.__dict__)
 
+    def cells(self):
+        """``(quantity, guess, pulses, agrees)`` as a table shows them ('-': nothing)."""
+        agree = "-" if self.agrees is None else "yes" if self.agrees else "NO"
+        return (self.quantity, "-" if self.guess is None else str(self.guess),
+                "-" if self.pulses is None else str(self.pulses), agree)
+
 
 def read_pulses(path):
     """The low pulses of every scalar line of the VCD ``path``: ``{name: (starts_s, widths_s)}``
@@ -154,11 +160,12 @@ def cross_check(findings, vcd, *, windows=None):
         given = " (the guess's units: as given to the erase detector)"
     stripe = by.get("stripe_bits")
     addressed = stripe_units(stripe, (stripe or {}).get("evidence", {}).get("page"))
-    if addressed and addressed > (units or 0):  # the guess's rule: the striping bits' units
+    by_stripe = bool(addressed and addressed > (units or 0))
+    if by_stripe:  # the guess's rule: the striping bits' units
         units, given = addressed, " (the guess's units: the striping bits')"
     expected = units
     predicted = ((stripe or {}).get("evidence") or {}).get("writes_per_unit")
-    if given.endswith("striping bits')") and predicted and set(by) == {"stripe_bits"}:
+    if by_stripe and predicted and set(by) == {"stripe_bits"}:
         # The stripe detector alone writes only the units its pairs reach.
         expected = sum(1 for n in predicted if n)
         written = [n for n, c in per_line.items() if c["programs"] + c["erases"]]
@@ -267,10 +274,7 @@ def _plain(v):
 def format_checks(checks):
     """The checks as a text table."""
     rows = [("quantity", "guess", "pulses", "agrees")]
-    for c in checks:
-        agree = "-" if c.agrees is None else "yes" if c.agrees else "NO"
-        rows.append((c.quantity, "-" if c.guess is None else str(c.guess),
-                     "-" if c.pulses is None else str(c.pulses), agree))
+    rows += [c.cells() for c in checks]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     out = ["  ".join(r[i].ljust(widths[i]) for i in range(4)).rstrip() for r in rows]
     out += [f"  {c.quantity}: {c.evidence}" for c in checks]

@@ -18,7 +18,7 @@ from .erase_unit import detect_erase_unit
 from .gc_onset import detect_gc_onset
 from .guess import stripe_units
 from .read_unit import detect_read_unit
-from .stripe_bits import CYCLE, detect_stripe_bits
+from .stripe_bits import detect_stripe_bits, repetitions_fitting
 from .target import ProbeError, RangeTooSmall
 from .write_buffer import detect_write_buffer
 
@@ -92,11 +92,9 @@ def run_detectors(target, request, progress=None):
     if "stripe" in want:
         if not page:
             raise ProbeError("no page size found for the stripe detector (give --page-size)")
-        # --reps ÷ 7 repetitions of runs of CYCLE pairs (3 for the default 21), fewer where
-        # the range holds fewer (at least 2); a repetition's run of one pair per bit 7 and
-        # cycle position takes a block of 2**9 pages.
-        block = page << 9 if page > 0 else 1
-        fits = (target.end - (-(-target.start // block) * block)) // (CYCLE * block)
+        # --reps ÷ 7 repetitions of runs of six pairs (3 for the default 21), fewer where the
+        # range holds fewer (at least 2: a range too small for two is "not run").
+        fits = repetitions_fitting(target, page) if page > 0 else 0
         f = _guarded("stripe_bits", lambda: detect_stripe_bits(
             target, page, reps=max(2, min(request.reps // 7, fits)), seed=request.seed,
             progress=progress))

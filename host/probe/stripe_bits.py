@@ -50,7 +50,7 @@ import statistics
 from .detect import Finding, _pattern, _together
 from .target import ProbeError, RangeTooSmall
 
-__all__ = ["detect_stripe_bits", "CYCLE", "SPLIT"]
+__all__ = ["detect_stripe_bits", "repetitions_fitting", "CYCLE", "SPLIT"]
 
 #: Pairs in a row per measurement: each unit programs ``cycle`` consecutive pages of its open
 #: block in the concurrent run and ``cycle`` in the sequential one, a whole number of its
@@ -63,6 +63,18 @@ SPLIT = 1.3
 #: than this share of the sequential one (ideal 0.5; measured 0.34-0.68 on the virtual SSD's
 #: striping bits, 0.73-1.39 on the others).
 STRIPE_MAX = 0.85
+
+
+def _block(page, bits):
+    """Bytes one repetition's run at one cycle position spans: ``2**(bits+2)`` pages."""
+    return page << (bits + 2)
+
+
+def repetitions_fitting(target, page, *, bits=7, cycle=CYCLE):
+    """How many repetitions of :func:`detect_stripe_bits` the target's range holds."""
+    block = _block(page, bits)
+    first = -(-target.start // block) * block
+    return max(0, (target.end - first) // (cycle * block))
 
 
 def detect_stripe_bits(target, page, *, bits=7, reps=3, cycle=CYCLE, seed=0, progress=None):
@@ -79,7 +91,7 @@ def detect_stripe_bits(target, page, *, bits=7, reps=3, cycle=CYCLE, seed=0, pro
     # size. Bit b's concurrent pair is at the block's pages 2**(b+1) (bit b clear) and
     # 3 * 2**b; its sequential pair at the same pages plus 2**(bits+1) (the same units: the
     # bits above the probed ones stay clear below it). Every page written at most once.
-    block = page << (bits + 2)
+    block = _block(page, bits)
     mirror = page << (bits + 1)
     first = -(-target.start // block) * block
     need = reps * cycle * block

@@ -286,8 +286,7 @@ class FileTarget(Target):
     kind = "file"
 
     def __init__(self, path, start=None, end=None, writable=False, *,
-                 mountinfo_path="/proc/self/mountinfo", sys_root="/sys", manage_cache=True,
-                 cache_kw=None):
+                 mountinfo_path="/proc/self/mountinfo", sys_root="/sys", manage_cache=True):
         self.path = str(path)
         try:
             st = os.stat(self.path)
@@ -329,13 +328,13 @@ class FileTarget(Target):
         self.notes += notes
         self.mountinfo_path, self.sys_root = mountinfo_path, sys_root
         self._restore_cache = None
-        if self.block and writable and manage_cache:
-            # The drive's own cache off while the detectors time writes, where Linux lets us.
-            note, self._restore_cache = write_cache.switch_off(st.st_rdev, sys_root=sys_root,
-                                                               **(cache_kw or {}))
-            self.notes.append(note)
-        elif self.block and writable:
-            pass  # (a clone: the first target switched the cache and puts it back)
+        if self.block and writable:
+            # The drive's own cache off while the detectors time writes, where Linux lets us (a
+            # clone, ``manage_cache`` False, leaves it to the target that switched it).
+            if manage_cache:
+                note, self._restore_cache = write_cache.switch_off(st.st_rdev,
+                                                                   sys_root=sys_root)
+                self.notes.append(note)
         elif self.block:
             self.notes.append("read-only: the drive's write cache is left as it is")
         else:

@@ -398,9 +398,7 @@ def probe_section(target, findings, notes, index, source, figs=(), cross=None):
                  f"{recording} shows (each pulse classified by its width): the flash's own "
                  f"reading of the same run. '-': nothing to compare.")
         for k in checks:
-            c.add(k.quantity, "-" if k.guess is None else str(k.guess),
-                  "-" if k.pulses is None else str(k.pulses),
-                  "-" if k.agrees is None else "yes" if k.agrees else "NO", k.evidence)
+            c.add(*k.cells(), k.evidence)
     return ProbeSection(anchor=f"probe{index}", target=target, source=str(source), table=t,
                         figures=list(figs), notes=list(notes), cross=c)
 
