@@ -39,7 +39,7 @@ from rbscope.boards.build import board_class
 from rbscope.boards.top import uart_divisor
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
-from rbscope.device.protocol import Trace
+from rbscope.device.protocol import trace_records
 from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.link.counters import TRACE_FIFO_DEPTH
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
@@ -132,8 +132,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
                 dev.clear()
                 start = dev.snapshot().timestamp
                 for _, f in dev.frames(duration=None):
-                    if isinstance(f, Trace):
-                        records.append((f.channel, f.timestamp))
+                    records += [(t.channel, t.timestamp) for t in trace_records(f, params)]
                     snap = dev.latest_snapshot
                     if snap is not None and snap.timestamp > ticks + 30_000 and \
                             dev.is_quiescent():
@@ -142,8 +141,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
                 # The FIFO's last records: until every pulse has its record or is counted lost
                 # (a deep FIFO drains for a while), within the drain time of device time.
                 for _, f in dev.frames(duration=None if depth > TRACE_FIFO_DEPTH else 1.0):
-                    if isinstance(f, Trace):
-                        records.append((f.channel, f.timestamp))
+                    records += [(t.channel, t.timestamp) for t in trace_records(f, params)]
                     snap = dev.latest_snapshot
                     if len(records) + final.status.trace_lost >= want or (
                             snap is not None and snap.timestamp > final.timestamp + drain_ticks):

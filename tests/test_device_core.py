@@ -4,6 +4,7 @@ layouts (``protocol.py``) and checked against the reference model."""
 import pytest
 from amaranth.sim import Simulator
 
+from rbscope.device import protocol as host_protocol
 from rbscope.gateware.device import DeviceCore
 from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol
@@ -18,6 +19,18 @@ P = SnifferParams(channels=3)
 CLOCK_HZ = 1_000_000
 REGS = {r.name: r for r in protocol.register_map(P, snapshot_period=CLOCK_HZ // 10)}
 OP = protocol.Opcode
+
+
+def batch_records(bodies):
+    """The pulse records of TRACE_BATCH frame bodies, unpacked by the host's decoder (which
+    checks a batch's order and its empty slots), as ``(header, Trace)``."""
+    out = []
+    for body in bodies:
+        header, _ = decode(body)
+        assert header.type == protocol.FrameType.TRACE_BATCH
+        batch = host_protocol.decode_frame_bytes(bytes(body), P)
+        out += [(header, t) for t in batch.traces(P)]
+    return out
 
 
 def decode(body):
@@ -66,6 +79,20 @@ class CoreBench:
                 return new
             await ctx.tick().repeat(50)
         raise AssertionError(f"timed out waiting for {count} frames")
+
+    async def wait_records(self, ctx, count, limit=200_000):
+        """Wait until TRACE_BATCH frames have brought ``count`` more pulse records; return them
+        (``(header, Trace)``; the frames must be TRACE_BATCH frames and bring no more)."""
+        for _ in range(limit // 50):
+            good, bad = unframe(bytes(self.wire))
+            assert bad == 0, bytes(self.wire).hex()
+            records = batch_records(good[self.seen:])
+            if len(records) >= count:
+                self.seen = len(good)
+                assert len(records) == count
+                return records
+            await ctx.tick().repeat(50)
+        raise AssertionError(f"timed out waiting for {count} records")
 
     async def configure(self, ctx, config, trace):
         """Write the registers a model run needs: no periodic snapshots, glitch threshold 2,
@@ -200,7 +227,11 @@ def test_snapshot_histograms_clear_and_trace_match_model(trace, ram_output_regis
         await b.play(ctx, trains)
         await ctx.tick().repeat(100)
         if trace:
-            out["trace"] = await b.wait_frames(ctx, len(want_trace))
+            out["trace"] = await b.wait_records(ctx, len(want_trace))
+            await ctx.tick().repeat(3000)  # (the batch's frame ends)
+            good, _ = unframe(bytes(b.wire))
+            out["batches"] = [decode(body) for body in good[b.seen:]]
+            b.seen = len(good)
         resp, frames = await b.command(ctx, 5, OP.SNAPSHOT, extra=1 + P.channels)
         out["snapshot"] = frames
         chunks = -(-P.hist_bins // protocol.HIST_CHUNK)
@@ -239,7 +270,13 @@ def test_snapshot_histograms_clear_and_trace_match_model(trace, ram_output_regis
     if trace:
         got = [(t.channel, t.index, t.width) for _, t in out["trace"]]
         assert len(got) == 4 and got == want_trace
-        assert all(h.type == protocol.FrameType.TRACE for h, _ in out["trace"])
+        # A record's time is when its pulse was classified, at most 4(N+1)+1 cycles after
+        # the pulse ended (1 µs ticks at prescaler 1): the pulses end at cycles 90, 110, 180
+        # and 520 of the trains (the 1-cycle pulse at 300 is a glitch).
+        times = [r.timestamp for _, r in out["trace"]]
+        for time, end in zip(times[1:], (110, 180, 520), strict=True):
+            assert abs((time - times[0]) - (end - 90)) <= 4 * (P.channels + 1) + 1
+        assert not out["batches"]  # (no frame after the records' own)
 
 
 def test_periodic_snapshots_and_histograms():
@@ -351,16 +388,15 @@ def test_trace_records_lost_to_a_full_fifo_are_counted(ram_output_registers):
     async def bench(ctx):
         await b.configure(ctx, config, trace=True)
         await b.play(ctx, trains)
-        # Long enough for the FIFO to drain (a TRACE frame takes about a thousand cycles).
+        # Long enough for the FIFO to drain.
         await ctx.tick().repeat(40_000)
         good, _ = unframe(bytes(b.wire))
-        out["trace"] = [decode(body) for body in good[b.seen:]]
+        out["trace"] = batch_records(good[b.seen:])
         b.seen = len(good)
         _, frames = await b.command(ctx, 5, OP.SNAPSHOT, extra=1 + P.channels)
         out["snapshot"] = frames
 
     b.run(bench)
-    assert all(h.type == protocol.FrameType.TRACE for h, _ in out["trace"])
     sent = [(t.channel, t.index, t.width) for _, t in out["trace"]]
     (_, status), *rows = out["snapshot"]
     per_channel = [counters.trace_lost for _, counters in rows]
@@ -388,7 +424,7 @@ def test_a_deep_trace_fifo_holds_what_the_default_one_loses():
     async def bench(ctx):
         await b.configure(ctx, config, trace=True)
         await b.play(ctx, trains)
-        out["trace"] = await b.wait_frames(ctx, len(want_trace))
+        out["trace"] = await b.wait_records(ctx, len(want_trace))
         _, frames = await b.command(ctx, 5, OP.SNAPSHOT, extra=1 + P.channels)
         out["snapshot"] = frames
 

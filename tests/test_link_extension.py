@@ -47,7 +47,7 @@ INFO_LAYOUT = [
 ]
 #: The INFO payload of that build (prescaler 0: as the gateware's constants hold it).
 INFO_BYTES = bytes.fromhex(
-    "01010002000510183003b00020300810006cdc020000615100000000100018db5f1274000000000000000000"
+    "01020002000510183003b00020300810006cdc02000061510000000010001cdd046974000000000000000000"
     "00000000000002a0024700040201")
 #: Its registers: name, address, access, field, shift, reset, bits.
 REGISTERS = [
@@ -106,7 +106,8 @@ REGISTERS = [
     ("TAP_RECORD", 4371, RW, "tap.record", 0, 0, 2),
 ]
 FRAME_TYPES = {"INFO": 0x01, "STATUS": 0x02, "COUNTERS": 0x03, "HISTOGRAM": 0x04,
-               "TRACE": 0x05, "RESPONSE": 0x06, "TRUTH": 0x07, "COMMAND": 0x80}
+               "TRACE": 0x05, "RESPONSE": 0x06, "TRUTH": 0x07, "TRACE_BATCH": 0x7F,
+               "COMMAND": 0x80}
 OPCODES = {"PING": 0x00, "READ_INFO": 0x01, "READ_REG": 0x02, "WRITE_REG": 0x03,
            "SNAPSHOT": 0x04, "READ_HISTOGRAMS": 0x05, "CLEAR": 0x06, "READ_TRUTH": 0x07}
 #: TRUTH's fields (name, bit offset, bits) for 48-bit timestamps.

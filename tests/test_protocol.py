@@ -18,7 +18,7 @@ PARAMS = [SnifferParams(channels=4), SnifferParams(channels=16, classes=3),
           SnifferParams(channels=64, classes=10, counter_bits=64, hist_bits=40,
                         timestamp_bits=64, hist_sub_bits=5, width_bits=32)]
 DEVICE_TYPES = [FrameType.INFO, FrameType.STATUS, FrameType.COUNTERS, FrameType.HISTOGRAM,
-                FrameType.TRACE, FrameType.RESPONSE]
+                FrameType.TRACE, FrameType.TRACE_BATCH, FrameType.RESPONSE]
 
 
 def info_values(params, **extra):

@@ -100,7 +100,7 @@ def test_trace_records_in_order_and_every_loss_counted():
     """TRACE at link saturation: 250 kbaud carries far fewer records than the workload makes.
     Every record that arrives is one of the model's pulses, in order per channel, and the
     per-channel and total loss counters account for every other one."""
-    from rbscope.device.protocol import Trace
+    from rbscope.device.protocol import trace_records
     from rbscope.gateware.rb_sniffer import Counter
 
     with SimDevice(PARAMS, CONFIG, trains(9), build_root=BUILD_ROOT) as sim:
@@ -110,15 +110,14 @@ def test_trace_records_in_order_and_every_loss_counted():
             dev.enable_trace(True)
             start = dev.snapshot()  # tracing is on from here
             for _, frame in dev.frames(duration=None):
-                if isinstance(frame, Trace):
-                    records.append(frame)
+                records += trace_records(frame, PARAMS)
                 snap = dev.latest_snapshot
                 if snap is not None and dev.is_quiescent() and snap.timestamp > CYCLES:
                     break
             end = dev.snapshot()
             dev.enable_trace(False)
             # Records queued while the commands ran, and the FIFO's last ones.
-            records += [f for _, f in dev.frames(duration=0.5) if isinstance(f, Trace)]
+            records += [t for _, f in dev.frames(duration=0.5) for t in trace_records(f, PARAMS)]
         finally:
             dev.close()
     truth = sim.truth(CYCLES)

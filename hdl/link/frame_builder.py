@@ -19,6 +19,7 @@ from ..rb_sniffer.sniffer import TraceSignature
 from . import protocol
 from .frame_program import COUNT_BITS, READ_WORDS, FrameProgram, Latch, RamShifter, Shifter, Source
 from .framing import FrameByte
+from .trace_batch import TraceBatcher
 
 __all__ = ["FrameBuilder"]
 
@@ -30,11 +31,12 @@ class FrameBuilder(wiring.Component):
 
     Frames are asked for by the command unit (``send_*``: a RESPONSE, INFO, a snapshot,
     histograms, the extension's frames) and the snapshot timer (``periodic``, ``hist_expired``);
-    TRACE frames are sent while the trace FIFO has records (``records``). Each request is a
-    flip-flop here, taken as its frame (or its burst of frames) starts. At a frame boundary the
-    priority is RESPONSE (once written), INFO, a snapshot (STATUS, then one COUNTERS frame per
-    channel), histograms (HISTOGRAM frames of every channel), the extension's frames (one per
-    unit), TRACE; between the frames of a burst a pending RESPONSE goes first. No frame starts
+    TRACE_BATCH frames are sent while the trace FIFO has records (``records``, popped as the
+    frame's slots go out by a :class:`~.trace_batch.TraceBatcher`). Each request is a flip-flop
+    here, taken as its frame (or its burst of frames) starts. At a frame boundary the priority
+    is RESPONSE (once written), INFO, a snapshot (STATUS, then one COUNTERS frame per channel),
+    histograms (HISTOGRAM frames of every channel), the extension's frames (one per unit),
+    TRACE_BATCH; between the frames of a burst a pending RESPONSE goes first. No frame starts
     while a clear is pending (``clear_pending``), so that no frame mixes counts of two epochs:
     the sniffer's epoch does not change during a frame, and frames send it as it is.
 
@@ -207,7 +209,6 @@ class FrameBuilder(wiring.Component):
         s.unit = None  # the extension's unit (its frame's)
         if source is not None:
             s.unit = Signal(range(max(2, source.units)))
-        trace_head = self.records.payload
         # Time of the frame being built, latched as it starts (see _between_frames).
         s.frame_timestamp = Signal(p.timestamp_bits)
         # The counter RAM's address for frames (see the end of this step).
@@ -251,6 +252,12 @@ class FrameBuilder(wiring.Component):
         resp_shift = RamShifter("resp", [field.width for _, field in resp], data=self.resp_byte)
         m.d.comb += self.resp_next.eq(resp_shift.shift)
         tl_shift = Shifter("tl_frame", [32], reg=s.tl_frame)
+        # The trace records' batcher (TRACE_BATCH's read port) and the batch's base, which
+        # follows the FIFO's head between frames (see _between_frames).
+        m.submodules.batcher = s.batcher = TraceBatcher(p)
+        wiring.connect(m, wiring.flipped(self.records), s.batcher.records)
+        s.trace_base = Signal(p.timestamp_bits)
+        base_shift = Shifter("trace_base", [p.timestamp_bits], reg=s.trace_base)
         rx_base = n  # the link counter RAM's entries of rx_frames, rx_errors
         snap_fields = {"snapshot": s.snapshot_no, "timestamp": time_shift[0],
                        "epoch": epoch, "quiet_since": snap_latch[0],
@@ -271,11 +278,7 @@ class FrameBuilder(wiring.Component):
                 "channel": s.hist_channel, "first": s.hist_first, "epoch": epoch,
                 "timestamp": time_shift[0], "bins": READ_WORDS,
             },
-            FT.TRACE: {
-                "channel": trace_head.channel, "kind": trace_head.kind,
-                "index": trace_head.index, "width": trace_head.width,
-                "timestamp": trace_head.timestamp,
-            },
+            FT.TRACE_BATCH: {"base": base_shift[0], "records": READ_WORDS},
         }
         if source is not None:
             fields = {source.unit_field: s.unit, "timestamp": time_shift[0]}
@@ -364,12 +367,13 @@ class FrameBuilder(wiring.Component):
         s.olast = Signal()
         # A word read from a read port is sent from the port's payload, which its source holds
         # from the transfer until the next request: byte ``word_byte`` of it.
-        s.word = self.read_resp.payload
+        s.word = Mux(s.ftype == FT.TRACE_BATCH, s.batcher.resp.payload, self.read_resp.payload)
         if source is not None:
             s.word = Mux(s.ftype == source.frame_type, self.ext_read_resp.payload, s.word)
         s.word_byte = Signal(range(8))
         s.latch_wait = Signal(2)
         s.word_index = Signal(range(max(p.counters_per_channel, protocol.HIST_CHUNK,
+                                        protocol.TRACE_BATCH_RECORDS,
                                         source.words if source is not None else 0) + 1))
         s.got = Signal()  # the word's response has arrived (its first byte is sent next)
 
@@ -388,7 +392,8 @@ class FrameBuilder(wiring.Component):
             self.read_req.payload.index.eq(Mux(is_hist, s.hist_first + s.word_index,
                                                s.word_index)),
         ]
-        s.ports = [((FT.COUNTERS, FT.HISTOGRAM), self.read_req, self.read_resp)]
+        s.ports = [((FT.COUNTERS, FT.HISTOGRAM), self.read_req, self.read_resp),
+                   ((FT.TRACE_BATCH,), s.batcher.req, s.batcher.resp)]
         if source is not None:
             s.requests += [self.ext_read_req.payload.unit.eq(s.unit),
                            self.ext_read_req.payload.index.eq(s.word_index)]
@@ -416,7 +421,7 @@ class FrameBuilder(wiring.Component):
 
         # The next frame, chosen in every cycle and registered (the choice reaches no frame
         # start's logic in the cycle it is made). Priority at a frame boundary: RESPONSE (once
-        # written), INFO, a snapshot, histograms, the extension's frames, TRACE.
+        # written), INFO, a snapshot, histograms, the extension's frames, TRACE_BATCH.
         s.pick = pick = Signal(range(max(FT) + 1))
         s.pick_any = pick_any = Signal()
         # (The choices that start a burst, one flag each.)
@@ -438,7 +443,7 @@ class FrameBuilder(wiring.Component):
             with m.Elif(s.ext_request):
                 m.d.sync += [pick.eq(source.frame_type), s.pick_ext.eq(1)]
         with m.Elif(self.records.valid):
-            m.d.sync += pick.eq(FT.TRACE)
+            m.d.sync += pick.eq(FT.TRACE_BATCH)
         with m.Else():
             m.d.sync += pick_any.eq(0)
 
@@ -469,7 +474,7 @@ class FrameBuilder(wiring.Component):
             m.next = "FETCH"
         with m.State("IDLE"):
             # The frame chosen a cycle ago (``pick``, from a cycle spent here: after a
-            # TRACE frame the FIFO's state is the new one), unless a clear is pending.
+            # TRACE_BATCH frame the FIFO's state is the new one), unless a clear is pending.
             m.d.sync += s.idle_seen.eq(1)
             with m.If(s.idle_seen & s.pick_any & ~self.clear_pending):
                 self._start(m, s, s.pick)
@@ -622,8 +627,6 @@ class FrameBuilder(wiring.Component):
                     m.d.sync += s.resp_pending.eq(0)
                 with m.Case(FT.INFO):
                     m.d.sync += s.info_pending.eq(0)
-                with m.Case(FT.TRACE):
-                    m.d.comb += self.records.ready.eq(1)
                 with m.Case(FT.STATUS):
                     m.next = "SNAP_NEXT"
                 with m.Case(FT.COUNTERS):
@@ -683,7 +686,9 @@ class FrameBuilder(wiring.Component):
         between = ["IDLE", *bursts]
         m.d.comb += self.frame_idle.eq(Cat(frames_fsm.ongoing(state) for state in between).any())
         with m.If(self.frame_idle):
-            m.d.sync += s.frame_timestamp.eq(self.status.timestamp)
+            m.d.sync += [s.frame_timestamp.eq(self.status.timestamp),
+                         s.trace_base.eq(self.records.payload.timestamp)]
+        m.d.comb += s.batcher.load.eq(self.frame_idle)
 
     def _info_fields(self, m):
         """INFO's fields: the constants, the prescaler and the tick period live."""

@@ -21,10 +21,11 @@ integer of a ``data.StructLayout`` is converted to bytes with ``int.to_bytes(siz
 Frames
 ------
 Device → host: ``INFO``, ``STATUS`` (snapshot header), ``COUNTERS`` (one channel's counter row,
-part of a snapshot), ``HISTOGRAM`` (a chunk of one channel's bins), ``TRACE`` (one pulse) and
-``RESPONSE`` (to a command). Host → device: ``COMMAND``. The header carries a 16-bit sequence number
-that the device increments on every frame it sends (a gap tells the host frames were lost) and the
-payload length (checked against the type).
+part of a snapshot), ``HISTOGRAM`` (a chunk of one channel's bins), ``TRACE_BATCH`` (up to
+:data:`TRACE_BATCH_RECORDS` pulses, the gateware's pulse stream), ``TRACE`` (one pulse: test
+devices and older captures) and ``RESPONSE`` (to a command). Host → device: ``COMMAND``. The
+header carries a 16-bit sequence number that the device increments on every frame it sends (a
+gap tells the host frames were lost) and the payload length (checked against the type).
 
 Registers
 ---------
@@ -53,7 +54,9 @@ __all__ = [
     "CRC_ALGORITHM", "HIST_CHUNK", "ID_MAGIC", "BOARD_NAME_BYTES",
     "FrameType", "Opcode", "ResponseStatus", "StatusFlags", "Access", "Register",
     "HEADER", "COMMAND", "RESPONSE", "INFO_FIELDS", "status_layout", "counters_layout",
-    "histogram_layout", "trace_layout", "register_map", "register_values",
+    "histogram_layout", "trace_layout", "trace_record_layout", "trace_batch_layout",
+    "TRACE_BATCH_RECORDS", "TRACE_EMPTY_KIND", "TRACE_TIME_MIN_BITS", "register_map",
+    "register_values",
     "config_from_registers", "layout_bytes", "packed_registers",
     "EXTENSION_FRAME_TYPES", "EXTENSION_OPCODES", "LinkProtocol",
     "clock_period_ps", "tick_period_ps", "encode_uart_divisor", "decode_uart_divisor",
@@ -62,7 +65,7 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 #: Gateware version as (major, minor); sent as ``major << 8 | minor``.
-GATEWARE_VERSION = (0, 1)
+GATEWARE_VERSION = (0, 2)
 
 FRAME_END = 0xC0
 FRAME_ESC = 0xDB
@@ -74,6 +77,12 @@ CRC_ALGORITHM = "CRC32_ISO_HDLC"
 
 #: Histogram bins per HISTOGRAM frame.
 HIST_CHUNK = 16
+#: Record slots per TRACE_BATCH frame (the frame programme's loop holds at most 32 words).
+TRACE_BATCH_RECORDS = 32
+#: A TRACE_BATCH slot whose ``kind`` is this holds no record (no :class:`EventKind` has it).
+TRACE_EMPTY_KIND = 7
+#: Fewest bits of a batch record's time (see :func:`trace_record_layout`).
+TRACE_TIME_MIN_BITS = 16
 #: Value of the read-only ID register: "RBSC".
 ID_MAGIC = 0x43534252
 BOARD_NAME_BYTES = 16
@@ -88,11 +97,12 @@ class FrameType(enum.IntEnum, shape=8):
     HISTOGRAM = 0x04
     TRACE = 0x05
     RESPONSE = 0x06
+    TRACE_BATCH = 0x7F
     COMMAND = 0x80
 
 
 #: Frame types an extension may take (device to host; see :class:`LinkProtocol`).
-EXTENSION_FRAME_TYPES = range(0x07, 0x80)
+EXTENSION_FRAME_TYPES = range(0x07, 0x7F)
 
 
 class Opcode(enum.IntEnum, shape=8):
@@ -245,6 +255,43 @@ def trace_layout(params):
         "index": 8,
         "width": 32,
         "timestamp": params.timestamp_bits,
+    })
+
+
+def trace_record_layout(params):
+    """One record of a TRACE_BATCH frame: a TRACE's fields in a few bytes.
+
+    ``kind`` (:data:`TRACE_EMPTY_KIND`: an empty slot, every other field zero), ``index``,
+    ``channel`` and ``width`` are the sniffer's (``tag`` too, in a build with tags); ``time`` is
+    the low bits of the record's ``timestamp``, as many as make the record a whole number of
+    bytes with at least :data:`TRACE_TIME_MIN_BITS` of them (the ECPIX-5's 64 channels: 7 bytes,
+    19 bits of time). Its other bits are the batch's ``base``'s.
+    """
+    _check(params)
+    fields = {"kind": 3, "index": params.row_bits, "channel": params.channel_bits,
+              "width": params.width_bits}
+    if params.tag_bits:
+        fields["tag"] = params.tag_bits
+    used = sum(fields.values())
+    fields["time"] = 8 * -(-(used + TRACE_TIME_MIN_BITS) // 8) - used
+    return data.StructLayout(fields)
+
+
+def trace_batch_layout(params):
+    """TRACE_BATCH: up to :data:`TRACE_BATCH_RECORDS` pulses in classification order.
+
+    ``base`` is the timestamp of the first record. Every record of the batch lies in the aligned
+    window of ``2**time`` ticks that holds ``base``: its timestamp is ``base`` with the low bits
+    replaced by its ``time``. A record outside the window ends the batch (the remaining slots
+    are empty) and goes first in the next; slots are empty, too, where the FIFO ran dry while
+    the frame was sent. The records of a batch, and the batches, come in the order the pulses
+    were classified.
+    """
+    _check(params)
+    record = trace_record_layout(params)
+    return data.StructLayout({
+        "base": params.timestamp_bits,
+        "records": data.ArrayLayout(record.size, TRACE_BATCH_RECORDS),
     })
 
 
@@ -424,7 +471,7 @@ def _registers(params, snapshot_period):
         Register("HIST_PERIOD", 0x0006, Access.RW, "link.hist_period", reset=0, bits=16,
                  doc="send histograms after every N-th periodic snapshot; 0: on request only"),
         Register("TRACE_ENABLE", 0x0007, Access.RW, "link.trace_enable", reset=0, bits=1,
-                 doc="1: send a TRACE frame per pulse while the link has room"),
+                 doc="1: send every pulse in TRACE_BATCH frames while the link has room"),
     ]
     for i in range((params.channels + 31) // 32):
         mask = (1 << min(32, params.channels - 32 * i)) - 1
@@ -538,6 +585,7 @@ class LinkProtocol:
             FrameType.COUNTERS: counters_layout,
             FrameType.HISTOGRAM: histogram_layout,
             FrameType.TRACE: trace_layout,
+            FrameType.TRACE_BATCH: trace_batch_layout,
             FrameType.RESPONSE: lambda p: RESPONSE,
             FrameType.COMMAND: lambda p: COMMAND,
         }[FrameType(frame_type)](params)

@@ -40,14 +40,17 @@ from .protocol import (
     Histogram,
     Info,
     LinkStats,
+    ProtocolError,
     Snapshot,
     Status,
     Trace,
+    TraceBatch,
     decode_frame_bytes,
     encode_payload,
     frame_bytes,
     info_values,
     params_from_info,
+    trace_records,
 )
 from .traces import PulseRecords
 
@@ -376,7 +379,8 @@ class CaptureReader:
         Keep every complete snapshot in :attr:`snapshots`; otherwise only the last one
         (:attr:`last_snapshot`) and their number (:attr:`snapshot_count`).
     keep_traces : bool
-        Keep every TRACE frame in :attr:`traces` (otherwise only :attr:`trace_count`).
+        Keep every pulse record (a TRACE frame, or one of a TRACE_BATCH's, unpacked) in
+        :attr:`traces` (otherwise only their number, :attr:`trace_count`).
     pulse_records : bool
         Rebuild the last device's pulse sequences from its TRACE frames, checked against its
         counters (:attr:`pulse_records`, a :class:`~.traces.PulseRecords`; compact arrays).
@@ -531,12 +535,18 @@ class CaptureReader:
             elif isinstance(frame, Histogram):
                 if self.hist is not None:
                     self.hist.update(frame)
-            elif isinstance(frame, Trace):
-                self.trace_count += 1
+            elif isinstance(frame, (Trace, TraceBatch)):
+                try:
+                    records = trace_records(frame, self.params)
+                except ProtocolError as exc:
+                    self.errors.append(f"offset {rec.offset}: {exc}")
+                    return
+                self.trace_count += len(records)
                 if self.keep_traces:
-                    self.traces.append(frame)
+                    self.traces.extend(records)
                 if self.pulse_records is not None:
-                    self.pulse_records.trace(frame)
+                    for record in records:
+                        self.pulse_records.trace(record)
             return
         what = RecordKind.names.get(rec.kind, rec.kind)
         try:

@@ -46,7 +46,7 @@ from rbscope.gateware.rb_sniffer.params import Counter, EventKind, SnifferParams
 
 __all__ = [
     "ProtocolError", "LinkStats", "Frame", "Info", "Status", "Snapshot", "Counters", "Histogram",
-    "Trace", "frame_class", "info_values",
+    "Trace", "TraceBatch", "trace_records", "frame_class", "info_values",
     "Response", "Command", "FrameDecoder", "LinkMonitor", "LinkEvent", "compile_layout",
     "compile_encoder", "stuff", "unstuff", "encode_frame", "encode_payload", "encode_command",
     "frame_bytes", "decode_frame_bytes", "params_from_info", "HEADER_BYTES", "CRC_BYTES",
@@ -369,6 +369,76 @@ class Trace(Frame):
 
 
 @dataclass(slots=True)
+class TraceBatch(Frame):
+    """TRACE_BATCH: up to ``TRACE_BATCH_RECORDS`` pulses (``records``: the packed record slots,
+    :func:`~rbscope.gateware.link.protocol.trace_record_layout`), the first at ``base``.
+
+    :meth:`traces` unpacks them into :class:`Trace` frames (this frame's ``seq`` and ``raw``),
+    which is how every reader of pulse records sees them (:func:`trace_records`).
+    """
+
+    base: int = 0
+    records: tuple = ()
+
+    TYPE = FrameType.TRACE_BATCH
+
+    def traces(self, params):
+        """The batch's records as :class:`Trace` frames, in order, empty slots left out.
+
+        Raises :class:`ProtocolError` when the first record's time is not the base's, a
+        record's time goes backwards, or a record names a channel the device does not have.
+        """
+        (kind_at, kind_mask), (index_at, index_mask), (channel_at, channel_mask), \
+            (width_at, width_mask), (time_at, time_mask) = _record_fields(params)
+        window = self.base & ~time_mask
+        out = []
+        last = None
+        for slot, bits in enumerate(self.records):
+            kind = bits >> kind_at & kind_mask
+            if kind == wire.TRACE_EMPTY_KIND:
+                continue
+            timestamp = window | bits >> time_at & time_mask
+            if (last is None and timestamp != self.base) or (last is not None
+                                                              and timestamp < last):
+                raise ProtocolError(f"TRACE_BATCH seq {self.seq}: slot {slot}'s time "
+                                    f"{timestamp} does not follow base {self.base}"
+                                    + ("" if last is None else f" and {last}"))
+            channel = bits >> channel_at & channel_mask
+            if channel >= params.channels:
+                raise ProtocolError(f"TRACE_BATCH seq {self.seq}: slot {slot} names channel "
+                                    f"{channel} of a {params.channels}-channel device")
+            last = timestamp
+            out.append(Trace(self.seq, self.raw, channel=channel, kind=kind,
+                             index=bits >> index_at & index_mask,
+                             width=bits >> width_at & width_mask, timestamp=timestamp))
+        return out
+
+
+def _make_record_fields(params):
+    layout = wire.trace_record_layout(params)
+    return tuple((layout[name].offset, (1 << layout[name].width) - 1)
+                 for name in ("kind", "index", "channel", "width", "time"))
+
+
+#: (offset, mask) of a batch record's kind, index, channel, width and time, per parameter set.
+_RECORD_FIELDS = _Bounded(16, _make_record_fields)
+
+
+def _record_fields(params):
+    return _RECORD_FIELDS.get_or_make(params)
+
+
+def trace_records(frame, params):
+    """The pulse records a frame carries: a TRACE itself, a TRACE_BATCH's unpacked
+    (:meth:`TraceBatch.traces`), none for any other frame."""
+    if isinstance(frame, Trace):
+        return [frame]
+    if isinstance(frame, TraceBatch):
+        return frame.traces(params)
+    return []
+
+
+@dataclass(slots=True)
 class Response(Frame):
     """RESPONSE to a command (``status`` a :data:`ResponseStatus` member or an unknown int)."""
 
@@ -444,8 +514,8 @@ def _extension_class(frame):
                    "__doc__": f"{frame.name}: a frame of an extension (its layout's fields)."})
 
 
-_CLASSES = {cls.TYPE: cls for cls in (Info, Status, Counters, Histogram, Trace, Response,
-                                      Command)}
+_CLASSES = {cls.TYPE: cls for cls in (Info, Status, Counters, Histogram, Trace, TraceBatch,
+                                      Response, Command)}
 _CLASSES.update({frame.type: _extension_class(frame) for frame in PROTOCOL.frames.values()})
 
 
@@ -476,7 +546,8 @@ def params_from_info(info):
     if info.hist_bins != params.hist_bins:
         raise ProtocolError(f"INFO.hist_bins is {info.hist_bins} but the histogram geometry "
                             f"implies {params.hist_bins}")
-    for t in (FrameType.STATUS, FrameType.COUNTERS, FrameType.HISTOGRAM, FrameType.TRACE):
+    for t in (FrameType.STATUS, FrameType.COUNTERS, FrameType.HISTOGRAM, FrameType.TRACE,
+              FrameType.TRACE_BATCH):
         try:
             wire.layout_bytes(PROTOCOL.payload_layout(params, t))
         except ValueError:
