@@ -41,6 +41,7 @@ from rbscope.device.capture import CaptureWriter, capture_to_measurement
 from rbscope.device.device import Device
 from rbscope.device.protocol import trace_records
 from rbscope.device.simdevice import SimDevice
+from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.counters import TRACE_FIFO_DEPTH
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
@@ -67,21 +68,66 @@ def trace_depth(board):
 SNAPSHOT_MS = 100
 
 
-def widths_us(count, seed=1):
-    """``count`` pulse widths (µs, in order) of the reference SSD's dies: ``ssd-v`` in steady
-    state under random 4 KiB writes (reads, programs, erases), repeated as needed."""
-    drive = refssd.preset("ssd-v", blocks_per_plane=64, pages_per_block=64)
-    work = refssd.micro("4K-RD-100%-W-4KiB-align", drive.logical_bytes, 2 << 20, seed=seed)
+def batch_wire_bytes(params):
+    """Bytes on the wire per pulse record in full TRACE_BATCH frames (header, payload, CRC, one
+    delimiter, with the 2/256 of random bytes that byte stuffing escapes)."""
+    payload = wire.layout_bytes(wire.trace_batch_layout(params))
+    frame = wire.layout_bytes(wire.HEADER) + payload + 4 + 1
+    return frame * (1 + 2 / 256) / wire.TRACE_BATCH_RECORDS
+
+
+#: The pulse trains' widths: a reference SSD preset in steady state under one of the paper's
+#: micro-benchmarks (name → preset, workload, preset keywords).
+WORKLOADS = {
+    # random 4 KiB writes on the paper's SSD-V: reads (GC), programs, erases
+    "ssd-v-random": ("ssd-v", "4K-RD-100%-W-4KiB-align",
+                     {"blocks_per_plane": 64, "pages_per_block": 64}),
+    # a heavy-GC TLC drive: three page types, 0.4-4 ms programs
+    "tlc-gc-random": ("tlc-gc", "4K-RD-100%-W-4KiB-align", {}),
+    # a cache-program drive, half the requests reads: short pulses (tCBSY, tR) in the majority
+    "cache-prog-50r": ("cache-prog", "4K-RD-50%-W-4KiB-align",
+                       {"blocks_per_plane": 64, "pages_per_block": 64}),
+    # read-heavy on SSD-V: half the requests reads
+    "ssd-v-50r": ("ssd-v", "4K-RD-50%-W-4KiB-align",
+                  {"blocks_per_plane": 64, "pages_per_block": 64}),
+}
+
+
+def widths_us(count, seed=1, workload="ssd-v-random"):
+    """``count`` pulse widths (µs, in order) of the reference SSD's dies under ``workload``
+    (:data:`WORKLOADS`) in steady state, repeated as needed."""
+    preset, micro, kwargs = WORKLOADS[workload]
+    drive = refssd.preset(preset, **kwargs)
+    work = refssd.micro(micro, drive.logical_bytes, 2 << 20, seed=seed)
     run = refssd.simulate(drive, work, seed=seed, precondition="steady")
     w = np.concatenate([p["width_ns"] / 1000.0 for p in run.pulses])
     return np.resize(w, count)
 
 
+def spacing_us(rate, widths):
+    """The least spacing (µs) from one pulse's start to the next that makes ``rate`` pulses a
+    second on average, a pulse longer than it delaying the next by its width and 2 µs (as a busy
+    die would); 0 (back to back: the most the widths allow) when no spacing is short enough."""
+    busy = np.asarray(widths) + 2.0
+    want = 1e6 / rate
+    if busy.mean() >= want:
+        return 0.0
+    lo, hi = 0.0, want
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if np.maximum(mid, busy).mean() < want:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def trains_at(channels, clock_hz, rate, seconds, widths):
-    """One train per channel: the widths in order, a pulse every ``1 / rate`` s (a pulse longer
-    than the period delays the next, as a busy die would), each channel offset a little."""
+    """One train per channel: the widths in order, ``rate`` pulses a second on average where the
+    widths allow (:func:`spacing_us`; a pulse longer than the spacing delays the next, as a busy
+    die would), each channel offset a little."""
     cyc_us = clock_hz // 1_000_000
-    period = clock_hz / rate
+    period = spacing_us(rate, widths) * cyc_us
     end = int(seconds * clock_hz)
     out, k = [], 0
     for ch in range(channels):
@@ -193,12 +239,12 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
     return row
 
 
-def measure(board, seconds, build_root, log=print, search=True):
+def measure(board, seconds, build_root, log=print, search=True, workload="ssd-v-random"):
     channels, clock_hz, divisor = BOARDS[board]
-    widths = widths_us(200_000)
-    # The link's own arithmetic: a TRACE frame is 25 payload bytes plus framing (about 35
-    # bytes on the wire with byte stuffing), ten bits a byte.
-    expect = float(clock_hz / divisor) / 10 / 35
+    widths = widths_us(200_000, workload=workload)
+    # The link's own arithmetic: a TRACE_BATCH frame's bytes on the wire (header, CRC, a
+    # delimiter, typical byte stuffing: 2/256) over its records, ten bits a byte.
+    expect = float(clock_hz / divisor) / 10 / batch_wire_bytes(SnifferParams(channels=channels))
     over = run_one(board, 4 * expect / channels, seconds, widths, build_root, log)
     capacity = over["delivered_per_s"] or expect
     # The highest share of it the dies sustain with nothing lost: halving from 90 %.
@@ -246,6 +292,8 @@ def main(argv=None):
     parser.add_argument("--rate", type=float, metavar="R",
                         help="one run only, at R pulses per second per die (no overload run, no "
                              "search): whether the board streams that rate losslessly")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="ssd-v-random",
+                        help="the reference SSD run whose pulse widths the trains take")
     parser.add_argument("--json")
     parser.add_argument("--markdown")
     args = parser.parse_args(argv)
@@ -256,12 +304,15 @@ def main(argv=None):
         print(f"{board}: {BOARDS[board][0]} channels, {BOARDS[board][1] / 1e6:g} MHz, "
               f"divisor {BOARDS[board][2]}", flush=True)
         if args.rate is not None:
-            run = run_one(board, args.rate, args.seconds, widths_us(200_000), args.build_root)
+            run = run_one(board, args.rate, args.seconds,
+                          widths_us(200_000, workload=args.workload), args.build_root)
+            run["workload"] = args.workload
             rows.append({"board": board, "channels": BOARDS[board][0],
                          "baud": float(BOARDS[board][1] / BOARDS[board][2]),
                          "trace_depth": trace_depth(board), "runs": [run]})
             continue
-        rows.append(measure(board, args.seconds, args.build_root, search=args.search))
+        rows.append(measure(board, args.seconds, args.build_root, search=args.search,
+                            workload=args.workload))
     if args.rate is not None:
         for row in rows:
             run = row["runs"][0]

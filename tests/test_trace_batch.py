@@ -28,10 +28,11 @@ def test_record_layouts_are_whole_bytes_with_enough_time():
         assert wire.layout_bytes(batch) == params.timestamp_bits // 8 + 32 * size
 
 
-def _run_batcher(records, batches, *, gap=0):
+def _run_batcher(records, batches, *, gap=0, fast=False):
     """Feed ``records`` (dicts of trace fields) through a FIFO stand-in into the batcher and send
     ``batches`` frames of TRACE_BATCH_RECORDS word requests each, ``gap`` cycles apart; return
-    each batch's (base, [record words])."""
+    each batch's (base, [record words]). ``fast``: each word's first byte only, the next
+    request at once (faster than the frame builder asks)."""
     dut = TraceBatcher(P)
     layout = trace_layout(P)
     queue = list(records)
@@ -58,11 +59,11 @@ def _run_batcher(records, batches, *, gap=0):
 
     async def frames(ctx):
         for _ in range(batches):
-            # Between frames the base follows the head (the frame builder's register).
-            ctx.set(dut.load, 1)
+            # Between frames the base follows the head (the frame builder's time register).
             await ctx.tick().repeat(4)
             base = queue[0]["timestamp"] if queue else None
-            ctx.set(dut.load, 0)
+            ctx.set(dut.base, base or 0)
+            await ctx.tick().repeat(2)
             words = []
             for _ in range(wire.TRACE_BATCH_RECORDS):
                 ctx.set(dut.req.valid, 1)
@@ -71,7 +72,17 @@ def _run_batcher(records, batches, *, gap=0):
                 ctx.set(dut.resp.ready, 1)
                 await ctx.tick().until(dut.resp.valid)
                 ctx.set(dut.resp.ready, 0)
-                words.append(ctx.get(dut.resp.payload))
+                # The word's bytes, least significant first, a shift strobe after each.
+                word = 0
+                for k in range(RECORD.size // 8):
+                    word |= ctx.get(dut.resp.payload) << 8 * k
+                    if fast:
+                        break
+                    ctx.set(dut.shift, 1)
+                    await ctx.tick()
+                    ctx.set(dut.shift, 0)
+                    await ctx.tick()
+                words.append(word)
                 if gap:
                     await ctx.tick().repeat(gap)
             out.append((base, words))
@@ -127,9 +138,11 @@ def test_back_to_back_requests_fill_every_slot():
     """Requests as fast as the port takes them (the frame builder's are a byte time apart): a
     FIFO that holds records never answers an empty slot."""
     records = [_record(k % 3, 5000 + 17 * k, width=k + 1) for k in range(40)]
-    (base, words), (base2, words2) = _run_batcher(records, 2)
-    assert base == 5000 and len(_unpack(base, words)) == 32
-    assert [t for _, t, *_ in _unpack(base2, words2)] == [5000 + 17 * k for k in range(32, 40)]
+    (base, words), (base2, words2) = _run_batcher(records, 2, fast=True)
+    kinds = [[w & 7 for w in batch] for batch in (words, words2)]  # (``kind``: bits 0-2)
+    assert base == 5000 and base2 == 5000 + 17 * 32
+    assert kinds[0] == [EventKind.END] * 32
+    assert kinds[1] == [EventKind.END] * 8 + [wire.TRACE_EMPTY_KIND] * 24
 
 
 def test_an_empty_fifo_answers_empty_slots():

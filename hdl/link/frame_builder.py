@@ -247,17 +247,20 @@ class FrameBuilder(wiring.Component):
         s.snap_now = [status.quiet_since, snap_flag_bits, self.lost_total]
         s.snap_latch = snap_latch = Shifter.of("snap_latch", s.snap_now)
         epoch = status.epoch  # (constant during a frame: see clear_pending)
-        time_shift = Shifter("frame_timestamp", [p.timestamp_bits], reg=s.frame_timestamp)
+        # (Rotating: a TRACE_BATCH frame sends its base from it first, and the batcher then
+        # compares the records' times with it whole again; see TraceBatcher.)
+        time_shift = Shifter("frame_timestamp", [p.timestamp_bits], reg=s.frame_timestamp,
+                             rotate=True)
         resp = protocol.RESPONSE
         resp_shift = RamShifter("resp", [field.width for _, field in resp], data=self.resp_byte)
         m.d.comb += self.resp_next.eq(resp_shift.shift)
         tl_shift = Shifter("tl_frame", [32], reg=s.tl_frame)
-        # The trace records' batcher (TRACE_BATCH's read port) and the batch's base, which
-        # follows the FIFO's head between frames (see _between_frames).
+        # The trace records' batcher (TRACE_BATCH's read port). A batch's base is the frame's
+        # time register, loaded with the FIFO head's time instead of the sniffer's when the
+        # frame is a batch (see _between_frames).
         m.submodules.batcher = s.batcher = TraceBatcher(p)
         wiring.connect(m, wiring.flipped(self.records), s.batcher.records)
-        s.trace_base = Signal(p.timestamp_bits)
-        base_shift = Shifter("trace_base", [p.timestamp_bits], reg=s.trace_base)
+        m.d.comb += s.batcher.base.eq(s.frame_timestamp)
         rx_base = n  # the link counter RAM's entries of rx_frames, rx_errors
         snap_fields = {"snapshot": s.snapshot_no, "timestamp": time_shift[0],
                        "epoch": epoch, "quiet_since": snap_latch[0],
@@ -278,7 +281,7 @@ class FrameBuilder(wiring.Component):
                 "channel": s.hist_channel, "first": s.hist_first, "epoch": epoch,
                 "timestamp": time_shift[0], "bins": READ_WORDS,
             },
-            FT.TRACE_BATCH: {"base": base_shift[0], "records": READ_WORDS},
+            FT.TRACE_BATCH: {"base": time_shift[0], "records": READ_WORDS},
         }
         if source is not None:
             fields = {source.unit_field: s.unit, "timestamp": time_shift[0]}
@@ -367,7 +370,7 @@ class FrameBuilder(wiring.Component):
         s.olast = Signal()
         # A word read from a read port is sent from the port's payload, which its source holds
         # from the transfer until the next request: byte ``word_byte`` of it.
-        s.word = Mux(s.ftype == FT.TRACE_BATCH, s.batcher.resp.payload, self.read_resp.payload)
+        s.word = self.read_resp.payload
         if source is not None:
             s.word = Mux(s.ftype == source.frame_type, self.ext_read_resp.payload, s.word)
         s.word_byte = Signal(range(8))
@@ -376,6 +379,11 @@ class FrameBuilder(wiring.Component):
                                         protocol.TRACE_BATCH_RECORDS,
                                         source.words if source is not None else 0) + 1))
         s.got = Signal()  # the word's response has arrived (its first byte is sent next)
+        # A batch record's byte was sent: the batcher shifts the next in (the cycle after, from
+        # this flip-flop; the walker picks the next byte three cycles later or more).
+        s.batch_shift = Signal()
+        m.d.sync += s.batch_shift.eq(0)
+        m.d.comb += s.batcher.shift.eq(s.batch_shift)
 
     def _read_ports(self, m, s):
         """The read ports: the sniffer's (counters, histogram bins) and the extension's.
@@ -416,8 +424,10 @@ class FrameBuilder(wiring.Component):
         # its first programme address comes from the registered type (BEGIN).
         s.starting = Signal()
         s.next_ftype = Signal(range(max(FT) + 1))
+        s.is_batch = Signal()  # the frame is a TRACE_BATCH (its words' bytes: the batcher's)
         with m.If(s.starting):
-            m.d.sync += s.ftype.eq(s.next_ftype)
+            m.d.sync += [s.ftype.eq(s.next_ftype),
+                         s.is_batch.eq(s.next_ftype == FT.TRACE_BATCH)]
 
         # The next frame, chosen in every cycle and registered (the choice reaches no frame
         # start's logic in the cycle it is made). Priority at a frame boundary: RESPONSE (once
@@ -428,9 +438,10 @@ class FrameBuilder(wiring.Component):
         s.pick_snap = Signal()
         s.pick_hist = Signal()
         s.pick_ext = Signal()
+        s.pick_batch = Signal()
         s.idle_seen = Signal()  # the frame builder was idle in the previous cycle
         m.d.sync += [pick_any.eq(1), s.idle_seen.eq(0), s.pick_snap.eq(0), s.pick_hist.eq(0),
-                     s.pick_ext.eq(0)]
+                     s.pick_ext.eq(0), s.pick_batch.eq(0)]
         with m.If(s.resp_pending):
             m.d.sync += [pick.eq(FT.RESPONSE), pick_any.eq(~self.resp_writing)]
         with m.Elif(s.info_pending):
@@ -443,7 +454,7 @@ class FrameBuilder(wiring.Component):
             with m.Elif(s.ext_request):
                 m.d.sync += [pick.eq(source.frame_type), s.pick_ext.eq(1)]
         with m.Elif(self.records.valid):
-            m.d.sync += pick.eq(FT.TRACE_BATCH)
+            m.d.sync += [pick.eq(FT.TRACE_BATCH), s.pick_batch.eq(1)]
         with m.Else():
             m.d.sync += pick_any.eq(0)
 
@@ -528,7 +539,10 @@ class FrameBuilder(wiring.Component):
             with m.If(advance):
                 m.d.sync += [s.pc.eq(s.pc_next),
                              s.obyte.eq(Mux(s.x_vc, s.var_byte,
-                                            s.word.word_select(s.word_byte, 8)))]
+                                            Mux(s.is_batch, s.batcher.resp.payload,
+                                                s.word.word_select(s.word_byte, 8))))]
+                with m.If(~s.x_vc & s.is_batch):
+                    m.d.sync += s.batch_shift.eq(1)  # (the batcher's next byte)
                 with m.If(s.x_word_last):
                     # (Back to 0 after an array's last word: every array starts there.)
                     m.d.sync += [s.word_index.eq(Mux(s.x_more, s.word_index + 1, 0)),
@@ -685,10 +699,13 @@ class FrameBuilder(wiring.Component):
         # byte is fetched in the cycle after leaving these states).
         between = ["IDLE", *bursts]
         m.d.comb += self.frame_idle.eq(Cat(frames_fsm.ongoing(state) for state in between).any())
+        # A TRACE_BATCH frame's time is its base: the time of the FIFO's head (the batch's
+        # first record), when the batch is the frame chosen in IDLE (bursts start other frames).
+        head_time = Signal()
+        m.d.comb += head_time.eq(s.pick_batch & frames_fsm.ongoing("IDLE"))
         with m.If(self.frame_idle):
-            m.d.sync += [s.frame_timestamp.eq(self.status.timestamp),
-                         s.trace_base.eq(self.records.payload.timestamp)]
-        m.d.comb += s.batcher.load.eq(self.frame_idle)
+            m.d.sync += s.frame_timestamp.eq(Mux(head_time, self.records.payload.timestamp,
+                                                 self.status.timestamp))
 
     def _info_fields(self, m):
         """INFO's fields: the constants, the prescaler and the tick period live."""

@@ -20,9 +20,9 @@ __all__ = ["TraceBatcher"]
 class TraceBatcher(wiring.Component):
     """Answer the batch frame's word requests from the trace FIFO's head.
 
-    The batch's ``base`` (the frame builder's register) is the timestamp of the FIFO's head when
-    the frame starts: both follow the head in every cycle of ``load`` (between frames), and a
-    batch starts only with a record at the head. A record's ``time`` is the low ``time`` bits of its
+    The batch's ``base`` (the frame builder's time register) is the timestamp of the FIFO's head
+    when the frame starts (it follows the head between frames, and a batch starts only with a
+    record at the head). A record's ``time`` is the low ``time`` bits of its
     timestamp; it goes into this batch only if the rest of its timestamp is the base's (then
     ``base`` with its low bits replaced is its timestamp). Otherwise, and when the FIFO is
     empty, the slot is empty (``kind`` :data:`~.protocol.TRACE_EMPTY_KIND`) and the record
@@ -30,7 +30,8 @@ class TraceBatcher(wiring.Component):
     window of ``2**time`` ticks; no subtractor is needed, only an equality of the high bits.
 
     A request is answered a cycle after it is taken, from a register held until the next
-    request (the frame builder sends the word's bytes from it). After a pop the FIFO's head is
+    request: the frame builder sends its low byte (``resp.payload``) and strobes ``shift`` for
+    the next, so that only a byte, not the word, reaches its byte multiplexer. After a pop the FIFO's head is
     not readable in the next cycle and is new two cycles after (see ``counters._RecordFifo``);
     the high bits' comparison is registered, so a record is taken only once the head has been
     readable for two cycles in a row (``steady``), and no request is taken in the three cycles
@@ -41,12 +42,16 @@ class TraceBatcher(wiring.Component):
     -------
     records : In(stream.Signature(trace_layout))
         The trace FIFO's head; ``ready`` pops it.
-    load : In(1)
-        Between frames: the base's high bits follow the head.
+    base : In(timestamp_bits)
+        The batch's base. The frame sends it first, rotating it a byte at a time; it is whole
+        again a cycle after its last byte, two cycles before the walker can ask for the first
+        record (SEND, NEXT, PICK), and the comparison with it is registered once.
     req : In(stream.Signature(1))
         A word request (its payload is not used).
-    resp : Out(stream.Signature(record size))
-        The record, or an empty slot.
+    resp : Out(stream.Signature(8))
+        The record, or an empty slot: its next byte, from its least significant.
+    shift : In(1)
+        The byte on ``resp.payload`` was sent: the next takes its place (the cycle after).
     """
 
     def __init__(self, params):
@@ -55,19 +60,16 @@ class TraceBatcher(wiring.Component):
         self.time_bits = self.record_layout["time"].width
         super().__init__({
             "records": In(stream.Signature(TraceSignature(params).members["payload"].shape)),
-            "load": In(1),
+            "base": In(params.timestamp_bits),
             "req": In(stream.Signature(1)),
-            "resp": Out(stream.Signature(self.record_layout.size)),
+            "resp": Out(stream.Signature(8)),
+            "shift": In(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         head = self.records.payload
         t = self.time_bits
-        # The base's high bits (a copy: the frame's shifter sends the base byte by byte).
-        base_high = Signal(self.params.timestamp_bits - t)
-        with m.If(self.load):
-            m.d.sync += base_high.eq(head.timestamp[t:])
         # The head, registered: whether it has been readable for two cycles, and whether its
         # timestamp lies in the base's window.
         readable = Signal()
@@ -75,12 +77,14 @@ class TraceBatcher(wiring.Component):
         same_window = Signal()
         m.d.sync += [readable.eq(self.records.valid),
                      steady.eq(readable & self.records.valid),
-                     same_window.eq(head.timestamp[t:] == base_high)]
+                     same_window.eq(head.timestamp[t:] == self.base[t:])]
         # (``steady`` as a register is a cycle older than the head it describes: it is used
         # with ``valid`` of this cycle, and a pop clears ``readable`` at once.)
         answered = Signal()
         word = Signal(self.record_layout)
-        m.d.comb += [self.resp.valid.eq(answered), self.resp.payload.eq(word.as_value())]
+        m.d.comb += [self.resp.valid.eq(answered), self.resp.payload.eq(word.as_value()[:8])]
+        with m.If(self.shift):
+            m.d.sync += word.eq(word.as_value() >> 8)
         with m.If(self.resp.valid & self.resp.ready):
             m.d.sync += answered.eq(0)
         cooling = Signal(2)  # cycles left after a pop before a request is taken
