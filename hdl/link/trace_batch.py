@@ -22,21 +22,21 @@ class TraceBatcher(wiring.Component):
 
     The batch's ``base`` (the frame builder's time register) is the timestamp of the FIFO's head
     when the frame starts (it follows the head between frames, and a batch starts only with a
-    record at the head). A record's ``time`` is the low ``time`` bits of its
-    timestamp; it goes into this batch only if the rest of its timestamp is the base's (then
-    ``base`` with its low bits replaced is its timestamp). Otherwise, and when the FIFO is
-    empty, the slot is empty (``kind`` :data:`~.protocol.TRACE_EMPTY_KIND`) and the record
-    stays at the head for the next batch. Records in one batch thus lie within one aligned
-    window of ``2**time`` ticks; no subtractor is needed, only an equality of the high bits.
+    record at the head). A record's ``time`` is the low bits of its timestamp; it goes into this
+    batch only if the rest of its timestamp is the base's (then ``base`` with its low bits
+    replaced is its timestamp). Otherwise, and when the FIFO is empty, the slot is empty
+    (``kind`` :data:`~.protocol.TRACE_EMPTY_KIND`) and the record stays at the head for the next
+    batch. Records in one batch thus lie within one aligned window of ``2**time`` ticks; no
+    subtractor is needed, only an equality of the high bits.
 
     A request is answered a cycle after it is taken, from a register held until the next
     request: the frame builder sends its low byte (``resp.payload``) and strobes ``shift`` for
-    the next, so that only a byte, not the word, reaches its byte multiplexer. After a pop the FIFO's head is
-    not readable in the next cycle and is new two cycles after (see ``counters._RecordFifo``);
-    the high bits' comparison is registered, so a record is taken only once the head has been
-    readable for two cycles in a row (``steady``), and no request is taken in the three cycles
-    after a pop: a request that finds no steady head finds the FIFO empty (or a record written
-    in the last two cycles, which goes in the next slot).
+    the next, so that only a byte, not the word, reaches its byte multiplexer. After a pop the
+    FIFO's head is not readable in the next cycle and is new two cycles after (see
+    ``counters._RecordFifo``); the high bits' comparison is registered, so a record is taken
+    only once the head has been readable for two cycles in a row (``steady``), and no request
+    is taken in the three cycles after a pop: a request that finds no steady head finds the
+    FIFO empty (or a record written in the last two cycles, which goes in the next slot).
 
     Members
     -------
