@@ -59,6 +59,12 @@ def _build(name):
 BOARDS = {name: _build(name) for name in ("icebreaker", "ulx3s", "ecpix5")}
 
 
+def board_params(board, channels=None):
+    """The sniffer parameters of the board's build (its channels, its ``width_bits``)."""
+    return SnifferParams(channels=channels or BOARDS[board][0],
+                         width_bits=board_class(board).width_bits)
+
+
 def trace_depth(board):
     """The trace FIFO's depth of the board's build (its class's ``trace_depth``, else the
     link's default)."""
@@ -146,7 +152,7 @@ def trains_at(channels, clock_hz, rate, seconds, widths):
 
 def run_one(board, rate, seconds, widths, build_root, log=print):
     channels, clock_hz, divisor = BOARDS[board]
-    params = SnifferParams(channels=channels)
+    params = board_params(board)
     cyc_us = clock_hz // 1_000_000
     # Windows in 1 µs ticks (prescaler: one tick a µs, as the presets configure the boards).
     config = SnifferConfig(prescaler=cyc_us, glitch_ticks=1, idle_ticks=20_000,
@@ -244,7 +250,7 @@ def measure(board, seconds, build_root, log=print, search=True, workload="ssd-v-
     widths = widths_us(200_000, workload=workload)
     # The link's own arithmetic: a TRACE_BATCH frame's bytes on the wire (header, CRC, a
     # delimiter, typical byte stuffing: 2/256) over its records, ten bits a byte.
-    expect = float(clock_hz / divisor) / 10 / batch_wire_bytes(SnifferParams(channels=channels))
+    expect = float(clock_hz / divisor) / 10 / batch_wire_bytes(board_params(board))
     over = run_one(board, 4 * expect / channels, seconds, widths, build_root, log)
     capacity = over["delivered_per_s"] or expect
     # The highest share of it the dies sustain with nothing lost: halving from 90 %.

@@ -16,6 +16,7 @@ from rbscope.device.device import (
     PortError,
 )
 from rbscope.device.fake import FakeDevice, LinkFaults
+from rbscope.device.protocol import trace_records
 from rbscope.device.stimulus import TrainSpec, random_trains
 from rbscope.gateware.link.protocol import Opcode
 from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
@@ -244,14 +245,19 @@ def test_preset_configuration_and_trace_stream():
         dev.clear()
         traces = []
         end = time.monotonic() + 10
+        batches = 0
         for _, frame in dev.frames():
-            if frame is not None and frame.TYPE.name == "TRACE":
-                traces.append(frame)
+            if frame is not None:
+                traces += trace_records(frame, PARAMS)
+                batches += frame.TYPE.name == "TRACE_BATCH"
             if fake.finished or time.monotonic() > end:
                 break
         for _, frame in dev.frames(duration=0.3):  # what was still on its way
-            if frame is not None and frame.TYPE.name == "TRACE":
-                traces.append(frame)
+            if frame is not None:
+                traces += trace_records(frame, PARAMS)
+                batches += frame.TYPE.name == "TRACE_BATCH"
+        # (The fake device sends the gateware's TRACE_BATCH frames, several records each.)
+        assert 0 < batches < len(traces)
         dev.enable_trace(False)
         exp = fake.expected()
         measured = [p for p in exp.pulses if p.index != PARAMS.classes + 1]

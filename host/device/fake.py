@@ -28,6 +28,7 @@ import traceback
 import tty
 from dataclasses import dataclass
 
+from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import (
     HIST_CHUNK,
     Access,
@@ -434,6 +435,7 @@ class FakeDevice:
         p = self.params
         glitch = p.classes + Counter.GLITCH
         budget = self.trace_budget
+        records = []
         for ev in events:
             if ev.index == glitch:
                 continue  # glitches are side counts: never traced
@@ -441,10 +443,24 @@ class FakeDevice:
                 self.trace_lost[ev.channel] += 1
                 continue
             budget -= 1
-            self._send(FrameType.TRACE, {
-                "channel": ev.channel, "kind": int(ev.kind), "index": ev.index,
-                "width": ev.width,
-                "timestamp": self._timestamp_of(ev.end_cycle + self._stim_start)})
+            records.append((ev, self._timestamp_of(ev.end_cycle + self._stim_start)))
+        # In TRACE_BATCH frames, as the gateware sends them: up to 32 records of one aligned
+        # window of the records' time bits, the rest of the slots empty.
+        layout = wire.trace_record_layout(p)
+        time_bits = layout["time"].width
+        empty = layout.const({"kind": wire.TRACE_EMPTY_KIND}).as_value().value
+        records.sort(key=lambda record: record[1])  # (classification order)
+        while records:
+            base = records[0][1]
+            batch = []
+            while (records and len(batch) < wire.TRACE_BATCH_RECORDS
+                   and records[0][1] >> time_bits == base >> time_bits):
+                ev, ts = records.pop(0)
+                batch.append(layout.const({
+                    "kind": int(ev.kind), "index": ev.index, "channel": ev.channel,
+                    "width": ev.width, "time": ts & ((1 << time_bits) - 1)}).as_value().value)
+            batch += [empty] * (wire.TRACE_BATCH_RECORDS - len(batch))
+            self._send(FrameType.TRACE_BATCH, {"base": base, "records": batch})
 
     def _send_info(self):
         self._send(FrameType.INFO, info_values(
