@@ -26,6 +26,8 @@ Usage::
 """
 
 import argparse
+import dataclasses
+import itertools
 import json
 import sys
 import tempfile
@@ -35,6 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from rbscope import refssd
+from rbscope.analysis.geometry import parse_geometry
+from rbscope.analysis.logical import from_bytes
+from rbscope.analysis.pipeline import AnalysisRequest, analyse
 from rbscope.boards.build import board_class
 from rbscope.boards.top import uart_divisor
 from rbscope.device.capture import CaptureWriter, capture_to_measurement
@@ -166,7 +171,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
     # may take to drain after them (its depth at the link's rate, twice over).
     want = sum(q.index != glitch for q in SnifferModel(params, config.validate(params)).run(
         trains, int(seconds * clock_hz) + 40_000 * cyc_us).pulses)
-    drain_ticks = int(2 * depth * 35 * 10 * divisor / clock_hz * 1e6)  # µs: ticks here
+    drain_ticks = int(2 * depth * batch_wire_bytes(params) * 10 * divisor / clock_hz * 1e6)
     with tempfile.TemporaryDirectory() as tmp, \
             SimDevice(params, config, trains, clock_hz=clock_hz, uart_divisor=divisor,
                       snapshot_ms=SNAPSHOT_MS, build_root=build_root,
@@ -203,6 +208,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
         wall = time.monotonic() - began
         m = capture_to_measurement(path)
         truth = sim.truth(int(seconds * clock_hz) + 40_000 * cyc_us)
+        same, wa = rig_against_recording(m, truth, params, cyc_us, Path(tmp))
     lost = final.status.trace_lost
     seq = m.provenance.get("sequence", {})
     # The first pulse (after the clear) with no record: the model's pulses against the records.
@@ -236,13 +242,71 @@ def run_one(board, rate, seconds, widths, build_root, log=print):
         "delivered_per_s": rate,
         "first_loss_ms": None if first_missing is None else (first_missing - start) / 1e3,
         "complete": bool(seq.get("complete")), "wall_s": wall,
+        "lines_equal_to_recording": same, "wa_rig": wa[0], "wa_recording": wa[1],
+        "wa_difference": None if None in wa else wa[0] / wa[1] - 1,
     }
     log(f"  {board} {row['offered_per_die']:,.0f}/s/die: {len(records):,} records, {lost:,} "
         f"lost, delivered while full "
         + ("-" if row["delivered_per_s"] is None else f"{row['delivered_per_s']:,.0f}/s")
         + ", sequence "
-        f"{'complete' if row['complete'] else 'incomplete'} ({wall:.0f} s)")
+        f"{'complete' if row['complete'] else 'incomplete'}, {same} of {channels} lines "
+        f"the recording's pulses, WA rig {_fmt(wa[0])} recording {_fmt(wa[1])} "
+        f"({wall:.0f} s)")
     return row
+
+
+def _fmt(value):
+    return "-" if value is None else f"{value:.5f}"
+
+
+#: The geometry the WA of the rig and of the recording are computed with (the pulses come from
+#: the reference SSD's run, spread over the board's lines: one die a line, 8 KiB pages).
+GEOMETRY_TOML = """
+name = "full-load"
+[geometry]
+channels = 1
+chips_per_channel = 1
+dies_per_chip = {dies}
+planes_per_die = 1
+page_size = 8192
+pages_per_block = 64
+program_model = "single-plane"
+"""
+
+
+def rig_against_recording(m, truth, params, cycles_per_tick, tmp):
+    """``(lines, (WA of the rig, WA of the recording))``: how many lines' pulse sequences in the
+    capture (``m``) are exactly the recording's (the model's pulses of the same pins: the
+    whole pulses of the capture's epoch, its last ones, each starting where the pin fell:
+    the capture's starts are its records' times less the widths, the pipeline's latency later),
+    and the WA that ``rbscope analyze``'s
+    sequence classifier gives each with the same geometry and logical volume (the recording's
+    program-window pulses × 4 KiB)."""
+    glitch = params.counter_index(Counter.GLITCH)
+    recording, starts, same = {}, {}, 0
+    for ch in range(params.channels):
+        model = [q for q in truth.pulses
+                 if q.channel == ch and q.index != glitch and q.kind == EventKind.END]
+        got = [int(w) for w in m.pulses.get(ch, ())]
+        mine = model[len(model) - len(got):] if got else []
+        recording[ch] = [q.width for q in mine]
+        starts[ch] = [q.end_cycle // cycles_per_tick - q.width for q in mine]
+        same += bool(got) and recording[ch] == got
+    if not m.pulses:
+        return same, (None, None)
+    rec = dataclasses.replace(m, pulses=recording, pulse_starts=starts, pulses_lost={})
+    geometry = parse_geometry(GEOMETRY_TOML.format(dies=params.channels))
+    lo, hi = m.config.windows[2]
+    programs = sum(lo <= w < hi for w in itertools.chain.from_iterable(recording.values()))
+    logical = from_bytes(max(1, programs) * 4096)
+    out = []
+    for name, measurement in (("rig", m), ("recording", rec)):
+        source = tmp / f"{name}.json"
+        measurement.save(source, force=True)
+        result = analyse(AnalysisRequest(source=str(source), geometry=geometry,
+                                         logical=logical, classifier="sequence")).result
+        out.append(result.wa.value)
+    return same, tuple(out)
 
 
 def measure(board, seconds, build_root, log=print, search=True, workload="ssd-v-random"):
