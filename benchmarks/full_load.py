@@ -155,9 +155,12 @@ def trains_at(channels, clock_hz, rate, seconds, widths):
     return out
 
 
-def run_one(board, rate, seconds, widths, build_root, log=print):
-    channels, clock_hz, divisor = BOARDS[board]
-    params = board_params(board)
+def run_one(board, rate, seconds, widths, build_root, log=print, channels=None):
+    """One capture at ``rate`` pulses/s per die on every line (``channels``: the board's build
+    with fewer lines, else its own count)."""
+    full, clock_hz, divisor = BOARDS[board]
+    channels = channels or full
+    params = board_params(board, channels)
     cyc_us = clock_hz // 1_000_000
     # Windows in 1 µs ticks (prescaler: one tick a µs, as the presets configure the boards).
     config = SnifferConfig(prescaler=cyc_us, glitch_ticks=1, idle_ticks=20_000,
@@ -364,9 +367,14 @@ def main(argv=None):
                              "search): whether the board streams that rate losslessly")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="ssd-v-random",
                         help="the reference SSD run whose pulse widths the trains take")
+    parser.add_argument("--channels", type=int, metavar="N",
+                        help="with --rate: the board's build with N lines instead of its own "
+                             "count (what a board whose link binds sustains at fewer lines)")
     parser.add_argument("--json")
     parser.add_argument("--markdown")
     args = parser.parse_args(argv)
+    if args.channels is not None and (args.rate is None or args.channels < 1):
+        parser.error("--channels needs --rate and at least one line")
     rows = []
     for board in args.boards.split(","):
         if board not in BOARDS:
@@ -375,9 +383,10 @@ def main(argv=None):
               f"divisor {BOARDS[board][2]}", flush=True)
         if args.rate is not None:
             run = run_one(board, args.rate, args.seconds,
-                          widths_us(200_000, workload=args.workload), args.build_root)
+                          widths_us(200_000, workload=args.workload), args.build_root,
+                          channels=args.channels)
             run["workload"] = args.workload
-            rows.append({"board": board, "channels": BOARDS[board][0],
+            rows.append({"board": board, "channels": args.channels or BOARDS[board][0],
                          "baud": float(BOARDS[board][1] / BOARDS[board][2]),
                          "trace_depth": trace_depth(board), "runs": [run]})
             continue
@@ -386,7 +395,8 @@ def main(argv=None):
     if args.rate is not None:
         for row in rows:
             run = row["runs"][0]
-            print(f"{row['board']}: {run['offered_per_die']:,.0f} pulses/s per die offered, "
+            print(f"{row['board']} ({row['channels']} lines): {run['offered_per_die']:,.0f} "
+                  f"pulses/s per die offered, "
                   f"{run['records']:,} records, {run['lost']:,} lost, sequence "
                   f"{'complete' if run['complete'] else 'incomplete'}")
         if args.json:
