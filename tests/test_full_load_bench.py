@@ -1,0 +1,52 @@
+"""The full-load benchmark's arithmetic (benchmarks/full_load.py): the pulse spacing that makes a
+rate on average, and the wire bytes a pulse record costs in TRACE_BATCH frames."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rbscope.device import protocol as hp
+from rbscope.gateware.link import protocol as wire
+from rbscope.gateware.rb_sniffer import SnifferParams
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def full_load():
+    spec = importlib.util.spec_from_file_location("full_load", BENCH / "full_load.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["full_load"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_spacing_makes_the_rate_on_average(full_load):
+    rng = np.random.default_rng(3)
+    widths = np.concatenate([rng.uniform(20, 90, 700), rng.uniform(800, 2500, 300)])
+    for rate in (200, 800, 1500):
+        gap = full_load.spacing_us(rate, widths)
+        assert gap > 0
+        assert np.maximum(gap, widths + 2).mean() == pytest.approx(1e6 / rate, rel=1e-6)
+    # More than back-to-back pulses allow: no spacing, the widths' own rate.
+    assert full_load.spacing_us(1e6 / (widths + 2).mean() * 1.01, widths) == 0.0
+
+
+def test_the_trains_offer_the_rate(full_load):
+    widths = np.full(10_000, 50.0)
+    trains = full_load.trains_at(4, 1_000_000, 2000, 0.5, widths)
+    pulses = [len(t.edges) // 2 for t in trains]
+    assert all(abs(n / 0.5 - 2000) < 10 for n in pulses)
+
+
+def test_a_record_costs_what_the_frame_says(full_load):
+    params = SnifferParams(channels=64)
+    frame = hp.encode_frame(wire.FrameType.TRACE_BATCH, bytes(
+        wire.layout_bytes(wire.trace_batch_layout(params))))
+    # (All-zero payload: no byte stuffed; the benchmark adds the typical 2/256.)
+    assert full_load.batch_wire_bytes(params) == pytest.approx(
+        (len(frame) - 1) * (1 + 2 / 256) / wire.TRACE_BATCH_RECORDS)
+    assert 7.5 < full_load.batch_wire_bytes(params) < 7.7
