@@ -63,10 +63,11 @@ def run_against_a_queue(dut, depth, cycles, seed):
 
 @pytest.mark.parametrize(("make", "depth"), [
     (lambda: _RecordFifo(20, 16), 16),
+    (lambda: _RecordFifo(20, 256), 256),  # the iCEBreaker's
     (lambda: _deep_fifo(20, 64), 64),
 ])
 def test_a_trace_fifo_is_a_queue(make, depth):
-    stats = run_against_a_queue(make(), depth, 3000, seed=depth)
+    stats = run_against_a_queue(make(), depth, 3000 if depth < 256 else 8000, seed=depth)
     # The phases filled and emptied it: writes were refused, and most records went through.
     assert stats["refused"] > 0 and stats["read"] == stats["written"] > 500
 

@@ -14,10 +14,12 @@ from ..synthesis import COLLISION_FREE
 
 __all__ = ["LinkCounters", "TRACE_FIFO_DEPTH"]
 
-#: Trace records the FIFO holds by default (the iCEBreaker, loopback builds, the simulated device):
-#: LUT RAM whose read port is the head. A deeper one (``trace_depth``; the ECP5 boards') is a
-#: :class:`_DeepFifo`: a head read straight from block RAM was too slow for the ECP5 boards' 100
-#: MHz (83.6-91.6 MHz after place and route on the ULX3S, 256 records).
+#: Trace records the FIFO holds by default (loopback builds, the simulated device): LUT RAM
+#: whose read port is the head. A deeper one (``trace_depth``; the boards') is a
+#: :class:`_DeepFifo` where block RAM output is slow (``ram_output_registers``, the ECP5: a head
+#: read straight from block RAM was too slow for their 100 MHz, 83.6-91.6 MHz after place and
+#: route on the ULX3S, 256 records), and on the iCE40 a :class:`_RecordFifo` as deep (its block
+#: RAMs are 256 words deep, so 16 records take as many of them as 256).
 TRACE_FIFO_DEPTH = 16
 
 
@@ -95,7 +97,10 @@ class LinkCounters(wiring.Component):
         m = Module()
         n = self.params.channels
         trace_shape = data.Layout.cast(self.trace.payload.shape())
-        m.submodules.trace_fifo = trace_fifo = (_RecordFifo if self.trace_depth <= 16 else
+        # (Where block RAM output is fast, the iCE40, the head is the RAM's read port at any
+        # depth: a 16-record FIFO already fills whole block RAMs of 256 words there.)
+        shallow = self.trace_depth <= 16 or not self.ram_output_registers
+        m.submodules.trace_fifo = trace_fifo = (_RecordFifo if shallow else
                                                 _deep_fifo)(trace_shape.size, self.trace_depth)
         trace_lost_total = Signal(32)
         m.d.comb += self.lost_total.eq(trace_lost_total)
