@@ -192,3 +192,17 @@ def test_a_batch_round_trips_through_the_frame_decoder():
     frame = hp.decode_frame_bytes(hp.frame_bytes(wire.FrameType.TRACE_BATCH, payload, 3), P)
     assert isinstance(frame, hp.TraceBatch) and frame.base == base
     assert [(t.channel, t.width, t.timestamp) for t in frame.traces(P)] == [(0, 77, base)]
+
+
+def test_a_tag_builds_records_decode_around_the_tag():
+    params = SnifferParams(channels=8, tag_bits=4)
+    layout = wire.trace_record_layout(params)
+    assert [name for name, _ in layout] == ["kind", "index", "channel", "width", "tag", "time"]
+    base = 77 << layout["time"].width
+    words = tuple(layout.const(r).as_value().value for r in (
+        {"kind": 0, "index": 3, "channel": 7, "width": 1234, "tag": 15, "time": 0},
+        {"kind": 0, "index": 1, "channel": 2, "width": 99, "tag": 9, "time": 40},
+        *[{"kind": wire.TRACE_EMPTY_KIND}] * 30))
+    traces = hp.TraceBatch(0, b"", base=base, records=words).traces(params)
+    assert [(t.channel, t.index, t.width, t.timestamp) for t in traces] == [
+        (7, 3, 1234, base), (2, 1, 99, base + 40)]
