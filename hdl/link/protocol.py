@@ -261,7 +261,7 @@ def trace_layout(params):
 def trace_record_layout(params):
     """One record of a TRACE_BATCH frame: a TRACE's fields in a few bytes.
 
-    ``kind`` (:data:`TRACE_EMPTY_KIND`: an empty slot, whose other fields mean nothing), ``index``,
+    ``kind`` (:data:`TRACE_EMPTY_KIND`: an empty slot, every other field zero), ``index``,
     ``channel`` and ``width`` are the sniffer's (``tag`` too, in a build with tags); ``time`` is
     the low bits of the record's ``timestamp``, as many as make the record a whole number of
     bytes with at least :data:`TRACE_TIME_MIN_BITS` of them (the ECPIX-5's 64 channels: 7 bytes,

@@ -7,7 +7,7 @@ from this port: each request pops the trace FIFO's head into a record
 (:func:`~.protocol.trace_record_layout`), or answers an empty slot.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,16 +29,14 @@ class TraceBatcher(wiring.Component):
     batch. Records in one batch thus lie within one aligned window of ``2**time`` ticks; no
     subtractor is needed, only an equality of the high bits.
 
-    A request is answered a cycle after it is taken; the slot's bytes are then the head's
-    fields, one at a time (``resp.payload``: the frame builder sends it and strobes ``shift``
-    for the next), so no copy of the record is kept and only a byte reaches the builder's byte
-    multiplexer. The head is popped as its last byte goes out. After a pop the FIFO's head is
-    not readable in the next cycle and is new two cycles after (see ``counters._RecordFifo``);
-    the high bits' comparison is registered, so the head fills a slot only once it has been
-    readable for two cycles in a row (``steady``), and no request is taken in the three cycles
-    after a pop: a request that finds no steady head finds the FIFO empty (or a record written
-    in the last two cycles, which goes in the next slot). An empty slot's ``kind`` is
-    :data:`~.protocol.TRACE_EMPTY_KIND`; its other bits are whatever the head holds.
+    A request is answered a cycle after it is taken, from a register held until the next
+    request: the frame builder sends its low byte (``resp.payload``) and strobes ``shift`` for
+    the next, so that only a byte, not the word, reaches its byte multiplexer. After a pop the
+    FIFO's head is not readable in the next cycle and is new two cycles after (see
+    ``counters._RecordFifo``); the high bits' comparison is registered, so a record is taken
+    only once the head has been readable for two cycles in a row (``steady``), and no request
+    is taken in the three cycles after a pop: a request that finds no steady head finds the
+    FIFO empty (or a record written in the last two cycles, which goes in the next slot).
 
     Members
     -------
@@ -51,7 +49,7 @@ class TraceBatcher(wiring.Component):
     req : In(stream.Signature(1))
         A word request (its payload is not used).
     resp : Out(stream.Signature(8))
-        The slot: its next byte, from its least significant.
+        The record, or an empty slot: its next byte, from its least significant.
     shift : In(1)
         The byte on ``resp.payload`` was sent: the next takes its place (the cycle after).
     """
@@ -82,38 +80,32 @@ class TraceBatcher(wiring.Component):
                      same_window.eq(head.timestamp[t:] == self.base[t:])]
         # (``steady`` as a register is a cycle older than the head it describes: it is used
         # with ``valid`` of this cycle, and a pop clears ``readable`` at once.)
-        # The record's bytes are the head's fields, read as they are sent (no copy): the
-        # head stays until the record's last byte has gone out, and is popped then.
-        fields = {"kind": head.kind, "index": head.index, "channel": head.channel,
-                  "width": head.width, "time": head.timestamp[:t]}
-        if self.params.tag_bits:
-            fields["tag"] = head.tag
-        record = Cat(*(fields[name] for name, _ in self.record_layout))
-        last = self.record_layout.size // 8 - 1
         answered = Signal()
-        filled = Signal()  # the slot holds the head (else it is empty)
-        byte = Signal(range(last + 1))  # the record's byte on ``resp.payload``
-        payload = Signal(8)
-        m.d.comb += [
-            payload.eq(record.word_select(byte, 8)),
-            self.resp.valid.eq(answered),
-            # An empty slot: ``kind`` says so, its other bits are whatever the head holds.
-            self.resp.payload.eq(payload | Cat(Const(protocol.TRACE_EMPTY_KIND, 3)
-                                               & (~filled & (byte == 0)).replicate(3),
-                                               Const(0, 5))),
-        ]
+        word = Signal(self.record_layout)
+        m.d.comb += [self.resp.valid.eq(answered), self.resp.payload.eq(word.as_value()[:8])]
+        with m.If(self.shift):
+            m.d.sync += word.eq(word.as_value() >> 8)
         with m.If(self.resp.valid & self.resp.ready):
             m.d.sync += answered.eq(0)
         cooling = Signal(2)  # cycles left after a pop before a request is taken
         with m.If(cooling != 0):
             m.d.sync += cooling.eq(cooling - 1)
-        with m.If(self.shift):
-            m.d.sync += byte.eq(byte + 1)
-            with m.If(filled & (byte == last)):
-                m.d.comb += self.records.ready.eq(1)
-                m.d.sync += [readable.eq(0), steady.eq(0), cooling.eq(3), filled.eq(0)]
-        m.d.comb += self.req.ready.eq(~answered & (cooling == 0))
+        take = Signal()
+        m.d.comb += [self.req.ready.eq(~answered & (cooling == 0)),
+                     take.eq(steady & self.records.valid & same_window)]
         with m.If(self.req.valid & self.req.ready):
-            m.d.sync += [answered.eq(1), byte.eq(0),
-                         filled.eq(steady & self.records.valid & same_window)]
+            m.d.sync += answered.eq(1)
+            with m.If(take):
+                m.d.comb += self.records.ready.eq(1)
+                m.d.sync += [readable.eq(0), steady.eq(0), cooling.eq(3)]
+                fields = {"kind": head.kind, "index": head.index, "channel": head.channel,
+                          "width": head.width, "time": head.timestamp[:t]}
+                if self.params.tag_bits:
+                    fields["tag"] = head.tag
+                m.d.sync += word.eq(self.record_layout.const({}).as_value())
+                for name, value in fields.items():
+                    m.d.sync += getattr(word, name).eq(value)
+            with m.Else():
+                m.d.sync += word.eq(self.record_layout.const(
+                    {"kind": protocol.TRACE_EMPTY_KIND}).as_value())
         return m
