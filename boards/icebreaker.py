@@ -45,10 +45,6 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     width_bits = 20
     dsp_bounds = 7
     ram_output_registers = False
-    # Trace records the link's FIFO holds: the 16-record FIFO already took five block RAMs of
-    # 256 words (its records are 79 bits), which hold 256 records: enough to ride out a
-    # snapshot's 5 ms hold of the link at 2 000 pulses/s on each of the 16 lines.
-    trace_depth = 256
 
     def create_clock(self, m):
         return self.ice40_pll(m, ("clk12", 0))
