@@ -432,3 +432,69 @@ def test_a_deep_trace_fifo_holds_what_the_default_one_loses():
     assert [(t.channel, t.index, t.width) for _, t in out["trace"]] == want_trace
     (_, status), *rows = out["snapshot"]
     assert status.trace_lost == 0 and not any(c.trace_lost for _, c in rows)
+
+
+def _after_status(b):
+    """Wait (in a bench) until the STATUS frame of a snapshot has gone out."""
+    async def wait(ctx):
+        for _ in range(20_000):
+            good, _ = unframe(bytes(b.wire))
+            if any(decode(body)[0].type == protocol.FrameType.STATUS for body in good[b.seen:]):
+                return
+            await ctx.tick().repeat(10)
+        raise AssertionError("no STATUS frame")
+    return wait
+
+
+def test_a_response_between_a_snapshots_frames_does_not_end_it():
+    """A command answered between two frames of a snapshot: the snapshot goes on where it was
+    (before, its remaining COUNTERS frames were never sent)."""
+    b = CoreBench()
+    out = {}
+
+    async def bench(ctx):
+        await b.send(ctx, command_body(1, OP.SNAPSHOT, 0, 0))
+        await _after_status(b)(ctx)
+        await b.send(ctx, command_body(2, OP.PING, 0, 7))
+        await ctx.tick().repeat(30_000)
+        good, _ = unframe(bytes(b.wire))
+        out["frames"] = [decode(body) for body in good]
+
+    b.run(bench)
+    F = protocol.FrameType
+    types = [h.type for h, _ in out["frames"]]
+    assert types.count(F.RESPONSE) == 2 and types.count(F.STATUS) == 1
+    # The PING's response went between the snapshot's frames, and every channel's row came.
+    assert types.index(F.STATUS) < types.index(F.RESPONSE, 1) < len(types) - 1
+    rows = [f for h, f in out["frames"] if h.type == F.COUNTERS]
+    assert [r.channel for r in rows] == list(range(P.channels))
+    assert len({r.snapshot for r in rows}) == 1
+
+
+def test_trace_batches_go_between_a_snapshots_frames():
+    """Pulses classified while a snapshot is sent: TRACE_BATCH frames go between its COUNTERS
+    frames (the FIFO does not wait the whole snapshot), and the snapshot is whole."""
+    b = CoreBench()
+    config, trains, want_trace = _burst()
+    out = {}
+
+    async def bench(ctx):
+        await b.configure(ctx, config, trace=True)
+        await b.send(ctx, command_body(5, OP.SNAPSHOT, 0, 0))
+        await b.play(ctx, trains)
+        await ctx.tick().repeat(40_000)
+        good, _ = unframe(bytes(b.wire))
+        out["frames"] = [decode(body) for body in good[b.seen:]]
+        out["records"] = batch_records([body for body in good[b.seen:]
+                                        if decode(body)[0].type == protocol.FrameType.TRACE_BATCH])
+
+    b.run(bench)
+    F = protocol.FrameType
+    types = [h.type for h, _ in out["frames"]]
+    first, last = types.index(F.COUNTERS), len(types) - 1 - types[::-1].index(F.COUNTERS)
+    assert F.TRACE_BATCH in types[first:last]
+    rows = [f for h, f in out["frames"] if h.type == F.COUNTERS]
+    assert [r.channel for r in rows] == list(range(P.channels))
+    sent = [(t.channel, t.index, t.width) for _, t in out["records"]]
+    left = iter(want_trace)
+    assert sent and all(any(t == w for w in left) for t in sent)  # in order, a subsequence

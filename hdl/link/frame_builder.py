@@ -424,6 +424,18 @@ class FrameBuilder(wiring.Component):
         # its first programme address comes from the registered type (BEGIN).
         s.starting = Signal()
         s.next_ftype = Signal(range(max(FT) + 1))
+        # The bursts' states (the next frame of a snapshot, of the histograms, of the
+        # extension's frames) and the frame each resumes with; a flag each: a frame sent
+        # between two of its frames returns there (see _frame_end).
+        s.bursts = {"SNAP_NEXT": FT.COUNTERS, "HIST_NEXT": FT.HISTOGRAM}
+        if source is not None:
+            s.bursts["EXT_NEXT"] = source.frame_type
+        s.back = {state: Signal(name=f"back_{state.lower()}") for state in s.bursts}
+        # A TRACE_BATCH frame between two frames of a burst: every other gap, while the FIFO
+        # has records (from flip-flops: ``records.valid`` is the FIFO's).
+        s.batch_turn = Signal()
+        s.batch_between = Signal()
+        m.d.comb += s.batch_between.eq(s.batch_turn & self.records.valid)
         s.is_batch = Signal()  # the frame is a TRACE_BATCH (its words' bytes: the batcher's)
         with m.If(s.starting):
             m.d.sync += [s.ftype.eq(s.next_ftype),
@@ -639,6 +651,9 @@ class FrameBuilder(wiring.Component):
             with m.Switch(s.ftype):
                 with m.Case(FT.RESPONSE):
                     m.d.sync += s.resp_pending.eq(0)
+                    self._back_to_burst(m, s)
+                with m.Case(FT.TRACE_BATCH):
+                    self._back_to_burst(m, s)
                 with m.Case(FT.INFO):
                     m.d.sync += s.info_pending.eq(0)
                 with m.Case(FT.STATUS):
@@ -663,21 +678,33 @@ class FrameBuilder(wiring.Component):
                             m.d.sync += s.unit.eq(s.unit + 1)
                             m.next = "EXT_NEXT"
         # Between the frames of a burst (snapshot, histograms, an extension's frames), a
-        # pending response goes first, so the host never waits long for a command's answer;
-        # nothing starts while a clear is pending.
-        bursts = {"SNAP_NEXT": FT.COUNTERS, "HIST_NEXT": FT.HISTOGRAM}
-        if source is not None:
-            bursts["EXT_NEXT"] = source.frame_type
-        for state, resume in bursts.items():
+        # pending response goes first, so the host never waits long for a command's answer,
+        # and a TRACE_BATCH frame goes between every two of the burst's frames while the trace
+        # FIFO has records, so that a burst (a 64-channel snapshot holds the link for 20 ms at
+        # 3 Mbaud) does not fill the FIFO; after either the burst goes on where it was
+        # (``s.back``, one flag per burst state). Nothing starts while a clear is pending.
+        for state, resume in s.bursts.items():
             with m.State(state):
                 with m.If(self.clear_pending):
                     pass
                 with m.Elif(s.resp_pending):
                     with m.If(~self.resp_writing):
                         self._start(m, s, FT.RESPONSE)
+                        m.d.sync += s.back[state].eq(1)
+                with m.Elif(s.batch_between):
+                    self._start(m, s, FT.TRACE_BATCH)
+                    m.d.sync += [s.back[state].eq(1), s.batch_turn.eq(0)]
                 with m.Else():
                     self._start(m, s, resume)
-        return bursts
+                    m.d.sync += s.batch_turn.eq(1)
+        return s.bursts
+
+    def _back_to_burst(self, m, s):
+        """At the end of a frame sent between a burst's frames: back to the burst's state."""
+        for state, flag in s.back.items():
+            with m.If(flag):
+                m.next = state
+        m.d.sync += [flag.eq(0) for flag in s.back.values()]
 
     def _between_frames(self, m, s, frames_fsm, bursts):
         """The shifters' moves, the loads as a burst starts, and the frame time."""
@@ -700,9 +727,10 @@ class FrameBuilder(wiring.Component):
         between = ["IDLE", *bursts]
         m.d.comb += self.frame_idle.eq(Cat(frames_fsm.ongoing(state) for state in between).any())
         # A TRACE_BATCH frame's time is its base: the time of the FIFO's head (the batch's
-        # first record), when the batch is the frame chosen in IDLE (bursts start other frames).
+        # first record), when the batch is the frame chosen in IDLE or between a burst's frames.
         head_time = Signal()
-        m.d.comb += head_time.eq(s.pick_batch & frames_fsm.ongoing("IDLE"))
+        m.d.comb += head_time.eq(Mux(frames_fsm.ongoing("IDLE"), s.pick_batch,
+                                     s.batch_between & ~s.resp_pending))
         with m.If(self.frame_idle):
             m.d.sync += s.frame_timestamp.eq(Mux(head_time, self.records.payload.timestamp,
                                                  self.status.timestamp))
