@@ -1022,10 +1022,11 @@ def _resumable(g, states, max_reads=3):
     return float((p_erase[a] * p_prog[b]).sum())
 
 
-def _announced_loads(x, pprog, planes, share=0.5):
-    """Bits per cell when the short pulses between consecutive long programs number
-    ``planes × bits − 1`` on most of them (TLC or QLC one-shot: ``bits − 1`` data loads and the
-    plane queueing of each page), else 0."""
+def _announced_loads(x, pprog, planes, share=0.5, bits=(3, 4)):
+    """Pages per plane of a word-line program when the short pulses between consecutive long
+    programs number ``planes × pages − 1`` on most of them, ``pages`` one of ``bits`` (TLC or
+    QLC one-shot: ``bits − 1`` data loads and the plane queueing of each page; a stated
+    two-pass QLC pass, 2 pages per plane: one load and the queueing), else 0."""
     if not planes:
         return 0
     long_ = (pprog > 0.5) & (x > math.log2(100.0))
@@ -1039,7 +1040,7 @@ def _announced_loads(x, pprog, planes, share=0.5):
     k = int(values[np.argmax(counts)])
     if counts.max() < share * len(between):
         return 0
-    for b in (3, 4):
+    for b in bits:
         if k + 1 == planes * b:
             return b
     return 0
@@ -1058,26 +1059,41 @@ def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
     """
     need = planes * bits - 1
     queue = planes - 1
+    # A load whose busy ran long (a heavy-tailed 1Ah past the short bound) is not seen as one:
+    # one missing load is forgiven where an erase's queue and the forgiven load together stay
+    # short of a word line's (a swap of a program and an erase that came while its loads were
+    # under way still keeps the count).
+    forgive = 1 if need - queue > 2 else 0
     short = x <= math.log2(8.0)
     longs = (x > math.log2(100.0)) & (g[:, list(pj) + [ej]].sum(axis=1) > 0.5)
     if not longs.any():
         return g
+    # The word-line program states (several pages per plane); without them (the scheme found
+    # by the order, every mode a single page so far) every program state.
+    pw = [j for j in pj if mult is not None and mult[j] > 1] or list(pj)
+    rest = [j for j in pj if j not in pw]  # SLC-mode programs: no data loads, kept as they are
+    # A long pulse that finds no word line's loads spends an erase's queue only when it is
+    # more likely an erase (or a word-line program) than an SLC-mode program: the slowest
+    # reads, cut off by the split into an SLC-mode state, were spending a queue of loads they
+    # never had, and the word-line program after them became an erase (a two-pass QLC tuning
+    # draw without an SLC cache: 19 and 21 erases for 8 and 8 on its two dies, 12 and 13 with
+    # this rule). (An SLC-mode program's own queue
+    # is then left pending. The pending loads do not end at a program: on the reference SSD two
+    # streams' word lines share a die, and one's loads may begin before the other's program.)
+    slc = g[:, rest].sum(axis=1) if rest else np.zeros(len(x))
+    main = g[:, list(pw) + [ej]].sum(axis=1)
     prog = np.zeros(len(x), dtype=bool)
     pending = 0
     for i in range(len(x)):  # a short loop over the pulses (a counter)
         if short[i]:
             pending = min(pending + 1, 2 * need)
         elif longs[i]:
-            if pending >= need:
+            if pending >= need - forgive:
                 prog[i] = True
-                pending -= need
-            else:
+                pending = max(0, pending - need)
+            elif main[i] >= slc[i]:
                 pending = max(0, pending - queue)
     g = g.copy()
-    # The word-line program states (several pages per plane); without them (the scheme found
-    # by the order, every mode a single page so far) every program state.
-    pw = [j for j in pj if mult is not None and mult[j] > 1] or list(pj)
-    rest = [j for j in pj if j not in pw]  # SLC-mode programs: no data loads, kept as they are
     mass = g[:, list(pj) + [ej]].sum(axis=1)
     row = g[:, pw]
     tot = row.sum(axis=1, keepdims=True)
@@ -1712,9 +1728,11 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     """
     if mult is None:
         mult = np.ones(len(names))
-    if one_shot and _announced_loads(x, g[:, pj].sum(axis=1), one_shot[0]) == one_shot[1]:
-        # A stated one-shot scheme, ``one_shot = (planes, bits)``, whose data loads show on
-        # R/B#: programs and erases by order (a part whose loads show no busy keeps the widths).
+    if one_shot and _announced_loads(x, g[:, pj].sum(axis=1), one_shot[0],
+                                     bits=(one_shot[1],)) == one_shot[1]:
+        # A stated word-line scheme, ``one_shot = (planes, pages per plane)`` (one-shot: the
+        # bits per cell; two-pass QLC: 2 per pass), whose data loads show on R/B#: programs
+        # and erases by order (a part whose loads show no busy keeps the widths).
         g = _word_line_parse(x, g, pj, ej, *one_shot, mult=mult)
     if mj and pj and gap_after is not None and len(x) > 2:
         g = _programs_by_data_in(g, pj, ej, mj, gap_after)
@@ -2137,6 +2155,16 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     # With a word-line scheme stated, the short pulses are data loads and plane queueing: no
     # cache-program heads, no pages counted from them (Mp planes per operation).
     word_line = scheme in ("one-shot", "two-pass")
+    # A stated word-line scheme whose loads may show on R/B#: ``(planes, pages loaded per plane
+    # before each long program)``. One-shot: the bits per cell, every page of the word line. A
+    # two-pass pulse writes half of them, but each pass loads them all (the fine pass programs
+    # every page again): planes × bits − 1 short pulses before it, as before a one-shot one.
+    word_line_loads = None
+    if ordered and pj and max(mult[pj]) > 1:
+        if scheme == "one-shot":
+            word_line_loads = (planes or 1, int(max(mult[pj])))
+        elif scheme == "two-pass" and bits:
+            word_line_loads = (planes or 1, int(bits))
     # Posteriors on every pulse, die by die (bounded memory).
     dies = {}
     notes = []
@@ -2281,8 +2309,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
                               planes=planes if ordered and scheme is None else None,
                               single_plane=planes == 1,
-                              one_shot=(planes or 1, int(max(mult[pj]))) if ordered and
-                              scheme == "one-shot" and pj and max(mult[pj]) > 1 else None,
+                              one_shot=word_line_loads,
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
                               chain_gaps=chain_gaps)
