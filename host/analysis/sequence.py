@@ -87,12 +87,17 @@ ERASE_SHOULDER_FAR = 1.5
 #: The split at tR max itself (L1, :func:`_is_valley`): the widths' share that may reach it.
 TOP_EDGE_SHARE = 0.02
 #: Unannounced SLC-mode modes (:func:`_modes_unannounced`): the main modes' pulses that a
-#: tDBSY must announce, the share below which a mode is reads, and the fewest pulses judged.
+#: tDBSY must announce, the share below which a mode is reads, and the fewest main-mode pulses
+#: of a line judged.
 ANNOUNCED_MAIN = 0.8
 ANNOUNCED_FEW = 0.3
 ANNOUNCE_MIN = 20
 #: ... and the share of such a mode's pulses on lines that call it reads for a rebuild.
 UNANNOUNCED_SHARE = 0.5
+#: ... and, over those lines together, a mode queued like the main modes (each pulse after a
+#: tDBSY with the chance ANNOUNCED_MAIN) would show as few after one with at most this chance
+#: (binomial; 5 pulses none of them announced: 3e-4; 20 with 5: 2e-7).
+UNANNOUNCED_CHANCE = 1e-3
 #: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
 #: pulses before programs, this many in each group, the groups this far apart (octaves: one
 #: transfer against two, an octave less the commands; at most STEP_MAX: further is a silence)
@@ -1076,8 +1081,8 @@ def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
     # more likely an erase (or a word-line program) than an SLC-mode program: the slowest
     # reads, cut off by the split into an SLC-mode state, were spending a queue of loads they
     # never had, and the word-line program after them became an erase (a two-pass QLC tuning
-    # draw without an SLC cache: 19 and 21 erases for 8 and 8 on its two dies, 12 and 13 with
-    # this rule). (An SLC-mode program's own queue
+    # draw without an SLC cache: 19 and 21 erases for 8 and 8; 12 and 13 with this rule, 9 and
+    # 9 once the tail was judged reads, :func:`_reads_cut`). (An SLC-mode program's own queue
     # is then left pending. The pending loads do not end at a program: on the reference SSD two
     # streams' word lines share a die, and one's loads may begin before the other's program.)
     slc = g[:, rest].sum(axis=1) if rest else np.zeros(len(x))
@@ -1412,15 +1417,16 @@ def _shifted(v):
 
 
 def _modes_unannounced(g, states, mk):
-    """SLC-mode program modes that no tDBSY announces on a line whose programs it announces:
-    ``[(the mode's index, its pulses)]``.
+    """SLC-mode program modes of a line whose programs a tDBSY announces, with how often one
+    announces theirs: ``[(the mode's index, its pulses, its pulses after a tDBSY)]``.
 
     A drive that programs several planes at once queues each plane's page with 80h…11h, a
     tDBSY busy of a microsecond right before the program's own busy: where at least
     ANNOUNCED_MAIN of the main program modes' pulses follow one, the drive programs so, and an
     SLC-mode program (a faster extra mode) of that drive is queued the same way. A mode whose
     pulses follow one in fewer than ANNOUNCED_FEW of cases is the reads' tail cut off by the
-    split (a QLC drive's slowest reads), as reads follow no tDBSY."""
+    split (a QLC drive's slowest reads), as reads follow no tDBSY (:func:`_reads_cut` judges
+    the lines' counts together). A line whose programs follow no tDBSY gives nothing."""
     pk = [j for j, st in enumerate(states) if st.kind == "program"]
     sk = [j for j, st in enumerate(states) if st.kind == "program_slc"]
     if not (mk and pk and sk) or len(g) < 3:
@@ -1429,28 +1435,44 @@ def _modes_unannounced(g, states, mk):
     main = g[:, pk].sum(axis=1)
     if main.sum() < ANNOUNCE_MIN or (main * prev).sum() < ANNOUNCED_MAIN * main.sum():
         return []
-    out = []
-    for j in sk:
-        mine = g[:, j]
-        if mine.sum() >= ANNOUNCE_MIN and (mine * prev).sum() < ANNOUNCED_FEW * mine.sum():
-            out.append((j, float(mine.sum())))
-    return out
+    return [(j, float(g[:, j].sum()), float((g[:, j] * prev).sum())) for j in sk]
 
 
 def _reads_cut(keys, seqs, posteriors, states, mk):
-    """The SLC-mode modes :func:`_modes_unannounced` calls reads on the lines holding at least
-    UNANNOUNCED_SHARE of the mode's pulses (``posteriors``: a line's posteriors)."""
+    """The SLC-mode modes that are the reads' tail (``posteriors``: a line's posteriors).
+
+    On the lines whose programs a tDBSY announces (:func:`_modes_unannounced`), a mode with
+    fewer than ANNOUNCED_FEW of its pulses there after a tDBSY, so few that a mode queued like
+    the main modes would show that with a chance under UNANNOUNCED_CHANCE (binomial), the lines
+    holding at least UNANNOUNCED_SHARE of the mode's pulses. The lines are judged together: a
+    read tail spread over the dies is the same evidence as on one. (Until session 21 each line
+    needed ANNOUNCE_MIN of the mode's pulses: a two-pass QLC tuning draw's 33 pulses at 240 µs,
+    16 and 17 on its two dies, were SLC-mode programs, +1.9 %; another's 8, on two dies, +1.1 %.)
+    """
     if not any(st.kind == "program_slc" for st in states) or not mk:
         return []
-    cut, total = {}, {}
+    seen, after, total = {}, {}, {}
     for _k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
         for j, st in enumerate(states):
             if st.kind == "program_slc":
                 total[j] = total.get(j, 0.0) + float(g[:, j].sum())
-        for j, n in _modes_unannounced(g, states, mk):
-            cut[j] = cut.get(j, 0.0) + n
-    return [j for j, n in cut.items() if n >= UNANNOUNCED_SHARE * total[j]]
+        for j, n, a in _modes_unannounced(g, states, mk):
+            seen[j] = seen.get(j, 0.0) + n
+            after[j] = after.get(j, 0.0) + a
+    return [j for j, n in seen.items()
+            if after[j] < ANNOUNCED_FEW * n and n >= UNANNOUNCED_SHARE * total[j]
+            and _binomial_tail(after[j], n, ANNOUNCED_MAIN) < UNANNOUNCED_CHANCE]
+
+
+def _binomial_tail(k, n, p):
+    """The chance of at most ``k`` successes in ``n`` trials of chance ``p`` (expected counts:
+    ``n`` rounded, ``k`` floored)."""
+    n, k = int(round(n)), int(math.floor(k + 1e-9))
+    if n <= 0:
+        return 1.0
+    return float(sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i)
+                     for i in range(0, min(k, n) + 1)))
 
 
 def _modes_alone(x, g, states, gap_after):
