@@ -1028,10 +1028,10 @@ def _resumable(g, states, max_reads=3):
 
 
 def _announced_loads(x, pprog, planes, share=0.5, bits=(3, 4)):
-    """Pages per plane of a word-line program when the short pulses between consecutive long
-    programs number ``planes × pages − 1`` on most of them, ``pages`` one of ``bits`` (TLC or
-    QLC one-shot: ``bits − 1`` data loads and the plane queueing of each page; a stated
-    two-pass QLC pass, 2 pages per plane: one load and the queueing), else 0."""
+    """Pages loaded per plane before each word-line program when the short pulses between
+    consecutive long programs number ``planes × pages − 1`` on most of them, ``pages`` one of
+    ``bits`` (TLC or QLC one-shot: ``bits − 1`` data loads and the plane queueing of each page;
+    each pass of a two-pass QLC program loads its four pages the same way), else 0."""
     if not planes:
         return 0
     long_ = (pprog > 0.5) & (x > math.log2(100.0))
@@ -1052,7 +1052,8 @@ def _announced_loads(x, pprog, planes, share=0.5, bits=(3, 4)):
 
 
 def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
-    """``g`` with each long pulse of a one-shot die made a program or an erase by the order.
+    """``g`` with each long pulse of a one-shot (or two-pass) die made a program or an erase by
+    the order.
 
     A one-shot operation of ``planes`` planes is announced by ``planes × bits − 1`` short
     pulses (``bits − 1`` data loads per plane and the tDBSY of each queued plane), a multi-plane
@@ -1060,7 +1061,9 @@ def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
     come while a word line's loads are under way. Read in order, a long pulse (a program or an
     erase by its posterior) finding at least ``planes × bits − 1`` short pulses not yet spent
     is a program and spends them, else an erase (spending its queue). Widths alone cannot
-    do this where slow or heavy-tailed erases overlap the programs.
+    do this where slow or heavy-tailed erases overlap the programs. Each pass of a two-pass
+    program loads its word line the same way (``bits``: the cell's, though a pass writes half
+    of them; ``mult`` says what each state writes).
     """
     need = planes * bits - 1
     queue = planes - 1
@@ -1752,9 +1755,10 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         mult = np.ones(len(names))
     if one_shot and _announced_loads(x, g[:, pj].sum(axis=1), one_shot[0],
                                      bits=(one_shot[1],)) == one_shot[1]:
-        # A stated word-line scheme, ``one_shot = (planes, pages per plane)`` (one-shot: the
-        # bits per cell; two-pass QLC: 2 per pass), whose data loads show on R/B#: programs
-        # and erases by order (a part whose loads show no busy keeps the widths).
+        # A stated word-line scheme, ``one_shot = (planes, pages loaded per plane)`` (the bits
+        # per cell: a one-shot program loads its word line, and so does each pass of a two-pass
+        # one), whose data loads show on R/B#: programs and erases by order (a part whose loads
+        # show no busy keeps the widths).
         g = _word_line_parse(x, g, pj, ej, *one_shot, mult=mult)
     if mj and pj and gap_after is not None and len(x) > 2:
         g = _programs_by_data_in(g, pj, ej, mj, gap_after)
