@@ -750,12 +750,50 @@ def test_modes_no_tdbsy_announces_on_a_multi_plane_drive():
 
     def g(text):
         return np.array([rows[c] for c in text], dtype=float)
-    # Every program after a tDBSY, the "SLC" mode after reads: it is the reads' tail.
+    # Every program after a tDBSY, the "SLC" mode after reads: none of its 60 announced.
     seq = "rrsmPrrsmQ" * 30
-    assert _modes_unannounced(g(seq), states, [0]) == [(2, 60.0)]
-    # SLC-mode programs queued like the others: programs.
-    assert _modes_unannounced(g("rrmsmPrrmsmQ" * 30), states, [0]) == []
+    assert _modes_unannounced(g(seq), states, [0]) == [(2, 60.0, 0.0)]
+    # SLC-mode programs queued like the others: every one announced.
+    assert _modes_unannounced(g("rrmsmPrrmsmQ" * 30), states, [0]) == [(2, 60.0, 60.0)]
     # A single-plane drive (no program follows a tDBSY): nothing to judge by.
     assert _modes_unannounced(g("rrsPrrsQ" * 30), states, [0]) == []
-    # Too few of the mode's pulses to judge.
-    assert _modes_unannounced(g("rrmPrrmQ" * 30 + "rs" * 5), states, [0]) == []
+
+
+def test_a_read_tail_is_judged_over_every_line_together():
+    # A two-pass QLC tuning draw (qlc-two-pass seed 212): 33 pulses of the reads' tail at
+    # 240 µs, 16 and 17 on its two dies, made an SLC-mode program state on a drive without an
+    # SLC cache (+1.9 %). Line by line neither die held the 20 pulses a judgement needs.
+    from rbscope.analysis.sequence import _reads_cut
+
+    class St:
+        def __init__(self, kind):
+            self.kind = kind
+    states = [St("multiplane"), St("read"), St("program_slc"), St("program"), St("program")]
+    rows = {"m": [1, 0, 0, 0, 0], "r": [0, 1, 0, 0, 0], "s": [0, 0, 1, 0, 0],
+            "P": [0, 0, 0, 1, 0], "Q": [0, 0, 0, 0, 1]}
+
+    def lines(*texts):
+        seqs = [np.array([rows[c] for c in t], dtype=float) for t in texts]
+        return list(range(len(seqs))), seqs, lambda g: g
+
+    tail = lines("rrmPrrmQ" * 30 + "rs" * 16, "rrmPrrmQ" * 30 + "rs" * 17)
+    assert _reads_cut(*tail, states, [0]) == [2]
+    # Three pulses, none announced: a queued mode shows that with a chance of 0.8 %, too
+    # likely to call them reads; on two lines, six (a chance of 6e-5): the reads' tail.
+    few = "rrmPrrmQ" * 30 + "rs" * 3
+    assert _reads_cut(*lines(few), states, [0]) == []
+    assert _reads_cut(*lines(few, few), states, [0]) == [2]
+    # Queued SLC-mode programs on one line and the tail on the other: 16 of 33 announced.
+    mixed = lines("rrmPrrmQ" * 30 + "rms" * 16, "rrmPrrmQ" * 30 + "rs" * 17)
+    assert _reads_cut(*mixed, states, [0]) == []
+    # The tail on a line whose programs follow no tDBSY (single-plane) is not judged there.
+    assert _reads_cut(*lines("rrPrrQ" * 30 + "rs" * 16, few), states, [0]) == []
+
+
+def test_binomial_tail():
+    from rbscope.analysis.sequence import _binomial_tail
+
+    assert _binomial_tail(0, 8, 0.8) == pytest.approx(0.2 ** 8)
+    assert _binomial_tail(1, 2, 0.5) == pytest.approx(0.75)
+    assert _binomial_tail(2.7, 3.4, 0.8) == pytest.approx(1 - 0.8 ** 3)  # (floored, rounded)
+    assert _binomial_tail(5, 5, 0.3) == pytest.approx(1.0)

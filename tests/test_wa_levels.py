@@ -324,6 +324,49 @@ def test_word_line_parse_spends_the_loads_in_order():
                                                                   if c in "sr"]]).all()
 
 
+def test_word_line_parse_of_two_pass_qlc_forgives_a_long_load():
+    import math
+
+    import numpy as np
+
+    from rbscope.analysis.sequence import _word_line_parse
+
+    # 4 planes, two-pass QLC: each pass loads every page of the word line (4 per plane), so 15
+    # short pulses come before a program and 3 (the tDBSY queue) before an erase. On
+    # qlc-two-pass tuning draws a load's busy sometimes ran past the short bound (here 9 µs):
+    # without it the program found 14 and became an erase.
+    q = ["s"] * 3
+    seq = ((q + ["l"]) * 2 + ["r"] + (q + ["l"]) + q + ["P"]              # reads between loads
+           + q + ["E"]                                                   # an erase
+           + q + ["l"] + q + ["L"] + q + ["l"] + q + ["P"]                 # a long load (L)
+           + q + ["l"] + ["r"] + q + ["E"] + (q + ["l"]) * 2 + q + ["P"])  # an erase mid-load
+    widths = {"s": 0.8, "l": 2.5, "L": 9.0, "r": 60.0, "P": 3000.0, "E": 3000.0}
+    x = np.array([math.log2(widths[c]) for c in seq])
+    # States: 0 read, 1 two-pass program (2 pages per plane), 2 erase; the long pulses' widths
+    # say nothing (half program, half erase).
+    g = np.zeros((len(seq), 3))
+    for i, c in enumerate(seq):
+        g[i] = [0.0, 0.5, 0.5] if c in "PE" else [1.0, 0.0, 0.0]
+    out = _word_line_parse(x, g, [1], 2, 4, 4, mult=np.array([1.0, 2.0, 1.0]))
+    calls = "".join("P" if out[i, 1] == 1.0 else "E" for i, c in enumerate(seq) if c in "PE")
+    assert calls.count("P") == seq.count("P") == 3 and calls.count("E") == seq.count("E") == 2
+    assert calls[:3] == "PEP"  # (the erase mid-load and the program after it may swap)
+    assert np.allclose(out.sum(axis=1), 1.0)
+    # 2 planes, TLC one-shot (5 short pulses before a program, 1 before an erase): one load
+    # forgiven. Single-plane (2 loads, no queue): none, or a load and an erase would pass for a
+    # program.
+    seq2 = ["s", "s", "s", "s", "P", "s", "E"]
+    x2 = np.array([math.log2(3000.0 if c in "PE" else 1.0) for c in seq2])
+    g2 = np.array([[0.0, 0.5, 0.5] if c in "PE" else [1.0, 0.0, 0.0] for c in seq2])
+    out2 = _word_line_parse(x2, g2, [1], 2, 2, 3, mult=np.array([1.0, 3.0, 1.0]))
+    assert out2[4, 1] == 1.0 and out2[6, 2] == 1.0
+    seq1 = ["s", "s", "P", "s", "E", "s", "s", "P"]
+    x1 = np.array([math.log2(3000.0 if c in "PE" else 1.0) for c in seq1])
+    g1 = np.array([[0.0, 0.5, 0.5] if c in "PE" else [1.0, 0.0, 0.0] for c in seq1])
+    out1 = _word_line_parse(x1, g1, [1], 2, 1, 3, mult=np.array([1.0, 3.0, 1.0]))
+    assert out1[2, 1] == 1.0 and out1[4, 2] == 1.0 and out1[7, 1] == 1.0
+
+
 def test_a_typical_read_range_is_no_tr_max():
     # The bundled SSD-v geometry gives the part's published read range, 0.02-50 µs (typical, as
     # the paper measured it); the reference SSD's reads reach 60-90 µs. Taken for tR max, that

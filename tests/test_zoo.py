@@ -183,6 +183,40 @@ def test_one_shot_programs_and_erases_told_apart_by_order(zoo, family, seed):
     assert abs(rec["error"]) < 0.01 and rec["covered"] and not rec["undetermined"]
 
 
+@pytest.mark.parametrize("seed", [177, 168])
+def test_two_pass_programs_and_erases_told_apart_by_order(zoo, seed):
+    # qlc-two-pass tuning draws whose heavy-tailed programs reach the erases' widths: seed 177
+    # found 5 of its 16 erases (the erase state fitted at 9 ms, the erases spread over
+    # 5.1-9.6 ms: +1.9 %), seed 168 39 for its 24 (-1.9 %). Each pass of a two-pass QLC program
+    # loads all four pages of its word line (15 short pulses on 4 planes, 7 on 2), an erase
+    # queues its planes only: the order counts them.
+    import numpy as np
+
+    from rbscope.refssd.timing import NandOp
+
+    drive, _, run, m, _ = zoo.prepare("qlc-two-pass", seed)
+    r = _analyse_l0(zoo, "qlc-two-pass", drive, run, m)
+    _close_and_covered(r, run.truth.wa_true, 0.01)
+    assert not r.undetermined
+    for die, d in r.classification["dies"].items():
+        true = int((run.pulses[int(die)]["op"] == NandOp.ERASE).sum())
+        assert abs(d["erase_pulses"] - true) <= 1, (die, d["erase_pulses"], true)
+    assert np.isclose(sum(d["erase_pulses"] for d in r.classification["dies"].values()),
+                      run.truth.pulses["ERASE"], atol=2)
+
+
+def test_a_read_tail_spread_over_the_dies_is_no_slc_cache(zoo):
+    # qlc-two-pass tuning draw 212 (no SLC cache): 33 reads of the tail near 240 µs, 16 and 17
+    # on its two dies, made an SLC-mode program state (+1.9 %); judged over both dies together
+    # they follow no tDBSY, where the drive's programs all do: they are reads.
+    drive, _, run, m, _ = zoo.prepare("qlc-two-pass", 212)
+    assert drive.planes_per_die > 1 and drive.multi_plane
+    r = _analyse_l0(zoo, "qlc-two-pass", drive, run, m)
+    _close_and_covered(r, run.truth.wa_true, 0.01)
+    assert any("is the reads' tail" in n for n in r.classification["notes"])
+    assert not any(s["kind"] == "program_slc" for s in r.classification["states"])
+
+
 def test_host_paced_cache_programs_told_from_reads_by_the_silence_after_them(zoo):
     # A tuning draw with host-paced cache programs (R/B# shows only their tCBSY, as short as
     # the reads): −8 % at L0 while only the widths were kept. The idle time after each pulse

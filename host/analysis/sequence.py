@@ -87,12 +87,17 @@ ERASE_SHOULDER_FAR = 1.5
 #: The split at tR max itself (L1, :func:`_is_valley`): the widths' share that may reach it.
 TOP_EDGE_SHARE = 0.02
 #: Unannounced SLC-mode modes (:func:`_modes_unannounced`): the main modes' pulses that a
-#: tDBSY must announce, the share below which a mode is reads, and the fewest pulses judged.
+#: tDBSY must announce, the share below which a mode is reads, and the fewest main-mode pulses
+#: of a line judged.
 ANNOUNCED_MAIN = 0.8
 ANNOUNCED_FEW = 0.3
 ANNOUNCE_MIN = 20
 #: ... and the share of such a mode's pulses on lines that call it reads for a rebuild.
 UNANNOUNCED_SHARE = 0.5
+#: ... and, over those lines together, a mode queued like the main modes (each pulse after a
+#: tDBSY with the chance ANNOUNCED_MAIN) would show as few after one with at most this chance
+#: (binomial; 5 pulses none of them announced: 3e-4; 20 with 5: 2e-7).
+UNANNOUNCED_CHANCE = 1e-3
 #: Cache-chain heads by the gap after them (:func:`_chain_head_gaps`): at least this many short
 #: pulses before programs, this many in each group, the groups this far apart (octaves: one
 #: transfer against two, an octave less the commands; at most STEP_MAX: further is a silence)
@@ -1022,10 +1027,11 @@ def _resumable(g, states, max_reads=3):
     return float((p_erase[a] * p_prog[b]).sum())
 
 
-def _announced_loads(x, pprog, planes, share=0.5):
-    """Bits per cell when the short pulses between consecutive long programs number
-    ``planes × bits − 1`` on most of them (TLC or QLC one-shot: ``bits − 1`` data loads and the
-    plane queueing of each page), else 0."""
+def _announced_loads(x, pprog, planes, share=0.5, bits=(3, 4)):
+    """Pages loaded per plane before each word-line program when the short pulses between
+    consecutive long programs number ``planes × pages − 1`` on most of them, ``pages`` one of
+    ``bits`` (TLC or QLC one-shot: ``bits − 1`` data loads and the plane queueing of each page;
+    each pass of a two-pass QLC program loads its four pages the same way), else 0."""
     if not planes:
         return 0
     long_ = (pprog > 0.5) & (x > math.log2(100.0))
@@ -1039,14 +1045,15 @@ def _announced_loads(x, pprog, planes, share=0.5):
     k = int(values[np.argmax(counts)])
     if counts.max() < share * len(between):
         return 0
-    for b in (3, 4):
+    for b in bits:
         if k + 1 == planes * b:
             return b
     return 0
 
 
 def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
-    """``g`` with each long pulse of a one-shot die made a program or an erase by the order.
+    """``g`` with each long pulse of a one-shot (or two-pass) die made a program or an erase by
+    the order.
 
     A one-shot operation of ``planes`` planes is announced by ``planes × bits − 1`` short
     pulses (``bits − 1`` data loads per plane and the tDBSY of each queued plane), a multi-plane
@@ -1054,30 +1061,42 @@ def _word_line_parse(x, g, pj, ej, planes, bits, mult=None):
     come while a word line's loads are under way. Read in order, a long pulse (a program or an
     erase by its posterior) finding at least ``planes × bits − 1`` short pulses not yet spent
     is a program and spends them, else an erase (spending its queue). Widths alone cannot
-    do this where slow or heavy-tailed erases overlap the programs.
+    do this where slow or heavy-tailed erases overlap the programs. Each pass of a two-pass
+    program loads its word line the same way (``bits``: the cell's, though a pass writes half
+    of them; ``mult`` says what each state writes).
     """
     need = planes * bits - 1
     queue = planes - 1
+    # A load whose busy ran long (a heavy-tailed 1Ah past the short bound) is not seen as one:
+    # one missing load is forgiven where an erase's queue and the forgiven load together stay
+    # short of a word line's (a swap of a program and an erase that came while its loads were
+    # under way still keeps the count).
+    forgive = 1 if need - queue > 2 else 0
     short = x <= math.log2(8.0)
     longs = (x > math.log2(100.0)) & (g[:, list(pj) + [ej]].sum(axis=1) > 0.5)
     if not longs.any():
         return g
+    # The word-line program states (several pages per plane); without them (the scheme found
+    # by the order, every mode a single page so far) every program state.
+    pw = [j for j in pj if mult is not None and mult[j] > 1] or list(pj)
+    rest = [j for j in pj if j not in pw]  # SLC-mode programs: no data loads, kept as they are
+    # (The pending loads do not end at a program: on the reference SSD two streams' word lines
+    # share a die, and one's loads may begin before the other's program. A long pulse that
+    # finds no word line's loads spends an erase's queue whatever its widths say: sparing the
+    # ones the widths call SLC-mode programs, the reads' tail among them, turned erases as wide
+    # as such a state into programs on 6-plane one-shot tuning draws, +0.6 → +1.5 %.)
     prog = np.zeros(len(x), dtype=bool)
     pending = 0
     for i in range(len(x)):  # a short loop over the pulses (a counter)
         if short[i]:
             pending = min(pending + 1, 2 * need)
         elif longs[i]:
-            if pending >= need:
+            if pending >= need - forgive:
                 prog[i] = True
-                pending -= need
+                pending = max(0, pending - need)
             else:
                 pending = max(0, pending - queue)
     g = g.copy()
-    # The word-line program states (several pages per plane); without them (the scheme found
-    # by the order, every mode a single page so far) every program state.
-    pw = [j for j in pj if mult is not None and mult[j] > 1] or list(pj)
-    rest = [j for j in pj if j not in pw]  # SLC-mode programs: no data loads, kept as they are
     mass = g[:, list(pj) + [ej]].sum(axis=1)
     row = g[:, pw]
     tot = row.sum(axis=1, keepdims=True)
@@ -1396,15 +1415,16 @@ def _shifted(v):
 
 
 def _modes_unannounced(g, states, mk):
-    """SLC-mode program modes that no tDBSY announces on a line whose programs it announces:
-    ``[(the mode's index, its pulses)]``.
+    """SLC-mode program modes of a line whose programs a tDBSY announces, with how often one
+    announces theirs: ``[(the mode's index, its pulses, its pulses after a tDBSY)]``.
 
     A drive that programs several planes at once queues each plane's page with 80h…11h, a
     tDBSY busy of a microsecond right before the program's own busy: where at least
     ANNOUNCED_MAIN of the main program modes' pulses follow one, the drive programs so, and an
     SLC-mode program (a faster extra mode) of that drive is queued the same way. A mode whose
     pulses follow one in fewer than ANNOUNCED_FEW of cases is the reads' tail cut off by the
-    split (a QLC drive's slowest reads), as reads follow no tDBSY."""
+    split (a QLC drive's slowest reads), as reads follow no tDBSY (:func:`_reads_cut` judges
+    the lines' counts together). A line whose programs follow no tDBSY gives nothing."""
     pk = [j for j, st in enumerate(states) if st.kind == "program"]
     sk = [j for j, st in enumerate(states) if st.kind == "program_slc"]
     if not (mk and pk and sk) or len(g) < 3:
@@ -1413,28 +1433,44 @@ def _modes_unannounced(g, states, mk):
     main = g[:, pk].sum(axis=1)
     if main.sum() < ANNOUNCE_MIN or (main * prev).sum() < ANNOUNCED_MAIN * main.sum():
         return []
-    out = []
-    for j in sk:
-        mine = g[:, j]
-        if mine.sum() >= ANNOUNCE_MIN and (mine * prev).sum() < ANNOUNCED_FEW * mine.sum():
-            out.append((j, float(mine.sum())))
-    return out
+    return [(j, float(g[:, j].sum()), float((g[:, j] * prev).sum())) for j in sk]
 
 
 def _reads_cut(keys, seqs, posteriors, states, mk):
-    """The SLC-mode modes :func:`_modes_unannounced` calls reads on the lines holding at least
-    UNANNOUNCED_SHARE of the mode's pulses (``posteriors``: a line's posteriors)."""
+    """The SLC-mode modes that are the reads' tail (``posteriors``: a line's posteriors).
+
+    On the lines whose programs a tDBSY announces (:func:`_modes_unannounced`), a mode with
+    fewer than ANNOUNCED_FEW of its pulses there after a tDBSY, so few that a mode queued like
+    the main modes would show that with a chance under UNANNOUNCED_CHANCE (binomial), the lines
+    holding at least UNANNOUNCED_SHARE of the mode's pulses. The lines are judged together: a
+    read tail spread over the dies is the same evidence as on one. (Until session 21 each line
+    needed ANNOUNCE_MIN of the mode's pulses: a two-pass QLC tuning draw's 33 pulses at 240 µs,
+    16 and 17 on its two dies, were SLC-mode programs, +1.9 %; another's 8, on two dies, +1.1 %.)
+    """
     if not any(st.kind == "program_slc" for st in states) or not mk:
         return []
-    cut, total = {}, {}
+    seen, after, total = {}, {}, {}
     for _k, s in zip(keys, seqs, strict=True):
         g = posteriors(s)
         for j, st in enumerate(states):
             if st.kind == "program_slc":
                 total[j] = total.get(j, 0.0) + float(g[:, j].sum())
-        for j, n in _modes_unannounced(g, states, mk):
-            cut[j] = cut.get(j, 0.0) + n
-    return [j for j, n in cut.items() if n >= UNANNOUNCED_SHARE * total[j]]
+        for j, n, a in _modes_unannounced(g, states, mk):
+            seen[j] = seen.get(j, 0.0) + n
+            after[j] = after.get(j, 0.0) + a
+    return [j for j, n in seen.items()
+            if after[j] < ANNOUNCED_FEW * n and n >= UNANNOUNCED_SHARE * total[j]
+            and _binomial_tail(after[j], n, ANNOUNCED_MAIN) < UNANNOUNCED_CHANCE]
+
+
+def _binomial_tail(k, n, p):
+    """The chance of at most ``k`` successes in ``n`` trials of chance ``p`` (expected counts:
+    ``n`` rounded, ``k`` floored)."""
+    n, k = int(round(n)), int(math.floor(k + 1e-9))
+    if n <= 0:
+        return 1.0
+    return float(sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i)
+                     for i in range(0, min(k, n) + 1)))
 
 
 def _modes_alone(x, g, states, gap_after):
@@ -1712,9 +1748,12 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     """
     if mult is None:
         mult = np.ones(len(names))
-    if one_shot and _announced_loads(x, g[:, pj].sum(axis=1), one_shot[0]) == one_shot[1]:
-        # A stated one-shot scheme, ``one_shot = (planes, bits)``, whose data loads show on
-        # R/B#: programs and erases by order (a part whose loads show no busy keeps the widths).
+    if one_shot and _announced_loads(x, g[:, pj].sum(axis=1), one_shot[0],
+                                     bits=(one_shot[1],)) == one_shot[1]:
+        # A stated word-line scheme, ``one_shot = (planes, pages loaded per plane)`` (the bits
+        # per cell: a one-shot program loads its word line, and so does each pass of a two-pass
+        # one), whose data loads show on R/B#: programs and erases by order (a part whose loads
+        # show no busy keeps the widths).
         g = _word_line_parse(x, g, pj, ej, *one_shot, mult=mult)
     if mj and pj and gap_after is not None and len(x) > 2:
         g = _programs_by_data_in(g, pj, ej, mj, gap_after)
@@ -2137,6 +2176,16 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     # With a word-line scheme stated, the short pulses are data loads and plane queueing: no
     # cache-program heads, no pages counted from them (Mp planes per operation).
     word_line = scheme in ("one-shot", "two-pass")
+    # A stated word-line scheme whose loads may show on R/B#: ``(planes, pages loaded per plane
+    # before each long program)``. One-shot: the bits per cell, every page of the word line. A
+    # two-pass pulse writes half of them, but each pass loads them all (the fine pass programs
+    # every page again): planes × bits − 1 short pulses before it, as before a one-shot one.
+    word_line_loads = None
+    if ordered and pj and max(mult[pj]) > 1:
+        if scheme == "one-shot":
+            word_line_loads = (planes or 1, int(max(mult[pj])))
+        elif scheme == "two-pass" and bits:
+            word_line_loads = (planes or 1, int(bits))
     # Posteriors on every pulse, die by die (bounded memory).
     dies = {}
     notes = []
@@ -2281,8 +2330,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               cbsy_hi, pages_per_block, erase_slack, mk, mult,
                               planes=planes if ordered and scheme is None else None,
                               single_plane=planes == 1,
-                              one_shot=(planes or 1, int(max(mult[pj]))) if ordered and
-                              scheme == "one-shot" and pj and max(mult[pj]) > 1 else None,
+                              one_shot=word_line_loads,
                               gap_after=None if gaps is None else gaps[k],
                               prog_range=prog_range, cj=[] if word_line else cj, emult=emult,
                               chain_gaps=chain_gaps)
