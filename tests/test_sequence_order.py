@@ -737,16 +737,23 @@ def test_at_l1_the_split_stays_off_tr_max_where_slc_programs_reach_it():
 
 
 
+class _Kind:
+    def __init__(self, kind):
+        self.kind = kind
+
+
+#: States of the order tests below: tDBSY, read, SLC-mode program, two page types; and the
+#: posterior row of each letter of a pulse text (m, r, s, P, Q).
+_STATES = [_Kind("multiplane"), _Kind("read"), _Kind("program_slc"), _Kind("program"),
+           _Kind("program")]
+_ROWS = {"m": [1, 0, 0, 0, 0], "r": [0, 1, 0, 0, 0], "s": [0, 0, 1, 0, 0],
+         "P": [0, 0, 0, 1, 0], "Q": [0, 0, 0, 0, 1]}
+
+
 def test_modes_no_tdbsy_announces_on_a_multi_plane_drive():
     from rbscope.analysis.sequence import _modes_unannounced
 
-    class St:
-        def __init__(self, kind):
-            self.kind = kind
-    # States: tDBSY, read, SLC-mode program, two page types.
-    states = [St("multiplane"), St("read"), St("program_slc"), St("program"), St("program")]
-    rows = {"m": [1, 0, 0, 0, 0], "r": [0, 1, 0, 0, 0], "s": [0, 0, 1, 0, 0],
-            "P": [0, 0, 0, 1, 0], "Q": [0, 0, 0, 0, 1]}
+    states, rows = _STATES, _ROWS
 
     def g(text):
         return np.array([rows[c] for c in text], dtype=float)
@@ -765,12 +772,7 @@ def test_a_read_tail_is_judged_over_every_line_together():
     # SLC cache (+1.9 %). Line by line neither die held the 20 pulses a judgement needs.
     from rbscope.analysis.sequence import _reads_cut
 
-    class St:
-        def __init__(self, kind):
-            self.kind = kind
-    states = [St("multiplane"), St("read"), St("program_slc"), St("program"), St("program")]
-    rows = {"m": [1, 0, 0, 0, 0], "r": [0, 1, 0, 0, 0], "s": [0, 0, 1, 0, 0],
-            "P": [0, 0, 0, 1, 0], "Q": [0, 0, 0, 0, 1]}
+    states, rows = _STATES, _ROWS
 
     def lines(*texts):
         seqs = [np.array([rows[c] for c in t], dtype=float) for t in texts]
