@@ -509,10 +509,15 @@ class RBScopeTop(Elaboratable):
           keeps the default: its few dies' records need no more, and with the deep FIFO
           Yosys 0.70 stops the ECPIX-5's emulator build on an internal assertion (in ABC9's
           reintegration, 2026-12-01).
+        * TRACE_BATCH frames between a burst's frames, unless the board class says
+          ``trace_batches_in_bursts = False`` (the iCEBreaker).
         """
         if self.emulator is None:
             depth = getattr(platform, "trace_depth", None)
-            return {} if depth is None else {"trace_depth": depth}
+            options = {} if depth is None else {"trace_depth": depth}
+            if not getattr(platform, "trace_batches_in_bursts", True):
+                options["batches_in_bursts"] = False
+            return options
         return {"config": boot.sniffer_config(self.params),
                 "emu_config": boot.emu_config(self.emulator)}
 

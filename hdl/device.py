@@ -98,6 +98,8 @@ class DeviceCore(wiring.Component):
         the iCE40, whose block RAM output is fast).
     trace_depth : int
         Trace records the link's FIFO holds (``LinkController``'s; a power of two).
+    batches_in_bursts : bool
+        TRACE_BATCH frames between a burst's frames (``LinkController``'s).
 
     Members
     -------
@@ -120,7 +122,7 @@ class DeviceCore(wiring.Component):
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, emulator=None, emu_config=None, traffic=None, tap=None,
                  tap_config=None, dsp_bounds=0, ram_output_registers=True,
-                 trace_depth=TRACE_FIFO_DEPTH):
+                 trace_depth=TRACE_FIFO_DEPTH, batches_in_bursts=True):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if dsp_bounds and emulator is not None:
@@ -156,7 +158,8 @@ class DeviceCore(wiring.Component):
                                          board=board, snapshot_ms=snapshot_ms, config=config,
                                          extension=extension,
                                          ram_output_registers=ram_output_registers,
-                                         trace_depth=trace_depth)
+                                         trace_depth=trace_depth,
+                                         batches_in_bursts=batches_in_bursts)
         super().__init__({
             **_emu_bus_members(emulator),
             **_tap_members(tap, emulator),

@@ -42,10 +42,12 @@ def decode(body):
 
 
 class CoreBench:
-    def __init__(self, ram_output_registers=True, trace_depth=TRACE_FIFO_DEPTH, dut=None):
+    def __init__(self, ram_output_registers=True, trace_depth=TRACE_FIFO_DEPTH, dut=None,
+                 batches_in_bursts=True):
         self.dut = dut if dut is not None else DeviceCore(
             P, clock_hz=CLOCK_HZ, uart_divisor=4, board="unit-test",
-            ram_output_registers=ram_output_registers, trace_depth=trace_depth)
+            ram_output_registers=ram_output_registers, trace_depth=trace_depth,
+            batches_in_bursts=batches_in_bursts)
         self.wire = bytearray()
         self.frames = []
         self.seen = 0
@@ -471,10 +473,12 @@ def test_a_response_between_a_snapshots_frames_does_not_end_it():
     assert len({r.snapshot for r in rows}) == 1
 
 
-def test_trace_batches_go_between_a_snapshots_frames():
+@pytest.mark.parametrize("between", [True, False])
+def test_trace_batches_go_between_a_snapshots_frames(between):
     """Pulses classified while a snapshot is sent: TRACE_BATCH frames go between its COUNTERS
-    frames (the FIFO does not wait the whole snapshot), and the snapshot is whole."""
-    b = CoreBench()
+    frames (the FIFO does not wait the whole snapshot), and the snapshot is whole; or, in a
+    build without (``batches_in_bursts=False``, the iCEBreaker's), after it."""
+    b = CoreBench(batches_in_bursts=between)
     config, trains, want_trace = _burst()
     out = {}
 
@@ -492,7 +496,7 @@ def test_trace_batches_go_between_a_snapshots_frames():
     F = protocol.FrameType
     types = [h.type for h, _ in out["frames"]]
     first, last = types.index(F.COUNTERS), len(types) - 1 - types[::-1].index(F.COUNTERS)
-    assert F.TRACE_BATCH in types[first:last]
+    assert (F.TRACE_BATCH in types[first:last]) == between
     rows = [f for h, f in out["frames"] if h.type == F.COUNTERS]
     assert [r.channel for r in rows] == list(range(P.channels))
     sent = [(t.channel, t.index, t.width) for _, t in out["records"]]

@@ -99,6 +99,10 @@ class LinkController(wiring.Component):
     trace_depth : int
         Trace records the FIFO holds (a power of two; default
         :data:`~.counters.TRACE_FIFO_DEPTH`, 16: every board build's).
+    batches_in_bursts : bool
+        A TRACE_BATCH frame between every two frames of a snapshot or histogram burst while
+        the FIFO has records (``FrameBuilder``'s; the default). ``False`` (the iCEBreaker,
+        whose part is too full for the few cells it takes) sends them after the burst.
 
     Members
     -------
@@ -137,7 +141,7 @@ class LinkController(wiring.Component):
 
     def __init__(self, params, *, wire, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, extension=None, ram_output_registers=True,
-                 trace_depth=TRACE_FIFO_DEPTH):
+                 trace_depth=TRACE_FIFO_DEPTH, batches_in_bursts=True):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -154,6 +158,7 @@ class LinkController(wiring.Component):
         self.params = params
         self.ram_output_registers = bool(ram_output_registers)
         self.trace_depth = trace_depth
+        self.batches_in_bursts = bool(batches_in_bursts)
         self.clock_hz = clock_hz
         self.uart_divisor = uart_divisor
         self.board = board
@@ -214,7 +219,8 @@ class LinkController(wiring.Component):
             snapshot_period=self.snapshot_period, ram_output_registers=self.ram_output_registers)
         m.submodules.frames = frames = FrameBuilder(
             p, info=self._info, wire=self.wire, clock_hz=self.clock_hz, source=source,
-            ram_output_registers=self.ram_output_registers)
+            ram_output_registers=self.ram_output_registers,
+            batches_in_bursts=self.batches_in_bursts)
         self._timer = {"periodic": timer.periodic,  # (inspection, by the tests)
                        "period_written": registers.snapshot_period_write,
                        "hist_written": registers.hist_period_write}

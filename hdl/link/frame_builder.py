@@ -60,6 +60,9 @@ class FrameBuilder(wiring.Component):
     source : ReadSource, optional
         The extension's read source (its frames, and the ``send_ext``, ``ext_read_req`` and
         ``ext_read_resp`` members).
+    batches_in_bursts : bool
+        A TRACE_BATCH frame between every two frames of a burst while the trace FIFO has
+        records (else TRACE_BATCH frames wait for the burst's end).
     ram_output_registers : bool
         Where block RAM output is slow (``True``) the variable-byte multiplexer is one stage
         from the registered programme entry; otherwise (the iCE40) two stages, the first of
@@ -110,13 +113,15 @@ class FrameBuilder(wiring.Component):
     ext_read_req, ext_read_resp : (with ``source`` only) the extension's read port.
     """
 
-    def __init__(self, params, *, info, wire, clock_hz, source=None, ram_output_registers=True):
+    def __init__(self, params, *, info, wire, clock_hz, source=None, ram_output_registers=True,
+                 batches_in_bursts=True):
         self.params = params
         self.wire = wire
         self.info = dict(info)
         self.clock_hz = clock_hz
         self.source = source
         self.ram_output_registers = bool(ram_output_registers)
+        self.batches_in_bursts = bool(batches_in_bursts)
         ext = {}
         if source is not None:
             ext = {"send_ext": In(1),
@@ -435,7 +440,8 @@ class FrameBuilder(wiring.Component):
         # has records (from flip-flops: ``records.valid`` is the FIFO's).
         s.batch_turn = Signal()
         s.batch_between = Signal()
-        m.d.comb += s.batch_between.eq(s.batch_turn & self.records.valid)
+        if self.batches_in_bursts:
+            m.d.comb += s.batch_between.eq(s.batch_turn & self.records.valid)
         s.is_batch = Signal()  # the frame is a TRACE_BATCH (its words' bytes: the batcher's)
         with m.If(s.starting):
             m.d.sync += [s.ftype.eq(s.next_ftype),
