@@ -46,7 +46,7 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     dsp_bounds = 7
     ram_output_registers = False
     # No TRACE_BATCH frames between a snapshot's frames: the few logic cells it takes cost the
-    # part (92 % full) its 48 MHz (45.6-47.7 MHz at seeds 1-3), and with 16 records its FIFO
+    # part (92 % full) its 48 MHz (46.1-47.7 MHz at seeds 1-3), and with 16 records its FIFO
     # does not stream 16 dies at 2 000/s either way (docs/benchmarks.md).
     trace_batches_in_bursts = False
 
