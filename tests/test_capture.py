@@ -341,3 +341,30 @@ def test_reading_memory_does_not_grow_with_the_file(tmp_path):
     # Same bounded working set (chunk, a few frames, 8 series points) for 5× the file.
     assert large < 1.25 * small + 20_000, (small, large)
     assert large < large_size / 4
+
+
+def test_dump_unpacks_a_batch_of_pulse_records(tmp_path, capsys):
+    """`rbscope dump` shows a TRACE_BATCH's records as pulses, not as packed slots."""
+    import json
+
+    from rbscope.cli import main as cli_main
+
+    path = tmp_path / "batch.rbcap"
+    layout = wire.trace_record_layout(PARAMS)
+    time_bits = layout["time"].width
+    base = (3 << time_bits) | 40
+    empty = layout.const({"kind": wire.TRACE_EMPTY_KIND}).as_value().value
+    records = [layout.const({"kind": 0, "index": 2, "channel": 1, "width": 700,
+                             "time": 40}).as_value().value] + [empty] * 31
+    with cap.CaptureWriter(path, meta={"port": "test"}) as w:
+        w.raw_frame(_frame(FrameType.INFO, info_values(PARAMS, clock_hz=1_000_000,
+                                                      prescaler=1), 0), time_ns=1)
+        w.raw_frame(_frame(FrameType.TRACE_BATCH, {"base": base, "records": records}, 1),
+                    time_ns=2)
+    assert cli_main(["dump", str(path), "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    batch = [x for x in lines if x.get("type") == "trace_batch"]
+    assert batch and batch[0]["records"] == [
+        {"channel": 1, "kind": "END", "index": 2, "width": 700, "timestamp": base}]
+    r = cap.CaptureReader(path)
+    assert r.trace_count == 1 and r.traces[0].timestamp == base and r.errors == []

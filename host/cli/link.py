@@ -24,7 +24,7 @@ from rbscope.analysis.presets import (
 from rbscope.device.capture import CaptureError, CaptureReader, CaptureWriter, RecordKind
 from rbscope.device.device import DeviceError
 from rbscope.device.live import LiveView
-from rbscope.device.protocol import CRC_BYTES, HEADER_BYTES, Status
+from rbscope.device.protocol import CRC_BYTES, HEADER_BYTES, ProtocolError, Status, TraceBatch
 from rbscope.device.tap import has_tap, read_tap
 from rbscope.gateware.link.protocol import (
     config_from_registers,
@@ -346,6 +346,16 @@ def _cmd_capture(args):
 # dump ------------------------------------------------------------------------------------------
 
 
+def _batch_records(batch, params):
+    """A TRACE_BATCH's records as dicts (channel, kind, index, width, timestamp), or its packed
+    slots and why they cannot be read."""
+    try:
+        return [{k: v for k, v in t.to_dict().items() if k not in ("type", "seq")}
+                for t in batch.traces(params)]
+    except (ProtocolError, ValueError, TypeError) as exc:
+        return {"packed": [int(x) for x in batch.records], "error": str(exc)}
+
+
 def _cmd_dump(args):
     try:
         reader = CaptureReader(args.file)
@@ -364,6 +374,8 @@ def _cmd_dump(args):
             if rec.kind == RecordKind.FRAME:
                 body = rec.frame.to_dict() if rec.frame is not None else {
                     "type": "undecodable", "raw": rec.body.hex()}
+                if isinstance(rec.frame, TraceBatch):
+                    body["records"] = _batch_records(rec.frame, reader.params)
             else:
                 body = rec.data if rec.data is not None else {"raw": rec.body.hex()}
             if args.json:
