@@ -5,6 +5,8 @@ import random
 
 import pytest
 from amaranth.sim import Simulator
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rbscope.device import protocol as hp
 from rbscope.gateware.link import protocol as wire
@@ -205,3 +207,22 @@ def test_a_tag_builds_records_decode_around_the_tag():
     traces = hp.TraceBatch(0, b"", base=base, records=words).traces(params)
     assert [(t.channel, t.index, t.width, t.timestamp) for t in traces] == [
         (7, 3, 1234, base), (2, 1, 99, base + 40)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, (1 << 48) - 1),
+       st.lists(st.integers(0, (1 << RECORD.size) - 1), min_size=32, max_size=32))
+def test_any_batch_unpacks_or_is_refused_clearly(base, words):
+    """Whatever a CRC-valid batch holds, the host returns its records in time order, each in the
+    base's window and on the device's channels, or refuses it with a ProtocolError."""
+    batch = hp.TraceBatch(0, b"", base=base, records=tuple(words))
+    try:
+        traces = batch.traces(P)
+    except hp.ProtocolError as exc:
+        assert "TRACE_BATCH" in str(exc)
+        return
+    times = [t.timestamp for t in traces]
+    assert times == sorted(times)
+    assert all(t >> TIME_BITS == base >> TIME_BITS for t in times)
+    assert all(t.channel < P.channels and t.kind != wire.TRACE_EMPTY_KIND for t in traces)
+    assert not traces or times[0] == base
