@@ -1,5 +1,6 @@
 """Shared pytest fixtures for the rbscope tests."""
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -12,6 +13,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # an installed package; make `import cocotb_tests.runner` work from any test.
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+def load_benchmark(name):
+    """Load ``benchmarks/<name>.py`` (not a package) as module ``name``, registered in
+    ``sys.modules`` (Dask's workers and pickling find it by that name)."""
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
 
 #: Root of the per-test cocotb build directories (kept between runs so unchanged designs are not
 #: rebuilt; `make clean` removes it).

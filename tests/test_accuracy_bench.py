@@ -1,22 +1,16 @@
 """The accuracy table's sequence-classifier measurement, its comparison columns, --combine."""
 
-import importlib.util
 import json
-import sys
 
 import pytest
 
-from .conftest import REPO_ROOT
+from .conftest import REPO_ROOT, load_benchmark
 
 BENCH = REPO_ROOT / "benchmarks"
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark(name)
 
 
 @pytest.mark.slow

@@ -436,16 +436,14 @@ def test_a_deep_trace_fifo_holds_what_the_default_one_loses():
     assert status.trace_lost == 0 and not any(c.trace_lost for _, c in rows)
 
 
-def _after_status(b):
-    """Wait (in a bench) until the STATUS frame of a snapshot has gone out."""
-    async def wait(ctx):
-        for _ in range(20_000):
-            good, _ = unframe(bytes(b.wire))
-            if any(decode(body)[0].type == protocol.FrameType.STATUS for body in good[b.seen:]):
-                return
-            await ctx.tick().repeat(10)
-        raise AssertionError("no STATUS frame")
-    return wait
+async def _after_status(b, ctx):
+    """Wait until the STATUS frame of a snapshot has gone out."""
+    for _ in range(20_000):
+        good, _ = unframe(bytes(b.wire))
+        if any(decode(body)[0].type == protocol.FrameType.STATUS for body in good[b.seen:]):
+            return
+        await ctx.tick().repeat(10)
+    raise AssertionError("no STATUS frame")
 
 
 def test_a_response_between_a_snapshots_frames_does_not_end_it():
@@ -456,7 +454,7 @@ def test_a_response_between_a_snapshots_frames_does_not_end_it():
 
     async def bench(ctx):
         await b.send(ctx, command_body(1, OP.SNAPSHOT, 0, 0))
-        await _after_status(b)(ctx)
+        await _after_status(b, ctx)
         await b.send(ctx, command_body(2, OP.PING, 0, 7))
         await ctx.tick().repeat(30_000)
         good, _ = unframe(bytes(b.wire))

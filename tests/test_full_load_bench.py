@@ -1,10 +1,6 @@
 """The full-load benchmark's arithmetic (benchmarks/full_load.py): the pulse spacing that makes a
 rate on average, and the wire bytes a pulse record costs in TRACE_BATCH frames."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,16 +8,12 @@ from rbscope.device import protocol as hp
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.rb_sniffer import SnifferParams
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+from .conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def full_load():
-    spec = importlib.util.spec_from_file_location("full_load", BENCH / "full_load.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["full_load"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("full_load")
 
 
 def test_the_spacing_makes_the_rate_on_average(full_load):

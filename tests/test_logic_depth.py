@@ -1,25 +1,17 @@
 """benchmarks/logic_depth.py: the arrival estimate and the path it names, on small netlists
 written by hand in the shape Yosys writes for nextpnr."""
 
-import importlib.util
 import json
 import math
-import sys
 
 import pytest
 
-from .conftest import REPO_ROOT
-
-BENCH = REPO_ROOT / "benchmarks"
+from .conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def depth():
-    spec = importlib.util.spec_from_file_location("logic_depth", BENCH / "logic_depth.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["logic_depth"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("logic_depth")
 
 
 def _cell(kind, **ports):

@@ -102,8 +102,7 @@ def _record(channel, timestamp, width=100, index=1, kind=EventKind.END):
 
 
 def _unpack(base, words):
-    raw = b""
-    batch = hp.TraceBatch(0, raw, base=base, records=tuple(words))
+    batch = hp.TraceBatch(0, b"", base=base, records=tuple(words))
     return [(t.channel, t.timestamp, t.width, t.index, t.kind) for t in batch.traces(P)]
 
 

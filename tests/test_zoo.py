@@ -1,23 +1,17 @@
 """The drive zoo's harness (benchmarks/zoo.py): draws, knowledge levels, no timing leaks, resume,
 the Dask path, the summary. A handful of fixed draws in ``--quick`` mode."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+from .conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def zoo():
-    spec = importlib.util.spec_from_file_location("zoo", BENCH / "zoo.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["zoo"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("zoo")
 
 
 #: Cheap families for the quick runs (a second or two each).
@@ -360,12 +354,8 @@ def test_a_cache_chain_s_last_program_is_no_erase_after_a_tdbsy(zoo):
     # a chain's last program, two programs' time, is as wide as an erase; the erase cap (sized
     # for a steady state) let the erase state take 10 such pulses per die against 3 erases
     # (-1.6 % at L0). After a tDBSY the gap says which: a page's data in, or a command alone.
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location("accuracy", BENCH / "accuracy.py")
-    acc = importlib.util.module_from_spec(spec)
-    sys.modules["accuracy"] = acc
-    spec.loader.exec_module(acc)
+    acc = load_benchmark("accuracy")
     from rbscope import refssd
 
     job = next(j for j in acc.jobs(drives=("cache-prog",), states=("initial",))
