@@ -10,7 +10,10 @@ import pytest
 
 from rbscope.analysis.measurement import Measurement, MeasurementError
 from rbscope.analysis.sequence import (
+    ERASE_WIDTHS_APART,
+    State,
     _erases_by_data_in,
+    _Grid,
     _host_paced,
     _modes_alone,
     _reads_by_data_in,
@@ -639,6 +642,64 @@ def test_upper_pages_as_slow_as_erases_are_told_by_their_data_in(case):
         assert out[:, 3].sum() == pytest.approx(erases, rel=0.03)
         assert out[is_program][:, 1:3].sum() == pytest.approx(is_program.sum(), rel=0.002)
         assert moved == pytest.approx(g[:, 3].sum() - erases, rel=0.05)
+
+
+@pytest.mark.parametrize("apart", [True, False])
+def test_a_chain_s_last_program_keeps_its_width_where_programs_and_erases_lie_apart(apart):
+    # An SLC die (a tuning draw, -3.5 %): programs about 280 µs, a back-to-back cache chain's
+    # last program two programs long (550 µs), erases 1 650 µs, 1.6 octaves above. After a
+    # cache program the last one waits only for its page's data in (10 µs at 400 MB/s), so
+    # its gap is as short as an erase's command alone after a long pulse (1-20 µs of
+    # firmware): judged by the gap alone, a third of the chains' ends became erases. Where the
+    # two states' widths lie apart the widths keep their say: the gap only multiplies their
+    # odds. Where they overlap (upper pages as slow as erases), the gap alone still judges.
+    rng = np.random.default_rng(7)
+    centres = [22.0, 280.0, 550.0, 1650.0 if apart else 700.0]
+    kinds = []
+    for i in range(2400):
+        kinds += [0, 1]  # a garbage-collection copy: read, program
+        if i % 6 == 5:
+            kinds += [1, 1, 2]  # a cache chain: its programs, then the last one
+        if i % 60 == 59:
+            kinds += [3]  # a block's erase
+    kinds = np.array(kinds)
+    sd = np.array([0.15, 0.12, 0.1, 0.12])[kinds]
+    x = np.log2(np.array(centres)[kinds]) + rng.normal(0, 1, len(kinds)) * sd
+    grid = _Grid(float(x.min()) - 1, float(x.max()) + 1)
+    states = [State(n, k, math.log2(c), s_, support=(math.log2(c) - 1.5, math.log2(c) + 1.5))
+              for n, k, c, s_ in zip(("read", "program_1", "program_2", "erase"),
+                                     ("read", "program", "program", "erase"), centres,
+                                     (0.15, 0.12, 0.1, 0.12))]
+    for st in states:
+        st.seed(grid)
+    overlap = float(np.sqrt(states[2].dens * states[3].dens).sum())
+    assert (overlap < ERASE_WIDTHS_APART) == apart
+    # The widths' posteriors (each pulse to its nearest state: the states lie apart).
+    g = np.zeros((len(x), 4))
+    g[np.arange(len(x)), np.argmin(np.abs(x[:, None] - [st.mu for st in states]), axis=1)] = 1
+    if not apart:
+        g = np.zeros((len(x), 4))
+        g[np.arange(len(x)), kinds] = 1.0
+        g[kinds == 2] = [0, 0, 0.5, 0.5]  # overlapping widths: the widths cannot tell
+        g[kinds == 3] = [0, 0, 0.5, 0.5]
+    # The gap before each pulse: a command (8 ± 3 µs of firmware), plus a page's data in
+    # (10 µs) before a program, plus a page's data out after a read.
+    is_read = kinds == 0
+    before = np.clip(rng.normal(8, 3, len(x)), 1, None) \
+        + np.where((kinds == 1) | (kinds == 2), 10.0, 0.0) \
+        + np.concatenate(([0.0], np.where(is_read[:-1], 10.0, 0.0)))
+    gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
+    erases, ends = int((kinds == 3).sum()), int((kinds == 2).sum())
+    out, moved = _erases_by_data_in(x, g, states, gap_after)
+    if apart:
+        # (By the gap alone, about 3 of the 400 ends became erases here: 7 % too many.)
+        assert out[:, 3].sum() == pytest.approx(erases, abs=0.5)
+        assert out[kinds == 2][:, 1:3].sum() == pytest.approx(ends, abs=0.5)
+        assert abs(moved) < 0.5
+    else:
+        # The gap alone: most ends go back to the programs, most erases stay erases.
+        assert out[kinds == 2][:, 1:3].sum() > 0.7 * ends
+        assert out[kinds == 3][:, 3].sum() > 0.6 * erases
 
 
 def _widths(rng, spec):

@@ -135,6 +135,10 @@ DATA_IN_OPEN = 0.5
 #: this share of the program pulses, enter the erase floor and cap of a refit (see the end of
 #: :func:`classify`).
 ORDER_REFIT = 0.01
+#: Erases told from the slowest programs by the gap before them (:func:`_erases_by_data_in`):
+#: where the two states' width densities overlap less than this (Bhattacharyya coefficient),
+#: the widths keep their say and the gap multiplies their odds; else the gap alone judges.
+ERASE_WIDTHS_APART = 0.05
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -1539,7 +1543,9 @@ def _erases_by_data_in(x, g, states, gap_after):
     cache programs, whose data in overlaps the busy before them, show no wait). Each pulse above
     the slowest program mode's centre, or with an erase posterior, below the erase state's upper
     edge, is then read by its gap alone, the share of erases among them fitted (EM); a gap more
-    than 4 spreads from both leaves the pulse as its width reads it. Where a kind of pulse
+    than 4 spreads from both leaves the pulse as its width reads it. Where the two states'
+    widths barely overlap (ERASE_WIDTHS_APART), the widths' odds stay and the gap's likelihood
+    ratio multiplies them instead. Where a kind of pulse
     holds more than 2 % of the window and its gaps cannot judge, none is judged: the widths'
     errors on one side would be corrected and not the other's (whose count, held by the erase
     cap, cancelled them)."""
@@ -1554,11 +1560,20 @@ def _erases_by_data_in(x, g, states, gap_after):
     # (The states' spreads understate a tail: the window is every pulse above the slowest
     # programs' centre, or with an erase posterior, below the erases' upper edge.)
     lo, hi = slow.mu, er.mu + 2.5 * er.sigma
+    # Widths that tell the two apart (an SLC die's 0.3 ms programs, its 2 ms erases) keep their
+    # say: a chain's last program, two programs long, waits for a page's data in after a cache
+    # program, as short as an erase's command alone after a long pulse (a tuning draw moved 8
+    # of its 0.5-0.8 ms programs to erases 1.6 octaves wider by the gap alone).
+    dens = getattr(slow, "dens", None), getattr(er, "dens", None)
+    apart = dens[0] is not None and dens[1] is not None \
+        and float(np.sqrt(dens[0] * dens[1]).sum()) < ERASE_WIDTHS_APART
     gb = 2.0 ** np.concatenate([[np.nan], np.asarray(gap_after, dtype=float)[:-1]])
     ok = np.isfinite(gb)
     lk = pk + [ej]
     g = g.copy()
     erases = float(g[:, ej].sum())
+    # (The widths' own odds, before any gap judged: the second pass must not count a gap twice.)
+    w_erase = g[:, ej] / np.maximum(g[:, ej] + g[:, pk].sum(axis=1), _FLOOR)
     for _ in range(2):  # (again with the pulses before each corrected)
         pr, pe, pp = g[:, rk].sum(axis=1), g[:, ej], g[:, pk].sum(axis=1)
         win = ok & ((x >= lo) | (pe > 0.01)) & (x <= hi) & (pe + pp > 0.5)
@@ -1580,7 +1595,8 @@ def _erases_by_data_in(x, g, states, gap_after):
             judged.append((at, refs))
         for at, (ma, sa, mb, sb) in judged:
             mass = pe[at] + pp[at]
-            rr = _command_alone(gb[at], ma, sa, mb, sb, pe[at], mass, top=0.9999)
+            rr = _command_alone(gb[at], ma, sa, mb, sb, pe[at], mass, top=0.9999,
+                                prior=w_erase[at] if apart else None)
             # The programs' share within their states in proportion, else to the slowest.
             keep = pp[at]
             one = np.eye(len(pk))[int(np.argmax([states[j].mu for j in pk]))]
@@ -1607,19 +1623,24 @@ def _gap_groups(ra, rb):
     return ma, sa, mb, sb
 
 
-def _command_alone(v, ma, sa, mb, sb, own, mass, top):
+def _command_alone(v, ma, sa, mb, sb, own, mass, top, prior=None):
     """Each gap ``v``'s posterior of the group of a command alone (normal, ``ma``, ``sa``)
     against a command and a page's data in (``mb``, ``sb``), the group's share fitted (EM, at
-    most ``top``). A gap more than 4 spreads from both groups (a pause, or a pulse before it
-    misread) keeps the widths' reading, ``own / mass``."""
+    most ``top``), or with ``prior`` (per gap: the widths' posterior) that prior's odds times
+    the gaps' likelihood ratio. A gap more than 4 spreads from both groups (a pause, or a pulse
+    before it misread) keeps the widths' reading, ``own / mass``."""
     # (A floor of 10⁻⁴ of the lower peak, for the share's fit.)
     floor = 1e-4 / (max(sa, sb) * math.sqrt(2 * math.pi))
     la = np.exp(-0.5 * ((v - ma) / sa) ** 2) / (sa * math.sqrt(2 * math.pi)) + floor
     lb = np.exp(-0.5 * ((v - mb) / sb) ** 2) / (sb * math.sqrt(2 * math.pi)) + floor
-    share = 0.1
-    for _ in range(50):
-        rr = share * la / (share * la + (1 - share) * lb)
-        share = float(np.clip(rr.mean(), 1e-4, top))
+    if prior is not None:
+        q = np.clip(np.asarray(prior, dtype=float), 0.0, 1.0)
+        rr = q * la / np.maximum(q * la + (1 - q) * lb, _FLOOR)
+    else:
+        share = 0.1
+        for _ in range(50):
+            rr = share * la / (share * la + (1 - share) * lb)
+            share = float(np.clip(rr.mean(), 1e-4, top))
     far = np.minimum(np.abs(v - ma) / sa, np.abs(v - mb) / sb) > 4.0
     return np.where(far, own / np.maximum(mass, _FLOOR), rr)
 
