@@ -438,3 +438,55 @@ def test_after_a_tdbsy_the_gap_tells_programs_from_erases():
     flat = np.array(gaps)
     flat[long_ - 1] = np.log2(rng.uniform(83, 100, len(long_)))
     assert np.array_equal(_programs_by_data_in(g, [1], 2, [0], flat), g)
+
+
+def _chain_line(rng, blocks, chain_every, transfer, command=(2.0, 14.0), gc_reads=True):
+    """A line of reads, garbage-collection copies (read, then program) and back-to-back cache
+    chains (head, cache programs, last program): ``(kinds, gap_after)``, kinds 0 read, 1 head,
+    2 program. The gap before a pulse: a command time, the previous read's data out, and a
+    page's data in before a program or a head."""
+    kinds = []
+    for i in range(blocks):
+        kinds += [0, 0] + ([0, 2] if gc_reads else [])
+        if chain_every and i % chain_every == 0:
+            kinds += [1] + [2] * int(rng.integers(1, 6))
+    kinds = np.array(kinds)
+    before = rng.uniform(*command, len(kinds))
+    before += np.where(kinds != 0, transfer, 0.0)
+    before[1:] += np.where(kinds[:-1] == 0, transfer, 0.0)
+    return kinds, np.log2(np.r_[before[1:], np.nan])
+
+
+@pytest.mark.parametrize("chain_every, gc_reads", [(8, True), (0, True), (1, False)])
+def test_chain_heads_among_the_reads_by_the_waits_around_them(chain_every, gc_reads):
+    # An SLC die whose tCBSY reaches its tR (a tuning draw, -2.4 %): 13 chain heads among
+    # 1 454 reads, no cluster of their own, and the gap after them (the next page's data in,
+    # 10 µs) spread as far as the reads' before a program (data out and data in) by the
+    # command times (here 2-14 µs): the gap after alone does not split. The gap before less
+    # the gap after does: two transfers more for a head (data in before it, not after a data
+    # out).
+    from rbscope.analysis.sequence import _chain_head_gaps, _chain_head_waits
+
+    rng = np.random.default_rng(11)
+    kinds, gap = _chain_line(rng, 1500, chain_every, 10.0, gc_reads=gc_reads)
+    pshort = (kinds != 2).astype(float)
+    pprog = (kinds == 2).astype(float)
+    nxt = np.r_[pprog[1:], 0.0]
+    prev_short = np.r_[0.0, pshort[:-1]]
+    heads = (kinds == 1) & (nxt > 0.5)
+    if chain_every and gc_reads:
+        assert _chain_head_gaps(pshort, nxt, gap) is None  # (the gap after alone)
+    p = _chain_head_waits(pshort, nxt, gap, prev_short, pprog)
+    assert p is not None
+    assert p[kinds == 2].sum() == 0.0  # only short pulses before a program are candidates
+    found = float(p.sum())
+    if heads.any():
+        assert found == pytest.approx(heads.sum(), rel=0.15)
+        assert p[heads].mean() > 0.8
+    else:
+        assert found < 0.01 * ((pshort > 0.5) & (nxt > 0.5)).sum()
+    # Commands as long as a transfer: the waits do not decide.
+    kinds, gap = _chain_line(rng, 1500, chain_every, 4.0, gc_reads=gc_reads)
+    pshort, pprog = (kinds != 2).astype(float), (kinds == 2).astype(float)
+    assert _chain_head_waits(pshort, np.r_[pprog[1:], 0.0], gap, np.r_[0.0, pshort[:-1]],
+                             pprog) is None
