@@ -147,6 +147,12 @@ ORDER_REFIT = 0.01
 #: where the two states' width densities overlap less than this (Bhattacharyya coefficient),
 #: the widths keep their say and the gap multiplies their odds; else the gap alone judges.
 ERASE_WIDTHS_APART = 0.05
+#: A program-width mode is judged reads (:func:`_modes_alone`) by its pulses whose previous
+#: pulse is of the mode with at most this probability.
+MODE_ALONE_AFTER_OWN = 0.1
+#: ... and is reads only where its pulses wait for a page's data in no more often than twice
+#: the normal tail the command times' spread gives at half a transfer, plus this.
+MODE_ALONE_SLACK = 0.05
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -1565,7 +1571,10 @@ def _modes_alone(x, g, states, gap_after):
     slower read types sit with its SLC cache's programs between the reads' and the programs'
     clusters, the widths may split below them (a datasheet's tR max above the SLC programs'
     widths does not separate them) and call them a program mode. Each mode is judged with its
-    pulses taken for reads (the pulse before a read is a read, with its data out): the line's
+    pulses taken for reads (the pulse before a read is a read, with its data out), by those not
+    right after one of its own (a run of SLC-mode programs waits for a page's data in after
+    each, as long as a read's data out after a read: a tapped channel's trained SLC state, on a
+    slower die, lost its 791 programs so, −10.8 %): the line's
     command time and transfer fitted to its confident reads (narrower than the mode) and the
     slower modes' programs, where DATA_IN_WAITING of the mode's gaps after each kind of pulse
     lie nearer a read's, and as many of the next slower mode's nearer a program's, the mode is
@@ -1597,9 +1606,22 @@ def _modes_alone(x, g, states, gap_after):
         prev_r, prev_l = _shifted(pr), _shifted(pp + g[:, lk].sum(axis=1))
         fit = _data_in_fit(gb, ok, prev_r, prev_l, (pr - mine > 0.9) & (x < lo),
                            (pp > 0.9) & (x > hi))
-        if fit is None or not _waits_for_data_in(gb, ok & (mine > 0.9), prev_r, prev_l, *fit,
-                                                 alone=True) \
+        # (Judged by its pulses after a read or a long pulse, not after one of its own: a run
+        # of SLC-mode programs, each after the last, waits for one page's data in, which is
+        # what a read waits for after a read, its data out.)
+        own = ok & (mine > 0.9) & (_shifted(mine) < MODE_ALONE_AFTER_OWN)
+        if fit is None or not _waits_for_data_in(gb, own, prev_r, prev_l, *fit, alone=True) \
                 or not _waits_for_data_in(gb, ok & (g[:, nj] > 0.9), prev_r, prev_l, *fit):
+            break
+        # Reads alone wait for a page's data in no more often than the spread of the command
+        # times makes them seem to (twice the normal tail at half a transfer, and MODE_ALONE_SLACK); more
+        # is programs among them (a tapped channel's trained SLC state on a slower die held
+        # its 791 SLC programs and 256 slow reads, the reads most of its pulses after a long
+        # one: a quarter of those waited), and the mode stays to be judged pulse by pulse.
+        command, transfer, spread = fit
+        seem = 2 * 0.5 * math.erfc(transfer / (2 * spread) / math.sqrt(2)) + MODE_ALONE_SLACK
+        shares = _waiting_shares(gb, own, prev_r, prev_l, command, transfer, spread) or []
+        if any(w > seem for n_, w, _ in shares if n_ >= DATA_IN_MIN):
             break
         if not alone:
             g = g.copy()
@@ -1610,7 +1632,7 @@ def _modes_alone(x, g, states, gap_after):
     return g, alone, moved
 
 
-def _erases_by_data_in(x, g, states, gap_after):
+def _erases_by_data_in(x, g, states, gap_after, cap=None):
     """Pulses where the slowest program mode's widths and the erases' meet, told erase from
     program by the idle gap before them: ``(posteriors, erases moved to programs, net)``.
 
@@ -1627,7 +1649,9 @@ def _erases_by_data_in(x, g, states, gap_after):
     ratio multiplies them instead. Where a kind of pulse
     holds more than 2 % of the window and its gaps cannot judge, none is judged: the widths'
     errors on one side would be corrected and not the other's (whose count, held by the erase
-    cap, cancelled them)."""
+    cap, cancelled them). Nor where the gaps' reading leaves more erases than ``cap`` (the
+    structural cap of the programs, when the pages per block are known) and than the widths
+    found: the gaps misjudged."""
     ej = next((j for j, st in enumerate(states) if st.kind == "erase"), None)
     rk = [j for j, st in enumerate(states) if st.kind == "read"]
     pk = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
@@ -1649,7 +1673,7 @@ def _erases_by_data_in(x, g, states, gap_after):
     gb = 2.0 ** np.concatenate([[np.nan], np.asarray(gap_after, dtype=float)[:-1]])
     ok = np.isfinite(gb)
     lk = pk + [ej]
-    g = g.copy()
+    g0, g = g, g.copy()
     erases = float(g[:, ej].sum())
     # (The widths' own odds, before any gap judged: the second pass must not count a gap twice.)
     w_erase = g[:, ej] / np.maximum(g[:, ej] + g[:, pk].sum(axis=1), _FLOOR)
@@ -1683,6 +1707,11 @@ def _erases_by_data_in(x, g, states, gap_after):
                             g[np.ix_(at, pk)] / np.maximum(keep[:, None], _FLOOR), one[None, :])
             g[np.ix_(at, pk)] = frac * (mass * (1 - rr))[:, None]
             g[at, ej] = mass * rr
+    if cap is not None and float(g[:, ej].sum()) > max(cap, erases):
+        # More erases than the programs can have filled blocks for, where the widths' reading
+        # had fewer: the gaps misjudged (command times spread as far as a transfer, a read's
+        # tail where the erases' gap should be). The widths' reading stands.
+        return g0, 0.0
     return g, erases - float(g[:, ej].sum())
 
 
@@ -2430,7 +2459,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                 # (A trained erase state has the labels' widths: the gaps' reading of a trained
                 # line moved, on the zoo's tuning draws, as many pulses wrong as right.)
                 before = g[:, ej].copy()
-                g, erases_by_data_in[k] = _erases_by_data_in(s, g, states, gaps[k])
+                cap = ((1 + erase_slack) * float((g[:, pj] * emult[pj]).sum())
+                       / pages_per_block + 2) if pages_per_block else None
+                g, erases_by_data_in[k] = _erases_by_data_in(s, g, states, gaps[k], cap=cap)
                 gap_moved[k] = float(np.abs(g[:, ej] - before).sum())  # (both ways)
         chain_gaps = ordered and not word_line and k not in suspect and no_suspension
         dies[k] = _die_result(s, g, names, pj, ej, [] if word_line else mj, sj,
