@@ -153,6 +153,8 @@ MODE_ALONE_AFTER_OWN = 0.1
 #: ... and is reads only where its pulses wait for a page's data in no more often than twice
 #: the normal tail the command times' spread gives at half a transfer, plus this.
 MODE_ALONE_SLACK = 0.05
+#: ... beyond chance: that many waiting or more has at most this probability.
+MODE_ALONE_P = 1e-3
 #: Resolution of the emission histograms (also that of a trained classifier's file).
 BINS_PER_OCTAVE = 32
 _BINS_PER_OCTAVE = BINS_PER_OCTAVE
@@ -1552,6 +1554,24 @@ def _reads_cut(keys, seqs, posteriors, states, mk):
             and _binomial_tail(after[j], n, ANNOUNCED_MAIN) < UNANNOUNCED_CHANCE]
 
 
+def _binomial_at_least(k, n, p):
+    """The chance of at least ``k`` successes in ``n`` trials of chance ``p`` (summed in logs:
+    exact for any ``n``)."""
+    n, k = int(n), int(k)
+    if k <= 0:
+        return 1.0
+    if k > n or p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    i = np.arange(k, n + 1, dtype=float)
+    logs = (math.lgamma(n + 1) - np.array([math.lgamma(v + 1) for v in i])
+            - np.array([math.lgamma(n - v + 1) for v in i])
+            + i * math.log(p) + (n - i) * math.log1p(-p))
+    top = float(logs.max())
+    return float(min(1.0, math.exp(top) * np.exp(logs - top).sum()))
+
+
 def _binomial_tail(k, n, p):
     """The chance of at most ``k`` successes in ``n`` trials of chance ``p`` (expected counts:
     ``n`` rounded, ``k`` floored)."""
@@ -1614,14 +1634,16 @@ def _modes_alone(x, g, states, gap_after):
                 or not _waits_for_data_in(gb, ok & (g[:, nj] > 0.9), prev_r, prev_l, *fit):
             break
         # Reads alone wait for a page's data in no more often than the spread of the command
-        # times makes them seem to (twice the normal tail at half a transfer, and MODE_ALONE_SLACK); more
-        # is programs among them (a tapped channel's trained SLC state on a slower die held
-        # its 791 SLC programs and 256 slow reads, the reads most of its pulses after a long
-        # one: a quarter of those waited), and the mode stays to be judged pulse by pulse.
+        # times makes them seem to (twice the normal tail at half a transfer, and
+        # MODE_ALONE_SLACK), beyond chance (MODE_ALONE_P); more is programs among them (a
+        # tapped channel's trained SLC state on a slower die held its 791 SLC programs and 256
+        # slow reads, the reads most of its pulses after a long one: a quarter of those
+        # waited), and the mode stays to be judged pulse by pulse.
         command, transfer, spread = fit
         seem = 2 * 0.5 * math.erfc(transfer / (2 * spread) / math.sqrt(2)) + MODE_ALONE_SLACK
         shares = _waiting_shares(gb, own, prev_r, prev_l, command, transfer, spread) or []
-        if any(w > seem for n_, w, _ in shares if n_ >= DATA_IN_MIN):
+        if any(_binomial_at_least(round(w * n_), n_, min(seem, 1.0)) < MODE_ALONE_P
+               for n_, w, _ in shares):
             break
         if not alone:
             g = g.copy()
