@@ -83,8 +83,7 @@ def rig(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("merge")
     sync = sync_train(SYNC, 200)
     a_lines = drive_pulses(1)
-    # B's lines start as soon as its trains do: a device idle for longer than IDLE_TICKS after
-    # the capture's clear is quiescent, and `--until-quiescent` would stop there.
+    # B's lines, from the start of its trains on (OFFSET of A's cycles after A's start).
     b_lines = [[(s + OFFSET + 50, w) for s, w in line] for line in drive_pulses(2)]
     boards = {
         # (channels' trains, sync channel)
@@ -99,8 +98,10 @@ def rig(tmp_path_factory):
         path = tmp / f"{name}.rbcap"
         with FakeDevice(params, trains, CYCLES, config=CONFIG, snapshot_period=30_000,
                         board=f"fake{name}", trace_budget=4096) as dev:
+            # For a fixed time, not --until-quiescent: a device idle since its start is
+            # quiescent in the snapshot before the capture's clear, which would stop it there.
             assert cli.main(["capture", dev.path, "-o", str(path), "--trace", "--clear",
-                             "--until-quiescent", "--duration", "30", "--json"]) == 0
+                             "--duration", "2.5", "--json"]) == 0
             out[name] = (path, sync_ch, dev._stim_start)
     return out
 
@@ -123,7 +124,8 @@ def test_two_boards_merge_into_one_time_aligned_capture(rig, tmp_path, capsys):
     assert m.params.channels == 4 and m.provenance["merge"]["lines"] == [
         ["A", 0], ["A", 1], ["B", 1], ["B", 2]]
     assert [p.name for p in m.probes] == ["A:ch0", "A:ch1", "B:ch1", "B:ch2"]
-    assert m.provenance["source"] == "merge" and m.provenance["complete"]
+    assert m.provenance["source"] == "merge" and m.provenance["complete"], m.provenance
+    assert m.quiet_ticks is not None and m.quiet_ticks >= 100_000
     ma = Measurement.load(_saved(pa, tmp_path / "a.json"))
     mb = Measurement.load(_saved(pb, tmp_path / "b.json"))
     shift = m.provenance["merge"]["start_shift_ticks"]
