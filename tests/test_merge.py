@@ -333,3 +333,11 @@ def test_usage_errors(tmp_path, capsys):
     assert "no capture is called 'c'" in capsys.readouterr().err
     assert cli.main([*base, "--sync-channel", "9"]) == cli.EXIT_FAILURE
     assert "sync channel 9 is not one of its channels 0 … 1" in capsys.readouterr().err
+    # Two captures of one name (in two folders) are named by their position.
+    (tmp_path / "other").mkdir()
+    synthetic(tmp_path / "other" / "a.rbcap", on_b(TRAIN))
+    assert cli.main(["merge", str(tmp_path / "a.rbcap"), str(tmp_path / "other" / "a.rbcap"),
+                     "--sync-channel", "1:1", "--sync-channel", "2:1", "-o",
+                     str(tmp_path / "m.json")]) == 0
+    assert Measurement.load(tmp_path / "m.json").provenance["merge"]["lines"] == [["1", 0],
+                                                                                   ["2", 0]]

@@ -53,8 +53,9 @@ def add_merge_parser(subparsers):
     p.add_argument("--sync-channel", action="append", default=[], metavar="[NAME:]CH",
                    help="the channel on which a capture recorded the sync line; NAME is the "
                         "capture's file name without its suffix (or its position, from 1), "
-                        "and names its merged lines (NAME:ch5); once without NAME: the same "
-                        "channel on every board")
+                        "and names its merged lines (NAME:ch5; by position when two captures "
+                        "have the same name); once without NAME: the same channel on every "
+                        "board")
     p.add_argument("-o", "--output", required=True, metavar="JSON",
                    help="the merged measurement (rbscope analyze reads it)")
     p.add_argument("--max-skew", type=number(0), default=4.0, metavar="TICKS",
@@ -106,7 +107,11 @@ def _sync_channels(args):
 def _cmd_merge(args):
     try:
         channels = _sync_channels(args)
-        request = MergeRequest(tuple(MergeInput(path, channels[k])
+        names = [MergeInput(path, 0).name for path in args.captures]
+        # Captures of the same name (run.rbcap in two folders) are labelled by position.
+        labels = names if len(set(names)) == len(names) else \
+            [str(k + 1) for k in range(len(names))]
+        request = MergeRequest(tuple(MergeInput(path, channels[k], labels[k])
                                      for k, path in enumerate(args.captures)),
                                max_skew_ticks=args.max_skew, min_pulses=args.min_pulses,
                                max_ppm=args.max_ppm)
