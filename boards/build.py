@@ -34,6 +34,7 @@ from amaranth.build.run import LocalBuildProducts
 from ..gateware.nand_emu import EmuParams
 from ..gateware.rb_sniffer import SnifferParams
 from ..gateware.synthesis import yosys_script
+from .sync_top import SyncOutTop, sync_pin_line
 from .top import BoardError, RBScopeTop, plan_header
 
 __all__ = ["BOARDS", "SEEDS", "BuildResult", "PlaceError", "SeedTry", "board_class", "build",
@@ -94,7 +95,7 @@ def _sniffer_channels(board, channels, emulator):
     return board_class(board).default_channels if channels is None else channels
 
 
-def _top(board, channels, emulator, tap, emu_bus, page_type_slots=None):
+def _top(board, channels, emulator, tap, emu_bus, page_type_slots=None, sync_out=False):
     cls = board_class(board)
     tags = {"tag_bits": 4} if tap else {}  # the bus tap's classes label the sniffer's pulses
     emu = None
@@ -103,14 +104,18 @@ def _top(board, channels, emulator, tap, emu_bus, page_type_slots=None):
             EmuParams(dies=emulator, page_type_slots=page_type_slots)
     params = SnifferParams(channels=_sniffer_channels(board, channels, emulator),
                            width_bits=cls.width_bits, **tags)
+    if sync_out:
+        # The sync pulse generator's top (boards/sync_top.py): the same top, one more pin.
+        return cls, SyncOutTop(params, emulator=emu, emu_bus=emu_bus, tap_targets=tap)
     return cls, RBScopeTop(params, emulator=emu, emu_bus=emu_bus, tap_targets=tap)
 
 
-def _build_name(board, channels, emulator, tap, page_type_slots=None):
+def _build_name(board, channels, emulator, tap, page_type_slots=None, sync_out=False):
     """The name of a build's products (and of its directory under the build directory)."""
     return (f"rbscope_{board}_{_sniffer_channels(board, channels, emulator)}ch"
             + (f"_emu{emulator}" if emulator else "") + (f"_tap{tap}" if tap else "")
-            + (f"_pt{page_type_slots}" if emulator and page_type_slots else ""))
+            + (f"_pt{page_type_slots}" if emulator and page_type_slots else "")
+            + ("_sync" if sync_out else ""))
 
 
 def _synth_options(platform):
@@ -128,12 +133,12 @@ def _synth_options(platform):
     return {}
 
 
-def elaborate(board, *, channels=None, emulator=0, tap=0, emu_bus=True):
+def elaborate(board, *, channels=None, emulator=0, tap=0, emu_bus=True, sync_out=False):
     """Elaborate a board build down to its netlist text (no synthesis); return the plan.
 
     Checks everything short of the tools: pins, PLL, the design. Used by the fast tests.
     """
-    cls, top = _top(board, channels, emulator, tap, emu_bus)
+    cls, top = _top(board, channels, emulator, tap, emu_bus, sync_out=sync_out)
     platform = cls()
     plan = platform.prepare(top, name="rbscope")
     return platform, top, plan
@@ -341,13 +346,13 @@ def _stand_in():
     return shutil.which("true") or "true"
 
 
-def _plan(board, channels, emulator, tap, emu_bus, page_type_slots, name, seed=None):
+def _plan(board, channels, emulator, tap, emu_bus, page_type_slots, sync_out, name, seed=None):
     """Elaborate a build (a fresh top and platform each time: a platform hands each pin out
     once); return ``(platform, top, name, plan)``. With ``seed``, the plan's script places with
     that seed and writes nextpnr's report."""
-    cls, top = _top(board, channels, emulator, tap, emu_bus, page_type_slots)
+    cls, top = _top(board, channels, emulator, tap, emu_bus, page_type_slots, sync_out)
     platform = cls()
-    name = name or _build_name(board, channels, emulator, tap, page_type_slots)
+    name = name or _build_name(board, channels, emulator, tap, page_type_slots, sync_out)
     # Without --timing-allow-fail nextpnr stops with an error when timing fails; it has written
     # its report by then, which tells utilisation and Fmax all the same.
     opts = {} if seed is None else {"nextpnr_opts": f"--seed {seed} --report {name}.report.json"}
@@ -364,13 +369,15 @@ def _run_script(plan, out, env, what, board):
         raise BoardError(f"The {board} build failed in {what} ({exc}); logs in {out}") from exc
 
 
-def _synthesise_netlist(board, channels, emulator, tap, emu_bus, page_type_slots, name, out):
+def _synthesise_netlist(board, channels, emulator, tap, emu_bus, page_type_slots, sync_out, name,
+                        out):
     """Run Yosys once for a build: the netlist ``out/<name>.json`` every seed places.
 
     The plan's own script runs, with the place-and-route tools replaced by a command that does
     nothing, so the Yosys command is Amaranth's. Returns the Yosys input (the RTLIL text).
     """
-    _, _, name, plan = _plan(board, channels, emulator, tap, emu_bus, page_type_slots, name)
+    _, _, name, plan = _plan(board, channels, emulator, tap, emu_bus, page_type_slots, sync_out,
+                             name)
     env = {**os.environ, **tool_env(), **dict.fromkeys(_PNR_TOOLS, _stand_in())}
     (out / f"{name}.json").unlink(missing_ok=True)
     _run_script(plan, out, env, "synthesis (Yosys)", board)
@@ -379,7 +386,8 @@ def _synthesise_netlist(board, channels, emulator, tap, emu_bus, page_type_slots
     return plan.files[f"{name}.il"]
 
 
-def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, out, seed, rtlil):
+def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, sync_out, name, out, seed,
+                rtlil):
     """Place, route and pack the synthesised netlist of ``out`` with one placer seed.
 
     Works in ``out/seed<seed>/`` (a link to the netlist, the seed's script, log, report and
@@ -390,7 +398,7 @@ def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, 
     """
     with _ELABORATING:
         platform, top, name, plan = _plan(board, channels, emulator, tap, emu_bus,
-                                          page_type_slots, name, seed)
+                                          page_type_slots, sync_out, name, seed)
     if plan.files[f"{name}.il"] != rtlil:  # the netlist placed must be this very design's
         raise BoardError(f"Elaborating the {board} build twice gave two designs; the seed sweep "
                          f"needs a deterministic elaboration")
@@ -431,7 +439,7 @@ def _place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, 
 
 def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=None, seeds=SEEDS,
           margin=0.0, jobs=1, build_dir="build/boards", program=False, name=None,
-          page_type_slots=None, progress=None):
+          page_type_slots=None, progress=None, sync_out=False):
     """Synthesise a board build, then place and route it seed by seed until timing is met.
 
     The seed sweep (``docs/boards.md``, "Seed sweep"): Yosys runs once; the seeds of ``seeds``
@@ -477,6 +485,9 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=None, s
         size is named with ``_pt`` and the size.
     progress : callable, optional
         Called with each seed's :class:`SeedTry`, in the list's order, as its round finishes.
+    sync_out : bool
+        Drive the sync pulse train (``rbscope.gateware.sync_out``) on the header pin after the
+        R/B# ones (``boards/sync_top.py``; the ECP5 boards only). The name ends in ``_sync``.
 
     Returns
     -------
@@ -498,8 +509,8 @@ def build(board, *, channels=None, emulator=0, tap=0, emu_bus=True, seed=None, s
         raise ValueError(f"The timing margin must be non-negative, not {margin}")
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
-    config = (board, channels, emulator, tap, emu_bus, page_type_slots)
-    name = name or _build_name(board, channels, emulator, tap, page_type_slots)
+    config = (board, channels, emulator, tap, emu_bus, page_type_slots, sync_out)
+    name = name or _build_name(board, channels, emulator, tap, page_type_slots, sync_out)
     out = Path(build_dir) / name
     out.mkdir(parents=True, exist_ok=True)
     # What an earlier build left must not pass for this one's products.
@@ -576,7 +587,7 @@ def synthesise(board, *, channels=None, emulator=0, tap=0, emu_bus=True,
     """
     name = _build_name(board, channels, emulator, tap)
     out = Path(build_dir) / name
-    _synthesise_netlist(board, channels, emulator, tap, emu_bus, None, name, out)
+    _synthesise_netlist(board, channels, emulator, tap, emu_bus, None, False, name, out)
     return out / f"{name}.json"
 
 
@@ -615,6 +626,10 @@ def main(argv=None):
                         help="place and route N seeds side by side (one core each; the seed "
                              "kept is the same for any N)")
     parser.add_argument("--build-dir", default="build/boards")
+    parser.add_argument("--sync-out", action="store_true",
+                        help="drive the sync pulse train for merging several boards' captures "
+                             "on the header pin after the R/B# ones (ECP5 boards; give one "
+                             "channel less than the header has: docs/boards.md)")
     parser.add_argument("--pins", action="store_true", help="print the header plan and stop")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--program", action="store_true", help="program the board afterwards")
@@ -630,12 +645,16 @@ def main(argv=None):
                                emu_dies=args.emulator if args.emu_bus else 0, emu_rb=emu_rb,
                                tap_targets=args.tap)
             labels = {pin: label for label, pin in cls.header.items()}
-            print("\n".join(plan.describe(labels)))
+            lines = plan.describe(labels)
+            if args.sync_out:
+                lines.append(sync_pin_line(cls, plan, labels))
+            print("\n".join(lines))
             return 0
         result = build(args.board, channels=args.channels, emulator=args.emulator,
                        tap=args.tap, emu_bus=args.emu_bus, seed=args.seed,
                        margin=args.margin / 100, jobs=args.jobs, build_dir=args.build_dir,
                        program=args.program, page_type_slots=args.page_type_slots,
+                       sync_out=args.sync_out,
                        progress=lambda tried: print(f"  {tried.describe()}", file=sys.stderr,
                                                     flush=True))
     except (BoardError, ValueError) as exc:

@@ -138,8 +138,8 @@ def stub_seeds(monkeypatch, fmax_mhz, target_mhz=48.0, fail=None):
         calls.append("yosys")
         return "rtlil"
 
-    def place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, name, out, seed,
-                   rtlil):
+    def place_seed(board, channels, emulator, tap, emu_bus, page_type_slots, sync_out, name, out,
+                   seed, rtlil):
         assert rtlil == "rtlil" and out.is_dir()
         calls.append(seed)
         if fail and seed in fail:
@@ -297,7 +297,8 @@ def test_a_seed_without_report_is_a_placement_failure_only_when_nextpnr_says_so(
     monkeypatch.setattr(build_module, "_plan", lambda *args: (None, None, "x", Plan()))
     (tmp_path / "x.json").write_text("{}")
     with pytest.raises(raises) as info:
-        build_module._place_seed("icebreaker", 16, 0, 0, True, None, "x", tmp_path, 3, "rtlil")
+        build_module._place_seed("icebreaker", 16, 0, 0, True, None, False, "x", tmp_path, 3,
+                                 "rtlil")
     if raises is PlaceError:
         assert info.type is PlaceError and info.value.fits
         assert info.value.utilisation == {"LC": (4840, 5280)}

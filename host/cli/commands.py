@@ -20,6 +20,9 @@ Subcommands
     Label a tapped channel's busy pulses by opcode (:mod:`rbscope.cli.label`); a geometry file
     from a recording of the drive's power-up: Read ID and parameter page
     (:mod:`rbscope.cli.identify`).
+``merge``
+    Several boards' captures, aligned by a shared sync line, as one measurement
+    (:mod:`rbscope.cli.merge`).
 ``selftest``
     Check an emulator build's sniffer counts against its emulated dies' ground truth
     (:mod:`rbscope.device.selftest`).
@@ -58,6 +61,7 @@ from .docs import add_docs_parser
 from .identify import add_identify_parser
 from .label import add_label_parser
 from .link import add_link_parsers
+from .merge import add_merge_parser
 from .probe import add_probe_parser
 from .report import add_export_parser, add_report_parser, add_sigrok_parser
 from .selftest import add_selftest_parser
@@ -113,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     add_link_parsers(commands)
+    add_merge_parser(commands)
 
 
     add_sim_parser(commands)

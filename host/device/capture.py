@@ -390,6 +390,10 @@ class CaptureReader:
     on_device : callable, optional
         Called (no arguments) when an INFO frame shows another device than the one before
         (a file appended to by a second writer): the records that follow are that device's.
+    on_trace : callable, optional
+        Called with each pulse record (a :class:`~rbscope.device.protocol.Trace`, a
+        TRACE_BATCH's unpacked), in file order, as it is read (``rbscope merge`` takes the
+        sync line's records this way).
     chunk_size : int
         Bytes read at a time.
 
@@ -410,7 +414,8 @@ class CaptureReader:
     """
 
     def __init__(self, path, *, keep_records=True, keep_snapshots=True, keep_traces=True,
-                 pulse_records=False, on_snapshot=None, on_device=None, chunk_size=CHUNK_SIZE):
+                 pulse_records=False, on_snapshot=None, on_device=None, on_trace=None,
+                 chunk_size=CHUNK_SIZE):
         self.path = os.fspath(path)
         self.keep_records = keep_records
         self.keep_snapshots = keep_snapshots
@@ -418,6 +423,7 @@ class CaptureReader:
         self.want_pulse_records = pulse_records
         self.on_snapshot = on_snapshot
         self.on_device = on_device
+        self.on_trace = on_trace
         self.chunk_size = chunk_size
         self.read()
 
@@ -547,6 +553,9 @@ class CaptureReader:
                 if self.pulse_records is not None:
                     for record in records:
                         self.pulse_records.trace(record)
+                if self.on_trace is not None:
+                    for record in records:
+                        self.on_trace(record)
             return
         what = RecordKind.names.get(rec.kind, rec.kind)
         try:
@@ -761,7 +770,7 @@ class SnapshotSeries:
 
 
 def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots=MAX_SERIES,
-                           snapshot_every=1, chunk_size=CHUNK_SIZE):
+                           snapshot_every=1, chunk_size=CHUNK_SIZE, on_trace=None):
     """Return the :class:`rbscope.analysis.measurement.Measurement` of a capture file.
 
     The counts are those of the last complete snapshot, histograms the exact totals of the last
@@ -779,12 +788,17 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     records the link lost: ``pulses_lost``), given as ``pulses`` and ``pulse_starts`` (the
     sequence classifier's input); ``provenance["sequence"]`` holds the accounting either way,
     and lost or missing records are a warning that says what is missing.
+
+    ``on_trace`` is :class:`CaptureReader`'s (every pulse record, as it is read).
+    ``provenance["first_snapshot_tick"]`` is the device timestamp of the epoch's first snapshot,
+    from which the series' timestamps and ``duration_ticks`` count (pulse starts are device
+    timestamps).
     """
 
     series = SnapshotSeries(max_snapshots, snapshot_every)
     reader = CaptureReader(path, keep_records=False, keep_snapshots=False, keep_traces=False,
                            pulse_records=True, on_snapshot=series, on_device=series.new_device,
-                           chunk_size=chunk_size)
+                           on_trace=on_trace, chunk_size=chunk_size)
     if reader.info is None:
         raise CaptureError(f"{reader.path}: no INFO frame; cannot interpret the counters")
     if not reader.device_snapshots:
@@ -898,6 +912,7 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
                     "build_id": info.build_id, "epoch": last_epoch,
                     "link_errors": reader.stats.errors,
                     "snapshots_total": series.count, "snapshot_stride": series.stride,
+                    "first_snapshot_tick": t0,
                     "complete": not missing, "missing": missing, "warnings": warnings,
                     **({"sequence": sequence} if sequence is not None else {}),
                     **provenance_tap},

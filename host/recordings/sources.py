@@ -118,6 +118,10 @@ def open_measurement(path, *, fmt="auto", preset=None, windows=None, glitch_us=N
             except UnicodeDecodeError as exc:
                 raise RecordingError(f"{path}: not UTF-8 text (byte offset {exc.start})") \
                     from None
+            if m.provenance.get("source") == "merge":
+                # Several boards' captures merged (rbscope merge): their warnings, as a
+                # capture's own are told.
+                notes.extend(m.provenance.get("warnings", []))
         else:
             try:
                 m = capture_to_measurement(path)
