@@ -112,11 +112,6 @@ CHAIN_WIDTH_STEP = 0.4
 #: ... on a line whose suspended operations joined stay under this share of its programs (a
 #: tuning draw's SLC die, which suspends nothing, joined 0.3 % by widths: 19 heads lost).
 CHAIN_GAP_JOINS = 0.01
-#: Cache-chain heads by the waits around them (:func:`_chain_head_waits`), where the gap after
-#: alone does not split: the head group this many pooled spreads from the reads' (two
-#: transfers), and at least CHAIN_GAP_MIN candidates and DATA_IN_MIN reads and programs after
-#: the same kind of pulse to measure the transfer by.
-CHAIN_WAIT_SEPARATION = 2.5
 #: A trained cache-program class with this share of its labelled widths within tCBSY is the
 #: host-paced regime's: a short state told by order, not counted by width (:func:`_trained_states`).
 PACED_TRAINED = 0.9
@@ -1263,77 +1258,6 @@ def _chain_head_gaps(pshort, nxt, gap_after, width=None):
     return np.where(known, l1 / (l1 + l2 + _FLOOR), 0.0)
 
 
-def _chain_head_waits(pshort, nxt, gap_after, prev_short, pprog):
-    """Per pulse, the probability that a short pulse before a long program heads a back-to-back
-    cache-program chain, by the waits before and after it; None when they do not decide.
-
-    Where the gap after alone does not split (:func:`_chain_head_gaps`: the command times
-    spread as far as a transfer), the two gaps together do. A head (80h…data…15h) waits for
-    its page's data in before it and the next page's after it: the gap before less the gap
-    after is the previous read's data out (after a read) or nothing (after a long pulse), plus
-    the difference of two command times. A read before a program waits for no data before it,
-    and for its own data out and the program's data in after it: two transfers less than a
-    head. With the line's own transfer ``T`` (the median gap before its confident programs
-    less that before its confident short pulses, after a long pulse, else after a read,
-    DATA_IN_MIN of each), the two groups lie at +T and −T after a read, at 0 and −2T after a long pulse. Per
-    kind of pulse before, the heads' share and the groups' common spread are fitted (EM); the
-    groups must lie CHAIN_WAIT_SEPARATION fitted spreads apart, else that kind of pulse is left
-    to the widths. (The places are the model's, not fitted: a kind of pulse before which only
-    heads, or only reads, come is one group, and its place says which.)
-    """
-    n = len(pshort)
-    gap = np.asarray(gap_after, dtype=float)
-    if n < 3 or not np.isfinite(gap).any():
-        return None
-    ga = 2.0 ** gap
-    gb = np.concatenate([[np.nan], ga[:-1]])
-    ok = np.isfinite(ga) & np.isfinite(gb)
-    cand = ok & (pshort > 0.5) & (nxt > 0.5)
-    out = np.zeros(n)
-    contexts = ((True, prev_short > 0.5), (False, prev_short <= 0.5))
-    transfers = {}
-    for after_read, ctx in contexts:
-        reads = gb[ok & ctx & (pshort > 0.9)]
-        progs = gb[ok & ctx & (pprog > 0.9)]
-        if len(reads) >= DATA_IN_MIN and len(progs) >= DATA_IN_MIN:
-            transfers[after_read] = float(np.median(progs) - np.median(reads))
-    if not transfers:
-        return None
-    # (After a long pulse the programs are a chain's or a host's pages, each one transfer;
-    # after a read some may follow a head, one transfer less: that kind of pulse measures it
-    # only where the other cannot.)
-    t = transfers.get(False, transfers.get(True))
-    if t <= 0:
-        return None
-    decided = False
-    for after_read, ctx in contexts:
-        sel = cand & ctx
-        if sel.sum() < CHAIN_GAP_MIN:
-            continue
-        m_read, m_head = (-t, t) if after_read else (-2 * t, 0.0)
-        v = gb[sel] - ga[sel]
-        w = 0.05
-        sd = max(1.4826 * float(np.median(np.abs(v - np.median(v)))), 0.1)
-        for _ in range(200):
-            la = (1 - w) * np.exp(-0.5 * ((v - m_read) / sd) ** 2)
-            lb = w * np.exp(-0.5 * ((v - m_head) / sd) ** 2)
-            r = lb / np.maximum(la + lb, _FLOOR)
-            w2 = float(np.clip(r.mean(), 1e-6, 1 - 1e-6))
-            sd2 = max(math.sqrt(float(((1 - r) * (v - m_read) ** 2
-                                       + r * (v - m_head) ** 2).mean())), 0.1)
-            done = abs(w2 - w) < 1e-7 and abs(sd2 - sd) < 1e-6
-            w, sd = w2, sd2
-            if done:
-                break
-        if 2 * t / sd < CHAIN_WAIT_SEPARATION:
-            continue
-        la = (1 - w) * np.exp(-0.5 * ((v - m_read) / sd) ** 2)
-        lb = w * np.exp(-0.5 * ((v - m_head) / sd) ** 2)
-        out[np.nonzero(sel)[0]] = lb / np.maximum(la + lb, _FLOOR)
-        decided = True
-    return out if decided else None
-
-
 def _programs_by_data_in(g, pj, ej, mj, gap_after):
     """Long pulses right after a tDBSY, told program from erase by the idle gap before them.
 
@@ -1998,12 +1922,6 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         by_gap = None
         if gap_after is not None and (chain_gaps or float((pc * nxt).sum()) >= CHAIN_GAP_GROUP):
             by_gap = _chain_head_gaps(pshort * free, nxt, gap_after, x)
-        if by_gap is None and not cj and chain_gaps and gap_after is not None:
-            # No tCBSY cluster below the reads and the gap after alone does not split: the
-            # waits on both sides of each short pulse (a head hides among the reads where the
-            # drive's tCBSY reaches its tR).
-            by_gap = _chain_head_waits(pshort * free, nxt, gap_after,
-                                       np.concatenate([[0.0], pshort[:-1]]), pprog)
         heads = (pshort * free * by_gap if by_gap is not None else pc) * nxt
         pprog = np.clip(pprog + heads, 0.0, 1.0)
         punit = punit + heads
