@@ -225,7 +225,8 @@ def run_analyze(path, geometry, *, extra=()):
            "import sys,resource\nfrom rbscope.cli import main\nrc=main(sys.argv[1:])\n"
            "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0], "
            "file=sys.stderr)\nsys.exit(rc)",
-           "analyze", str(path), "--geometry", str(geometry), "--json", *extra]
+           "analyze", str(path), "--geometry", str(geometry), "--json", "--stream", "always",
+           *extra]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
