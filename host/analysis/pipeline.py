@@ -16,16 +16,18 @@ and the benchmarks run exactly the same path as the command line::
 already in hand (the reference SSD, the demo).
 """
 
+import os
 from dataclasses import dataclass, field, fields
 
 from rbscope.files import check_output
-from rbscope.recordings.sources import SourceOptionError, open_measurement
+from rbscope.recordings.sources import SourceOptionError, detect_format, open_measurement
 from rbscope.recordings.stream import RecordingError
 
 from . import calibrate as cal
 from .geometry import GeometryError, with_parameter_page
 from .logical import LogicalVolume
 from .sequence import SequenceError, classify_measurement
+from .streaming import STREAM_BYTES, stream_classify
 from .structure import infer as infer_structure
 from .wa import compute_wa, opcode_wa_of_pages, wa_series
 
@@ -69,6 +71,9 @@ def knowledge_of(geometry, *, preset=None, windows=(), trained=None, param_page=
 
 #: The classifiers :func:`wa_of` knows.
 CLASSIFIERS = ("auto", "sequence", "windows")
+#: When to stream a capture's pulse records (:mod:`rbscope.analysis.streaming`): ``"auto"``
+#: above :data:`~rbscope.analysis.streaming.STREAM_BYTES`.
+STREAM = ("auto", "always", "never")
 
 
 class RequestError(SourceOptionError):
@@ -158,6 +163,10 @@ class AnalysisRequest:
     param_page : rbscope.nand.ident.ParameterPage, optional
         The dies' power-up parameter page: its tPROG / tBERS / tR maxima, pages per block and
         bits per cell complete the geometry (knowledge level L2).
+    stream : str
+        ``"auto"``: a capture file larger than
+        :data:`~rbscope.analysis.streaming.STREAM_BYTES` has its pulse records classified as a
+        stream (fit windows, then chunks; bounded memory); ``"always"``, ``"never"``.
     notes : tuple of str
         Notes the caller adds (e.g. on the logical volume's unit).
     """
@@ -178,6 +187,7 @@ class AnalysisRequest:
     force_output: bool = False
     notes: tuple = ()
     param_page: object = None
+    stream: str = "auto"
 
 
 @dataclass
@@ -193,17 +203,19 @@ class Analysis:
     evidence: dict | None = None
     opcode: object = None  # OpcodeWA: WA by the bus tap's program confirms, if it watched
     structure: list = field(default_factory=list)  # structure.Finding: what the pulses show
+    streaming: dict | None = None  # how the pulse records were streamed (None: in memory)
 
 
-def load_source(source, options=None, *, save_to=None, force=False):
+def load_source(source, options=None, *, save_to=None, force=False, sequence=True):
     """Return the :class:`Measurement` of ``source`` and the notes of its import (and save it
     to ``save_to`` when given: never over ``source``, over an existing file that is not JSON
-    only with ``force``; :class:`~rbscope.files.OutputError` is raised before the import)."""
+    only with ``force``; :class:`~rbscope.files.OutputError` is raised before the import).
+    ``sequence=False`` leaves a capture's pulse records to the streaming classifier."""
     options = SourceOptions() if options is None else options
     if save_to:
         check_output(save_to, kind="json", inputs=(source,), force=force,
                      option="--save-measurement")
-    m, notes = open_measurement(source, **options.open_options())
+    m, notes = open_measurement(source, **options.open_options(), sequence=sequence)
     if save_to:
         try:
             m.save(save_to, inputs=(source,), force=force)
@@ -232,9 +244,24 @@ def analyse(request):
                 geometry.check_location(loc)
             except GeometryError as exc:
                 raise RequestError(f"--probe {index}: {exc}") from None
+    if request.stream not in STREAM:
+        raise RequestError(f"stream must be one of {', '.join(STREAM)}, not {request.stream!r}")
+    stream = _streams(request)
     m, notes = load_source(request.source, request.options, save_to=request.save_measurement,
-                           force=request.force_output)
+                           force=request.force_output, sequence=not stream)
     notes.extend(request.notes)
+    seq = None
+    if stream and (m.provenance.get("sequence") or {}).get("streamed"):
+        try:
+            seq = stream_classify(request.source, m, geometry, trained=request.trained,
+                                  progress=request.options.progress)
+        except SequenceError as exc:
+            if request.classifier == "sequence":
+                raise
+            notes.append(f"sequence classifier not used ({exc}); the width histograms are "
+                         f"classified")
+        else:
+            notes.append(seq.streaming_note)
     correction = evidence = None
     if request.overlap_correct:
         correction, evidence = cal.overlap_correction(
@@ -247,7 +274,10 @@ def analyse(request):
                    program_class=request.program_class, classifier=request.classifier,
                    write_only=request.write_only, correction=correction, notes=notes,
                    trained=request.trained, preset=request.options.preset,
-                   windows=request.options.windows, param_page=request.param_page)
+                   windows=request.options.windows, param_page=request.param_page,
+                   sequence=seq)
+    if seq is not None and seq.streaming.get("drift_warning"):
+        result.warnings.append(seq.streaming["drift_warning"])
     if request.logical is not None:
         plausibility_warning(result, request.logical)
     opcode = None
@@ -263,7 +293,20 @@ def analyse(request):
                             for d in period.get("differ", ())]
     structure = infer_structure(result, m, geometry) if result.classification else []
     return Analysis(m, geometry, request.logical, result, notes, rows, evidence, opcode,
-                    structure)
+                    structure, None if seq is None else seq.streaming)
+
+
+def _streams(request):
+    """Whether the request's source is a capture whose pulse records are to be streamed."""
+    if request.stream == "never" or request.classifier == "windows" or request.overlap_correct:
+        return False
+    try:
+        if detect_format(request.source, request.options.fmt) != "capture":
+            return False
+        size = os.path.getsize(request.source)
+    except (OSError, SourceOptionError, RecordingError):
+        return False
+    return request.stream == "always" or size > STREAM_BYTES
 
 
 #: WA outside this range is no real drive's: the logical volume is then most likely wrong (a
@@ -285,7 +328,7 @@ def plausibility_warning(result, logical):
 
 def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier="auto",
           write_only=False, correction=None, notes=None, trained=None, preset=None,
-          windows=(), param_page=None):
+          windows=(), param_page=None, sequence=None):
     """The WA of a measurement as ``rbscope analyze`` computes it (classifier included).
 
     ``logical`` None gives the physical volume only. Notes of the classifier go to ``notes``.
@@ -298,7 +341,9 @@ def wa_of(m, geometry, logical, *, mp=None, program_class="program", classifier=
     if trained is not None and (classifier == "windows" or correction is not None):
         raise RequestError("--trained needs the sequence classifier (not --classifier windows "
                            "or --overlap-correct)")
-    if classifier != "windows" and correction is None:
+    if sequence is not None:
+        seq = sequence  # (classified already: a streamed capture)
+    elif classifier != "windows" and correction is None:
         try:
             seq = classify_measurement(m, geometry, trained=trained)
         except SequenceError as exc:

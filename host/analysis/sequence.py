@@ -317,6 +317,11 @@ class SequenceResult:
     notes: list = field(default_factory=list)
     balanced: bool = False
     mode: str = "sequence"  # "sequence" (per-pulse order) or "mixture" (histograms only)
+    #: The fitted model as the posteriors used it, for applying it to other pulses
+    #: (:mod:`rbscope.analysis.streaming`): the prior of each state (the mixture weights times
+    #: the structure's factors, normalised) and the emissions' grid ``(lo, step, bins)``.
+    prior: np.ndarray | None = field(default=None, repr=False)
+    grid: tuple | None = None
 
     @property
     def page_types(self):
@@ -2551,8 +2556,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                     d.balance_shift = dies[k].balance_shift
             dies = free.dies
             balance = False
+    prior = weights * f
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
-                          balanced=balance)
+                          balanced=balance, prior=prior / prior.sum(),
+                          grid=(grid.lo, grid.step, grid.n))
 
 
 def timing_hints(timing):

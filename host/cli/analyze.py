@@ -33,6 +33,7 @@ from rbscope.analysis.measurement import MeasurementError
 from rbscope.analysis.pipeline import AnalysisRequest, RequestError, SourceOptions
 from rbscope.analysis.presets import DEFAULT_PRESET, PresetError, format_preset, resolve_preset
 from rbscope.analysis.sequence import SequenceError, classify_measurement
+from rbscope.analysis.streaming import STREAM_BYTES
 from rbscope.analysis.trained import TrainedClassifier, TrainedError, train
 from rbscope.analysis.wa import (
     MpDecision,
@@ -267,7 +268,7 @@ def request_from_args(args, geometry, *, series=None):
         overlap_correct=args.overlap_correct, series=want_series,
         logical_series=None if ls is None else tuple(ls),
         save_measurement=args.save_measurement, force_output=getattr(args, "force", False),
-        notes=tuple(notes), param_page=page)
+        notes=tuple(notes), param_page=page, stream=getattr(args, "stream", "auto"))
 
 
 # analyze --------------------------------------------------------------------------------------
@@ -299,6 +300,11 @@ def add_analyze_parser(subparsers):
                    help="pages per program pulse (default: the geometry's)")
     g.add_argument("--program-class", default="program", metavar="NAME|K",
                    help="the window of program pulses (default: 'program')")
+    g.add_argument("--stream", choices=pipeline.STREAM, default="auto",
+                   help="classify a capture's pulse records as a stream in bounded memory: a "
+                        "model fitted on 8 windows spread over the file, then every pulse in "
+                        "chunks (docs/wa.md, 'Streaming'); 'auto' (default): captures over "
+                        f"{STREAM_BYTES >> 20} MiB")
     g.add_argument("--classifier", choices=("auto", "sequence", "windows"), default="auto",
                    help="how pulses become programs: 'sequence' classifies each die's pulse "
                         "sequence (page-type balance, erase cap, tDBSY-announced programs) and "
@@ -393,10 +399,19 @@ def cmd_analyze(args):
         if drive is not None:
             out["drive_says"] = drive
         out["structure"] = [f.to_dict() for f in a.structure]
+        out["streaming"] = a.streaming
         print(json.dumps(out, indent=2, default=_jsonable))
     else:
         _print_analysis(m, a.geometry, result, logical, notes, evidence, series)
         _print_structure(a.structure)
+        if a.streaming is not None:
+            d = a.streaming["drift"]
+            print(f"streamed {a.streaming['pulses']:,} pulses in chunks; model fitted on "
+                  f"{a.streaming['windows']} windows spread over the file "
+                  f"({a.streaming['fit_pulses']:,} pulses); drift check: "
+                  + (f"refitted on the last {d['windows']} windows, programs per pulse "
+                     f"{d['relative']:+.2%} (in the interval)" if "relative" in d
+                     else d.get("refit", "none")))
         if drive is not None:
             _print_drive_claim(drive, result if logical is not None else None)
         if a.opcode is not None:

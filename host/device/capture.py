@@ -52,7 +52,7 @@ from .protocol import (
     params_from_info,
     trace_records,
 )
-from .traces import PulseRecords
+from .traces import PulseRecords, _Mark
 
 __all__ = [
     "MAGIC", "FORMAT_VERSION", "RecordKind", "CaptureRecord", "CaptureWriter", "CaptureReader",
@@ -362,6 +362,10 @@ def iter_records(path, *, errors=None, chunk_size=CHUNK_SIZE):
             total += len(more)
 
 
+#: The first body byte (the header's ``type``) of frames that carry pulse records.
+_TRACE_TYPES = (int(FrameType.TRACE), int(FrameType.TRACE_BATCH))
+
+
 class CaptureReader:
     """Read a capture file (also while it is being written).
 
@@ -384,6 +388,10 @@ class CaptureReader:
     pulse_records : bool
         Rebuild the last device's pulse sequences from its TRACE frames, checked against its
         counters (:attr:`pulse_records`, a :class:`~.traces.PulseRecords`; compact arrays).
+    skip_traces : bool
+        Leave TRACE and TRACE_BATCH frames undecoded (a reader that streams the pulses itself:
+        :mod:`rbscope.analysis.streaming`); :attr:`trace_frames` counts them, and with
+        ``pulse_records`` the snapshots still account the records lost, per line and interval.
     on_snapshot : callable, optional
         Called with each complete :class:`~rbscope.device.protocol.Snapshot`, in file order, as it
         is read.
@@ -415,8 +423,9 @@ class CaptureReader:
 
     def __init__(self, path, *, keep_records=True, keep_snapshots=True, keep_traces=True,
                  pulse_records=False, on_snapshot=None, on_device=None, on_trace=None,
-                 chunk_size=CHUNK_SIZE):
+                 chunk_size=CHUNK_SIZE, skip_traces=False):
         self.path = os.fspath(path)
+        self.skip_traces = skip_traces
         self.keep_records = keep_records
         self.keep_snapshots = keep_snapshots
         self.keep_traces = keep_traces
@@ -475,6 +484,7 @@ class CaptureReader:
         self.latest = {}
         self.traces = []
         self.trace_count = 0
+        self.trace_frames = 0  # (skip_traces) TRACE and TRACE_BATCH frames left undecoded
         self.pulse_records = None
         self.hist = None
         self.frame_count = 0
@@ -502,6 +512,11 @@ class CaptureReader:
 
     def _apply(self, rec):
         if rec.kind == RecordKind.FRAME:
+            if self.skip_traces and rec.body and rec.body[0] in _TRACE_TYPES:
+                self.trace_frames += 1
+                if self.pulse_records is not None:
+                    self.pulse_records.records += 1  # (losses are accounted once records come)
+                return
             frame = decode_frame_bytes(rec.body, self.params, self.stats)
             rec.frame = frame
             if frame is None:
@@ -770,7 +785,8 @@ class SnapshotSeries:
 
 
 def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots=MAX_SERIES,
-                           snapshot_every=1, chunk_size=CHUNK_SIZE, on_trace=None):
+                           snapshot_every=1, chunk_size=CHUNK_SIZE, on_trace=None,
+                           sequence=True):
     """Return the :class:`rbscope.analysis.measurement.Measurement` of a capture file.
 
     The counts are those of the last complete snapshot, histograms the exact totals of the last
@@ -793,12 +809,19 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     ``provenance["first_snapshot_tick"]`` is the device timestamp of the epoch's first snapshot,
     from which the series' timestamps and ``duration_ticks`` count (pulse starts are device
     timestamps).
+
+    With ``sequence=False`` the TRACE records are left undecoded (the streaming classifier,
+    :mod:`rbscope.analysis.streaming`, reads them itself; ``on_trace`` sees none): the
+    measurement has no ``pulses``, and ``provenance["sequence"]`` says which records are the
+    last epoch's (``from_tick``, ``to_tick``), what each line counted and lost, and where
+    (``losses``).
     """
 
     series = SnapshotSeries(max_snapshots, snapshot_every)
     reader = CaptureReader(path, keep_records=False, keep_snapshots=False, keep_traces=False,
                            pulse_records=True, on_snapshot=series, on_device=series.new_device,
-                           on_trace=on_trace, chunk_size=chunk_size)
+                           on_trace=on_trace, chunk_size=chunk_size,
+                           skip_traces=not sequence)
     if reader.info is None:
         raise CaptureError(f"{reader.path}: no INFO frame; cannot interpret the counters")
     if not reader.device_snapshots:
@@ -878,8 +901,11 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     elif taps:
         warnings.append("the capture holds only one read of the bus tap's counters (the "
                         "capture did not end normally): no opcode counts")
-    pulses, starts, sequence, lost = {}, {}, None, {}
-    if reader.trace_count and reader.pulse_records is not None:
+    pulses, starts, lost = {}, {}, {}
+    whole, sequence = sequence, None
+    if not whole:
+        sequence = _epoch_records(reader, config) if reader.trace_frames else None
+    elif reader.trace_count and reader.pulse_records is not None:
         enabled = [ch for ch in range(params.channels) if (config.enable >> ch) & 1]
         pulses, starts, sequence = reader.pulse_records.sequences(enabled)
         if not sequence["usable"]:
@@ -917,6 +943,35 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
                     **({"sequence": sequence} if sequence is not None else {}),
                     **provenance_tap},
     )
+
+
+def _epoch_records(reader, config):
+    """What the streaming classifier needs to pick the last epoch's pulse records out of a
+    capture read with ``skip_traces`` (a JSON-able dict, ``provenance["sequence"]``).
+
+    ``from_tick`` and ``to_tick``: the epoch's records are those classified after the previous
+    epoch's last snapshot (none: from the start) and up to the last snapshot's STATUS time;
+    ``lines``: each enabled line's ``counted`` pulses (whole, saturated and partial) and the
+    records it ``lost`` during the epoch; ``losses``: ``[from tick, to tick, line, records]``
+    of every snapshot interval with a loss (as :class:`~.traces.PulseRecords` accounts them).
+    """
+    pr = reader.pulse_records
+    if pr is None or pr._last is None:
+        return None
+    last = _Mark(pr._last, pr.params)
+    base = _Mark(pr._prev if pr._prev is not None else pr._first, pr.params)
+    enabled = [ch for ch in range(pr.params.channels) if (config.enable >> ch) & 1]
+    lines = {}
+    for ch in enabled:
+        lines[str(ch)] = {"counted": sum(last.counted[ch]),
+                          "whole": last.counted[ch][0] + last.counted[ch][1],
+                          "lost": (last.lost[ch] - base.lost[ch]) & 0xFFFFFFFF}
+    return {"streamed": True, "records": reader.trace_frames,
+            "from_tick": pr._prev.status.timestamp if pr._prev is not None else -1,
+            "to_tick": last.timestamp, "lost": sum(v["lost"] for v in lines.values()),
+            "losses": [list(x) for x in pr.losses if x[0] >= base.timestamp and
+                       str(x[2]) in lines],
+            "losses_capped": pr.losses_capped, "lines": lines}
 
 
 def _tap_period(series, first, last):

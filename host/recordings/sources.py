@@ -73,7 +73,7 @@ def _check_probes(probes, channels, source):
 def open_measurement(path, *, fmt="auto", preset=None, windows=None, glitch_us=None,
                      signals=(), clock=None, tick=None, unknown="hold", width_bits=24,
                      snapshot_seconds=None, max_pulses=1_000_000, probes=(), progress=None,
-                     bus=None, tap_for=None, on_edge=None, on_pulses=None):
+                     bus=None, tap_for=None, on_edge=None, on_pulses=None, sequence=True):
     """Return ``(Measurement, notes)`` of the source ``path``.
 
     Parameters
@@ -124,7 +124,7 @@ def open_measurement(path, *, fmt="auto", preset=None, windows=None, glitch_us=N
                 notes.extend(m.provenance.get("warnings", []))
         else:
             try:
-                m = capture_to_measurement(path)
+                m = capture_to_measurement(path, sequence=sequence)
             except CaptureError as exc:
                 raise RecordingError(str(exc)) from None
             except OSError as exc:

@@ -1,0 +1,691 @@
+"""The sequence classifier streaming over a capture too long to hold (``docs/wa.md``).
+
+A day of pulse records on 64 lines is billions of pulses; :func:`classify` needs each line's
+pulses in memory. :func:`stream_classify` classifies a capture file in two passes whose memory
+does not grow with the capture:
+
+1. **Fit.** :data:`FIT_WINDOWS` windows spread evenly over the file (by byte offset) give each
+   line :data:`FIT_PULSES` pulses in all, in order with their start ticks; :func:`classify`
+   fits the model on them, with every order rule (the same call as in memory). Windows spread
+   over the capture fit the mixture's weights to the whole day's mix of reads, programs and
+   erases (a load curve changes it), where one window would fit its own hour.
+2. **Apply.** The capture is read again in chunks of :data:`CHUNK_RECORDS` records; each line's
+   pulses go through the fitted model with its states and prior fixed (:class:`StreamModel`:
+   the posterior of every grid bin, so a pulse's posterior is one table look-up) and the
+   **streamed order rules**, the tDBSY rules of :func:`~rbscope.analysis.sequence._die_result`
+   (a tDBSY announces the program after it; each program writes one page more per tDBSY
+   queued before it; unannounced short pulses are ambiguous), whose state is carried from one
+   chunk to the next (the previous pulse's tDBSY posterior and the run of tDBSY pulses before
+   it), so the sums are those of one pass over the whole line (``tests/test_streaming.py``).
+
+The order rules :func:`classify` applies beyond those (idle gaps: host-paced cache programs,
+chain heads, reads and erases told by their data in; suspended operations; word-line loads)
+look at a whole line's statistics. They are not re-run on the stream: their effect on each
+line is measured on the fit windows (the full classification less the streamed rules' on the
+same pulses) and added in proportion to the line's pulses (a difference estimator).
+
+**Drift.** The model is refitted on the last :data:`LATE_WINDOWS` windows alone and both
+models are applied to them: where the programs per pulse they find differ by more than
+:data:`DRIFT_WARN`, a warning says so. Either way the interval includes the difference, and
+the difference between the order rules' effect on the late windows and on all of them, each
+scaled to the line's pulses (``DieResult.gap_moved``: slack on both sides).
+"""
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rbscope.device.capture import CHUNK_SIZE, PREAMBLE, RecordKind, _scan, iter_records
+from rbscope.device.protocol import HEADER_BYTES, decode_frame_bytes, trace_records
+from rbscope.gateware.extensions import PROTOCOL
+from rbscope.gateware.link import protocol as wire
+from rbscope.gateware.link.protocol import FrameType
+from rbscope.gateware.rb_sniffer.params import EventKind
+
+from .sequence import (
+    _FLOOR,
+    PROGRAM_KINDS,
+    TCBSY_US,
+    DieResult,
+    SequenceError,
+    SequenceResult,
+    classify,
+    timing_hints,
+)
+
+__all__ = ["StreamModel", "LineStream", "TraceScanner", "stream_classify", "STREAM_BYTES",
+           "FIT_WINDOWS", "FIT_PULSES", "LATE_WINDOWS", "DRIFT_WARN", "CHUNK_RECORDS"]
+
+#: ``rbscope analyze`` streams a capture with pulse records larger than this (bytes, about 20
+#: million records of 7 bytes in TRACE_BATCH frames: the in-memory reader's limit,
+#: ``rbscope.device.traces.MAX_RECORDS``).
+STREAM_BYTES = 160 << 20
+#: Fit windows, spread evenly over the file.
+FIT_WINDOWS = 8
+#: Pulses per line the fit windows hold in all (at most; fewer on a short line).
+FIT_PULSES = 24_000
+#: The last windows, refitted alone for the drift check.
+LATE_WINDOWS = 2
+#: Programs per pulse that may differ between the two models on the late windows before a
+#: warning says the model no longer fits (the difference is in the interval either way).
+DRIFT_WARN = 0.01
+#: Pulse records unpacked and classified at a time (all lines together).
+CHUNK_RECORDS = 1 << 21
+
+
+# The fitted model, applied pulse by pulse --------------------------------------------------
+
+
+@dataclass
+class StreamModel:
+    """A fitted :class:`~rbscope.analysis.sequence.SequenceResult` as tables over its grid.
+
+    Members
+    -------
+    result : SequenceResult
+        The fit (states, prior, grid).
+    tick_us : float
+    post : ndarray (bins, K)
+        The posterior of a pulse in each grid bin (emission × prior, normalised), exactly as
+        :func:`classify` computes it pulse by pulse.
+    """
+
+    result: SequenceResult
+    tick_us: float
+    pages_per_block: int | None = None
+    erase_slack: float = 0.25
+    single_plane: bool = False
+    bits: int | None = None
+    post: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        r = self.result
+        if r.prior is None or r.grid is None:
+            raise SequenceError("the classification keeps no model to stream with")
+        if r.iterations and r.transitions is not None and r.mode != "sequence":
+            raise SequenceError("only a sequence classification can be streamed")
+        states = r.states
+        self.lo, self.step, self.n = r.grid
+        table = np.stack([s.dens for s in states], axis=1) + _FLOOR
+        g = table * r.prior
+        self.post = g / g.sum(axis=1, keepdims=True)
+        kinds = [s.kind for s in states]
+        self.names = [s.name for s in states]
+        self.pj = [j for j, k in enumerate(kinds) if k in PROGRAM_KINDS]
+        self.ej = kinds.index("erase")
+        self.mk = [j for j, k in enumerate(kinds) if k == "multiplane"]
+        self.sj = [j for j, k in enumerate(kinds) if k in ("read", "cache", "other")]
+        self.slc = [j for j, k in enumerate(kinds) if k == "program_slc"]
+        mult = np.array([s.pages for s in states], dtype=float)
+        self.mult = mult
+        # Block fill per program pulse (classify's): an SLC-mode program fills `bits` times
+        # its share of a block.
+        emult = mult.copy()
+        if self.bits:
+            for j, st in enumerate(states):
+                if st.kind == "program_slc":
+                    emult[j] = float(self.bits)
+        p = self.post
+        self.b_prog = p[:, self.pj].sum(axis=1)
+        self.b_unit = (p[:, self.pj] * mult[self.pj]).sum(axis=1)
+        self.b_u2 = (p[:, self.pj] * mult[self.pj] ** 2).sum(axis=1)
+        self.b_fill = self.b_unit + (p[:, self.pj] * (emult[self.pj] - mult[self.pj])).sum(axis=1)
+        self.b_short = p[:, self.sj].sum(axis=1) if self.sj else np.zeros(self.n)
+        self.b_mp = p[:, self.mk].sum(axis=1) if self.mk else np.zeros(self.n)
+        self.cbsy_hi = math.log2(TCBSY_US[1])
+
+    def bins(self, widths):
+        """``(x, bin)`` of widths in ticks: ``log2`` µs and the grid bin (as :class:`_Grid`)."""
+        x = np.log2(np.asarray(widths, dtype=float) * self.tick_us)
+        return x, np.clip(((x - self.lo) / self.step).astype(np.int64), 0, self.n - 1)
+
+
+def _affine_scan(a, c, r0):
+    """``r[i] = a[i] r[i-1] + c[i]`` with ``r[-1] = r0``, vectorised (a doubling scan).
+
+    The products of ``a`` over the doubled spans decay fast (``a`` is a tDBSY posterior: runs
+    of tDBSY pulses are a few long), so the scan stops once every span's product is below
+    1e-18: what it leaves out is below the floating-point rounding of the sum.
+    """
+    A, C = a.astype(float).copy(), c.astype(float).copy()
+    n = len(A)
+    s = 1
+    while s < n:
+        if A[s:].max(initial=0.0) < 1e-18:
+            break
+        C[s:] = A[s:] * C[:-s] + C[s:]
+        A[s:] = A[s:] * A[:-s]
+        s *= 2
+    return A * r0 + C
+
+
+class LineStream:
+    """One line's streamed counts: feed its pulses in order, chunk by chunk, then
+    :meth:`result`.
+
+    The line-level choices of the tDBSY rules (every program on the line multi-plane: a short
+    pulse without a tDBSY before it is no chain head; a single-plane line whose programs come
+    without one: nothing is announced) are taken on the fit windows (``decisions``) or, without
+    them, on the first chunk.
+    """
+
+    def __init__(self, model, decisions=None):
+        self.m = model
+        self.decisions = decisions
+        self.n = 0
+        self.prev_mp = 0.0  # the previous pulse's tDBSY posterior (after the start-up rule)
+        self.run = 0.0  # expected run of tDBSY pulses before the previous pulse
+        self.first_short = 0.0  # the line's first pulse's short posterior
+        K = len(model.names)
+        self.expected = np.zeros(K)
+        self.sums = dict.fromkeys(("prog", "var", "und", "unit", "u_var", "extra", "ann",
+                                   "amb", "amb_cap", "fill"), 0.0)
+
+    def _decide(self, x, prev, pprog):
+        m = self.m
+        short = x <= m.cbsy_hi
+        plong = pprog[~short]
+        all_mp = bool(plong.sum() and (plong * prev[~short]).sum() > 0.9 * plong.sum())
+        long_p = pprog * (~short)
+        no_announce = bool(m.single_plane and (long_p * prev).sum() <= 0.5 * long_p.sum())
+        return all_mp, no_announce
+
+    def feed(self, widths):
+        """Account the next pulses of the line (widths in ticks, in order)."""
+        m = self.m
+        if not len(widths):
+            return
+        x, b = m.bins(widths)
+        n = len(x)
+        self.expected += np.bincount(b, minlength=m.n) @ m.post
+        pprog = m.b_prog[b]
+        punit = m.b_unit[b]
+        pshort = m.b_short[b]
+        s = self.sums
+        if m.mk:
+            pm = m.b_mp[b].copy()
+            if self.n == 0:
+                self.first_short = float(pshort[0])
+            # A capture starting at power-on: a reset, then set features as short as a tDBSY.
+            i1 = 1 - self.n
+            if 0 <= i1 < n and self.first_short > 0:
+                pm[i1] *= 1.0 - self.first_short
+            prev = np.concatenate([[self.prev_mp if self.n else 0.0], pm[:-1]])
+            if self.decisions is None:
+                self.decisions = self._decide(x, prev, pprog)
+            all_mp, no_announce = self.decisions
+            short = x <= m.cbsy_hi
+            plong0 = pprog
+            if all_mp:
+                moved = pprog * (1 - prev) * short
+                pprog = pprog - moved
+                punit = punit * (1 - (1 - prev) * short)
+                pshort = pshort + moved
+            announced = np.zeros(n) if no_announce else pshort * prev
+            pprog = np.clip(pprog + announced, 0.0, 1.0)
+            punit = punit + announced
+            run = _affine_scan(prev, prev, self.run)
+            s["extra"] += float((punit * run).sum())
+            s["amb_cap"] += float((plong0 * (1 - prev)).sum())
+            self.prev_mp, self.run = float(pm[-1]), float(run[-1])
+        else:
+            announced = np.zeros(n)
+            s["amb_cap"] = math.inf
+        s["ann"] += float(announced.sum())
+        s["amb"] += float((pshort * (1 - announced) * (x <= m.cbsy_hi)).sum())
+        s["prog"] += float(pprog.sum())
+        s["var"] += float(np.maximum(pprog * (1 - pprog), 0.0).sum())
+        s["und"] += float(np.minimum(pprog, 1 - pprog).sum())
+        s["unit"] += float(punit.sum())
+        eu2 = m.b_u2[b] + announced
+        s["u_var"] += float(np.maximum(eu2 - punit ** 2, 0.0).sum())
+        s["fill"] += float((punit + m.b_fill[b] - m.b_unit[b]).sum())
+        self.n += n
+
+    def result(self):
+        """The line's :class:`DieResult` (the streamed rules only)."""
+        m, s = self.m, self.sums
+        ex = self.expected
+        cap = None
+        if m.pages_per_block:
+            cap = (1 + m.erase_slack) * s["fill"] / m.pages_per_block + 2
+        d = DieResult(int(self.n), {nm: float(ex[j]) for j, nm in enumerate(m.names)},
+                      s["prog"], s["var"], float(ex[m.ej]), s["extra"], cap, s["ann"],
+                      min(s["amb"], s["amb_cap"]), s["und"],
+                      float(ex[m.mk].sum()) if m.mk else 0.0, s["unit"], s["u_var"])
+        d.slc_programs = float(ex[m.slc].sum()) if m.slc else 0.0
+        return d
+
+
+def apply_model(model, pulses, decisions=None, chunk=None):
+    """The streamed rules' :class:`DieResult` of each line of ``pulses`` (``{line: widths}``),
+    fed ``chunk`` pulses at a time (None: at once). Returns ``({line: DieResult},
+    {line: decisions})``."""
+    out, dec = {}, {}
+    for k, w in pulses.items():
+        w = np.asarray(w)
+        ls = LineStream(model, None if decisions is None else decisions.get(k))
+        step = len(w) if not chunk else chunk
+        for i in range(0, len(w), max(step, 1)):
+            ls.feed(w[i:i + step])
+        out[k], dec[k] = ls.result(), ls.decisions
+    return out, dec
+
+
+# Reading the pulse records fast ---------------------------------------------------------------
+
+
+def _records_from(path, at, chunk_size=CHUNK_SIZE):
+    """:func:`~rbscope.device.capture.iter_records` from byte ``at`` on: the reader's own
+    resynchronisation finds the first whole record after it (the bytes before are not
+    reported)."""
+    with open(path, "rb") as f:
+        base = max(at, PREAMBLE.size)
+        f.seek(base)
+        buf = bytearray(f.read(chunk_size))
+        pos, skip = 0, [None]
+        while True:
+            more = f.read(chunk_size)
+            final = not more
+            pos = yield from _scan(buf, pos, base, [], final, skip)
+            if final:
+                return
+            del buf[:pos]
+            base += pos
+            pos = 0
+            buf += more
+
+
+class TraceScanner:
+    """Unpack a capture's pulse records a chunk at a time, vectorised.
+
+    TRACE_BATCH frames have a fixed size: their bodies are gathered and unpacked together with
+    numpy (the record slots' bit fields, the timestamps rebuilt from each batch's ``base``);
+    TRACE frames (older captures, test devices) go through the protocol decoder. Saturated
+    pulses get their BUSY records' ticks; PARTIAL records are left out (their width is unknown).
+
+    Yields, per chunk, ``(offset, {line: (widths, starts)})`` with ``offset`` the file offset
+    the chunk ends at; the last pulse of each line is held back to the next chunk (a BUSY
+    record may still extend it).
+    """
+
+    def __init__(self, path, params, *, from_tick=-1, to_tick=None, chunk=CHUNK_RECORDS,
+                 losses=(), start=0, stop=None):
+        self.path = os.fspath(path)
+        self.stop = stop
+        self.params = params
+        self.from_tick, self.to_tick = from_tick, to_tick
+        self.chunk = chunk
+        self.errors = []
+        self.start = start
+        self.excluded = {}
+        self.losses = {}
+        for a, b, ch, _ in losses:
+            self.losses.setdefault(int(ch), []).append((a, b))
+        layout = PROTOCOL.payload_layout(params, FrameType.TRACE_BATCH)
+        rec = wire.trace_record_layout(params)
+        self.slots = layout["records"].shape.length
+        self.rec_bytes = rec.size // 8
+        self.base_bytes = layout["base"].width // 8
+        self.body = HEADER_BYTES + wire.layout_bytes(layout)
+        self.aligned = (layout["records"].offset % 8 == 0 and rec.size % 8 == 0
+                        and layout["base"].offset == 0 and self.rec_bytes <= 8)
+        self.f = {n: (rec[n].offset, (1 << rec[n].width) - 1)
+                  for n in ("kind", "channel", "width", "time")}
+        self.held = {}
+
+    def _unpack(self, bodies):
+        """Records of fixed-size TRACE_BATCH bodies: ``(channel, kind, width, timestamp)``."""
+        raw = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(len(bodies), self.body)
+        h, nb, rb = HEADER_BYTES, self.base_bytes, self.rec_bytes
+        base = np.zeros((len(bodies), 8), dtype=np.uint8)
+        base[:, :nb] = raw[:, h:h + nb]
+        base = base.view("<u8")[:, 0]
+        slots = np.zeros((len(bodies), self.slots, 8), dtype=np.uint8)
+        slots[:, :, :rb] = raw[:, h + nb:].reshape(len(bodies), self.slots, rb)
+        bits = slots.view("<u8")[:, :, 0]
+        f = self.f
+
+        def field_(name):
+            at, mask = f[name]
+            return (bits >> np.uint64(at)) & np.uint64(mask)
+
+        kind = field_("kind")
+        tmask = np.uint64(f["time"][1])
+        ts = (base[:, None] & ~tmask) | field_("time")
+        full = kind != wire.TRACE_EMPTY_KIND
+        return (field_("channel")[full].astype(np.int64), kind[full].astype(np.int64),
+                field_("width")[full].astype(np.int64), ts[full].astype(np.int64))
+
+    def __iter__(self):
+        bodies, singles, order = [], [], []
+        pending = 0
+        end = 0
+        records = (iter_records(self.path, errors=self.errors) if self.start <= 0 else
+                   _records_from(self.path, self.start))
+        for offset, kind, _time, body in records:
+            end = offset
+            if self.stop is not None and offset >= self.stop:
+                break
+            if kind != RecordKind.FRAME or not body:
+                continue
+            t = body[0]
+            if t == FrameType.TRACE_BATCH and len(body) == self.body and self.aligned:
+                bodies.append(body)
+                order.append(len(bodies) - 1)
+                pending += self.slots
+            elif t in (FrameType.TRACE_BATCH, FrameType.TRACE):
+                frame = decode_frame_bytes(body, self.params)
+                if frame is None:
+                    continue
+                try:
+                    recs = trace_records(frame, self.params)
+                except ValueError as exc:
+                    self.errors.append(f"offset {offset}: {exc}")
+                    continue
+                singles.append((len(bodies), recs))
+                pending += len(recs)
+            else:
+                continue
+            if pending >= self.chunk:
+                yield end, self._lines(bodies, singles)
+                bodies, singles, pending = [], [], 0
+        yield end, self._lines(bodies, singles, final=True)
+
+    def _lines(self, bodies, singles, final=False):
+        parts = []
+        if bodies:
+            parts.append(self._unpack(bodies))
+        if singles:
+            # (Rare: TRACE frames, or a batch of another size. Kept in file order.)
+            recs = [r for _, rs in singles for r in rs]
+            extra = tuple(np.array(v, dtype=np.int64) for v in zip(*(
+                (r.channel, r.kind, r.width, r.timestamp) for r in recs), strict=True))
+            if bodies:
+                # Interleave by position: a single frame after batch i goes after its records.
+                ch, kd, w, ts = parts[0]
+                parts = [tuple(np.concatenate([a, b]) for a, b in zip(parts[0], extra,
+                                                                       strict=True))]
+                o = np.argsort(parts[0][3], kind="stable")
+                parts = [tuple(v[o] for v in parts[0])]
+                del ch, kd, w, ts
+            else:
+                parts.append(extra)
+        out = {}
+        if parts:
+            ch, kd, w, ts = parts[0]
+            keep = ts > self.from_tick
+            if self.to_tick is not None:
+                keep &= ts <= self.to_tick
+            ch, kd, w, ts = ch[keep], kd[keep], w[keep], ts[keep]
+            order = np.argsort(ch, kind="stable")
+            ch, kd, w, ts = ch[order], kd[order], w[order], ts[order]
+            cuts = np.flatnonzero(np.diff(ch)) + 1
+            for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(ch)], strict=True):
+                if a == b:
+                    continue
+                out[int(ch[a])] = self._line(int(ch[a]), kd[a:b], w[a:b], ts[a:b])
+        for c in list(self.held):
+            if c not in out:
+                out[c] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        if final:
+            for c, (hw, hs) in list(self.held.items()):
+                w, s = out.get(c, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                out[c] = (np.r_[w, hw], np.r_[s, hs])
+            self.held = {}
+        return out
+
+    def _line(self, c, kd, w, ts):
+        """One line's chunk: whole pulses (saturated ones with their BUSY ticks), the losses'
+        stretches left out; the held-back pulse first, the last one held back."""
+        busy = kd == EventKind.BUSY
+        if busy.any():
+            # Each BUSY record adds its ticks to the pulse before it (a saturated one).
+            idx = np.flatnonzero(~busy)
+            owner = np.searchsorted(idx, np.flatnonzero(busy), side="right") - 1
+            w = w.copy()
+            inside = owner >= 0
+            np.add.at(w, idx[owner[inside]], w[np.flatnonzero(busy)[inside]])
+            if (~inside).any() and c in self.held:
+                hw, hs = self.held[c]
+                self.held[c] = (hw + w[np.flatnonzero(busy)[~inside]].sum(), hs)
+            kd, w, ts = kd[~busy], w[~busy], ts[~busy]
+        first = np.where(kd == EventKind.OVERLONG, self.params.max_width, w)
+        st = ts - first
+        whole = (kd == EventKind.END) | (kd == EventKind.OVERLONG)
+        spans = self.losses.get(c)
+        if spans:
+            out = np.zeros(len(ts), dtype=bool)
+            for a, b in spans:
+                out |= (ts > a) & (ts <= b)
+            self.excluded[c] = self.excluded.get(c, 0) + int((out & whole).sum())
+            whole &= ~out
+        w, st = w[whole], st[whole]
+        if c in self.held:
+            hw, hs = self.held.pop(c)
+            w, st = np.r_[hw, w], np.r_[hs, st]
+        if len(w):
+            self.held[c] = (w[-1:], st[-1:])
+            w, st = w[:-1], st[:-1]
+        return w, st
+
+
+# The two passes ----------------------------------------------------------------------------
+
+
+def _windows(path, params, seq, n_lines, *, windows=None, per_line=None):
+    """The fit windows: ``[{line: (widths, starts)}]``, one per window, each starting at an
+    even fraction of the file and holding about ``per_line / windows`` pulses of every line
+    (fewer where the next window starts first: no pulse is in two windows)."""
+    windows = windows or FIT_WINDOWS
+    per_line = per_line or FIT_PULSES
+    size = os.path.getsize(path)
+    want = max(per_line // windows, 50)
+    out = []
+    for i in range(windows):
+        at = int(size * i / windows)
+        scan = TraceScanner(path, params, from_tick=seq["from_tick"], to_tick=seq["to_tick"],
+                            chunk=max(4096, want * n_lines // 2),
+                            losses=seq.get("losses", ()), start=at,
+                            stop=int(size * (i + 1) / windows))
+        got = {}
+        for _end, lines in scan:
+            for c, (w, s) in lines.items():
+                pw, ps = got.get(c, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+                got[c] = (np.r_[pw, w][:want], np.r_[ps, s][:want])
+            if len(got) >= n_lines and all(len(v[0]) >= want for v in got.values()):
+                break
+        out.append(got)
+    return out
+
+
+def _joined(windows):
+    """Each line's pulses of several windows, one after the other (a window's first pulse
+    follows the previous window's last after an idle gap of hours)."""
+    keys = sorted({k for w in windows for k in w})
+    pulses, starts = {}, {}
+    for k in keys:
+        ws = [w[k] for w in windows if k in w and len(w[k][0])]
+        if not ws:
+            continue
+        pulses[k] = np.concatenate([x[0] for x in ws])
+        starts[k] = np.maximum.accumulate(np.concatenate([x[1] for x in ws]))
+    return pulses, starts
+
+
+_ADDITIVE = ("program_pulses", "program_var", "erase_pulses", "multiplane_pages", "announced",
+             "ambiguous_short", "undecided", "multiplane_pulses", "unit_var", "suspended",
+             "suspect", "resumable", "paced", "paced_open", "heads", "balance_shift",
+             "slc_programs", "gap_moved", "read_modes_open")
+
+
+def _extrapolate(core, full_w, core_w, n_all):
+    """``core`` (the whole line, streamed rules) plus the other rules' effect measured on the
+    windows (``full_w - core_w``), scaled from the windows' pulses to the line's."""
+    x = n_all / full_w.pulses if full_w.pulses else 0.0
+    d = DieResult(core.pulses, dict(core.expected), 0, 0, 0, 0, core.erase_cap)
+    for name in _ADDITIVE:
+        v = getattr(core, name) + (getattr(full_w, name) - getattr(core_w, name)) * x
+        setattr(d, name, max(v, 0.0) if name not in ("multiplane_pages",) else v)
+    for n in d.expected:
+        d.expected[n] = max(0.0, core.expected[n] + (full_w.expected.get(n, 0.0)
+                                                     - core_w.expected.get(n, 0.0)) * x)
+    d.unit_pulses = core.units + (full_w.units - core_w.units) * x
+    d.program_pulses = min(d.program_pulses, float(core.pulses))
+    if core.erase_cap is not None and full_w.erase_cap is not None and \
+            core_w.erase_cap is not None:
+        d.erase_cap = core.erase_cap + (full_w.erase_cap - core_w.erase_cap) * x
+    d.load_bits = full_w.load_bits
+    if full_w.resume_slack is not None:
+        d.resume_slack = tuple(v * x for v in full_w.resume_slack)
+        d.resume_var = full_w.resume_var * x
+    return d
+
+
+def stream_classify(path, measurement, geometry=None, *, trained=None, hints=None,
+                    progress=None, **kw):
+    """Classify a capture's pulse sequences in two passes of bounded memory.
+
+    ``measurement`` is the capture's :class:`~rbscope.analysis.measurement.Measurement` read
+    without its pulses (``capture_to_measurement(path, sequence=False)``), whose
+    ``provenance["sequence"]`` says which records are the last epoch's and where records were
+    lost. Returns a :class:`SequenceResult` like
+    :func:`~rbscope.analysis.sequence.classify_measurement`'s, with ``streaming`` (a JSON-able
+    dict: windows, pulses, drift) set, and the measurement's ``pulses_lost`` filled in.
+    """
+    seq = measurement.provenance.get("sequence")
+    if not seq or not seq.get("streamed"):
+        raise SequenceError("the capture holds no pulse records to stream")
+    if seq.get("losses_capped"):
+        raise SequenceError("records were lost in more stretches between snapshots than are "
+                            "kept")
+    params = measurement.params
+    lines = sorted(int(c) for c in seq["lines"])
+    for c in lines:
+        v = seq["lines"][str(c)]
+        if v["lost"] > 0.1 * max(v["counted"], 1):
+            raise SequenceError(f"line {c}: {v['lost']:,} of its {v['counted']:,} pulses' "
+                                f"records lost (at most 10 % may be missing)")
+    if hints is None and geometry is not None:
+        hints = timing_hints(geometry.timing)
+    if geometry is not None:
+        read = geometry.timing.get("read")
+        kw.setdefault("read_max", read[1] if read and read[0] == read[1] else None)
+        kw.setdefault("scheme", geometry.program_scheme)
+        kw.setdefault("bits", geometry.bits)
+        kw.setdefault("planes", geometry.pages_per_pulse)
+    ppb = kw.pop("pages_per_block", None)
+    if ppb is None and geometry is not None:
+        ppb = geometry.pages_per_block
+    hints = {k: (max(lo, 1e-3), max(hi, lo * 1.01, 1e-3)) for k, (lo, hi) in
+             (hints or {}).items()}
+    tick_us = measurement.tick_seconds * 1e6
+    # Pass 1: the fit windows.
+    wins = _windows(path, params, seq, len(lines))
+    pulses_w, starts_w = _joined(wins)
+    late_p, late_s = _joined(wins[-LATE_WINDOWS:])
+    if not pulses_w:
+        raise SequenceError("the capture's fit windows hold no pulse")
+
+    def fit(p, s):
+        return classify(p, measurement.tick_seconds, pages_per_block=ppb, hints=hints,
+                        starts=s, trained=trained, **kw)
+
+    full = fit(pulses_w, starts_w)
+    erase_slack = 0.25
+
+    def model_of(r):
+        return StreamModel(r, tick_us, ppb, erase_slack, single_plane=kw.get("planes") == 1,
+                           bits=kw.get("bits"))
+
+    model = model_of(full)
+    core_w, decisions = apply_model(model, pulses_w)
+    # Drift: refit on the late windows; both models on them.
+    drift = {"windows": LATE_WINDOWS}
+    late_rate = {}
+    try:
+        late = fit(late_p, late_s)
+    except SequenceError as exc:
+        late = None
+        drift["refit"] = f"not refitted ({exc})"
+    if late is not None:
+        a, _ = apply_model(model, late_p, decisions)
+        b, _ = apply_model(model_of(late), late_p)
+        ua = sum(d.units + d.multiplane_pages for d in a.values())
+        ub = sum(d.units + d.multiplane_pages for d in b.values())
+        n_late = sum(d.pulses for d in a.values())
+        drift["programs_per_pulse"] = [ua / max(n_late, 1), ub / max(n_late, 1)]
+        drift["relative"] = (ub - ua) / ua if ua else 0.0
+        for k, d in b.items():
+            if k in late.dies and d.pulses:
+                late_rate[k] = (late.dies[k].units - d.units) / d.pulses
+    # Pass 2: every pulse, chunk by chunk.
+    streams = {c: LineStream(model, decisions.get(c)) for c in lines}
+    scan = TraceScanner(path, params, from_tick=seq["from_tick"], to_tick=seq["to_tick"],
+                        losses=seq.get("losses", ()), chunk=CHUNK_RECORDS)
+    size = os.path.getsize(path)
+    for end, chunk in scan:
+        for c, (w, _s) in chunk.items():
+            if c in streams and len(w):
+                if (w <= 0).any():
+                    raise SequenceError(f"line {c}: a record gives a width of 0 ticks")
+                streams[c].feed(w)
+        if progress is not None:
+            progress(end, size)
+    dies = {}
+    rel = abs(drift.get("relative", 0.0))
+    lost = {}
+    for c in lines:
+        core = streams[c].result()
+        if c in full.dies and c in core_w:
+            d = _extrapolate(core, full.dies[c], core_w[c], core.pulses)
+            if core_w[c].pulses and c in late_rate:
+                rate_all = (full.dies[c].units - core_w[c].units) / core_w[c].pulses
+                unit = d.units / d.program_pulses if d.program_pulses else 1.0
+                d.gap_moved += abs(late_rate[c] - rate_all) * core.pulses / unit
+            d.gap_moved += rel * d.program_pulses
+        else:
+            d = core
+        dies[c] = d
+        v = seq["lines"][str(c)]
+        missing = v["lost"] + scan.excluded.get(c, 0)
+        if missing:
+            lost[c] = missing
+    measurement.pulses_lost = lost
+    n_all = sum(d.pulses for d in dies.values())
+    notes = list(full.notes)
+    drift_note = ""
+    if "relative" in drift:
+        drift_note = (f"a model refitted on the last {LATE_WINDOWS} windows finds "
+                      f"{drift['relative']:+.2%} programs per pulse on them")
+    result = SequenceResult(full.states, full.transitions, dies, full.loglik, full.iterations,
+                            full.pages_per_block, full.erase_capped, notes,
+                            balanced=full.balanced, mode="sequence", prior=full.prior,
+                            grid=full.grid)
+    counted = {c: seq["lines"][str(c)]["whole"] - seq["lines"][str(c)]["lost"]
+               - scan.excluded.get(c, 0) for c in lines}
+    edge = {c: dies[c].pulses - counted[c] for c in lines if dies[c].pulses != counted[c]}
+    for c, e in edge.items():
+        if abs(e) > max(2, 0.001 * counted[c]):
+            # (The records of a pulse classified while a snapshot's row was read may fall on
+            # either side of the epoch's ends: a record or two.)
+            raise SequenceError(f"line {c}: its {dies[c].pulses:,} pulse records of the epoch "
+                                f"do not fit its counts ({counted[c]:,} whole pulses)")
+    result.streaming = {
+        "windows": FIT_WINDOWS, "fit_pulses": sum(len(v) for v in pulses_w.values()),
+        "fit_pulses_per_line": FIT_PULSES, "pulses": n_all, "chunk_records": scan.chunk,
+        "drift": drift, "drift_warn": DRIFT_WARN, "edge": {str(k): v for k, v in edge.items()},
+        "order_rules_extrapolated": {str(k): (full.dies[k].units - core_w[k].units)
+                                     for k in lines if k in full.dies and k in core_w},
+        "scan_errors": scan.errors[:20]}
+    result.streaming_note = (
+        f"streamed: {n_all:,} pulses classified in chunks of {scan.chunk:,} records with "
+        f"the model fitted on {FIT_WINDOWS} windows spread over the file "
+        f"({result.streaming['fit_pulses']:,} pulses); " + (drift_note or drift.get("refit", "")))
+    if rel > DRIFT_WARN:
+        result.streaming["drift_warning"] = (
+            f"the model no longer fits the capture's end: {drift_note} than the model fitted on "
+            f"all windows (more than {DRIFT_WARN:.0%}); the interval includes the difference")
+    return result

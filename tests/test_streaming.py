@@ -1,0 +1,148 @@
+"""The sequence classifier streaming over a capture (``rbscope.analysis.streaming``): the
+streamed rules' sums do not depend on the chunks, and a streamed capture's WA is the in-memory
+one's."""
+
+import json
+
+import numpy as np
+import pytest
+
+from rbscope.analysis import streaming
+from rbscope.analysis.geometry import load_geometry
+from rbscope.analysis.pipeline import AnalysisRequest, analyse
+from rbscope.analysis.sequence import classify
+from rbscope.analysis.streaming import StreamModel, _affine_scan, apply_model
+from tests.conftest import load_benchmark
+
+day = load_benchmark("analyze_day")
+
+
+@pytest.fixture
+def small_windows(monkeypatch):
+    """Fit windows and chunks small enough that a test capture has several of each."""
+    monkeypatch.setattr(streaming, "FIT_PULSES", 1200)
+    monkeypatch.setattr(streaming, "CHUNK_RECORDS", 3000)
+
+
+def test_the_affine_scan_is_the_recurrence():
+    rng = np.random.default_rng(0)
+    a = np.where(rng.random(5000) < 0.2, rng.random(5000), rng.random(5000) * 1e-6)
+    c = rng.random(5000)
+    r, acc = np.empty(5000), 0.7
+    for i in range(5000):
+        acc = a[i] * acc + c[i]
+        r[i] = acc
+    assert np.allclose(_affine_scan(a, c, 0.7), r, rtol=1e-12, atol=1e-12)
+
+
+def test_chunks_give_the_sums_of_one_pass():
+    """The tDBSY rules' state carried over chunk boundaries: any chunking gives the one-pass
+    sums (to rounding), on two-plane trains where every program follows a tDBSY."""
+    p, s = day.day_trains(range(3), 20, 400.0, seed=5)
+    r = classify(p, 1e-6, pages_per_block=256, starts=s, planes=2)
+    model = StreamModel(r, 1.0, 256, 0.25)
+    whole, dec = apply_model(model, p)
+    for chunk in (1, 2, 7, 1000):
+        parts, _ = apply_model(model, p, dec, chunk=chunk)
+        for k, d in whole.items():
+            e = parts[k]
+            assert d.multiplane_pages > 100 and d.announced >= 0
+            for name in ("units", "pages", "program_pulses", "program_var", "unit_var",
+                         "erase_pulses", "announced", "ambiguous_short", "erase_cap"):
+                assert getattr(e, name) == pytest.approx(getattr(d, name), rel=1e-9), name
+
+
+def test_the_streamed_rules_are_the_classifiers_where_no_other_rule_moves_pulses():
+    p, s = day.day_trains(range(2), 20, 400.0, seed=6)
+    r = classify(p, 1e-6, pages_per_block=256, planes=2)  # (no starts: no idle-gap rule)
+    core, _ = apply_model(StreamModel(r, 1.0, 256, 0.25), p)
+    for k, d in r.dies.items():
+        assert core[k].pages == pytest.approx(d.pages, rel=1e-9)
+        assert core[k].unit_var == pytest.approx(d.unit_var, rel=1e-9)
+        assert core[k].erase_pulses == pytest.approx(d.erase_pulses, rel=1e-9)
+
+
+def _both(path, geo, **kw):
+    g = load_geometry(str(geo))
+    return (analyse(AnalysisRequest(str(path), g, stream="never", **kw)),
+            analyse(AnalysisRequest(str(path), g, stream="always", **kw)))
+
+
+def test_a_streamed_capture_gives_the_in_memory_wa(tmp_path, small_windows):
+    """16 two-plane MLC lines, a minute at ~280 pulses/s each (67 000 pulses, 3 000-record
+    chunks, windows of 150 pulses per line): the streamed program pages are the in-memory
+    classification's to 0.5 % on every line and in all."""
+    p, s = day.day_trains(range(16), 60, 300.0, seed=3)
+    path, geo = tmp_path / "c.rbcap", tmp_path / "g.toml"
+    geo.write_text(day.GEOMETRY)
+    day.write_trace_capture(path, p, s)
+    mem, st = _both(path, geo)
+    assert mem.streaming is None and st.streaming is not None
+    assert mem.result.classifier == st.result.classifier == "sequence"
+    assert st.streaming["pulses"] == sum(len(v) for v in p.values())
+    assert st.streaming["fit_pulses"] < st.streaming["pulses"] / 3
+    a, b = mem.result.program_pulses, st.result.program_pulses
+    assert b.value == pytest.approx(a.value, rel=0.005)
+    for x, y in zip(mem.result.channels, st.result.channels, strict=True):
+        assert y.estimate == pytest.approx(x.estimate, rel=0.005, abs=1.0)
+    assert any(n.startswith("streamed: ") for n in st.notes)
+
+
+def test_the_reference_ssd_streamed_matches_in_memory_and_holds_the_truth(tmp_path,
+                                                                          small_windows):
+    """The reference SSD's pulse trains (SSD-v, random writes, GC in steady state) through a
+    TRACE_BATCH capture: streamed WA within 1 % of the in-memory WA, interval holding the
+    truth."""
+    from rbscope import refssd
+    from rbscope.analysis.logical import from_bytes
+
+    drive = refssd.preset("ssd-v", blocks_per_plane=64, pages_per_block=64)
+    work = refssd.micro("4K-RD-100%-W-4KiB-align", drive.logical_bytes, 12 << 20, seed=2)
+    run = refssd.simulate(drive, work, seed=2, precondition="steady")
+    m = refssd.to_measurement(run, clock_ns=1000, max_pulses=10**7)
+    path = tmp_path / "r.rbcap"
+    p = {ch: np.asarray(m.pulses[ch], dtype=np.int64) for ch in m.pulses}
+    s = {ch: np.asarray(m.pulse_starts[ch], dtype=np.int64) for ch in m.pulses}
+    day.write_trace_capture(path, p, s)
+    g = run.geometry
+    logical = from_bytes(run.logical_bytes)
+    mem = analyse(AnalysisRequest(str(path), g, logical, stream="never", write_only=True))
+    st = analyse(AnalysisRequest(str(path), g, logical, stream="always", write_only=True))
+    assert st.streaming is not None and st.streaming["pulses"] > 3 * st.streaming["fit_pulses"]
+    assert st.result.wa.value == pytest.approx(mem.result.wa.value, rel=0.01)
+    iv = st.result.wa_confidence
+    assert iv.lo <= run.truth.wa_true <= iv.hi
+
+
+def test_a_capture_that_lost_records_streams_its_complete_stretches(tmp_path, small_windows):
+    """A line that lost the records of a tenth of a second: the streamed path leaves out the
+    same stretch as the in-memory one and bounds the same missing pulses."""
+    p, s = day.day_trains(range(16), 30, 300.0, seed=4)
+    path, geo = tmp_path / "c.rbcap", tmp_path / "g.toml"
+    geo.write_text(day.GEOMETRY)
+    day.write_trace_capture(path, p, s, lose={3: (10_000_000, 10_050_000)})
+    mem, st = _both(path, geo)
+    assert mem.measurement.pulses_lost == st.measurement.pulses_lost
+    assert set(st.measurement.pulses_lost) == {3}
+    assert sum(c.lost for c in st.result.channels) == sum(c.lost for c in mem.result.channels)
+    assert st.result.program_pulses.value == pytest.approx(mem.result.program_pulses.value,
+                                                           rel=0.005)
+
+
+def test_analyze_json_says_it_streamed(tmp_path, small_windows, capsys):
+    from rbscope.cli import main
+
+    p, s = day.day_trains(range(16), 20, 300.0, seed=7)
+    path, geo = tmp_path / "c.rbcap", tmp_path / "g.toml"
+    geo.write_text(day.GEOMETRY)
+    day.write_trace_capture(path, p, s)
+    assert main(["analyze", str(path), "--geometry", str(geo), "--logical", "1GiB", "--json",
+                 "--stream", "always"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["streaming"]["windows"] == streaming.FIT_WINDOWS
+    assert "relative" in out["streaming"]["drift"]
+    assert {"value", "lo", "hi"} <= set(out["wa"]) and {"lo", "hi"} <= set(
+        out["wa_confidence_95"])
+    assert main(["analyze", str(path), "--geometry", str(geo), "--stream", "always"]) == 0
+    text = capsys.readouterr().out
+    assert "streamed " in text and "drift check: refitted on the last 2 windows" in text
