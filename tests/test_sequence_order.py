@@ -675,7 +675,7 @@ def test_a_chain_s_last_program_keeps_its_width_where_programs_and_erases_lie_ap
     states = [State(n, k, math.log2(c), s_, support=(math.log2(c) - 1.5, math.log2(c) + 1.5))
               for n, k, c, s_ in zip(("read", "program_1", "program_2", "erase"),
                                      ("read", "program", "program", "erase"), centres,
-                                     (0.15, 0.12, 0.1, 0.12))]
+                                     (0.15, 0.12, 0.1, 0.12), strict=True)]
     for st in states:
         st.seed(grid)
     overlap = float(np.sqrt(states[2].dens * states[3].dens).sum())
