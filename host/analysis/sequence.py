@@ -2579,6 +2579,26 @@ def timing_hints(timing):
     return out
 
 
+def geometry_options(geometry, hints, kw):
+    """What a geometry tells :func:`classify`: ``(hints, pages_per_block)``, and ``kw`` (the
+    caller's keyword arguments, updated in place) given ``read_max``, ``scheme``, ``bits`` and
+    ``planes`` where the caller did not set them."""
+    if hints is None and geometry is not None:
+        hints = timing_hints(geometry.timing)
+    if geometry is not None:
+        # tR max bounds the reads only where the geometry gives it as a maximum (one number,
+        # as a parameter page states it); a [lo, hi] range is a typical range reads may pass.
+        read = geometry.timing.get("read")
+        kw.setdefault("read_max", read[1] if read and read[0] == read[1] else None)
+        kw.setdefault("scheme", geometry.program_scheme)
+        kw.setdefault("bits", geometry.bits)
+        kw.setdefault("planes", geometry.pages_per_pulse)
+    ppb = kw.pop("pages_per_block", None)
+    if ppb is None and geometry is not None:
+        ppb = geometry.pages_per_block
+    return hints, ppb
+
+
 def classify_measurement(measurement, geometry=None, channels=None, *, hints=None, **kw):
     """Classify a :class:`~rbscope.analysis.measurement.Measurement`'s lines; keys are channels.
 
@@ -2600,19 +2620,7 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
         Passed to :func:`classify`.
     """
     channels = measurement.enabled if channels is None else list(channels)
-    if hints is None and geometry is not None:
-        hints = timing_hints(geometry.timing)
-    if geometry is not None:
-        # tR max bounds the reads only where the geometry gives it as a maximum (one number,
-        # as a parameter page states it); a [lo, hi] range is a typical range reads may pass.
-        read = geometry.timing.get("read")
-        kw.setdefault("read_max", read[1] if read and read[0] == read[1] else None)
-        kw.setdefault("scheme", geometry.program_scheme)
-        kw.setdefault("bits", geometry.bits)
-        kw.setdefault("planes", geometry.pages_per_pulse)
-    ppb = kw.pop("pages_per_block", None)
-    if ppb is None and geometry is not None:
-        ppb = geometry.pages_per_block
+    hints, ppb = geometry_options(geometry, hints, kw)
     have = all(len(measurement.pulses.get(ch, ())) for ch in channels)
     if have and not measurement.pulses_truncated:
         pulses = {ch: measurement.pulses[ch] for ch in channels}

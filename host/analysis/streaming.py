@@ -52,7 +52,7 @@ from .sequence import (
     SequenceError,
     SequenceResult,
     classify,
-    timing_hints,
+    geometry_options,
 )
 
 __all__ = ["StreamModel", "LineStream", "TraceScanner", "stream_classify", "STREAM_BYTES",
@@ -568,17 +568,7 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
         if v["lost"] > 0.1 * max(v["counted"], 1):
             raise SequenceError(f"line {c}: {v['lost']:,} of its {v['counted']:,} pulses' "
                                 f"records lost (at most 10 % may be missing)")
-    if hints is None and geometry is not None:
-        hints = timing_hints(geometry.timing)
-    if geometry is not None:
-        read = geometry.timing.get("read")
-        kw.setdefault("read_max", read[1] if read and read[0] == read[1] else None)
-        kw.setdefault("scheme", geometry.program_scheme)
-        kw.setdefault("bits", geometry.bits)
-        kw.setdefault("planes", geometry.pages_per_pulse)
-    ppb = kw.pop("pages_per_block", None)
-    if ppb is None and geometry is not None:
-        ppb = geometry.pages_per_block
+    hints, ppb = geometry_options(geometry, hints, kw)
     hints = {k: (max(lo, 1e-3), max(hi, lo * 1.01, 1e-3)) for k, (lo, hi) in
              (hints or {}).items()}
     tick_us = measurement.tick_seconds * 1e6

@@ -115,19 +115,13 @@ def _cmd_merge(args):
                                      for k, path in enumerate(args.captures)),
                                max_skew_ticks=args.max_skew, min_pulses=args.min_pulses,
                                max_ppm=args.max_ppm)
-    except MergeError as exc:
-        err("merge", str(exc))
-        return EXIT_USAGE
-    except ValueError as exc:
+    except (MergeError, ValueError) as exc:
         err("merge", str(exc))
         return EXIT_USAGE
     try:
         result = merge_captures(request)
         result.measurement.save(args.output, inputs=input_paths(args), force=args.force)
-    except MergeError as exc:
-        err("merge", str(exc))
-        return EXIT_FAILURE
-    except OutputError as exc:
+    except (MergeError, OutputError) as exc:
         err("merge", str(exc))
         return EXIT_FAILURE
     m = result.measurement
