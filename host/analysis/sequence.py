@@ -1801,6 +1801,12 @@ def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command
             g[np.ix_(at, ks)] = frac * new[:, None]
 
 
+def _line_erase_cap(fill, pages_per_block, erase_slack):
+    """The structural cap on one line's erases: the blocks its ``fill`` program pages (in the
+    geometry's pages) fill, with ``erase_slack``, and two for the blocks open at the ends."""
+    return (1 + erase_slack) * fill / pages_per_block + 2
+
+
 def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_slack, mk=(),
                 mult=None, planes=None, loads=None, single_plane=False, one_shot=None,
                 gap_after=None, prog_range=None, cj=(), chain_gaps=False, emult=None):
@@ -1940,7 +1946,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     cap = None
     if pages_per_block:
         fill = punit if emult is None else punit + (g[:, pj] * (emult[pj] - mult[pj])).sum(axis=1)
-        cap = (1 + erase_slack) * float(fill.sum()) / pages_per_block + 2
+        cap = _line_erase_cap(float(fill.sum()), pages_per_block, erase_slack)
     expected = {n: float(g[:, j].sum()) for j, n in enumerate(names)}
     eu2 = (g[:, pj] * mult[pj] ** 2).sum(axis=1) + announced
     vu = float(np.maximum(eu2 - punit ** 2, 0.0).sum())
@@ -2404,8 +2410,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                 # (A trained erase state has the labels' widths: the gaps' reading of a trained
                 # line moved, on the zoo's tuning draws, as many pulses wrong as right.)
                 before = g[:, ej].copy()
-                cap = ((1 + erase_slack) * float((g[:, pj] * emult[pj]).sum())
-                       / pages_per_block + 2) if pages_per_block else None
+                cap = _line_erase_cap(float((g[:, pj] * emult[pj]).sum()), pages_per_block,
+                                      erase_slack) if pages_per_block else None
                 g, erases_by_data_in[k] = _erases_by_data_in(s, g, states, gaps[k], cap=cap)
                 gap_moved[k] = float(np.abs(g[:, ej] - before).sum())  # (both ways)
         chain_gaps = ordered and not word_line and k not in suspect and no_suspension
