@@ -422,6 +422,38 @@ def test_read_unit_period_takes_the_unit_not_its_multiples_nor_the_noise():
     assert conf > 0.3
 
 
+@pytest.mark.parametrize("slowed, period", [
+    ((100, 300, 700), 100),  # three of ten boundaries slowed by a loaded host: still the unit
+    ((100, 300, 500, 700, 900), 200),  # every odd boundary slow: the data say 200, not 100
+])
+def test_read_unit_period_keeps_the_unit_when_noise_slows_some_of_its_boundaries(slowed, period):
+    import random
+
+    from rbscope.probe.read_unit import read_unit_period
+
+    rng = random.Random(2)
+    r = [rng.uniform(0.55, 0.7) if (j + 1) % 100 == 0 else rng.uniform(0.8, 1.0)
+         for j in range(1023)]
+    for b in slowed:  # (the upper quartile of the 100-page boundaries is now a slow pair)
+        r[b - 1] = rng.uniform(0.85, 0.95)
+    for j in (17, 333, 640):
+        r[j] = 0.6
+    got, boundaries, _, note = read_unit_period(r)
+    assert (got, boundaries[0], note) == (period, period, None)
+
+
+def test_read_unit_period_does_not_halve_a_unit_for_one_fast_pair_of_noise():
+    import random
+
+    from rbscope.probe.read_unit import read_unit_period
+
+    rng = random.Random(5)
+    r = [rng.uniform(0.55, 0.7) if (j + 1) % 200 == 0 else rng.uniform(0.8, 1.0)
+         for j in range(1023)]
+    r[99] = 0.6  # one fast pair halfway between two boundaries: chance, not a unit of 100
+    assert read_unit_period(r)[0] == 200
+
+
 @pytest.mark.heavy  # (about 2 min on the wall clock: make test-heavy)
 def test_read_unit_detector_through_nbd_finds_the_hybrid_ftls_data_area(tmp_path):
     # hubi (hUBI-like hybrid FTL): logical block b's 100 data pages (128-page blocks less 28

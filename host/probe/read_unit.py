@@ -26,7 +26,13 @@ Decision rule
     overlap, so even their slower quarter stays below the rest, where half of a half-period's
     members would not; single fast pairs of noise do not line up). The unit
     is the smallest period scoring within :data:`HARMONIC` of the best (its multiples score as
-    high), taken when the best scores :data:`SCORE` or more: value ``P × page`` bytes.
+    high), taken when the best scores :data:`SCORE` or more: value ``P × page`` bytes. That
+    period comes down to its smallest divisor whose extra boundaries (those the period skips)
+    overlap beyond chance: :data:`DIVISOR_SHARE` of them faster than halfway between the
+    period's boundaries and the rest, a binomial tail under :data:`DIVISOR_P` at the other
+    pairs' rate of fast pairs. A quarter of a unit's boundaries slowed by noise (a loaded host)
+    lifts the unit's upper quartile and makes its double score best; the boundaries the double
+    skips still overlap.
     Without such a period, a median pair below :data:`OVERLAP_MAX` of the time in turn is a
     page-mapped drive striping consecutive pages over its dies (every pair overlaps): no unit
     in reads, said so. Confidence: ``log2(score) ÷ log2(2 × SCORE)``, at most 1.
@@ -42,6 +48,8 @@ import statistics
 
 import numpy as np
 
+from rbscope.analysis.sequence import _binomial_at_least
+
 from .detect import Finding, _pattern, _together
 from .target import ProbeError, RangeTooSmall
 
@@ -52,6 +60,10 @@ __all__ = ["detect_read_unit", "read_unit_period", "SCORE", "OVERLAP_MAX"]
 SCORE = 1.25
 #: Periods scoring within this factor of the best count as its harmonics: the smallest is taken.
 HARMONIC = 1.1
+#: A divisor of the period is taken when this share of the boundaries it adds overlap ...
+DIVISOR_SHARE = 1 / 3
+#: ... and the other pairs' rate of fast pairs gives so many with less than this probability.
+DIVISOR_P = 1e-3
 #: A median pair below this share of the time in turn: every pair overlaps (page mapping).
 OVERLAP_MAX = 0.85
 
@@ -93,9 +105,35 @@ def read_unit_period(ratio):
                                f"{SCORE}; median pair {median:.2f} of the time in turn): one "
                                f"unit, or reads served one at a time")
     period, phase = min((p, ph) for p, (s, ph) in scores.items() if s >= top / HARMONIC)
+    period, phase = _smallest_divisor_overlapping(r, period, phase, median)
     boundaries = list(range(phase + 1, n + 1, period))
     conf = min(1.0, math.log2(top) / math.log2(2 * SCORE))
     return period, boundaries, conf, None
+
+
+def _smallest_divisor_overlapping(r, period, phase, median):
+    """``(period, phase)`` brought down to the smallest divisor ``d`` of ``period`` whose
+    boundaries between the period's own (the pairs ``j ≡ phase (mod d)`` that are not
+    ``≡ phase (mod period)``) overlap beyond chance: at least two and :data:`DIVISOR_SHARE` of
+    them below halfway between the period's boundaries' median and all pairs' median, a count
+    the other pairs' rate of such fast pairs gives with probability under :data:`DIVISOR_P`.
+    The upper-quartile score misses a true unit when a quarter of its boundaries are slowed by
+    noise (a loaded host) and takes its double; the boundaries the double skips tell them
+    apart."""
+    own = float(np.median(r[phase::period]))
+    fast = r < (own + median) / 2
+    for d in range(2, period):
+        if period % d:
+            continue
+        at = np.zeros(len(r), dtype=bool)
+        at[phase % d::d] = True
+        extra = at.copy()
+        extra[phase::period] = False
+        n, k = int(extra.sum()), int(fast[extra].sum())
+        rate = max(float(fast[~at].mean()) if (~at).any() else 0.0, 1 / len(r))
+        if k >= 2 and k >= DIVISOR_SHARE * n and _binomial_at_least(k, n, rate) < DIVISOR_P:
+            return d, phase % d
+    return period, phase
 
 
 def detect_read_unit(target, page, *, pages=1024, reps=2, seed=0, progress=None):
