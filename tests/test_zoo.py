@@ -525,6 +525,45 @@ def test_a_tap_that_saw_no_resume_keeps_long_pulses_whole(zoo):
     assert not any("tapped channel" in n for n in l2(trained).classification["notes"])
 
 
+def test_resumed_rests_labelled_as_reads_train_no_read_state(zoo):
+    # The tap labels a suspended program's rest as a read (13h is not in its vocabulary). On
+    # tuning draw 3 of mlc-read-retry those rests spread from 10 µs to 1.5 ms, a plateau under
+    # the reads (24-87 µs). The read state trained on all of them reached 3 ms, 1.3 octaves
+    # wide, and took 166 of a die's programs: −10.5 % at L2 against −2.2 % at L0. The reads end
+    # where the labelled widths fall to twice the plateau's level per bin.
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.trained import train
+
+    drive, _, run, m, maxima = zoo.prepare("mlc-read-retry", 3)
+    trained = train(from_refssd(run, 0))
+    assert trained.resumes > 100  # (still counted)
+    (read,) = [s for s in trained.states if s.kind == "read"]
+    assert 2.0 ** read.range_log2[1] < 120  # µs: the reads' own end (a tick's dither on 76 µs)
+    r = _analyse_l2(zoo, "mlc-read-retry", drive, run, m, maxima, trained)
+    truth = run.truth.wa_true
+    assert abs(r.wa.value / truth - 1) < 0.05 and r.undetermined
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+
+
+def test_suspended_pieces_join_in_a_trained_model_without_an_other_state(zoo):
+    # A tapped channel with too few resets and set features trains no "other" state, and the
+    # joins of suspended pieces, which put a rest's posterior there, did nothing: on tuning draw
+    # 1 of mlc-erase-suspend at L2 the 29 erase rests became programs (+0.9 %) once the read
+    # state no longer learned them. A joined rest now counts nowhere.
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.trained import train
+
+    drive, _, run, m, maxima = zoo.prepare("mlc-erase-suspend", 1)
+    trained = train(from_refssd(run, 0))
+    assert not any(s.kind == "other" for s in trained.states)
+    r = _analyse_l2(zoo, "mlc-erase-suspend", drive, run, m, maxima, trained)
+    assert any("long operations were suspended" in n for n in r.classification["notes"])
+    assert sum(d["suspended"] for d in r.classification["dies"].values()) > 40
+    truth = run.truth.wa_true
+    assert abs(r.wa.value / truth - 1) < 0.01
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+
+
 def test_an_erase_state_the_labels_could_not_train_lies_above_the_programs(zoo):
     # L2 on a short tuning draw of tlc-6plane: the tapped channel saw 4 erases, too few to
     # train; the erase state seeded from the datasheet's tBERS range (300 µs to its maximum)

@@ -997,9 +997,11 @@ def _join_suspended(g, states, cand, q):
     """Apply the joins of one line: ``(posteriors, expected joins)``. ``q``: each candidate
     pair's probability of being one operation. A joined pair's first pulse takes the class of
     the whole operation, the second becomes no operation; a pair whose first pulse is itself
-    the rest of a joined pair (an operation suspended twice) only drops its second."""
+    the rest of a joined pair (an operation suspended twice) only drops its second (to the
+    "other" state; where there is none, a trained model whose labels held too few resets or set
+    features to train one, its posterior mass goes to no state: it counts nowhere)."""
     other = next((j for j, st in enumerate(states) if st.kind == "other"), None)
-    if cand is None or other is None or q is None:
+    if cand is None or q is None:
         return g, 0.0
     pairs, cls = cand[0], cand[3]
     long_k = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS + ("erase",)]
@@ -1019,7 +1021,8 @@ def _join_suspended(g, states, cand, q):
             row[long_k] += (qq - chain) * cls[n]
             g[a] = row
         row = g[b] * (1 - qq)
-        row[other] += qq
+        if other is not None:
+            row[other] += qq
         g[b] = row
     return g, float(second.sum())
 

@@ -239,13 +239,52 @@ def _class_widths_us(labels):
     return out
 
 
-def _resumes_seen(widths):
-    """Pulses among one channel's labelled read widths (µs) that are the rest of a resumed
-    operation (see :data:`READ_SPAN`), or None when too few reads tell."""
+def _resume_cut(widths):
+    """The width (µs) above which one channel's labelled read widths are the rest of a
+    resumed operation (see :data:`READ_SPAN`), or None when too few reads tell."""
     widths = np.asarray(widths, dtype=float)
     if len(widths) < 4 * MIN_PULSES:
         return None
-    return int((widths > max(READ_SPAN * float(np.median(widths)), READ_MAX_US)).sum())
+    return max(READ_SPAN * float(np.median(widths)), READ_MAX_US)
+
+
+#: Bin (octaves) and factor of :func:`_read_edge`: the reads end after the last bin holding
+#: more than this many times the resumed rests' mean count per bin above :func:`_resume_cut`.
+_EDGE_BIN = 0.25
+_EDGE_OVER = 2.0
+
+
+def _read_edge(widths):
+    """The width (µs) above which one channel's labelled read widths train no read state.
+
+    The rests of resumed operations (labelled as reads, :data:`READ_SPAN`) spread over the
+    program widths, a low plateau that reaches down into the reads' own tail: the surely
+    resumed ones (above :func:`_resume_cut`) give the plateau's level per bin, and the reads end
+    after the last bin below the cut that holds more than :data:`_EDGE_OVER` times that level
+    (the last from the top: a valley between two read modes, retries and first reads, is no
+    end). None (every labelled read trains) with fewer than :data:`MIN_PULSES` resumes or too
+    few reads to tell."""
+    cut = _resume_cut(widths)
+    if cut is None:
+        return None
+    x = np.log2(np.maximum(np.asarray(widths, dtype=float), 1e-3))
+    top, above = math.log2(cut), x > math.log2(cut)
+    if above.sum() < MIN_PULSES:
+        return None  # (no resumes to speak of: the labels as they are)
+    level = float(above.sum()) / max(1.0, (float(x.max()) - top) / _EDGE_BIN)
+    edges = np.arange(float(x.min()), top + _EDGE_BIN, _EDGE_BIN)
+    counts, _ = np.histogram(x[~above], bins=edges)
+    if not len(counts):
+        return cut
+    held = np.nonzero(counts > _EDGE_OVER * level)[0]
+    return min(cut, float(2.0 ** edges[held[-1] + 1])) if len(held) else cut
+
+
+def _resumes_seen(widths):
+    """Pulses among one channel's labelled read widths (µs) that are the rest of a resumed
+    operation (see :data:`READ_SPAN`), or None when too few reads tell."""
+    cut = _resume_cut(widths)
+    return None if cut is None else int((np.asarray(widths, dtype=float) > cut).sum())
 
 
 #: A page type's share of the program pulses may depart from ``1 / k`` by this fraction of it
@@ -366,14 +405,25 @@ def train(labels, *, source=""):
     for lab in labels:
         tick_us = lab.tick_seconds * 1e6
         widths = _class_widths_us(lab)
-        seen = _resumes_seen(np.concatenate(
+        read_widths = np.concatenate(
             [np.zeros(0)] + [w for c, w in widths.items()
-                             if c in KIND_OF_CLASS and KIND_OF_CLASS[c][1] == "read"]))
+                             if c in KIND_OF_CLASS and KIND_OF_CLASS[c][1] == "read"])
+        seen = _resumes_seen(read_widths)
         resumes = None if seen is None or resumes is None else resumes + seen
+        cut = _read_edge(read_widths)
         for cls_name, w in widths.items():
             if cls_name not in KIND_OF_CLASS or not len(w):
                 continue
             name, kind = KIND_OF_CLASS[cls_name]
+            if kind == "read" and cut is not None:
+                # The rests of resumed operations, labelled as reads, are no reads: a read
+                # state that learned them would claim program widths (a tuning draw of
+                # mlc-read-retry: a trained read state 1.3 octaves wide, reaching 3 ms, took
+                # 166 programs, −10 %). They count the resumes (above) and train nothing;
+                # those as short as the reads' tail stay (no label tells them).
+                w = np.asarray(w)[np.asarray(w, dtype=float) <= cut]
+                if not len(w):
+                    continue
             # The tap's clock quantises a width to whole ticks (a tDBSY of 0.4-1.4 µs reads 0
             # or 1 at 1 µs): spread each over the ticks it may stand for, one either side (a
             # count of whole ticks, or of the samples the pulse spanned, whatever its phase),
