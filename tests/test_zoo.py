@@ -525,6 +525,22 @@ def test_a_tap_that_saw_no_resume_keeps_long_pulses_whole(zoo):
     assert not any("tapped channel" in n for n in l2(trained).classification["notes"])
 
 
+def test_l1_without_a_valley_below_tr_max_splits_at_the_lower_valley(zoo):
+    # Tuning draw 0 of mlc-read-retry: heavy-tailed reads, then suspended pieces and short
+    # programs evenly up to the programs; tR max 120 µs. No valley below it: the split is the
+    # lower of the valleys about the maxima hints' halfway point (tR max over the 100 µs floor
+    # of a tPROG max) and about L0's default. About the first alone programs went to the reads:
+    # −5.8 % at L1 against −1.9 % at L0.
+    drive, _, run, m, maxima = zoo.prepare("mlc-read-retry", 0)
+    r1 = _analyse_with_maxima(zoo, "L1", "mlc-read-retry", drive, run, m, maxima)
+    read_top = max(s["support_us"][1] for s in r1.classification["states"]
+                   if s["kind"] == "read")
+    assert read_top <= maxima["read"]  # (no read beyond tR max)
+    truth = run.truth.wa_true
+    assert abs(r1.wa.value / truth - 1) < 0.01
+    assert r1.wa_confidence.lo <= truth <= r1.wa_confidence.hi
+
+
 def test_resumed_rests_labelled_as_reads_train_no_read_state(zoo):
     # The tap labels a suspended program's rest as a read (13h is not in its vocabulary). On
     # tuning draw 3 of mlc-read-retry those rests spread from 10 µs to 1.5 ms, a plateau under

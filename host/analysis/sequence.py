@@ -450,7 +450,14 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         # (The emptiest place at tR max itself: the reads ended below it, nothing fills up to
         # it, and the split there keeps their whole tail.)
         if not _is_valley(x, plo, top - 0.6, top, top_edge=True):
-            plo = _valley(x, guess)
+            # (The lower of the valleys about the hints' halfway point, tR max over the 100 µs
+            # floor a tPROG max leaves, and about L0's default split: on tuning draws of
+            # mlc-read-retry, heavy-tailed reads to 140 µs, then suspended pieces and short
+            # programs evenly up to the programs, the first alone split at 148 µs where L0
+            # split at 120 µs and took a die's programs for reads, −6 % at L1 against −2 % at
+            # L0; the second alone split in an SLC cache's program tail above the reads.)
+            plo = min(_valley(x, guess),
+                      _valley(x, min(math.log2(SEQUENCE_HINTS["read"][1]), top)))
     else:
         plo = _valley(x, plo)
     if split_floor is not None:
