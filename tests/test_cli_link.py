@@ -18,14 +18,19 @@ from rbscope.gateware.rb_sniffer.params import SnifferConfig, SnifferParams
 PARAMS = SnifferParams(channels=2)
 
 
-@pytest.fixture
-def fake():
+def _fake(start):
+    """Two lines of random trains, starting at once (``"now"``) or at the first clear."""
     cycles = 400_000
     trains = random_trains(TrainSpec(channels=2, cycles=cycles), seed=11)
     config = SnifferConfig(windows=((20, 100), (150, 2300), (2300, 4000)), glitch_ticks=3,
                            idle_ticks=1000)
-    with FakeDevice(PARAMS, trains, cycles, config=config, snapshot_period=20_000,
-                    start="now") as dev:
+    return FakeDevice(PARAMS, trains, cycles, config=config, snapshot_period=20_000,
+                      start=start)
+
+
+@pytest.fixture
+def fake():
+    with _fake("now") as dev:
         yield dev
 
 
@@ -129,12 +134,7 @@ def test_until_quiescent_on_a_device_idle_before_the_capture_waits_for_its_pulse
     # The trains start at the capture's clear: before it the device is idle and its snapshots
     # say quiescent. The snapshot the clear itself takes said so too, and the capture stopped
     # at once with no pulse counted; it now waits for the lines to go busy, then quiet.
-    cycles = 400_000
-    trains = random_trains(TrainSpec(channels=2, cycles=cycles), seed=11)
-    config = SnifferConfig(windows=((20, 100), (150, 2300), (2300, 4000)), glitch_ticks=3,
-                           idle_ticks=1000)
-    with FakeDevice(PARAMS, trains, cycles, config=config, snapshot_period=20_000,
-                    start="clear") as dev:
+    with _fake("clear") as dev:
         time.sleep(0.1)  # (idle beyond IDLE_TICKS: quiescent before the capture)
         out = tmp_path / "idle.rbcap"
         assert cli.main(["capture", dev.path, "-o", str(out), "--clear", "--until-quiescent",

@@ -261,6 +261,17 @@ def _analyse_l2(zoo, family, drive, run, meas, maxima, trained):
     return _analyse_with_maxima(zoo, "L2", family, drive, run, meas, maxima, trained)
 
 
+def _tapped_l2(zoo, family, seed):
+    """A tuning draw at L2 with channel 0's bus tapped: ``(trained, result, truth WA)``."""
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.trained import train
+
+    drive, _, run, m, maxima = zoo.prepare(family, seed)
+    trained = train(from_refssd(run, 0))
+    return (trained, _analyse_l2(zoo, family, drive, run, m, maxima, trained),
+            run.truth.wa_true)
+
+
 def _analyse_with_maxima(zoo, level, family, drive, run, meas, maxima, trained=None):
     """``rbscope analyze`` at ``level`` with the datasheet maxima in the geometry."""
     import tempfile
@@ -547,16 +558,10 @@ def test_resumed_rests_labelled_as_reads_train_no_read_state(zoo):
     # the reads (24-87 µs). The read state trained on all of them reached 3 ms, 1.3 octaves
     # wide, and took 166 of a die's programs: −10.5 % at L2 against −2.2 % at L0. The reads end
     # where the labelled widths fall to twice the plateau's level per bin.
-    from rbscope.analysis.labelled import from_refssd
-    from rbscope.analysis.trained import train
-
-    drive, _, run, m, maxima = zoo.prepare("mlc-read-retry", 3)
-    trained = train(from_refssd(run, 0))
+    trained, r, truth = _tapped_l2(zoo, "mlc-read-retry", 3)
     assert trained.resumes > 100  # (still counted)
     (read,) = [s for s in trained.states if s.kind == "read"]
     assert 2.0 ** read.range_log2[1] < 120  # µs: the reads' own end (a tick's dither on 76 µs)
-    r = _analyse_l2(zoo, "mlc-read-retry", drive, run, m, maxima, trained)
-    truth = run.truth.wa_true
     assert abs(r.wa.value / truth - 1) < 0.05 and r.undetermined
     assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
 
@@ -566,16 +571,10 @@ def test_suspended_pieces_join_in_a_trained_model_without_an_other_state(zoo):
     # joins of suspended pieces, which put a rest's posterior there, did nothing: on tuning draw
     # 1 of mlc-erase-suspend at L2 the 29 erase rests became programs (+0.9 %) once the read
     # state no longer learned them. A joined rest now counts nowhere.
-    from rbscope.analysis.labelled import from_refssd
-    from rbscope.analysis.trained import train
-
-    drive, _, run, m, maxima = zoo.prepare("mlc-erase-suspend", 1)
-    trained = train(from_refssd(run, 0))
+    trained, r, truth = _tapped_l2(zoo, "mlc-erase-suspend", 1)
     assert not any(s.kind == "other" for s in trained.states)
-    r = _analyse_l2(zoo, "mlc-erase-suspend", drive, run, m, maxima, trained)
     assert any("long operations were suspended" in n for n in r.classification["notes"])
     assert sum(d["suspended"] for d in r.classification["dies"].values()) > 40
-    truth = run.truth.wa_true
     assert abs(r.wa.value / truth - 1) < 0.01
     assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
 
