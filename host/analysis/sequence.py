@@ -44,6 +44,10 @@ __all__ = [
 SEQUENCE_HINTS = {"multiplane": (0.2, 1.5), "cache": (1.5, 12.0), "read": (12.0, 150.0),
                   "program": (150.0, 2300.0), "erase": (1500.0, 10000.0)}
 
+#: A program mode bounds the silences of host-paced cache programs (their array time) only
+#: when it holds this share of the program pulses: a handful of pulses is no page type.
+PACED_MODE_MIN = 0.02
+
 #: tCBSY of a cache program (80h…15h): a few µs to ~35 µs, among the read widths (µs).
 TCBSY_US = (1.5, 40.0)
 
@@ -2370,8 +2374,13 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             share = 0.0
         elif gain < SUSPEND_GAIN * (1 + len(keys)):
             share = 0.0  # too little evidence
-    # The program modes' width range, for the silences a host-paced cache program leaves.
-    ps_ = [st for st in states if st.kind == "program"]
+    # The program modes' width range, for the silences a host-paced cache program leaves: the
+    # modes that hold PACED_MODE_MIN of the programs (a publishing draw of slc-seq-cache at L1:
+    # three cache-program pulses made a 55 µs mode, every read was followed by a silence that
+    # long, and all 338 reads became host-paced cache programs, +63 %).
+    prog_n = [counts[j] for j, st in enumerate(states) if st.kind == "program"]
+    ps_ = [st for j, st in enumerate(states) if st.kind == "program"
+           and counts[j] >= PACED_MODE_MIN * sum(prog_n)]
     prog_range = ((min(st.mu - 2.5 * st.sigma for st in ps_),
                    max(st.mu - 2.0 * st.sigma for st in ps_),
                    max(st.mu + 2.5 * st.sigma for st in ps_) + 1.0)
