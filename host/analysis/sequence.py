@@ -36,7 +36,7 @@ from .geometry import WORDLINE_US
 
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
-    "PROGRAM_KINDS", "TCBSY_US", "classify_measurement", "timing_hints",
+    "PROGRAM_KINDS", "TCBSY_US", "classify_measurement", "timing_hints", "binomial_at_least",
 ]
 
 #: Operation time ranges (µs) that name the short states; program/erase ranges come from the
@@ -1497,7 +1497,7 @@ def _reads_cut(keys, seqs, posteriors, states, mk):
             and _binomial_tail(after[j], n, ANNOUNCED_MAIN) < UNANNOUNCED_CHANCE]
 
 
-def _binomial_at_least(k, n, p):
+def binomial_at_least(k, n, p):
     """The chance of at least ``k`` successes in ``n`` trials of chance ``p`` (summed in logs:
     exact for any ``n``)."""
     n, k = int(n), int(k)
@@ -1585,7 +1585,7 @@ def _modes_alone(x, g, states, gap_after):
         command, transfer, spread = fit
         seem = 2 * 0.5 * math.erfc(transfer / (2 * spread) / math.sqrt(2)) + MODE_ALONE_SLACK
         shares = _waiting_shares(gb, own, prev_r, prev_l, command, transfer, spread) or []
-        if any(_binomial_at_least(round(w * n_), n_, min(seem, 1.0)) < MODE_ALONE_P
+        if any(binomial_at_least(round(w * n_), n_, min(seem, 1.0)) < MODE_ALONE_P
                for n_, w, _ in shares):
             break
         if not alone:

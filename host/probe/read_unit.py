@@ -48,7 +48,7 @@ import statistics
 
 import numpy as np
 
-from rbscope.analysis.sequence import _binomial_at_least
+from rbscope.analysis.sequence import binomial_at_least
 
 from .detect import Finding, _pattern, _together
 from .target import ProbeError, RangeTooSmall
@@ -131,7 +131,7 @@ def _smallest_divisor_overlapping(r, period, phase, median):
         extra[phase::period] = False
         n, k = int(extra.sum()), int(fast[extra].sum())
         rate = max(float(fast[~at].mean()) if (~at).any() else 0.0, 1 / len(r))
-        if k >= 2 and k >= DIVISOR_SHARE * n and _binomial_at_least(k, n, rate) < DIVISOR_P:
+        if k >= 2 and k >= DIVISOR_SHARE * n and binomial_at_least(k, n, rate) < DIVISOR_P:
             return d, phase % d
     return period, phase
 
