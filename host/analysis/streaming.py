@@ -37,7 +37,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rbscope.device.capture import CHUNK_SIZE, PREAMBLE, RecordKind, _scan, iter_records
+from rbscope.device import capture
+from rbscope.device.capture import (
+    CHUNK_SIZE,
+    PREAMBLE,
+    RECORD,
+    TRAILER,
+    RecordKind,
+    _scan,
+    iter_record_blocks,
+    iter_records,
+)
 from rbscope.device.protocol import HEADER_BYTES, decode_frame_bytes, trace_records
 from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol as wire
@@ -312,8 +322,9 @@ class TraceScanner:
     """
 
     def __init__(self, path, params, *, from_tick=-1, to_tick=None, chunk=CHUNK_RECORDS,
-                 losses=(), start=0, stop=None):
+                 losses=(), start=0, stop=None, bulk=None):
         self.path = os.fspath(path)
+        self.bulk = capture.BULK if bulk is None else bulk
         self.stop = stop
         self.params = params
         self.from_tick, self.to_tick = from_tick, to_tick
@@ -337,29 +348,114 @@ class TraceScanner:
         self.held = {}
 
     def _unpack(self, bodies):
-        """Records of fixed-size TRACE_BATCH bodies: ``(channel, kind, width, timestamp)``."""
-        raw = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(len(bodies), self.body)
+        """Records of fixed-size TRACE_BATCH bodies: ``(channel, kind, width, timestamp)``.
+
+        ``bodies``: a list of the bodies (bytes), or of arrays of them (one body a row)."""
+        if isinstance(bodies[0], bytes):
+            bodies = [np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(-1, self.body)]
         h, nb, rb = HEADER_BYTES, self.base_bytes, self.rec_bytes
-        base = np.zeros((len(bodies), 8), dtype=np.uint8)
-        base[:, :nb] = raw[:, h:h + nb]
+        n = sum(len(b) for b in bodies)
+        base = np.zeros((n, 8), dtype=np.uint8)
+        slots = np.zeros((n, self.slots, 8), dtype=np.uint8)
+        i = 0
+        for raw in bodies:
+            k = len(raw)
+            base[i:i + k, :nb] = raw[:, h:h + nb]
+            slots[i:i + k, :, :rb] = raw[:, h + nb:].reshape(k, self.slots, rb)
+            i += k
         base = base.view("<u8")[:, 0]
-        slots = np.zeros((len(bodies), self.slots, 8), dtype=np.uint8)
-        slots[:, :, :rb] = raw[:, h + nb:].reshape(len(bodies), self.slots, rb)
         bits = slots.view("<u8")[:, :, 0]
         f = self.f
+        at, mask = f["kind"]
+        kind = (bits >> np.uint64(at)) & np.uint64(mask)
+        full = kind != wire.TRACE_EMPTY_KIND
+        tmask = np.uint64(f["time"][1])
+        window = np.broadcast_to((base & ~tmask)[:, None], bits.shape)[full]
+        bits = bits[full]
 
         def field_(name):
             at, mask = f[name]
-            return (bits >> np.uint64(at)) & np.uint64(mask)
+            return ((bits >> np.uint64(at)) & np.uint64(mask)).astype(np.int64)
 
-        kind = field_("kind")
-        tmask = np.uint64(f["time"][1])
-        ts = (base[:, None] & ~tmask) | field_("time")
-        full = kind != wire.TRACE_EMPTY_KIND
-        return (field_("channel")[full].astype(np.int64), kind[full].astype(np.int64),
-                field_("width")[full].astype(np.int64), ts[full].astype(np.int64))
+        return (field_("channel"), kind[full].astype(np.int64), field_("width"),
+                (window | field_("time").astype(np.uint64)).astype(np.int64))
 
     def __iter__(self):
+        return self._iter_bulk() if self.bulk else self._iter_records()
+
+    def _iter_bulk(self):
+        """:meth:`_iter_records` on :func:`~rbscope.device.capture.iter_record_blocks`: the
+        same chunks (cut at the same record), the same errors; the TRACE_BATCH bodies are
+        gathered from each block with numpy (strided views of evenly spaced records), so
+        nothing runs per record but the rare TRACE frames and batches of another size."""
+        bodies, singles = [], []
+        pending = 0
+        end = 0
+        size, trailer = RECORD.size, TRAILER.size
+        step = size + self.body + trailer  # (from one batch record to the next, adjacent)
+        blocks = iter_record_blocks(self.path, errors=self.errors, start=(
+            None if self.start <= 0 else self.start))
+        for block in blocks:
+            off = block.base + block.at
+            stopped = False
+            if self.stop is not None:
+                k = int(np.searchsorted(off, self.stop))
+                if k < len(off):
+                    stopped, end = True, int(off[k])
+                    block = block.select(np.arange(len(off)) < k)
+            if len(block):
+                arr = np.frombuffer(block.data, dtype=np.uint8)
+                at, length = block.at, block.length
+                t = np.where(block.kind == RecordKind.FRAME, arr[at + size], -1)
+                fast = (t == FrameType.TRACE_BATCH) & (length == self.body) & self.aligned
+                other = ((t == FrameType.TRACE_BATCH) | (t == FrameType.TRACE)) & ~fast
+                trace = np.flatnonzero(fast | other)
+                if not stopped:
+                    end = int(off[-1])
+                # Runs of batches between the other trace frames.
+                singles_at = np.flatnonzero(other[trace])
+                i = 0
+                while i < len(trace):
+                    j = int(singles_at[np.searchsorted(singles_at, i)]) if len(singles_at) and \
+                        singles_at[-1] >= i else len(trace)
+                    if j == i:  # a TRACE frame, or a batch of another size
+                        r = int(trace[i])
+                        i += 1
+                        p = int(at[r]) + size
+                        frame = decode_frame_bytes(block.data[p:p + int(length[r])], self.params)
+                        if frame is None:
+                            continue
+                        try:
+                            recs = trace_records(frame, self.params)
+                        except ValueError as exc:
+                            self.errors.append(f"offset {int(off[r])}: {exc}")
+                            continue
+                        singles.append((len(bodies), recs))
+                        pending += len(recs)
+                        if pending >= self.chunk:
+                            yield int(off[r]), self._lines(bodies, singles)
+                            bodies, singles, pending = [], [], 0
+                        continue
+                    # Batches trace[i:j]; as many as fill the chunk.
+                    take = min(j - i, max(1, -(-(self.chunk - pending) // self.slots)))
+                    starts = at[trace[i:i + take]] + size
+                    cuts = np.flatnonzero(np.diff(starts) != step) + 1
+                    for a, b in zip(np.r_[0, cuts].tolist(), np.r_[cuts, take].tolist(),
+                                    strict=True):
+                        bodies.append(np.lib.stride_tricks.as_strided(
+                            arr[int(starts[a]):], shape=(b - a, self.body), strides=(step, 1),
+                            writeable=False))
+                    pending += take * self.slots
+                    i += take
+                    if pending >= self.chunk:
+                        yield int(off[trace[i - 1]]), self._lines(bodies, singles)
+                        bodies, singles, pending = [], [], 0
+            if stopped:
+                break
+        yield end, self._lines(bodies, singles, final=True)
+
+    def _iter_records(self):
+        """The reference: record by record (:func:`~rbscope.device.capture.iter_records`)."""
         bodies, singles, order = [], [], []
         pending = 0
         end = 0
@@ -419,14 +515,19 @@ class TraceScanner:
             keep = ts > self.from_tick
             if self.to_tick is not None:
                 keep &= ts <= self.to_tick
-            ch, kd, w, ts = ch[keep], kd[keep], w[keep], ts[keep]
-            order = np.argsort(ch, kind="stable")
-            ch, kd, w, ts = ch[order], kd[order], w[order], ts[order]
-            cuts = np.flatnonzero(np.diff(ch)) + 1
-            for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(ch)], strict=True):
-                if a == b:
-                    continue
-                out[int(ch[a])] = self._line(int(ch[a]), kd[a:b], w[a:b], ts[a:b])
+            if not keep.all():
+                ch, kd, w, ts = ch[keep], kd[keep], w[keep], ts[keep]
+            if len(ch):
+                # Each line's records in order: a stable sort by line (one permutation; on
+                # 16-bit keys numpy's is a radix sort).
+                order = np.argsort(ch.astype(np.uint16) if ch.max() < 1 << 16 else ch,
+                                   kind="stable")
+                count = np.bincount(ch)
+                kd, w, ts = kd[order], w[order], ts[order]
+                ends = np.cumsum(count).tolist()
+                for c in np.flatnonzero(count).tolist():
+                    a, b = ends[c] - int(count[c]), ends[c]
+                    out[c] = self._line(c, kd[a:b], w[a:b], ts[a:b])
         for c in list(self.held):
             if c not in out:
                 out[c] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
