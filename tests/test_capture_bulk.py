@@ -116,6 +116,16 @@ def test_blocks_are_the_records_errors_and_end_of_iter_records(tmp_path, clean, 
         assert ref[1] or ref[2][0] != ref[2][1] or len(ref[0]) != len(_offsets(clean))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_blocks_read_ahead_by_another_process_are_the_same(tmp_path, clean, seed):
+    path = tmp_path / "c.rbcap"
+    path.write_bytes(clean if seed == 0 else _corrupt(clean, seed))
+    assert _blocks(path, chunk_size=5000, ahead=True) == _reference(path, chunk_size=5000)
+    path.write_bytes(b"not a capture at all")
+    with pytest.raises(cap.CaptureError, match="not an rbscope capture"):
+        _blocks(path, ahead=True)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_blocks_from_an_offset_are_the_resynchronised_records(tmp_path, clean, seed):
     from rbscope.analysis.streaming import _records_from
@@ -204,13 +214,16 @@ def _odd_snapshots(data):
     return bytes(out + data[last:])
 
 
+@pytest.mark.parametrize("ahead", [False, True])
 @pytest.mark.parametrize("variant", ["clean", "second_device", "odd", "c1", "c2", "c3", "c4"])
 @pytest.mark.parametrize("options", [
     dict(keep_records=False, keep_snapshots=False, keep_traces=False, pulse_records=True,
          skip_traces=True),
     dict(keep_records=False, keep_snapshots=True, keep_traces=True, pulse_records=True),
 ])
-def test_the_bulk_reader_ends_in_the_reference_readers_state(tmp_path, clean, variant, options):
+def test_the_bulk_reader_ends_in_the_reference_readers_state(tmp_path, clean, variant, options,
+                                                            ahead, monkeypatch):
+    monkeypatch.setattr(cap, "AHEAD_BYTES", 0 if ahead else None)
     data = {"clean": lambda: clean, "second_device": lambda: _second_device(clean),
             "odd": lambda: _odd_snapshots(clean)}.get(
         variant, lambda: _corrupt(clean, 100 + int(variant[1:])))()
@@ -265,8 +278,9 @@ def test_a_trace_scanner_decodes_trace_frames_and_odd_batches_alike(tmp_path, cl
 @pytest.mark.parametrize("variant", ["clean", "c7"])
 def test_analyze_streamed_is_the_reference_to_the_last_bit(tmp_path, clean, variant,
                                                            monkeypatch, capsys):
-    """``rbscope analyze --stream always --json`` in bulk and record by record: the same JSON
-    (WA, intervals, warnings, per-line counts), bit for bit."""
+    """``rbscope analyze --stream always --json`` in bulk, read ahead by second processes,
+    and record by record: the same JSON (WA, intervals, warnings, per-line counts), bit for
+    bit."""
     from rbscope.analysis import streaming
     from rbscope.cli import main
 
@@ -276,13 +290,14 @@ def test_analyze_streamed_is_the_reference_to_the_last_bit(tmp_path, clean, vari
     path.write_bytes(clean if variant == "clean" else _corrupt(clean, 307))
     geo.write_text(day.GEOMETRY)
     out = {}
-    for bulk in (False, True):
+    for bulk, ahead in ((False, None), (True, None), (True, 0)):
         monkeypatch.setattr(cap, "BULK", bulk)
+        monkeypatch.setattr(cap, "AHEAD_BYTES", ahead)
         assert main(["analyze", str(path), "--geometry", str(geo), "--logical", "1GiB",
                      "--json", "--stream", "always"]) == 0
-        out[bulk] = capsys.readouterr().out
-    assert out[True] == out[False]
-    got = json.loads(out[True])
+        out[bulk, ahead] = capsys.readouterr().out
+    assert out[True, None] == out[False, None] == out[True, 0]
+    got = json.loads(out[True, 0])
     assert got["streaming"]["pulses"] > 5000 and got["wa"]["value"] > 0
 
 

@@ -31,6 +31,7 @@ the difference between the order rules' effect on the late windows and on all of
 scaled to the line's pulses (``DieResult.gap_moved``: slack on both sides).
 """
 
+import contextlib
 import math
 import os
 from dataclasses import dataclass, field
@@ -381,7 +382,16 @@ class TraceScanner:
                 (window | field_("time").astype(np.uint64)).astype(np.int64))
 
     def __iter__(self):
-        return self._iter_bulk() if self.bulk else self._iter_records()
+        for end, records, final in self.chunks():
+            yield end, self._split(records, final)
+
+    def chunks(self):
+        """``(offset, records, final)`` of each chunk: its records in order (:meth:`_records`),
+        not yet split by line (:meth:`_split`, which keeps the state carried between chunks:
+        another process may read the records, :class:`_Ahead`)."""
+        groups = self._iter_bulk() if self.bulk else self._iter_records()
+        for end, bodies, singles, final in groups:
+            yield end, self._records(bodies, singles), final
 
     def _iter_bulk(self):
         """:meth:`_iter_records` on :func:`~rbscope.device.capture.iter_record_blocks`: the
@@ -433,7 +443,7 @@ class TraceScanner:
                         singles.append((len(bodies), recs))
                         pending += len(recs)
                         if pending >= self.chunk:
-                            yield int(off[r]), self._lines(bodies, singles)
+                            yield int(off[r]), bodies, singles, False
                             bodies, singles, pending = [], [], 0
                         continue
                     # Batches trace[i:j]; as many as fill the chunk.
@@ -448,11 +458,11 @@ class TraceScanner:
                     pending += take * self.slots
                     i += take
                     if pending >= self.chunk:
-                        yield int(off[trace[i - 1]]), self._lines(bodies, singles)
+                        yield int(off[trace[i - 1]]), bodies, singles, False
                         bodies, singles, pending = [], [], 0
             if stopped:
                 break
-        yield end, self._lines(bodies, singles, final=True)
+        yield end, bodies, singles, True
 
     def _iter_records(self):
         """The reference: record by record (:func:`~rbscope.device.capture.iter_records`)."""
@@ -486,11 +496,16 @@ class TraceScanner:
             else:
                 continue
             if pending >= self.chunk:
-                yield end, self._lines(bodies, singles)
+                yield end, bodies, singles, False
                 bodies, singles, pending = [], [], 0
-        yield end, self._lines(bodies, singles, final=True)
+        yield end, bodies, singles, True
 
     def _lines(self, bodies, singles, final=False):
+        return self._split(self._records(bodies, singles), final)
+
+    def _records(self, bodies, singles):
+        """A chunk's records in order, ``(channel, kind, width, timestamp)`` arrays (None:
+        none)."""
         parts = []
         if bodies:
             parts.append(self._unpack(bodies))
@@ -509,9 +524,13 @@ class TraceScanner:
                 del ch, kd, w, ts
             else:
                 parts.append(extra)
+        return parts[0] if parts else None
+
+    def _split(self, records, final=False):
+        """A chunk's records (:meth:`_records`) as each line's ``(widths, starts)``."""
         out = {}
-        if parts:
-            ch, kd, w, ts = parts[0]
+        if records is not None:
+            ch, kd, w, ts = records
             keep = ts > self.from_tick
             if self.to_tick is not None:
                 keep &= ts <= self.to_tick
@@ -571,6 +590,86 @@ class TraceScanner:
             self.held[c] = (w[-1:], st[-1:])
             w, st = w[:-1], st[:-1]
         return w, st
+
+
+class _Ahead:
+    """A :class:`TraceScanner`'s chunks, each line's widths only (``(offset, {line: widths})``),
+    their records read and unpacked by another process (forked, :meth:`TraceScanner.chunks`)
+    while this one splits them by line and classifies the chunk before: the same chunks, in
+    the same order, with a chunk or two in the pipe between them (bounded memory). With
+    a small file, or one CPU (:func:`~rbscope.device.capture.read_ahead`), the scanner runs
+    here. ``excluded`` and ``errors``
+    are the scanner's once the chunks are read."""
+
+    def __init__(self, scan):
+        self.scan = scan
+        self.chunk = scan.chunk
+        self.excluded = scan.excluded
+        self.errors = scan.errors
+
+    def __iter__(self):
+        scan = self.scan
+        if not capture.read_ahead(scan.path):
+            for end, chunk in scan:
+                yield end, {c: w for c, (w, _s) in chunk.items()}
+            return
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_read_ahead, args=(send, self.scan), daemon=True)
+        proc.start()
+        send.close()
+        try:
+            while True:
+                try:
+                    msg = recv.recv()
+                except EOFError:
+                    proc.join()
+                    raise RuntimeError(f"the process reading {self.scan.path} ahead ended "
+                                       f"early (exit code {proc.exitcode})") from None
+                if msg[0] == "chunk":
+                    _, end, records, final = msg
+                    if records is not None:
+                        ch, kd, w, ts = records
+                        records = (ch.astype(np.int64), kd.astype(np.int64), w.astype(np.int64),
+                                   ts)
+                    chunk = scan._split(records, final)
+                    yield end, {c: w for c, (w, _s) in chunk.items()}
+                elif msg[0] == "done":
+                    self.errors.extend(msg[1])
+                    return
+                else:
+                    raise msg[1]
+        finally:
+            recv.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+
+
+def _read_ahead(conn, scan):
+    """The read-ahead process of :class:`_Ahead`: each chunk's widths, then the scanner's
+    accounting (or the exception it raised), sent on ``conn``."""
+    try:
+        for end, records, final in scan.chunks():
+            if records is not None:
+                ch, kd, w, ts = records
+                # (Narrower when the values fit, as they do for the protocol's fields: fewer
+                # bytes through the pipe; the reader widens them again.)
+                if not len(ch) or (ch.max() < 1 << 16 and 0 <= kd.min() and kd.max() < 1 << 8
+                                   and 0 <= w.min() and w.max() < 1 << 32):
+                    records = (ch.astype(np.uint16), kd.astype(np.uint8), w.astype(np.uint32),
+                               ts)
+            conn.send(("chunk", end, records, final))
+        conn.send(("done", scan.errors))
+    except BaseException as exc:  # (raised again by the reader)
+        try:
+            conn.send(("error", exc))
+        except Exception:  # (an exception that does not pickle)
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
 
 
 # The two passes ----------------------------------------------------------------------------
@@ -712,19 +811,21 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
         for k, d in b.items():
             if k in late.dies and d.pulses:
                 late_rate[k] = (late.dies[k].units - d.units) / d.pulses
-    # Pass 2: every pulse, chunk by chunk.
+    # Pass 2: every pulse, chunk by chunk (read ahead by another process).
     streams = {c: LineStream(model, decisions.get(c)) for c in lines}
-    scan = TraceScanner(path, params, from_tick=seq["from_tick"], to_tick=seq["to_tick"],
-                        losses=seq.get("losses", ()), chunk=CHUNK_RECORDS)
+    scan = _Ahead(TraceScanner(path, params, from_tick=seq["from_tick"],
+                               to_tick=seq["to_tick"], losses=seq.get("losses", ()),
+                               chunk=CHUNK_RECORDS))
     size = os.path.getsize(path)
-    for end, chunk in scan:
-        for c, (w, _s) in chunk.items():
-            if c in streams and len(w):
-                if (w <= 0).any():
-                    raise SequenceError(f"line {c}: a record gives a width of 0 ticks")
-                streams[c].feed(w)
-        if progress is not None:
-            progress(end, size)
+    with contextlib.closing(iter(scan)) as chunks:
+        for end, chunk in chunks:
+            for c, w in chunk.items():
+                if c in streams and len(w):
+                    if (w <= 0).any():
+                        raise SequenceError(f"line {c}: a record gives a width of 0 ticks")
+                    streams[c].feed(w)
+            if progress is not None:
+                progress(end, size)
     dies = {}
     rel = abs(drift.get("relative", 0.0))
     lost = {}

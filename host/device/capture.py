@@ -92,6 +92,9 @@ CHUNK_SIZE = 4 << 20
 #: Read records in bulk (:func:`iter_record_blocks`) where the result is the same; False: one by
 #: one (:func:`iter_records`), the reference the bulk readers are tested against.
 BULK = True
+#: Files larger than this are read ahead by a second process (:func:`iter_record_blocks`'s
+#: ``ahead``, the streaming classifier's pass 2) when this one may use two CPUs; None: never.
+AHEAD_BYTES = 64 << 20
 #: Default bound on the snapshot time series :func:`capture_to_measurement` keeps.
 MAX_SERIES = 4096
 
@@ -531,13 +534,36 @@ def _scan_blocks(buf, pos, base, errors, final, skip):
     return pos
 
 
-def iter_record_blocks(path, *, errors=None, chunk_size=CHUNK_SIZE, start=None):
+def read_ahead(path):
+    """Whether ``path`` is worth reading ahead in a second process (:data:`AHEAD_BYTES`)."""
+    if AHEAD_BYTES is None or cpus() < 2:
+        return False
+    try:
+        return os.path.getsize(path) > AHEAD_BYTES
+    except OSError:
+        return False
+
+
+def cpus():
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        return os.cpu_count() or 1
+
+
+def iter_record_blocks(path, *, errors=None, chunk_size=CHUNK_SIZE, start=None, ahead=False):
     """:func:`iter_records` in bulk: the same records, as :class:`RecordBlock`\\ s (a few per
     chunk), the same errors and the same return value, at a fraction of the cost per record.
 
     ``start``: begin at this byte offset instead (the records from the first that checks after
-    it, as a resynchronisation finds it; no preamble check, no errors reported).
+    it, as a resynchronisation finds it; no preamble check, no errors reported). ``ahead``:
+    the records are found (chained, CRCs checked) by a second process, forked, a block or two
+    ahead; this one reads the blocks' bytes again (from the page cache) — the same blocks,
+    errors (in the same order relative to the blocks) and return value.
     """
+    if ahead:
+        return (yield from _blocks_ahead(path, errors, chunk_size, start))
     path = os.fspath(path)
     chunk_size = max(int(chunk_size), 1)
     with open(path, "rb") as f:
@@ -563,6 +589,71 @@ def iter_record_blocks(path, *, errors=None, chunk_size=CHUNK_SIZE, start=None):
             base += pos
             pos = 0
             total += len(more)
+
+
+def _blocks_ahead(path, errors, chunk_size, start):
+    """:func:`iter_record_blocks` with ``ahead``: see there."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_find_blocks, args=(send, path, chunk_size, start), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        with open(path, "rb") as f:
+            while True:
+                try:
+                    msg = recv.recv()
+                except EOFError:
+                    proc.join()
+                    raise RuntimeError(f"the process reading {path} ahead ended early (exit "
+                                       f"code {proc.exitcode})") from None
+                if msg[0] == "error":
+                    raise msg[1]
+                if errors is not None:
+                    errors.extend(msg[1])
+                if msg[0] == "done":
+                    return msg[2]
+                _, _, lo, hi, at, kind, length, time_ns = msg
+                f.seek(lo)
+                data = f.read(hi - lo)
+                if len(data) != hi - lo:
+                    raise CaptureError(f"{path}: changed while it was read (offset {lo})")
+                yield RecordBlock(data, lo, at, kind, length, time_ns)
+    finally:
+        recv.close()
+        if proc.is_alive():
+            proc.terminate()
+        proc.join()
+
+
+def _find_blocks(conn, path, chunk_size, start):
+    """The read-ahead process of :func:`_blocks_ahead`: each block's span of the file, its
+    records' positions and header fields, and the errors found before it, sent on ``conn``;
+    then the return value (or the exception raised)."""
+    errors = []
+    sent = 0
+    try:
+        gen = iter_record_blocks(path, errors=errors, chunk_size=chunk_size, start=start)
+        while True:
+            try:
+                b = next(gen)
+            except StopIteration as stop:
+                conn.send(("done", errors[sent:], stop.value))
+                return
+            lo = int(b.at[0])
+            hi = int(b.at[-1] + RECORD.size + b.length[-1] + TRAILER.size)
+            conn.send(("block", errors[sent:], b.base + lo, b.base + hi, b.at - lo, b.kind,
+                       b.length, b.time_ns))
+            sent = len(errors)
+    except BaseException as exc:  # (raised again by the reader)
+        try:
+            conn.send(("error", exc))
+        except Exception:  # (an exception that does not pickle)
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
 
 
 #: The first body byte (the header's ``type``) of frames that carry pulse records.
@@ -701,7 +792,8 @@ class CaptureReader:
         self.session = None  # the last session: {"offset", "stop"}
         self.last_time_ns = None
         if self.bulk and not self.keep_records:
-            gen = iter_record_blocks(self.path, errors=self.errors, chunk_size=self.chunk_size)
+            gen = iter_record_blocks(self.path, errors=self.errors, chunk_size=self.chunk_size,
+                                     ahead=read_ahead(self.path))
             while True:
                 try:
                     block = next(gen)
