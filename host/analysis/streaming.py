@@ -319,12 +319,15 @@ class TraceScanner:
 
     Yields, per chunk, ``(offset, {line: (widths, starts)})`` with ``offset`` the file offset
     the chunk ends at; the last pulse of each line is held back to the next chunk (a BUSY
-    record may still extend it).
+    record may still extend it). ``starts=False``: no starts (None: a pass that needs only the
+    widths skips them). ``bulk``: read the records in blocks (default
+    :data:`rbscope.device.capture.BULK`), or one by one (the reference).
     """
 
     def __init__(self, path, params, *, from_tick=-1, to_tick=None, chunk=CHUNK_RECORDS,
-                 losses=(), start=0, stop=None, bulk=None):
+                 losses=(), start=0, stop=None, bulk=None, starts=True):
         self.path = os.fspath(path)
+        self.starts = starts
         self.bulk = capture.BULK if bulk is None else bulk
         self.stop = stop
         self.params = params
@@ -524,36 +527,40 @@ class TraceScanner:
                 del ch, kd, w, ts
             else:
                 parts.append(extra)
-        return parts[0] if parts else None
+        if not parts:
+            return None
+        ch, kd, w, ts = parts[0]
+        keep = ts > self.from_tick
+        if self.to_tick is not None:
+            keep &= ts <= self.to_tick
+        if not keep.all():
+            ch, kd, w, ts = ch[keep], kd[keep], w[keep], ts[keep]
+        return ch, kd, w, (ts if self.starts or self.losses else None)
 
     def _split(self, records, final=False):
         """A chunk's records (:meth:`_records`) as each line's ``(widths, starts)``."""
         out = {}
         if records is not None:
             ch, kd, w, ts = records
-            keep = ts > self.from_tick
-            if self.to_tick is not None:
-                keep &= ts <= self.to_tick
-            if not keep.all():
-                ch, kd, w, ts = ch[keep], kd[keep], w[keep], ts[keep]
             if len(ch):
                 # Each line's records in order: a stable sort by line (one permutation; on
                 # 16-bit keys numpy's is a radix sort).
                 order = np.argsort(ch.astype(np.uint16) if ch.max() < 1 << 16 else ch,
                                    kind="stable")
                 count = np.bincount(ch)
-                kd, w, ts = kd[order], w[order], ts[order]
+                kd, w = kd[order], w[order]
+                ts = ts[order] if ts is not None else None
                 ends = np.cumsum(count).tolist()
                 for c in np.flatnonzero(count).tolist():
                     a, b = ends[c] - int(count[c]), ends[c]
-                    out[c] = self._line(c, kd[a:b], w[a:b], ts[a:b])
+                    out[c] = self._line(c, kd[a:b], w[a:b], None if ts is None else ts[a:b])
         for c in list(self.held):
             if c not in out:
                 out[c] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         if final:
             for c, (hw, hs) in list(self.held.items()):
                 w, s = out.get(c, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-                out[c] = (np.r_[w, hw], np.r_[s, hs])
+                out[c] = (np.r_[w, hw], None if hs is None else np.r_[s, hs])
             self.held = {}
         return out
 
@@ -571,9 +578,11 @@ class TraceScanner:
             if (~inside).any() and c in self.held:
                 hw, hs = self.held[c]
                 self.held[c] = (hw + w[np.flatnonzero(busy)[~inside]].sum(), hs)
-            kd, w, ts = kd[~busy], w[~busy], ts[~busy]
-        first = np.where(kd == EventKind.OVERLONG, self.params.max_width, w)
-        st = ts - first
+            kd, w = kd[~busy], w[~busy]
+            ts = None if ts is None else ts[~busy]
+        st = None  # (starts=False)
+        if ts is not None:
+            st = ts - np.where(kd == EventKind.OVERLONG, self.params.max_width, w)
         whole = (kd == EventKind.END) | (kd == EventKind.OVERLONG)
         spans = self.losses.get(c)
         if spans:
@@ -582,13 +591,14 @@ class TraceScanner:
                 out |= (ts > a) & (ts <= b)
             self.excluded[c] = self.excluded.get(c, 0) + int((out & whole).sum())
             whole &= ~out
-        w, st = w[whole], st[whole]
+        w = w[whole]
+        st = None if st is None else st[whole]
         if c in self.held:
             hw, hs = self.held.pop(c)
-            w, st = np.r_[hw, w], np.r_[hs, st]
+            w, st = np.r_[hw, w], (None if st is None else np.r_[hs, st])
         if len(w):
-            self.held[c] = (w[-1:], st[-1:])
-            w, st = w[:-1], st[:-1]
+            self.held[c] = (w[-1:], None if st is None else st[-1:])
+            w, st = w[:-1], (None if st is None else st[:-1])
         return w, st
 
 
@@ -598,8 +608,7 @@ class _Ahead:
     while this one splits them by line and classifies the chunk before: the same chunks, in
     the same order, with a chunk or two in the pipe between them (bounded memory). With
     a small file, or one CPU (:func:`~rbscope.device.capture.read_ahead`), the scanner runs
-    here. ``excluded`` and ``errors``
-    are the scanner's once the chunks are read."""
+    here. ``excluded`` and ``errors`` are the scanner's once the chunks are read."""
 
     def __init__(self, scan):
         self.scan = scan
@@ -815,7 +824,7 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
     streams = {c: LineStream(model, decisions.get(c)) for c in lines}
     scan = _Ahead(TraceScanner(path, params, from_tick=seq["from_tick"],
                                to_tick=seq["to_tick"], losses=seq.get("losses", ()),
-                               chunk=CHUNK_RECORDS))
+                               chunk=CHUNK_RECORDS, starts=False))
     size = os.path.getsize(path)
     with contextlib.closing(iter(scan)) as chunks:
         for end, chunk in chunks:
