@@ -378,11 +378,13 @@ class TraceScanner:
         bits = bits[full]
 
         def field_(name):
+            # (The narrowest unsigned type that holds the field: less to move about.)
             at, mask = f[name]
-            return ((bits >> np.uint64(at)) & np.uint64(mask)).astype(np.int64)
+            return ((bits >> np.uint64(at)) & np.uint64(mask)).astype(
+                np.min_scalar_type(mask) if mask < 1 << 32 else np.int64)
 
-        return (field_("channel"), kind[full].astype(np.int64), field_("width"),
-                (window | field_("time").astype(np.uint64)).astype(np.int64))
+        return (field_("channel"), kind[full].astype(np.min_scalar_type(f["kind"][1])),
+                field_("width"), (window | field_("time").astype(np.uint64)).astype(np.int64))
 
     def __iter__(self):
         for end, records, final in self.chunks():
@@ -545,10 +547,10 @@ class TraceScanner:
             if len(ch):
                 # Each line's records in order: a stable sort by line (one permutation; on
                 # 16-bit keys numpy's is a radix sort).
-                order = np.argsort(ch.astype(np.uint16) if ch.max() < 1 << 16 else ch,
-                                   kind="stable")
+                order = np.argsort(ch.astype(np.uint16, copy=False) if ch.max() < 1 << 16
+                                   else ch, kind="stable")
                 count = np.bincount(ch)
-                kd, w = kd[order], w[order]
+                kd, w = kd[order], w[order].astype(np.int64, copy=False)
                 ts = ts[order] if ts is not None else None
                 ends = np.cumsum(count).tolist()
                 for c in np.flatnonzero(count).tolist():
@@ -639,10 +641,6 @@ class _Ahead:
                                        f"early (exit code {proc.exitcode})") from None
                 if msg[0] == "chunk":
                     _, end, records, final = msg
-                    if records is not None:
-                        ch, kd, w, ts = records
-                        records = (ch.astype(np.int64), kd.astype(np.int64), w.astype(np.int64),
-                                   ts)
                     chunk = scan._split(records, final)
                     yield end, {c: w for c, (w, _s) in chunk.items()}
                 elif msg[0] == "done":
@@ -664,10 +662,11 @@ def _read_ahead(conn, scan):
         for end, records, final in scan.chunks():
             if records is not None:
                 ch, kd, w, ts = records
-                # (Narrower when the values fit, as they do for the protocol's fields: fewer
-                # bytes through the pipe; the reader widens them again.)
-                if not len(ch) or (ch.max() < 1 << 16 and 0 <= kd.min() and kd.max() < 1 << 8
-                                   and 0 <= w.min() and w.max() < 1 << 32):
+                # (TRACE frames' records come as int64: narrower when the values fit, as
+                # they do for the protocol's fields; fewer bytes through the pipe.)
+                if ch.dtype == np.int64 and (not len(ch) or (
+                        ch.max() < 1 << 16 and 0 <= kd.min() and kd.max() < 1 << 8
+                        and 0 <= w.min() and w.max() < 1 << 32)):
                     records = (ch.astype(np.uint16), kd.astype(np.uint8), w.astype(np.uint32),
                                ts)
             conn.send(("chunk", end, records, final))
