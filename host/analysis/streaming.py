@@ -604,6 +604,58 @@ class TraceScanner:
         return w, st
 
 
+class _Child:
+    """``fn(*args)`` computed in a forked process (``fork``; else here, when asked for):
+    :meth:`result` returns its value or raises its exception, as the call would."""
+
+    def __init__(self, fn, *args, fork=True):
+        self.fn, self.args = fn, args
+        self.proc = None
+        if fork:
+            import multiprocessing as mp
+
+            ctx = mp.get_context("fork")
+            self.recv, send = ctx.Pipe(duplex=False)
+            self.proc = ctx.Process(target=_child_main, args=(send, fn, args), daemon=True)
+            self.proc.start()
+            send.close()
+
+    def result(self):
+        if self.proc is None:
+            return self.fn(*self.args)
+        try:
+            ok, value = self.recv.recv()
+        except EOFError:
+            ok, value = False, RuntimeError(f"the process computing {self.fn.__name__} ended "
+                                            f"early")
+        finally:
+            self.close()
+        if not ok:
+            raise value
+        return value
+
+    def close(self):
+        if self.proc is not None:
+            self.recv.close()
+            if self.proc.is_alive():
+                self.proc.terminate()
+            self.proc.join()
+            self.proc = None
+
+
+def _child_main(conn, fn, args):
+    try:
+        out = (True, fn(*args))
+    except BaseException as exc:  # (raised again by the parent)
+        out = (False, exc)
+    try:
+        conn.send(out)
+    except Exception as exc:  # (a value or exception that does not pickle)
+        conn.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
+
+
 class _Ahead:
     """A :class:`TraceScanner`'s chunks, each line's widths only (``(offset, {line: widths})``),
     their records read and unpacked by another process (forked, :meth:`TraceScanner.chunks`)
@@ -791,7 +843,13 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
         return classify(p, measurement.tick_seconds, pages_per_block=ppb, hints=hints,
                         starts=s, trained=trained, **kw)
 
-    full = fit(pulses_w, starts_w)
+    # The late windows' refit (the drift check) runs alongside in a second process.
+    late_fit = _Child(fit, late_p, late_s, fork=capture.read_ahead(path))
+    try:
+        full = fit(pulses_w, starts_w)
+    except BaseException:
+        late_fit.close()
+        raise
     erase_slack = 0.25
 
     def model_of(r):
@@ -804,7 +862,7 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
     drift = {"windows": LATE_WINDOWS}
     late_rate = {}
     try:
-        late = fit(late_p, late_s)
+        late = late_fit.result()
     except SequenceError as exc:
         late = None
         drift["refit"] = f"not refitted ({exc})"
