@@ -535,8 +535,9 @@ def _scan_blocks(buf, pos, base, errors, final, skip):
 
 
 def read_ahead(path):
-    """Whether ``path`` is worth reading ahead in a second process (:data:`AHEAD_BYTES`)."""
-    if AHEAD_BYTES is None or cpus() < 2:
+    """Whether ``path`` is worth reading ahead in a second process (:data:`AHEAD_BYTES`): on
+    Linux (processes forked), with two CPUs or more for this one."""
+    if AHEAD_BYTES is None or not hasattr(os, "sched_getaffinity") or cpus() < 2:
         return False
     try:
         return os.path.getsize(path) > AHEAD_BYTES
