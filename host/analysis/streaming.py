@@ -33,6 +33,7 @@ scaled to the line's pulses (``DieResult.gap_moved``: slack on both sides).
 
 import contextlib
 import math
+import multiprocessing as mp
 import os
 from dataclasses import dataclass, field
 
@@ -505,9 +506,6 @@ class TraceScanner:
                 bodies, singles, pending = [], [], 0
         yield end, bodies, singles, True
 
-    def _lines(self, bodies, singles, final=False):
-        return self._split(self._records(bodies, singles), final)
-
     def _records(self, bodies, singles):
         """A chunk's records in order, ``(channel, kind, width, timestamp)`` arrays (None:
         none)."""
@@ -612,8 +610,6 @@ class _Child:
         self.fn, self.args = fn, args
         self.proc = None
         if fork:
-            import multiprocessing as mp
-
             ctx = mp.get_context("fork")
             self.recv, send = ctx.Pipe(duplex=False)
             self.proc = ctx.Process(target=_child_main, args=(send, fn, args), daemon=True)
@@ -676,8 +672,6 @@ class _Ahead:
             for end, chunk in scan:
                 yield end, {c: w for c, (w, _s) in chunk.items()}
             return
-        import multiprocessing as mp
-
         ctx = mp.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_read_ahead, args=(send, self.scan), daemon=True)

@@ -19,6 +19,7 @@ for the next record that checks.
 """
 
 import json
+import multiprocessing as mp
 import os
 import socket
 import struct
@@ -594,8 +595,6 @@ def iter_record_blocks(path, *, errors=None, chunk_size=CHUNK_SIZE, start=None, 
 
 def _blocks_ahead(path, errors, chunk_size, start):
     """:func:`iter_record_blocks` with ``ahead``: see there."""
-    import multiprocessing as mp
-
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_find_blocks, args=(send, path, chunk_size, start), daemon=True)
