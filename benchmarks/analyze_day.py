@@ -220,10 +220,13 @@ def _no_overlap(st, wd):
 
 
 def run_analyze(path, geometry, *, extra=()):
-    """``rbscope analyze`` in a subprocess: ``(wall s, cpu s, peak RSS MiB, JSON)``."""
+    """``rbscope analyze`` in a subprocess: ``(wall s, cpu s, peak RSS MiB, JSON, peak RSS MiB
+    of its own child processes)`` (the CPU time is the subprocess's and its children's: the
+    processes that read a large capture ahead)."""
     cmd = [sys.executable, "-c",
            "import sys,resource\nfrom rbscope.cli import main\nrc=main(sys.argv[1:])\n"
            "print(open('/proc/self/status').read().split('VmHWM:')[1].split()[0], "
+           "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
            "file=sys.stderr)\nsys.exit(rc)",
            "analyze", str(path), "--geometry", str(geometry), "--json", "--stream", "always",
            *extra]
@@ -234,9 +237,9 @@ def run_analyze(path, geometry, *, extra=()):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode:
         raise SystemExit(f"analyze failed ({p.returncode}): {p.stderr[-2000:]}")
-    hwm_kib = int(p.stderr.strip().splitlines()[-1])
+    hwm_kib, child_kib = (int(x) for x in p.stderr.strip().splitlines()[-1].split())
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, hwm_kib / 1024, json.loads(p.stdout)
+    return wall, cpu, hwm_kib / 1024, json.loads(p.stdout), child_kib / 1024
 
 
 GEOMETRY = """\
@@ -290,11 +293,12 @@ def main(argv=None):
         gen = time.perf_counter() - t
         del p, s
         size = path.stat().st_size
-        wall, cpu, rss, out = run_analyze(path, geo)
+        wall, cpu, rss, out, child_rss = run_analyze(path, geo)
         row = {"minutes": minutes, "lines": args.lines, "pulses": n,
                "pulses_per_s_per_die": n / (minutes * 60) / args.lines,
                "file_bytes": size, "batches": batches, "generate_s": gen, "analyze_wall_s": wall,
-               "analyze_cpu_s": cpu, "peak_rss_mib": rss, "pulses_per_wall_s": n / wall,
+               "analyze_cpu_s": cpu, "peak_rss_mib": rss, "child_peak_rss_mib": child_rss,
+               "pulses_per_wall_s": n / wall, "pulses_per_cpu_s": n / cpu,
                "wa": out["wa"], "wa_confidence_95": out.get("wa_confidence_95"),
                "streamed": out.get("streaming") is not None,
                "drift": (out.get("streaming") or {}).get("drift")}
@@ -302,7 +306,8 @@ def main(argv=None):
         print(json.dumps(row) if args.json else
               f"{minutes:g} min, {args.lines} lines: {n:,} pulses "
               f"({row['pulses_per_s_per_die']:.0f}/s per die), {size / 1e9:.2f} GB; "
-              f"analyze {wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MiB peak, "
+              f"analyze {wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MiB peak "
+              f"({child_rss:.0f} MiB in its read-ahead processes), "
               f"{n / wall:,.0f} pulses/s; streamed {row['streamed']}", flush=True)
         if not args.keep:
             path.unlink()

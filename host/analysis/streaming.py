@@ -31,13 +31,25 @@ the difference between the order rules' effect on the late windows and on all of
 scaled to the line's pulses (``DieResult.gap_moved``: slack on both sides).
 """
 
+import contextlib
 import math
+import multiprocessing as mp
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from rbscope.device.capture import CHUNK_SIZE, PREAMBLE, RecordKind, _scan, iter_records
+from rbscope.device import capture
+from rbscope.device.capture import (
+    CHUNK_SIZE,
+    PREAMBLE,
+    RECORD,
+    TRAILER,
+    RecordKind,
+    _scan,
+    iter_record_blocks,
+    iter_records,
+)
 from rbscope.device.protocol import HEADER_BYTES, decode_frame_bytes, trace_records
 from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol as wire
@@ -308,12 +320,16 @@ class TraceScanner:
 
     Yields, per chunk, ``(offset, {line: (widths, starts)})`` with ``offset`` the file offset
     the chunk ends at; the last pulse of each line is held back to the next chunk (a BUSY
-    record may still extend it).
+    record may still extend it). ``starts=False``: no starts (None: a pass that needs only the
+    widths skips them). ``bulk``: read the records in blocks (default
+    :data:`rbscope.device.capture.BULK`), or one by one (the reference).
     """
 
     def __init__(self, path, params, *, from_tick=-1, to_tick=None, chunk=CHUNK_RECORDS,
-                 losses=(), start=0, stop=None):
+                 losses=(), start=0, stop=None, bulk=None, starts=True):
         self.path = os.fspath(path)
+        self.starts = starts
+        self.bulk = capture.BULK if bulk is None else bulk
         self.stop = stop
         self.params = params
         self.from_tick, self.to_tick = from_tick, to_tick
@@ -337,29 +353,125 @@ class TraceScanner:
         self.held = {}
 
     def _unpack(self, bodies):
-        """Records of fixed-size TRACE_BATCH bodies: ``(channel, kind, width, timestamp)``."""
-        raw = np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(len(bodies), self.body)
+        """Records of fixed-size TRACE_BATCH bodies: ``(channel, kind, width, timestamp)``.
+
+        ``bodies``: a list of the bodies (bytes), or of arrays of them (one body a row)."""
+        if isinstance(bodies[0], bytes):
+            bodies = [np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(-1, self.body)]
         h, nb, rb = HEADER_BYTES, self.base_bytes, self.rec_bytes
-        base = np.zeros((len(bodies), 8), dtype=np.uint8)
-        base[:, :nb] = raw[:, h:h + nb]
+        n = sum(len(b) for b in bodies)
+        base = np.zeros((n, 8), dtype=np.uint8)
+        slots = np.zeros((n, self.slots, 8), dtype=np.uint8)
+        i = 0
+        for raw in bodies:
+            k = len(raw)
+            base[i:i + k, :nb] = raw[:, h:h + nb]
+            slots[i:i + k, :, :rb] = raw[:, h + nb:].reshape(k, self.slots, rb)
+            i += k
         base = base.view("<u8")[:, 0]
-        slots = np.zeros((len(bodies), self.slots, 8), dtype=np.uint8)
-        slots[:, :, :rb] = raw[:, h + nb:].reshape(len(bodies), self.slots, rb)
         bits = slots.view("<u8")[:, :, 0]
         f = self.f
+        at, mask = f["kind"]
+        kind = (bits >> np.uint64(at)) & np.uint64(mask)
+        full = kind != wire.TRACE_EMPTY_KIND
+        tmask = np.uint64(f["time"][1])
+        window = np.broadcast_to((base & ~tmask)[:, None], bits.shape)[full]
+        bits = bits[full]
 
         def field_(name):
+            # (The narrowest unsigned type that holds the field: less to move about.)
             at, mask = f[name]
-            return (bits >> np.uint64(at)) & np.uint64(mask)
+            return ((bits >> np.uint64(at)) & np.uint64(mask)).astype(
+                np.min_scalar_type(mask) if mask < 1 << 32 else np.int64)
 
-        kind = field_("kind")
-        tmask = np.uint64(f["time"][1])
-        ts = (base[:, None] & ~tmask) | field_("time")
-        full = kind != wire.TRACE_EMPTY_KIND
-        return (field_("channel")[full].astype(np.int64), kind[full].astype(np.int64),
-                field_("width")[full].astype(np.int64), ts[full].astype(np.int64))
+        return (field_("channel"), kind[full].astype(np.min_scalar_type(f["kind"][1])),
+                field_("width"), (window | field_("time").astype(np.uint64)).astype(np.int64))
 
     def __iter__(self):
+        for end, records, final in self.chunks():
+            yield end, self._split(records, final)
+
+    def chunks(self):
+        """``(offset, records, final)`` of each chunk: its records in order (:meth:`_records`),
+        not yet split by line (:meth:`_split`, which keeps the state carried between chunks:
+        another process may read the records, :class:`_Ahead`)."""
+        groups = self._iter_bulk() if self.bulk else self._iter_records()
+        for end, bodies, singles, final in groups:
+            yield end, self._records(bodies, singles), final
+
+    def _iter_bulk(self):
+        """:meth:`_iter_records` on :func:`~rbscope.device.capture.iter_record_blocks`: the
+        same chunks (cut at the same record), the same errors; the TRACE_BATCH bodies are
+        gathered from each block with numpy (strided views of evenly spaced records), so
+        nothing runs per record but the rare TRACE frames and batches of another size."""
+        bodies, singles = [], []
+        pending = 0
+        end = 0
+        size, trailer = RECORD.size, TRAILER.size
+        step = size + self.body + trailer  # (from one batch record to the next, adjacent)
+        blocks = iter_record_blocks(self.path, errors=self.errors, start=(
+            None if self.start <= 0 else self.start))
+        for block in blocks:
+            off = block.base + block.at
+            stopped = False
+            if self.stop is not None:
+                k = int(np.searchsorted(off, self.stop))
+                if k < len(off):
+                    stopped, end = True, int(off[k])
+                    block = block.select(np.arange(len(off)) < k)
+            if len(block):
+                arr = np.frombuffer(block.data, dtype=np.uint8)
+                at, length = block.at, block.length
+                t = np.where(block.kind == RecordKind.FRAME, arr[at + size], -1)
+                fast = (t == FrameType.TRACE_BATCH) & (length == self.body) & self.aligned
+                other = ((t == FrameType.TRACE_BATCH) | (t == FrameType.TRACE)) & ~fast
+                trace = np.flatnonzero(fast | other)
+                if not stopped:
+                    end = int(off[-1])
+                # Runs of batches between the other trace frames.
+                singles_at = np.flatnonzero(other[trace])
+                i = 0
+                while i < len(trace):
+                    j = int(singles_at[np.searchsorted(singles_at, i)]) if len(singles_at) and \
+                        singles_at[-1] >= i else len(trace)
+                    if j == i:  # a TRACE frame, or a batch of another size
+                        r = int(trace[i])
+                        i += 1
+                        p = int(at[r]) + size
+                        frame = decode_frame_bytes(block.data[p:p + int(length[r])], self.params)
+                        if frame is None:
+                            continue
+                        try:
+                            recs = trace_records(frame, self.params)
+                        except ValueError as exc:
+                            self.errors.append(f"offset {int(off[r])}: {exc}")
+                            continue
+                        singles.append((len(bodies), recs))
+                        pending += len(recs)
+                        if pending >= self.chunk:
+                            yield int(off[r]), bodies, singles, False
+                            bodies, singles, pending = [], [], 0
+                        continue
+                    # Batches trace[i:j]; as many as fill the chunk.
+                    take = min(j - i, max(1, -(-(self.chunk - pending) // self.slots)))
+                    starts = at[trace[i:i + take]] + size
+                    cuts = np.flatnonzero(np.diff(starts) != step) + 1
+                    for a, b in zip(np.r_[0, cuts].tolist(), np.r_[cuts, take].tolist(),
+                                    strict=True):
+                        bodies.append(np.lib.stride_tricks.as_strided(
+                            arr[int(starts[a]):], shape=(b - a, self.body), strides=(step, 1),
+                            writeable=False))
+                    pending += take * self.slots
+                    i += take
+                    if pending >= self.chunk:
+                        yield int(off[trace[i - 1]]), bodies, singles, False
+                        bodies, singles, pending = [], [], 0
+            if stopped:
+                break
+        yield end, bodies, singles, True
+
+    def _iter_records(self):
+        """The reference: record by record (:func:`~rbscope.device.capture.iter_records`)."""
         bodies, singles, order = [], [], []
         pending = 0
         end = 0
@@ -390,11 +502,13 @@ class TraceScanner:
             else:
                 continue
             if pending >= self.chunk:
-                yield end, self._lines(bodies, singles)
+                yield end, bodies, singles, False
                 bodies, singles, pending = [], [], 0
-        yield end, self._lines(bodies, singles, final=True)
+        yield end, bodies, singles, True
 
-    def _lines(self, bodies, singles, final=False):
+    def _records(self, bodies, singles):
+        """A chunk's records in order, ``(channel, kind, width, timestamp)`` arrays (None:
+        none)."""
         parts = []
         if bodies:
             parts.append(self._unpack(bodies))
@@ -413,27 +527,40 @@ class TraceScanner:
                 del ch, kd, w, ts
             else:
                 parts.append(extra)
-        out = {}
-        if parts:
-            ch, kd, w, ts = parts[0]
-            keep = ts > self.from_tick
-            if self.to_tick is not None:
-                keep &= ts <= self.to_tick
+        if not parts:
+            return None
+        ch, kd, w, ts = parts[0]
+        keep = ts > self.from_tick
+        if self.to_tick is not None:
+            keep &= ts <= self.to_tick
+        if not keep.all():
             ch, kd, w, ts = ch[keep], kd[keep], w[keep], ts[keep]
-            order = np.argsort(ch, kind="stable")
-            ch, kd, w, ts = ch[order], kd[order], w[order], ts[order]
-            cuts = np.flatnonzero(np.diff(ch)) + 1
-            for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(ch)], strict=True):
-                if a == b:
-                    continue
-                out[int(ch[a])] = self._line(int(ch[a]), kd[a:b], w[a:b], ts[a:b])
+        return ch, kd, w, (ts if self.starts or self.losses else None)
+
+    def _split(self, records, final=False):
+        """A chunk's records (:meth:`_records`) as each line's ``(widths, starts)``."""
+        out = {}
+        if records is not None:
+            ch, kd, w, ts = records
+            if len(ch):
+                # Each line's records in order: a stable sort by line (one permutation; on
+                # 16-bit keys numpy's is a radix sort).
+                order = np.argsort(ch.astype(np.uint16, copy=False) if ch.max() < 1 << 16
+                                   else ch, kind="stable")
+                count = np.bincount(ch)
+                kd, w = kd[order], w[order].astype(np.int64, copy=False)
+                ts = ts[order] if ts is not None else None
+                ends = np.cumsum(count).tolist()
+                for c in np.flatnonzero(count).tolist():
+                    a, b = ends[c] - int(count[c]), ends[c]
+                    out[c] = self._line(c, kd[a:b], w[a:b], None if ts is None else ts[a:b])
         for c in list(self.held):
             if c not in out:
                 out[c] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         if final:
             for c, (hw, hs) in list(self.held.items()):
                 w, s = out.get(c, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-                out[c] = (np.r_[w, hw], np.r_[s, hs])
+                out[c] = (np.r_[w, hw], None if hs is None else np.r_[s, hs])
             self.held = {}
         return out
 
@@ -451,9 +578,11 @@ class TraceScanner:
             if (~inside).any() and c in self.held:
                 hw, hs = self.held[c]
                 self.held[c] = (hw + w[np.flatnonzero(busy)[~inside]].sum(), hs)
-            kd, w, ts = kd[~busy], w[~busy], ts[~busy]
-        first = np.where(kd == EventKind.OVERLONG, self.params.max_width, w)
-        st = ts - first
+            kd, w = kd[~busy], w[~busy]
+            ts = None if ts is None else ts[~busy]
+        st = None  # (starts=False)
+        if ts is not None:
+            st = ts - np.where(kd == EventKind.OVERLONG, self.params.max_width, w)
         whole = (kd == EventKind.END) | (kd == EventKind.OVERLONG)
         spans = self.losses.get(c)
         if spans:
@@ -462,14 +591,139 @@ class TraceScanner:
                 out |= (ts > a) & (ts <= b)
             self.excluded[c] = self.excluded.get(c, 0) + int((out & whole).sum())
             whole &= ~out
-        w, st = w[whole], st[whole]
+        w = w[whole]
+        st = None if st is None else st[whole]
         if c in self.held:
             hw, hs = self.held.pop(c)
-            w, st = np.r_[hw, w], np.r_[hs, st]
+            w, st = np.r_[hw, w], (None if st is None else np.r_[hs, st])
         if len(w):
-            self.held[c] = (w[-1:], st[-1:])
-            w, st = w[:-1], st[:-1]
+            self.held[c] = (w[-1:], None if st is None else st[-1:])
+            w, st = w[:-1], (None if st is None else st[:-1])
         return w, st
+
+
+class _Child:
+    """``fn(*args)`` computed in a forked process (``fork``; else here, when asked for):
+    :meth:`result` returns its value or raises its exception, as the call would."""
+
+    def __init__(self, fn, *args, fork=True):
+        self.fn, self.args = fn, args
+        self.proc = None
+        if fork:
+            ctx = mp.get_context("fork")
+            self.recv, send = ctx.Pipe(duplex=False)
+            self.proc = ctx.Process(target=_child_main, args=(send, fn, args), daemon=True)
+            self.proc.start()
+            send.close()
+
+    def result(self):
+        if self.proc is None:
+            return self.fn(*self.args)
+        try:
+            ok, value = self.recv.recv()
+        except EOFError:
+            ok, value = False, RuntimeError(f"the process computing {self.fn.__name__} ended "
+                                            f"early")
+        finally:
+            self.close()
+        if not ok:
+            raise value
+        return value
+
+    def close(self):
+        if self.proc is not None:
+            self.recv.close()
+            if self.proc.is_alive():
+                self.proc.terminate()
+            self.proc.join()
+            self.proc = None
+
+
+def _child_main(conn, fn, args):
+    try:
+        out = (True, fn(*args))
+    except BaseException as exc:  # (raised again by the parent)
+        out = (False, exc)
+    try:
+        conn.send(out)
+    except Exception as exc:  # (a value or exception that does not pickle)
+        conn.send((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
+
+
+class _Ahead:
+    """A :class:`TraceScanner`'s chunks, each line's widths only (``(offset, {line: widths})``),
+    their records read and unpacked by another process (forked, :meth:`TraceScanner.chunks`)
+    while this one splits them by line and classifies the chunk before: the same chunks, in
+    the same order, with a chunk or two in the pipe between them (bounded memory). With
+    a small file, or one CPU (:func:`~rbscope.device.capture.read_ahead`), the scanner runs
+    here. ``excluded`` and ``errors`` are the scanner's once the chunks are read."""
+
+    def __init__(self, scan):
+        self.scan = scan
+        self.chunk = scan.chunk
+        self.excluded = scan.excluded
+        self.errors = scan.errors
+
+    def __iter__(self):
+        scan = self.scan
+        if not capture.read_ahead(scan.path):
+            for end, chunk in scan:
+                yield end, {c: w for c, (w, _s) in chunk.items()}
+            return
+        ctx = mp.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_read_ahead, args=(send, self.scan), daemon=True)
+        proc.start()
+        send.close()
+        try:
+            while True:
+                try:
+                    msg = recv.recv()
+                except EOFError:
+                    proc.join()
+                    raise RuntimeError(f"the process reading {self.scan.path} ahead ended "
+                                       f"early (exit code {proc.exitcode})") from None
+                if msg[0] == "chunk":
+                    _, end, records, final = msg
+                    chunk = scan._split(records, final)
+                    yield end, {c: w for c, (w, _s) in chunk.items()}
+                elif msg[0] == "done":
+                    self.errors.extend(msg[1])
+                    return
+                else:
+                    raise msg[1]
+        finally:
+            recv.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+
+
+def _read_ahead(conn, scan):
+    """The read-ahead process of :class:`_Ahead`: each chunk's widths, then the scanner's
+    accounting (or the exception it raised), sent on ``conn``."""
+    try:
+        for end, records, final in scan.chunks():
+            if records is not None:
+                ch, kd, w, ts = records
+                # (TRACE frames' records come as int64: narrower when the values fit, as
+                # they do for the protocol's fields; fewer bytes through the pipe.)
+                if ch.dtype == np.int64 and (not len(ch) or (
+                        ch.max() < 1 << 16 and 0 <= kd.min() and kd.max() < 1 << 8
+                        and 0 <= w.min() and w.max() < 1 << 32)):
+                    records = (ch.astype(np.uint16), kd.astype(np.uint8), w.astype(np.uint32),
+                               ts)
+            conn.send(("chunk", end, records, final))
+        conn.send(("done", scan.errors))
+    except BaseException as exc:  # (raised again by the reader)
+        try:
+            conn.send(("error", exc))
+        except Exception:  # (an exception that does not pickle)
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
 
 
 # The two passes ----------------------------------------------------------------------------
@@ -583,7 +837,13 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
         return classify(p, measurement.tick_seconds, pages_per_block=ppb, hints=hints,
                         starts=s, trained=trained, **kw)
 
-    full = fit(pulses_w, starts_w)
+    # The late windows' refit (the drift check) runs alongside in a second process.
+    late_fit = _Child(fit, late_p, late_s, fork=capture.read_ahead(path))
+    try:
+        full = fit(pulses_w, starts_w)
+    except BaseException:
+        late_fit.close()
+        raise
     erase_slack = 0.25
 
     def model_of(r):
@@ -596,7 +856,7 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
     drift = {"windows": LATE_WINDOWS}
     late_rate = {}
     try:
-        late = fit(late_p, late_s)
+        late = late_fit.result()
     except SequenceError as exc:
         late = None
         drift["refit"] = f"not refitted ({exc})"
@@ -611,19 +871,21 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
         for k, d in b.items():
             if k in late.dies and d.pulses:
                 late_rate[k] = (late.dies[k].units - d.units) / d.pulses
-    # Pass 2: every pulse, chunk by chunk.
+    # Pass 2: every pulse, chunk by chunk (read ahead by another process).
     streams = {c: LineStream(model, decisions.get(c)) for c in lines}
-    scan = TraceScanner(path, params, from_tick=seq["from_tick"], to_tick=seq["to_tick"],
-                        losses=seq.get("losses", ()), chunk=CHUNK_RECORDS)
+    scan = _Ahead(TraceScanner(path, params, from_tick=seq["from_tick"],
+                               to_tick=seq["to_tick"], losses=seq.get("losses", ()),
+                               chunk=CHUNK_RECORDS, starts=False))
     size = os.path.getsize(path)
-    for end, chunk in scan:
-        for c, (w, _s) in chunk.items():
-            if c in streams and len(w):
-                if (w <= 0).any():
-                    raise SequenceError(f"line {c}: a record gives a width of 0 ticks")
-                streams[c].feed(w)
-        if progress is not None:
-            progress(end, size)
+    with contextlib.closing(iter(scan)) as chunks:
+        for end, chunk in chunks:
+            for c, w in chunk.items():
+                if c in streams and len(w):
+                    if (w <= 0).any():
+                        raise SequenceError(f"line {c}: a record gives a width of 0 ticks")
+                    streams[c].feed(w)
+            if progress is not None:
+                progress(end, size)
     dies = {}
     rel = abs(drift.get("relative", 0.0))
     lost = {}

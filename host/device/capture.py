@@ -19,6 +19,7 @@ for the next record that checks.
 """
 
 import json
+import multiprocessing as mp
 import os
 import socket
 import struct
@@ -27,12 +28,23 @@ import zlib
 from array import array
 from dataclasses import dataclass, field
 
+import numpy as np
+from amaranth.lib import data as layouts
+
 from rbscope import __version__
 from rbscope.analysis.measurement import Measurement, Probe, SeriesPoint
 from rbscope.analysis.presets import identify
-from rbscope.gateware.link.protocol import FrameType, StatusFlags, config_from_registers
+from rbscope.gateware.extensions import PROTOCOL
+from rbscope.gateware.link.protocol import (
+    PROTOCOL_VERSION,
+    FrameType,
+    StatusFlags,
+    config_from_registers,
+    layout_bytes,
+)
 from rbscope.gateware.onfi_tap.model import TapCounts
-from rbscope.gateware.rb_sniffer.model import ChannelCounts
+from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS, ChannelCounts
+from rbscope.gateware.rb_sniffer.params import Counter
 
 from .protocol import (
     HEADER_BYTES,
@@ -45,6 +57,7 @@ from .protocol import (
     Status,
     Trace,
     TraceBatch,
+    _Bounded,
     decode_frame_bytes,
     encode_payload,
     frame_bytes,
@@ -57,7 +70,7 @@ from .traces import PulseRecords, _Mark
 __all__ = [
     "MAGIC", "FORMAT_VERSION", "RecordKind", "CaptureRecord", "CaptureWriter", "CaptureReader",
     "CaptureError", "SnapshotSeries", "HistogramAccumulator",
-    "capture_to_measurement", "iter_records", "CHUNK_SIZE",
+    "capture_to_measurement", "iter_records", "iter_record_blocks", "RecordBlock", "CHUNK_SIZE",
     "MAX_SERIES", "write_sample",
 ]
 
@@ -67,6 +80,8 @@ PREAMBLE = struct.Struct("<11sB4x")
 SYNC = 0xA5
 RECORD = struct.Struct("<BBIq")  # sync, kind, length, host_time_ns
 TRAILER = struct.Struct("<I")
+#: ``zlib.crc32`` of a record's kind … body followed by its (right) CRC trailer.
+_CRC_RESIDUE = zlib.crc32(bytes(4) + zlib.crc32(bytes(4)).to_bytes(4, "little"))
 #: Refuse records longer than this (a corrupted length field must not make the reader allocate
 #: gigabytes).
 MAX_BODY = 1 << 20
@@ -75,6 +90,12 @@ MAX_BODY = 1 << 20
 MAX_FRAME_BODY = 4096
 #: The reader reads files in chunks of this many bytes (it never holds the whole file).
 CHUNK_SIZE = 4 << 20
+#: Read records in bulk (:func:`iter_record_blocks`) where the result is the same; False: one by
+#: one (:func:`iter_records`), the reference the bulk readers are tested against.
+BULK = True
+#: Files larger than this are read ahead by a second process (:func:`iter_record_blocks`'s
+#: ``ahead``, the streaming classifier's pass 2) when this one may use two CPUs; None: never.
+AHEAD_BYTES = 64 << 20
 #: Default bound on the snapshot time series :func:`capture_to_measurement` keeps.
 MAX_SERIES = 4096
 
@@ -362,6 +383,279 @@ def iter_records(path, *, errors=None, chunk_size=CHUNK_SIZE):
             total += len(more)
 
 
+# Reading in bulk ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RecordBlock:
+    """Consecutive valid records of one chunk, as arrays (:func:`iter_record_blocks`).
+
+    ``data`` holds the chunk's bytes, of which ``base`` is the file offset; ``at`` are the
+    records' positions in ``data`` (their file offsets are ``base + at``), ``kind``, ``length``
+    (of the body) and ``time_ns`` their header fields. A body starts at ``at + RECORD.size``.
+    """
+
+    data: bytes
+    base: int
+    at: np.ndarray
+    kind: np.ndarray
+    length: np.ndarray
+    time_ns: np.ndarray
+
+    def __len__(self):
+        return len(self.at)
+
+    def records(self):
+        """``(offset, kind, time_ns, body)`` of each record, as :func:`iter_records` yields."""
+        d, b, size = self.data, self.base, RECORD.size
+        for p, k, n, t in zip(self.at.tolist(), self.kind.tolist(), self.length.tolist(),
+                              self.time_ns.tolist(), strict=True):
+            yield b + p, k, t, d[p + size:p + size + n]
+
+    def select(self, keep):
+        """The block's records where the boolean array ``keep`` is set (same ``data``)."""
+        return RecordBlock(self.data, self.base, self.at[keep], self.kind[keep],
+                           self.length[keep], self.time_ns[keep])
+
+
+def _u32(arr, at):
+    """Little-endian u32 at each position ``at`` of the byte array ``arr``."""
+    a = arr[at].astype(np.int64)
+    for i in (1, 2, 3):
+        a |= arr[at + i].astype(np.int64) << (8 * i)
+    return a
+
+
+def _rows(arr, at, width):
+    """``arr[a:a + width]`` for each position ``a`` of ``at``, one a row (a copy)."""
+    return np.lib.stride_tricks.sliding_window_view(arr, width)[at]
+
+
+def _chain(arr, pos, n):
+    """Positions of the records that follow one another from ``pos`` by their length fields,
+    as far as each next one starts with a SYNC byte and has its header in ``arr[:n]``.
+
+    Vectorised: every SYNC byte with room for a header is a candidate; each candidate's
+    successor is looked up once, and the path from ``pos`` is unrolled by pointer doubling
+    (``log2`` of its length rounds over the candidates), so no Python runs per record."""
+    size = RECORD.size
+    cand = np.flatnonzero(arr[pos:max(n - size + 1, pos)] == SYNC) + pos
+    if not len(cand) or cand[0] != pos:
+        return cand[:0]
+    nxt = cand + (size + TRAILER.size) + _u32(arr, cand + 2)
+    j = np.minimum(np.searchsorted(cand, nxt), len(cand) - 1)
+    jump = np.where(cand[j] == nxt, j, len(cand))
+    jump = np.append(jump, len(cand))  # the end of the path leads to itself
+    path = np.zeros(1, dtype=np.int64)
+    while path[-1] != len(cand):
+        path = np.concatenate([path, jump[path]])
+        jump = jump[jump]
+    return cand[path[:np.argmax(path == len(cand))]]
+
+
+def _valid_prefix(data, arr, at, n):
+    """How many of the chained records ``at`` are, one after the other, what :func:`_scan`
+    yields at once: complete in ``data[:n]``, plausible (:func:`_plausible`,
+    :func:`_plausible_body`) and with a CRC that checks. Also returns their kinds and body
+    lengths."""
+    size = RECORD.size
+    kind = arr[at + 1]
+    length = _u32(arr, at + 2)
+    end = at + size + length + TRAILER.size
+    frame = kind == RecordKind.FRAME
+    ok = end <= n
+    ok &= np.where(frame, (length >= HEADER_BYTES) & (length <= MAX_FRAME_BODY),
+                   np.isin(kind, _KINDS) & (length >= 2) & (length <= MAX_BODY))
+    if not ok.all():
+        k = int(np.argmin(ok))
+        at, kind, length, frame = at[:k], kind[:k], length[:k], frame[:k]
+    body = at + size
+    if len(at):
+        # A FRAME's own header states its payload length (bytes 4-5: _plausible_body's).
+        stated = arr[np.where(frame, body + 4, 0)].astype(np.int64) | \
+            arr[np.where(frame, body + 5, 0)].astype(np.int64) << 8
+        ok = ~frame | (stated == length - HEADER_BYTES)
+        for i in np.flatnonzero(~frame).tolist():  # (JSON records: few)
+            p, m = int(body[i]), int(length[i])
+            ok[i] = _plausible_body(int(kind[i]), m, data, p, p + m)
+        if not ok.all():
+            k = int(np.argmin(ok))
+            at, kind, length, body = at[:k], kind[:k], length[:k], body[:k]
+    if len(at):
+        # CRC-32 over kind … body and the trailer: the residue when the trailer is the CRC.
+        crc = zlib.crc32
+        view = memoryview(data)
+        got = np.fromiter(map(crc, map(view.__getitem__, map(
+            slice, (at + 1).tolist(), (body + length + TRAILER.size).tolist()))),
+            dtype=np.uint32, count=len(at))
+        view.release()
+        good = got == _CRC_RESIDUE
+        if not good.all():
+            k = int(np.argmin(good))
+            at, kind, length = at[:k], kind[:k], length[:k]
+    return at, kind, length
+
+
+def _scan_blocks(buf, pos, base, errors, final, skip):
+    """:func:`_scan` in bulk: yields the same records, as :class:`RecordBlock`\\ s.
+
+    Runs of valid records are found with numpy (:func:`_chain`, :func:`_valid_prefix`: one
+    ``zlib.crc32`` call per record is all that runs per record); wherever a record is not
+    valid — garbage, a CRC mismatch, an incomplete record at the end of the chunk — or a run
+    of garbage is open, :func:`_scan` itself decides, up to the next record it yields. The
+    errors, the records and the returned position are therefore :func:`_scan`'s."""
+    data = buf if isinstance(buf, bytes) else bytes(buf)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    n = len(data)
+    size = RECORD.size
+    while pos < n:
+        if (skip[0] is None and data[pos] == SYNC and pos + size <= n
+                and pos + size + TRAILER.size + int.from_bytes(data[pos + 2:pos + 6], "little")
+                <= n):  # (a whole record at pos: else the reference decides, cheaply)
+            at, kind, length = _valid_prefix(data, arr, _chain(arr, pos, n), n)
+            if len(at):
+                t = _rows(arr, at + 6, 8).view("<i8")[:, 0]  # (RECORD's q)
+                yield RecordBlock(data, base, at, kind, length, t)
+                pos = int(at[-1] + size + length[-1] + TRAILER.size)
+                continue
+        gen = _scan(data, pos, base, errors, final, skip)
+        try:
+            offset, kind, time_ns, body = next(gen)
+        except StopIteration as stop:
+            return stop.value
+        gen.close()
+        p = offset - base
+        yield RecordBlock(data, base, np.array([p], dtype=np.int64),
+                          np.array([kind], dtype=np.uint8),
+                          np.array([len(body)], dtype=np.int64),
+                          np.array([time_ns], dtype=np.int64))
+        pos = p + size + len(body) + TRAILER.size
+    if final:
+        _end_run(skip, errors, base + pos)
+    return pos
+
+
+def read_ahead(path):
+    """Whether ``path`` is worth reading ahead in a second process (:data:`AHEAD_BYTES`): on
+    Linux (processes forked), with two CPUs or more for this one."""
+    if AHEAD_BYTES is None or not hasattr(os, "sched_getaffinity") or cpus() < 2:
+        return False
+    try:
+        return os.path.getsize(path) > AHEAD_BYTES
+    except OSError:
+        return False
+
+
+def cpus():
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        return os.cpu_count() or 1
+
+
+def iter_record_blocks(path, *, errors=None, chunk_size=CHUNK_SIZE, start=None, ahead=False):
+    """:func:`iter_records` in bulk: the same records, as :class:`RecordBlock`\\ s (a few per
+    chunk), the same errors and the same return value, at a fraction of the cost per record.
+
+    ``start``: begin at this byte offset instead (the records from the first that checks after
+    it, as a resynchronisation finds it; no preamble check, no errors reported). ``ahead``:
+    the records are found (chained, CRCs checked) by a second process, forked, a block or two
+    ahead; this one reads the blocks' bytes again (from the page cache) — the same blocks,
+    errors (in the same order relative to the blocks) and return value.
+    """
+    if ahead:
+        return (yield from _blocks_ahead(path, errors, chunk_size, start))
+    path = os.fspath(path)
+    chunk_size = max(int(chunk_size), 1)
+    with open(path, "rb") as f:
+        if start is None:
+            buf = f.read(max(chunk_size, PREAMBLE.size))
+            CaptureReader._check_preamble(buf, path)
+            base, pos, total = 0, PREAMBLE.size, len(buf)
+        else:
+            base = max(int(start), PREAMBLE.size)
+            f.seek(base)
+            buf = f.read(chunk_size)
+            pos, total, errors = 0, base + len(buf), []
+        skip = [None]
+        while True:
+            more = f.read(chunk_size)
+            final = not more
+            pos = yield from _scan_blocks(buf, pos, base, errors, final, skip)
+            if final:
+                return base + pos, total
+            # The unconsumed tail (an incomplete record) and the next chunk (a new bytes object:
+            # the blocks yielded hold the old one).
+            buf = buf[pos:] + more
+            base += pos
+            pos = 0
+            total += len(more)
+
+
+def _blocks_ahead(path, errors, chunk_size, start):
+    """:func:`iter_record_blocks` with ``ahead``: see there."""
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_find_blocks, args=(send, path, chunk_size, start), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        with open(path, "rb") as f:
+            while True:
+                try:
+                    msg = recv.recv()
+                except EOFError:
+                    proc.join()
+                    raise RuntimeError(f"the process reading {path} ahead ended early (exit "
+                                       f"code {proc.exitcode})") from None
+                if msg[0] == "error":
+                    raise msg[1]
+                if errors is not None:
+                    errors.extend(msg[1])
+                if msg[0] == "done":
+                    return msg[2]
+                _, _, lo, hi, at, kind, length, time_ns = msg
+                f.seek(lo)
+                data = f.read(hi - lo)
+                if len(data) != hi - lo:
+                    raise CaptureError(f"{path}: changed while it was read (offset {lo})")
+                yield RecordBlock(data, lo, at, kind, length, time_ns)
+    finally:
+        recv.close()
+        if proc.is_alive():
+            proc.terminate()
+        proc.join()
+
+
+def _find_blocks(conn, path, chunk_size, start):
+    """The read-ahead process of :func:`_blocks_ahead`: each block's span of the file, its
+    records' positions and header fields, and the errors found before it, sent on ``conn``;
+    then the return value (or the exception raised)."""
+    errors = []
+    sent = 0
+    try:
+        gen = iter_record_blocks(path, errors=errors, chunk_size=chunk_size, start=start)
+        while True:
+            try:
+                b = next(gen)
+            except StopIteration as stop:
+                conn.send(("done", errors[sent:], stop.value))
+                return
+            lo = int(b.at[0])
+            hi = int(b.at[-1] + RECORD.size + b.length[-1] + TRAILER.size)
+            conn.send(("block", errors[sent:], b.base + lo, b.base + hi, b.at - lo, b.kind,
+                       b.length, b.time_ns))
+            sent = len(errors)
+    except BaseException as exc:  # (raised again by the reader)
+        try:
+            conn.send(("error", exc))
+        except Exception:  # (an exception that does not pickle)
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+    finally:
+        conn.close()
+
+
 #: The first body byte (the header's ``type``) of frames that carry pulse records.
 _TRACE_TYPES = (int(FrameType.TRACE), int(FrameType.TRACE_BATCH))
 
@@ -404,6 +698,9 @@ class CaptureReader:
         sync line's records this way).
     chunk_size : int
         Bytes read at a time.
+    bulk : bool, optional
+        Read in bulk (:meth:`_apply_block`; default :data:`BULK`) unless ``keep_records``;
+        False: record by record (the reference).
 
     Attributes (after :meth:`read`, which the constructor calls)
     ----------
@@ -423,8 +720,9 @@ class CaptureReader:
 
     def __init__(self, path, *, keep_records=True, keep_snapshots=True, keep_traces=True,
                  pulse_records=False, on_snapshot=None, on_device=None, on_trace=None,
-                 chunk_size=CHUNK_SIZE, skip_traces=False):
+                 chunk_size=CHUNK_SIZE, skip_traces=False, bulk=None):
         self.path = os.fspath(path)
+        self.bulk = BULK if bulk is None else bulk
         self.skip_traces = skip_traces
         self.keep_records = keep_records
         self.keep_snapshots = keep_snapshots
@@ -493,22 +791,86 @@ class CaptureReader:
         self.devices = 0  # distinct devices (INFO with other parameters or build) seen
         self.session = None  # the last session: {"offset", "stop"}
         self.last_time_ns = None
-        gen = iter_records(self.path, errors=self.errors, chunk_size=self.chunk_size)
-        while True:
-            try:
-                offset, kind, time_ns, body = next(gen)
-            except StopIteration as stop:
-                end, size = stop.value
-                break
-            rec = CaptureRecord(kind, time_ns, offset, body)
-            self._apply(rec)
-            self.last_time_ns = time_ns
-            self.record_count += 1
-            if self.keep_records:
-                self.records.append(rec)
+        if self.bulk and not self.keep_records:
+            gen = iter_record_blocks(self.path, errors=self.errors, chunk_size=self.chunk_size,
+                                     ahead=read_ahead(self.path))
+            while True:
+                try:
+                    block = next(gen)
+                except StopIteration as stop:
+                    end, size = stop.value
+                    break
+                self._apply_block(block)
+        else:
+            gen = iter_records(self.path, errors=self.errors, chunk_size=self.chunk_size)
+            while True:
+                try:
+                    offset, kind, time_ns, body = next(gen)
+                except StopIteration as stop:
+                    end, size = stop.value
+                    break
+                rec = CaptureRecord(kind, time_ns, offset, body)
+                self._apply(rec)
+                self.last_time_ns = time_ns
+                self.record_count += 1
+                if self.keep_records:
+                    self.records.append(rec)
         self.end = end
         self.truncated = size - end
         return self
+
+    def _apply_block(self, block):
+        """:meth:`_apply` every record of a :class:`RecordBlock`, in order, with the same
+        effects; in bulk where that is exact: runs of pulse-record frames ``skip_traces``
+        leaves undecoded are counted, and a snapshot as the device sends it (STATUS, then one
+        COUNTERS frame per channel in channel order, all of it, nothing between) is decoded
+        with numpy and completed at once. Every other record goes through :meth:`_apply`."""
+        n = len(block)
+        arr = np.frombuffer(block.data, dtype=np.uint8)
+        body = block.at + RECORD.size
+        ftype = np.where(block.kind == RecordKind.FRAME, arr[body], -1)
+        if self.skip_traces:
+            special = np.flatnonzero(~np.isin(ftype, _TRACE_TYPES))
+        else:
+            special = np.arange(n)
+        # INFO frames may change the parameters: the groups are found anew after each.
+        info = np.flatnonzero(ftype == FrameType.INFO).tolist() + [n]
+        group = _SnapshotGroups.find(self, block, arr, body, ftype, 0, info[0])
+        times = block.time_ns
+        done = 0  # records of the block accounted
+        k = 0
+        special = special.tolist()
+        while k < len(special):
+            i = special[k]
+            if i > done:
+                self._count_traces(i - done, int(times[i - 1]))
+            if i > info[0]:
+                info.pop(0)
+                group = _SnapshotGroups.find(self, block, arr, body, ftype, i, info[0])
+            if group is not None and i in group.start:
+                group.apply(self, i)
+                k += group.size
+                done = i + group.size
+                continue
+            p, m = int(block.at[i]), int(block.length[i])
+            time_ns = int(times[i])
+            self._apply(CaptureRecord(int(block.kind[i]), time_ns, block.base + p,
+                                      block.data[p + RECORD.size:p + RECORD.size + m]))
+            self.last_time_ns = time_ns
+            self.record_count += 1
+            done = i + 1
+            k += 1
+        if n > done:
+            self._count_traces(n - done, int(times[n - 1]))
+
+    def _count_traces(self, count, last_time_ns):
+        """``count`` pulse-record frames left undecoded (``skip_traces``), as :meth:`_apply`
+        accounts them one by one."""
+        self.trace_frames += count
+        if self.pulse_records is not None:
+            self.pulse_records.records += count
+        self.record_count += count
+        self.last_time_ns = last_time_ns
 
     def _apply(self, rec):
         if rec.kind == RecordKind.FRAME:
@@ -710,6 +1072,144 @@ class CaptureReader:
         }
 
 
+class _SnapshotGroups:
+    """The snapshots of a :class:`RecordBlock` that :meth:`CaptureReader._apply_block` can
+    complete at once: a STATUS frame followed by the COUNTERS frames of channels 0 … n-1 in
+    order, of its snapshot number, each with the header :func:`decode_frame_bytes` accepts
+    (version, type, length), nothing in between. Their COUNTERS payloads are decoded together
+    with numpy (fields of the protocol's layout, read as little-endian bit fields)."""
+
+    def __init__(self, start, size, fields, seq):
+        self.start = start  # {record index of the STATUS: group number}
+        self.size = size  # records in a group (STATUS and n COUNTERS)
+        self.fields = fields  # {name: ndarray (groups, n[, elements])}
+        self.seq = seq
+
+    @staticmethod
+    def _plan(params):
+        """``[(name, [(bit offset, width), …] or None, (bit offset, width))]`` of the COUNTERS
+        layout's fields, or None if one is not an unsigned integer (or array of them) of at
+        most 56 bits."""
+        layout = layouts.Layout.cast(PROTOCOL.payload_layout(params, FrameType.COUNTERS))
+        plan = []
+        for name, f in layout:
+            shape = f.shape
+            if isinstance(shape, layouts.ArrayLayout) and isinstance(shape.elem_shape, int) \
+                    and shape.elem_shape <= 56:
+                w = shape.elem_shape
+                plan.append((name, [(f.offset + i * w, w) for i in range(shape.length)]))
+            elif isinstance(shape, int) and shape <= 56:
+                plan.append((name, (f.offset, shape)))
+            else:
+                return None
+        if [name for name, _ in plan] != list(_COUNTERS_FIELDS):
+            return None
+        status = layouts.Layout.cast(PROTOCOL.payload_layout(params, FrameType.STATUS))
+        f = status["snapshot"]
+        if not isinstance(f.shape, int) or f.shape > 56:
+            return None
+        return plan, (f.offset, f.shape)
+
+    @classmethod
+    def find(cls, reader, block, arr, body, ftype, lo, hi):
+        """The groups of records ``lo … hi - 1`` (decoded with the reader's ``params``)."""
+        params = reader.params
+        if params is None or reader.keep_records:
+            return None
+        n = params.channels
+        status = np.flatnonzero(ftype[lo:max(hi - n, lo)] == FrameType.STATUS) + lo
+        if not len(status):
+            return None
+        plan, status_snapshot, status_size, counters_size = _PLANS.get_or_make(params)
+        if plan is None:
+            return None
+        rows = status[:, None] + np.arange(1, n + 1)  # each STATUS's n records after it
+        ok = (ftype[rows] == FrameType.COUNTERS).all(axis=1)
+        status, rows = status[ok], rows[ok]
+        if not len(status):
+            return None
+        # Headers (type, version, seq, length) as decode_frame_bytes checks them.
+        heads = np.concatenate([status[:, None], rows], axis=1)
+        hb = body[heads]
+        version = arr[hb + 1]
+        stated = arr[hb + 4].astype(np.int64) | arr[hb + 5].astype(np.int64) << 8
+        length = block.length[heads] - HEADER_BYTES
+        sizes = np.r_[status_size, np.full(n, counters_size)]
+        ok = ((version == PROTOCOL_VERSION) & (stated == length) & (length == sizes)).all(axis=1)
+        status, rows, hb = status[ok], rows[ok], hb[ok]
+        if not len(status):
+            return None
+        # Payload bytes of the COUNTERS frames (and 8 spare zero bytes), one frame a row.
+        pay = np.zeros((len(status), n, counters_size + 8), dtype=np.uint8)
+        pay[:, :, :counters_size] = _rows(arr, body[rows] + HEADER_BYTES, counters_size)
+
+        def bits(offset, width):
+            b = offset // 8
+            v = np.ascontiguousarray(pay[:, :, b:b + 8]).view("<u8")[..., 0]
+            return (v >> np.uint64(offset % 8)) & np.uint64((1 << width) - 1)
+
+        fields = {}
+        for name, spec in plan:
+            fields[name] = (np.stack([bits(*x) for x in spec], axis=-1) if isinstance(spec, list)
+                            else bits(*spec))
+        sp = np.zeros((len(status), 16), dtype=np.uint8)
+        o, w = status_snapshot
+        sp[:, :8] = _rows(arr, body[status] + HEADER_BYTES + o // 8, 8)
+        snap = (sp.view("<u8")[:, 0] >> np.uint64(o % 8)) & np.uint64((1 << w) - 1)
+        ok = ((fields["channel"] == np.arange(n, dtype=np.uint64)).all(axis=1)
+              & (fields["snapshot"] == snap[:, None]).all(axis=1))
+        if not ok.all():
+            status, hb = status[ok], hb[ok]
+            fields = {k: v[ok] for k, v in fields.items()}
+        if not len(status):
+            return None
+        seq = arr[hb + 2].astype(np.int64) | arr[hb + 3].astype(np.int64) << 8
+        groups = cls(dict(zip(status.tolist(), range(len(status)), strict=True)), n + 1,
+                     fields, seq.tolist())
+        groups.block = block
+        return groups
+
+    def apply(self, reader, i):
+        """What :meth:`CaptureReader._apply` does with the group's records, one by one."""
+        block, g = self.block, self.start[i]
+        size = RECORD.size
+        at = block.at[i:i + self.size].tolist()
+        length = block.length[i:i + self.size].tolist()
+        data = block.data
+        raws = [data[p + size:p + size + m] for p, m in zip(at, length, strict=True)]
+        status = decode_frame_bytes(raws[0], reader.params, reader.stats)
+        seq = self.seq[g]
+        f = [self.fields[name][g].tolist() for name in _COUNTERS_FIELDS]
+        counters = [Counters(seq[j + 1], raws[j + 1], 0, snapshot, channel, epoch, timestamp,
+                             lost, tuple(row))
+                    for j, (snapshot, channel, epoch, timestamp, lost, row) in enumerate(zip(
+                        *f, strict=True))]
+        reader.frame_count += self.size
+        reader._flush_pending()
+        time_ns = int(block.time_ns[i])
+        reader.latest.update(enumerate(counters))
+        reader._pending = (time_ns, status, dict(enumerate(counters)))
+        reader._flush_pending()
+        reader.record_count += self.size
+        reader.last_time_ns = int(block.time_ns[i + self.size - 1])
+
+
+#: The fields of a COUNTERS frame, in layout order (:class:`Counters`' after the header's).
+_COUNTERS_FIELDS = ("snapshot", "channel", "epoch", "timestamp", "trace_lost", "counters")
+
+
+def _make_plan(params):
+    plan = _SnapshotGroups._plan(params)
+    sizes = tuple(layout_bytes(PROTOCOL.payload_layout(params, t))
+                  for t in (FrameType.STATUS, FrameType.COUNTERS))
+    return (None, None, *sizes) if plan is None else (*plan, *sizes)
+
+
+#: Per device parameters (bounded, as the protocol's decoders): the COUNTERS decoding plan, the
+#: STATUS snapshot field, and the STATUS and COUNTERS payload sizes.
+_PLANS = _Bounded(16, _make_plan)
+
+
 class SnapshotSeries:
     """The snapshot time series of the last epoch, in bounded memory.
 
@@ -833,10 +1333,20 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     t0 = series.first.timestamp
     width = params.counters_per_channel
 
+    k = params.classes
+    fixed = [(name, k + int(c)) for c, name in zip(Counter, FIXED_COUNTERS, strict=True)]
+
     def counts_of(words, with_hist):
-        hist = [0] * params.hist_bins if with_hist else ()
-        return [ChannelCounts.from_row(params, words[ch * width:(ch + 1) * width], hist)
-                for ch in range(params.channels)]
+        # ChannelCounts.from_row of each channel's row, its checks done once (up to 4096
+        # snapshots of 256 channels).
+        words = words.tolist()
+        out = []
+        for a in range(0, params.channels * width, width):
+            row = words[a:a + width]
+            out.append(ChannelCounts(classes=row[:k], histogram=(
+                [0] * params.hist_bins if with_hist else []), **{
+                name: row[i] for name, i in fixed}))
+        return out
 
     rows = series.rows()
     counts = counts_of(rows[-1][1], True)
