@@ -438,13 +438,9 @@ class TraceScanner:
                         r = int(trace[i])
                         i += 1
                         p = int(at[r]) + size
-                        frame = decode_frame_bytes(block.data[p:p + int(length[r])], self.params)
-                        if frame is None:
-                            continue
-                        try:
-                            recs = trace_records(frame, self.params)
-                        except ValueError as exc:
-                            self.errors.append(f"offset {int(off[r])}: {exc}")
+                        recs = self._frame_records(block.data[p:p + int(length[r])],
+                                                   int(off[r]))
+                        if recs is None:
                             continue
                         singles.append((len(bodies), recs))
                         pending += len(recs)
@@ -489,13 +485,8 @@ class TraceScanner:
                 order.append(len(bodies) - 1)
                 pending += self.slots
             elif t in (FrameType.TRACE_BATCH, FrameType.TRACE):
-                frame = decode_frame_bytes(body, self.params)
-                if frame is None:
-                    continue
-                try:
-                    recs = trace_records(frame, self.params)
-                except ValueError as exc:
-                    self.errors.append(f"offset {offset}: {exc}")
+                recs = self._frame_records(body, offset)
+                if recs is None:
                     continue
                 singles.append((len(bodies), recs))
                 pending += len(recs)
@@ -536,6 +527,18 @@ class TraceScanner:
         if not keep.all():
             ch, kd, w, ts = ch[keep], kd[keep], w[keep], ts[keep]
         return ch, kd, w, (ts if self.starts or self.losses else None)
+
+    def _frame_records(self, body, offset):
+        """A TRACE or TRACE_BATCH frame's records, or None (a frame that does not decode; one
+        whose records do not, noted in ``errors`` at its ``offset``)."""
+        frame = decode_frame_bytes(body, self.params)
+        if frame is None:
+            return None
+        try:
+            return trace_records(frame, self.params)
+        except ValueError as exc:
+            self.errors.append(f"offset {offset}: {exc}")
+            return None
 
     def _split(self, records, final=False):
         """A chunk's records (:meth:`_records`) as each line's ``(widths, starts)``."""
@@ -672,33 +675,16 @@ class _Ahead:
             for end, chunk in scan:
                 yield end, {c: w for c, (w, _s) in chunk.items()}
             return
-        ctx = mp.get_context("fork")
-        recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_read_ahead, args=(send, self.scan), daemon=True)
-        proc.start()
-        send.close()
-        try:
-            while True:
-                try:
-                    msg = recv.recv()
-                except EOFError:
-                    proc.join()
-                    raise RuntimeError(f"the process reading {self.scan.path} ahead ended "
-                                       f"early (exit code {proc.exitcode})") from None
-                if msg[0] == "chunk":
-                    _, end, records, final = msg
-                    chunk = scan._split(records, final)
-                    yield end, {c: w for c, (w, _s) in chunk.items()}
-                elif msg[0] == "done":
-                    self.errors.extend(msg[1])
-                    return
-                else:
-                    raise msg[1]
-        finally:
-            recv.close()
-            if proc.is_alive():
-                proc.terminate()
-            proc.join()
+        for msg in capture.forked_messages(_read_ahead, (self.scan,), self.scan.path):
+            if msg[0] == "chunk":
+                _, end, records, final = msg
+                chunk = scan._split(records, final)
+                yield end, {c: w for c, (w, _s) in chunk.items()}
+            elif msg[0] == "done":
+                self.errors.extend(msg[1])
+                return
+            else:
+                raise msg[1]
 
 
 def _read_ahead(conn, scan):
@@ -718,10 +704,7 @@ def _read_ahead(conn, scan):
             conn.send(("chunk", end, records, final))
         conn.send(("done", scan.errors))
     except BaseException as exc:  # (raised again by the reader)
-        try:
-            conn.send(("error", exc))
-        except Exception:  # (an exception that does not pickle)
-            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        capture.send_failure(conn, exc)
     finally:
         conn.close()
 

@@ -546,6 +546,40 @@ def read_ahead(path):
         return False
 
 
+def forked_messages(target, args, what):
+    """Run ``target(conn, *args)`` in a forked process and yield what it sends on ``conn``
+    until it closes the pipe (the caller returns on its last message); a process that ends
+    without its last message raises :class:`RuntimeError` naming ``what`` it was reading. The
+    process is stopped when the caller stops early."""
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(send, *args), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        while True:
+            try:
+                yield recv.recv()
+            except EOFError:
+                proc.join()
+                raise RuntimeError(f"the process reading {what} ahead ended early (exit code "
+                                   f"{proc.exitcode})") from None
+    finally:
+        recv.close()
+        if proc.is_alive():
+            proc.terminate()
+        proc.join()
+
+
+def send_failure(conn, exc):
+    """Send ``("error", exc)`` from a :func:`forked_messages` process (an exception that does
+    not pickle goes as a :class:`RuntimeError` naming it)."""
+    try:
+        conn.send(("error", exc))
+    except Exception:
+        conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
 def cpus():
     """The CPUs this process may use."""
     try:
@@ -595,37 +629,20 @@ def iter_record_blocks(path, *, errors=None, chunk_size=CHUNK_SIZE, start=None, 
 
 def _blocks_ahead(path, errors, chunk_size, start):
     """:func:`iter_record_blocks` with ``ahead``: see there."""
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_find_blocks, args=(send, path, chunk_size, start), daemon=True)
-    proc.start()
-    send.close()
-    try:
-        with open(path, "rb") as f:
-            while True:
-                try:
-                    msg = recv.recv()
-                except EOFError:
-                    proc.join()
-                    raise RuntimeError(f"the process reading {path} ahead ended early (exit "
-                                       f"code {proc.exitcode})") from None
-                if msg[0] == "error":
-                    raise msg[1]
-                if errors is not None:
-                    errors.extend(msg[1])
-                if msg[0] == "done":
-                    return msg[2]
-                _, _, lo, hi, at, kind, length, time_ns = msg
-                f.seek(lo)
-                data = f.read(hi - lo)
-                if len(data) != hi - lo:
-                    raise CaptureError(f"{path}: changed while it was read (offset {lo})")
-                yield RecordBlock(data, lo, at, kind, length, time_ns)
-    finally:
-        recv.close()
-        if proc.is_alive():
-            proc.terminate()
-        proc.join()
+    with open(path, "rb") as f:
+        for msg in forked_messages(_find_blocks, (path, chunk_size, start), path):
+            if msg[0] == "error":
+                raise msg[1]
+            if errors is not None:
+                errors.extend(msg[1])
+            if msg[0] == "done":
+                return msg[2]
+            _, _, lo, hi, at, kind, length, time_ns = msg
+            f.seek(lo)
+            data = f.read(hi - lo)
+            if len(data) != hi - lo:
+                raise CaptureError(f"{path}: changed while it was read (offset {lo})")
+            yield RecordBlock(data, lo, at, kind, length, time_ns)
 
 
 def _find_blocks(conn, path, chunk_size, start):
@@ -648,10 +665,7 @@ def _find_blocks(conn, path, chunk_size, start):
                        b.length, b.time_ns))
             sent = len(errors)
     except BaseException as exc:  # (raised again by the reader)
-        try:
-            conn.send(("error", exc))
-        except Exception:  # (an exception that does not pickle)
-            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        send_failure(conn, exc)
     finally:
         conn.close()
 
