@@ -98,7 +98,8 @@ def rig(tmp_path_factory):
         path = tmp / f"{name}.rbcap"
         with FakeDevice(params, trains, CYCLES, config=CONFIG, snapshot_period=30_000,
                         board=f"fake{name}", trace_budget=4096) as dev:
-            # For a fixed time: both boards' captures span the same stretch of the trains.
+            # For a fixed time, not --until-quiescent: a device idle since its start is
+            # quiescent in the snapshot before the capture's clear, which would stop it there.
             assert cli.main(["capture", dev.path, "-o", str(path), "--trace", "--clear",
                              "--duration", "2.5", "--json"]) == 0
             out[name] = (path, sync_ch, dev._stim_start)

@@ -293,28 +293,15 @@ def _cmd_capture(args):
                             json=args.json, stream=sys.stdout if args.json else sys.stderr)
             start = time.monotonic()
             end = None if args.duration is None else start + args.duration
-            # --until-quiescent stops on quiescence that follows activity seen by this
-            # capture: a device idle since before it (the snapshot the clear took, or the
-            # first one) waits for its lines to go busy and quiet again (a new quiet_since),
-            # else a capture started before the workload would end at once.
             seen = None
-            idle_since = None
-            start_snap = dev.latest_snapshot
-            if start_snap is not None and start_snap.status.quiescent:
-                idle_since = start_snap.status.quiet_since
             for _, frame in dev.frames():
                 if isinstance(frame, Status) or frame is None:
                     snap = dev.latest_snapshot
                     if snap is not None and snap is not seen:
-                        first = seen is None and start_snap is None
                         seen = snap
                         view.update(snap, dev.stats,
                                     extra=f"{writer.records} records")
-                        st = snap.status
-                        if first and st.quiescent:
-                            idle_since = st.quiet_since
-                        elif args.until_quiescent and st.quiescent \
-                                and st.quiet_since != idle_since:
+                        if args.until_quiescent and snap.status.quiescent:
                             stop["why"] = "quiescent"
                 if end is not None and time.monotonic() >= end:
                     stop["why"] = stop["why"] or "duration"
@@ -483,9 +470,7 @@ def add_link_parsers(commands):
                          help="capture file (appended to if it exists)")
     capture.add_argument("--duration", type=_nonneg_float, metavar="S", help="stop after S s")
     capture.add_argument("--until-quiescent", action="store_true",
-                         help="stop when the device reports quiescence (IDLE_TICKS of ready) "
-                              "after activity: a device idle when the capture starts waits "
-                              "for its lines to go busy, then quiet")
+                         help="stop when the device reports quiescence (IDLE_TICKS of ready)")
     capture.add_argument("--trace", action="store_true",
                          help="record one TRACE per pulse: each line's pulse sequence, which "
                               "analyze's sequence classifier uses when no record was lost "
