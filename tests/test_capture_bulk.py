@@ -322,3 +322,53 @@ def test_counters_decoded_in_bulk_are_the_protocols(tmp_path, clean):
             ref = hp.decode_frame_bytes(c.raw, r.params)
             assert ref == c and ref.seq == c.seq and ref.raw == c.raw
             assert np.array(c.counters).sum() > 0 or snap is r.snapshots[0]
+
+
+def _batch(params, base, records):
+    """A TRACE_BATCH payload: ``records`` ``(channel, width, time)`` (END pulses) packed into
+    the slots in order, the rest empty."""
+    from rbscope.gateware.link import protocol as wire
+    layout = wire.trace_record_layout(params)
+    tmask = (1 << layout["time"].width) - 1
+    words = []
+    for channel, width, time in records:
+        fields = {"kind": int(EventKind.END), "index": 1, "channel": channel, "width": width,
+                  "time": time & tmask}
+        words.append(sum(v << layout[n].offset for n, v in fields.items()))
+    words += [wire.TRACE_EMPTY_KIND << layout["kind"].offset] * (
+        wire.TRACE_BATCH_RECORDS - len(words))
+    return hp.encode_payload(params, FrameType.TRACE_BATCH, {"base": base, "records": words})
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_trace_scanner_refuses_the_batches_the_protocol_refuses(tmp_path, bulk):
+    """A CRC-valid TRACE_BATCH whose first record is not at its base, whose times go
+    backwards, or that names a channel the device lacks gives no record and an error at its
+    offset, as the in-memory reader (``TraceBatch.traces``) does; the batches around it read."""
+    params = SnifferParams(channels=10)  # (a 4-bit channel field: 10-15 name no line)
+    path = tmp_path / "c.rbcap"
+    good = [(1, 100, 1_000), (2, 200, 1_010)]
+    batches = [
+        (1_000, good),
+        (2_000, [(3, 300, 2_005), (4, 400, 2_010)]),  # first record not at the base
+        (3_000, [(5, 500, 3_000), (6, 600, 3_020), (7, 700, 3_010)]),  # backwards
+        (4_000, [(8, 800, 4_000), (12, 900, 4_001)]),  # channel 12 of 10
+        (5_000, [(9, 50, 5_000), (0, 60, 5_000), (1, 70, 5_002)]),  # equal times: fine
+    ]
+    with cap.CaptureWriter(path) as w:
+        w.event("start", time_ns=1)
+        for seq, (base, recs) in enumerate(batches):
+            w.raw_frame(hp.frame_bytes(FrameType.TRACE_BATCH, _batch(params, base, recs), seq),
+                        time_ns=10 + seq)
+    s = TraceScanner(path, params, bulk=bulk, chunk=10**6)
+    got = {c: (w.tolist(), st.tolist()) for _, lines in s for c, (w, st) in lines.items()}
+    assert got == {1: ([100, 70], [900, 4_932]), 2: ([200], [810]), 9: ([50], [4_950]),
+                   0: ([60], [4_940])}
+    assert len(s.errors) == 3, s.errors
+    offsets = [off for off, kind, _t, body in cap.iter_records(path)
+               if kind == cap.RecordKind.FRAME and body and body[0] == FrameType.TRACE_BATCH]
+    for err, off, why in zip(s.errors, offsets[1:4], ("does not follow base 2000",
+                                                      "does not follow base 3000 and 3020",
+                                                      "names channel 12 of a 10-channel"),
+                             strict=True):
+        assert err.startswith(f"offset {off}: TRACE_BATCH seq ") and why in err, err

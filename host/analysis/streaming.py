@@ -355,15 +355,20 @@ class TraceScanner:
     def _unpack(self, bodies):
         """Records of fixed-size TRACE_BATCH bodies: ``(channel, kind, width, timestamp)``.
 
-        ``bodies``: a list of the bodies (bytes), or of arrays of them (one body a row)."""
-        if isinstance(bodies[0], bytes):
-            bodies = [np.frombuffer(b"".join(bodies), dtype=np.uint8).reshape(-1, self.body)]
+        ``bodies``: a list of ``(body, offset)`` (bytes and the record's file offset), or of
+        ``(rows, offsets)`` (arrays: one body a row). A batch the protocol refuses
+        (:meth:`~rbscope.device.protocol.TraceBatch.traces`: its first record not at its base,
+        a record's time going backwards, a channel the device does not have) is decoded alone,
+        which notes the error at its offset, and gives no record, as in every other reader."""
+        if isinstance(bodies[0][0], bytes):
+            bodies = [(np.frombuffer(b"".join(b for b, _ in bodies), dtype=np.uint8).reshape(
+                -1, self.body), np.array([o for _, o in bodies], dtype=np.int64))]
         h, nb, rb = HEADER_BYTES, self.base_bytes, self.rec_bytes
-        n = sum(len(b) for b in bodies)
+        n = sum(len(b) for b, _ in bodies)
         base = np.zeros((n, 8), dtype=np.uint8)
         slots = np.zeros((n, self.slots, 8), dtype=np.uint8)
         i = 0
-        for raw in bodies:
+        for raw, _ in bodies:
             k = len(raw)
             base[i:i + k, :nb] = raw[:, h:h + nb]
             slots[i:i + k, :, :rb] = raw[:, h + nb:].reshape(k, self.slots, rb)
@@ -375,7 +380,23 @@ class TraceScanner:
         kind = (bits >> np.uint64(at)) & np.uint64(mask)
         full = kind != wire.TRACE_EMPTY_KIND
         tmask = np.uint64(f["time"][1])
-        window = np.broadcast_to((base & ~tmask)[:, None], bits.shape)[full]
+        times = ((base & ~tmask)[:, None] | ((bits >> np.uint64(f["time"][0])) & tmask)).view(
+            np.int64)
+        at, mask = f["channel"]
+        channels = (bits >> np.uint64(at)) & np.uint64(mask)
+        bad = self._refused(full, times, base.view(np.int64), channels)
+        if bad.any():
+            offsets = np.concatenate([o for _, o in bodies])
+            rows = np.concatenate([np.asarray(r) for r, _ in bodies]) if len(bodies) > 1 \
+                else np.asarray(bodies[0][0])
+            for r in np.flatnonzero(bad).tolist():
+                # (Decoded alone: the protocol's own error, at the record's offset.)
+                recs = self._frame_records(rows[r].tobytes(), int(offsets[r]))
+                if recs:  # (cannot happen: the same rules)
+                    raise AssertionError(f"offset {int(offsets[r])}: a batch refused here "
+                                         "decoded")
+            full &= ~bad[:, None]
+        times = times[full]
         bits = bits[full]
 
         def field_(name):
@@ -385,7 +406,22 @@ class TraceScanner:
                 np.min_scalar_type(mask) if mask < 1 << 32 else np.int64)
 
         return (field_("channel"), kind[full].astype(np.min_scalar_type(f["kind"][1])),
-                field_("width"), (window | field_("time").astype(np.uint64)).astype(np.int64))
+                field_("width"), times)
+
+    def _refused(self, full, times, base, channels):
+        """Per batch (row), whether :meth:`~rbscope.device.protocol.TraceBatch.traces` refuses
+        it: its first record's time not the base, a record's time before the one before it, or
+        a record naming a channel the device does not have (empty slots do not count)."""
+        rows = full.any(axis=1)
+        first = full.argmax(axis=1)
+        idx = np.arange(len(full))
+        bad = rows & (times[idx, first] != base)
+        # Each record against the latest of the records before it in its batch.
+        held = np.where(full, times, np.iinfo(np.int64).min)
+        before = np.maximum.accumulate(held, axis=1)
+        bad |= (full[:, 1:] & (times[:, 1:] < before[:, :-1])).any(axis=1)
+        bad |= (full & (channels >= np.uint64(self.params.channels))).any(axis=1)
+        return bad
 
     def __iter__(self):
         for end, records, final in self.chunks():
@@ -454,9 +490,9 @@ class TraceScanner:
                     cuts = np.flatnonzero(np.diff(starts) != step) + 1
                     for a, b in zip(np.r_[0, cuts].tolist(), np.r_[cuts, take].tolist(),
                                     strict=True):
-                        bodies.append(np.lib.stride_tricks.as_strided(
+                        bodies.append((np.lib.stride_tricks.as_strided(
                             arr[int(starts[a]):], shape=(b - a, self.body), strides=(step, 1),
-                            writeable=False))
+                            writeable=False), off[trace[i + a:i + b]]))
                     pending += take * self.slots
                     i += take
                     if pending >= self.chunk:
@@ -468,7 +504,7 @@ class TraceScanner:
 
     def _iter_records(self):
         """The reference: record by record (:func:`~rbscope.device.capture.iter_records`)."""
-        bodies, singles, order = [], [], []
+        bodies, singles = [], []
         pending = 0
         end = 0
         records = (iter_records(self.path, errors=self.errors) if self.start <= 0 else
@@ -481,8 +517,7 @@ class TraceScanner:
                 continue
             t = body[0]
             if t == FrameType.TRACE_BATCH and len(body) == self.body and self.aligned:
-                bodies.append(body)
-                order.append(len(bodies) - 1)
+                bodies.append((body, offset))
                 pending += self.slots
             elif t in (FrameType.TRACE_BATCH, FrameType.TRACE):
                 recs = self._frame_records(body, offset)
