@@ -79,16 +79,33 @@ def pack_batches(params, channel, width, end_tick):
 
 
 def write_trace_capture(path, pulses, starts, *, params=None, period_ticks=100_000,
-                        names=("cache", "read", "program", "erase"), chunk_ticks=None,
-                        lose=None):
+                        names=("cache", "read", "program", "erase"), lose=None):
     """Write a complete capture of the pulse trains ``{line: widths}``, ``{line: start ticks}``
-    (1 µs ticks) as ``rbscope capture --trace --clear`` would from a device with ``params``.
+    (1 µs ticks) as ``rbscope capture --trace --clear`` would from a device with ``params``:
+    :func:`write_trace_spans` with one span."""
+    return write_trace_spans(path, [(0, pulses, starts)], params=params,
+                             period_ticks=period_ticks, names=names, lose=lose)
+
+
+def write_trace_spans(path, spans, *, params=None, period_ticks=100_000,
+                      names=("cache", "read", "program", "erase"), lose=None):
+    """Write a complete capture of pulse trains that come a span of time at a time, in bounded
+    memory (a day's capture needs only a span's pulses at once).
+
+    ``spans``: an iterable of ``(first tick, {line: widths}, {line: start ticks})`` in time
+    order (1 µs ticks), every start of a span at or after its first tick, which is at or after
+    the previous span's. ``params``: the device's (default: 64 channels, or 16 when every line
+    is below 16; then the first span must hold every line).
 
     ``lose``: ``{line: (from tick, to tick)}``: that line's records in the span never arrive
     (the link's FIFO was full); its COUNTERS' ``trace_lost`` counts them. Returns the records
     written (TRACE_BATCH frames, pulses).
     """
-    lines = sorted(pulses)
+    spans = iter(spans)
+    nxt = next(spans, None)
+    if nxt is None:
+        raise ValueError("no span of pulses")
+    lines = sorted(nxt[1])
     params = params or SnifferParams(channels=64 if max(lines) >= 16 else 16)
     k = params.classes
     Path(path).unlink(missing_ok=True)  # (CaptureWriter appends to an existing capture)
@@ -108,21 +125,36 @@ def write_trace_capture(path, pulses, starts, *, params=None, period_ticks=100_0
         regs[f"CHANNEL_ENABLE_{i}"] = mask >> (32 * i) & 0xFFFFFFFF
     for i, (a, b) in enumerate(zip(lo_t, hi_t, strict=True)):
         regs[f"WINDOW_{i}_LO"], regs[f"WINDOW_{i}_HI"] = a, b
-    w_all = np.concatenate([np.asarray(pulses[c], dtype=np.int64) for c in lines])
-    s_all = np.concatenate([np.asarray(starts[c], dtype=np.int64) for c in lines])
-    c_all = np.concatenate([np.full(len(pulses[c]), c, dtype=np.int64) for c in lines])
-    end = s_all + w_all + 1000  # (the device's time starts well after 0)
-    order = np.argsort(end, kind="stable")
-    w_all, c_all, end = w_all[order], c_all[order], end[order]
-    sent = np.ones(len(end), dtype=bool)
-    for c, (a, b) in (lose or {}).items():
-        sent &= ~((c_all == c) & (end + 0 > a + 1000) & (end <= b + 1000))
-    cls = np.searchsorted(np.array(lo_t), w_all, side="right") - 1
-    cls = np.where((cls >= 0) & (w_all < np.array(hi_t)[np.maximum(cls, 0)]), cls, k)
-    t_end = int(end[-1]) + 2 * period_ticks + 1_000_000  # (quiescent for a second)
-    snaps = np.arange(1000, t_end + period_ticks, period_ticks)
+    hi_arr = np.array(hi_t)
+
+    # The pulses not yet written, in order of their end: (widths, lines, ends, sent, classes).
+    held = tuple(np.zeros(0, dtype=np.int64) for _ in range(3)) + (
+        np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64))
+    last_end = None
+
+    def take(span):
+        nonlocal held, last_end
+        _, pulses, starts = span
+        ls = sorted(pulses)
+        w_all = np.concatenate([np.asarray(pulses[c], dtype=np.int64) for c in ls])
+        s_all = np.concatenate([np.asarray(starts[c], dtype=np.int64) for c in ls])
+        c_all = np.concatenate([np.full(len(pulses[c]), c, dtype=np.int64) for c in ls])
+        end = s_all + w_all + 1000  # (the device's time starts well after 0)
+        sent = np.ones(len(end), dtype=bool)
+        for c, (a, b) in (lose or {}).items():
+            sent &= ~((c_all == c) & (end > a + 1000) & (end <= b + 1000))
+        cls = np.searchsorted(np.array(lo_t), w_all, side="right") - 1
+        cls = np.where((cls >= 0) & (w_all < hi_arr[np.maximum(cls, 0)]), cls, k)
+        parts = tuple(np.concatenate([h, v]) for h, v in zip(
+            held, (w_all, c_all, end, sent, cls), strict=True))
+        order = np.argsort(parts[2], kind="stable")
+        held = tuple(v[order] for v in parts)
+        if len(end):
+            last_end = max(int(end.max()), last_end or 0)
+
     seq = 0
     batches = 0
+    written = 0
     with CaptureWriter(path, meta={"port": "synthetic", "argv": ["analyze_day.py"]}) as w:
         w.raw_frame(frame(FrameType.INFO, hp.info_values(params, clock_hz=CLOCK_HZ,
                                                           prescaler=PRESCALER), 0), 1)
@@ -132,26 +164,36 @@ def write_trace_capture(path, pulses, starts, *, params=None, period_ticks=100_0
         w.event("clear", time_ns=4, epoch=1, previous=0)
         counts = np.zeros((params.channels, k + 1), dtype=np.int64)
         lost = np.zeros(params.channels, dtype=np.int64)
-        at = 0
-        for i, ts in enumerate(snaps):
+        i = 0
+        while True:
+            ts = 1000 + i * period_ticks
+            # Every span that may hold a pulse ending by this snapshot (its starts are at or
+            # after its first tick; the device's time is 1000 ticks ahead).
+            while nxt is not None and nxt[0] + 1000 <= ts:
+                take(nxt)
+                nxt = next(spans, None)
+            t_end = None if nxt is not None or last_end is None else (
+                last_end + 2 * period_ticks + 1_000_000)  # (quiescent for a second)
+            w_all, c_all, end, sent, cls = held
             upto = int(np.searchsorted(end, ts, side="right"))
-            sel = slice(at, upto)
-            if upto > at:
+            if upto:
+                sel = slice(0, upto)
                 np.add.at(counts, (c_all[sel], cls[sel]), 1)
                 np.add.at(lost, c_all[sel][~sent[sel]], 1)
                 keep = sent[sel]
+                written += int(keep.sum())
                 for t0, payload in pack_batches(params, c_all[sel][keep], w_all[sel][keep],
                                                 end[sel][keep]):
                     seq += 1
                     batches += 1
                     w.raw_frame(hp.frame_bytes(FrameType.TRACE_BATCH, payload, seq),
                                 time_ns=t0 * 1000)
-            at = upto
-            last = i == len(snaps) - 1
+                held = tuple(v[upto:] for v in held)
+            last = t_end is not None and ts >= t_end
             seq += 1
             w.raw_frame(frame(FrameType.STATUS, {
                 "snapshot": i & 0xFFFF, "timestamp": int(ts), "epoch": 1,
-                "quiet_since": int(end[-1]) if last else 0,
+                "quiet_since": int(last_end) if last else 0,
                 "flags": int(StatusFlags.QUIESCENT) if last else 0}, seq),
                 time_ns=int(ts) * 1000)
             for c in range(params.channels):
@@ -163,16 +205,20 @@ def write_trace_capture(path, pulses, starts, *, params=None, period_ticks=100_0
                     "snapshot": i & 0xFFFF, "channel": c, "timestamp": int(ts), "epoch": 1,
                     "trace_lost": int(lost[c]), "counters": tuple(row)}, seq),
                     time_ns=int(ts) * 1000)
-        w.event("stop", time_ns=int(snaps[-1]) * 1000 + 1, reason="quiescent", link={},
+            if last:
+                break
+            i += 1
+        w.event("stop", time_ns=int(ts) * 1000 + 1, reason="quiescent", link={},
                 queue_overflow=0)
-    return batches, int(sent.sum())
+    return batches, written
 
 
-def day_trains(lines, seconds, mean_rate, *, seed=1, t0=0.0):
+def day_trains(lines, seconds, mean_rate, *, seed=1, t0=0.0, programs=None):
     """Per-line pulse trains of an MLC die (µs ticks): reads 45–95 µs, lower pages 250–500 µs
     and upper pages ~1.3 ms (equal numbers), an erase per 128 programs, a tDBSY before each
     program and erase on a two-plane die; the rate follows a daily load curve of mean
-    ``mean_rate`` pulses per second from ``t0`` seconds into the day."""
+    ``mean_rate`` pulses per second from ``t0`` seconds into the day. ``programs``: a dict
+    the number of programs of each line is added to (the truth of the WA)."""
     rng = np.random.default_rng(seed)
     out_w, out_s = {}, {}
     for c in lines:
@@ -184,6 +230,8 @@ def day_trains(lines, seconds, mean_rate, *, seed=1, t0=0.0):
         u = rng.random(n)
         op = np.where(u < 0.6, 0, np.where(u < 0.6 + 0.4 * 128 / 129, 1, 2))  # read, prog, erase
         upper = rng.random(n) < 0.5
+        if programs is not None:
+            programs[c] = programs.get(c, 0) + int((op == 1).sum())
         wd = np.where(op == 0, rng.uniform(45, 95, n),
                       np.where(op == 2, rng.normal(3800, 114, n),
                                np.where(upper, np.clip(rng.normal(1300, 200, n), 700, 2200),
@@ -242,6 +290,11 @@ def run_analyze(path, geometry, *, extra=()):
     return wall, cpu, hwm_kib / 1024, json.loads(p.stdout), child_kib / 1024
 
 
+#: The WA the synthetic drive's host writes give: their volume is the programs' bytes over it.
+WA_TRUE = 2.5
+#: Seconds of pulses generated at a time (bounded memory whatever the capture's length).
+SPAN_S = 60.0
+
 GEOMETRY = """\
 name = "day-64"
 description = "64 two-plane MLC dies (analyze_day.py)"
@@ -273,33 +326,40 @@ def main(argv=None):
         path, geo = d / "day.rbcap", d / "day.toml"
         geo.write_text(GEOMETRY)
         t = time.perf_counter()
-        p = {}
-        s = {}
-        step = 600.0
-        done = 0.0
         lines = list(range(args.lines))
-        while done < minutes * 60:
-            span = min(step, minutes * 60 - done)
-            pw, ps = day_trains(lines, span, args.rate, seed=int(done) + 1,
-                                t0=12 * 3600 + done)
-            for c in lines:
-                p.setdefault(c, []).append(pw[c])
-                s.setdefault(c, []).append(ps[c] + int(done * 1e6))
-            done += span
-        p = {c: np.concatenate(v) for c, v in p.items()}
-        s = {c: np.concatenate(v) for c, v in s.items()}
-        n = sum(len(v) for v in p.values())
-        batches, sent = write_trace_capture(path, p, s)
+        programs = {}
+        n = 0
+
+        def spans(minutes=minutes, lines=lines, programs=programs):
+            # A minute of every line's pulses at a time: a day's capture in bounded memory.
+            nonlocal n
+            done = 0.0
+            while done < minutes * 60:
+                span = min(SPAN_S, minutes * 60 - done)
+                pw, ps = day_trains(lines, span, args.rate, seed=int(done) + 1,
+                                    t0=12 * 3600 + done, programs=programs)
+                n += sum(len(v) for v in pw.values())
+                yield int(done * 1e6), pw, {c: v + int(done * 1e6) for c, v in ps.items()}
+                done += span
+
+        batches, sent = write_trace_spans(path, spans())
         gen = time.perf_counter() - t
-        del p, s
         size = path.stat().st_size
-        wall, cpu, rss, out, child_rss = run_analyze(path, geo)
+        # The host's writes: the programs' bytes (two planes of 16 KiB each) over WA_TRUE, the
+        # drive's 64 dies each programming what the probed ones did on average.
+        physical = sum(programs.values()) * 2 * 16384 * 64 / args.lines
+        logical = round(physical / WA_TRUE)
+        wall, cpu, rss, out, child_rss = run_analyze(path, geo,
+                                                     extra=("--logical", str(logical)))
+        wa = out["wa"]
         row = {"minutes": minutes, "lines": args.lines, "pulses": n,
                "pulses_per_s_per_die": n / (minutes * 60) / args.lines,
                "file_bytes": size, "batches": batches, "generate_s": gen, "analyze_wall_s": wall,
                "analyze_cpu_s": cpu, "peak_rss_mib": rss, "child_peak_rss_mib": child_rss,
                "pulses_per_wall_s": n / wall, "pulses_per_cpu_s": n / cpu,
-               "wa": out["wa"], "wa_confidence_95": out.get("wa_confidence_95"),
+               "wa_truth": physical / logical, "wa": wa,
+               "wa_error": None if not wa else wa["value"] / (physical / logical) - 1,
+               "wa_confidence_95": out.get("wa_confidence_95"),
                "streamed": out.get("streaming") is not None,
                "drift": (out.get("streaming") or {}).get("drift")}
         rows.append(row)
@@ -308,7 +368,8 @@ def main(argv=None):
               f"({row['pulses_per_s_per_die']:.0f}/s per die), {size / 1e9:.2f} GB; "
               f"analyze {wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MiB peak "
               f"({child_rss:.0f} MiB in its read-ahead processes), "
-              f"{n / wall:,.0f} pulses/s; streamed {row['streamed']}", flush=True)
+              f"{n / wall:,.0f} pulses/s; streamed {row['streamed']}; WA "
+              f"{wa['value'] if wa else None} (truth {physical / logical:.4f})", flush=True)
         if not args.keep:
             path.unlink()
             geo.unlink()

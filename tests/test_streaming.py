@@ -146,3 +146,34 @@ def test_analyze_json_says_it_streamed(tmp_path, small_windows, capsys):
     assert main(["analyze", str(path), "--geometry", str(geo), "--stream", "always"]) == 0
     text = capsys.readouterr().out
     assert "streamed " in text and "drift check: refitted on the last 2 windows" in text
+
+
+def test_a_capture_written_a_span_at_a_time_holds_the_same_pulses(tmp_path):
+    """``analyze_day.write_trace_spans`` (a day's capture in bounded memory: a span of pulses
+    at a time, a pulse of one span ending after the next began) gives each line the pulses,
+    counts and snapshots of the capture written at once."""
+    from rbscope.device.capture import capture_to_measurement
+
+    spans, whole_p, whole_s = [], {}, {}
+    for k in range(3):
+        p, s = day.day_trains(range(4), 3, 300.0, seed=20 + k)
+        s = {c: v + k * 3_000_000 for c, v in s.items()}
+        # (A program running past the span's end, into the next span's first pulses.)
+        p[1] = np.r_[p[1], 2500]
+        s[1] = np.r_[s[1], k * 3_000_000 + 2_999_000]
+        spans.append((k * 3_000_000, p, s))
+        for c in p:
+            whole_p.setdefault(c, []).append(p[c])
+            whole_s.setdefault(c, []).append(s[c])
+    whole_p = {c: np.concatenate(v) for c, v in whole_p.items()}
+    whole_s = {c: np.concatenate(v) for c, v in whole_s.items()}
+    a, b = tmp_path / "a.rbcap", tmp_path / "b.rbcap"
+    assert day.write_trace_spans(a, iter(spans)) == day.write_trace_capture(b, whole_p, whole_s)
+    ma, mb = capture_to_measurement(a), capture_to_measurement(b)
+    assert ma.provenance["sequence"]["complete"] and mb.provenance["sequence"]["complete"]
+    for c in range(4):
+        order = np.argsort(whole_s[c] + whole_p[c], kind="stable")
+        assert list(ma.pulses[c]) == list(mb.pulses[c]) == whole_p[c][order].tolist()
+    assert ma.counts == mb.counts and ma.duration_ticks == mb.duration_ticks
+    assert len(ma.snapshots) == len(mb.snapshots) > 90
+    assert repr(ma.snapshots) == repr(mb.snapshots)
