@@ -129,6 +129,66 @@ def test_capture_json_lines_until_quiescent(fake, capsys, tmp_path):
     assert lines[-1]["counts"] == [c.classes for c in exp.channels]
 
 
+def _idle_device(seed=11):
+    """A 2-line fake device whose trains start at the capture's clear: before it the device is
+    idle, and its snapshots (the one the clear takes among them) say quiescent."""
+    cycles = 400_000
+    trains = random_trains(TrainSpec(channels=2, cycles=cycles), seed=seed)
+    config = SnifferConfig(windows=((20, 100), (150, 2300), (2300, 4000)), glitch_ticks=3,
+                           idle_ticks=1000)
+    return FakeDevice(PARAMS, trains, cycles, config=config, snapshot_period=20_000,
+                      start="clear")
+
+
+def _stops(path):
+    return [e["reason"] for _, e in CaptureReader(path).events if e.get("event") == "stop"]
+
+
+def test_until_quiescent_on_a_device_idle_before_the_capture_stops_at_once_and_says_so(
+        capsys, tmp_path):
+    with _idle_device() as dev:
+        time.sleep(0.1)  # (idle beyond IDLE_TICKS: quiescent before the capture)
+        out = tmp_path / "idle.rbcap"
+        assert cli.main(["capture", dev.path, "-o", str(out), "--clear", "--until-quiescent",
+                         "--snapshot-ms", "30", "--duration", "20"]) == 0
+    err = capsys.readouterr().err
+    assert "note: no line was busy during the capture" in err and "--wait-for-activity" in err
+    assert _stops(out) == ["quiescent"]
+
+
+def test_wait_for_activity_captures_a_workload_that_starts_after_the_capture(capsys, tmp_path):
+    with _idle_device() as dev:
+        time.sleep(0.1)
+        out = tmp_path / "wait.rbcap"
+        assert cli.main(["capture", dev.path, "-o", str(out), "--clear", "--until-quiescent",
+                         "--wait-for-activity", "20", "--json", "--snapshot-ms", "30",
+                         "--duration", "20"]) == 0
+        lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        exp = dev.expected()
+    assert lines[-1]["quiescent"] is True
+    assert lines[-1]["counts"] == [c.classes for c in exp.channels]
+    assert sum(map(sum, lines[-1]["counts"])) > 0
+    assert _stops(out) == ["quiescent"]
+
+
+def test_wait_for_activity_is_bounded(capsys, tmp_path):
+    # No --clear: the trains never start, and no line is ever busy.
+    with _idle_device() as dev:
+        time.sleep(0.1)
+        out = tmp_path / "never.rbcap"
+        t = time.monotonic()
+        assert cli.main(["capture", dev.path, "-o", str(out), "--until-quiescent",
+                         "--wait-for-activity", "0.6", "--snapshot-ms", "30",
+                         "--duration", "20"]) == 0
+        took = time.monotonic() - t
+    err = capsys.readouterr().err
+    assert 0.6 <= took < 10
+    assert "no activity" in err and "note: no line was busy during the capture" in err
+    assert _stops(out) == ["no activity"]
+    assert cli.main(["capture", dev.path, "-o", str(out), "--wait-for-activity", "1"]) == 2
+    assert "--wait-for-activity needs --until-quiescent" in capsys.readouterr().err
+
+
 def test_dump_rejects_non_capture(tmp_path, capsys):
     p = tmp_path / "x.bin"
     p.write_bytes(b"nope")

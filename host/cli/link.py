@@ -210,7 +210,10 @@ def _capture_target_problem(path, dev):
 
 @device_errors("capture")
 def _cmd_capture(args):
-
+    if args.wait_for_activity is not None and not args.until_quiescent:
+        err("capture", "--wait-for-activity needs --until-quiescent (it says which quiescence "
+                       "ends the capture)")
+        return EXIT_USAGE
     stop = {"why": None}
 
     def on_sigterm(signum, frame):
@@ -293,20 +296,46 @@ def _cmd_capture(args):
                             json=args.json, stream=sys.stdout if args.json else sys.stderr)
             start = time.monotonic()
             end = None if args.duration is None else start + args.duration
+            # Quiescence since before the capture: the snapshot the clear took (or the first
+            # one) already quiescent, and its quiet_since unchanged since, means no line has
+            # been busy during the capture. --until-quiescent stops there at once (and says
+            # so); with --wait-for-activity it waits, at most that long, for activity first.
+            wait_until = (None if args.wait_for_activity is None
+                          else start + args.wait_for_activity)
             seen = None
+            idle_since = None
+            start_snap = dev.latest_snapshot
+            if start_snap is not None and start_snap.status.quiescent:
+                idle_since = start_snap.status.quiet_since
+            active = start_snap is not None and idle_since is None
             for _, frame in dev.frames():
                 if isinstance(frame, Status) or frame is None:
                     snap = dev.latest_snapshot
                     if snap is not None and snap is not seen:
+                        first = seen is None and start_snap is None
                         seen = snap
                         view.update(snap, dev.stats,
                                     extra=f"{writer.records} records")
-                        if args.until_quiescent and snap.status.quiescent:
+                        st = snap.status
+                        if first and st.quiescent:
+                            idle_since = st.quiet_since
+                        elif not st.quiescent or st.quiet_since != idle_since:
+                            active = True
+                        if args.until_quiescent and st.quiescent and (
+                                active or wait_until is None):
                             stop["why"] = "quiescent"
-                if end is not None and time.monotonic() >= end:
+                now = time.monotonic()
+                if (not stop["why"] and not active and wait_until is not None
+                        and now >= wait_until):
+                    stop["why"] = "no activity"
+                if end is not None and now >= end:
                     stop["why"] = stop["why"] or "duration"
                 if stop["why"]:
                     break
+            if stop["why"] in ("quiescent", "no activity") and not active:
+                print("rbscope capture: note: no line was busy during the capture (the device "
+                      "was quiescent when it began and stayed so); start the workload first, "
+                      "or give --wait-for-activity S", file=sys.stderr)
         except KeyboardInterrupt:
             stop["why"] = "interrupted"
         # Final, complete counts: a solicited snapshot and the histograms.
@@ -470,7 +499,13 @@ def add_link_parsers(commands):
                          help="capture file (appended to if it exists)")
     capture.add_argument("--duration", type=_nonneg_float, metavar="S", help="stop after S s")
     capture.add_argument("--until-quiescent", action="store_true",
-                         help="stop when the device reports quiescence (IDLE_TICKS of ready)")
+                         help="stop when the device reports quiescence (IDLE_TICKS of ready); "
+                              "a device already quiescent when the capture starts stops it at "
+                              "once (see --wait-for-activity)")
+    capture.add_argument("--wait-for-activity", type=_nonneg_float, metavar="S",
+                         help="with --until-quiescent: count only quiescence after a line was "
+                              "busy during the capture, waiting at most S s for that (then "
+                              "stop: reason 'no activity')")
     capture.add_argument("--trace", action="store_true",
                          help="record one TRACE per pulse: each line's pulse sequence, which "
                               "analyze's sequence classifier uses when no record was lost "
