@@ -34,6 +34,10 @@ from rbscope.nand.ops import PROGRAM_KINDS
 from .calibrate import merged_peaks
 from .geometry import WORDLINE_US
 
+#: The erases a line's programs allow beyond the blocks they fill (``programs ÷ pages per
+#: block``), as a share: the structural cap on erases (:func:`classify`'s ``erase_slack``).
+ERASE_SLACK = 0.25
+
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
     "PROGRAM_KINDS", "TCBSY_US", "classify_measurement", "timing_hints", "binomial_at_least",
@@ -2023,7 +2027,7 @@ def _trained_states(trained, grid, hints, by_order=False):
 
 
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
-             balance="auto", erase_slack=0.25, train_pulses=20000, iterations=100,
+             balance="auto", erase_slack=None, train_pulses=20000, iterations=100,
              hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
              erase_floor=0.8, planes=None, read_max="hints", starts=None,
              _erase_in_last=False, _split_floor=None, _order_pulses=0.0):
@@ -2048,8 +2052,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         Hold the page types to equal counts (the page order of a block programs each type
         equally often). ``"auto"``: when 2 or 3 program clusters are found whose counts are
         within 50 % of each other (the erase seed counted with its nearest program state).
-    erase_slack : float
-        Relative slack of the erase cap.
+    erase_slack : float, optional
+        Relative slack of the erase cap (default :data:`ERASE_SLACK`).
     train_pulses : int
         Fit the emissions on at most this many pulses per die (the posteriors use all).
     iterations, hmm_iterations : int
@@ -2084,6 +2088,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     -------
     SequenceResult
     """
+    if erase_slack is None:
+        erase_slack = ERASE_SLACK
     if not tick_seconds > 0:
         raise SequenceError(f"tick must be positive, not {tick_seconds!r}")
     # The short classes are named by the default hints; program and erase times only by what

@@ -297,7 +297,9 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     if die.erase_cap is not None:
         # The erases expected of the programs (a block is erased before it is filled): pulses
         # the erase state holds beyond or short of that may be programs either way.
-        expect = (die.erase_cap - 2) / 1.25
+        from .sequence import ERASE_SLACK  # (sequence imports this module's importers)
+
+        expect = (die.erase_cap - 2) / (1 + ERASE_SLACK)
         slack = max(slack, abs(die.erase_pulses - expect))
     # The pulses the idle gaps moved between the slowest programs and the erases: the widths'
     # reading stays inside the interval.
@@ -780,6 +782,31 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                        f"told apart by R/B#: tap the bus (84h/13h, 61h/D2h name them)")
         lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - SUSPEND_MISSED * joined)))
         hi_wa = max(hi_wa, wa_of_units(counted + joined))
+    if joined >= max(1.0, 0.002 * counted):
+        # A drive that suspends erases: an erase whose pieces were left apart is two pulses as
+        # wide as programs when its first piece is short, and the erases then fall short of
+        # the blocks the programs filled. Blocks not yet erased (free at the start) leave the
+        # same shortfall: the interval spans two program pulses per missing erase.
+        from .sequence import ERASE_SLACK  # (sequence imports this module's importers)
+
+        short, hidden = 0.0, 0.0
+        for r in rows:
+            d = dies[r.channel]
+            if d.erase_cap is None or not d.program_pulses:
+                continue
+            miss = max(0.0, (d.erase_cap - 2) / (1 + ERASE_SLACK) - d.erase_pulses)
+            short += miss
+            hidden += 2 * miss * r.estimate / d.program_pulses
+        if hidden > 0.01 * counted:
+            undetermined = True
+            reasons.append(f"the erases fall short of the blocks the programs filled (programs "
+                           f"÷ pages per block) by ≈{short * scale:,.0f}: each may be a "
+                           f"suspended erase whose two pieces both passed for programs, or a "
+                           f"block not yet erased (free when the capture began); R/B# cannot "
+                           f"say: up to {2 * short * scale:,.0f} fewer program pulses in the "
+                           f"interval; tap the bus (60h/D0h count the erases, 61h/D2h the "
+                           f"suspensions)")
+        lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - hidden)))
     suspect = sum(getattr(d, "suspect", 0.0) for d in dies.values())
     if suspect >= max(1.0, 0.002 * counted):
         undetermined = True
