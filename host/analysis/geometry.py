@@ -81,6 +81,10 @@ PROGRAM_SCHEMES = ("page", "one-shot", "two-pass")
 #: Centre (µs) of a program mode below which it is a page program (SLC, a lower page), above
 #: which a word line's program (one-shot, a pass of two-pass): physics, not a datasheet.
 WORDLINE_US = 1000.0
+#: The erases a line's programs allow beyond the blocks they fill (``programs ÷ pages per
+#: block``), as a share: the structural cap on erases (the sequence classifier's
+#: ``erase_slack``, and the interval's expectation of erases).
+ERASE_SLACK = 0.25
 
 #: How ``rbscope identify`` marks a value the drive cannot tell (channels, targets per channel,
 #: the program model): a string starting so, which the loader refuses by name.

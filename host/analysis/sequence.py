@@ -32,11 +32,7 @@ import numpy as np
 from rbscope.nand.ops import PROGRAM_KINDS
 
 from .calibrate import merged_peaks
-from .geometry import WORDLINE_US
-
-#: The erases a line's programs allow beyond the blocks they fill (``programs ÷ pages per
-#: block``), as a share: the structural cap on erases (:func:`classify`'s ``erase_slack``).
-ERASE_SLACK = 0.25
+from .geometry import ERASE_SLACK, WORDLINE_US
 
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from rbscope.gateware.onfi_tap.params import PlaneKind
 from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS
 
-from .geometry import WORDLINE_US
+from .geometry import ERASE_SLACK, WORDLINE_US
 from .logical import LogicalVolume
 from .presets import CLASS_NAMES
 
@@ -297,8 +297,6 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     if die.erase_cap is not None:
         # The erases expected of the programs (a block is erased before it is filled): pulses
         # the erase state holds beyond or short of that may be programs either way.
-        from .sequence import ERASE_SLACK  # (sequence imports this module's importers)
-
         expect = (die.erase_cap - 2) / (1 + ERASE_SLACK)
         slack = max(slack, abs(die.erase_pulses - expect))
     # The pulses the idle gaps moved between the slowest programs and the erases: the widths'
@@ -787,8 +785,6 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         # wide as programs when its first piece is short, and the erases then fall short of
         # the blocks the programs filled. Blocks not yet erased (free at the start) leave the
         # same shortfall: the interval spans two program pulses per missing erase.
-        from .sequence import ERASE_SLACK  # (sequence imports this module's importers)
-
         short, hidden = 0.0, 0.0
         for r in rows:
             d = dies[r.channel]
