@@ -13,7 +13,8 @@ records or where a record leaves ``base``'s window of ``2**time`` ticks, as the 
 batcher does) and checked against the protocol's own decoder on the first frames.
 
 Usage: ``python benchmarks/analyze_day.py [--minutes M] [--rate R] [--lines N] [--dir D]
-[--keep] [--json]``
+[--keep] [--json]``; ``--generate-only`` writes the captures (with ``day.json``: what each holds
+and the truth of its WA) and ``--analyze DIR…`` times their analysis later, on an idle machine.
 """
 
 import argparse
@@ -311,68 +312,106 @@ cell = "mlc"
 """
 
 
+def generate(minutes, *, rate, lines, directory):
+    """Write a capture of ``minutes`` of ``lines`` dies (and its geometry) into a new directory
+    under ``directory``, with ``day.json`` beside it: what the capture holds and the truth of
+    its WA, so that the analysis can be run again alone (``--analyze DIR``). Returns the
+    directory."""
+    d = Path(tempfile.mkdtemp(dir=directory, prefix="rbscope-day-"))
+    path, geo = d / "day.rbcap", d / "day.toml"
+    geo.write_text(GEOMETRY)
+    t = time.perf_counter()
+    programs = {}
+    n = 0
+
+    def spans():
+        # A minute of every line's pulses at a time: a day's capture in bounded memory.
+        nonlocal n
+        done = 0.0
+        while done < minutes * 60:
+            span = min(SPAN_S, minutes * 60 - done)
+            pw, ps = day_trains(list(range(lines)), span, rate, seed=int(done) + 1,
+                                t0=12 * 3600 + done, programs=programs)
+            n += sum(len(v) for v in pw.values())
+            yield int(done * 1e6), pw, {c: v + int(done * 1e6) for c, v in ps.items()}
+            done += span
+
+    batches, _ = write_trace_spans(path, spans())
+    # The host's writes: the programs' bytes (two planes of 16 KiB each) over WA_TRUE, the
+    # drive's 64 dies each programming what the probed ones did on average.
+    physical = sum(programs.values()) * 2 * 16384 * 64 / lines
+    truth = {"minutes": minutes, "lines": lines, "rate": rate, "pulses": n,
+             "programs": sum(programs.values()), "physical_bytes": physical,
+             "logical_bytes": round(physical / WA_TRUE), "batches": batches,
+             "file_bytes": path.stat().st_size, "generate_s": time.perf_counter() - t}
+    (d / "day.json").write_text(json.dumps(truth, indent=1) + "\n")
+    return d
+
+
+def analyze(d):
+    """Time ``rbscope analyze`` on the capture in ``d`` (from :func:`generate`): the row."""
+    d = Path(d)
+    try:
+        truth = json.loads((d / "day.json").read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{d}: no readable day.json beside the capture ({e})") from None
+    n, lines, minutes = truth["pulses"], truth["lines"], truth["minutes"]
+    logical = truth["logical_bytes"]
+    wa_truth = truth["physical_bytes"] / logical
+    wall, cpu, rss, out, child_rss = run_analyze(d / "day.rbcap", d / "day.toml",
+                                                 extra=("--logical", str(logical)))
+    wa = out["wa"]
+    return {"minutes": minutes, "lines": lines, "pulses": n,
+            "pulses_per_s_per_die": n / (minutes * 60) / lines,
+            "file_bytes": truth["file_bytes"], "batches": truth["batches"],
+            "generate_s": truth["generate_s"], "analyze_wall_s": wall,
+            "analyze_cpu_s": cpu, "peak_rss_mib": rss, "child_peak_rss_mib": child_rss,
+            "pulses_per_wall_s": n / wall, "pulses_per_cpu_s": n / cpu,
+            "wa_truth": wa_truth, "wa": wa,
+            "wa_error": None if not wa else wa["value"] / wa_truth - 1,
+            "wa_confidence_95": out.get("wa_confidence_95"),
+            "streamed": out.get("streaming") is not None,
+            "drift": (out.get("streaming") or {}).get("drift")}
+
+
+def _print(row, as_json):
+    wa = row["wa"]
+    print(json.dumps(row) if as_json else
+          f"{row['minutes']:g} min, {row['lines']} lines: {row['pulses']:,} pulses "
+          f"({row['pulses_per_s_per_die']:.0f}/s per die), {row['file_bytes'] / 1e9:.2f} GB; "
+          f"analyze {row['analyze_wall_s']:.1f} s wall, {row['analyze_cpu_s']:.1f} s CPU, "
+          f"{row['peak_rss_mib']:.0f} MiB peak ({row['child_peak_rss_mib']:.0f} MiB in its "
+          f"read-ahead processes), {row['pulses_per_wall_s']:,.0f} pulses/s; streamed "
+          f"{row['streamed']}; WA {wa['value'] if wa else None} "
+          f"(truth {row['wa_truth']:.4f})", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, nargs="+", default=[10.0])
     ap.add_argument("--rate", type=float, default=500.0, help="mean pulses/s per die")
     ap.add_argument("--lines", type=int, default=64)
     ap.add_argument("--dir", default=tempfile.gettempdir())
-    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the capture (and day.json)")
+    ap.add_argument("--generate-only", action="store_true",
+                    help="write the captures, print their directories and stop (implies --keep)")
+    ap.add_argument("--analyze", metavar="DIR", nargs="+",
+                    help="time the analysis of captures written before (--generate-only)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    rows = []
+    if args.analyze:
+        for d in args.analyze:
+            _print(analyze(d), args.json)
+        return 0
     for minutes in args.minutes:
-        d = Path(tempfile.mkdtemp(dir=args.dir, prefix="rbscope-day-"))
-        path, geo = d / "day.rbcap", d / "day.toml"
-        geo.write_text(GEOMETRY)
-        t = time.perf_counter()
-        lines = list(range(args.lines))
-        programs = {}
-        n = 0
-
-        def spans(minutes=minutes, lines=lines, programs=programs):
-            # A minute of every line's pulses at a time: a day's capture in bounded memory.
-            nonlocal n
-            done = 0.0
-            while done < minutes * 60:
-                span = min(SPAN_S, minutes * 60 - done)
-                pw, ps = day_trains(lines, span, args.rate, seed=int(done) + 1,
-                                    t0=12 * 3600 + done, programs=programs)
-                n += sum(len(v) for v in pw.values())
-                yield int(done * 1e6), pw, {c: v + int(done * 1e6) for c, v in ps.items()}
-                done += span
-
-        batches, sent = write_trace_spans(path, spans())
-        gen = time.perf_counter() - t
-        size = path.stat().st_size
-        # The host's writes: the programs' bytes (two planes of 16 KiB each) over WA_TRUE, the
-        # drive's 64 dies each programming what the probed ones did on average.
-        physical = sum(programs.values()) * 2 * 16384 * 64 / args.lines
-        logical = round(physical / WA_TRUE)
-        wall, cpu, rss, out, child_rss = run_analyze(path, geo,
-                                                     extra=("--logical", str(logical)))
-        wa = out["wa"]
-        row = {"minutes": minutes, "lines": args.lines, "pulses": n,
-               "pulses_per_s_per_die": n / (minutes * 60) / args.lines,
-               "file_bytes": size, "batches": batches, "generate_s": gen, "analyze_wall_s": wall,
-               "analyze_cpu_s": cpu, "peak_rss_mib": rss, "child_peak_rss_mib": child_rss,
-               "pulses_per_wall_s": n / wall, "pulses_per_cpu_s": n / cpu,
-               "wa_truth": physical / logical, "wa": wa,
-               "wa_error": None if not wa else wa["value"] / (physical / logical) - 1,
-               "wa_confidence_95": out.get("wa_confidence_95"),
-               "streamed": out.get("streaming") is not None,
-               "drift": (out.get("streaming") or {}).get("drift")}
-        rows.append(row)
-        print(json.dumps(row) if args.json else
-              f"{minutes:g} min, {args.lines} lines: {n:,} pulses "
-              f"({row['pulses_per_s_per_die']:.0f}/s per die), {size / 1e9:.2f} GB; "
-              f"analyze {wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MiB peak "
-              f"({child_rss:.0f} MiB in its read-ahead processes), "
-              f"{n / wall:,.0f} pulses/s; streamed {row['streamed']}; WA "
-              f"{wa['value'] if wa else None} (truth {physical / logical:.4f})", flush=True)
+        d = generate(minutes, rate=args.rate, lines=args.lines, directory=args.dir)
+        if args.generate_only:
+            print(d, flush=True)
+            continue
+        _print(analyze(d), args.json)
         if not args.keep:
-            path.unlink()
-            geo.unlink()
+            for f in ("day.rbcap", "day.toml", "day.json"):
+                (d / f).unlink()
             d.rmdir()
     return 0
 

@@ -177,3 +177,23 @@ def test_a_capture_written_a_span_at_a_time_holds_the_same_pulses(tmp_path):
     assert ma.counts == mb.counts and ma.duration_ticks == mb.duration_ticks
     assert len(ma.snapshots) == len(mb.snapshots) > 90
     assert repr(ma.snapshots) == repr(mb.snapshots)
+
+
+def test_a_day_capture_written_before_is_analysed_again_alone(tmp_path):
+    """``analyze_day --generate-only`` leaves ``day.json`` (what the capture holds and the
+    truth of its WA) beside the capture; ``--analyze DIR`` times the analysis alone and finds
+    the same pulses and the WA the generation put in; a directory without it is refused."""
+    from rbscope.device.capture import capture_to_measurement
+
+    d = day.generate(0.1, rate=300.0, lines=4, directory=tmp_path)
+    truth = json.loads((d / "day.json").read_text())
+    m = capture_to_measurement(d / "day.rbcap")
+    assert sum(len(v) for v in m.pulses.values()) == truth["pulses"] > 0
+    assert truth["file_bytes"] == (d / "day.rbcap").stat().st_size
+    row = day.analyze(d)
+    assert row["pulses"] == truth["pulses"] and row["wa_truth"] == pytest.approx(day.WA_TRUE)
+    assert abs(row["wa_error"]) < 0.01
+    ci = row["wa_confidence_95"]
+    assert ci["lo"] <= row["wa_truth"] <= ci["hi"]
+    with pytest.raises(SystemExit, match="no readable day.json"):
+        day.analyze(tmp_path)
