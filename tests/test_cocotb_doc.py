@@ -85,6 +85,7 @@ def _check(outputs, tmp_path):
             assert records[f"{design}-icarus-{std}"]["build_args"] == [f"-g{std}"]
     for name, record in records.items():
         assert not any(a.startswith("-W") for a in record["build_args"]), (name, record)
+        assert record["build_seconds"] > 0, (name, record)
     for line, out in outputs:
         if "verilator" in line:
             assert "%Warning" not in out, out[-3000:]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from rbscope.device.verilator_tool import MAKE_OVERRIDE
@@ -118,7 +119,7 @@ def simulate(sources, toplevel, test_module, *, simulator="icarus", build_dir, s
     -------
     pathlib.Path
         The results file (JUnit XML). ``build_dir/rbscope-build.json`` records the simulator,
-        the build arguments and the sources.
+        the build arguments, the sources and the build's wall time (``build_seconds``).
 
     Raises
     ------
@@ -139,6 +140,7 @@ def simulate(sources, toplevel, test_module, *, simulator="icarus", build_dir, s
         runner = get_runner(simulator)
         build_dir = Path(build_dir).resolve()
         args = build_args(simulator, standard=standard, wrapper=wrapper, restricted=restricted)
+        started = time.perf_counter()
         runner.build(sources=[Path(s) for s in sources], hdl_toplevel=toplevel,
                      build_dir=build_dir, build_args=args, timescale=("1ns", "1ps"),
                      always=True, log_file=build_dir / "build.log")
@@ -146,7 +148,8 @@ def simulate(sources, toplevel, test_module, *, simulator="icarus", build_dir, s
         (build_dir / "rbscope-build.json").write_text(json.dumps({
             "simulator": simulator, "toplevel": toplevel, "build_args": args,
             "sources": [str(Path(s).resolve()) for s in sources],
-            "MAKEFLAGS": env_updates.get("MAKEFLAGS", "")}, indent=1) + "\n")
+            "MAKEFLAGS": env_updates.get("MAKEFLAGS", ""),
+            "build_seconds": time.perf_counter() - started}, indent=1) + "\n")
         test_dir = Path(test_dir or build_dir).resolve()
         results = test_dir / "results.xml"
         results.unlink(missing_ok=True)
