@@ -82,14 +82,23 @@ def test_trained_file_round_trip_and_errors(tmp_path):
         [(s.name, s.kind, s.first_bin, s.pulses) for s in trained.states]
     assert all((a.counts == b.counts).all() for a, b in zip(back.states, trained.states,
                                                              strict=True))
+    # No suspension on these dies: no rest, every program pulse counted (a rate of 0).
+    assert (back.rests, back.program_pulses) == (trained.rests, trained.program_pulses)
+    assert trained.rests == 0 and trained.program_pulses > 0 and trained.rest_rate == 0
     obj = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in obj.items()
+                                if k not in ("rests", "program_pulses")}))
+    assert TrainedClassifier.load(path).rest_rate is None  # (a file written before them)
     for change, match in (({"format": "x"}, "not a trained classifier"),
                           ({"version": 9}, "version"),
                           ({"states": [{"name": "p"}]}, r"states\[0\]"),
                           ({"states": []}, "no program state"),
                           ({"mp": 0}, "mp must be"),
                           ({"resumes": -1}, "resumes must be"),
-                          ({"resumes": 1.5}, "resumes must be")):
+                          ({"resumes": 1.5}, "resumes must be"),
+                          ({"rests": -1, "program_pulses": 5}, "rests must be"),
+                          ({"rests": 1, "program_pulses": "5"}, "program_pulses must be"),
+                          ({"rests": 3, "program_pulses": None}, "both or neither")):
         path.write_text(json.dumps({**obj, **change}))
         with pytest.raises(TrainedError, match=match):
             TrainedClassifier.load(path)

@@ -745,3 +745,43 @@ def test_erases_short_of_the_programs_blocks_on_a_suspending_drive_leave_it_unde
     r = _analyse_l0(zoo, "mlc-erase-suspend", drive, run, m)
     assert not any("fall short of the blocks" in x for x in r.decide)
     _close_and_covered(r, run.truth.wa_true, 0.01)
+
+
+def test_joins_short_of_the_tapped_channels_rests_lower_the_interval(zoo, tmp_path, capsys):
+    # The tap labels a resumed rest as a long read: per program pulse, the rests it saw (the
+    # upper end of their Poisson spread) say how many pieces a die's programs may have left
+    # to join. Tuning draw 8 of mlc-read-retry at L2 reads +3.8 % (the joins fall short of the
+    # rests, each unjoined rest a program of its own): the interval's lower end drops by them.
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.analysis.trained import train
+
+    drive, _, run, m, maxima = zoo.prepare("mlc-read-retry", 8)
+    trained = train(from_refssd(run, 0))
+    tapped = [d for d in range(drive.dies) if drive.die_location(d)[0] == 0]
+    resumed = sum(int((run.pulses[d]["op"] == 9).sum()) for d in tapped)  # PROGRAM_RESUME
+    programs = sum(run.truth.per_die[d]["program_operations"] for d in tapped)
+    # The rests it counts are the tapped dies' resume pieces but the few as short as reads.
+    assert 0.8 * resumed <= trained.rests <= resumed
+    assert trained.program_pulses == pytest.approx(programs, rel=0.02)
+    assert trained.rest_rate < trained.rest_rate_hi < 1.2 * trained.rest_rate
+    # calibrate says it, and writes it.
+    from rbscope.cli import main
+
+    labels = tmp_path / "ch0.labels.json"
+    from_refssd(run, 0).save(labels)
+    assert main(["calibrate", "--labelled", str(labels), "-o", str(tmp_path / "t.json")]) == 0
+    assert (f"rests of resumed operations: {trained.rests:,} per "
+            f"{trained.program_pulses:,} program pulses") in capsys.readouterr().out
+    saved = json.loads((tmp_path / "t.json").read_text())
+    assert (saved["rests"], saved["program_pulses"]) == (trained.rests, trained.program_pulses)
+    truth = run.truth.wa_true
+    r = _analyse_l2(zoo, "mlc-read-retry", drive, run, m, maxima, trained)
+    assert r.undetermined and r.wa.value > truth * 1.02
+    assert any("the tapped channel showed up to" in x for x in r.decide)
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    # Without the count (a file written before it), the lower end is the joins' alone.
+    trained.rests = trained.program_pulses = None
+    before = _analyse_l2(zoo, "mlc-read-retry", drive, run, m, maxima, trained)
+    assert not any("the tapped channel showed" in x for x in before.decide)
+    assert before.wa.value == r.wa.value
+    assert before.wa_confidence.lo > r.wa_confidence.lo

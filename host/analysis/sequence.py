@@ -326,6 +326,10 @@ class SequenceResult:
     #: the structure's factors, normalised) and the emissions' grid ``(lo, step, bins)``.
     prior: np.ndarray | None = field(default=None, repr=False)
     grid: tuple | None = None
+    #: Rests per program pulse the tapped channels showed, at the upper end of its sampling
+    #: spread (a trained model's ``rest_rate_hi``), or None: the pieces a die's programs may
+    #: leave to join.
+    rest_rate: float | None = None
 
     @property
     def page_types(self):
@@ -2586,7 +2590,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     prior = weights * f
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance, prior=prior / prior.sum(),
-                          grid=(grid.lo, grid.step, grid.n))
+                          grid=(grid.lo, grid.step, grid.n),
+                          rest_rate=getattr(trained, "rest_rate_hi", None))
 
 
 def timing_hints(timing):

@@ -23,6 +23,11 @@ File format (JSON, ``format: "rbscope.analysis.trained-classifier"``, ``version:
 * ``resumes`` (optional): suspended operations resumed on the tapped channels (the rest of a
   program or erase, labelled as a read far longer than any), or null when unknown. With 0, the
   classifier joins no pulses as suspended pieces: the drive did not suspend while tapped.
+* ``rests`` and ``program_pulses`` (optional, both or neither): pulses labelled as reads wider
+  than the reads (the rests of resumed operations, short ones too) and program pulses on the
+  tapped channels: the rate at which the drive's programs were suspended while tapped, which
+  bounds how many pieces the classifier should have joined (``docs/wa.md``, "Suspended
+  operations"), or null.
 
 ``rbscope calibrate --labelled FILE -o trained.json`` writes it, ``rbscope analyze --trained
 trained.json`` classifies with it (``docs/accuracy.md``, "Labelled training").
@@ -36,7 +41,7 @@ import numpy as np
 
 from rbscope.files import atomic_output
 from rbscope.gateware.rb_sniffer.params import hist_bin_lo
-from rbscope.nand.ops import KINDS, OPS, OpClass
+from rbscope.nand.ops import KINDS, OPS, PROGRAM_KINDS, OpClass
 
 from .labelled import measured_mp
 from .sequence import BINS_PER_OCTAVE
@@ -111,6 +116,25 @@ class TrainedClassifier:
     #: Resumed operations seen on the tapped channels (:func:`_resumes_seen`), or None
     #: (unknown: a file written before they were counted, or too few labelled reads to tell).
     resumes: int | None = None
+    #: Pulses labelled as reads wider than the reads (every rest the tap saw, short ones
+    #: too: :func:`_read_edge`) and program pulses on the tapped channels, or None.
+    rests: int | None = None
+    program_pulses: int | None = None
+
+    @property
+    def rest_rate(self):
+        """Rests the tapped channels showed per program pulse, or None."""
+        if self.rests is None or not self.program_pulses:
+            return None
+        return self.rests / self.program_pulses
+
+    @property
+    def rest_rate_hi(self):
+        """The upper end of :attr:`rest_rate` at about 97.5 % (the rests a Poisson count:
+        ``rests + 2 √rests``), or None."""
+        if self.rests is None or not self.program_pulses:
+            return None
+        return (self.rests + 2.0 * math.sqrt(self.rests)) / self.program_pulses
 
     def state(self, name):
         return next((s for s in self.states if s.name == name), None)
@@ -118,6 +142,7 @@ class TrainedClassifier:
     def to_dict(self):
         return {"format": FORMAT, "version": VERSION, "bins_per_octave": BINS_PER_OCTAVE,
                 "source": self.source, "mp": self.mp, "resumes": self.resumes,
+                "rests": self.rests, "program_pulses": self.program_pulses,
                 "states": [{"name": s.name, "kind": s.kind, "first_bin": s.first_bin,
                             "counts": [int(x) for x in s.counts], "pulses": s.pulses}
                            for s in self.states]}
@@ -190,7 +215,14 @@ class TrainedClassifier:
         if resumes is not None and (type(resumes) is not int or not 0 <= resumes <= MAX_COUNT):
             raise TrainedError(f"resumes must be an integer from 0 to {MAX_COUNT} or null, not "
                                f"{_short(resumes)}")
-        return cls(states, mp, source, resumes=resumes)
+        rests, programs = obj.get("rests"), obj.get("program_pulses")
+        for key, v in (("rests", rests), ("program_pulses", programs)):
+            if v is not None and (type(v) is not int or not 0 <= v <= MAX_COUNT):
+                raise TrainedError(f"{key} must be an integer from 0 to {MAX_COUNT} or null, "
+                                   f"not {_short(v)}")
+        if (rests is None) != (programs is None):
+            raise TrainedError("rests and program_pulses come together (both or neither)")
+        return cls(states, mp, source, resumes=resumes, rests=rests, program_pulses=programs)
 
     @classmethod
     def load(cls, path):
@@ -401,6 +433,7 @@ def train(labels, *, source=""):
     kinds = {}
     mp_pages = mp_ops = 0
     resumes = 0
+    rests, program_pulses = 0, 0
     rng = np.random.default_rng(0)  # (a fixed dither: the same labels train the same file)
     for lab in labels:
         tick_us = lab.tick_seconds * 1e6
@@ -411,6 +444,12 @@ def train(labels, *, source=""):
         seen = _resumes_seen(read_widths)
         resumes = None if seen is None or resumes is None else resumes + seen
         cut = _read_edge(read_widths)
+        # Every rest the tap saw, short ones too (above the reads' edge; none where too few
+        # resumes give an edge), against the program pulses: how often the drive suspended
+        # while tapped, a lower bound on the pieces the classifier should join.
+        rests += int((read_widths > cut).sum()) if cut is not None else 0
+        program_pulses += sum(len(w) for c, w in widths.items()
+                              if KIND_OF_CLASS.get(c, (None, None))[1] in PROGRAM_KINDS)
         for cls_name, w in widths.items():
             if cls_name not in KIND_OF_CLASS or not len(w):
                 continue
@@ -465,7 +504,8 @@ def train(labels, *, source=""):
                            "writes")
     states.sort(key=lambda s: (KINDS.index(s.kind), s.first_bin))
     trained = TrainedClassifier(states, measured_mp(mp_pages, mp_ops), source, notes,
-                                resumes=resumes)
+                                resumes=resumes, rests=rests if program_pulses else None,
+                                program_pulses=program_pulses or None)
     # What is written must read back: the reader's checks, applied before anything is saved.
     try:
         TrainedClassifier.from_dict(trained.to_dict())

@@ -805,6 +805,10 @@ def _cmd_train(args):
     elif trained.resumes:
         print(f"suspension: {trained.resumes:,} resumed operations on the tapped channel (each "
               f"labelled as a read far longer than any)")
+    if trained.rest_rate:
+        print(f"rests of resumed operations: {trained.rests:,} per {trained.program_pulses:,} "
+              f"program pulses ({trained.rest_rate:.1%}; labelled reads wider than the reads): "
+              f"analyze widens the interval where its joins fall short of that")
     for note in trained.notes:
         print(f"note: {note}")
     if args.output:
