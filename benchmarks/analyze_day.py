@@ -296,6 +296,9 @@ WA_TRUE = 2.5
 #: Seconds of pulses generated at a time (bounded memory whatever the capture's length).
 SPAN_S = 60.0
 
+#: The drive ``day_trains`` models: a two-plane erase per 128 two-plane programs fills a block
+#: of 128 pages in each plane (with more pages per block its erases would be twice the blocks
+#: its programs fill, and the interval's upper end would take the programs those erases allow).
 GEOMETRY = """\
 name = "day-64"
 description = "64 two-plane MLC dies (analyze_day.py)"
@@ -307,7 +310,7 @@ dies_per_chip = 2
 planes_per_die = 2
 page_size = 16384
 program_model = "multi-plane"
-pages_per_block = 256
+pages_per_block = 128
 cell = "mlc"
 """
 
