@@ -197,3 +197,38 @@ def test_a_day_capture_written_before_is_analysed_again_alone(tmp_path):
     assert ci["lo"] <= row["wa_truth"] <= ci["hi"]
     with pytest.raises(SystemExit, match="no readable day.json"):
         day.analyze(tmp_path)
+
+
+def test_held_memory_is_reused_without_page_faults():
+    """``hold_freed_memory`` (``rbscope analyze`` calls it): arrays freed and allocated again,
+    chunk after chunk, come back from the heap instead of the kernel (no page fault each
+    time). In a subprocess: the setting is process-wide."""
+    import subprocess
+    import sys
+
+    script = """
+import resource, sys
+import numpy as np
+from rbscope.analysis.streaming import hold_freed_memory
+if sys.argv[1] == "hold":
+    assert hold_freed_memory()
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(3):
+    a = [np.ones(20 << 17) for _ in range(4)]; del a
+f0 = faults()
+for _ in range(20):
+    a = [np.ones(20 << 17) for _ in range(4)]  # a chunk's arrays: four of 20 MiB
+    del a
+print(faults() - f0)
+"""
+    def faults(mode):
+        out = subprocess.run([sys.executable, "-c", script, mode], capture_output=True,
+                             text=True, check=True).stdout
+        return int(out.split()[-1])
+
+    plain, held = faults("plain"), faults("hold")
+    # 80 MiB a round, returned to the kernel each time unless held (a fault per page, or per
+    # fault-around block: about 2 000 a round here).
+    assert plain > 20 * 500
+    assert held * 20 < plain

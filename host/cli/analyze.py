@@ -33,7 +33,7 @@ from rbscope.analysis.measurement import MeasurementError
 from rbscope.analysis.pipeline import AnalysisRequest, RequestError, SourceOptions
 from rbscope.analysis.presets import DEFAULT_PRESET, PresetError, format_preset, resolve_preset
 from rbscope.analysis.sequence import SequenceError, classify_measurement
-from rbscope.analysis.streaming import STREAM_BYTES
+from rbscope.analysis.streaming import STREAM_BYTES, hold_freed_memory
 from rbscope.analysis.trained import TrainedClassifier, TrainedError, train
 from rbscope.analysis.wa import (
     MpDecision,
@@ -365,6 +365,7 @@ def cmd_analyze(args):
         if args.save_measurement:
             check_output(args.save_measurement, kind="json", inputs=input_paths(args),
                          force=args.force, option="--save-measurement")
+        hold_freed_memory()  # (a process that analyses: chunks' memory kept for the next)
         a = pipeline.analyse(request_from_args(args, geometry))
     except (SourceOptionError, PresetError, OutputError) as exc:
         err("analyze", exc)
