@@ -32,6 +32,7 @@ scaled to the line's pulses (``DieResult.gap_moved``: slack on both sides).
 """
 
 import contextlib
+import ctypes
 import math
 import multiprocessing as mp
 import os
@@ -761,8 +762,6 @@ def hold_freed_memory():
     reused (peak memory does not change: the chunks are bounded). Process-wide, so for a
     process that only analyses (``rbscope analyze`` calls it; forked read-ahead processes
     inherit it). Returns whether the allocator took it (False off glibc)."""
-    import ctypes
-
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
