@@ -329,7 +329,7 @@ class SequenceResult:
     #: Rests per program pulse the tapped channels showed, at the upper end of its sampling
     #: spread (a trained model's ``rest_rate_hi``), or None: the pieces a die's programs may
     #: leave to join.
-    rest_rate: float | None = None
+    rest_rate_hi: float | None = None
 
     @property
     def page_types(self):
@@ -2591,7 +2591,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance, prior=prior / prior.sum(),
                           grid=(grid.lo, grid.step, grid.n),
-                          rest_rate=getattr(trained, "rest_rate_hi", None))
+                          rest_rate_hi=getattr(trained, "rest_rate_hi", None))
 
 
 def timing_hints(timing):

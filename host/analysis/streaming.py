@@ -960,7 +960,7 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
     result = SequenceResult(full.states, full.transitions, dies, full.loglik, full.iterations,
                             full.pages_per_block, full.erase_capped, notes,
                             balanced=full.balanced, mode="sequence", prior=full.prior,
-                            grid=full.grid, rest_rate=full.rest_rate)
+                            grid=full.grid, rest_rate_hi=full.rest_rate_hi)
     counted = {c: seq["lines"][str(c)]["whole"] - seq["lines"][str(c)]["lost"]
                - scan.excluded.get(c, 0) for c in lines}
     edge = {c: dies[c].pulses - counted[c] for c in lines if dies[c].pulses != counted[c]}

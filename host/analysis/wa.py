@@ -809,7 +809,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     # have counted as a program of its own (two publishing draws of mlc-read-retry at L2,
     # +6.4 % and +3.8 %: the joins 186 and 176 short of the resume pieces, the intervals'
     # lower ends 0.44 % and 0.03 % above the truth).
-    rate = getattr(sequence, "rest_rate", None)
+    rate = getattr(sequence, "rest_rate_hi", None)
     if rate:
         short, hidden = 0.0, 0.0
         for r in rows:
