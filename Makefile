@@ -33,7 +33,8 @@
 # wheel in .venv.
 #
 # Variables: PYTHON3 (interpreter that creates .venv), PYTEST_FLAGS (default: -q -n 2, two
-# pytest-xdist workers), PYTEST_ARGS (extra arguments, e.g. PYTEST_ARGS="-k counter").
+# pytest-xdist workers), TIMING_FLAGS (default: -q -n 0, the `timing` tests one at a time),
+# PYTEST_ARGS (extra arguments, e.g. PYTEST_ARGS="-k counter").
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -47,6 +48,7 @@ PY := $(VENV)/bin/python
 INSTALL_STAMP := $(VENV)/.rbscope-installed
 
 PYTEST_FLAGS ?= -q -n 2
+TIMING_FLAGS ?= -q -n 0
 PYTEST_ARGS ?=
 
 # apt-get needs root: nothing as root, sudo otherwise (when there is one).
@@ -68,14 +70,24 @@ BOARD_ARGS = $(BOARD) $(if $(CHANNELS),--channels $(CHANNELS)) \
 	$(if $(EMULATOR),--emulator $(EMULATOR)) $(if $(TAP),--tap $(TAP)) \
 	$(if $(SEED),--seed $(SEED)) $(if $(MARGIN),--margin $(MARGIN)) $(if $(JOBS),--jobs $(JOBS))
 
+# Two phases: the suite on the xdist workers, then the tests marked `timing` one at a time (a
+# detector's wall-clock measurements must not share the machine with the suite's own load).
+# Exit status 5 (no test selected, e.g. PYTEST_ARGS naming only one phase's tests) is no failure.
 test: bootstrap
-	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow and not heavy" $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_FLAGS) -m "not slow and not heavy and not timing" $(PYTEST_ARGS) \
+		|| [ $$? -eq 5 ]
+	$(PY) -m pytest $(TIMING_FLAGS) -m "timing and not slow and not heavy" $(PYTEST_ARGS) \
+		|| [ $$? -eq 5 ]
 
 test-heavy: bootstrap
-	$(PY) -m pytest $(PYTEST_FLAGS) -m "heavy and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_FLAGS) -m "heavy and not slow and not timing" $(PYTEST_ARGS) \
+		|| [ $$? -eq 5 ]
+	$(PY) -m pytest $(TIMING_FLAGS) -m "heavy and timing and not slow" $(PYTEST_ARGS) \
+		|| [ $$? -eq 5 ]
 
 test-all: bootstrap
-	$(PY) -m pytest $(PYTEST_FLAGS) $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_FLAGS) -m "not timing" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest $(TIMING_FLAGS) -m timing $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 demo: bootstrap
 	$(PY) -m rbscope.demo

@@ -148,6 +148,7 @@ def _probe(tmp_path, name, detector, slowdown, *extra, vssd=(), size="64MiB"):
 @pytest.mark.parametrize("name", [
     "ssd-v", "mlc-2plane",
     pytest.param("slc", marks=pytest.mark.slow), pytest.param("tlc-gc", marks=pytest.mark.slow)])
+@pytest.mark.timing
 def test_page_size_detector_finds_the_program_unit_of_a_preset(tmp_path, name):
     d = preset(name)
     # TLC program times spread 0.4-4 ms by page type: more repetitions steady the means.
@@ -158,6 +159,7 @@ def test_page_size_detector_finds_the_program_unit_of_a_preset(tmp_path, name):
     assert page["confidence"] > 0.3
 
 
+@pytest.mark.timing
 def test_parallel_units_detector_and_the_guess_on_ssd_v(tmp_path):
     # The units detector is checked on SSD-v only: on the fresh multi-plane and TLC presets
     # every die programs the same page type at the same time, and the batch times follow the
@@ -189,12 +191,12 @@ class _Striped:
     ``t`` seconds (writes on one unit queue, writes on different units overlap). ``t`` may be
     a sequence: a unit's n-th write holds it for ``t[n % len(t)]`` (its page types)."""
 
-    def __init__(self, page, select, t=0.02, size=64 << 20):
+    def __init__(self, page, select, t=0.02, size=64 << 20, load=None):
         import threading
 
         from rbscope.probe.target import Target
 
-        self.page, self.select = page, select
+        self.page, self.select, self.load = page, select, load
         self.t = t if isinstance(t, (list, tuple)) else (t,)
         self.done = {}
         self.reads = []
@@ -223,7 +225,9 @@ class _Striped:
                     import time
                     n = outer.done.get(unit, 0)
                     outer.done[unit] = n + 1
-                    time.sleep(outer.t[n % len(outer.t)])
+                    # ``load(writes so far)``: the host's own extra seconds for this request.
+                    extra = outer.load(len(outer.writes)) if outer.load else 0.0
+                    time.sleep(outer.t[n % len(outer.t)] + extra)
 
             def clone(self):
                 return T(self.name, self.size, self.start, self.end, True)
@@ -236,6 +240,7 @@ class _Striped:
     ("8 units by page bits 0-2", lambda p: p % 8, [12, 13, 14]),
     ("1 unit", lambda p: 0, None),
 ])
+@pytest.mark.timing
 def test_stripe_bits_detector_finds_the_bits_that_select_the_units(name, select, bits):
     from rbscope.probe.stripe_bits import detect_stripe_bits
 
@@ -258,6 +263,7 @@ def test_stripe_bits_detector_finds_the_bits_that_select_the_units(name, select,
         assert f.evidence["writes_per_unit"] == sorted(units)
 
 
+@pytest.mark.timing
 def test_stripe_bits_detector_says_what_lies_below_or_between_the_bits():
     from rbscope.probe.stripe_bits import detect_stripe_bits
 
@@ -273,6 +279,7 @@ def test_stripe_bits_detector_says_what_lies_below_or_between_the_bits():
     assert "not contiguous" in f.notes[0]
 
 
+@pytest.mark.timing
 def test_stripe_bits_detector_measures_whole_page_type_cycles():
     # TLC-like units: a unit's writes take 10, 30 and 60 ms in turn (its page types). Runs of
     # three pairs meet every page type once concurrently and once in turn, so the striping
@@ -285,6 +292,70 @@ def test_stripe_bits_detector_measures_whole_page_type_cycles():
     assert f.io["writes"] == len(s.writes) == 4 * 5 * 2 * 3
     # Each run is three pairs on fresh pages of the same units.
     assert len(set(o for o, _ in s.writes)) == len(s.writes)
+
+
+# The page-size rule on pair times, and the detector under a host load that changes ------------
+
+
+def _pairs(rng, levels, n=21, stalls=0.0):
+    """Synthetic pair times: for each boundary its level (seconds) times MLC-like page types
+    (0.7x or 1.3x, at random), and with probability ``stalls`` a host stall of 20-100 ms."""
+    out = {}
+    for c, level in levels.items():
+        xs = [level * (0.7 if rng.random() < 0.5 else 1.3) * rng.uniform(0.9, 1.1)
+              for _ in range(n)]
+        out[c] = [x + (rng.uniform(0.02, 0.1) if rng.random() < stalls else 0.0) for x in xs]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_page_step_finds_the_step_through_page_types_and_host_stalls(seed):
+    import random
+
+    from rbscope.probe.detect import CANDIDATES, page_step
+
+    rng = random.Random(seed)
+    # Two-plane drive, 4 KiB pages: the plane boundary (4 KiB) is barely faster than a shared
+    # page; the program unit (8 KiB) takes half the pair's time.
+    levels = {c: (0.060 if c < 4096 else 0.055 if c == 4096 else 0.030) for c in CANDIDATES}
+    value, conf, splits = page_step(_pairs(rng, levels, stalls=0.03))
+    assert value == 8192, splits
+    # The plane boundary passes on its own too; the program unit splits the pairs better.
+    assert conf > 0.3 and splits[8192]["p"] < splits[4096]["p"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_page_step_says_none_without_a_step(seed):
+    import random
+
+    from rbscope.probe.detect import CANDIDATES, page_step
+
+    rng = random.Random(100 + seed)
+    value, conf, splits = page_step(_pairs(rng, {c: 0.04 for c in CANDIDATES}, stalls=0.03))
+    assert (value, conf) == (None, 0.0), splits
+    # A lone dip at one boundary (one fast candidate among slow ones) is no page either.
+    levels = {c: (0.02 if c == 16384 else 0.04) for c in CANDIDATES}
+    value, _, splits = page_step(_pairs(rng, levels))
+    assert value is None, splits
+
+
+@pytest.mark.timing
+def test_page_size_detector_holds_under_a_load_that_changes():
+    # 4 KiB pages on 4 units; from the middle of the run on, the host adds 25 ms to every
+    # request (another process starts). Boundaries measured one after another would see the
+    # larger ones slower than the smaller ones; rounds over all boundaries see the load alike.
+    from rbscope.probe.detect import CANDIDATES, detect_page_size
+
+    reps = 6
+    half = reps * len(CANDIDATES)  # writes: two per pair
+    s = _Striped(4096, lambda p: p % 4, t=0.01, load=lambda n: 0.025 if n > half else 0.0)
+    f = detect_page_size(s.target, reps=reps)
+    assert f.value == 4096, f.evidence["mean_pair_s"]
+    assert f.io["writes"] == len(s.writes) == 2 * reps * len(CANDIDATES)
+    # Every boundary was met in each half of the run.
+    # (The detector's pairs meet at k·c past its base, the largest boundary; k odd.)
+    meets = [o + n - CANDIDATES[-1] for o, n in s.writes[:half]]
+    assert {c for c in CANDIDATES if any(x % (2 * c) == c for x in meets)} == set(CANDIDATES)
 
 
 def test_stripe_bits_detector_refuses_a_range_too_small():
@@ -309,6 +380,7 @@ def test_stripe_bits_detector_refuses_a_range_too_small():
     pytest.param("slc", 200, [13, 14, 15, 16], marks=pytest.mark.slow),
     # tlc-gc: 8 dies by bits 0-2 of its 16 KiB pages; page types of 0.4-4 ms.
     pytest.param("tlc-gc", 40, [14, 15, 16], marks=pytest.mark.slow)])
+@pytest.mark.timing
 def test_stripe_bits_detector_through_nbd(tmp_path, name, slowdown, bits):
     d = preset(name)
     vcd, geo = tmp_path / "r.vcd", tmp_path / "g.toml"
@@ -378,6 +450,7 @@ def test_the_striping_cross_check_compares_each_units_writes_with_the_lines():
     # Not a power of two and not aligned to the range: 10-page blocks from page 3 on.
     ("10-page blocks", lambda p: ((p + 7) // 10) % 3, 10),
 ])
+@pytest.mark.timing
 def test_read_unit_detector_finds_the_unit_a_drive_maps(name, select, unit):
     from rbscope.probe.read_unit import detect_read_unit
 
@@ -396,6 +469,7 @@ def test_read_unit_detector_finds_the_unit_a_drive_maps(name, select, unit):
     (lambda p: p % 4, "page-mapped drive striping its pages"),
     (lambda p: 0, "one unit, or reads served one at a time"),
 ])
+@pytest.mark.timing
 def test_read_unit_detector_says_why_no_unit_shows(select, says):
     from rbscope.probe.read_unit import detect_read_unit
 
@@ -455,6 +529,7 @@ def test_read_unit_period_does_not_halve_a_unit_for_one_fast_pair_of_noise():
 
 
 @pytest.mark.heavy  # (about 2 min on the wall clock: make test-heavy)
+@pytest.mark.timing
 def test_read_unit_detector_through_nbd_finds_the_hybrid_ftls_data_area(tmp_path):
     # hubi (hUBI-like hybrid FTL): logical block b's 100 data pages (128-page blocks less 28
     # log pages) on die b mod 4: neighbouring 2 KiB pages overlap every 100 pages.

@@ -20,7 +20,7 @@ from rbscope.probe.erase_unit import detect_erase_unit, erase_period
 from rbscope.probe.gc_onset import detect_gc_onset, gc_knee
 from rbscope.probe.plots import write_plots
 from rbscope.probe.pulses import classify_widths, cross_check, format_checks, read_pulses
-from rbscope.probe.write_buffer import buffer_step, detect_write_buffer
+from rbscope.probe.write_buffer import buffer_step, detect_write_buffer, settled_buffer
 from rbscope.refssd import preset
 from rbscope.refssd.ftl import Cause
 from rbscope.vssd import Engine, EngineTarget
@@ -130,6 +130,7 @@ def test_gc_onset_over_half_the_drive_and_on_a_drive_not_empty():
 
 
 @pytest.mark.heavy  # (35-42 s on the wall clock: make test-heavy)
+@pytest.mark.timing
 def test_gc_erase_and_the_pulses_through_vssd_and_probe_geometry(tmp_path):
     # The same detectors through nbdkit on the wall clock: a tiny SLC drive (2 dies, 4 MiB
     # raw, 8-row blocks) at slowdown 25 (a write of 0.2-0.5 ms modelled takes 5-13 ms, an erase
@@ -197,6 +198,44 @@ def test_write_buffer_is_the_drives(name):
     assert f.summary and ("no write buffer" in f.summary[0]) == (d.write_buffer == 0)
 
 
+class _StallingHost(EngineTarget):
+    """The engine behind a host that stalls: each buffered write, with probability ``p``, takes
+    ``stall`` seconds more (another process holding the CPU)."""
+
+    def __init__(self, engine, start, end, p, stall, seed):
+        import random
+
+        super().__init__(engine, start, end)
+        self.rng, self.p, self.stall = random.Random(seed), p, stall
+
+    def pwrite(self, offset, data):
+        super().pwrite(offset, data)
+        if self.rng.random() < self.p:
+            self.now_ns += int(self.stall * 1e9)
+
+
+def test_settled_buffer_is_the_largest_two_trials_reach():
+    assert settled_buffer([32768, 8192, 12288], 4096) is None
+    assert settled_buffer([32768, 8192, 32768], 4096) == 32768
+    assert settled_buffer([32768, 8192, 8192, 32768], 4096) == 32768
+    assert settled_buffer([0, 0, 8192], 4096) == 0
+    assert settled_buffer([1 << 20, 1 << 20, None], 8192) == 1 << 20
+    assert settled_buffer([1000 << 10, 1040 << 10], 8192) == 1040 << 10  # within 10 %
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_write_buffer_holds_on_a_host_that_stalls(seed):
+    # One buffered write in eight stalls for as long as a program: trials end early at random,
+    # never late. The largest that two trials reach is ssd-v's 32 KiB.
+    d = preset("ssd-v")
+    t = _StallingHost(Engine(d, seed=seed), 0, 16 << 20, p=0.125, stall=1e-3, seed=seed)
+    f = detect_write_buffer(t, d.page_size)
+    assert f.value == d.write_buffer, f.evidence["trial_bytes"]
+    assert 3 <= len(f.evidence["trial_bytes"]) <= 9
+    if len(f.evidence["trial_bytes"]) > 3:
+        assert "did not agree" in f.notes[0]
+
+
 def test_write_buffer_larger_than_the_range_is_not_claimed():
     d = preset("mlc-2plane")
     t = EngineTarget(Engine(d, seed=5), 0, 512 << 10)  # 512 KiB < the 1 MiB buffer
@@ -204,6 +243,7 @@ def test_write_buffer_larger_than_the_range_is_not_claimed():
     assert f.value is None and f.confidence == 0 and "larger" in f.notes[0]
 
 
+@pytest.mark.timing
 def test_write_buffer_through_probe_geometry(tmp_path):
     # ssd-v's 32 KiB buffer through nbdkit at slowdown 50: buffered writes take the host's
     # 1-3 ms, a program 10-110 ms.

@@ -12,11 +12,22 @@ Effective page size (Kuo, Hsieh and Chang's adjacent-offset updates)
     repetition). When both sectors lie in one flash page (``c`` below the page), both updates
     read-modify-write the same page on the same die, one after the other: the pair takes
     about twice one update. When ``c`` is a page boundary, the two pages are striped onto
-    different parallel units and the updates overlap: the pair takes about one update. Rule:
-    the page is the first boundary ``c`` whose mean pair time is below 0.85 × the median of the
-    smaller boundaries' means and from which on every boundary's mean is below all smaller
-    boundaries' means (a step that holds). Means, not medians: the program times of MLC/TLC
-    page types are multi-modal, and a median jumps between the modes. On a
+    different parallel units and the updates overlap: the pair takes about one update. The
+    boundaries are measured in rounds, one pair per boundary per round, so a change of the
+    host's load (another process, a throttled container) falls on every boundary alike. Rule:
+    for each split of the boundaries into smaller and larger ones, pool the pair times of each
+    side; the page is the split whose larger side is most significantly the faster by rank
+    within each round (Mann-Whitney's test stratified by round: the share of one round's
+    (larger, smaller) pairs in that order, its AUC, and the one-sided normal approximation of
+    the summed U), among the splits where that is significant (p below 10⁻³ over all
+    splits), the
+    larger side's trimmed mean (10 % each end) is below 0.85 × the smaller side's, and the step
+    holds: every larger boundary's trimmed mean is below the smaller side's, and every smaller
+    boundary's above the larger side's. Of the splits that pass, the smallest p wins: an
+    intermediate boundary, such as the plane boundary of a multi-plane drive, splits the pairs
+    less cleanly than the program unit does. Ranks and trimmed means, not plain means or
+    medians: a host stall lengthens a few pairs by any amount, and the program times of MLC/TLC
+    page types are multi-modal (a median jumps between the modes). On a
     drive striping ``Mp`` planes' pages onto one die (multi-plane programs), the step is at
     ``Mp × page``: the program unit, which is what the WA method counts per program pulse
     (``program_model = "single-plane"`` with that page size computes the same WA).
@@ -40,13 +51,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .target import ProbeError
 
 __all__ = ["Finding", "FindingsError", "load_findings", "detect_page_size",
-           "detect_parallel_units", "CANDIDATES"]
+           "detect_parallel_units", "page_step", "CANDIDATES"]
 
-#: A boundary is a page boundary when its mean pair time is below this fraction of the
-#: smaller boundaries' (ideal: 0.5; the spread of program times between page types narrows it).
+#: A split is a page boundary when its larger side's trimmed mean pair time is below this
+#: fraction of the smaller side's (ideal: 0.5; the spread of program times between page types
+#: and the host's own time per request narrow it).
 THRESHOLD = 0.85
 #: Candidate page boundaries (bytes).
 CANDIDATES = tuple(512 << i for i in range(9))  # 512 B … 128 KiB
@@ -179,6 +193,71 @@ def _pattern(offset, length):
     return (word * (length // 8 + 1))[:length]
 
 
+def _trim_mean(xs, cut=0.1):
+    """The mean of ``xs`` without its ``cut`` smallest and largest shares."""
+    xs = sorted(xs)
+    k = int(len(xs) * cut)
+    return statistics.fmean(xs[k:len(xs) - k] if len(xs) > 2 * k else xs)
+
+
+def _u(low, high):
+    """Mann-Whitney's U: the (x, y) pairs, ``x`` from ``low`` and ``y`` from ``high``, with
+    ``x < y`` (ties count a half)."""
+    lo, hs = np.asarray(low, float), np.sort(np.asarray(high, float))
+    right = np.searchsorted(hs, lo, side="right")
+    ties = right - np.searchsorted(hs, lo, side="left")
+    return float((len(hs) - right).sum() + 0.5 * ties.sum())
+
+
+def _round_auc(series, larger, smaller):
+    """The share of (larger, smaller) pairs of one round in which the larger boundary's pair was
+    the faster, over all rounds, and its one-sided p-value by chance (a Mann-Whitney test
+    stratified by round: the normal approximation of the summed U)."""
+    u = mean = var = 0.0
+    for r in range(len(series[larger[0]])):
+        low = [series[c][r] for c in larger]
+        high = [series[c][r] for c in smaller]
+        n1, n2 = len(low), len(high)
+        u += _u(low, high)
+        mean += n1 * n2 / 2
+        var += n1 * n2 * (n1 + n2 + 1) / 12
+    auc = u / (2 * mean)
+    return auc, 0.5 * math.erfc((u - mean) / math.sqrt(var) / math.sqrt(2))
+
+
+def page_step(series, *, threshold=THRESHOLD, alpha=1e-3):
+    """The page boundary of the pair times ``series`` ({boundary: [seconds of round 0, 1, …]},
+    one pair per boundary per round) by the rule of the module's docstring.
+
+    Returns ``(value or None, confidence, splits)``: ``splits`` maps each larger side's first
+    boundary to what the rule saw there (``auc``, ``p``, ``ratio``, ``holds``)."""
+    cands = sorted(series)
+    if len({len(series[c]) for c in cands}) != 1:
+        raise ValueError("page_step: every boundary needs one pair per round")
+    trimmed = {c: _trim_mean(series[c]) for c in cands}
+    splits = {}
+    for i in range(1, len(cands)):
+        before = [x for c in cands[:i] for x in series[c]]
+        after = [x for c in cands[i:] for x in series[c]]
+        auc, p = _round_auc(series, cands[i:], cands[:i])
+        low, high = _trim_mean(after), _trim_mean(before)
+        holds = (all(trimmed[c] < high for c in cands[i:])
+                 and all(trimmed[c] > low for c in cands[:i]))
+        splits[cands[i]] = {"auc": auc, "p": p, "ratio": low / high, "holds": holds}
+    passing = [c for c, s in splits.items()
+               if s["p"] < alpha / len(splits) and s["ratio"] < threshold and s["holds"]]
+    if not passing:
+        return None, 0.0, splits
+    value = min(passing, key=lambda c: splits[c]["p"])
+    after = [trimmed[c] for c in cands if c >= value]
+    before = [trimmed[c] for c in cands if c < value]
+    # Separation of the boundaries' trimmed means: 1 when every larger one is below every
+    # smaller one.
+    sep = sum(1 for x in after for y in before if x < y) / (len(after) * len(before))
+    conf = round(max(0.0, min(1.0, (1 - splits[value]["ratio"]) / 0.4)) * sep, 3)
+    return value, conf, splits
+
+
 def detect_page_size(target, *, reps=21, progress=None):
     """The effective page size by adjacent-offset updates (see the module's docstring)."""
     other = target.clone()
@@ -188,12 +267,12 @@ def detect_page_size(target, *, reps=21, progress=None):
             raise ProbeError(f"page-size detector: the range holds {target.end - target.start} "
                              f"bytes, it needs {span}")
         base = target.start + CANDIDATES[-1]
-        series = {}
+        series = {c: [] for c in CANDIDATES}
         writes = 0
-        for c in CANDIDATES:
-            times = []
-            for r in range(reps):
-                k = 2 * r + 1
+        for r in range(reps):
+            k = 2 * r + 1
+            # One pair per boundary per round: the host's load changes alike for all of them.
+            for c in CANDIDATES:
                 at = base + k * c
                 a, b = at - 512, at
 
@@ -203,40 +282,24 @@ def detect_page_size(target, *, reps=21, progress=None):
                 def right(b=b):
                     other.pwrite_through(b, _pattern(b, 512))
 
-                times.append(_together([left, right]))
+                series[c].append(_together([left, right]))
                 writes += 2
-            series[c] = times
             if progress:
-                progress(f"page size: boundary {c} B: mean pair "
-                         f"{statistics.fmean(times) * 1e3:.2f} ms")
+                progress(f"page size: round {r + 1} of {reps}: mean pair "
+                         f"{statistics.fmean(series[c][-1] for c in CANDIDATES) * 1e3:.2f} ms")
     finally:
         other.close()
-    med = {c: statistics.fmean(t) for c, t in series.items()}
-    # The first boundary whose mean is well below the smaller ones' (their median) and from
-    # which on every mean stays below every smaller boundary's: a step that holds.
-    value, best = None, None
-    ratios = {}
-    for i, c in enumerate(CANDIDATES[1:], 1):
-        before = [med[x] for x in CANDIDATES[:i]]
-        after = [med[x] for x in CANDIDATES[i:]]
-        ratios[c] = med[c] / statistics.median(before)
-        if value is None and ratios[c] < THRESHOLD and max(after) < min(before):
-            value, best = c, ratios[c]
-    if value is None:
-        conf = 0.0
-    else:
-        after = [med[c] for c in CANDIDATES if c >= value]
-        before = [med[c] for c in CANDIDATES if c < value]
-        # Separation of the two groups: 1 when every later candidate is below every earlier.
-        sep = sum(1 for x in after for y in before if x < y) / (len(after) * len(before))
-        conf = round(max(0.0, min(1.0, (1 - best) / 0.4)) * sep, 3)
+    value, conf, splits = page_step(series)
     return Finding(
         name="page_size", value=value, confidence=conf,
-        evidence={"mean_pair_s": {str(c): med[c] for c in CANDIDATES},
+        evidence={"mean_pair_s": {str(c): _trim_mean(series[c]) for c in CANDIDATES},
                   "pairs_s": {str(c): series[c] for c in CANDIDATES},
-                  "ratio_to_smaller": {str(c): r for c, r in ratios.items()}, "ratio": best},
-        rule="the first boundary whose mean pair time is below 0.85 x the median of the "
-             "smaller boundaries' and from which on every mean is below all smaller ones'",
+                  **{f"split_{k}": {str(c): sp[k] for c, sp in splits.items()}
+                     for k in ("auc", "p", "ratio", "holds")},
+                  "ratio": splits[value]["ratio"] if value else None},
+        rule="the split of the boundaries whose larger side's pairs are the most significantly "
+             "faster by rank within rounds, among splits significant at p < 1e-3 with a "
+             "trimmed-mean ratio below 0.85 and a step that holds at every boundary",
         io={"writes": writes, "bytes_written": writes * 512})
 
 

@@ -48,7 +48,8 @@ def _page(f):
         return None
     x = [int(c) for c in means]
     fig, (ax,) = _fig()
-    ax.plot(x, [means[str(c)] * 1e3 for c in x], "o-", color=_SERIES, label="mean pair")
+    ax.plot(x, [means[str(c)] * 1e3 for c in x], "o-", color=_SERIES,
+            label="trimmed mean pair (10 % each end)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("candidate boundary (bytes)")
     ax.set_ylabel("pair of updates (ms)")

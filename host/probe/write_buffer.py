@@ -19,12 +19,21 @@ Signal
 Decision rule
     ``fast`` = the median of a trial's first four latencies, ``slow`` = the median of the
     reference; a write is slow when its latency is above ``sqrt(fast × slow)`` (the geometric
-    middle). The buffer of a trial is the bytes written before the first slow write that at
-    least a quarter of the next eight writes confirm (one slow write alone, a host hiccup, is
-    passed over). When the first writes are themselves slow (``fast > slow / 3``) the trial
-    sees no buffer (0 bytes: none, or smaller than a page). Value: the median of the trials.
-    Confidence: the share of trials within 10 % of it, times the separation
-    ``log10(slow ÷ fast)`` (at most 1).
+    middle). The buffer of a trial is the bytes written before the first slow write after
+    which each block of four writes of the next eight holds a slow one (a quarter at least:
+    one slow write alone, a host hiccup, is passed over); a hiccup up to four writes before the
+    step is confirmed by the step itself, so of the confirmed slow writes among it and the next
+    three, the one that starts the densest run of slow writes (nine writes) is the step (the
+    earliest of equals: a multi-plane drive's step is its first slow write). When the first
+    writes are themselves slow (``fast > 0.6 × slow``: a write
+    without FUA about as long as one with it) the trial sees no buffer (0 bytes: none, or
+    smaller than a page). A host that stalls (another process, a throttled container) can only
+    end a trial early, never late: a trial that takes buffered writes cannot be made to take
+    more of them by a slow host. So the value is the largest buffer that two trials reached
+    (within 10 %): when the first ``trials`` (3) do not all agree with the largest of them,
+    more trials run, up to three times as many, until two meet at the largest; when none ever
+    meet, the value is not claimed. Confidence: the share of trials within 10 % of the value,
+    times the separation ``log10(slow ÷ fast)`` (at most 1).
 
 What it cannot tell
     A buffer larger than ``max_bytes`` (reported as not found, with the bound); a buffer the
@@ -40,12 +49,18 @@ import statistics
 from .detect import Finding, _pattern
 from .target import ProbeError, RangeTooSmall
 
-__all__ = ["detect_write_buffer", "buffer_step", "CONFIRM"]
+__all__ = ["detect_write_buffer", "buffer_step", "settled_buffer", "CONFIRM"]
 
 #: Writes after a slow one that are looked at, and how many of them must be slow too.
 CONFIRM = (8, 2)
-#: A trial whose first writes are slower than this fraction of the reference sees no buffer.
-NO_BUFFER = 1 / 3
+#: A trial whose first writes are slower than this fraction of the reference sees no buffer
+#: (without a buffer they take about the reference's time; with one, even a loaded host's
+#: buffered writes stay well below it).
+NO_BUFFER = 0.6
+#: The latencies a trial's fast level is the median of.
+FIRST = 4
+#: A trial's value agrees with another's within this share.
+AGREE = 0.1
 
 
 def buffer_step(latencies, fast, slow, *, confirm=CONFIRM, start=0):
@@ -56,16 +71,50 @@ def buffer_step(latencies, fast, slow, *, confirm=CONFIRM, start=0):
     """
     bound = math.sqrt(fast * slow)
     look, need = confirm
+    per = look // need  # after the step, every block of this many writes holds a slow one
+    slow_at = [y > bound for y in latencies]
+
+    def confirmed(i):
+        return slow_at[i] and all(any(slow_at[i + 1 + k * per:i + 1 + (k + 1) * per])
+                                  for k in range(need))
+
     i = start
     while i < len(latencies):
-        if latencies[i] > bound:
-            after = latencies[i + 1:i + 1 + look]
-            if len(after) < look:
+        if slow_at[i]:
+            if len(latencies) < i + per + look:
                 return None, i
-            if sum(1 for y in after if y > bound) >= need:
-                return i, i
+            if confirmed(i):
+                # A stall a few writes before the step is confirmed by the step itself: of the
+                # confirmed slow writes of the next block, the one that starts the densest run
+                # of slow writes is the step (the earliest of equals).
+                best = max((c for c in range(i, i + per) if confirmed(c)),
+                           key=lambda c: (sum(slow_at[c:c + look + 1]), -c))
+                return best, i
         i += 1
     return None, i
+
+
+def _near(a, b, page):
+    return abs(a - b) <= AGREE * max(a, b, page)
+
+
+def _unsettled(counts, page):
+    """Whether the trials so far leave the value open: the largest is not yet met by another."""
+    found = [c for c in counts if c is not None]
+    if len(found) * 2 <= len(counts):
+        return False  # most trials saw no step: more of them would not decide a buffer
+    top = max(found)
+    return settled_buffer(counts, page) != top
+
+
+def settled_buffer(counts, page):
+    """The largest trial value (bytes; None: no step seen) that another trial reached within
+    10 %, or None when no two trials meet (see the module's docstring)."""
+    found = sorted((c for c in counts if c is not None), reverse=True)
+    for i, v in enumerate(found):
+        if any(_near(v, w, page) for w in found[i + 1:]):
+            return v
+    return None
 
 
 def detect_write_buffer(target, page=4096, *, trials=3, ref=5, max_bytes=None, progress=None):
@@ -91,7 +140,8 @@ def detect_write_buffer(target, page=4096, *, trials=3, ref=5, max_bytes=None, p
     slow = statistics.median(reference)
     counts, fasts, series = [], [], []
     writes = ref
-    for trial in range(trials):
+    trial = 0
+    while trial < trials or (trial < 3 * trials and _unsettled(counts, page)):
         target.flush()
         lat = []
         step = None
@@ -102,8 +152,8 @@ def detect_write_buffer(target, page=4096, *, trials=3, ref=5, max_bytes=None, p
             t = clock()
             target.pwrite(off, data)
             lat.append(clock() - t)
-            if len(lat) >= 4 + CONFIRM[0] and len(lat) % 4 == 0:
-                fast = statistics.median(lat[:4])
+            if len(lat) >= FIRST + CONFIRM[0] and len(lat) % 4 == 0:
+                fast = statistics.median(lat[:FIRST])
                 if fast > slow * NO_BUFFER:
                     step = 0
                     break
@@ -111,25 +161,36 @@ def detect_write_buffer(target, page=4096, *, trials=3, ref=5, max_bytes=None, p
                 if step is not None:
                     break
         writes += len(lat)
-        fasts.append(statistics.median(lat[:4]))
+        fasts.append(statistics.median(lat[:FIRST]))
         counts.append(None if step is None else step * page)
         series.append(lat[:max(64, (step or 0) + 2 * CONFIRM[0])])
+        trial += 1
         if progress:
             shown = "none seen" if step is None else f"{step * page} bytes"
-            progress(f"write buffer: trial {trial + 1}: {shown} ({len(lat)} writes)")
+            progress(f"write buffer: trial {trial}: {shown} ({len(lat)} writes)")
     target.flush()
     fast = statistics.median(fasts)
     notes, summary = [], []
     found = [c for c in counts if c is not None]
-    if len(found) * 2 <= trials:
+    value = settled_buffer(counts, page)
+    if len(found) * 2 <= len(counts):
         value, conf = None, 0.0
         notes.append(f"no step in {limit * page} bytes of buffered writes: the buffer is larger "
                      f"(give a larger range) or the writes are never slowed")
+    elif value is None:
+        conf = 0.0
+        notes.append(f"no two of {len(counts)} trials reached the same buffer "
+                     f"({', '.join(str(c) for c in counts)} bytes): the drive's response "
+                     f"times vary too much from trial to trial here (a loaded host, or a "
+                     f"firmware writing back on its own schedule)")
     else:
-        value = int(statistics.median(found))
-        near = sum(1 for c in found if abs(c - value) <= 0.1 * max(value, page))
+        near = sum(1 for c in found if _near(c, value, page))
         sep = max(0.0, min(1.0, math.log10(slow / fast))) if fast > 0 else 1.0
-        conf = round(near / trials * (sep if value else 1.0), 3)
+        conf = round(near / len(counts) * (sep if value else 1.0), 3)
+        if len(counts) > trials:
+            notes.append(f"{len(counts)} trials: the first {trials} did not agree "
+                         f"({', '.join(str(c) for c in counts)} bytes); a trial a slow host "
+                         f"ends early sees less, so the largest that two trials reached counts")
         if value == 0:
             summary.append("no write buffer seen: a write without FUA takes as long as one "
                            "with it (no DRAM buffer, or one smaller than a page)")
@@ -142,5 +203,7 @@ def detect_write_buffer(target, page=4096, *, trials=3, ref=5, max_bytes=None, p
         evidence={"reference_s": reference, "fast_s": fasts, "slow_s": slow,
                   "trial_bytes": counts, "latency_s": series, "write_bytes": page},
         rule="after a flush, the bytes written before the first write slower than "
-             "sqrt(fast x written-through) that 2 of the next 8 confirm; median of the trials",
+             "sqrt(fast x written-through) after which each 4 of the next 8 writes hold a slow "
+             "one (the densest such start of the next 4); the largest that two "
+             "trials reached (up to 3x the trials when they disagree)",
         io={"writes": writes, "bytes_written": writes * page}, notes=notes, summary=summary)
