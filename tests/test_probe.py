@@ -324,6 +324,22 @@ def test_page_step_finds_the_step_through_page_types_and_host_stalls(seed):
     assert conf > 0.3 and splits[8192]["p"] < splits[4096]["p"]
 
 
+def test_page_step_is_the_first_boundary_of_the_fast_level():
+    import random
+
+    from rbscope.probe.detect import CANDIDATES, page_step
+
+    # The page boundary's pairs 10 % slower than the larger boundaries' (every time): the split
+    # above it separates the pairs the more cleanly, but the page is where the fast level
+    # begins.
+    rng = random.Random(7)
+    levels = {c: (0.060 if c < 4096 else 0.033 if c == 4096 else 0.030) for c in CANDIDATES}
+    series = {c: [lv * rng.uniform(0.98, 1.02) for _ in range(21)] for c, lv in levels.items()}
+    value, conf, splits = page_step(series)
+    assert splits[8192]["p"] < splits[4096]["p"]
+    assert value == 4096 and conf > 0.5
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_page_step_says_none_without_a_step(seed):
     import random

@@ -25,7 +25,10 @@ Effective page size (Kuo, Hsieh and Chang's adjacent-offset updates)
     holds: every larger boundary's trimmed mean is below the smaller side's, and every smaller
     boundary's above the larger side's. Of the splits that pass, the smallest p wins: an
     intermediate boundary, such as the plane boundary of a multi-plane drive, splits the pairs
-    less cleanly than the program unit does. Ranks and trimmed means, not plain means or
+    less cleanly than the program unit does. Then the boundary just below the winner joins the
+    faster side when its own trimmed mean lies nearer that side's than the slower side's (by
+    ratio) and its split passes too, and so on down: the page is the first boundary of the fast
+    level. Ranks and trimmed means, not plain means or
     medians: a host stall lengthens a few pairs by any amount, and the program times of MLC/TLC
     page types are multi-modal (a median jumps between the modes). On a
     drive striping ``Mp`` planes' pages onto one die (multi-plane programs), the step is at
@@ -249,6 +252,19 @@ def page_step(series, *, threshold=THRESHOLD, alpha=1e-3):
     if not passing:
         return None, 0.0, splits
     value = min(passing, key=lambda c: splits[c]["p"])
+    # The page is the first boundary of the fast level: a boundary just below the winner whose
+    # own trimmed mean lies nearer the faster side's (in ratio) joins that side, while its
+    # split passes too (a boundary marginally slower than the larger ones, or a few pairs
+    # slowed by the host, can make the next split's p the smaller).
+    i = cands.index(value)
+    while i > 1 and cands[i - 1] in passing:
+        low = _trim_mean([x for c in cands[i:] for x in series[c]])
+        high = _trim_mean([x for c in cands[:i] for x in series[c]])
+        u = trimmed[cands[i - 1]]
+        if abs(math.log(u / low)) >= abs(math.log(u / high)):
+            break
+        i -= 1
+        value = cands[i]
     after = [trimmed[c] for c in cands if c >= value]
     before = [trimmed[c] for c in cands if c < value]
     # Separation of the boundaries' trimmed means: 1 when every larger one is below every
