@@ -6,7 +6,12 @@ preset, through :class:`rbscope.vssd.EngineTarget` (the engine in process, on th
 clock), and prints a Markdown table: the truth, what was found on how many seeds, the
 confidence and the CPU time.
 
-Usage: ``python benchmarks/probe_detectors.py [--seeds N] [--json]``
+With ``--stall P`` the write-buffer table is measured again behind a host that stalls: each
+buffered write, with probability P, takes ``--stall-ms`` (default 1 ms, a program's time on
+these presets) more, as another process holding the CPU would make it (the test module's
+``_StallingHost``); the table then gives the trials the detector ran.
+
+Usage: ``python benchmarks/probe_detectors.py [--seeds N] [--stall P [--stall-ms MS]] [--json]``
 """
 
 import argparse
@@ -23,17 +28,18 @@ from rbscope.refssd.ftl import Cause
 from rbscope.vssd import Engine, EngineTarget
 
 
-def _small_drives():
-    """The test module's SMALL, read from its file (no test package on the path needed)."""
+def _test_module():
+    """tests/test_probe_detectors.py, read from its file (no test package on the path needed)."""
     path = Path(__file__).resolve().parent.parent / "tests" / "test_probe_detectors.py"
     spec = importlib.util.spec_from_file_location("_probe_detector_tests", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.SMALL
+    return module
 
 
+_TESTS = _test_module()
 #: The small drives of tests/test_probe_detectors.py (preset → field changes): one list.
-SMALL = _small_drives()
+SMALL = _TESTS.SMALL
 BUFFER_PRESETS = ("ssd-v", "ssd-i", "slc", "mlc-2plane", "cache-prog", "tlc-gc", "tlc-slc",
                   "hubi")
 
@@ -51,20 +57,24 @@ class _Watched(EngineTarget):
         self.written += len(data)
 
 
-def buffer_rows(seeds):
+def buffer_rows(seeds, stall=0.0, stall_s=1e-3):
     rows = []
     for name in BUFFER_PRESETS:
         d = preset(name)
-        hits, confs, cpu = 0, [], []
+        hits, confs, cpu, trials = 0, [], [], []
         for seed in range(seeds):
             t0 = time.process_time()
-            f = detect_write_buffer(EngineTarget(Engine(d, seed=seed), 0, 16 << 20),
-                                    d.page_size * d.mp)
+            engine = Engine(d, seed=seed)
+            target = (_TESTS._StallingHost(engine, 0, 16 << 20, p=stall, stall=stall_s, seed=seed)
+                      if stall else EngineTarget(engine, 0, 16 << 20))
+            f = detect_write_buffer(target, d.page_size * d.mp)
             cpu.append(time.process_time() - t0)
             hits += f.value == d.write_buffer
             confs.append(f.confidence)
+            trials.append(len(f.evidence["trial_bytes"]))
         rows.append({"drive": name, "truth": d.write_buffer, "hits": hits, "seeds": seeds,
-                     "confidence": min(confs), "cpu_s": statistics.mean(cpu)})
+                     "confidence": min(confs), "cpu_s": statistics.mean(cpu),
+                     "trials": trials})
     return rows
 
 
@@ -99,8 +109,31 @@ def gc_erase_rows(seeds):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--stall", type=float, default=0.0, metavar="P",
+                    help="the buffer table behind a host stalling each buffered write with "
+                         "probability P (the gc/erase table is left out)")
+    ap.add_argument("--stall-ms", type=float, default=1.0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if not 0 <= args.stall < 1:
+        ap.error("--stall is a probability in [0, 1)")
+    if args.stall:
+        buf = buffer_rows(args.seeds, args.stall, args.stall_ms / 1e3)
+        if args.json:
+            print(json.dumps({"buffer": buf, "stall": args.stall,
+                              "stall_ms": args.stall_ms}, indent=1))
+            return 0
+        print(f"Behind a host stalling {args.stall:.3g} of the buffered writes by "
+              f"{args.stall_ms:g} ms:")
+        print()
+        print("| drive | write buffer (truth) | found on | min. confidence | trials run "
+              "(seed by seed) | CPU per run |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for r in buf:
+            print(f"| {r['drive']} | {r['truth'] // 1024} KiB | {r['hits']} of {r['seeds']} "
+                  f"seeds | {r['confidence']:.2f} | {', '.join(map(str, r['trials']))} | "
+                  f"{r['cpu_s']:.2f} s |")
+        return 0
     buf, gce = buffer_rows(args.seeds), gc_erase_rows(args.seeds)
     if args.json:
         print(json.dumps({"buffer": buf, "gc_erase": gce}, indent=1))

@@ -188,9 +188,12 @@ def detect_write_buffer(target, page=4096, *, trials=3, ref=5, max_bytes=None, p
         sep = max(0.0, min(1.0, math.log10(slow / fast))) if fast > 0 else 1.0
         conf = round(near / len(counts) * (sep if value else 1.0), 3)
         if len(counts) > trials:
+            top = max(found)
             notes.append(f"{len(counts)} trials: the first {trials} did not agree "
                          f"({', '.join(str(c) for c in counts)} bytes); a trial a slow host "
-                         f"ends early sees less, so the largest that two trials reached counts")
+                         f"ends early sees less, so the largest that two trials reached counts"
+                         + (f" (one trial alone reached {top} bytes: the buffer may be that "
+                            f"large)" if not _near(top, value, page) else ""))
         if value == 0:
             summary.append("no write buffer seen: a write without FUA takes as long as one "
                            "with it (no DRAM buffer, or one smaller than a page)")
