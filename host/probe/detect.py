@@ -16,21 +16,19 @@ Effective page size (Kuo, Hsieh and Chang's adjacent-offset updates)
     boundaries are measured in rounds, one pair per boundary per round, so a change of the
     host's load (another process, a throttled container) falls on every boundary alike. Rule:
     for each split of the boundaries into smaller and larger ones, pool the pair times of each
-    side; the page is the split whose larger side is most significantly the faster by rank
-    within each round (Mann-Whitney's test stratified by round: the share of one round's
-    (larger, smaller) pairs in that order, its AUC, and the one-sided normal approximation of
-    the summed U), among the splits where that is significant (p below 10⁻³ over all
-    splits), the
-    larger side's trimmed mean (10 % each end) is below 0.85 × the smaller side's, and the step
-    holds: every larger boundary's trimmed mean is below the smaller side's, and every smaller
-    boundary's above the larger side's. Of the splits that pass, the smallest p wins: an
-    intermediate boundary, such as the plane boundary of a multi-plane drive, splits the pairs
-    less cleanly than the program unit does. Then the boundary just below the winner joins the
-    faster side when its own trimmed mean lies nearer that side's than the slower side's (by
-    ratio) and its split passes too, and so on down: the page is the first boundary of the fast
-    level. Ranks and trimmed means, not plain means or
-    medians: a host stall lengthens a few pairs by any amount, and the program times of MLC/TLC
-    page types are multi-modal (a median jumps between the modes). On a
+    side. A split passes when the larger side is significantly the faster by rank within each
+    round (Mann-Whitney's test stratified by round: the share of one round's (larger, smaller)
+    pairs in that order is its AUC, the one-sided normal approximation of the summed U its p,
+    below 10⁻³ over all splits), the larger side's trimmed mean (10 % each end) is below 0.85 ×
+    the smaller side's, and the step holds: every larger boundary's trimmed mean is below the
+    smaller side's, every smaller boundary's above the larger side's. Of the splits that pass,
+    the smallest p wins (an intermediate boundary, such as the plane boundary of a multi-plane
+    drive, splits the pairs less cleanly than the program unit does); then the boundary just
+    below the winner joins the faster side while its own trimmed mean lies nearer that side's
+    than the slower side's (by ratio) and its split passes too: the page is the first boundary
+    of the fast level. Ranks and trimmed means, not plain means or medians: a host stall
+    lengthens a few pairs by any amount, and the program times of MLC/TLC page types are
+    multi-modal (a median jumps between the modes). On a
     drive striping ``Mp`` planes' pages onto one die (multi-plane programs), the step is at
     ``Mp × page``: the program unit, which is what the WA method counts per program pulse
     (``program_model = "single-plane"`` with that page size computes the same WA).
@@ -238,15 +236,15 @@ def page_step(series, *, threshold=THRESHOLD, alpha=1e-3):
     if len({len(series[c]) for c in cands}) != 1:
         raise ValueError("page_step: every boundary needs one pair per round")
     trimmed = {c: _trim_mean(series[c]) for c in cands}
-    splits = {}
+    splits, sides = {}, {}
     for i in range(1, len(cands)):
-        before = [x for c in cands[:i] for x in series[c]]
-        after = [x for c in cands[i:] for x in series[c]]
+        low = _trim_mean([x for c in cands[i:] for x in series[c]])
+        high = _trim_mean([x for c in cands[:i] for x in series[c]])
         auc, p = _round_auc(series, cands[i:], cands[:i])
-        low, high = _trim_mean(after), _trim_mean(before)
         holds = (all(trimmed[c] < high for c in cands[i:])
                  and all(trimmed[c] > low for c in cands[:i]))
         splits[cands[i]] = {"auc": auc, "p": p, "ratio": low / high, "holds": holds}
+        sides[cands[i]] = low, high
     passing = [c for c, s in splits.items()
                if s["p"] < alpha / len(splits) and s["ratio"] < threshold and s["holds"]]
     if not passing:
@@ -258,8 +256,7 @@ def page_step(series, *, threshold=THRESHOLD, alpha=1e-3):
     # slowed by the host, can make the next split's p the smaller).
     i = cands.index(value)
     while i > 1 and cands[i - 1] in passing:
-        low = _trim_mean([x for c in cands[i:] for x in series[c]])
-        high = _trim_mean([x for c in cands[:i] for x in series[c]])
+        low, high = sides[value]
         u = trimmed[cands[i - 1]]
         if abs(math.log(u / low)) >= abs(math.log(u / high)):
             break
@@ -315,7 +312,8 @@ def detect_page_size(target, *, reps=21, progress=None):
                   "ratio": splits[value]["ratio"] if value else None},
         rule="the split of the boundaries whose larger side's pairs are the most significantly "
              "faster by rank within rounds, among splits significant at p < 1e-3 with a "
-             "trimmed-mean ratio below 0.85 and a step that holds at every boundary",
+             "trimmed-mean ratio below 0.85 and a step that holds at every boundary; then "
+             "moved down to the first boundary of the fast level",
         io={"writes": writes, "bytes_written": writes * 512})
 
 

@@ -21,19 +21,19 @@ Decision rule
     reference; a write is slow when its latency is above ``sqrt(fast × slow)`` (the geometric
     middle). The buffer of a trial is the bytes written before the first slow write after
     which each block of four writes of the next eight holds a slow one (a quarter at least:
-    one slow write alone, a host hiccup, is passed over); a hiccup up to four writes before the
+    one slow write alone, a host hiccup, is passed over). A hiccup up to four writes before the
     step is confirmed by the step itself, so of the confirmed slow writes among it and the next
     three, the one that starts the densest run of slow writes (nine writes) is the step (the
     earliest of equals: a multi-plane drive's step is its first slow write). When the first
-    writes are themselves slow (``fast > 0.6 × slow``: a write
-    without FUA about as long as one with it) the trial sees no buffer (0 bytes: none, or
-    smaller than a page). A host that stalls (another process, a throttled container) can only
-    end a trial early, never late: a trial that takes buffered writes cannot be made to take
-    more of them by a slow host. So the value is the largest buffer that two trials reached
-    (within 10 %): when the first ``trials`` (3) do not all agree with the largest of them,
-    more trials run, up to three times as many, until two meet at the largest; when none ever
-    meet, the value is not claimed. Confidence: the share of trials within 10 % of the value,
-    times the separation ``log10(slow ÷ fast)`` (at most 1).
+    writes are themselves slow (``fast > 0.6 × slow``: a write without FUA about as long as one
+    with it) the trial sees no buffer (0 bytes: none, or smaller than a page). A host that
+    stalls (another process, a throttled container) can only end a trial early, never late: a
+    slow host cannot make a trial take more buffered writes than the drive does. So the value
+    is the largest buffer that two trials reached (within 10 %): when the first ``trials`` (3)
+    do not all agree with the largest of them, more trials run, up to three times as many,
+    until two meet at the largest; when none ever meet, the value is not claimed. Confidence:
+    the share of trials within 10 % of the value, times the separation ``log10(slow ÷ fast)``
+    (at most 1).
 
 What it cannot tell
     A buffer larger than ``max_bytes`` (reported as not found, with the bound); a buffer the
@@ -51,7 +51,8 @@ from .target import ProbeError, RangeTooSmall
 
 __all__ = ["detect_write_buffer", "buffer_step", "settled_buffer", "CONFIRM"]
 
-#: Writes after a slow one that are looked at, and how many of them must be slow too.
+#: (look, need): the writes after a slow one that are looked at, in ``need`` blocks of
+#: ``look // need`` writes that must each hold a slow write.
 CONFIRM = (8, 2)
 #: A trial whose first writes are slower than this fraction of the reference sees no buffer
 #: (without a buffer they take about the reference's time; with one, even a loaded host's
