@@ -785,3 +785,47 @@ def test_joins_short_of_the_tapped_channels_rests_lower_the_interval(zoo, tmp_pa
     assert not any("the tapped channel showed" in x for x in before.decide)
     assert before.wa.value == r.wa.value
     assert before.wa_confidence.lo > r.wa_confidence.lo
+
+
+def _flip_case(a_reads, b_programs, *, dies=1):
+    """States, dies and rows for :func:`rbscope.analysis.wa._label_flips`: a read mode ``r``
+    and an SLC-program mode ``p`` whose expected pulses on die ``c`` are ``a_reads[c]`` and
+    ``b_programs[c]``, beside 4 000 other reads and 2 000 programs (one unit each)."""
+    from types import SimpleNamespace as NS
+
+    states = [NS(name="read", kind="read", center_us=60.0),
+              NS(name="r", kind="read", center_us=160.0),
+              NS(name="p", kind="program_slc", center_us=260.0),
+              NS(name="program", kind="program", center_us=1500.0)]
+    die_of, rows = {}, []
+    for c, (a, b) in enumerate(zip(a_reads, b_programs, strict=True)):
+        die_of[c] = NS(expected={"read": 4000.0, "r": a, "p": b, "program": 2000.0},
+                       program_pulses=2000.0 + b)
+        rows.append(NS(channel=c, dies=dies, estimate=2000.0 + b))
+    return rows, die_of, states
+
+
+def test_a_width_mode_read_on_some_dies_and_programmed_on_others_is_a_flip():
+    # Publishing draw 1341 of tlc-slc-cache at L0 (twentieth run): the SLC programs (≈3 700 a
+    # die, 120-200 µs) were a read mode of 163 µs on two dies and the SLC-program mode of
+    # 260 µs on the other two, as many on each; the value counted half of them (−22 %) and
+    # the interval [8.52, 13.56] missed the truth, 15.31. The dies of one drive do one
+    # operation for one population: both readings bound the interval.
+    from rbscope.analysis.wa import _label_flips
+
+    rows, dies, states = _flip_case([3600.0, 40.0, 3500.0, 30.0], [20.0, 3700.0, 10.0, 3650.0])
+    (flip,) = _label_flips(rows, dies, states)
+    assert (flip["read"], flip["program"]) == ("r", "p")
+    assert flip["read_dies"] == [0, 2] and flip["program_dies"] == [1, 3]
+    assert flip["more"] == pytest.approx(3600 + 3500)  # one unit a program pulse here
+    assert flip["fewer"] == pytest.approx(3700 + 3650)
+    # Every die labels them alike: no flip (either way).
+    for a, b in (([3600.0] * 4, [10.0] * 4), ([10.0] * 4, [3600.0] * 4)):
+        assert _label_flips(*_flip_case(a, b)) == []
+    # Not as many on each die (a die with a third of the others'): not the same pulses.
+    assert _label_flips(*_flip_case([1000.0, 40.0], [0.0, 3700.0])) == []
+    # A handful on a die is no population (under 50 pulses and 2 % of the die's).
+    assert _label_flips(*_flip_case([40.0, 2.0], [1.0, 45.0])) == []
+    # Wired-OR lines (several LUNs a line) and a single die: nothing to compare.
+    assert _label_flips(*_flip_case([3600.0, 40.0], [20.0, 3700.0], dies=2)) == []
+    assert _label_flips(*_flip_case([3600.0], [20.0])) == []

@@ -854,6 +854,30 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                            f"(00h…30h reads, 80h…10h programs)")
             alts.append({"reading": f"the {open_ * scale:,.0f} pulses of read-width modes left "
                                     f"open are SLC-mode programs", "wa": w_alt})
+    # A width mode that is reads on some dies and programs on others: the dies of one drive run
+    # one firmware on one part, so the same pulses are the same operation on every die.
+    flips = _label_flips(rows, dies, states)
+    if flips:
+        more = sum(f["more"] for f in flips)
+        fewer = sum(f["fewer"] for f in flips)
+        w_more, w_fewer = wa_of_units(counted + more), wa_of_units(max(0.0, counted - fewer))
+        lo_wa, hi_wa = min(lo_wa, w_fewer), max(hi_wa, w_more)
+        undetermined = True
+        for f in flips:
+            reasons.append(
+                f"one population of pulses is labelled reads ({f['read']}, ≈"
+                f"{f['read_us']:,.0f} µs) on {_dies_text(f['read_dies'])} and programs "
+                f"({f['program']}, ≈{f['program_us']:,.0f} µs) on "
+                f"{_dies_text(f['program_dies'])}, as many on each die: on the dies of one "
+                f"drive it is one operation, which R/B# cannot say: from "
+                f"≈{f['fewer'] * scale:,.0f} fewer to ≈{f['more'] * scale:,.0f} more programs "
+                f"in the interval; the datasheet's tR maximum (L1) or the bus tap decides")
+        alts.append({"reading": "the pulses of a width mode read on some dies and "
+                                "programmed on others are programs on every die",
+                     "wa": w_more})
+        alts.append({"reading": "the pulses of a width mode read on some dies and "
+                                "programmed on others are reads on every die",
+                     "wa": w_fewer})
     # Short pulses that may be host-paced cache programs.
     amb = sum(d.ambiguous_short for d in dies.values())
     if has_logical and wa.value < 0.98 and amb >= 0.5:
@@ -890,6 +914,72 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     elif widened and confidence is not None:
         confidence = Interval(confidence.value, confidence.lo, max(confidence.hi, hi_wa))
     return undetermined, reasons, alts, confidence, decided
+
+
+#: A label flip (:func:`_label_flips`): the share of a (read mode, program mode) pair's pulses
+#: one label holds on a die for the die to count as labelling them so, the least a die's pair
+#: holds (pulses, and share of the die's pulses), and how far apart the dies' pair counts may be
+#: (the smallest over the largest) for them to be the same pulses.
+FLIP_SHARE = 0.8
+FLIP_MIN_PULSES = 50
+FLIP_MIN_SHARE = 0.02
+FLIP_BALANCE = 0.5
+
+
+def _label_flips(rows, dies, states):
+    """Width modes that are reads on some dies and programs on the others.
+
+    For each pair of a read mode and a program mode (page, word-line or SLC-mode programs), the
+    dies of single-LUN lines where the pair holds a real share of the pulses: if on some of
+    them the read mode holds the pair's pulses (:data:`FLIP_SHARE` or more) and on others the
+    program mode does, with as many of the pair's pulses on each (:data:`FLIP_BALANCE`), the
+    classifier labelled one population of pulses differently die by die (a die's process
+    spread moves its widths across the boundary the fit drew). Returns one dict per such pair:
+    the modes and their centres, the dies on each side, and the program units counted if the
+    read dies' pulses are programs too (``more``: each as many units as the die's programs
+    average) or if the program dies' are reads too (``fewer``).
+    """
+    single = [r for r in rows if r.dies == 1 and r.channel in dies]
+    if len(single) < 2:
+        return []
+    reads = [s for s in states if s.kind == "read"]
+    programs = [s for s in states if s.kind in ("program", "program_slc")]
+    flips = []
+    for rd in reads:
+        for pg in programs:
+            by_die = {}
+            for r in single:
+                d = dies[r.channel]
+                a, b = d.expected.get(rd.name, 0.0), d.expected.get(pg.name, 0.0)
+                total = sum(d.expected.values())
+                if a + b >= max(FLIP_MIN_PULSES, FLIP_MIN_SHARE * total):
+                    by_die[r.channel] = (a, b, r)
+            read_dies = [c for c, (a, b, _) in by_die.items() if a >= FLIP_SHARE * (a + b)]
+            program_dies = [c for c, (a, b, _) in by_die.items() if b >= FLIP_SHARE * (a + b)]
+            if not read_dies or not program_dies:
+                continue
+            sums = [a + b for c, (a, b, _) in by_die.items() if c in read_dies + program_dies]
+            if min(sums) < FLIP_BALANCE * max(sums):
+                continue
+            more = fewer = 0.0
+            for c in read_dies:
+                a, _, r = by_die[c]
+                per = r.estimate / dies[c].program_pulses if dies[c].program_pulses else 1.0
+                more += a * per
+            for c in program_dies:
+                _, b, r = by_die[c]
+                per = r.estimate / dies[c].program_pulses if dies[c].program_pulses else 1.0
+                fewer += b * per
+            flips.append({"read": rd.name, "program": pg.name,
+                          "read_us": rd.center_us, "program_us": pg.center_us,
+                          "read_dies": sorted(read_dies), "program_dies": sorted(program_dies),
+                          "more": more, "fewer": fewer})
+    return flips
+
+
+def _dies_text(channels):
+    """``"channel 0"``, ``"channels 0, 2"``."""
+    return ("channel " if len(channels) == 1 else "channels ") + ", ".join(map(str, channels))
 
 
 def _fastest_program_us(states):
