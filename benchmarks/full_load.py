@@ -75,6 +75,13 @@ def trace_depth(board):
     link's default)."""
     return getattr(board_class(board), "trace_depth", TRACE_FIFO_DEPTH)
 
+
+def device_options(board):
+    """The simulated device's options that make it the board's build: its trace FIFO's depth,
+    and whether TRACE_BATCH frames go between a burst's frames (the iCEBreaker's do not)."""
+    return {"trace_depth": trace_depth(board),
+            "batches_in_bursts": getattr(board_class(board), "trace_batches_in_bursts", True)}
+
 #: Snapshot period of the board builds (ms).
 SNAPSHOT_MS = 100
 
@@ -178,7 +185,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None):
     with tempfile.TemporaryDirectory() as tmp, \
             SimDevice(params, config, trains, clock_hz=clock_hz, uart_divisor=divisor,
                       snapshot_ms=SNAPSHOT_MS, build_root=build_root,
-                      trace_depth=trace_depth(board)) as sim:
+                      **device_options(board)) as sim:
         path = Path(tmp) / "load.rbcap"
         began = time.monotonic()
         records = []

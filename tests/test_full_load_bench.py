@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from rbscope.device import protocol as hp
+from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.link import protocol as wire
-from rbscope.gateware.rb_sniffer import SnifferParams
+from rbscope.gateware.rb_sniffer import SnifferConfig, SnifferParams
 
 from .conftest import load_benchmark
 
@@ -42,3 +43,21 @@ def test_a_record_costs_what_the_frame_says(full_load):
     assert full_load.batch_wire_bytes(params) == pytest.approx(
         (len(frame) - 1) * (1 + 2 / 256) / wire.TRACE_BATCH_RECORDS)
     assert 7.5 < full_load.batch_wire_bytes(params) < 7.7
+
+
+def test_the_simulated_device_is_each_board_s_build(full_load):
+    # The rows say "as shipped": the device gets the board's trace FIFO and its scheduling of
+    # TRACE_BATCH frames (the iCEBreaker's go after a burst, not between its frames; before
+    # 2026-12-03 the benchmark built every board with them between).
+    assert full_load.device_options("icebreaker") == {"trace_depth": 16,
+                                                      "batches_in_bursts": False}
+    assert full_load.device_options("ecpix5") == {"trace_depth": 4096, "batches_in_bursts": True}
+    assert full_load.device_options("ulx3s") == {"trace_depth": 1024, "batches_in_bursts": True}
+
+
+def test_the_simulated_device_takes_the_batch_scheduling():
+    params, config, trains = SnifferParams(channels=2), SnifferConfig(), [(1, []), (1, [])]
+    between = SimDevice(params, config, trains).verilog()
+    after = SimDevice(params, config, trains, batches_in_bursts=False).verilog()
+    assert between != after
+    assert SimDevice(params, config, trains, batches_in_bursts=True).verilog() == between

@@ -98,13 +98,16 @@ class SimDevice:
     trace_depth : int, optional
         Trace records the link's FIFO holds (``DeviceCore``'s; a board's build sets its own,
         e.g. the ECP5 boards' ``trace_depth``). Default: the link's.
+    batches_in_bursts : bool
+        TRACE_BATCH frames between a burst's frames (``DeviceCore``'s; the default). The
+        iCEBreaker's build sends them after the burst (its ``trace_batches_in_bursts``).
     """
 
     def __init__(self, params, config, trains, *, clock_hz=DEFAULT_CLOCK_HZ, uart_divisor=4,
                  snapshot_ms=100, link=None, flip_rate=0.0, drop_rate=0.0, vanish_at=0,
                  vanish_for=0, seed=1, build_root=None, max_cycles=0, emulator=None,
                  emu_config=None, traffic=None, commands=None, tap=None, tap_config=None,
-                 trace_depth=None):
+                 trace_depth=None, batches_in_bursts=True):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(config, SnifferConfig):
@@ -130,6 +133,7 @@ class SimDevice:
         self.tap = tap
         self.tap_config = tap_config
         self.trace_depth = trace_depth
+        self.batches_in_bursts = bool(batches_in_bursts)
         self._tmp = None  # created by start(): the stimulus file, and the default link
         self.link = Path(link) if link else None
         self.process = None
@@ -153,7 +157,8 @@ class SimDevice:
                                emulator=self.emulator, emu_config=self.emu_config,
                                traffic=self.traffic, tap=self.tap, tap_config=self.tap_config,
                                **({} if self.trace_depth is None else
-                                  {"trace_depth": self.trace_depth}))
+                                  {"trace_depth": self.trace_depth}),
+                               batches_in_bursts=self.batches_in_bursts)
         return verilog.convert(device, name=TOPLEVEL, emit_src=False)
 
     def build(self, log=None):
