@@ -238,9 +238,15 @@ class CommandDecoder(wiring.Component):
         m.submodules.crc = crc_gen = _SerialCrc()
         crc_shift = Signal(8)
         crc_bits = Signal(range(9))
+        # ``crc_bits == 0`` as a flip-flop: the wire's ``ready`` is then a gate of two
+        # flip-flops, and the UART's handshake no longer starts from a comparison (at 12 Mbaud
+        # on the iCEBreaker the path from the count through the handshake into the unstuffing
+        # was the critical one).
+        crc_idle = Signal(init=1)
         with m.If(crc_bits != 0):
             m.d.comb += [crc_gen.valid.eq(1), crc_gen.data.eq(crc_shift[0])]
-            m.d.sync += [crc_shift.eq(crc_shift >> 1), crc_bits.eq(crc_bits - 1)]
+            m.d.sync += [crc_shift.eq(crc_shift >> 1), crc_bits.eq(crc_bits - 1),
+                         crc_idle.eq(crc_bits == 1)]
         size = self.FRAME_BYTES
         header_bytes = protocol.layout_bytes(protocol.HEADER)
         command_bytes = protocol.layout_bytes(protocol.COMMAND)
@@ -261,7 +267,7 @@ class CommandDecoder(wiring.Component):
                    for k in range(protocol.HEADER[name].width // 8)}
 
         store = Signal()
-        m.d.comb += [self.wire.ready.eq(~store & (crc_bits == 0)),
+        m.d.comb += [self.wire.ready.eq(~store & crc_idle),
                      self.command.payload.command.eq(buffer)]
         with m.If(self.command.ready):
             m.d.sync += self.command.valid.eq(0)
@@ -321,7 +327,7 @@ class CommandDecoder(wiring.Component):
         with m.If(end):
             m.d.sync += collect.eq(0)
         with m.If(store):
-            m.d.sync += [crc_shift.eq(value), crc_bits.eq(8)]
+            m.d.sync += [crc_shift.eq(value), crc_bits.eq(8), crc_idle.eq(0)]
             with m.Switch(count):
                 for k in sorted(checked):
                     with m.Case(k):
