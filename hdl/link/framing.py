@@ -89,6 +89,10 @@ class FrameEncoder(wiring.Component):
         m = Module()
         m.submodules.crc = crc_gen = _SerialCrc()
         crc_sent = Signal(range(5))  # CRC bytes sent
+        # ``crc_sent == 4`` as a flip-flop: the CRC register's shift enable (32 flip-flops) and
+        # the state machine then start from a single LUT of flip-flops (on the iCEBreaker the
+        # comparison, the state and the enable's fan-out made the critical path).
+        crc_done = Signal()
         # The byte going through the CRC, one bit per cycle, and its bits left.
         crc_shift = Signal(8)
         crc_bits = Signal(range(9))
@@ -162,18 +166,18 @@ class FrameEncoder(wiring.Component):
             with m.State("CRC_LOAD"):
                 # The CRC register holds the last bit's update one cycle after it was fed; it
                 # then keeps its value while its bytes are sent.
-                m.d.sync += crc_sent.eq(0)
+                m.d.sync += [crc_sent.eq(0), crc_done.eq(0)]
                 with m.If(crc_idle):
                     m.next = "CRC"
             with m.State("CRC"):
                 with m.If(~sym_full):
-                    with m.If(crc_sent == 4):
+                    with m.If(crc_done):
                         emit(protocol.FRAME_END, 0)
                         m.next = "IDLE"
                     with m.Else():
                         emit(crc_gen.byte, 1)
                         m.d.comb += crc_gen.shift.eq(1)
-                        m.d.sync += crc_sent.eq(crc_sent + 1)
+                        m.d.sync += [crc_sent.eq(crc_sent + 1), crc_done.eq(crc_sent == 3)]
         return m
 
 
