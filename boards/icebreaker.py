@@ -14,8 +14,8 @@ registers it keeps after its block RAMs' outputs for the ECP5 (``ram_output_regi
 iCE40's block RAM output is fast, and each of them would cost a logic cell.
 
 Clock: the 12 MHz oscillator into an SB_PLL40_PAD, 48 MHz out (12 × 64 / 16). UART: the FTDI's
-second channel (pins 6/9), 3 Mbaud (divisor 16; the FT2232H's 12 Mbaud, divisor 4, did not meet
-48 MHz: ``docs/benchmarks.md``, "Boards"). LEDs: green = link traffic, red = R/B# activity.
+second channel (pins 6/9) at the FT2232H's 12 Mbaud (divisor 4; 3 Mbaud before 2026-12-03:
+``docs/benchmarks.md``, "Boards"). LEDs: green = link traffic, red = R/B# activity.
 """
 
 import sys
@@ -45,10 +45,10 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     width_bits = 20
     dsp_bounds = 7
     ram_output_registers = False
-    # No TRACE_BATCH frames between a snapshot's frames: the few logic cells it takes cost the
-    # part (92 % full) its 48 MHz (46.1-47.7 MHz at seeds 1-3), and with 16 records its FIFO
-    # does not stream 16 dies at 2 000/s either way (docs/benchmarks.md).
-    trace_batches_in_bursts = False
+    # 12 Mbaud, and TRACE_BATCH frames between a snapshot's frames (the default): 16 records
+    # then ride out the longest wait for the link, one frame (docs/benchmarks.md).
+    uart_baud = 12_000_000
+    trace_batches_in_bursts = True
 
     def create_clock(self, m):
         return self.ice40_pll(m, ("clk12", 0))

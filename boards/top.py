@@ -510,7 +510,7 @@ class RBScopeTop(Elaboratable):
           Yosys 0.70 stops the ECPIX-5's emulator build on an internal assertion (in ABC9's
           reintegration, 2026-12-01).
         * TRACE_BATCH frames between a burst's frames, unless the board class says
-          ``trace_batches_in_bursts = False`` (the iCEBreaker).
+          ``trace_batches_in_bursts = False`` (no board does since 2026-12-03).
         """
         if self.emulator is None:
             depth = getattr(platform, "trace_depth", None)

@@ -381,9 +381,9 @@ def test_board_configuration_elaborates(board, channels, emulator, tap, emu_bus)
                           for sub in platform.lookup(name, 0).ios}
             assert subsignals == group
     assert platform.pll_hz == cls.target_hz
-    # The link's rate: 3 Mbaud (3.03 at 100 MHz); the ECPIX-5's FT2232H 12 Mbaud (25/3 clocks
-    # a bit, a fractional divisor).
-    want = {"icebreaker": (16, 3_000_000),
+    # The link's rate: the FT2232H's 12 Mbaud on the iCEBreaker (4 clocks a bit) and the ECPIX-5
+    # (25/3 clocks a bit, a fractional divisor); the ULX3S's FT231X 3 Mbaud (3.03 at 100 MHz).
+    want = {"icebreaker": (4, 12_000_000),
             "ecpix5": (Fraction(25, 3), 12_000_000)}.get(board, (33, 3_000_000))
     assert (top.device.uart_divisor, cls.uart_baud) == want
     assert top.device.core.controller.uart_divisor == want[0]  # (INFO tells the host)

@@ -47,10 +47,11 @@ def test_a_record_costs_what_the_frame_says(full_load):
 
 def test_the_simulated_device_is_each_board_s_build(full_load):
     # The rows say "as shipped": the device gets the board's trace FIFO and its scheduling of
-    # TRACE_BATCH frames (the iCEBreaker's go after a burst, not between its frames; before
-    # 2026-12-03 the benchmark built every board with them between).
+    # TRACE_BATCH frames (a board class may send them after a burst: the iCEBreaker did until
+    # 2026-12-03, while the benchmark built every board with them between).
     assert full_load.device_options("icebreaker") == {"trace_depth": 16,
-                                                      "batches_in_bursts": False}
+                                                      "batches_in_bursts": True}
+    assert full_load.BOARDS["icebreaker"][2] == 4  # 12 Mbaud at 48 MHz
     assert full_load.device_options("ecpix5") == {"trace_depth": 4096, "batches_in_bursts": True}
     assert full_load.device_options("ulx3s") == {"trace_depth": 1024, "batches_in_bursts": True}
 

@@ -101,8 +101,8 @@ class LinkController(wiring.Component):
         :data:`~.counters.TRACE_FIFO_DEPTH`, 16: every board build's).
     batches_in_bursts : bool
         A TRACE_BATCH frame between every two frames of a snapshot or histogram burst while
-        the FIFO has records (``FrameBuilder``'s; the default). ``False`` (the iCEBreaker,
-        whose part is too full for the few cells it takes) sends them after the burst.
+        the FIFO has records (``FrameBuilder``'s; the default). ``False`` sends them after
+        the burst (the iCEBreaker's build until 2026-12-03, a few logic cells fewer).
 
     Members
     -------
