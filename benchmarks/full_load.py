@@ -9,9 +9,11 @@ per die, and the host captures with TRACE records on (``rbscope capture --trace 
 sequence: trace enabled, counters cleared, snapshots at the board's default 100 ms):
 
 * ``overload``: 4 × the rate the link is expected to carry (as far as the widths allow). The
-  records delivered per second once the FIFO is full are what the link carries (``capacity``);
-  the first pulse without a record (the model's pulses matched with the records) says when the
-  FIFO first overflowed;
+  records delivered per second from the first loss on are what the link carries
+  (``capacity``) when it saturated, i.e. when records kept being lost; where the widths cannot
+  offer that much (a loss in a momentary overflow), they are only the offered rate. The first
+  pulse without a record (the model's pulses matched with the records) says when the FIFO
+  first overflowed;
 * ``sustained``: 90 % of the measured capacity spread over the dies, then half that, and so on
   until nothing is lost and the capture's sequence (``capture_to_measurement``) is complete:
   the highest rate per die the rig streams losslessly. (A snapshot's frames hold the link for
@@ -256,7 +258,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None):
         "wa_difference": None if None in wa else wa[0] / wa[1] - 1,
     }
     log(f"  {board} {row['offered_per_die']:,.0f}/s/die: {len(records):,} records, {lost:,} "
-        f"lost, delivered while full "
+        f"lost, delivered from the first loss on "
         + ("-" if row["delivered_per_s"] is None else f"{row['delivered_per_s']:,.0f}/s")
         + ", sequence "
         f"{'complete' if row['complete'] else 'incomplete'}, {same} of {channels} lines "
@@ -348,7 +350,8 @@ def measure(board, seconds, build_root, log=print, search=True, workload="ssd-v-
 
 
 def markdown(rows):
-    out = ["| board | channels | link | TRACE records/s the link carries | lossless per die "
+    out = ["| board | channels | link | records/s from the first loss on (the link's rate if it "
+           "saturated) | lossless per die "
            "(share of the link) | lost at the rates tried above it (per die) |",
            "|---|---|---|---|---|---|"]
     for r in rows:
