@@ -64,12 +64,13 @@ __all__ = [
     "ConfigError", "DEFAULT_BAUDRATE", "BOARD_BAUDRATES", "open_any_rate",
 ]
 
-#: The link rate of real boards (FTDI bridge, 8N1).
+#: The link rate :class:`Device` opens a port at unless told another: the ULX3S's (its FT231X
+#: stops at 3 Mbaud); the iCEBreaker and the ECPIX-5 run 12 Mbaud (``BOARD_BAUDRATES``).
 DEFAULT_BAUDRATE = 3_000_000
 
-#: The link rates :func:`open_any_rate` tries, in order: 3 Mbaud (3.03 at 100 MHz), every board
-#: build's; 12 Mbaud, the FT2232H's highest UART rate, for a build made with it (a board
-#: class's ``uart_baud``).
+#: The link rates :func:`open_any_rate` tries, in order: 3 Mbaud (3.03 at 100 MHz, the
+#: ULX3S's); 12 Mbaud, the FT2232H's highest UART rate, the iCEBreaker's and the ECPIX-5's (a
+#: board class's ``uart_baud``).
 BOARD_BAUDRATES = (3_000_000, 12_000_000)
 
 

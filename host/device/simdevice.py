@@ -99,8 +99,9 @@ class SimDevice:
         Trace records the link's FIFO holds (``DeviceCore``'s; a board's build sets its own,
         e.g. the ECP5 boards' ``trace_depth``). Default: the link's.
     batches_in_bursts : bool
-        TRACE_BATCH frames between a burst's frames (``DeviceCore``'s; the default). The
-        iCEBreaker's build sends them after the burst (its ``trace_batches_in_bursts``).
+        TRACE_BATCH frames between a burst's frames (``DeviceCore``'s; the default). A board
+        class's ``trace_batches_in_bursts = False`` sends them after the burst (no board's
+        since 2026-12-03).
     """
 
     def __init__(self, params, config, trains, *, clock_hz=DEFAULT_CLOCK_HZ, uart_divisor=4,
