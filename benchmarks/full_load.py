@@ -80,9 +80,11 @@ def trace_depth(board):
 
 def device_options(board):
     """The simulated device's options that make it the board's build: its trace FIFO's depth,
-    and whether TRACE_BATCH frames go between a burst's frames (the iCEBreaker's do not)."""
+    and whether TRACE_BATCH frames go between a burst's frames (a board class's
+    ``trace_batches_in_bursts``)."""
     return {"trace_depth": trace_depth(board),
             "batches_in_bursts": getattr(board_class(board), "trace_batches_in_bursts", True)}
+
 
 #: Snapshot period of the board builds (ms).
 SNAPSHOT_MS = 100

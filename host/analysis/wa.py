@@ -346,9 +346,14 @@ def _lost_records(row, die, lost):
     row.lost = lost
     est = row.estimate
     row.lost_expected = lost * est / die.pulses if die.pulses else 0.0
-    per_program = est / die.program_pulses if die.program_pulses > 0.5 else 1.0
-    row.lost_max = lost * max(per_program, 1.0)
+    row.lost_max = lost * max(_units_per_program(row, die), 1.0)
     row.corrected = est + row.lost_expected
+
+
+def _units_per_program(row, die):
+    """The units a program pulse of a line counts on average (its estimate over its program
+    pulses; 1 where it has next to none)."""
+    return row.estimate / die.program_pulses if die.program_pulses > 0.5 else 1.0
 
 
 def compute_wa(measurement, geometry, logical, *, mp=None, program_class="program",
@@ -944,32 +949,29 @@ def _label_flips(rows, dies, states):
         return []
     reads = [s for s in states if s.kind == "read"]
     programs = [s for s in states if s.kind in ("program", "program_slc")]
+    # The least a die's pair must hold, and a program pulse's units, per die.
+    floor = {r.channel: max(FLIP_MIN_PULSES,
+                            FLIP_MIN_SHARE * sum(dies[r.channel].expected.values()))
+             for r in single}
+    per = {r.channel: _units_per_program(r, dies[r.channel]) for r in single}
     flips = []
     for rd in reads:
         for pg in programs:
-            by_die = {}
+            pair = {}  # channel -> (read-mode pulses, program-mode pulses)
             for r in single:
                 d = dies[r.channel]
                 a, b = d.expected.get(rd.name, 0.0), d.expected.get(pg.name, 0.0)
-                total = sum(d.expected.values())
-                if a + b >= max(FLIP_MIN_PULSES, FLIP_MIN_SHARE * total):
-                    by_die[r.channel] = (a, b, r)
-            read_dies = [c for c, (a, b, _) in by_die.items() if a >= FLIP_SHARE * (a + b)]
-            program_dies = [c for c, (a, b, _) in by_die.items() if b >= FLIP_SHARE * (a + b)]
+                if a + b >= floor[r.channel]:
+                    pair[r.channel] = (a, b)
+            read_dies = [c for c, (a, b) in pair.items() if a >= FLIP_SHARE * (a + b)]
+            program_dies = [c for c, (a, b) in pair.items() if b >= FLIP_SHARE * (a + b)]
             if not read_dies or not program_dies:
                 continue
-            sums = [a + b for c, (a, b, _) in by_die.items() if c in read_dies + program_dies]
+            sums = [sum(pair[c]) for c in read_dies + program_dies]
             if min(sums) < FLIP_BALANCE * max(sums):
                 continue
-            more = fewer = 0.0
-            for c in read_dies:
-                a, _, r = by_die[c]
-                per = r.estimate / dies[c].program_pulses if dies[c].program_pulses else 1.0
-                more += a * per
-            for c in program_dies:
-                _, b, r = by_die[c]
-                per = r.estimate / dies[c].program_pulses if dies[c].program_pulses else 1.0
-                fewer += b * per
+            more = sum(pair[c][0] * per[c] for c in read_dies)
+            fewer = sum(pair[c][1] * per[c] for c in program_dies)
             flips.append({"read": rd.name, "program": pg.name,
                           "read_us": rd.center_us, "program_us": pg.center_us,
                           "read_dies": sorted(read_dies), "program_dies": sorted(program_dies),
