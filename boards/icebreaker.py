@@ -45,10 +45,13 @@ class ICEBreaker(BoardMixin, ICEBreakerPlatform):
     width_bits = 20
     dsp_bounds = 7
     ram_output_registers = False
-    # 12 Mbaud, and TRACE_BATCH frames between a snapshot's frames (the default): 16 records
-    # then ride out the longest wait for the link, one frame (docs/benchmarks.md).
+    # 12 Mbaud, and TRACE_BATCH frames between a snapshot's frames (the default): the FIFO then
+    # waits at most one frame for the link. 256 records: the five block RAMs its 80-bit records
+    # fill hold that many, so the depth costs only wider pointers, and rides out 16 dies whose
+    # reads arrive together at 4 x 2 000 pulses/s each (docs/benchmarks.md).
     uart_baud = 12_000_000
     trace_batches_in_bursts = True
+    trace_depth = 256
 
     def create_clock(self, m):
         return self.ice40_pll(m, ("clk12", 0))

@@ -324,6 +324,13 @@ def test_micro_benchmark_names_and_shapes():
     assert w.offsets[0] == 512 and np.all(np.diff(w.offsets) == 8192)
     with pytest.raises(RefSSDError, match="not a micro-benchmark name"):
         refssd.micro("4K-XX-100%-W-4KiB-align", 1 << 24, 1 << 20)
+    # A read-heavy run: the paper's generator with another write share (not one of its 40).
+    w = refssd.micro("4K-RD-10%-W-4KiB-align", 1 << 24, 1 << 20, seed=2)
+    assert "4K-RD-10%-W-4KiB-align" not in refssd.MICRO_BENCHMARKS
+    assert 0.07 < (w.ops == WRITE).mean() < 0.13 and w.logical_bytes >= 1 << 20
+    for bad in ("4K-RD-0%-W-4KiB-align", "4K-RD-101%-W-4KiB-align", "4K-RD-05%-W-4KiB-align"):
+        with pytest.raises(RefSSDError, match="write share of 1% to 100%"):
+            refssd.micro(bad, 1 << 24, 1 << 20)
 
 
 def test_drive_spec_toml(tmp_path):

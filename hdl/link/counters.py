@@ -19,8 +19,8 @@ __all__ = ["LinkCounters", "TRACE_FIFO_DEPTH"]
 #: :class:`_DeepFifo` where block RAM output is slow (``ram_output_registers``, the ECP5: a head
 #: read straight from block RAM was too slow for their 100 MHz, 83.6-91.6 MHz after place and
 #: route on the ULX3S, 256 records), and on the iCE40 a :class:`_RecordFifo` as deep (its block
-#: RAMs are 256 words deep, so 16 records take as many of them as 256). The iCEBreaker keeps 16:
-#: with 256 (32 logic cells more, 92 % of the part) it placed at 45.6-47.0 MHz on seeds 1-5.
+#: RAMs are 256 words deep, so 16 records take as many of them as 256: the iCEBreaker's 256 cost
+#: 25 logic cells, its wider pointers).
 TRACE_FIFO_DEPTH = 16
 
 

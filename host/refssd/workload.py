@@ -83,7 +83,11 @@ def _name(size, random, write_pct, aligned):
 MICRO_BENCHMARKS = tuple(_name(s, r, w, a) for w in (100, 50) for r in (False, True)
                          for a in (True, False) for s in _SIZES)
 
-_NAME = re.compile(r"^(512B|4K|8K|16K|32K)-(SQ|RD)-(100|50)%-W-(4KiB-align|4KiB-no-align)$")
+#: A micro-benchmark name: the paper's factors, with any whole write share from 1 % to 100 % (the
+#: paper's are 100 % and 50 %; a read-heavy run, e.g. ``4K-RD-10%-W-4KiB-align``, is the same
+#: generator with nine reads to a write).
+_NAME = re.compile(r"^(512B|4K|8K|16K|32K)-(SQ|RD)-(100|[1-9][0-9]?)%-W-"
+                   r"(4KiB-align|4KiB-no-align)$")
 
 
 def parse_micro_name(name):
@@ -91,8 +95,9 @@ def parse_micro_name(name):
     m = _NAME.match(name)
     if not m:
         raise RefSSDError(f"{name!r} is not a micro-benchmark name such as "
-                          f"4K-SQ-50%-W-4KiB-align (sizes {', '.join(_SIZES)}; SQ or RD; 100% "
-                          f"or 50%; 4KiB-align or 4KiB-no-align)")
+                          f"4K-SQ-50%-W-4KiB-align (sizes {', '.join(_SIZES)}; SQ or RD; a write "
+                          f"share of 1% to 100% (the paper's: 100% or 50%); 4KiB-align or "
+                          f"4KiB-no-align)")
     size, access, pct, align = m.groups()
     return _SIZES[size], access == "RD", int(pct) / 100, align == "4KiB-align"
 
