@@ -149,12 +149,16 @@ def spacing_us(rate, widths):
     return lo
 
 
-def trains_at(channels, clock_hz, rate, seconds, widths):
+def trains_at(channels, clock_hz, rate, seconds, widths, peak=False):
     """One train per channel: the widths in order, ``rate`` pulses a second on average where the
     widths allow (:func:`spacing_us`; a pulse longer than the spacing delays the next, as a busy
-    die would), each channel offset a little."""
+    die would), each channel offset a little. With ``peak`` a die starts a pulse every
+    ``1/rate`` seconds wherever its widths allow (the same delays), so that ``rate`` is the
+    most it makes in any stretch and its average is lower; without, the short pulses' stretches
+    run faster than ``rate`` to make up for the long pulses' (13 700/s a die for an average of
+    8 000 on ``cache-prog-98r``)."""
     cyc_us = clock_hz // 1_000_000
-    period = spacing_us(rate, widths) * cyc_us
+    period = (1e6 / rate if peak else spacing_us(rate, widths)) * cyc_us
     end = int(seconds * clock_hz)
     out, k = [], 0
     for ch in range(channels):
@@ -171,9 +175,9 @@ def trains_at(channels, clock_hz, rate, seconds, widths):
     return out
 
 
-def run_one(board, rate, seconds, widths, build_root, log=print, channels=None):
+def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, peak=False):
     """One capture at ``rate`` pulses/s per die on every line (``channels``: the board's build
-    with fewer lines, else its own count)."""
+    with fewer lines, else its own count; ``peak``: :func:`trains_at`)."""
     full, clock_hz, divisor = BOARDS[board]
     channels = channels or full
     params = board_params(board, channels)
@@ -181,7 +185,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None):
     # Windows in 1 µs ticks (prescaler: one tick a µs, as the presets configure the boards).
     config = SnifferConfig(prescaler=cyc_us, glitch_ticks=1, idle_ticks=20_000,
                            windows=((2, 12), (12, 150), (150, 1950), (1950, 12_000)))
-    trains = trains_at(channels, clock_hz, rate, seconds, widths)
+    trains = trains_at(channels, clock_hz, rate, seconds, widths, peak=peak)
     pulses_in = sum(len(t.edges) // 2 for t in trains)
     ticks = int(seconds * 1e6)
     glitch = params.counter_index(Counter.GLITCH)
@@ -207,9 +211,17 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None):
                 dev.enable_trace(True)
                 dev.clear()
                 start = dev.snapshot().timestamp
+                lost_at, seen = [], None
                 for _, f in dev.frames(duration=None):
                     records += [(t.channel, t.timestamp) for t in trace_records(f, params)]
                     snap = dev.latest_snapshot
+                    if snap is not None and snap is not seen:
+                        # When records were lost: each snapshot whose total moved (ms after
+                        # the clear, records lost in all).
+                        seen = snap
+                        if snap.status.trace_lost != (lost_at[-1][1] if lost_at else 0):
+                            lost_at.append([(snap.timestamp - start) / 1e3,
+                                            snap.status.trace_lost])
                     if snap is not None and snap.timestamp > ticks + 30_000 and \
                             dev.is_quiescent():
                         break
@@ -256,10 +268,11 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None):
     row = {
         "board": board, "channels": channels, "clock_hz": clock_hz, "divisor": str(divisor),
         "baud": float(clock_hz / divisor), "rate_per_die": rate, "seconds": seconds,
-        "offered_per_die": pulses_in / seconds / channels,
+        "offered_per_die": pulses_in / seconds / channels, "peak": peak,
         "pulses": pulses_in, "records": len(records), "lost": lost,
         "delivered_per_s": delivered,
         "first_loss_ms": None if first_missing is None else (first_missing - start) / 1e3,
+        "lost_at": lost_at,
         "complete": bool(seq.get("complete")), "wall_s": wall,
         "lines_equal_to_recording": same, "wa_rig": wa[0], "wa_recording": wa[1],
         "wa_difference": None if None in wa else wa[0] / wa[1] - 1,
@@ -382,6 +395,9 @@ def main(argv=None):
     parser.add_argument("--rate", type=float, metavar="R",
                         help="one run only, at R pulses per second per die (no overload run, no "
                              "search): whether the board streams that rate losslessly")
+    parser.add_argument("--peak", action="store_true",
+                        help="with --rate: R is each die's pace wherever its widths allow (a "
+                             "pulse every 1/R s; longer pulses delay the next), not its average")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="ssd-v-random",
                         help="the reference SSD run whose pulse widths the trains take")
     parser.add_argument("--channels", type=int, metavar="N",
@@ -392,6 +408,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.channels is not None and (args.rate is None or args.channels < 1):
         parser.error("--channels needs --rate and at least one line")
+    if args.peak and args.rate is None:
+        parser.error("--peak needs --rate")
     rows = []
     for board in args.boards.split(","):
         if board not in BOARDS:
@@ -401,7 +419,7 @@ def main(argv=None):
         if args.rate is not None:
             run = run_one(board, args.rate, args.seconds,
                           widths_us(200_000, workload=args.workload), args.build_root,
-                          channels=args.channels)
+                          channels=args.channels, peak=args.peak)
             run["workload"] = args.workload
             rows.append({"board": board, "channels": args.channels or BOARDS[board][0],
                          "baud": float(BOARDS[board][1] / BOARDS[board][2]),

@@ -62,3 +62,16 @@ def test_the_simulated_device_takes_the_batch_scheduling():
     after = SimDevice(params, config, trains, batches_in_bursts=False).verilog()
     assert between != after
     assert SimDevice(params, config, trains, batches_in_bursts=True).verilog() == between
+
+
+def test_a_peak_rate_is_each_die_s_pace_where_its_widths_allow(full_load):
+    # Short pulses start 1/R apart; a long one delays the next by its width and 2 µs; so the
+    # average falls below R, where the averaged trains run their short stretches faster.
+    widths = np.tile([40.0, 40.0, 40.0, 1000.0], 2000)
+    peak = full_load.trains_at(1, 1_000_000, 8000, 0.2, widths, peak=True)[0].edges
+    starts = np.array([t for t, level in peak if level == 0])
+    gaps = np.diff(starts)[:12]
+    assert list(gaps) == [125, 125, 125, 1002] * 3
+    average = full_load.trains_at(1, 1_000_000, 2000, 0.2, widths)[0].edges
+    assert len(peak) // 2 == pytest.approx(0.2 * 1e6 / (3 * 125 + 1002) * 4, abs=4)
+    assert np.diff([t for t, level in average if level == 0]).min() < 1e6 / 2000
