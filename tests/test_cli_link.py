@@ -101,10 +101,11 @@ def test_capture_duration_then_dump(long_fake, capsys, tmp_path):
     fake = long_fake
     out = tmp_path / "c.rbcap"
     assert cli.main(["capture", fake.path, "-o", str(out), "--duration", "1.0",
-                     "--snapshot-ms", "30", "--trace"]) == 0
+                     "--snapshot-ms", "30", "--trace", "--hist-every", "5"]) == 0
     err = capsys.readouterr().err
     assert "duration" in err and "link:" in err  # plain lines: stderr is not a TTY here
     assert "--trace without --clear: the records will not cover the counters' epoch" in err
+    assert "--hist-every with --trace: each histogram burst takes about 30 % of the link" in err
     r = CaptureReader(out)
     assert r.truncated == 0 and r.info is not None and r.registers["SNAPSHOT_PERIOD"] == 30_000
     assert len(r.snapshots) >= 10 and r.traces

@@ -253,6 +253,12 @@ def _cmd_capture(args):
                 print("rbscope capture: note: --trace without --clear: the records will not "
                       "cover the counters' epoch, so analyze cannot use the pulse sequence "
                       "(add --clear)", file=sys.stderr)
+            if args.hist_every:
+                # A histogram burst's chunks alternate with the trace batches while it lasts.
+                print("rbscope capture: note: --hist-every with --trace: each histogram burst "
+                      "takes about 30 % of the link from the pulse records while it lasts, so "
+                      "at full load records may be lost (the capture reads the histograms at "
+                      "its end without it)", file=sys.stderr)
         problem = _capture_target_problem(args.output, dev)
         if problem:
             err("capture", problem)
