@@ -112,8 +112,8 @@ WORKLOADS = {
     # read-heavy on SSD-V: half the requests reads
     "ssd-v-50r": ("ssd-v", "4K-RD-50%-W-4KiB-align",
                   {"blocks_per_plane": 64, "pages_per_block": 64}),
-    # a read burst on the cache-program drive: 49 reads to a write (tR of 28-56 µs for nine
-    # pulses in ten), whose widths offer 10 500 pulses a second per die back to back: the
+    # a read burst on the cache-program drive: 49 reads to a write (the widths' 10th to 90th
+    # percentiles 28-56 µs, tR), which offer 10 500 pulses a second per die back to back: the
     # issue's 4 x 2 000/s
     "cache-prog-98r": ("cache-prog", "4K-RD-2%-W-4KiB-align",
                        {"blocks_per_plane": 64, "pages_per_block": 64}),
