@@ -138,6 +138,12 @@ DATA_IN_CORE = 0.3
 #: ... and a read-width mode short of DATA_IN_WAITING with at least this share after both kinds
 #: of pulse is left open (reads or programs: the interval spans both).
 DATA_IN_OPEN = 0.5
+#: ... and a read-width mode is programs, whatever its share after long pulses, when after reads
+#: DATA_IN_WAITING of its gaps wait (DATA_IN_MIN of them) and at most this share of the other
+#: reads' gaps after reads do (DATA_IN_MIN of them): the host paces every read alike, so a mode
+#: that waits where the other reads do not is another operation; after long pulses a read tail
+#: as wide as the mode dilutes it, the reads there being many (:func:`_waits_unlike_reads`).
+DATA_IN_CONTRAST = 0.1
 #: Short pulses the order rules count as programs (tDBSY-announced, host-paced, chain heads), at
 #: this share of the program pulses, enter the erase floor and cap of a refit (see the end of
 #: :func:`classify`).
@@ -1403,7 +1409,9 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
         if fit_j is None:
             continue
         sel = ok & (pj_ > 0.9)
-        if _waits_for_data_in(gb, sel, _shifted(rest), prev_l + _shifted(pj_), *fit_j):
+        if _waits_for_data_in(gb, sel, _shifted(rest), prev_l + _shifted(pj_), *fit_j) \
+                or _waits_unlike_reads(gb, sel, ok & (rest > 0.9), _shifted(rest),
+                                       prev_l + _shifted(pj_), *fit_j):
             waiting.append(j)
             continue
         # Short of that, a mode most of whose pulses wait after both kinds of pulse (the
@@ -1764,6 +1772,27 @@ def _waits_for_data_in(gb, sel, prev_r, prev_l, command, transfer, spread, alone
     both = len(shares) == 2
     return all(w >= (DATA_IN_OPEN if both and not after_read else DATA_IN_WAITING)
                for _, w, after_read in shares)
+
+
+def _waits_unlike_reads(gb, sel, reads, prev_r, prev_l, command, transfer, spread):
+    """Whether the pulses ``sel`` wait for a page's data in after reads where the other reads
+    (``reads``) do not: DATA_IN_WAITING of their gaps after a read nearer a program's than a
+    read's, and at most DATA_IN_CONTRAST of the other reads' (DATA_IN_MIN of each).
+
+    A host that pauses between its reads delays every read alike; a mode that waits after reads
+    where the reads of the other modes do not is another operation, a program as fast as the
+    reads (an SLC cache's programs among a TLC drive's reads). After long pulses its share may
+    fall short of DATA_IN_OPEN: a read tail as wide as the mode is diluted among few programs
+    there, as the drive's reads follow its programs (a publishing draw of tlc-slc-cache at L0:
+    1 415 of the mode's pulses after reads, 97.8 % waiting; 178 after long pulses, 39 %; the
+    other reads 0 % after reads; the SLC programs counted as reads, −28 %)."""
+    mine = _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread)
+    others = _waiting_shares(gb, reads, prev_r, prev_l, command, transfer, spread)
+    after = [(n, w) for n, w, after_read in mine or () if after_read]
+    base = [(n, w) for n, w, after_read in others or () if after_read]
+    return (bool(after) and bool(base) and after[0][0] >= DATA_IN_MIN
+            and base[0][0] >= DATA_IN_MIN and after[0][1] >= DATA_IN_WAITING
+            and base[0][1] <= DATA_IN_CONTRAST)
 
 
 def _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread, apart=True):
