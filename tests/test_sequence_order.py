@@ -16,6 +16,7 @@ from rbscope.analysis.sequence import (
     _Grid,
     _host_paced,
     _modes_alone,
+    _programs_past_max,
     _reads_by_data_in,
     _resumable,
     _resume_gaps,
@@ -984,3 +985,33 @@ def test_the_gaps_do_not_judge_more_erases_than_the_programs_leave_room_for():
     # A cap the gaps' reading keeps under: it stands.
     out, moved = _erases_by_data_in(x, g, states, gap_after, cap=judged + 1)
     assert out[:, 3].sum() == pytest.approx(judged) and moved < 0
+
+
+def test_programs_past_the_tprog_maximum_reach_the_empty_stretch_before_the_erases():
+    # Pulses of an SLC drive with cache chains: programs 220-440 µs, 2 % of them chain ends
+    # up to 730 µs, erases 1 500-3 000 µs; tPROG max 500 µs given (the bound with its spare:
+    # 0.2 octaves above). The bound moves into the empty stretch, an octave past it at most;
+    # where the programs' tail runs into the erases, or the pulses past the bound lie more
+    # than an octave above it, it stays.
+    rng = np.random.default_rng(3)
+    progs = rng.uniform(np.log2(220), np.log2(440), 3000)
+    ends = rng.uniform(np.log2(605), np.log2(730), 60)
+    erases = rng.uniform(np.log2(1500), np.log2(3000), 200)
+    phi = np.log2(500) + 0.2
+    peaks = [(float(np.median(erases)), 0.2, erases.size)]
+    x = np.concatenate([progs, ends, erases])
+    bound = _programs_past_max(x, phi, peaks)
+    assert np.log2(730) < bound < np.log2(1500) and bound <= phi + 1.0
+    # No chain ends: nothing past the bound below the erases.
+    assert _programs_past_max(np.concatenate([progs, erases]), phi, peaks) == phi
+    # A tail that runs into the erases: no empty stretch.
+    tail = rng.uniform(np.log2(575), np.log2(1500), 400)
+    assert _programs_past_max(np.concatenate([x, tail]), phi, peaks) == phi
+    # Pulses past the bound by more than an octave (1 300-1 400 µs against a bound of 574):
+    # not a program waiting for the one before it.
+    far = rng.uniform(np.log2(1300), np.log2(1400), 60)
+    erases_hi = rng.uniform(np.log2(3000), np.log2(5000), 200)
+    assert _programs_past_max(np.concatenate([progs, far, erases_hi]), phi,
+                              [(float(np.median(erases_hi)), 0.2, 200)]) == phi
+    # No erase cluster above: nothing to part them from.
+    assert _programs_past_max(x, phi, []) == phi

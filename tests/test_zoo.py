@@ -829,3 +829,44 @@ def test_a_width_mode_read_on_some_dies_and_programmed_on_others_is_a_flip():
     # Wired-OR lines (several LUNs a line) and a single die: nothing to compare.
     assert _label_flips(*_flip_case([3600.0, 40.0], [20.0, 3700.0], dies=2)) == []
     assert _label_flips(*_flip_case([3600.0], [20.0])) == []
+
+
+def test_a_cache_chain_s_last_programs_past_tprog_max_are_no_erases_at_l1(zoo):
+    # Tuning draw 36 of slc-seq-cache: back-to-back cache chains, whose last program is busy
+    # while the page before it ends (38 pulses of 605-730 µs, a tPROG maximum of 500 µs
+    # given), the erases from 1 490 µs. With the programs bounded at the maximum (and its
+    # 15 % spare) those pulses went to the erase state, up to the structural cap: -2.5 % at L1
+    # against 0.0 % at L0. An empty stretch parts them from the erases: programs.
+    drive, _, run, m, maxima = zoo.prepare("slc-seq-cache", 36)
+    r1 = _analyse_with_maxima(zoo, "L1", "slc-seq-cache", drive, run, m, maxima)
+    prog_top = max(s["support_us"][1] for s in r1.classification["states"]
+                   if s["kind"] == "program")
+    assert prog_top > 730 > maxima["program"]
+    erases = sum(d["erase_pulses"] for d in r1.classification["dies"].values())
+    assert erases == pytest.approx(run.truth.pulses["ERASE"], abs=2)
+    truth = run.truth.wa_true
+    assert abs(r1.wa.value / truth - 1) < 0.005
+    assert r1.wa_confidence.lo <= truth <= r1.wa_confidence.hi
+
+
+def test_host_paced_cache_programs_leave_the_page_types_free_untrained(zoo):
+    # Tuning draw 0 of mlc-hostpaced-cache-50r at L0: the host paced 82 lower and 88 upper
+    # pages of die 0 (91 and 78 of die 1), so the long pulses' page types are not equal (567
+    # and 560, 510 and 524). Held equal, the fit moved pulses between the upper pages and the
+    # erases and joined 97 pairs of them as suspended operations: −7.9 %, undetermined. With
+    # host-paced cache programs at 1 % of the programs or more the page types are left free (as
+    # a trained model's were); the classification left free is the value, whole: its notes are
+    # its own, and the interval spans the one held equal.
+    drive, _, run, m, _ = zoo.prepare("mlc-hostpaced-cache-50r", 0)
+    r = _analyse_l0(zoo, "mlc-hostpaced-cache-50r", drive, run, m)
+    notes = r.classification["notes"]
+    assert any(n.startswith("page types left free") for n in notes)
+    assert not any("page types held" in n or "suspended" in n for n in notes)
+    assert not r.undetermined
+    _close_and_covered(r, run.truth.wa_true, 0.005)
+    # (Held equal, the fit counted fewer program units, by `balance_shift` a die.)
+    dies = r.classification["dies"].values()
+    shift = sum(d["balance_shift"] for d in dies)
+    units = sum(d["unit_pulses"] for d in dies)
+    assert shift > 0.05 * units
+    assert r.wa_confidence.lo <= r.wa.value * (units - shift) / units

@@ -88,6 +88,9 @@ ERASE_GAP_SHARE = 0.25
 ERASE_SHOULDER = 0.3
 #: ... and one as small as the erases the programs imply, up to this far below (octaves).
 ERASE_SHOULDER_FAR = 1.5
+#: Program pulses past the tPROG maximum given (:func:`_programs_past_max`): parted from the
+#: erases by an empty stretch of at least this many octaves.
+CHAIN_END_GAP = 0.5
 #: The split at tR max itself (L1, :func:`_is_valley`): the widths' share that may reach it.
 TOP_EDGE_SHARE = 0.02
 #: Unannounced SLC-mode modes (:func:`_modes_unannounced`): the main modes' pulses that a
@@ -276,7 +279,7 @@ class DieResult:
     paced: float = 0.0  # short pulses counted as host-paced cache programs (idle gaps)
     paced_open: float = 0.0  # candidates of unanchored chains (not counted; the interval's)
     heads: float = 0.0  # tCBSY-cluster pulses counted as back-to-back cache-chain heads
-    balance_shift: float = 0.0  # |units held to equal page types - units left free| (trained)
+    balance_shift: float = 0.0  # |units held to equal page types - units left free|
     #: SLC-mode program pulses among the programs (SLC states, and read-width programs the
     #: gaps found): a block of them holds pages_per_block ÷ bits pages.
     slc_programs: float = 0.0
@@ -306,6 +309,7 @@ class DieResult:
                 "unit_pulses": self.units, "one_shot_bits": self.load_bits or None,
                 "suspended": self.suspended, "resume_slack": self.resume_slack,
                 "resumable": self.resumable, "paced_short": self.paced,
+                "balance_shift": self.balance_shift,
                 "paced_open": self.paced_open,
                 "chain_heads": self.heads,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
@@ -378,6 +382,32 @@ def _peaks(x, lo, hi, *, per_octave=16, smooth=1.5, merge=0.6, min_share=0.005):
             continue
         out.append((float(np.median(sel)), max(float(sel.std()), _SIGMA_MIN), int(sel.size)))
     return out
+
+
+def _programs_past_max(x, phi, erase_peaks):
+    """The program modes' upper bound (octaves) where a tPROG maximum (``phi``: the maximum
+    with its spare) was given: ``phi``, or higher where pulses just past it are parted from the
+    erases by an empty stretch.
+
+    R/B# shows more than one tPROG where a program waits for the one before it: the last
+    program of a back-to-back cache chain (80h…15h, then 10h) is busy while the previous page's
+    array program ends, up to twice the maximum. Such pulses sit within an octave above
+    ``phi``, and an erase cluster lies above them beyond an empty stretch of CHAIN_END_GAP
+    octaves or more: the bound moves into that stretch (at most an octave past ``phi``). Where
+    no such stretch parts them (programs' tails in the erases' widths), ``phi`` stays. (Tuning
+    draw 36 of slc-seq-cache at L1: 38 chain ends of 605-730 µs past a tPROG max of 500 µs,
+    the erases from 1 490 µs, taken for erases up to the structural cap: -2.5 %.)"""
+    if not erase_peaks:
+        return phi
+    top = min(c for c, _sd, _n in erase_peaks)
+    sel = np.sort(x[(x >= phi - 0.2) & (x < top)])
+    if sel.size < 2:
+        return phi
+    gaps = np.diff(sel)
+    i = int(np.argmax(gaps))
+    if gaps[i] < CHAIN_END_GAP or sel[i] <= phi or sel[i] > phi + 1.0:
+        return phi
+    return min(0.5 * (sel[i] + sel[i + 1]), phi + 1.0)
 
 
 def _valley(x, guess, reach=0.6):
@@ -516,6 +546,7 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
     long_peaks = sorted(_peaks(x, plo, top))
     erase = []
     if phi is not None:
+        phi = _programs_past_max(x, phi, [p for p in long_peaks if p[0] >= phi])
         prog = [p for p in long_peaks if p[0] < phi]
         erase = [p for p in long_peaks if p[0] >= phi]
     data_driven = phi is None or not erase
@@ -1848,6 +1879,13 @@ def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command
             g[np.ix_(at, ks)] = frac * new[:, None]
 
 
+def _erase_misfit(dies, erase_slack):
+    """How far the dies' erases lie from those their programs imply (a block erased for each
+    block filled: the structural cap without its slack and its two open blocks), summed."""
+    return sum(abs(d.erase_pulses - (d.erase_cap - 2) / (1 + erase_slack))
+               for d in dies.values() if d.erase_cap is not None)
+
+
 def _line_erase_cap(fill, pages_per_block, erase_slack):
     """The structural cap on one line's erases: the blocks its ``fill`` program pages (in the
     geometry's pages) fill, with ``erase_slack``, and two for the blocks open at the ends."""
@@ -2586,12 +2624,15 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     if trained is not None:
         notes.append("classes with the width distributions trained on labelled pulses"
                      + (f" ({trained.source})" if trained.source else ""))
-    if balance and trained is not None:
+    paced = sum(d.paced for d in dies.values())
+    paced_free = paced >= PACED_FREE * sum(d.program_pulses for d in dies.values())
+    if balance and (trained is not None or paced_free):
         # Trained densities are fixed: equal page types are then the one assumption left, and
         # where the capture does not keep the page order (lower pages hidden among reads, a
         # cut block) holding them equal moves pulses between classes with no posterior
         # doubt. The same classification left free bounds what the assumption moved: the
-        # interval (rbscope.analysis.wa) spans both.
+        # interval (rbscope.analysis.wa) spans both. (Untrained, only where host-paced cache
+        # programs were found: below.)
         free = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
                         read_max=read_max, page_types=page_types, balance=False,
                         erase_slack=erase_slack, train_pulses=train_pulses,
@@ -2602,20 +2643,27 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
         for k, d in dies.items():
             if k in free.dies:
                 d.balance_shift = abs(d.units - free.dies[k].units)
-        paced = sum(d.paced for d in dies.values())
-        if paced >= PACED_FREE * sum(d.program_pulses for d in dies.values()):
+        if paced_free and (trained is not None or _erase_misfit(free.dies, erase_slack)
+                           < _erase_misfit(dies, erase_slack) - len(dies)):
             # Host-paced cache programs (only their tCBSY shows) take pages of every type out
             # of the long pulses, in shares R/B# cannot see: the long pulses' page types need
             # not be equal, and holding them so moves erases into the slowest type. The free
-            # classification is the value; the interval still spans both.
-            notes[:] = [n for n in notes if "page types held" not in n] + [
-                f"page types left free: {paced:,.0f} host-paced cache programs took pages of "
-                f"unknown types out of the long pulses"]
+            # classification is the value; the interval still spans both. Untrained, only
+            # where its erases lie nearer those its programs imply (a block erased for each
+            # block filled) than the held one's, by a pulse a line at least: the widths of a
+            # free fit let a fifth of the erases go to the slowest page type (the erase floor),
+            # +0.5 % on the tuning draws where holding the types equal kept them. (A
+            # publishing draw of mlc-hostpaced-cache-50r at L1: 194 lower and 297 upper pages
+            # a die paced, so 1 466 lower and 1 364 upper long pulses; held equal, the upper
+            # type took the 104 erases and the erase state kept none: +3.1 %.)
+            # (The free classification whole: its states, its dies and its notes, true of its
+            # numbers; the held one's notes spoke of its own erase count.)
+            free.notes.append(f"page types left free: {paced:,.0f} host-paced cache programs "
+                              f"took pages of unknown types out of the long pulses")
             for k, d in free.dies.items():
                 if k in dies:
                     d.balance_shift = dies[k].balance_shift
-            dies = free.dies
-            balance = False
+            return free
     prior = weights * f
     return SequenceResult(states, A, dies, 0.0, it, pages_per_block, capped, notes,
                           balanced=balance, prior=prior / prior.sum(),

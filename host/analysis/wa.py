@@ -294,6 +294,9 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
         # Nothing pins the erase count: it may be anything up to its structural cap.
         hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
         slack = max(die.erase_pulses, hi_e - die.erase_pulses)
+        # (Page types left free where host-paced cache programs took pages of unknown types:
+        # the classification with them held equal stays inside the interval.)
+        slack = max(slack, die.balance_shift / unit if unit else 0.0)
     if die.erase_cap is not None:
         # The erases expected of the programs (a block is erased before it is filled): pulses
         # the erase state holds beyond or short of that may be programs either way.
