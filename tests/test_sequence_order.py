@@ -501,59 +501,16 @@ def test_a_read_width_mode_that_waits_for_its_data_in_is_programs(slc, host, mix
         assert out[kinds == 3, 3].sum() == pytest.approx(n3, rel=0.01)
 
 
-def test_a_read_width_slc_mode_diluted_by_a_read_tail_after_long_pulses_is_programs():
-    # The SLC programs' width mode among the reads (160 µs) of the test above, but after the
-    # long pulses a read tail as wide comes as often as they do there (retries after a
-    # program): 99 % of the mode's gaps after reads wait for a page's data in, about 60 % after
-    # long pulses. A read waits for the host, if ever, after a program, never after a read:
-    # with both kinds seen, a majority after long pulses suffices. The mode is programs, and
-    # the tail, judged one by one, goes back to the reads.
-    rng = np.random.default_rng(8)
-    centres = [40.0, 65.0, 95.0, 160.0, 500.0, 1300.0, 3300.0, 4200.0]
-    states = [_State("read", c) for c in centres[:4]] + \
-        [_State("program", c) for c in centres[4:7]] + [_State("erase", centres[7])]
-    kinds, tail = [], []
-    for i in range(3000):
-        kinds += [int(rng.integers(0, 3))]
-        tail += [False]
-        if rng.random() < 0.4:
-            kinds += [3]  # an SLC program after a read
-            tail += [False]
-        kinds += [4 + i % 3]
-        tail += [False]
-        r = rng.random()
-        kinds += [3] if r < 0.5 else [int(rng.integers(0, 3))]
-        tail += [r < 0.2]  # after the program: the tail, an SLC program, or a read
-        if i % 100 == 0:
-            kinds += [7]
-            tail += [False]
-    kinds, tail = np.array(kinds), np.array(tail)
-    programs_at = (kinds >= 4) & (kinds < 7) | ((kinds == 3) & ~tail)
-    is_read = ~programs_at & (kinds < 7)
-    widths = np.array(centres)[kinds] * 2.0 ** rng.normal(0, 0.12, len(kinds))
-    x = np.log2(widths)
-    g = np.zeros((len(x), len(states)))
-    g[np.arange(len(x)), kinds] = 1.0
-    before = rng.uniform(1, 20, len(x)) + np.where(programs_at, 82.0, 0.0) \
-        + np.concatenate(([0.0], np.where(is_read[:-1], 82.0, 0.0)))
-    gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
-    slc = (kinds == 3) & ~tail
-    after_long = np.concatenate(([False], (kinds[:-1] >= 4)))
-    assert 0.5 < slc[(kinds == 3) & after_long].mean() < 0.7
-    out, _, to_programs, left_open = _reads_by_data_in(x, g, states, gap_after)
-    assert left_open == 0.0 and to_programs == pytest.approx(slc.sum(), rel=0.03)
-    assert out[slc][:, 4:7].sum() == pytest.approx(slc.sum(), rel=0.01)
-    assert out[tail][:, :4].sum() >= 0.95 * tail.sum()
-
-
-def _slc_among_reads(seed, tail_after_long, host_pause=0.0, slc_mode=True):
+def _slc_among_reads(seed, tail_after_long, host_pause=0.0, slc_mode=True,
+                     mode_after_long=None):
     """Pulses of a TLC drive behind an SLC cache (the tests below): reads of three page types
     (40-95 µs), a fourth width mode at 160 µs, TLC programs 500/1300/3300, erases 4200. After
     each read, 40 % of the time a pulse of the 160 µs mode; after each TLC program, a pulse of
-    that mode ``tail_after_long`` of the time as a read tail (a read), else the mode, else a
-    read. With ``slc_mode`` the mode's other pulses are SLC programs (they wait for a page's
-    data in), else reads of a slow page type. ``host_pause``: µs the host waits before every
-    read after a read. Returns ``(x, g, states, gap_after, kinds, programs_at, tail)``."""
+    that mode ``tail_after_long`` of the time as a read tail (a read), up to
+    ``mode_after_long`` (default: 0.1 more) the mode, else a read. With ``slc_mode`` the mode's
+    other pulses are SLC programs (they wait for a page's data in), else reads of a slow page
+    type. ``host_pause``: µs the host waits before every read after a read. Returns
+    ``(x, g, states, gap_after, kinds, programs_at, tail)``."""
     rng = np.random.default_rng(seed)
     centres = [40.0, 65.0, 95.0, 160.0, 500.0, 1300.0, 3300.0, 4200.0]
     states = [_State("read", c) for c in centres[:4]] + \
@@ -568,7 +525,8 @@ def _slc_among_reads(seed, tail_after_long, host_pause=0.0, slc_mode=True):
         kinds += [4 + i % 3]
         tail += [False]
         r = rng.random()
-        kinds += [3] if r < tail_after_long + 0.1 else [int(rng.integers(0, 3))]
+        mode = tail_after_long + 0.1 if mode_after_long is None else mode_after_long
+        kinds += [3] if r < mode else [int(rng.integers(0, 3))]
         tail += [r < tail_after_long]
         if i % 100 == 0:
             kinds += [7]
@@ -585,6 +543,24 @@ def _slc_among_reads(seed, tail_after_long, host_pause=0.0, slc_mode=True):
         + np.where(after_read, 82.0, 0.0) + np.where(after_read & is_read, host_pause, 0.0)
     gap_after = np.log2(np.concatenate((before[1:], [np.nan])))
     return x, g, states, gap_after, kinds, programs_at, tail
+
+
+def test_a_read_width_slc_mode_diluted_by_a_read_tail_after_long_pulses_is_programs():
+    # The SLC programs' width mode among the reads (160 µs) of the test above, but after the
+    # long pulses a read tail as wide comes as often as they do there (retries after a
+    # program): 99 % of the mode's gaps after reads wait for a page's data in, about 60 % after
+    # long pulses. A read waits for the host, if ever, after a program, never after a read:
+    # with both kinds seen, a majority after long pulses suffices. The mode is programs, and
+    # the tail, judged one by one, goes back to the reads.
+    x, g, states, gap_after, kinds, programs_at, tail = _slc_among_reads(
+        8, 0.2, mode_after_long=0.5)
+    slc = (kinds == 3) & ~tail
+    after_long = np.concatenate(([False], (kinds[:-1] >= 4)))
+    assert 0.5 < slc[(kinds == 3) & after_long].mean() < 0.7
+    out, _, to_programs, left_open = _reads_by_data_in(x, g, states, gap_after)
+    assert left_open == 0.0 and to_programs == pytest.approx(slc.sum(), rel=0.03)
+    assert out[slc][:, 4:7].sum() == pytest.approx(slc.sum(), rel=0.01)
+    assert out[tail][:, :4].sum() >= 0.95 * tail.sum()
 
 
 def test_a_read_width_mode_that_waits_after_reads_where_the_reads_do_not_is_programs():
