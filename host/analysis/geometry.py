@@ -86,6 +86,13 @@ WORDLINE_US = 1000.0
 #: ``erase_slack``, and the interval's expectation of erases).
 ERASE_SLACK = 0.25
 
+
+def erases_implied(erase_cap, erase_slack=ERASE_SLACK):
+    """The erases a line's programs imply, a block erased for each block filled: its
+    structural cap on erases (``(1 + erase_slack) × blocks filled + 2``) without the slack and
+    the two blocks open at the ends."""
+    return (erase_cap - 2) / (1 + erase_slack)
+
 #: How ``rbscope identify`` marks a value the drive cannot tell (channels, targets per channel,
 #: the program model): a string starting so, which the loader refuses by name.
 PLACEHOLDER = "EDIT ME"

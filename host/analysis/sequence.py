@@ -32,7 +32,7 @@ import numpy as np
 from rbscope.nand.ops import PROGRAM_KINDS
 
 from .calibrate import merged_peaks
-from .geometry import ERASE_SLACK, WORDLINE_US
+from .geometry import ERASE_SLACK, WORDLINE_US, erases_implied
 
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
@@ -1435,22 +1435,22 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
         if j == main:
             continue
         pj_, rest = g[:, j], pr - g[:, j]
-        fit_j = _data_in_fit(gb, ok, _shifted(rest), prev_l + _shifted(pj_),
+        # (Its pulses among the programs: a pulse after one of them has no data out before.)
+        prev_rj, prev_lj = _shifted(rest), prev_l + _shifted(pj_)
+        fit_j = _data_in_fit(gb, ok, prev_rj, prev_lj,
                              (rest > 0.9) & (x < lo), (pp > 0.9) & (x > hi))
         if fit_j is None:
             continue
         sel = ok & (pj_ > 0.9)
-        if _waits_for_data_in(gb, sel, _shifted(rest), prev_l + _shifted(pj_), *fit_j) \
-                or _waits_unlike_reads(gb, sel, ok & (rest > 0.9), _shifted(rest),
-                                       prev_l + _shifted(pj_), *fit_j):
+        if _waits_for_data_in(gb, sel, prev_rj, prev_lj, *fit_j) \
+                or _waits_unlike_reads(gb, sel, ok & (rest > 0.9), prev_rj, prev_lj, *fit_j):
             waiting.append(j)
             continue
         # Short of that, a mode most of whose pulses wait after both kinds of pulse (the
         # programs mixed with a read tail, or the gaps less than DATA_IN_SEPARATION spreads
         # apart) cannot be judged: reads or programs, its pulses are left open (the interval's
         # upper end counts them programs).
-        shares = _waiting_shares(gb, sel, _shifted(rest), prev_l + _shifted(pj_), *fit_j,
-                                 apart=False)
+        shares = _waiting_shares(gb, sel, prev_rj, prev_lj, *fit_j, apart=False)
         if shares and len(shares) == 2 and any(n >= DATA_IN_MIN for n, _, _ in shares) \
                 and all(w >= DATA_IN_OPEN for _, w, _ in shares):
             open_ += float(pj_.sum())
@@ -1817,13 +1817,13 @@ def _waits_unlike_reads(gb, sel, reads, prev_r, prev_l, command, transfer, sprea
     there, as the drive's reads follow its programs (a publishing draw of tlc-slc-cache at L0:
     1 415 of the mode's pulses after reads, 97.8 % waiting; 178 after long pulses, 39 %; the
     other reads 0 % after reads; the SLC programs counted as reads, −28 %)."""
-    mine = _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread)
-    others = _waiting_shares(gb, reads, prev_r, prev_l, command, transfer, spread)
-    after = [(n, w) for n, w, after_read in mine or () if after_read]
-    base = [(n, w) for n, w, after_read in others or () if after_read]
-    return (bool(after) and bool(base) and after[0][0] >= DATA_IN_MIN
-            and base[0][0] >= DATA_IN_MIN and after[0][1] >= DATA_IN_WAITING
-            and base[0][1] <= DATA_IN_CONTRAST)
+    def after_read(pulses):  # (pulses after a read, their share waiting)
+        shares = _waiting_shares(gb, pulses, prev_r, prev_l, command, transfer, spread)
+        return next(((n, w) for n, w, after in shares or () if after), (0, 0.0))
+
+    (n, w), (n_reads, w_reads) = after_read(sel), after_read(reads)
+    return (min(n, n_reads) >= DATA_IN_MIN and w >= DATA_IN_WAITING
+            and w_reads <= DATA_IN_CONTRAST)
 
 
 def _waiting_shares(gb, sel, prev_r, prev_l, command, transfer, spread, apart=True):
@@ -1881,8 +1881,8 @@ def _by_data_in_pass(g, states, rk, pk, gb, win, pr, pp, prev_r, prev_l, command
 
 def _erase_misfit(dies, erase_slack):
     """How far the dies' erases lie from those their programs imply (a block erased for each
-    block filled: the structural cap without its slack and its two open blocks), summed."""
-    return sum(abs(d.erase_pulses - (d.erase_cap - 2) / (1 + erase_slack))
+    block filled), summed."""
+    return sum(abs(d.erase_pulses - erases_implied(d.erase_cap, erase_slack))
                for d in dies.values() if d.erase_cap is not None)
 
 

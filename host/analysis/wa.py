@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from rbscope.gateware.onfi_tap.params import PlaneKind
 from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS
 
-from .geometry import ERASE_SLACK, WORDLINE_US
+from .geometry import WORDLINE_US, erases_implied
 from .logical import LogicalVolume
 from .presets import CLASS_NAMES
 
@@ -283,24 +283,23 @@ def _sequence_row(row, die, mp, balanced, page_types, mode="sequence"):
     row.class_var = var * per_pulse ** 2
     chains = die.program_pulses and die.announced > 0.002 * die.program_pulses
     unit = units / die.program_pulses if die.program_pulses else 1.0  # pages per pulse
+    # How far holding the page types equal moved the count (the classification held and the
+    # one left free, where both were made): the interval spans that, whichever is the value.
+    shift = die.balance_shift / unit if unit else 0.0
     if balanced and not chains:
         # Page types are equal over whole blocks; open blocks (host and GC streams) at the
-        # edges of the capture leave each type up to 2 pages apart. (A trained classifier
-        # also says how far holding them equal moved the count: the interval spans that.)
-        slack = max(2 * 2 * page_types, die.balance_shift / unit if unit else 0.0)
+        # edges of the capture leave each type up to 2 pages apart.
+        slack = max(2 * 2 * page_types, shift)
     else:
         # (Cache-program chains shift each pulse to the previous page's time and double the
         # last: the page types no longer pin the erases either.)
         # Nothing pins the erase count: it may be anything up to its structural cap.
         hi_e = die.erase_cap if die.erase_cap is not None else 2 * die.erase_pulses
-        slack = max(die.erase_pulses, hi_e - die.erase_pulses)
-        # (Page types left free where host-paced cache programs took pages of unknown types:
-        # the classification with them held equal stays inside the interval.)
-        slack = max(slack, die.balance_shift / unit if unit else 0.0)
+        slack = max(die.erase_pulses, hi_e - die.erase_pulses, shift)
     if die.erase_cap is not None:
         # The erases expected of the programs (a block is erased before it is filled): pulses
         # the erase state holds beyond or short of that may be programs either way.
-        expect = (die.erase_cap - 2) / (1 + ERASE_SLACK)
+        expect = erases_implied(die.erase_cap)
         slack = max(slack, abs(die.erase_pulses - expect))
     # The pulses the idle gaps moved between the slowest programs and the erases: the widths'
     # reading stays inside the interval.
@@ -798,7 +797,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
             d = dies[r.channel]
             if d.erase_cap is None or not d.program_pulses:
                 continue
-            miss = max(0.0, (d.erase_cap - 2) / (1 + ERASE_SLACK) - d.erase_pulses)
+            miss = max(0.0, erases_implied(d.erase_cap) - d.erase_pulses)
             short += miss
             hidden += 2 * miss * r.estimate / d.program_pulses
         if hidden > 0.01 * counted:
