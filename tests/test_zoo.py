@@ -838,15 +838,13 @@ def test_a_cache_chain_s_last_programs_past_tprog_max_are_no_erases_at_l1(zoo):
     # 15 % spare) those pulses went to the erase state, up to the structural cap: -2.5 % at L1
     # against 0.0 % at L0. An empty stretch parts them from the erases: programs.
     drive, _, run, m, maxima = zoo.prepare("slc-seq-cache", 36)
-    r1 = _analyse_with_maxima(zoo, "L1", "slc-seq-cache", drive, run, m, maxima)
+    r1 = _analyse_l1(zoo, "slc-seq-cache", drive, run, m, maxima)
     prog_top = max(s["support_us"][1] for s in r1.classification["states"]
                    if s["kind"] == "program")
     assert prog_top > 730 > maxima["program"]
     erases = sum(d["erase_pulses"] for d in r1.classification["dies"].values())
     assert erases == pytest.approx(run.truth.pulses["ERASE"], abs=2)
-    truth = run.truth.wa_true
-    assert abs(r1.wa.value / truth - 1) < 0.005
-    assert r1.wa_confidence.lo <= truth <= r1.wa_confidence.hi
+    _close_and_covered(r1, run.truth.wa_true, 0.005)
 
 
 def test_host_paced_cache_programs_leave_the_page_types_free_untrained(zoo):
