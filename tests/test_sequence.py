@@ -408,6 +408,55 @@ def test_chain_heads_by_the_gap_after_short_pulses_before_programs():
     assert _chain_head_gaps(pshort, nxt, near) is None
 
 
+def test_a_few_heads_gaps_are_set_apart_from_many_reads_spread_wide():
+    from rbscope.analysis.sequence import _chain_head_gaps, _two_groups
+
+    # 12 heads' gaps of 24-38 µs below 1 100 reads' spread evenly over 42-61 µs. The split of
+    # least within-group variance halves the reads (a uniform group gains most from it): no
+    # groups. Looking for a small shorter group sets the heads apart, where the widths confirm
+    # them (tCBSY of 2-12 µs against reads of 22 µs).
+    rng = np.random.default_rng(56)
+    heads = np.log2(rng.uniform(24, 38, 12))
+    reads = np.log2(rng.uniform(42, 61, 1100))
+    gap = np.r_[heads, reads]
+    assert _two_groups(gap) is None
+    cut, (m1, _), (m2, _) = _two_groups(gap, small_low=True)
+    assert (heads < cut).sum() >= 10 and cut < reads.min()
+    assert abs(m1 - np.median(heads)) < 0.1 and m2 == pytest.approx(np.median(reads), abs=0.01)
+    ones = np.ones(len(gap))
+    width = np.r_[np.log2(rng.uniform(2, 12, 12)), rng.normal(np.log2(22), 0.2, 1100)]
+    p = _chain_head_gaps(ones, ones, gap, width)
+    assert p[:12].sum() >= 9 and p[12:].max() < 0.05
+    # Without the widths, or with heads as wide as the reads: no decision by the gaps.
+    assert _chain_head_gaps(ones, ones, gap) is None
+    assert _chain_head_gaps(ones, ones, gap, np.r_[width[12:24], width[12:]]) is None
+    # A normal group's lower tail is no group of its own once the widths are alike.
+    one = rng.normal(5.7, 0.3, 1100)
+    assert _chain_head_gaps(ones[:1100], ones[:1100], one, width[12:]) is None
+
+
+def test_heads_narrower_than_the_reads_count_as_programs_by_their_excess():
+    from rbscope.analysis.sequence import _heads_below_reads
+
+    # 950 reads no program follows and 500 reads before programs (pages moved), all of
+    # 22 µs ± 0.25 octave, and 12 chain heads of 2-12 µs before programs.
+    rng = np.random.default_rng(38)
+    x = np.r_[rng.normal(np.log2(22), 0.25, 1450), np.log2(rng.uniform(2, 12, 12))]
+    nxt = np.r_[np.zeros(950), np.ones(512)]
+    pshort = np.ones(len(x))
+    got = _heads_below_reads(x, pshort, nxt, np.zeros(len(x)))
+    assert 11 <= got.sum() <= 12 and got[:1450].sum() < 0.5
+    # Heads the gaps already counted are not counted again.
+    counted = np.r_[np.zeros(1450), np.ones(12)]
+    assert _heads_below_reads(x, pshort, nxt, counted).sum() == 0
+    # Without heads, the reads' own tail before programs is no excess.
+    assert _heads_below_reads(x[:1450], pshort[:1450], nxt[:1450], np.zeros(1450)).sum() == 0
+    # Fast reads before programs as often as elsewhere (a second read type): no excess.
+    fast = np.r_[rng.normal(np.log2(22), 0.25, 1300), rng.normal(np.log2(5), 0.2, 150)]
+    nxt2 = np.r_[np.zeros(850), np.ones(450), np.zeros(100), np.ones(50)]
+    assert _heads_below_reads(fast, pshort[:1450], nxt2, np.zeros(1450)).sum() == 0
+
+
 def test_after_a_tdbsy_the_gap_tells_programs_from_erases():
     from rbscope.analysis.sequence import _programs_by_data_in
 

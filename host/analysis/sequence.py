@@ -114,6 +114,16 @@ CHAIN_GAP_GROUP = 5
 CHAIN_GAP_STEP = 0.5
 CHAIN_GAP_STEP_MAX = 1.3
 CHAIN_GAP_SEPARATION = 3.0
+#: Chain heads narrower than the reads (:func:`_heads_below_reads`), where the gaps do not
+#: decide: this many robust spreads below the reads' centre (a rate from at least NARROW_REF_MIN
+#: reference reads), at least NARROW_MIN short pulses before programs, as many by chance with
+#: at most NARROW_CHANCE.
+NARROW_Z = 3.5
+NARROW_REF_MIN = 200
+NARROW_MIN = 5
+NARROW_CHANCE = 1e-3
+#: ... where the least-variance split fails, those at this many widest empty stretches.
+TWO_GROUP_TRIES = 8
 #: ... and the shorter group's pulses this much shorter (octaves, medians) than the longer's.
 CHAIN_WIDTH_STEP = 0.4
 #: ... on a line whose suspended operations joined stay under this share of its programs (a
@@ -279,6 +289,9 @@ class DieResult:
     paced: float = 0.0  # short pulses counted as host-paced cache programs (idle gaps)
     paced_open: float = 0.0  # candidates of unanchored chains (not counted; the interval's)
     heads: float = 0.0  # tCBSY-cluster pulses counted as back-to-back cache-chain heads
+    #: ... of them, those counted as narrower than the die's reads (:func:`_heads_below_reads`):
+    #: the rest of such heads, inside the reads' widths, cannot be told (the interval's).
+    narrow_heads: float = 0.0
     balance_shift: float = 0.0  # |units held to equal page types - units left free|
     #: SLC-mode program pulses among the programs (SLC states, and read-width programs the
     #: gaps found): a block of them holds pages_per_block ÷ bits pages.
@@ -311,7 +324,7 @@ class DieResult:
                 "resumable": self.resumable, "paced_short": self.paced,
                 "balance_shift": self.balance_shift,
                 "paced_open": self.paced_open,
-                "chain_heads": self.heads,
+                "chain_heads": self.heads, "narrow_heads": self.narrow_heads,
                 "announced_short": self.announced, "ambiguous_short": self.ambiguous_short,
                 "multiplane_pulses": self.multiplane_pulses, "slc_programs": self.slc_programs,
                 "gap_moved": self.gap_moved, "read_modes_open": self.read_modes_open}
@@ -1253,33 +1266,53 @@ def _host_paced(x, pprog, pshort, gap_after, prog_range, cbsy_hi, *, unanchored=
     return np.where(anchored, out, 0.0)
 
 
-def _two_groups(values):
+def _two_groups(values, small_low=False):
     """Two groups of ``values`` (log2 gaps) about a transfer apart: ``(cut, (m1, s1), (m2,
     s2))``, medians and robust spreads of the shorter and the longer group split at ``cut``,
     or None when the values do not split so (fewer than CHAIN_GAP_GROUP in a group, the groups
     less than CHAIN_GAP_STEP or more than CHAIN_GAP_STEP_MAX octaves apart, or less than
-    CHAIN_GAP_SEPARATION pooled spreads)."""
+    CHAIN_GAP_SEPARATION pooled spreads).
+
+    The split is the one of least within-group variance. That one halves a large group rather
+    than set a small one apart (a slc-seq-cache tuning draw: 12 chain heads' gaps of 24-38 µs
+    below 1 103 reads' of 42-61 µs; it cut the reads at 51 µs): with ``small_low`` the splits
+    at the TWO_GROUP_TRIES widest empty stretches are tried too, those whose shorter group is
+    the smaller, and of those that qualify the likeliest as two normal groups is taken. (A
+    small shorter group may be a long group's lower tail: the caller's other evidence must
+    confirm it.)
+    """
     gc = np.sort(np.asarray(values, dtype=float))
     n = len(gc)
     if n < 2 * CHAIN_GAP_GROUP:
         return None
-    # The best split (least within-group variance).
     c1 = np.cumsum(gc)
     c2 = np.cumsum(gc ** 2)
     k = np.arange(1, n)
     left = c2[:-1] - c1[:-1] ** 2 / k
     right = (c2[-1] - c2[:-1]) - (c1[-1] - c1[:-1]) ** 2 / (n - k)
-    i = int(np.argmin(left + right)) + 1
-    lo, hi = gc[:i], gc[i:]
-    if len(lo) < CHAIN_GAP_GROUP or len(hi) < CHAIN_GAP_GROUP:
-        return None
-    m1, m2 = float(np.median(lo)), float(np.median(hi))
-    s1 = max(1.4826 * float(np.median(np.abs(lo - m1))), 0.05)
-    s2 = max(1.4826 * float(np.median(np.abs(hi - m2))), 0.05)
-    if not CHAIN_GAP_STEP <= m2 - m1 <= CHAIN_GAP_STEP_MAX or \
-            (m2 - m1) / math.sqrt((s1 ** 2 + s2 ** 2) / 2) < CHAIN_GAP_SEPARATION:
-        return None  # (further apart: a silence, e.g. a host-paced program, not a transfer)
-    return 0.5 * (gc[i - 1] + gc[i]), (m1, s1), (m2, s2)
+    tries = [int(np.argmin(left + right)) + 1]
+    if small_low:
+        inner = np.diff(gc)[CHAIN_GAP_GROUP - 1:n // 2]
+        widest = np.argsort(inner, kind="stable")[::-1][:TWO_GROUP_TRIES]
+        tries = [int(j) + CHAIN_GAP_GROUP for j in widest]
+    best = None
+    for i in tries:
+        lo, hi = gc[:i], gc[i:]
+        if len(lo) < CHAIN_GAP_GROUP or len(hi) < CHAIN_GAP_GROUP:
+            continue
+        m1, m2 = float(np.median(lo)), float(np.median(hi))
+        s1 = max(1.4826 * float(np.median(np.abs(lo - m1))), 0.05)
+        s2 = max(1.4826 * float(np.median(np.abs(hi - m2))), 0.05)
+        if not CHAIN_GAP_STEP <= m2 - m1 <= CHAIN_GAP_STEP_MAX or \
+                (m2 - m1) / math.sqrt((s1 ** 2 + s2 ** 2) / 2) < CHAIN_GAP_SEPARATION:
+            continue  # (further apart: a silence, e.g. a host-paced program, not a transfer)
+        # The split's likelihood as two normal groups (plain spreads: a value left on the
+        # wrong side widens its group, where a robust spread would not see it).
+        fit = sum(len(v) * (math.log(len(v) / n) - math.log(max(float(np.std(v)), 0.05)))
+                  for v in (lo, hi))
+        if best is None or fit > best[0]:
+            best = (fit, 0.5 * (gc[i - 1] + gc[i]), (m1, s1), (m2, s2))
+    return None if best is None else best[1:]
 
 
 def _chain_head_gaps(pshort, nxt, gap_after, width=None):
@@ -1293,7 +1326,9 @@ def _chain_head_gaps(pshort, nxt, gap_after, width=None):
     heads'; one group alone says nothing (all heads, or all reads), and then the widths decide.
     A read before a resumed operation (84h…13h, 61h…D2h after reads) is one transfer from it
     too: the shorter group counts only when its pulses (``width``, log2) are shorter than the
-    longer group's by CHAIN_WIDTH_STEP (a tCBSY against a tR), not reads like the others.
+    longer group's by CHAIN_WIDTH_STEP (a tCBSY against a tR), not reads like the others. With
+    the widths, a few heads among many reads are looked for too (``_two_groups`` with
+    ``small_low``): the widths confirm that they are no lower tail of the reads' gaps.
     """
     cand = (pshort > 0.5) & (nxt > 0.5)
     gap = np.asarray(gap_after, dtype=float)
@@ -1302,6 +1337,8 @@ def _chain_head_gaps(pshort, nxt, gap_after, width=None):
     if len(gc) < CHAIN_GAP_MIN:
         return None
     split = _two_groups(gc)
+    if split is None and width is not None:
+        split = _two_groups(gc, small_low=True)  # (confirmed by the widths below)
     if split is None:
         return None
     cut, (m1, s1), (m2, s2) = split
@@ -1316,6 +1353,42 @@ def _chain_head_gaps(pshort, nxt, gap_after, width=None):
     l1 = w1 * np.exp(-0.5 * ((x - m1) / s1) ** 2) / s1
     l2 = (1 - w1) * np.exp(-0.5 * ((x - m2) / s2) ** 2) / s2
     return np.where(known, l1 / (l1 + l2 + _FLOOR), 0.0)
+
+
+def _heads_below_reads(x, pshort, nxt, heads):
+    """Per pulse, the chance that a short pulse right before a long program, narrower than the
+    die's reads, heads a back-to-back cache-program chain.
+
+    A chain's head shows only tCBSY (a few µs, up to the reads' widths); a read before a program
+    (a page that garbage collection moves) is as wide as the other reads. The short pulses
+    (reads) have a robust centre and spread (median, MAD, log2); NARROW_Z spreads below the
+    centre, reads are rare: as rare as among the short pulses no long program follows, where
+    there are NARROW_REF_MIN of them, else a normal tail's share. Where the short pulses before
+    programs hold a significant excess there (binomial chance under NARROW_CHANCE, NARROW_MIN
+    pulses at least), the excess is heads, shared evenly among them (beside those the gaps or a
+    tCBSY cluster counted). Heads as wide as reads stay reads: the interval's and the
+    undetermined flag's (a tuning draw of slc-seq-cache: 13 heads of 2-31 µs against reads of
+    14-50 µs, the gaps after them overlapping; 11 below every read).
+    """
+    free = (pshort > 0.5) & (heads < 0.5)
+    xs = x[pshort > 0.5]
+    if len(xs) < NARROW_REF_MIN:
+        return np.zeros(len(x))
+    centre = float(np.median(xs))
+    spread = max(1.4826 * float(np.median(np.abs(xs - centre))), 0.05)
+    cut = centre - NARROW_Z * spread
+    ref = free & (nxt < 0.5)
+    if int(ref.sum()) >= NARROW_REF_MIN:
+        rate = max(float((x[ref] < cut).mean()), 1.0 / int(ref.sum()))
+    else:
+        rate = 0.5 * math.erfc(NARROW_Z / math.sqrt(2.0))
+    cand = free & (nxt > 0.5)
+    below = cand & (x < cut)
+    k, n = int(below.sum()), int(cand.sum())
+    if k < NARROW_MIN or binomial_at_least(k, n, rate) > NARROW_CHANCE:
+        return np.zeros(len(x))
+    share = max(0.0, k - n * rate) / k
+    return np.where(below, share * pshort * nxt, 0.0)
 
 
 def _programs_by_data_in(g, pj, ej, mj, gap_after):
@@ -2008,6 +2081,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         punit = punit + paced
         announced = announced + paced
     heads = np.zeros(len(x))
+    narrow_heads = 0.0
     if (cj or chain_gaps) and not bits and one_shot is None and len(x) > 1:
         # By the gaps where a tCBSY cluster below the reads shows chains, or where the line
         # shows no suspension (a read before a resume is one transfer from it, like a head);
@@ -2019,6 +2093,9 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
         if gap_after is not None and (chain_gaps or float((pc * nxt).sum()) >= CHAIN_GAP_GROUP):
             by_gap = _chain_head_gaps(pshort * free, nxt, gap_after, x)
         heads = (pshort * free * by_gap if by_gap is not None else pc) * nxt
+        narrow = _heads_below_reads(x, pshort * free, nxt, heads)
+        narrow_heads = float(narrow.sum())
+        heads = heads + narrow
         pprog = np.clip(pprog + heads, 0.0, 1.0)
         punit = punit + heads
         announced = announced + heads
@@ -2046,6 +2123,7 @@ def _die_result(x, g, names, pj, ej, mj, sj, cbsy_hi, pages_per_block, erase_sla
     result.paced = float(paced.sum())
     result.paced_open = result_paced_open
     result.heads = float(heads.sum())
+    result.narrow_heads = narrow_heads
     return result
 
 

@@ -848,11 +848,10 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     # to be called programs (an SLC cache's programs mixed with a read tail, the gaps barely a
     # transfer apart): reads or SLC-mode programs (one page each), R/B# cannot say.
     open_ = sum(getattr(d, "read_modes_open", 0.0) for d in dies.values())
-    widened = False
     if open_ >= 0.5:
         w_alt = wa_of_units(counted + open_)
         hi_wa = max(hi_wa, w_alt)
-        widened = True  # (the interval's upper end counts them, however few)
+        # (the interval's upper end counts them, however few)
         if open_ >= 0.01 * counted:
             undetermined = True
             reasons.append(f"≈{open_ * scale:,.0f} pulses of read-width modes wait for a page's "
@@ -897,6 +896,20 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         undetermined = True
         reasons.append("short pulses in the tCBSY range (a few µs to ~40 µs) may be reads or "
                        "cache programs: tap the bus (the opcode tap tells 15h from 30h)")
+    # Back-to-back chains' heads told by being narrower than the reads (tCBSY): those as wide
+    # as reads stayed reads, and a narrow pulse may be a fast read. As many again either way.
+    narrow = sum(getattr(d, "narrow_heads", 0.0) for d in dies.values())
+    if narrow >= 1.0:
+        lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - narrow)))
+        hi_wa = max(hi_wa, wa_of_units(counted + narrow))
+        if narrow >= NARROW_UNDECIDED * counted:
+            undetermined = True
+            reasons.append(f"≈{narrow * scale:,.0f} short pulses right before programs, "
+                           f"narrower than the reads, were counted as heads of back-to-back "
+                           f"cache-program chains (only tCBSY shows); heads as wide as reads "
+                           f"cannot be told from the reads of pages being moved: up to as many "
+                           f"more or fewer programs in the interval; tap the bus (the opcode "
+                           f"tap tells 15h from 30h)")
     # Host-paced chains the silences found but no slow program's silence anchored (a read
     # whose page is moved leaves a silence too): counted none, each possibly a cache program.
     paced = sum(getattr(d, "paced", 0.0) for d in dies.values())
@@ -918,8 +931,10 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                        f"explains: check Mp, the program scheme and the probes")
     if undetermined:
         confidence = Interval(wa.value, min(lo_wa, wa.value), max(hi_wa, wa.value))
-    elif widened and confidence is not None:
-        confidence = Interval(confidence.value, confidence.lo, max(confidence.hi, hi_wa))
+    elif confidence is not None:
+        # Decided: the widenings above that flagged nothing (too few to matter) still hold.
+        confidence = Interval(confidence.value, min(confidence.lo, lo_wa),
+                              max(confidence.hi, hi_wa))
     return undetermined, reasons, alts, confidence, decided
 
 
@@ -1194,6 +1209,9 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
 #: Suspended operations the join may have missed, per one it found (pieces that fall inside a
 #: program mode's widths look like operations of their own); tuned on zoo seeds < 1000.
 SUSPEND_MISSED = 4.0
+#: Chain heads counted as narrower than the reads flag the value undetermined from this share of
+#: the programs counted (as many again may hide among the reads).
+NARROW_UNDECIDED = 0.005
 #: Programs after an erase and reads (possibly resumed erases) widen the interval's lower end
 #: when they are at least this share of the programs counted.
 RESUMABLE_SHARE = 0.002
