@@ -890,6 +890,31 @@ def test_chain_heads_narrower_than_the_reads_count_and_leave_the_value_open(zoo)
     _close_and_covered(r, run.truth.wa_true, 0.015)
 
 
+def test_a_tbers_maximum_does_not_reach_the_erases_into_the_programs_at_l1(zoo):
+    # Tuning draw 41 of slc-seq-cache at L1 (tPROG max 700 µs, tBERS max 6 000 µs): a tBERS
+    # maximum alone bounds the erases from 300 µs, and the erase state reached down there; 13
+    # of the chains' last programs (470-630 µs, under the tPROG maximum) went to the erases:
+    # -1.2 %, decided. The erase cluster found above the tPROG maximum starts the erases.
+    drive, _, run, m, maxima = zoo.prepare("slc-seq-cache", 41)
+    r = _analyse_l1(zoo, "slc-seq-cache", drive, run, m, maxima)
+    erase = [s for s in r.classification["states"] if s["kind"] == "erase"]
+    assert erase[0]["support_us"][0] > maxima["program"]
+    erases = sum(d["erase_pulses"] for d in r.classification["dies"].values())
+    assert erases == pytest.approx(run.truth.pulses["ERASE"], abs=2)
+    _close_and_covered(r, run.truth.wa_true, 0.0085)
+
+
+def test_erases_beyond_the_blocks_filled_under_overlapping_widths_leave_the_value_open(zoo):
+    # Tuning draw 6 of mlc-easy (heavy-tailed upper pages reaching into the erases): 90
+    # erase pulses where the programs fill 66 blocks (truth: 67 erases), -1.07 % and decided.
+    # Each surplus pulse may be a slow program or a block erased ahead: undetermined.
+    drive, _, run, m, _ = zoo.prepare("mlc-easy", 6)
+    r = _analyse_l0(zoo, "mlc-easy", drive, run, m)
+    assert r.undetermined
+    assert any(t.startswith("the erases exceed the blocks the programs filled") for t in r.decide)
+    _close_and_covered(r, run.truth.wa_true, 0.015)
+
+
 def test_host_paced_cache_programs_leave_the_page_types_free_untrained(zoo):
     # Tuning draw 0 of mlc-hostpaced-cache-50r at L0: the host paced 82 lower and 88 upper
     # pages of die 0 (91 and 78 of die 1), so the long pulses' page types are not equal (567

@@ -810,6 +810,32 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                            f"interval; tap the bus (60h/D0h count the erases, 61h/D2h the "
                            f"suspensions)")
         lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - hidden)))
+    # Erases beyond the blocks the programs filled, where the slowest program mode's widths
+    # reach into the erases': each surplus pulse may be a slow program (a page type's tail
+    # under the erase cluster) or a block erased ahead. The interval holds them (the erase
+    # slack); from 1 % of the programs the value is undetermined (a tuning draw of mlc-easy,
+    # heavy-tailed upper pages: 90 erases where the programs fill 66 blocks, truth 67: -1.1 %).
+    prog_top = max((s.support[1] for s in states if s.kind in ("program", "program_slc")),
+                   default=-math.inf)
+    erase_lo = min((s.support[0] for s in states if s.kind == "erase"), default=math.inf)
+    if prog_top > erase_lo:
+        surplus, more = 0.0, 0.0
+        for r in rows:
+            d = dies[r.channel]
+            if d.erase_cap is None or not d.program_pulses:
+                continue
+            extra = max(0.0, d.erase_pulses - erases_implied(d.erase_cap))
+            surplus += extra
+            more += extra * r.estimate / d.program_pulses
+        hi_wa = max(hi_wa, wa_of_units(counted + more))
+        if more >= ERASE_SURPLUS * counted:
+            undetermined = True
+            reasons.append(f"the erases exceed the blocks the programs filled (programs ÷ pages "
+                           f"per block) by ≈{surplus * scale:,.0f}, and the slowest programs' "
+                           f"widths reach into the erases': each may be a slow program or a "
+                           f"block erased ahead; R/B# cannot say: up to "
+                           f"{more * scale:,.0f} more program pulses in the interval; tap the "
+                           f"bus (60h/D0h count the erases)")
     # The tapped channel's rests (a trained model: pulses labelled as reads wider than the
     # reads) per program pulse, at the upper end of their Poisson spread, say how many pieces
     # these dies' programs may have left to join: joins short of that are rests that may each
@@ -1209,6 +1235,9 @@ def _checks(m, geometry, logical, channels, rows, k, mp, scale, wa, pulses, eras
 #: Suspended operations the join may have missed, per one it found (pieces that fall inside a
 #: program mode's widths look like operations of their own); tuned on zoo seeds < 1000.
 SUSPEND_MISSED = 4.0
+#: Erases beyond the blocks the programs filled, as program pulses, flag the value undetermined
+#: from this share of the programs counted (where the program and erase widths overlap).
+ERASE_SURPLUS = 0.01
 #: Chain heads counted as narrower than the reads flag the value undetermined from this share of
 #: the programs counted (as many again may hide among the reads).
 NARROW_UNDECIDED = 0.005
