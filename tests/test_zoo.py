@@ -915,6 +915,18 @@ def test_erases_beyond_the_blocks_filled_under_overlapping_widths_leave_the_valu
     _close_and_covered(r, run.truth.wa_true, 0.015)
 
 
+def test_a_trained_cache_program_class_keeps_the_reads_out_of_the_data_in_reading(zoo):
+    # Tuning draw 38 of slc-seq-cache at L2 (channel 0 tapped): the trained cache-program
+    # class spans the chains' tCBSY heads and their long pulses, 2-960 µs, so it was the
+    # fastest program mode, and the reading of reads by their data in moved 11 reads into it:
+    # +2.05 %, decided. A cache program's data in overlaps the busy before it: lines with a
+    # cache-program class are left to the widths, as lines with a tCBSY cluster were.
+    _, r, truth = _tapped_l2(zoo, "slc-seq-cache", 38)
+    assert any(s["kind"] == "cache_program" for s in r.classification["states"])
+    assert not r.undetermined
+    _close_and_covered(r, truth, 0.005)
+
+
 def test_host_paced_cache_programs_leave_the_page_types_free_untrained(zoo):
     # Tuning draw 0 of mlc-hostpaced-cache-50r at L0: the host paced 82 lower and 88 upper
     # pages of die 0 (91 and 78 of die 1), so the long pulses' page types are not equal (567

@@ -1464,7 +1464,9 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
     pulse in the fastest program mode's widths (above every read state's centre) is read by its
     gap alone (and any pulse above them the widths call a program), the share of reads among
     them fitted (EM). A gap more than 4 spreads from both groups (a pause, or a pulse before it
-    misread) leaves the pulse as its width reads it. Lines with cache states are left alone, and
+    misread) leaves the pulse as its width reads it. Lines with cache states (a tCBSY cluster, or
+    a trained cache-program class: a tuning draw of slc-seq-cache at L2 moved 11 reads into it,
+    +2.1 %) are left alone, and
     so is a kind of pulse after which the fastest mode's own programs (the pulses above its
     centre, DATA_IN_MIN of them; else the whole window's) have a median gap nearer the reads'
     group than the programs': a cache program's data in overlaps the busy before it. (The whole
@@ -1481,7 +1483,8 @@ def _reads_by_data_in(x, g, states, gap_after, widths=True, skip=()):
     rk = [j for j, st in enumerate(states) if st.kind == "read"]
     pk = [j for j, st in enumerate(states) if st.kind in PROGRAM_KINDS]
     pk = [j for j in pk if j not in skip]
-    if not rk or len(pk) < 2 or any(st.kind == "cache" for st in states) or len(x) < 3:
+    if not rk or len(pk) < 2 or len(x) < 3 or \
+            any(st.kind in ("cache", "cache_program") for st in states):
         return g, 0.0, 0.0, 0.0
     # (In µs: a gap is a command's time plus the transfers, and the commands' spread is the
     # same on both sides.)
