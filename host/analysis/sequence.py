@@ -114,10 +114,10 @@ CHAIN_GAP_GROUP = 5
 CHAIN_GAP_STEP = 0.5
 CHAIN_GAP_STEP_MAX = 1.3
 CHAIN_GAP_SEPARATION = 3.0
-#: Chain heads narrower than the reads (:func:`_heads_below_reads`), where the gaps do not
-#: decide: this many robust spreads below the reads' centre (a rate from at least NARROW_REF_MIN
-#: reference reads), at least NARROW_MIN short pulses before programs, as many by chance with
-#: at most NARROW_CHANCE.
+#: Chain heads narrower than the reads (:func:`_heads_below_reads`), beside those the gaps or a
+#: tCBSY cluster counted: this many robust spreads below the reads' centre (a rate from at
+#: least NARROW_REF_MIN reference reads), at least NARROW_MIN short pulses before programs, as
+#: many by chance with at most NARROW_CHANCE.
 NARROW_Z = 3.5
 NARROW_REF_MIN = 200
 NARROW_MIN = 5

@@ -624,6 +624,24 @@ _READINGS = {
 }
 
 
+def _erases_off_implied(rows, dies):
+    """How far the rows' erase pulses fall short of, and exceed, the erases their programs
+    imply (a block erased for each block filled), each also in program pulses of the row's
+    units: ``(short, short_units, surplus, surplus_units)``; dies without a cap count none."""
+    short = short_units = surplus = surplus_units = 0.0
+    for r in rows:
+        d = dies[r.channel]
+        if d.erase_cap is None or not d.program_pulses:
+            continue
+        off = d.erase_pulses - erases_implied(d.erase_cap)
+        per = r.estimate / d.program_pulses
+        if off < 0:
+            short, short_units = short - off, short_units - off * per
+        else:
+            surplus, surplus_units = surplus + off, surplus_units + off * per
+    return short, short_units, surplus, surplus_units
+
+
 def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confidence,
                   cache_suspected):
     """What R/B# alone cannot decide: ``(flag, reasons, alternatives, widened interval)``.
@@ -792,14 +810,8 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         # wide as programs when its first piece is short, and the erases then fall short of
         # the blocks the programs filled. Blocks not yet erased (free at the start) leave the
         # same shortfall: the interval spans two program pulses per missing erase.
-        short, hidden = 0.0, 0.0
-        for r in rows:
-            d = dies[r.channel]
-            if d.erase_cap is None or not d.program_pulses:
-                continue
-            miss = max(0.0, erases_implied(d.erase_cap) - d.erase_pulses)
-            short += miss
-            hidden += 2 * miss * r.estimate / d.program_pulses
+        short, short_units, _, _ = _erases_off_implied(rows, dies)
+        hidden = 2 * short_units
         if hidden > 0.01 * counted:
             undetermined = True
             reasons.append(f"the erases fall short of the blocks the programs filled (programs "
@@ -819,14 +831,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                    default=-math.inf)
     erase_lo = min((s.support[0] for s in states if s.kind == "erase"), default=math.inf)
     if prog_top > erase_lo:
-        surplus, more = 0.0, 0.0
-        for r in rows:
-            d = dies[r.channel]
-            if d.erase_cap is None or not d.program_pulses:
-                continue
-            extra = max(0.0, d.erase_pulses - erases_implied(d.erase_cap))
-            surplus += extra
-            more += extra * r.estimate / d.program_pulses
+        _, _, surplus, more = _erases_off_implied(rows, dies)
         hi_wa = max(hi_wa, wa_of_units(counted + more))
         if more >= ERASE_SURPLUS * counted:
             undetermined = True
