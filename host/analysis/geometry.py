@@ -85,6 +85,11 @@ WORDLINE_US = 1000.0
 #: block``), as a share: the structural cap on erases (the sequence classifier's
 #: ``erase_slack``, and the interval's expectation of erases).
 ERASE_SLACK = 0.25
+#: The erases a line's programs need at least, as a share of the blocks they fill (less the two
+#: blocks open at the ends): the sequence classifier's erase floor, which holds erases as slow
+#: as the slowest programs up where the widths cannot tell them apart (a capture may begin with
+#: blocks already erased, hence below one).
+ERASE_FLOOR = 0.8
 
 
 def erases_implied(erase_cap, erase_slack=ERASE_SLACK):
