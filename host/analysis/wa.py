@@ -642,6 +642,18 @@ def _erases_off_implied(rows, dies):
     return short, short_units, surplus, surplus_units
 
 
+def _programs_inside(states, dies, lo):
+    """Expected program pulses of ``dies`` whose widths lie above ``lo`` (octaves), each program
+    mode taken as normal in log width (its ``mu`` and ``sigma``)."""
+    n = 0.0
+    for s in states:
+        if s.kind not in ("program", "program_slc") or not s.sigma > 0:
+            continue
+        share = 0.5 * math.erfc((lo - s.mu) / (s.sigma * math.sqrt(2.0)))
+        n += share * sum(d.expected.get(s.name, 0.0) for d in dies)
+    return n
+
+
 def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confidence,
                   cache_suspected):
     """What R/B# alone cannot decide: ``(flag, reasons, alternatives, widened interval)``.
@@ -842,19 +854,24 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                            f"{more * scale:,.0f} more program pulses in the interval; tap the "
                            f"bus (60h/D0h count the erases)")
         # Erases held at the classifier's floor (ERASE_FLOOR of the blocks the programs
-        # filled) where the widths overlap: the widths alone called fewer pulses erases, the
-        # floor decided how many, and each erase short of the blocks filled may be one more
-        # counted as a program (a steady drive erases a block for each block it fills). Not
-        # where suspended erases were joined (their shortfall rule above spans two pulses
-        # each). (A tuning draw of mlc-hostpaced-cache-50r, heavy-tailed widths: 41 erases
-        # held at the floor where the programs fill 56 blocks, truth 56: +1.05 % decided.)
+        # filled, less two a line) where the widths overlap: the widths alone called fewer
+        # pulses erases, the floor decided how many, and each erase short of the blocks filled
+        # may be one more counted as a program (a steady drive erases a block for each block
+        # it fills), as many as the program modes' widths put above the erase state's lower
+        # end. Only where the erases sit at the floor: below it, no pulse the floor could move
+        # was left, and the widths decided (a capture of a drive with erased blocks to spare).
+        # Not where suspended erases were joined (their shortfall rule above spans two pulses
+        # each). (A tuning draw of mlc-hostpaced-cache-50r, heavy-tailed widths: 41 erases at
+        # the floor where the programs fill 56 blocks, truth 56: +1.05 % decided.)
         if joined < max(1.0, 0.002 * counted):
             held = [d for d in dies.values() if d.erase_cap is not None and d.program_pulses]
             filled = sum(erases_implied(d.erase_cap) for d in held)
             erased = sum(d.erase_pulses for d in held)
             floor = max(0.0, ERASE_FLOOR * filled - 2 * len(held))
-            short, fewer, _, _ = _erases_off_implied(rows, dies)
-            if fewer > 0 and erased <= floor + max(1.0, 0.01 * floor):
+            short, short_units, _, _ = _erases_off_implied(rows, dies)
+            inside = _programs_inside(states, dies.values(), erase_lo)
+            fewer = short_units * min(1.0, inside / short) if short > 0 else 0.0
+            if fewer > 0 and abs(erased - floor) <= max(1.0, 0.01 * floor):
                 lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - fewer)))
                 if fewer >= ERASE_HELD * counted:
                     undetermined = True
