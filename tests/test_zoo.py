@@ -984,3 +984,26 @@ def test_trained_program_modes_that_are_not_the_cells_page_types_are_left_free(z
     shift = sum(d["balance_shift"] for d in dies)
     units = sum(d["unit_pulses"] for d in dies)
     assert r.wa_confidence.hi >= r.wa.value * (units + shift) / units
+
+
+def test_erases_below_the_floor_the_widths_decided_leave_the_value_decided(zoo):
+    # The accuracy table's ssd-v drive in its initial state (blocks erased to spare): 5 erases
+    # where the programs fill 28 blocks, and the widths put 4 pulses in the erase state, far
+    # below the floor (0.8 of 28, less two a line): no pulse the floor could move was left, so
+    # the widths decided and the value stands (the first form of the floor rule flagged 45 such
+    # rows of the table).
+    acc = load_benchmark("accuracy")
+    from rbscope import refssd
+
+    job = next(j for j in acc.jobs(drives=("ssd-v",), states=("initial",))
+               if j["workload"] == "512B-SQ-100%-W-4KiB-no-align")
+    d = acc.drive("ssd-v")
+    w = refssd.micro(job["workload"], d.logical_bytes, int(d.logical_bytes * acc.VOLUME_SHARE),
+                     seed=job["seed"])
+    run = refssd.simulate(d, w, seed=job["seed"], precondition="initial",
+                          ftl=acc.preconditioned("ssd-v", "initial"))
+    assert run.truth.pulses["ERASE"] < 0.5 * run.truth.pages_programmed["total"] / 128
+    r = zoo.measure_l0(run)
+    assert not r["undetermined"]
+    assert abs(r["wa"] / run.truth.wa_true - 1) < 0.002
+    assert r["conf_lo"] <= run.truth.wa_true <= r["conf_hi"]
