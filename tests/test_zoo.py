@@ -368,22 +368,28 @@ def test_a_rebuilt_model_keeps_the_pulse_starts(zoo):
     assert paced > 0.8 * run.truth.pulses["CACHE_PROGRAM"]
 
 
+def _accuracy_row_run(drive, workload, state):
+    """The reference-SSD run of one row of the 320-row accuracy table (its seed, its volume, its
+    preconditioned drive)."""
+    acc = load_benchmark("accuracy")
+    from rbscope import refssd
+
+    job = next(j for j in acc.jobs(drives=(drive,), states=(state,))
+               if j["workload"] == workload)
+    d = acc.drive(drive)
+    w = refssd.micro(workload, d.logical_bytes, int(d.logical_bytes * acc.VOLUME_SHARE),
+                     seed=job["seed"])
+    return refssd.simulate(d, w, seed=job["seed"], precondition=state,
+                           ftl=acc.preconditioned(drive, state))
+
+
 def test_a_cache_chain_s_last_program_is_no_erase_after_a_tdbsy(zoo):
     # The accuracy table's cache-prog drive (two-plane cache programs) filling its fresh blocks:
     # a chain's last program, two programs' time, is as wide as an erase; the erase cap (sized
     # for a steady state) let the erase state take 10 such pulses per die against 3 erases
     # (-1.6 % at L0). After a tDBSY the gap says which: a page's data in, or a command alone.
 
-    acc = load_benchmark("accuracy")
-    from rbscope import refssd
-
-    job = next(j for j in acc.jobs(drives=("cache-prog",), states=("initial",))
-               if j["workload"] == "32K-SQ-100%-W-4KiB-align")
-    d = acc.drive("cache-prog")
-    w = refssd.micro(job["workload"], d.logical_bytes, int(d.logical_bytes * acc.VOLUME_SHARE),
-                     seed=job["seed"])
-    run = refssd.simulate(d, w, seed=job["seed"], precondition="initial",
-                          ftl=acc.preconditioned("cache-prog", "initial"))
+    run = _accuracy_row_run("cache-prog", "32K-SQ-100%-W-4KiB-align", "initial")
     r = zoo.measure_l0(run)
     assert abs(r["wa"] / run.truth.wa_true - 1) < 0.002
 
@@ -992,16 +998,7 @@ def test_erases_below_the_floor_the_widths_decided_leave_the_value_decided(zoo):
     # below the floor (0.8 of 28, less two a line): no pulse the floor could move was left, so
     # the widths decided and the value stands (the first form of the floor rule flagged 45 such
     # rows of the table).
-    acc = load_benchmark("accuracy")
-    from rbscope import refssd
-
-    job = next(j for j in acc.jobs(drives=("ssd-v",), states=("initial",))
-               if j["workload"] == "512B-SQ-100%-W-4KiB-no-align")
-    d = acc.drive("ssd-v")
-    w = refssd.micro(job["workload"], d.logical_bytes, int(d.logical_bytes * acc.VOLUME_SHARE),
-                     seed=job["seed"])
-    run = refssd.simulate(d, w, seed=job["seed"], precondition="initial",
-                          ftl=acc.preconditioned("ssd-v", "initial"))
+    run = _accuracy_row_run("ssd-v", "512B-SQ-100%-W-4KiB-no-align", "initial")
     assert run.truth.pulses["ERASE"] < 0.5 * run.truth.pages_programmed["total"] / 128
     r = zoo.measure_l0(run)
     assert not r["undetermined"]
