@@ -54,6 +54,9 @@ TCBSY_US = (1.5, 40.0)
 _SIGMA_MIN = 0.02   # octaves: the narrowest seed
 _FLOOR = 1e-30      # outlier likelihood so that no pulse is impossible under every state
 _F_MIN = 1e-12      # smallest posterior-regularisation factor (relative to the largest)
+#: At L1, the share of the pulses at most in the 0.3 octave above tR max for the split between
+#: reads and programs to sit at tR max itself, where the reads' tail leaves no valley below it.
+READ_MAX_GAP_SHARE = 1e-4
 #: Log-likelihood (nats) per line, plus one, that joining suspended pieces must gain over none.
 SUSPEND_GAIN = 5.0
 #: Most joined suspensions per long pulse: beyond, the pairs are the drive's rhythm.
@@ -506,7 +509,16 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         plo = _valley(x, top - 0.3, reach=0.3)
         # (The emptiest place at tR max itself: the reads ended below it, nothing fills up to
         # it, and the split there keeps their whole tail.)
-        if not _is_valley(x, plo, top - 0.6, top, top_edge=True):
+        above = int(((x > top) & (x <= top + 0.3)).sum())
+        if not _is_valley(x, plo, top - 0.6, top, top_edge=True) and \
+                above <= READ_MAX_GAP_SHARE * len(x):
+            # The reads' tail fills the octave below tR max, but nothing lies in the 0.3 octave
+            # above it: the reads end there and the programs begin further up, so the split is
+            # tR max itself (a publishing draw of qlc-two-pass at L1, heavy-tailed reads to
+            # 440 µs under a 450 µs maximum, programs from 1 ms: the split fell at 80 µs and the
+            # reads' tail became a program mode, +746 %).
+            plo = top
+        elif not _is_valley(x, plo, top - 0.6, top, top_edge=True):
             # (The lower of the valleys about the hints' halfway point, tR max over the 100 µs
             # floor a tPROG max leaves, and about L0's default split: on tuning draws of
             # mlc-read-retry, heavy-tailed reads to 140 µs, then suspended pieces and short
