@@ -92,6 +92,12 @@ ERASE_SLACK = 0.25
 ERASE_FLOOR = 0.8
 
 
+def erase_floor_of(blocks, lines, share=ERASE_FLOOR):
+    """The fewest erases the classifier holds ``lines`` lines to when their programs fill
+    ``blocks`` blocks: ``share`` of them, less the two blocks open at the ends of each line."""
+    return max(0.0, share * blocks - 2 * lines)
+
+
 def erases_implied(erase_cap, erase_slack=ERASE_SLACK):
     """The erases a line's programs imply, a block erased for each block filled: its
     structural cap on erases (``(1 + erase_slack) × blocks filled + 2``) without the slack and

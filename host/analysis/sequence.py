@@ -32,7 +32,7 @@ import numpy as np
 from rbscope.nand.ops import PROGRAM_KINDS
 
 from .calibrate import merged_peaks
-from .geometry import ERASE_FLOOR, ERASE_SLACK, WORDLINE_US, erases_implied
+from .geometry import ERASE_FLOOR, ERASE_SLACK, WORDLINE_US, erase_floor_of, erases_implied
 
 __all__ = [
     "SequenceError", "State", "DieResult", "SequenceResult", "classify", "SEQUENCE_HINTS",
@@ -509,16 +509,16 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         plo = _valley(x, top - 0.3, reach=0.3)
         # (The emptiest place at tR max itself: the reads ended below it, nothing fills up to
         # it, and the split there keeps their whole tail.)
+        at_top = _is_valley(x, plo, top - 0.6, top, top_edge=True)
         above = int(((x > top) & (x <= top + 0.3)).sum())
-        if not _is_valley(x, plo, top - 0.6, top, top_edge=True) and \
-                above <= READ_MAX_GAP_SHARE * len(x):
+        if not at_top and above <= READ_MAX_GAP_SHARE * len(x):
             # The reads' tail fills the octave below tR max, but nothing lies in the 0.3 octave
             # above it: the reads end there and the programs begin further up, so the split is
             # tR max itself (a publishing draw of qlc-two-pass at L1, heavy-tailed reads to
             # 440 µs under a 450 µs maximum, programs from 1 ms: the split fell at 80 µs and the
             # reads' tail became a program mode, +746 %).
             plo = top
-        elif not _is_valley(x, plo, top - 0.6, top, top_edge=True):
+        elif not at_top:
             # (The lower of the valleys about the hints' halfway point, tR max over the 100 µs
             # floor a tPROG max leaves, and about L0's default split: on tuning draws of
             # mlc-read-retry, heavy-tailed reads to 140 µs, then suspended pieces and short
@@ -2374,7 +2374,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     def floor_for(counts):
         if not pages_per_block or not erase_floor:
             return None
-        return max(0.0, erase_floor * blocks(counts) - 2 * n_dies)
+        return erase_floor_of(blocks(counts), n_dies, erase_floor)
 
     it = 0
     for it in range(1, iterations + 1):  # noqa: B007 (reported)

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from rbscope.gateware.onfi_tap.params import PlaneKind
 from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS
 
-from .geometry import ERASE_FLOOR, WORDLINE_US, erases_implied
+from .geometry import ERASE_FLOOR, WORDLINE_US, erase_floor_of, erases_implied
 from .logical import LogicalVolume
 from .presets import CLASS_NAMES
 
@@ -792,6 +792,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     # programs of their own (each suspension found suggests more, their pieces in the clusters).
     joined = sum(getattr(d, "suspended", 0.0) for d in dies.values())
     unjoined = 0.0  # resumes the gaps named that were left unjoined (the interval's)
+    off = _erases_off_implied(rows, dies)  # erases short of / beyond the blocks filled
     by_gap = [d for d in dies.values() if getattr(d, "resume_slack", None) is not None]
     if by_gap and joined >= max(1.0, 0.002 * counted):
         # The idle gaps named the resumes (a resume needs no data in); whether the long pulse
@@ -828,7 +829,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
         # of the programs the value is undetermined, and the interval's lower end takes both
         # (a tuning draw of mlc-erase-suspend: 172 suspensions, 79 joined, 37 resumes left
         # open and 65 erases short, each under 1 %; the count 1.3 % high, decided).
-        short, short_units, _, _ = _erases_off_implied(rows, dies)
+        short, short_units, _, _ = off
         hidden = 2 * short_units
         lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - hidden - unjoined)))
         if hidden > 0 and hidden + unjoined > 0.01 * counted:
@@ -852,7 +853,7 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                    default=-math.inf)
     erase_lo = min((s.support[0] for s in states if s.kind == "erase"), default=math.inf)
     if prog_top > erase_lo:
-        _, _, surplus, more = _erases_off_implied(rows, dies)
+        _, _, surplus, more = off
         hi_wa = max(hi_wa, wa_of_units(counted + more))
         if more >= ERASE_SURPLUS * counted:
             undetermined = True
@@ -876,8 +877,8 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
             held = [d for d in dies.values() if d.erase_cap is not None and d.program_pulses]
             filled = sum(erases_implied(d.erase_cap) for d in held)
             erased = sum(d.erase_pulses for d in held)
-            floor = max(0.0, ERASE_FLOOR * filled - 2 * len(held))
-            short, short_units, _, _ = _erases_off_implied(rows, dies)
+            floor = erase_floor_of(filled, len(held))
+            short, short_units, _, _ = off
             inside = _programs_inside(states, dies.values(), erase_lo)
             fewer = short_units * min(1.0, inside / short) if short > 0 else 0.0
             if fewer > 0 and abs(erased - floor) <= max(1.0, 0.01 * floor):
