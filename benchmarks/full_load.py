@@ -31,6 +31,8 @@ import argparse
 import dataclasses
 import itertools
 import json
+import os
+import shutil
 import sys
 import tempfile
 import time
@@ -50,6 +52,7 @@ from rbscope.device.protocol import trace_records
 from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.counters import TRACE_FIFO_DEPTH
+from rbscope.gateware.link.summary import COUNT_MAX
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 from rbscope.gateware.rb_sniffer.params import EventKind
@@ -83,7 +86,8 @@ def device_options(board):
     and whether TRACE_BATCH frames go between a burst's frames (a board class's
     ``trace_batches_in_bursts``)."""
     return {"trace_depth": trace_depth(board),
-            "batches_in_bursts": getattr(board_class(board), "trace_batches_in_bursts", True)}
+            "batches_in_bursts": getattr(board_class(board), "trace_batches_in_bursts", True),
+            "trace_summary": getattr(board_class(board), "trace_summary", False)}
 
 
 #: Snapshot period of the board builds (ms).
@@ -175,9 +179,16 @@ def trains_at(channels, clock_hz, rate, seconds, widths, peak=False):
     return out
 
 
-def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, peak=False):
+#: The class window of the trains' reads (12-150 µs: tR), which ``--summarise`` asks the
+#: device's trace summariser for.
+READ_WINDOW = 1
+
+
+def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, peak=False,
+            summarise=False):
     """One capture at ``rate`` pulses/s per die on every line (``channels``: the board's build
-    with fewer lines, else its own count; ``peak``: :func:`trains_at`)."""
+    with fewer lines, else its own count; ``peak``: :func:`trains_at`; ``summarise``: the
+    device sends runs of reads as first, count and last, ``docs/link.md`` "Trace summary")."""
     full, clock_hz, divisor = BOARDS[board]
     channels = channels or full
     params = board_params(board, channels)
@@ -202,18 +213,21 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, 
         path = Path(tmp) / "load.rbcap"
         began = time.monotonic()
         records = []
+        represented = [0]  # the pulses the records stand for (a SUMMARY: its count)
         with CaptureWriter(path) as writer:
             # Generous: a 100 MHz device simulates at a few hundred thousand cycles a second,
             # and a 64-channel snapshot is 2 M cycles of link time.
             dev = Device(str(sim.link), timeout=120, retries=3)
             try:
                 dev.attach_capture(writer)
+                if summarise:
+                    dev.summarise_trace(1 << READ_WINDOW)
                 dev.enable_trace(True)
                 dev.clear()
                 start = dev.snapshot().timestamp
                 lost_at, seen = [], None
                 for _, f in dev.frames(duration=None):
-                    records += [(t.channel, t.timestamp) for t in trace_records(f, params)]
+                    records += _records_of(f, params, represented)
                     snap = dev.latest_snapshot
                     if snap is not None and snap is not seen:
                         # When records were lost: each snapshot whose total moved (ms after
@@ -229,17 +243,21 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, 
                 # The FIFO's last records: until every pulse has its record or is counted lost
                 # (a deep FIFO drains for a while), within the drain time of device time.
                 for _, f in dev.frames(duration=None if depth > TRACE_FIFO_DEPTH else 1.0):
-                    records += [(t.channel, t.timestamp) for t in trace_records(f, params)]
+                    records += _records_of(f, params, represented)
                     snap = dev.latest_snapshot
-                    if len(records) + final.status.trace_lost >= want or (
+                    if represented[0] + final.status.trace_lost >= want or (
                             snap is not None and snap.timestamp > final.timestamp + drain_ticks):
                         break
             finally:
                 dev.close()
         wall = time.monotonic() - began
+        if os.environ.get("RBSCOPE_KEEP_CAPTURE"):
+            shutil.copy(path, os.environ["RBSCOPE_KEEP_CAPTURE"])
         m = capture_to_measurement(path)
         truth = sim.truth(int(seconds * clock_hz) + 40_000 * cyc_us)
-        same, wa = rig_against_recording(m, truth, params, cyc_us, Path(tmp))
+        same, wa = rig_against_recording(m, truth, params, cyc_us, Path(tmp),
+                                         window=m.config.windows[READ_WINDOW]
+                                         if summarise else None)
     lost = final.status.trace_lost
     seq = m.provenance.get("sequence", {})
     # The first pulse (after the clear) with no record: the model's pulses against the records.
@@ -248,7 +266,7 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, 
         got.setdefault(ch, set()).add(ts)
     first_missing = None
     latency = 4 * (channels + 1) + 16  # cycles: a pulse's end to its record's time, at most
-    for q in truth.pulses:
+    for q in (truth.pulses if lost else ()):  # (a summarised pulse has no record of its own)
         if q.index == glitch or q.kind != EventKind.END:
             continue
         end_tick = q.end_cycle // cyc_us
@@ -270,21 +288,51 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, 
         "baud": float(clock_hz / divisor), "rate_per_die": rate, "seconds": seconds,
         "offered_per_die": pulses_in / seconds / channels, "peak": peak,
         "pulses": pulses_in, "records": len(records), "lost": lost,
+        "summarise": summarise, "summarised": sum(m.pulses_summarised.values()),
         "delivered_per_s": delivered,
         "first_loss_ms": None if first_missing is None else (first_missing - start) / 1e3,
         "lost_at": lost_at,
-        "complete": bool(seq.get("complete")), "wall_s": wall,
+        "complete": bool(seq.get("complete")), "sequence_why": seq.get("why"), "wall_s": wall,
         "lines_equal_to_recording": same, "wa_rig": wa[0], "wa_recording": wa[1],
         "wa_difference": None if None in wa else wa[0] / wa[1] - 1,
     }
-    log(f"  {board} {row['offered_per_die']:,.0f}/s/die: {len(records):,} records, {lost:,} "
-        f"lost, delivered from the first loss on "
+    log(f"  {board} {row['offered_per_die']:,.0f}/s/die: {len(records):,} records"
+        + (f" ({row['summarised']:,} pulses summarised)" if summarise else "")
+        + f", {lost:,} lost, delivered from the first loss on "
         + ("-" if row["delivered_per_s"] is None else f"{row['delivered_per_s']:,.0f}/s")
         + ", sequence "
         f"{'complete' if row['complete'] else 'incomplete'}, {same} of {channels} lines "
         f"the recording's pulses, WA rig {_fmt(wa[0])} recording {_fmt(wa[1])} "
         f"({wall:.0f} s)")
     return row
+
+
+def _summarised_form(recording, got, window, slack=2):
+    """Whether ``got`` is ``recording`` less some pulses in ``window`` (``(lo, hi)`` ticks),
+    each between two pulses of the window (the middle of a run); both are ``(width, start)``
+    pairs, the starts ``slack`` ticks apart at most (the pipeline's latency)."""
+    lo, hi = window
+    inside = [lo <= w < hi for w, _ in recording]
+    j = 0
+    for k, (w, st) in enumerate(recording):
+        if j < len(got) and got[j][0] == w and abs(got[j][1] - st) <= slack:
+            j += 1
+        elif not (inside[k] and 0 < k < len(recording) - 1 and inside[k - 1] and inside[k + 1]):
+            return False
+    return j == len(got)
+
+
+def _records_of(frame, params, represented):
+    """A frame's pulse records as ``(channel, timestamp)``; ``represented[0]`` counts the pulses
+    they stand for (a SUMMARY record its count, every other record but BUSY one)."""
+    out = []
+    for t in trace_records(frame, params):
+        out.append((t.channel, t.timestamp))
+        if t.kind == EventKind.SUMMARY:
+            represented[0] += t.width & COUNT_MAX
+        elif t.kind != EventKind.BUSY:
+            represented[0] += 1
+    return out
 
 
 def _fmt(value):
@@ -306,12 +354,14 @@ program_model = "single-plane"
 """
 
 
-def rig_against_recording(m, truth, params, cycles_per_tick, tmp):
+def rig_against_recording(m, truth, params, cycles_per_tick, tmp, window=None):
     """``(lines, (WA of the rig, WA of the recording))``: how many lines' pulse sequences in the
     capture (``m``) are exactly the recording's (the model's pulses of the same pins: the
     whole pulses of the capture's epoch, its last ones, each starting where the pin fell:
-    the capture's starts are its records' times less the widths, the pipeline's latency later),
-    and the WA that ``rbscope analyze``'s
+    the capture's starts are its records' times less the widths, the pipeline's latency later;
+    with ``window``, the class window the device summarised, ``(lo, hi)`` ticks: the
+    recording's less the pulses its SUMMARY records count, each of which lies in the window
+    between two pulses of it that are in the sequence), and the WA that ``rbscope analyze``'s
     sequence classifier gives each with the same geometry and logical volume (the recording's
     program-window pulses × 4 KiB)."""
     glitch = params.counter_index(Counter.GLITCH)
@@ -320,10 +370,16 @@ def rig_against_recording(m, truth, params, cycles_per_tick, tmp):
         model = [q for q in truth.pulses
                  if q.channel == ch and q.index != glitch and q.kind == EventKind.END]
         got = [int(w) for w in m.pulses.get(ch, ())]
-        mine = model[len(model) - len(got):] if got else []
+        n = len(got) + m.pulses_summarised.get(ch, 0)
+        mine = model[len(model) - n:] if got else []
         recording[ch] = [q.width for q in mine]
         starts[ch] = [q.end_cycle // cycles_per_tick - q.width for q in mine]
-        same += bool(got) and recording[ch] == got
+        if window is None:
+            same += bool(got) and recording[ch] == got
+        else:
+            same += bool(got) and _summarised_form(
+                list(zip(recording[ch], starts[ch], strict=True)),
+                list(zip(got, m.pulse_starts[ch], strict=True)), window)
     if not m.pulses:
         return same, (None, None)
     rec = dataclasses.replace(m, pulses=recording, pulse_starts=starts, pulses_lost={})
@@ -403,9 +459,14 @@ def main(argv=None):
     parser.add_argument("--channels", type=int, metavar="N",
                         help="with --rate: the board's build with N lines instead of its own "
                              "count (what a board whose link binds sustains at fewer lines)")
+    parser.add_argument("--summarise", action="store_true",
+                        help="with --rate: the device sends runs of reads (the 12-150 µs "
+                             "window) as first, count and last (the ECP5 boards' builds)")
     parser.add_argument("--json")
     parser.add_argument("--markdown")
     args = parser.parse_args(argv)
+    if args.summarise and args.rate is None:
+        parser.error("--summarise needs --rate")
     if args.channels is not None and (args.rate is None or args.channels < 1):
         parser.error("--channels needs --rate and at least one line")
     if args.peak and args.rate is None:
@@ -419,7 +480,7 @@ def main(argv=None):
         if args.rate is not None:
             run = run_one(board, args.rate, args.seconds,
                           widths_us(200_000, workload=args.workload), args.build_root,
-                          channels=args.channels, peak=args.peak)
+                          channels=args.channels, peak=args.peak, summarise=args.summarise)
             run["workload"] = args.workload
             rows.append({"board": board, "channels": args.channels or BOARDS[board][0],
                          "baud": float(BOARDS[board][1] / BOARDS[board][2]),

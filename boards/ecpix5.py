@@ -40,6 +40,8 @@ class ECPIX5_85F(BoardMixin, ECPIX585Platform):
     # Trace records the link's FIFO holds: 16 block RAMs of the part's 208 ride out the
     # snapshots' hold of the link and bursts (the default, 16, is LUT RAM).
     trace_depth = 4096
+    #: Runs of reads sent as first, count and last where the host asks (TRACE_SUMMARY).
+    trace_summary = True
     # The FT2232H's 12 Mbaud: four times the records of 3 Mbaud (the host tries both).
     uart_baud = 12_000_000
 

@@ -511,12 +511,16 @@ class RBScopeTop(Elaboratable):
           reintegration, 2026-12-01).
         * TRACE_BATCH frames between a burst's frames, unless the board class says
           ``trace_batches_in_bursts = False`` (no board does since 2026-12-03).
+        * The trace summariser, where the board class says ``trace_summary = True`` (the
+          ECPIX-5: its 64 lines offer more reads than its link carries).
         """
         if self.emulator is None:
             depth = getattr(platform, "trace_depth", None)
             options = {} if depth is None else {"trace_depth": depth}
             if not getattr(platform, "trace_batches_in_bursts", True):
                 options["batches_in_bursts"] = False
+            if getattr(platform, "trace_summary", False):
+                options["trace_summary"] = True
             return options
         return {"config": boot.sniffer_config(self.params),
                 "emu_config": boot.emu_config(self.emulator)}

@@ -100,6 +100,9 @@ class DeviceCore(wiring.Component):
         Trace records the link's FIFO holds (``LinkController``'s; a power of two).
     batches_in_bursts : bool
         TRACE_BATCH frames between a burst's frames (``LinkController``'s).
+    trace_summary : bool
+        The trace summariser in front of the trace FIFO (``LinkController``'s; the ECPIX-5's
+        build).
 
     Members
     -------
@@ -122,7 +125,7 @@ class DeviceCore(wiring.Component):
     def __init__(self, params, *, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, emulator=None, emu_config=None, traffic=None, tap=None,
                  tap_config=None, dsp_bounds=0, ram_output_registers=True,
-                 trace_depth=TRACE_FIFO_DEPTH, batches_in_bursts=True):
+                 trace_depth=TRACE_FIFO_DEPTH, batches_in_bursts=True, trace_summary=False):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if dsp_bounds and emulator is not None:
@@ -159,7 +162,8 @@ class DeviceCore(wiring.Component):
                                          extension=extension,
                                          ram_output_registers=ram_output_registers,
                                          trace_depth=trace_depth,
-                                         batches_in_bursts=batches_in_bursts)
+                                         batches_in_bursts=batches_in_bursts,
+                                         trace_summary=trace_summary)
         super().__init__({
             **_emu_bus_members(emulator),
             **_tap_members(tap, emulator),

@@ -50,10 +50,13 @@ def test_the_simulated_device_is_each_board_s_build(full_load):
     # TRACE_BATCH frames (a board class may send them after a burst: the iCEBreaker did until
     # 2026-12-03, while the benchmark built every board with them between).
     assert full_load.device_options("icebreaker") == {"trace_depth": 256,
-                                                      "batches_in_bursts": True}
+                                                      "batches_in_bursts": True,
+                                                      "trace_summary": False}
     assert full_load.BOARDS["icebreaker"][2] == 4  # 12 Mbaud at 48 MHz
-    assert full_load.device_options("ecpix5") == {"trace_depth": 4096, "batches_in_bursts": True}
-    assert full_load.device_options("ulx3s") == {"trace_depth": 1024, "batches_in_bursts": True}
+    assert full_load.device_options("ecpix5") == {"trace_depth": 4096, "batches_in_bursts": True,
+                                                  "trace_summary": True}
+    assert full_load.device_options("ulx3s") == {"trace_depth": 1024, "batches_in_bursts": True,
+                                                 "trace_summary": False}
 
 
 def test_the_simulated_device_takes_the_batch_scheduling():

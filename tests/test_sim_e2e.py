@@ -10,7 +10,7 @@ import pytest
 from rbscope.device.capture import CaptureReader, CaptureWriter
 from rbscope.device.device import Device
 from rbscope.device.simdevice import SimDevice
-from rbscope.device.stimulus import TrainSpec, random_trains
+from rbscope.device.stimulus import NAND_MIX_SCALED, Operation, TrainSpec, random_trains
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 
 from .conftest import REPO_ROOT
@@ -96,17 +96,24 @@ def test_unplug_mid_capture_loses_nothing(tmp_path):
         assert list(latest[ch].counters) == counts.row(PARAMS)[:PARAMS.counters_per_channel]
 
 
-def test_trace_records_in_order_and_every_loss_counted():
+@pytest.mark.parametrize("summary", [False, True], ids=["whole", "summarised"])
+def test_trace_records_in_order_and_every_loss_counted(summary):
     """TRACE at link saturation: 250 kbaud carries far fewer records than the workload makes.
     Every record that arrives is one of the model's pulses, in order per channel, and the
-    per-channel and total loss counters account for every other one."""
+    per-channel and total loss counters account for every other one. With the summariser
+    (class 1 summarised) too: a SUMMARY counts as its pulses, a LATE record is its pulse."""
     from rbscope.device.protocol import trace_records
+    from rbscope.gateware.link.summary import COUNT_BITS, COUNT_MAX
     from rbscope.gateware.rb_sniffer import Counter
+    from rbscope.gateware.rb_sniffer.params import EventKind
 
-    with SimDevice(PARAMS, CONFIG, trains(9), build_root=BUILD_ROOT) as sim:
+    with SimDevice(PARAMS, CONFIG, trains(9), build_root=BUILD_ROOT,
+                   trace_summary=summary) as sim:
         dev = Device(str(sim.link), timeout=0.5, retries=8)
         records = []
         try:
+            if summary:
+                dev.summarise_trace(0b0010)
             dev.enable_trace(True)
             start = dev.snapshot()  # tracing is on from here
             for _, frame in dev.frames(duration=None):
@@ -130,14 +137,21 @@ def test_trace_records_in_order_and_every_loss_counted():
         recs = [r for r in records if r.channel == ch]
         # Every record is one of the model's pulses, classified within the pipeline latency,
         # and records come in the order of the pulses.
-        last = -1
+        last, age, weight = -1, None, []
         for r in recs:
+            if r.kind == EventKind.SUMMARY:
+                age = r.width >> COUNT_BITS
+                weight.append(r.width & COUNT_MAX)
+                continue
+            ended = r.timestamp - (age if r.kind == EventKind.LATE else 0)
+            age = None
+            weight.append(1)
             matches = [i for i, q in enumerate(model) if (q.index, q.width) == (r.index, r.width)
-                       and 0 <= r.timestamp - q.end_cycle <= latency]
+                       and 0 <= ended - q.end_cycle <= latency]
             assert len(matches) == 1, f"channel {ch}: record {r} matches {len(matches)} pulses"
             assert matches[0] > last, f"channel {ch}: record {r} out of order"
             last = matches[0]
-        received += sum(t0 < r.timestamp <= t1 for r in recs)
+        received += sum(w for r, w in zip(recs, weight, strict=True) if t0 < r.timestamp <= t1)
         expected += sum(t0 < q.end_cycle <= t1 for q in model)
         assert recs and end.counters[ch].trace_lost > start.counters[ch].trace_lost
     lost = end.status.trace_lost - start.status.trace_lost
@@ -145,6 +159,8 @@ def test_trace_records_in_order_and_every_loss_counted():
     # channel may straddle a snapshot boundary).
     assert abs(received + lost - expected) <= 2 * PARAMS.channels, (received, lost, expected)
     assert received > 100 and lost > 100
+    if summary:
+        assert any(r.kind == EventKind.SUMMARY for r in records)
 
 
 def test_a_traced_capture_gives_each_lines_pulse_sequence(tmp_path):
@@ -187,3 +203,67 @@ def test_a_traced_capture_gives_each_lines_pulse_sequence(tmp_path):
         assert len(got) == counted > 20
         assert got == whole[len(whole) - counted:], f"channel {ch}"
         assert seq["lines"][str(ch)]["lost"] == 0
+
+
+def test_a_summarised_capture_keeps_every_pulse_it_does_not_summarise(tmp_path):
+    """The trace summariser in the Verilator device (``trace_summary``, the ECP5 boards'): with
+    class 1 summarised, each line's sequence is the model's whole pulses less some pulses of
+    class 1, each of which lies between two class-1 pulses that are in it (the middle of a
+    run), exactly as many as its SUMMARY records count; the pulses in it have the model's
+    widths and starts (a run's last pulse too, rebuilt from its LATE record's age), and the
+    records with the summarised pulses are the pulses counted."""
+    from rbscope.device.capture import capture_to_measurement
+    from rbscope.gateware.rb_sniffer.params import EventKind
+
+    path = tmp_path / "summarised.rbcap"
+    # Reads (class 1) in the majority, as in a read-heavy stretch.
+    mix = (Operation("read", 15, ((1, 25, 60),)),) + NAND_MIX_SCALED[1:]
+    spec = TrainSpec(PARAMS.channels, CYCLES, mix=mix, gap=(600, 3000), glitch_rate=0.05)
+    stim = random_trains(spec, 12)
+    with SimDevice(PARAMS, CONFIG, stim, build_root=BUILD_ROOT, trace_summary=True) as sim:
+        writer = CaptureWriter(path)
+        dev = Device(str(sim.link), timeout=0.5, retries=8)
+        try:
+            dev.attach_capture(writer)
+            assert dev.summarise_trace(0b0010) == 0b0010
+            dev.enable_trace(True)
+            dev.clear()
+            wait_quiescent(dev)
+            dev.snapshot()
+            dev.read_histograms()
+            for _ in dev.frames(duration=0.5):
+                pass
+        finally:
+            dev.close()
+            writer.close()
+    truth = sim.truth(CYCLES)
+    m = capture_to_measurement(path)
+    seq = m.provenance["sequence"]
+    assert seq["complete"], seq
+    assert seq["summarised"] > 100
+    glitch = PARAMS.counter_index(Counter.GLITCH)
+    for ch in range(PARAMS.channels):
+        model = [q for q in truth.pulses
+                 if q.channel == ch and q.index != glitch and q.kind == EventKind.END]
+        counted = sum(m.counts[ch].classes) + m.counts[ch].unclassified
+        model = model[len(model) - counted:]
+        got = list(zip(m.pulses[ch], m.pulse_starts[ch], strict=True))
+        summarised = seq["lines"][str(ch)].get("summarised", 0)
+        assert len(got) + summarised == counted > 20
+        # Walk the model: each pulse is the next one of the sequence, or a summarised one.
+        j, left_out = 0, []
+        latency = 4 * (PARAMS.channels + 1) + 2  # a pulse's end to its record's time (cycles)
+        for k, q in enumerate(model):
+            start = q.end_cycle - q.width  # (prescaler 1: a tick a cycle)
+            if j < len(got) and got[j][0] == q.width and 0 <= got[j][1] - start <= latency:
+                j += 1
+            else:
+                left_out.append(k)
+        assert j == len(got), (f"channel {ch}: pulse {j} of the sequence is not the model's: "
+                               f"{got[max(0, j - 3):j + 3]}, model "
+                               f"{[(q.width, q.end_cycle - q.width, q.index) for q in model][:40]}")
+        assert len(left_out) == summarised, f"channel {ch}"
+        for k in left_out:
+            assert model[k].index == 1, f"channel {ch}: a class-{model[k].index} pulse left out"
+            # (the middle of a run: class-1 pulses on both sides)
+            assert 0 < k < len(model) - 1 and model[k - 1].index == model[k + 1].index == 1

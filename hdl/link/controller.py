@@ -20,6 +20,7 @@
   is an elaboration error.
 """
 
+import dataclasses
 import hashlib
 
 from amaranth.hdl import Module
@@ -49,12 +50,19 @@ def build_id(params, clock_hz, uart_divisor, board):
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
 
 
-def link_registers(params, *, snapshot_period=0, config=None, extension=None):
+def link_registers(params, *, snapshot_period=0, config=None, extension=None,
+                   trace_summary=False):
     """The registers of a link: :func:`protocol.register_map`'s and the extension's.
+
+    Without ``trace_summary`` (a build without the summariser) ``TRACE_SUMMARY`` reads 0 and
+    refuses writes (``READ_ONLY``), which is how a host tells the builds apart.
 
     Raises ``ValueError`` when an extension register takes an address already in use.
     """
     registers = protocol.register_map(params, snapshot_period=snapshot_period, config=config)
+    if not trace_summary:
+        registers = [dataclasses.replace(r, access=protocol.Access.RO)
+                     if r.field == "link.trace_summary" else r for r in registers]
     if extension is not None:
         registers += list(extension.registers)
     addresses = [reg.address for reg in registers]
@@ -103,6 +111,10 @@ class LinkController(wiring.Component):
         A TRACE_BATCH frame between every two frames of a snapshot or histogram burst while
         the FIFO has records (``FrameBuilder``'s; the default). ``False`` sends them after
         the burst (the iCEBreaker's build until 2026-12-03, a few logic cells fewer).
+    trace_summary : bool
+        Build the trace summariser (:class:`~.summary.TraceSummariser`) in front of the trace
+        FIFO, set by the ``TRACE_SUMMARY`` register (the ECP5 boards'); without it the
+        register is read-only 0.
 
     Members
     -------
@@ -141,7 +153,7 @@ class LinkController(wiring.Component):
 
     def __init__(self, params, *, wire, clock_hz, uart_divisor, board="sim", snapshot_ms=100,
                  config=None, extension=None, ram_output_registers=True,
-                 trace_depth=TRACE_FIFO_DEPTH, batches_in_bursts=True):
+                 trace_depth=TRACE_FIFO_DEPTH, batches_in_bursts=True, trace_summary=False):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -159,6 +171,7 @@ class LinkController(wiring.Component):
         self.ram_output_registers = bool(ram_output_registers)
         self.trace_depth = trace_depth
         self.batches_in_bursts = bool(batches_in_bursts)
+        self.trace_summary = bool(trace_summary)
         self.clock_hz = clock_hz
         self.uart_divisor = uart_divisor
         self.board = board
@@ -169,7 +182,8 @@ class LinkController(wiring.Component):
         self.extension = extension if extension is not None else LinkExtension()
         ext = self.extension
         self.registers = link_registers(params, snapshot_period=self.snapshot_period,
-                                        config=config, extension=ext)
+                                        config=config, extension=ext,
+                                        trace_summary=self.trace_summary)
         if ext.source is not None:
             frame = wire.frames.get(int(ext.source.frame_type))
             if frame is None or int(ext.source.opcode) not in {
@@ -212,7 +226,8 @@ class LinkController(wiring.Component):
         source = ext.source
         m.submodules.registers = registers = RegisterFile(p, self.registers, extension=ext)
         m.submodules.counters = counters = LinkCounters(
-            p, ram_output_registers=self.ram_output_registers, trace_depth=self.trace_depth)
+            p, ram_output_registers=self.ram_output_registers, trace_depth=self.trace_depth,
+            trace_summary=self.trace_summary)
         m.submodules.commands = commands = CommandUnit(
             source=source, ram_output_registers=self.ram_output_registers)
         m.submodules.timer = timer = SnapshotTimer(
@@ -262,6 +277,16 @@ class LinkController(wiring.Component):
             counters.rx_good.eq(self.rx_good),
             counters.rx_bad.eq(self.rx_bad),
         ]
+        if self.trace_summary:
+            # A channel's run is closed as its counters have been read (each pulse they count
+            # then has its record), and every run at a clear.
+            m.d.comb += [
+                counters.summary_mask.eq(registers.trace_summary),
+                counters.summary_flush.eq(commands.clear),
+                counters.summary_flush_one.eq(frames.row_sent),
+                counters.summary_channel.eq(frames.row_channel),
+                counters.timestamp.eq(self.sniffer_status.timestamp),
+            ]
         # The frames: asked for by the command unit and the timer, built from the registers,
         # the counters and the sniffer's (and the extension's) read ports.
         m.d.comb += [

@@ -11,6 +11,7 @@ from amaranth.utils import ceil_log2
 
 from ..rb_sniffer.sniffer import TraceSignature
 from ..synthesis import COLLISION_FREE
+from .summary import TraceSummariser
 
 __all__ = ["LinkCounters", "TRACE_FIFO_DEPTH"]
 
@@ -53,6 +54,10 @@ class LinkCounters(wiring.Component):
         :class:`~.controller.LinkController`); ``False``: a two-stage update.
     trace_depth : int
         Records the trace FIFO holds (a power of two; default :data:`TRACE_FIFO_DEPTH`).
+    trace_summary : bool
+        A :class:`~.summary.TraceSummariser` between the strobe and the FIFO (with the members
+        ``summary_mask``, ``summary_flush``, ``summary_flush_one``, ``summary_channel`` and
+        ``timestamp``).
 
     Members
     -------
@@ -74,15 +79,22 @@ class LinkCounters(wiring.Component):
         ``read_data`` is the count at ``read_addr`` (as it was a cycle ago).
     """
 
-    def __init__(self, params, *, ram_output_registers, trace_depth=TRACE_FIFO_DEPTH):
+    def __init__(self, params, *, ram_output_registers, trace_depth=TRACE_FIFO_DEPTH,
+                 trace_summary=False):
         self.params = params
         self.ram_output_registers = bool(ram_output_registers)
         if not isinstance(trace_depth, int) or trace_depth < 2 or trace_depth & (trace_depth - 1):
             raise ValueError(f"trace FIFO depth must be a power of two of at least 2, not "
                              f"{trace_depth!r}")
         self.trace_depth = trace_depth
+        self.trace_summary = bool(trace_summary)
         trace = TraceSignature(params)
+        summary = {"summary_mask": In(params.classes), "summary_flush": In(1),
+                   "summary_flush_one": In(1),
+                   "summary_channel": In(range(params.channels)),
+                   "timestamp": In(params.timestamp_bits)} if trace_summary else {}
         super().__init__({
+            **summary,
             "trace": In(trace),
             "trace_enable": In(1),
             "records": Out(stream.Signature(trace.members["payload"].shape)),
@@ -118,16 +130,31 @@ class LinkCounters(wiring.Component):
         read_addr = self.read_addr
         m.d.comb += self.read_data.eq(tl_rd.data)
         push = self.trace.valid & self.trace_enable
-        m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
-                     trace_fifo.w_en.eq(push),
-                     self.records.valid.eq(trace_fifo.r_rdy),
+        if self.trace_summary:
+            # The summariser between the strobe and the FIFO: it waits for the FIFO's room, and
+            # an event is dropped only when its queue is full (one pulse, on its channel).
+            m.submodules.summariser = summ = TraceSummariser(self.params)
+            m.d.comb += [summ.trace.valid.eq(push), summ.trace.payload.eq(self.trace.payload),
+                         summ.enable.eq(self.trace_enable), summ.mask.eq(self.summary_mask),
+                         summ.flush.eq(self.summary_flush),
+                         summ.flush_one.eq(self.summary_flush_one),
+                         summ.flush_channel.eq(self.summary_channel),
+                         summ.timestamp.eq(self.timestamp),
+                         trace_fifo.w_data.eq(summ.w_data.as_value()),
+                         trace_fifo.w_en.eq(summ.w_en), summ.w_rdy.eq(trace_fifo.w_rdy)]
+            accepted = summ.ready
+        else:
+            m.d.comb += [trace_fifo.w_data.eq(self.trace.payload.as_value()),
+                         trace_fifo.w_en.eq(push)]
+            accepted = trace_fifo.w_rdy
+        m.d.comb += [self.records.valid.eq(trace_fifo.r_rdy),
                      self.records.payload.eq(trace_fifo.r_data),
                      trace_fifo.r_en.eq(self.records.ready)]
         # A dropped record is noted in flip-flops first (its channel too) and counted from
         # there, a cycle later: the FIFO's fullness does not reach the counter RAM's address.
         lost_now = Signal()
         lost_channel = Signal.like(self.trace.payload.channel)
-        m.d.sync += [lost_now.eq(push & ~trace_fifo.w_rdy),
+        m.d.sync += [lost_now.eq(push & ~accepted),
                      lost_channel.eq(self.trace.payload.channel)]
         with m.If(lost_now):
             m.d.sync += trace_lost_total.eq(trace_lost_total + 1)

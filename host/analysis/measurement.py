@@ -37,7 +37,11 @@ The contract (also in ``docs/wa.md``)
   it empty. ``pulses_truncated`` says a source stopped keeping widths to bound its memory.
   ``pulses_lost`` (optional) maps a channel to the number of its counted pulses that are not in
   ``pulses`` because their records were lost (a device's link dropped them): the sequence is
-  the pulses received, in order, and the analysis bounds the lost ones.
+  the pulses received, in order, and the analysis bounds the lost ones. ``pulses_summarised``
+  (optional) maps a channel to the number of its counted pulses that the device's trace
+  summariser left out of ``pulses`` (the middle of runs of pulses of one class window, which
+  the summariser counts: ``provenance["sequence"]["summary_windows"]`` says which windows);
+  the analysis counts them with the programs the fitted model expects in those windows.
 * ``provenance`` is a free JSON object: at least ``source`` (``"vcd"``, ``"sigrok"``,
   ``"device"``, ``"capture"``, ``"simulation"``, …) and, for files, ``path``.
 """
@@ -162,6 +166,21 @@ def _counts_from_json(obj, where, params, with_histogram=True):
     return counts
 
 
+def _channel_counts(obj, name):
+    """``{channel: count}`` of the JSON member ``name`` (absent: empty)."""
+    value = obj.get(name, {})
+    if not isinstance(value, dict):
+        raise MeasurementError(f"measurement.{name} must be an object of channel: count")
+    parsed = {}
+    for k, v in value.items():
+        try:
+            ch = int(k)
+        except ValueError:
+            raise MeasurementError(f"measurement.{name} key {k!r} is not a channel") from None
+        parsed[ch] = _int(f"measurement.{name}[{k}]", v)
+    return parsed
+
+
 def _channel_columns(obj, key, what):
     """``obj[key]``: an object of channel → list of non-negative integers (``what``), as
     ``{channel: array('Q')}``; absent is empty."""
@@ -209,6 +228,7 @@ class Measurement:
     pulses : dict of int to sequence of int
     pulses_truncated : bool
     pulses_lost : dict of int to int
+    pulses_summarised : dict of int to int
     provenance : dict
     """
 
@@ -226,6 +246,7 @@ class Measurement:
     pulses_truncated: bool = False
     pulse_starts: dict = field(default_factory=dict)
     pulses_lost: dict = field(default_factory=dict)
+    pulses_summarised: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -278,10 +299,11 @@ class Measurement:
                                        f"channel {ch}")
             if any(b < a for a, b in pairwise(st)):
                 raise MeasurementError(f"pulse_starts[{ch}] must not decrease")
-        for ch, n in self.pulses_lost.items():
-            if ch not in self.pulses:
-                raise MeasurementError(f"pulses_lost key {ch!r} is not a channel of pulses")
-            _int(f"pulses_lost[{ch}]", n)
+        for name in ("pulses_lost", "pulses_summarised"):
+            for ch, n in getattr(self, name).items():
+                if ch not in self.pulses:
+                    raise MeasurementError(f"{name} key {ch!r} is not a channel of pulses")
+                _int(f"{name}[{ch}]", n)
         if not isinstance(self.provenance, dict):
             raise MeasurementError("provenance must be a dict")
 
@@ -355,6 +377,8 @@ class Measurement:
             "pulses_truncated": self.pulses_truncated,
             "pulse_starts": {str(ch): list(st) for ch, st in self.pulse_starts.items()},
             "pulses_lost": {str(ch): n for ch, n in self.pulses_lost.items()},
+            **({"pulses_summarised": {str(ch): n for ch, n in self.pulses_summarised.items()}}
+               if self.pulses_summarised else {}),
             "provenance": self.provenance,
         }
 
@@ -420,18 +444,8 @@ class Measurement:
                 for i, o in enumerate(sc)]))
         pulses = _channel_columns(obj, "pulses", "widths")
         starts = _channel_columns(obj, "pulse_starts", "start ticks")
-        lost = obj.get("pulses_lost", {})
-        if not isinstance(lost, dict):
-            raise MeasurementError("measurement.pulses_lost must be an object of channel: count")
-        parsed = {}
-        for k, v in lost.items():
-            try:
-                ch = int(k)
-            except ValueError:
-                raise MeasurementError(f"measurement.pulses_lost key {k!r} is not a "
-                                       f"channel") from None
-            parsed[ch] = _int(f"measurement.pulses_lost[{k}]", v)
-        lost = parsed
+        lost, summarised = (_channel_counts(obj, name)
+                            for name in ("pulses_lost", "pulses_summarised"))
         tick = _get(obj, "tick_seconds", "measurement")
         return cls(
             params=params, config=config, tick_seconds=tick, counts=counts,
@@ -439,7 +453,8 @@ class Measurement:
             duration_ticks=obj.get("duration_ticks", 0), quiet_ticks=obj.get("quiet_ticks"),
             may_drop=bool(obj.get("may_drop", False)), snapshots=snapshots, pulses=pulses,
             pulses_truncated=bool(obj.get("pulses_truncated", False)), pulse_starts=starts,
-            pulses_lost=lost, provenance=obj.get("provenance", {}))
+            pulses_lost=lost, pulses_summarised=summarised,
+            provenance=obj.get("provenance", {}))
 
     @classmethod
     def from_json(cls, text):

@@ -365,6 +365,22 @@ class SequenceResult:
     def state(self, name):
         return next(s for s in self.states if s.name == name)
 
+    def program_units_at(self, widths_us):
+        """The posterior program units (single-page program pulses) of a pulse of each width
+        (µs), from the emissions and the prior alone (no order): what the model expects of
+        pulses whose widths are all that is known. Zeros where the result keeps no model."""
+        x = np.log2(np.maximum(np.asarray(widths_us, dtype=float), 1e-9))
+        if self.prior is None or self.grid is None:
+            return np.zeros(len(x))
+        lo, step, n = self.grid
+        bins = np.clip(((x - lo) / step).astype(np.int64), 0, n - 1)
+        table = np.stack([st.dens for st in self.states], axis=1) + _FLOOR
+        post = table * self.prior
+        post /= post.sum(axis=1, keepdims=True)
+        pj = [j for j, st in enumerate(self.states) if st.kind in PROGRAM_KINDS]
+        pages = np.array([self.states[j].pages for j in pj], dtype=float)
+        return (post[:, pj] * pages).sum(axis=1)[bins]
+
     def to_dict(self):
         names = [s.name for s in self.states]
         return {"model": "hmm", "states": [s.to_dict() for s in self.states],

@@ -55,6 +55,7 @@ from rbscope.device.protocol import HEADER_BYTES, decode_frame_bytes, trace_reco
 from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import FrameType
+from rbscope.gateware.link.summary import COUNT_BITS, COUNT_MAX
 from rbscope.gateware.rb_sniffer.params import EventKind
 
 from .sequence import (
@@ -338,6 +339,8 @@ class TraceScanner:
         self.errors = []
         self.start = start
         self.excluded = {}
+        self.summarised = {}  # line -> pulses its SUMMARY records stand for
+        self._age = {}  # line -> the age of a SUMMARY that ended a chunk (its LATE follows)
         self.losses = {}
         for a, b, ch, _ in losses:
             self.losses.setdefault(int(ch), []).append((a, b))
@@ -606,6 +609,30 @@ class TraceScanner:
     def _line(self, c, kd, w, ts):
         """One line's chunk: whole pulses (saturated ones with their BUSY ticks), the losses'
         stretches left out; the held-back pulse first, the last one held back."""
+        end = ts
+        summary, late = kd == EventKind.SUMMARY, kd == EventKind.LATE
+        if summary.any() or late.any():
+            # The trace summariser's records (docs/link.md, "Trace summary"): a SUMMARY stands
+            # for pulses not in the sequence (counted), a LATE record is the run's last pulse,
+            # which ended the SUMMARY's age before its record.
+            self.summarised[c] = (self.summarised.get(c, 0)
+                                  + int((w[summary] & COUNT_MAX).sum()))
+            if ts is not None and late.any():
+                ages = np.zeros(len(kd), dtype=np.int64)
+                at = np.flatnonzero(late)
+                before = at - 1
+                inside = before >= 0
+                ages[at[inside]] = np.where(kd[before[inside]] == EventKind.SUMMARY,
+                                            w[before[inside]] >> COUNT_BITS, 0)
+                if not inside.all():
+                    ages[at[~inside]] = self._age.get(c, 0)
+                end = ts - ages
+            if kd[-1] == EventKind.SUMMARY:
+                self._age[c] = int(w[-1]) >> COUNT_BITS
+            kd = np.where(late, EventKind.END, kd)
+            kd, w = kd[~summary], w[~summary]
+            ts = None if ts is None else ts[~summary]
+            end = None if end is None else end[~summary]
         busy = kd == EventKind.BUSY
         if busy.any():
             # Each BUSY record adds its ticks to the pulse before it (a saturated one).
@@ -619,9 +646,10 @@ class TraceScanner:
                 self.held[c] = (hw + w[np.flatnonzero(busy)[~inside]].sum(), hs)
             kd, w = kd[~busy], w[~busy]
             ts = None if ts is None else ts[~busy]
+            end = None if end is None else end[~busy]
         st = None  # (starts=False)
         if ts is not None:
-            st = ts - np.where(kd == EventKind.OVERLONG, self.params.max_width, w)
+            st = end - np.where(kd == EventKind.OVERLONG, self.params.max_width, w)
         whole = (kd == EventKind.END) | (kd == EventKind.OVERLONG)
         spans = self.losses.get(c)
         if spans:
@@ -697,12 +725,14 @@ class _Ahead:
     while this one splits them by line and classifies the chunk before: the same chunks, in
     the same order, with a chunk or two in the pipe between them (bounded memory). With
     a small file, or one CPU (:func:`~rbscope.device.capture.read_ahead`), the scanner runs
-    here. ``excluded`` and ``errors`` are the scanner's once the chunks are read."""
+    here. ``excluded``, ``summarised`` and ``errors`` are the scanner's once the chunks are
+    read."""
 
     def __init__(self, scan):
         self.scan = scan
         self.chunk = scan.chunk
         self.excluded = scan.excluded
+        self.summarised = scan.summarised
         self.errors = scan.errors
 
     def __iter__(self):
@@ -961,8 +991,10 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
                             full.pages_per_block, full.erase_capped, notes,
                             balanced=full.balanced, mode="sequence", prior=full.prior,
                             grid=full.grid, rest_rate_hi=full.rest_rate_hi)
+    measurement.pulses_summarised = {c: n for c, n in scan.summarised.items()
+                                     if n and c in lines}
     counted = {c: seq["lines"][str(c)]["whole"] - seq["lines"][str(c)]["lost"]
-               - scan.excluded.get(c, 0) for c in lines}
+               - scan.excluded.get(c, 0) - scan.summarised.get(c, 0) for c in lines}
     edge = {c: dies[c].pulses - counted[c] for c in lines if dies[c].pulses != counted[c]}
     for c, e in edge.items():
         if abs(e) > max(2, 0.001 * counted[c]):

@@ -45,6 +45,8 @@ sequential write, WA computed with ``Mp = 1`` is ≈ ``1 / Mp``.
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rbscope.gateware.onfi_tap.params import PlaneKind
 from rbscope.gateware.rb_sniffer.model import FIXED_COUNTERS
 
@@ -143,6 +145,8 @@ class ChannelPrograms:
     lost: int = 0  # pulses whose records the link lost (not in the classified sequence)
     lost_expected: float = 0.0  # programs among them, at the line's share (in the estimate)
     lost_max: float = 0.0  # programs among them if every one was a program
+    summarised: int = 0  # pulses the device's trace summariser counted, not in the sequence
+    summarised_expected: float = 0.0  # programs among them, by the model (in the estimate)
 
     @property
     def estimate(self):
@@ -154,7 +158,10 @@ class ChannelPrograms:
                 "corrected": self.corrected, "class_sd": math.sqrt(max(0.0, self.class_var)),
                 "class_slack": self.class_slack, "class_up": self.class_up,
                 "hidden_programs": self.hidden, "lost_records": self.lost,
-                "lost_programs_expected": self.lost_expected}
+                "lost_programs_expected": self.lost_expected,
+                **({"summarised": self.summarised,
+                    "summarised_programs_expected": self.summarised_expected}
+                   if self.summarised else {})}
 
 
 @dataclass
@@ -352,6 +359,46 @@ def _lost_records(row, die, lost):
     row.corrected = est + row.lost_expected
 
 
+def _summarised_records(row, count, units):
+    """A line whose sequence lacks ``count`` pulses the device's trace summariser counted (the
+    middle of runs of pulses of its summary windows): ``units``, the program units the model
+    expects of them, goes into the estimate, and the interval spans none to twice that."""
+    row.summarised = count
+    row.summarised_expected = units
+    row.corrected = row.estimate + units
+    row.lost_expected += units
+    row.lost_max += 2 * units
+
+
+def summarised_units(measurement, sequence, ch, count):
+    """The program units (single-page program pulses) the fitted model expects of ``count``
+    pulses of line ``ch`` that the trace summariser left out of its sequence.
+
+    Their widths are not known one by one, but they lie in the summary windows
+    (``provenance["sequence"]["summary_windows"]``), and the line's histogram holds every
+    pulse's width, theirs too: they are taken as distributed as the histogram inside those
+    windows, each bin at the posterior program units of its centre (the model's emissions and
+    weights, without the order: :meth:`SequenceResult.program_units_at`)."""
+    seq = measurement.provenance.get("sequence") or {}
+    windows = seq.get("summary_windows") or []
+    hist = measurement.counts[ch].histogram
+    if not count or not windows or not hist or sequence.prior is None or sequence.grid is None:
+        return 0.0
+    edges = measurement.bin_edges()
+    weight = np.zeros(len(hist))
+    for k in windows:
+        lo, hi = measurement.config.windows[k]
+        for b in range(len(hist)):
+            if hist[b] and lo <= edges[b] and edges[b + 1] <= hi:
+                weight[b] = hist[b]
+    if not weight.sum():
+        return 0.0
+    centres = np.sqrt(np.maximum(np.asarray(edges[:-1], dtype=float), 0.5)
+                      * np.asarray(edges[1:], dtype=float))
+    units = sequence.program_units_at(centres * measurement.tick_seconds * 1e6)
+    return count * float((weight * units).sum() / weight.sum())
+
+
 def _units_per_program(row, die):
     """The units a program pulse of a line counts on average (its estimate over its program
     pulses; 1 where it has next to none)."""
@@ -432,6 +479,11 @@ def compute_wa(measurement, geometry, logical, *, mp=None, program_class="progra
                 lost = measurement.pulses_lost.get(ch, 0) if sequence.mode == "sequence" else 0
                 if lost:
                     _lost_records(rows[-1], sequence.dies[ch], lost)
+                summarised = (measurement.pulses_summarised.get(ch, 0)
+                              if sequence.mode == "sequence" else 0)
+                if summarised:
+                    _summarised_records(rows[-1], summarised, summarised_units(
+                        measurement, sequence, ch, summarised))
             elif sum(c.classes) + c.unclassified:
                 raise WAError(f"line {probe.name or ch}: no pulse sequence was classified")
             # else: a line without a measured pulse has nothing to classify (no programs)

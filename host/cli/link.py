@@ -208,6 +208,30 @@ def _capture_target_problem(path, dev):
     return None
 
 
+def _summary_mask(spec, dev):
+    """The TRACE_SUMMARY mask of ``--summarise``'s classes (names of the windows in force, or
+    indices), or a sentence saying what is wrong."""
+    names = ()
+    for _, d in reversed(dev.events):
+        if isinstance(d, dict) and d.get("class_names"):
+            names = tuple(d["class_names"])
+            break
+    if not names:
+        preset = identify(dev.params, dev.info.clock_hz, dev.read_registers())
+        names = preset.names if preset is not None else ()
+    mask = 0
+    for token in (t.strip() for t in spec.split(",")):
+        if token.isdigit() and int(token) < dev.params.classes:
+            mask |= 1 << int(token)
+        elif token in names:
+            mask |= 1 << names.index(token)
+        else:
+            return (f"no class {token!r} (the device's classes: "
+                    f"{', '.join(n or str(i) for i, n in enumerate(names)) or 'unnamed'}; "
+                    f"or give indices 0 to {dev.params.classes - 1})")
+    return mask
+
+
 @device_errors("capture")
 def _cmd_capture(args):
     if args.wait_for_activity is not None and not args.until_quiescent:
@@ -245,6 +269,21 @@ def _cmd_capture(args):
             settings["SNAPSHOT_PERIOD"] = period
         if args.hist_every is not None:
             settings["HIST_PERIOD"] = args.hist_every
+        if args.summarise:
+            if not args.trace:
+                err("capture", "--summarise needs --trace (it shortens the pulse records)")
+                return EXIT_USAGE
+            mask = _summary_mask(args.summarise, dev)
+            if isinstance(mask, str):
+                err("capture", f"--summarise: {mask}")
+                return EXIT_USAGE
+            try:
+                restore["TRACE_SUMMARY"] = dev.read_reg("TRACE_SUMMARY")
+                dev.summarise_trace(mask)
+            except DeviceError as exc:
+                restore.pop("TRACE_SUMMARY", None)
+                err("capture", f"--summarise: {exc}")
+                return EXIT_FAILURE
         if args.trace:
             settings["TRACE_ENABLE"] = 1
             if not args.clear:
@@ -516,6 +555,12 @@ def add_link_parsers(commands):
                          help="record one TRACE per pulse: each line's pulse sequence, which "
                               "analyze's sequence classifier uses when no record was lost "
                               "(with --clear, so that the records cover the whole epoch)")
+    capture.add_argument("--summarise", metavar="CLASSES",
+                         help="with --trace: the device sends each run of pulses of these "
+                              "classes (names or indices, comma-separated: e.g. read) as its "
+                              "first pulse, a count and its last pulse, where the link cannot "
+                              "carry every read (builds with the trace summariser: the "
+                              "ECPIX-5's; docs/link.md, \"Trace summary\")")
     capture.add_argument("--snapshot-ms", type=_nonneg_float, metavar="N",
                          help="periodic snapshot every N ms (0: off)")
     capture.add_argument("--hist-every", type=_nonneg_int, metavar="N",

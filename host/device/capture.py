@@ -1425,7 +1425,7 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     elif taps:
         warnings.append("the capture holds only one read of the bus tap's counters (the "
                         "capture did not end normally): no opcode counts")
-    pulses, starts, lost = {}, {}, {}
+    pulses, starts, lost, summarised = {}, {}, {}, {}
     whole, sequence = sequence, None
     if not whole:
         sequence = _epoch_records(reader, config) if reader.trace_frames else None
@@ -1435,7 +1435,25 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
         if not sequence["usable"]:
             warnings.append(f"the capture's pulse records are incomplete ({sequence['why']}): "
                             f"no pulse sequence, the width histograms are classified")
-        elif sequence["lost"]:
+        else:
+            summarised = {int(ch): v["summarised"] for ch, v in sequence["lines"].items()
+                          if v.get("summarised")}
+            if summarised:
+                # The classes the summariser was asked for (the register as last written).
+                mask = int(reader.registers.get("TRACE_SUMMARY", 0) or 0)
+                sequence["summary_windows"] = [k for k in range(params.classes)
+                                               if mask >> k & 1]
+                windows = ", ".join(
+                    f"{k} ({names[k] if names and k < len(names) and names[k] else 'window'} "
+                    f"[{config.windows[k][0]}, {config.windows[k][1]}) ticks)"
+                    for k in sequence["summary_windows"])
+                warnings.append(
+                    f"the device summarised {sum(summarised.values()):,} pulse(s) of class "
+                    f"{windows or '?'}: the middle of runs of such pulses, counted but not sent "
+                    f"one by one; the sequence classifier has each run's first and last pulse, "
+                    f"and the analysis counts the others with the programs its model expects "
+                    f"at their widths")
+        if sequence["usable"] and sequence["lost"]:
             lost = {int(ch): v["missing"] for ch, v in sequence["lines"].items()
                     if v["missing"]}
             warnings.append(
@@ -1458,6 +1476,7 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
         pulses=pulses,
         pulse_starts=starts,
         pulses_lost=lost,
+        pulses_summarised=summarised,
         provenance={"source": "capture", "path": reader.path, "board": info.board_name,
                     "build_id": info.build_id, "epoch": last_epoch,
                     "link_errors": reader.stats.errors,

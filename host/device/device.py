@@ -761,6 +761,25 @@ class Device:
     def enable_trace(self, on=True):
         return self.write_reg("TRACE_ENABLE", int(bool(on)))
 
+    def summarise_trace(self, mask):
+        """Send the runs of pulses of the classes in ``mask`` (bit ``k``: class ``k``; 0: none)
+        as their first pulse, a SUMMARY and a LATE record (``docs/link.md``, "Trace summary");
+        return the mask read back. Raises :class:`DeviceError` when the device's build has no
+        summariser (its ``TRACE_SUMMARY`` is read-only, or absent in an older build)."""
+        try:
+            back = self.write_reg("TRACE_SUMMARY", mask)
+        except CommandError as exc:
+            if exc.status in (ResponseStatus.READ_ONLY, ResponseStatus.BAD_ADDRESS):
+                raise DeviceError(
+                    "this device's build has no trace summariser (TRACE_SUMMARY is "
+                    f"{'read-only' if exc.status == ResponseStatus.READ_ONLY else 'absent'}): "
+                    "every pulse record is sent whole (the ECPIX-5's build has it)") from None
+            raise
+        if self.capture is not None:
+            # (The capture says which classes its records summarise.)
+            self.capture.config(dict(self.registers))
+        return back
+
     def attach_capture(self, writer):
         """Record into ``writer`` from now on, starting with INFO and every register (the
         file's self-description); every frame received later follows."""

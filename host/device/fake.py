@@ -17,6 +17,7 @@ closed and a new one opened, at a new path or behind the same symlink), :meth:`F
 What is not modelled: the gateware's pipeline latency, mailbox drops, the UART's bit timing.
 """
 
+import dataclasses
 import heapq
 import math
 import os
@@ -111,7 +112,11 @@ class FakeDevice:
         self.symlink = symlink
         self.start_mode = start
         period = snapshot_period if snapshot_period is not None else clock_hz // 10
-        self.regmap = {r.address: r for r in register_map(params, snapshot_period=period)}
+        # (A build without the trace summariser: its TRACE_SUMMARY is read-only, as the
+        # iCEBreaker's.)
+        self.regmap = {r.address: (dataclasses.replace(r, access=Access.RO)
+                                   if r.name == "TRACE_SUMMARY" else r)
+                       for r in register_map(params, snapshot_period=period)}
         self.regs = {r.name: r.reset for r in self.regmap.values()}
         if config is not None:
             self.regs.update(register_values(params, config))

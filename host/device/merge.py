@@ -516,7 +516,7 @@ def merge_measurements(boards, params):
                                + b.measurement.duration_ticks) for b in boards]
     origin = min(t0s)
     counts, probes, lines, enable = [], [], [], 0
-    pulses, starts, lost = {}, {}, {}
+    pulses, starts, lost, summarised, summary_windows = {}, {}, {}, {}, set()
     with_pulses = all(b.measurement.pulses for b in boards)
     mapped_starts = {}
     for b in boards:
@@ -533,6 +533,11 @@ def merge_measurements(boards, params):
                     m.pulse_starts[c], dtype=np.uint64).astype(np.float64))).astype(np.int64)
                 if c in m.pulses_lost:
                     lost[n] = m.pulses_lost[c]
+                if c in m.pulses_summarised:
+                    # (The boards' windows are the reference's: the merge checked them.)
+                    summarised[n] = m.pulses_summarised[c]
+                    summary_windows.update(
+                        (m.provenance.get("sequence") or {}).get("summary_windows") or ())
     # Pulse starts count reference ticks; shifted up when a board's first pulses map before
     # the reference's tick 0.
     low = min((int(s.min()) for s in mapped_starts.values() if len(s)), default=0)
@@ -574,7 +579,10 @@ def merge_measurements(boards, params):
         may_drop=any(b.measurement.may_drop for b in boards), snapshots=series,
         pulses=pulses if with_pulses else {}, pulse_starts=starts if with_pulses else {},
         pulses_lost=lost if with_pulses else {},
-        provenance={"lines": lines, "start_shift_ticks": shift, "origin_tick": origin})
+        pulses_summarised=summarised if with_pulses else {},
+        provenance={"lines": lines, "start_shift_ticks": shift, "origin_tick": origin,
+                    **({"sequence": {"summary_windows": sorted(summary_windows)}}
+                       if summarised and with_pulses else {})})
 
 
 def merge_captures(request):

@@ -102,13 +102,16 @@ class SimDevice:
         TRACE_BATCH frames between a burst's frames (``DeviceCore``'s; the default). A board
         class's ``trace_batches_in_bursts = False`` sends them after the burst (no board's
         since 2026-12-03).
+    trace_summary : bool
+        Build the trace summariser (``DeviceCore``'s; a board class's ``trace_summary``: the
+        ECPIX-5's).
     """
 
     def __init__(self, params, config, trains, *, clock_hz=DEFAULT_CLOCK_HZ, uart_divisor=4,
                  snapshot_ms=100, link=None, flip_rate=0.0, drop_rate=0.0, vanish_at=0,
                  vanish_for=0, seed=1, build_root=None, max_cycles=0, emulator=None,
                  emu_config=None, traffic=None, commands=None, tap=None, tap_config=None,
-                 trace_depth=None, batches_in_bursts=True):
+                 trace_depth=None, batches_in_bursts=True, trace_summary=False):
         if not isinstance(params, SnifferParams):
             raise TypeError(f"Sniffer parameters must be a SnifferParams, not {params!r}")
         if not isinstance(config, SnifferConfig):
@@ -135,6 +138,7 @@ class SimDevice:
         self.tap_config = tap_config
         self.trace_depth = trace_depth
         self.batches_in_bursts = bool(batches_in_bursts)
+        self.trace_summary = bool(trace_summary)
         self._tmp = None  # created by start(): the stimulus file, and the default link
         self.link = Path(link) if link else None
         self.process = None
@@ -159,7 +163,8 @@ class SimDevice:
                                traffic=self.traffic, tap=self.tap, tap_config=self.tap_config,
                                **({} if self.trace_depth is None else
                                   {"trace_depth": self.trace_depth}),
-                               batches_in_bursts=self.batches_in_bursts)
+                               batches_in_bursts=self.batches_in_bursts,
+                               trace_summary=self.trace_summary)
         return verilog.convert(device, name=TOPLEVEL, emit_src=False)
 
     def build(self, log=None):

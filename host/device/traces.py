@@ -21,6 +21,17 @@ enabled for the whole epoch), the line is reported with what is missing and the 
 classified instead. When and where records were lost (between which two snapshots, on which
 line) is reported too.
 
+A build with the trace summariser (``TRACE_SUMMARY``, ``docs/link.md`` "Trace summary") sends a
+run of pulses of the classes the host chose as its first pulse (an ``END`` record), a
+``SUMMARY`` record (the number of pulses between the first and the last, and how long before
+the record the last one ended) and a ``LATE`` record (the last pulse's width and class), the
+two stamped with the time the run ended. Here a SUMMARY is kept as one entry that stands for
+its pulses (they count as whole pulses of the epoch, but have no width nor time: they are not
+in the sequence, ``summarised`` says how many a line has), and a LATE record as the whole
+pulse it is, ending its age before its record. The accounting below counts pulses, a
+SUMMARY's as many as it says. The summariser closes every run at each snapshot and at a
+clear, so a snapshot's count ends on a record.
+
 Which records belong to the last epoch: the sniffer's timestamp counts ticks since power-up (a
 clear does not reset it), and records come in the order the pulses were classified, so the
 epoch's records of a line are a run as long as its last snapshot's count, which ends where that
@@ -34,6 +45,7 @@ from array import array
 
 import numpy as np
 
+from rbscope.gateware.link.summary import COUNT_BITS, COUNT_MAX
 from rbscope.gateware.rb_sniffer.params import Counter, EventKind
 
 __all__ = ["PulseRecords", "MAX_RECORDS", "LOST_SHARE_MAX"]
@@ -52,7 +64,7 @@ LOST_SHARE_MAX = 0.10
 #: Loss intervals kept for the report (per channel and time); beyond it only the totals.
 MAX_LOSS_SPANS = 10_000
 
-_END, _OVERLONG, _PARTIAL = 0, 1, 2
+_END, _OVERLONG, _PARTIAL, _SUMMARY = 0, 1, 2, 3
 
 
 class _Mark:
@@ -104,6 +116,11 @@ class PulseRecords:
         self.ts = [array("Q") for _ in range(n)]  # timestamp of each record (event order)
         self.width = [array("Q") for _ in range(n)]  # the pulse's width (ticks; 0: partial)
         self.kind = [array("B") for _ in range(n)]
+        # (Per channel: the age, in ticks, of each LATE record's pulse by its index; the age
+        # of the SUMMARY just read, for the LATE record that follows it.)
+        self.late = [{} for _ in range(n)]
+        self._age = {}
+        self.summaries = 0
         self.kept = 0
         self.truncated = False
         self._open = {}  # channel -> index of its saturated pulse still being added to
@@ -135,8 +152,19 @@ class PulseRecords:
             if j is not None:
                 self.width[ch][j] += frame.width
             return
+        age = self._age.pop(ch, None)
+        late = None
         if frame.kind == EventKind.END:
             kind = _END
+        elif frame.kind == EventKind.SUMMARY:
+            kind = _SUMMARY
+            self.summaries += 1
+            self._age[ch] = frame.width >> COUNT_BITS
+        elif frame.kind == EventKind.LATE:
+            if age is None:
+                self.malformed += 1  # (a LATE record follows its SUMMARY)
+                return
+            kind, late = _END, age
         elif frame.kind == EventKind.OVERLONG:
             kind = _OVERLONG
         elif frame.kind == EventKind.PARTIAL:
@@ -148,8 +176,11 @@ class PulseRecords:
         if self.kept >= self.max_records:
             self.truncated = True
             return
+        if late is not None:
+            self.late[ch][len(self.ts[ch])] = late
         self.ts[ch].append(frame.timestamp)
-        self.width[ch].append(frame.width if kind != _PARTIAL else 0)
+        self.width[ch].append(0 if kind == _PARTIAL else frame.width & COUNT_MAX
+                              if kind == _SUMMARY else frame.width)
         self.kind[ch].append(kind)
         self.kept += 1
         if kind == _OVERLONG:
@@ -223,8 +254,18 @@ class PulseRecords:
             ts = np.frombuffer(self.ts[ch], dtype=np.uint64)[run].astype(np.int64)
             w = np.frombuffer(self.width[ch], dtype=np.uint64)[run].astype(np.int64)
             kind = np.frombuffer(self.kind[ch], dtype=np.uint8)[run]
-            whole = kind != _PARTIAL
-            ts, w, kind = ts[whole], w[whole], kind[whole]
+            end = ts
+            if self.late[ch]:
+                # A LATE record's pulse ended its age before the record.
+                end = ts.copy()
+                for j, age in self.late[ch].items():
+                    if run.start <= j < run.stop:
+                        end[j - run.start] -= age
+            summary = kind == _SUMMARY
+            if summary.any():
+                line["summarised"] = int(w[summary].sum())
+            whole = (kind != _PARTIAL) & ~summary
+            ts, w, kind, end = ts[whole], w[whole], kind[whole], end[whole]
             if line["lost"] and self.losses_capped:
                 line["why"] = (f"records were lost in more than {MAX_LOSS_SPANS:,} stretches "
                                f"between snapshots")
@@ -240,7 +281,7 @@ class PulseRecords:
                     if c == ch:
                         keep &= ~((ts > a) & (ts <= b))
                 line["excluded"] = int((~keep).sum())
-                ts, w, kind = ts[keep], w[keep], kind[keep]
+                ts, w, kind, end = ts[keep], w[keep], kind[keep], end[keep]
             line["missing"] = line["lost"] + line.get("excluded", 0)
             if line["missing"] > LOST_SHARE_MAX * line["counted"]:
                 line["why"] = (f"{line['missing']:,} of its {line['counted']:,} pulses are in "
@@ -256,7 +297,7 @@ class PulseRecords:
             # its record's time less its width (held in order: the latency varies by a tick);
             # a saturated pulse's record came when it reached the maximum width.
             first = np.where(kind == _OVERLONG, self.params.max_width, w)
-            st = np.maximum.accumulate(np.maximum(ts - first, 0))
+            st = np.maximum.accumulate(np.maximum(end - first, 0))
             pulses[ch] = array("Q", w.astype(np.uint64).tobytes())
             starts[ch] = array("Q", st.astype(np.uint64).tobytes())
         if bad:
@@ -267,6 +308,8 @@ class PulseRecords:
             return {}, {}, report
         base = self.prev if self.prev is not None else self.first
         report["lost"] = sum(report["lines"][str(ch)]["lost"] for ch in channels)
+        report["summarised"] = sum(report["lines"][str(ch)].get("summarised", 0)
+                                   for ch in channels)
         report["losses"] = [list(x) for x in self.losses
                             if x[0] >= base.timestamp and x[2] in channels]
         report["usable"] = True
@@ -294,29 +337,50 @@ class PulseRecords:
         if lost > LOST_SHARE_MAX * n_all:
             return line, (f"{lost:,} of its {n_all:,} pulses' records lost (the link's FIFO was "
                           f"full; at most {LOST_SHARE_MAX:.0%} may be missing)"), None
-        n = n_all - lost  # the records the epoch sent
+        n = n_all - lost  # the pulses whose records the epoch sent
         ts = np.frombuffer(self.ts[ch], dtype=np.uint64)
+        kind_all = np.frombuffer(self.kind[ch], dtype=np.uint8)
+        summary = kind_all == _SUMMARY
+        # ``pulses[i]``: the pulses the records before record ``i`` stand for (a SUMMARY as
+        # many as it counts, every other record one).
+        if summary.any():
+            weight = np.where(summary, np.frombuffer(self.width[ch], dtype=np.uint64), 1)
+            pulses = np.concatenate(([0], np.cumsum(weight, dtype=np.int64)))
+        else:
+            pulses = np.arange(len(ts) + 1, dtype=np.int64)
+        total = int(pulses[-1])
 
         def upto(t):
-            return int(np.searchsorted(ts, t, side="right"))
+            return int(pulses[np.searchsorted(ts, t, side="right")])
 
         n0 = sum(first.counted[ch]) - lost0
         lo = max(upto(last.timestamp) - n, upto(first.timestamp) - n0,
                  upto(prev.timestamp) if prev is not None else 0, 0)
         hi = min(upto(last.read_by[ch]) - n, upto(first.read_by[ch]) - n0)
-        line["records"] = min(n, max(0, len(ts) - lo))
-        if hi < 0 or lo + n > len(ts):
-            missing = n - line["records"] if lo + n > len(ts) else n0 - upto(first.read_by[ch])
+        line["records"] = min(n, max(0, total - lo))
+        if hi < 0 or lo + n > total:
+            missing = n - line["records"] if lo + n > total else n0 - upto(first.read_by[ch])
             return line, (f"{missing:,} of its {n_all:,} pulses have no record (records were "
                           f"not enabled for the whole epoch, or the capture ended before the "
                           f"device sent them)"), None
-        if lo > hi:
+        # The epoch's records: from the first record boundary at ``lo`` pulses or more, as
+        # many records as make ``n`` pulses (a record boundary: the summariser closes its runs
+        # at every snapshot and clear).
+        a = int(np.searchsorted(pulses, lo, side="left"))
+        fits = lo <= hi and a <= len(ts) and pulses[a] <= hi
+        if fits:
+            b = int(np.searchsorted(pulses, pulses[a] + n, side="left"))
+            fits = b <= len(ts) and pulses[b] == pulses[a] + n
+        if not fits:
             return line, (f"its {len(ts):,} records do not fit its counts ({n0 + lost0:,} "
                           f"pulses at the epoch's first snapshot, {n_all:,} at its last)"), None
         line["edge"] = hi - lo
-        kinds = np.bincount(np.frombuffer(self.kind[ch], dtype=np.uint8)[lo:lo + n],
-                            minlength=3)
-        got = tuple(int(x) for x in kinds[:3])
+        kinds = np.bincount(kind_all[a:b], minlength=4)
+        got = [int(x) for x in kinds[:3]]
+        if kinds[_SUMMARY]:
+            got[_END] += int(np.frombuffer(self.width[ch], dtype=np.uint64)[a:b][
+                summary[a:b]].sum())
+        got = tuple(got)
         # Without losses the records of each kind are the counts; with them, at most.
         fits = all(g <= c for g, c in zip(got, counted, strict=True)) and (lost or
                                                                           got == tuple(counted))
@@ -325,4 +389,4 @@ class PulseRecords:
                           f"{', '.join(str(x) for x in got)}) are not the pulses its "
                           f"counters hold ({', '.join(str(x) for x in counted)}"
                           + (f", {lost:,} lost)" if lost else ")")), None
-        return line, None, slice(lo, lo + n)
+        return line, None, slice(a, b)

@@ -1,0 +1,232 @@
+"""The link's trace summariser in the Amaranth simulator, against what its records must say.
+
+Random pulse events on a few channels (runs of one class, other classes, partial and saturated
+pulses), offered at most every two cycles as the sniffer does, with a FIFO that refuses writes
+at random and flushes at random moments. From the records alone, each channel's pulses are
+rebuilt (a SUMMARY's pulses as so many pulses of its class, its LATE record's pulse ending its
+age before the record) and compared with the events: every pulse is there, in order, the
+whole ones with their width, class and end; the records' times never go backwards; a
+summarised run costs at most four records; no event is dropped unless the queue was full.
+"""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from rbscope.gateware.link.summary import COUNT_MAX, TraceSummariser, summary_fields
+from rbscope.gateware.rb_sniffer.layouts import trace_layout
+from rbscope.gateware.rb_sniffer.params import EventKind, SnifferParams
+
+END, PARTIAL, OVERLONG, BUSY = (EventKind.END, EventKind.PARTIAL, EventKind.OVERLONG,
+                                EventKind.BUSY)
+
+
+def make_events(rng, channels, count, classes, *, run_class=1, long_runs=False):
+    """``count`` events ``(cycle offset, channel, kind, index, width)``: per channel, runs of
+    ``run_class`` pulses (some long) between pulses of other classes and a few partial or
+    saturated ones."""
+    events = []
+    for _ in range(count):
+        ch = rng.randrange(channels)
+        r = rng.random()
+        if r < (0.85 if long_runs else 0.6):
+            kind, index = END, run_class
+        elif r < 0.92:
+            kind, index = END, rng.choice([c for c in range(classes) if c != run_class])
+        elif r < 0.96:
+            kind, index = PARTIAL, classes + 1
+        else:
+            kind, index = OVERLONG, classes + 2
+        events.append((ch, kind, index, rng.randrange(1, 1 << 12)))
+    return events
+
+
+def run(params, events, *, mask, seed, w_rdy_p=0.8, flush_p=0.002, gap=(2, 6),
+        disable_at=None):
+    """Drive the summariser; return (records written, events offered, events refused)."""
+    rng = random.Random(seed)
+    dut = TraceSummariser(params)
+    layout = trace_layout(params)
+    out, offered, refused = [], [], []
+
+    async def bench(ctx):
+        now = 1000
+        ctx.set(dut.mask, mask)
+        ctx.set(dut.enable, 1)
+        i = 0
+        wait = 0
+        cycles = 0
+        final_flush = False
+        # (The reset's clearing of the state RAM: a channel a cycle; events queue meanwhile.)
+        while (i < len(events) or not ctx.get(dut.idle) or not final_flush
+               or cycles < params.channels + 4):
+            cycles += 1
+            now += 1
+            ctx.set(dut.timestamp, now)
+            ctx.set(dut.w_rdy, rng.random() < w_rdy_p)
+            ctx.set(dut.flush, rng.random() < flush_p)
+            # A snapshot's rows: one channel's run closed now and then.
+            ctx.set(dut.flush_one, rng.random() < 5 * flush_p)
+            ctx.set(dut.flush_channel, rng.randrange(params.channels))
+            if disable_at is not None and i >= disable_at:
+                ctx.set(dut.enable, 0)
+            valid = False
+            if i < len(events) and wait <= 0 and (disable_at is None or i < disable_at):
+                ch, kind, index, width = events[i]
+                rec = layout.const({"channel": ch, "kind": kind, "index": index,
+                                    "width": width, "timestamp": now})
+                ctx.set(dut.trace.payload, rec)
+                valid = True
+                wait = rng.randint(*gap)
+            elif disable_at is not None and i >= disable_at and i < len(events):
+                i = len(events)  # the rest are never offered (trace disabled)
+            ctx.set(dut.trace.valid, valid)
+            if valid:
+                (refused if not ctx.get(dut.ready) else offered).append(
+                    (now,) + events[i])
+                i += 1
+            wait -= 1
+            if ctx.get(dut.w_en) and ctx.get(dut.w_rdy):
+                w = ctx.get(dut.w_data)
+                out.append((int(w.timestamp), int(w.channel), int(w.kind), int(w.index),
+                            int(w.width)))
+            await ctx.tick()
+            assert cycles < 200 * len(events) + 10_000, "the summariser never went idle"
+            if i >= len(events) and ctx.get(dut.idle) and not final_flush:
+                # The end of the capture: a snapshot closes the runs still open.
+                final_flush = True
+                ctx.set(dut.flush, 1)
+                ctx.set(dut.trace.valid, 0)
+                await ctx.tick()
+                ctx.set(dut.flush, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out, offered, refused
+
+
+def rebuild(params, records):
+    """Each channel's pulses from the records: ``(kind, index, width, end)`` with ``width``
+    and ``end`` None for a pulse a SUMMARY stands for (``end`` None too where the age
+    saturated)."""
+    _, age_bits = summary_fields(params)
+    age_max = (1 << age_bits) - 1
+    lines, age = {}, {}
+    last_time = 0
+    for t, ch, kind, index, width in records:
+        assert t >= last_time, "a record's time goes backwards"
+        last_time = t
+        line = lines.setdefault(ch, [])
+        if age.get(ch) is not None and kind != EventKind.LATE:
+            age[ch] = None  # a SUMMARY of a run still open (its count was full)
+        if kind == EventKind.SUMMARY:
+            count, a = width & COUNT_MAX, width >> 8
+            line += [(END, index, None, None)] * count
+            age[ch] = a
+        elif kind == EventKind.LATE:
+            a = age.pop(ch)
+            assert a is not None, "a LATE record after a full SUMMARY"
+            line.append((END, index, width, None if a == age_max else t - a))
+        else:
+            line.append((kind, index, width, t))
+    return lines
+
+
+def expected(events):
+    lines = {}
+    for t, ch, kind, index, width in events:
+        lines.setdefault(ch, []).append((kind, index, width, t))
+    return lines
+
+
+def matches(got, want):
+    """Whether the pulses rebuilt are the events' (raises naming the first difference)."""
+    for j, (g, w) in enumerate(zip(got, want, strict=False)):
+        (gk, gi, gw, ge), (wk, wi, ww, we) = g, w
+        if (gk, gi) != (wk, wi) or (gw is not None and gw != ww) or (
+                ge is not None and ge != we):
+            raise AssertionError(f"pulse {j}: rebuilt {g}, was {w}")
+    if len(got) != len(want):
+        raise AssertionError(f"{len(got)} pulses rebuilt of {len(want)}")
+    return True
+
+
+PARAMS = SnifferParams(channels=4, classes=4, width_bits=16)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_pulse_is_in_the_records_in_order(seed):
+    rng = random.Random(seed)
+    events = make_events(rng, PARAMS.channels, 600, PARAMS.classes)
+    out, offered, refused = run(PARAMS, events, mask=0b0010, seed=seed)
+    assert not refused
+    got, want = rebuild(PARAMS, out), expected(offered)
+    for ch in want:
+        assert matches(got.get(ch, []), want[ch]), f"channel {ch}"
+    # Runs were summarised: fewer records than pulses, and SUMMARY and LATE records among them.
+    kinds = [k for _, _, k, _, _ in out]
+    assert kinds.count(EventKind.SUMMARY) > 10 and kinds.count(EventKind.LATE) > 10
+    assert len(out) < len(offered)
+
+
+def test_long_runs_compress_and_saturate_the_count():
+    params = SnifferParams(channels=2, classes=4, width_bits=16)
+    rng = random.Random(7)
+    # One channel, nearly all reads: runs longer than a SUMMARY counts.
+    events = [(0, END, 1, rng.randrange(50, 60)) for _ in range(700)]
+    events[300] = (0, END, 2, 999)
+    out, offered, refused = run(params, events, mask=0b0010, seed=7, flush_p=0)
+    assert not refused
+    assert matches(rebuild(params, out)[0], expected(offered)[0])
+    assert len(out) <= 12  # first, a full SUMMARY or two, SUMMARY, LATE; the other class ...
+    assert any(k == EventKind.SUMMARY and w == COUNT_MAX for _, _, k, _, w in out)
+
+
+def test_mask_zero_sends_every_record_whole():
+    rng = random.Random(4)
+    events = make_events(rng, PARAMS.channels, 300, PARAMS.classes)
+    out, offered, refused = run(PARAMS, events, mask=0, seed=4)
+    assert not refused
+    assert [(t, ch, k, i, w) for t, ch, k, i, w in out] == [
+        (t, ch, int(k), i, w) for t, ch, k, i, w in offered]
+
+
+def test_a_flush_closes_every_run():
+    """With no flush but the trace's disabling, every open run's records still come."""
+    rng = random.Random(9)
+    events = make_events(rng, PARAMS.channels, 200, PARAMS.classes, long_runs=True)
+    out, offered, refused = run(PARAMS, events, mask=0b0010, seed=9, flush_p=0,
+                                disable_at=150)
+    assert len(offered) == 150 and not refused
+    got, want = rebuild(PARAMS, out), expected(offered)
+    for ch in want:
+        assert matches(got.get(ch, []), want[ch]), f"channel {ch}"
+
+
+def test_a_full_queue_refuses_events_and_loses_nothing_else():
+    """Back to back events (every other cycle) against a FIFO that rarely takes a record: the
+    queue fills, events are refused (the caller counts them lost), and every event it took is
+    in the records."""
+    rng = random.Random(5)
+    events = make_events(rng, PARAMS.channels, 400, PARAMS.classes)
+    out, offered, refused = run(PARAMS, events, mask=0b0010, seed=5, w_rdy_p=0.1, gap=(2, 2))
+    assert refused
+    got, want = rebuild(PARAMS, out), expected(offered)
+    for ch in want:
+        assert matches(got.get(ch, []), want[ch]), f"channel {ch}"
+
+
+def test_the_age_saturates():
+    params = SnifferParams(channels=1, classes=4, width_bits=16)  # 8 bits of age: 255 ticks
+    events = [(0, END, 1, 5)] * 3 + [(0, END, 2, 40)]
+    out, offered, refused = run(params, events, mask=0b0010, seed=3, gap=(300, 300),
+                                flush_p=0)
+    got = rebuild(params, out)[0]
+    assert matches(got, expected(offered)[0])
+    # The last read ended 300 ticks before the pulse that closed the run: more than 255.
+    late = [r for r in out if r[2] == EventKind.LATE]
+    summary = [r for r in out if r[2] == EventKind.SUMMARY]
+    assert len(late) == 1 and summary[0][4] >> 8 == 255 and got[2][3] is None
