@@ -512,7 +512,7 @@ class RBScopeTop(Elaboratable):
         * TRACE_BATCH frames between a burst's frames, unless the board class says
           ``trace_batches_in_bursts = False`` (no board does since 2026-12-03).
         * The trace summariser, where the board class says ``trace_summary = True`` (the
-          ECPIX-5: its 64 lines offer more reads than its link carries).
+          ECP5 boards: their 56 and 64 lines offer more reads than their links carry).
         """
         if self.emulator is None:
             depth = getattr(platform, "trace_depth", None)

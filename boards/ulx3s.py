@@ -36,6 +36,8 @@ class ULX3S85F(BoardMixin, ULX3S_85F_Platform):
     # Trace records the link's FIFO holds: 16 block RAMs of the part's 208 ride out the
     # snapshots' hold of the link and bursts (the default, 16, is LUT RAM).
     trace_depth = 1024
+    #: Runs of reads sent as first, count and last where the host asks (TRACE_SUMMARY).
+    trace_summary = True
 
     def create_clock(self, m):
         return self.ecp5_pll(m, ("clk25", 0))

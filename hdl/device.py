@@ -101,8 +101,8 @@ class DeviceCore(wiring.Component):
     batches_in_bursts : bool
         TRACE_BATCH frames between a burst's frames (``LinkController``'s).
     trace_summary : bool
-        The trace summariser in front of the trace FIFO (``LinkController``'s; the ECPIX-5's
-        build).
+        The trace summariser in front of the trace FIFO (``LinkController``'s; the ECP5
+        boards' builds).
 
     Members
     -------

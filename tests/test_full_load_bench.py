@@ -56,7 +56,7 @@ def test_the_simulated_device_is_each_board_s_build(full_load):
     assert full_load.device_options("ecpix5") == {"trace_depth": 4096, "batches_in_bursts": True,
                                                   "trace_summary": True}
     assert full_load.device_options("ulx3s") == {"trace_depth": 1024, "batches_in_bursts": True,
-                                                 "trace_summary": False}
+                                                 "trace_summary": True}
 
 
 def test_the_simulated_device_takes_the_batch_scheduling():

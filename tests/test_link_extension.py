@@ -60,7 +60,7 @@ REGISTERS = [
     ("HIST_PERIOD", 6, RW, "link.hist_period", 0, 0, 16),
     ("TRACE_ENABLE", 7, RW, "link.trace_enable", 0, 0, 1),
     # (read-only in this build, which has no trace summariser: the ECP5 boards' have it RW)
-    ("TRACE_SUMMARY", 8, RO, "link.trace_summary", 0, 0, 5),
+    ("TRACE_SUMMARY", 8, RO, "link.trace_summary", 0, 0, 6),
     ("CHANNEL_ENABLE_0", 16, RW, "enable", 0, 3, 2),
     ("WINDOW_0_LO", 256, RW, "windows.0.lo", 0, 0, 24),
     ("WINDOW_0_HI", 257, RW, "windows.0.hi", 0, 0, 24),

@@ -37,6 +37,28 @@ def wait_quiescent(dev, limit_s=120):
     raise AssertionError("the simulated device never became quiescent")
 
 
+def traced_capture(sim, path, summarise=None):
+    """A capture with TRACE from a clear to quiescence, a final snapshot and the histograms,
+    then the FIFO's last records (they follow the final snapshot); ``summarise``: the
+    TRACE_SUMMARY mask written first."""
+    writer = CaptureWriter(path)
+    dev = Device(str(sim.link), timeout=0.5, retries=8)
+    try:
+        dev.attach_capture(writer)
+        if summarise is not None:
+            assert dev.summarise_trace(summarise) == summarise
+        dev.enable_trace(True)
+        dev.clear()
+        wait_quiescent(dev)
+        dev.snapshot()
+        dev.read_histograms()
+        for _ in dev.frames(duration=0.5):
+            pass
+    finally:
+        dev.close()
+        writer.close()
+
+
 def check_exact(sim, snap, hist):
     truth = sim.truth(CYCLES)
     assert not truth.may_drop
@@ -175,21 +197,7 @@ def test_a_traced_capture_gives_each_lines_pulse_sequence(tmp_path):
     spec = TrainSpec(PARAMS.channels, CYCLES, gap=(6000, 18000), glitch_rate=0.1)
     stim = random_trains(spec, 11)
     with SimDevice(PARAMS, CONFIG, stim, build_root=BUILD_ROOT) as sim:
-        writer = CaptureWriter(path)
-        dev = Device(str(sim.link), timeout=0.5, retries=8)
-        try:
-            dev.attach_capture(writer)
-            dev.enable_trace(True)
-            dev.clear()
-            wait_quiescent(dev)
-            dev.snapshot()
-            dev.read_histograms()
-            # The FIFO's last records follow the final snapshot.
-            for _ in dev.frames(duration=0.5):
-                pass
-        finally:
-            dev.close()
-            writer.close()
+        traced_capture(sim, path)
     truth = sim.truth(CYCLES)
     m = capture_to_measurement(path)
     seq = m.provenance["sequence"]
@@ -221,21 +229,8 @@ def test_a_summarised_capture_keeps_every_pulse_it_does_not_summarise(tmp_path):
     spec = TrainSpec(PARAMS.channels, CYCLES, mix=mix, gap=(600, 3000), glitch_rate=0.05)
     stim = random_trains(spec, 12)
     with SimDevice(PARAMS, CONFIG, stim, build_root=BUILD_ROOT, trace_summary=True) as sim:
-        writer = CaptureWriter(path)
-        dev = Device(str(sim.link), timeout=0.5, retries=8)
-        try:
-            dev.attach_capture(writer)
-            assert dev.summarise_trace(0b0010) == 0b0010
-            dev.enable_trace(True)
-            dev.clear()
-            wait_quiescent(dev)
-            dev.snapshot()
-            dev.read_histograms()
-            for _ in dev.frames(duration=0.5):
-                pass
-        finally:
-            dev.close()
-            writer.close()
+        # (class 1, at any fill of the FIFO: this load never crowds it)
+        traced_capture(sim, path, summarise=0b0010 | 1 << PARAMS.classes)
     truth = sim.truth(CYCLES)
     m = capture_to_measurement(path)
     seq = m.provenance["sequence"]

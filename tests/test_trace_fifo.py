@@ -16,7 +16,7 @@ def run_against_a_queue(dut, depth, cycles, seed):
     a write is refused only when the FIFO holds at least ``depth`` records, and nothing is lost
     or duplicated. Returns (records written, read, refused)."""
     rng = random.Random(seed)
-    stats = {"written": 0, "read": 0, "refused": 0}
+    stats = {"written": 0, "read": 0, "refused": 0, "crowded": 0}
 
     async def bench(ctx):
         model = deque()
@@ -31,6 +31,14 @@ def run_against_a_queue(dut, depth, cycles, seed):
             ctx.set(dut.r_en, r_en)
             w_rdy, r_rdy, r_data = ctx.get(dut.w_rdy), ctx.get(dut.r_rdy), ctx.get(dut.r_data)
             held = len(model)  # (a record read in a full FIFO's cycle frees its slot after it)
+            # "Crowded" (the trace summariser's cue): a quarter full, a cycle or two late (the
+            # deep FIFO counts its bulk only: up to 17 records sit in its head and register).
+            if ctx.get(dut.crowded):
+                stats["crowded"] += 1
+                assert held + 2 >= depth // 4, f"cycle {cycle}: crowded holding {held}"
+            else:
+                assert not cycle or held < depth // 4 + 19, \
+                    f"cycle {cycle}: not crowded holding {held}"
             if r_en and r_rdy:
                 assert model, f"cycle {cycle}: readable while empty"
                 assert r_data == model.popleft(), f"cycle {cycle}: not the head"
@@ -70,6 +78,7 @@ def test_a_trace_fifo_is_a_queue(make, depth):
     stats = run_against_a_queue(make(), depth, 3000 if depth < 256 else 8000, seed=depth)
     # The phases filled and emptied it: writes were refused, and most records went through.
     assert stats["refused"] > 0 and stats["read"] == stats["written"] > 500
+    assert stats["crowded"] > 0
 
 
 def test_a_deep_fifo_refuses_a_shallow_depth():

@@ -1,11 +1,12 @@
 """The link's trace summariser in the Amaranth simulator, against what its records must say.
 
 Random pulse events on a few channels (runs of one class, other classes, partial and saturated
-pulses), offered at most every two cycles as the sniffer does, with a FIFO that refuses writes
-at random and flushes at random moments. From the records alone, each channel's pulses are
-rebuilt (a SUMMARY's pulses as so many pulses of its class, its LATE record's pulse ending its
-age before the record) and compared with the events: every pulse is there, in order, the
-whole ones with their width, class and end; the records' times never go backwards; a
+pulses), one every 4-12 cycles (the summariser takes four an event; the sniffer offers one every
+two at most, in bursts of at most one per channel, which its queue holds), with a FIFO that
+refuses writes at random and flushes at random moments. From the records alone, each channel's
+pulses are rebuilt (a SUMMARY's pulses as so many pulses of its class, its LATE record's pulse
+ending its age before the record) and compared with the events: every pulse is there, in order,
+the whole ones with their width, class and end; the records' times never go backwards; a
 summarised run costs at most four records; no event is dropped unless the queue was full.
 """
 
@@ -42,8 +43,8 @@ def make_events(rng, channels, count, classes, *, run_class=1, long_runs=False):
     return events
 
 
-def run(params, events, *, mask, seed, w_rdy_p=0.8, flush_p=0.002, gap=(2, 6),
-        disable_at=None):
+def run(params, events, *, mask, seed, w_rdy_p=0.8, flush_p=0.002, gap=(4, 12),
+        disable_at=None, delay=0, crowded=1.0):
     """Drive the summariser; return (records written, events offered, events refused)."""
     rng = random.Random(seed)
     dut = TraceSummariser(params)
@@ -55,7 +56,7 @@ def run(params, events, *, mask, seed, w_rdy_p=0.8, flush_p=0.002, gap=(2, 6),
         ctx.set(dut.mask, mask)
         ctx.set(dut.enable, 1)
         i = 0
-        wait = 0
+        wait = delay
         cycles = 0
         final_flush = False
         # (The reset's clearing of the state RAM: a channel a cycle; events queue meanwhile.)
@@ -65,6 +66,7 @@ def run(params, events, *, mask, seed, w_rdy_p=0.8, flush_p=0.002, gap=(2, 6),
             now += 1
             ctx.set(dut.timestamp, now)
             ctx.set(dut.w_rdy, rng.random() < w_rdy_p)
+            ctx.set(dut.crowded, rng.random() < crowded)
             ctx.set(dut.flush, rng.random() < flush_p)
             # A snapshot's rows: one channel's run closed now and then.
             ctx.set(dut.flush_one, rng.random() < 5 * flush_p)
@@ -161,7 +163,7 @@ PARAMS = SnifferParams(channels=4, classes=4, width_bits=16)
 def test_every_pulse_is_in_the_records_in_order(seed):
     rng = random.Random(seed)
     events = make_events(rng, PARAMS.channels, 600, PARAMS.classes)
-    out, offered, refused = run(PARAMS, events, mask=0b0010, seed=seed)
+    out, offered, refused = run(PARAMS, events, mask=0b0010, seed=seed, flush_p=0.0005)
     assert not refused
     got, want = rebuild(PARAMS, out), expected(offered)
     for ch in want:
@@ -183,6 +185,27 @@ def test_long_runs_compress_and_saturate_the_count():
     assert matches(rebuild(params, out)[0], expected(offered)[0])
     assert len(out) <= 12  # first, a full SUMMARY or two, SUMMARY, LATE; the other class ...
     assert any(k == EventKind.SUMMARY and w == COUNT_MAX for _, _, k, _, w in out)
+
+
+@pytest.mark.parametrize("always", [False, True])
+def test_only_a_crowded_fifo_summarises_unless_always(always):
+    """With the FIFO never crowded, every record is sent whole, unless bit ``classes`` says
+    always; with it crowded now and then, runs are summarised in those stretches only, and
+    every pulse is still rebuilt."""
+    rng = random.Random(6)
+    events = make_events(rng, PARAMS.channels, 300, PARAMS.classes, long_runs=True)
+    mask = 0b0010 | (1 << PARAMS.classes if always else 0)
+    out, offered, refused = run(PARAMS, events, mask=mask, seed=6, crowded=0.0, flush_p=0)
+    kinds = [k for _, _, k, _, _ in out]
+    assert (EventKind.SUMMARY in kinds) is always
+    got, want = rebuild(PARAMS, out), expected(offered)
+    for ch in want:
+        assert matches(got.get(ch, []), want[ch]), f"channel {ch}"
+    out, offered, refused = run(PARAMS, events, mask=0b0010, seed=6, crowded=0.5, flush_p=0)
+    assert EventKind.SUMMARY in [k for _, _, k, _, _ in out]
+    got, want = rebuild(PARAMS, out), expected(offered)
+    for ch in want:
+        assert matches(got.get(ch, []), want[ch]), f"channel {ch}"
 
 
 def test_mask_zero_sends_every_record_whole():
@@ -215,6 +238,22 @@ def test_a_full_queue_refuses_events_and_loses_nothing_else():
     out, offered, refused = run(PARAMS, events, mask=0b0010, seed=5, w_rdy_p=0.1, gap=(2, 2))
     assert refused
     got, want = rebuild(PARAMS, out), expected(offered)
+    for ch in want:
+        assert matches(got.get(ch, []), want[ch]), f"channel {ch}"
+
+
+def test_a_burst_of_every_channel_at_once_is_held_by_the_queue():
+    """Every channel of a 64-channel build ends a pulse at once: the sniffer offers their events
+    one every two cycles; the queue (a place per channel) holds what the summariser has not
+    yet taken, and nothing is refused."""
+    params = SnifferParams(channels=64, classes=4, width_bits=16)
+    rng = random.Random(8)
+    events = [(ch, END, rng.choice([1, 1, 1, 2]), rng.randrange(20, 90)) for ch in range(64)]
+    # (after the state RAM's clearing at reset: a channel a cycle)
+    out, offered, refused = run(params, events, mask=0b0010, seed=8, gap=(2, 2), w_rdy_p=1.0,
+                                flush_p=0, delay=80)
+    assert not refused and len(offered) == len(events)
+    got, want = rebuild(params, out), expected(offered)
     for ch in want:
         assert matches(got.get(ch, []), want[ch]), f"channel {ch}"
 

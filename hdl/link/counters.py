@@ -89,7 +89,7 @@ class LinkCounters(wiring.Component):
         self.trace_depth = trace_depth
         self.trace_summary = bool(trace_summary)
         trace = TraceSignature(params)
-        summary = {"summary_mask": In(params.classes), "summary_flush": In(1),
+        summary = {"summary_mask": In(params.classes + 1), "summary_flush": In(1),
                    "summary_flush_one": In(1),
                    "summary_channel": In(range(params.channels)),
                    "timestamp": In(params.timestamp_bits)} if trace_summary else {}
@@ -136,6 +136,7 @@ class LinkCounters(wiring.Component):
             m.submodules.summariser = summ = TraceSummariser(self.params)
             m.d.comb += [summ.trace.valid.eq(push), summ.trace.payload.eq(self.trace.payload),
                          summ.enable.eq(self.trace_enable), summ.mask.eq(self.summary_mask),
+                         summ.crowded.eq(trace_fifo.crowded),
                          summ.flush.eq(self.summary_flush),
                          summ.flush_one.eq(self.summary_flush_one),
                          summ.flush_channel.eq(self.summary_channel),
@@ -221,6 +222,8 @@ class _RecordFifo(wiring.Component):
     r_data : Out(width)
     r_rdy : Out(1)
     r_en : In(1)
+    crowded : Out(1)
+        A quarter full or more (registered).
     """
 
     def __init__(self, width, depth):
@@ -231,6 +234,7 @@ class _RecordFifo(wiring.Component):
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
+            "crowded": Out(1),
         })
 
     def elaborate(self, platform):
@@ -269,6 +273,8 @@ class _RecordFifo(wiring.Component):
             m.d.sync += produce.eq(produce + 1)
         with m.If(take):
             m.d.sync += consume.eq(consume + 1)
+        # A quarter full or more (a cycle late; the trace summariser's cue).
+        m.d.sync += self.crowded.eq(((produce - consume)[:bits]) >= max(1, self.depth // 4))
         return m
 
 
@@ -301,6 +307,8 @@ class _DeepFifo(_RecordFifo):
         m = Module()
         m.submodules.bulk = bulk = fifo.SyncFIFOBuffered(width=self.width, depth=self.depth)
         m.submodules.head = head = _RecordFifo(self.width, 16)
+        # (A quarter full or more: the bulk's fill, a cycle late.)
+        m.d.sync += self.crowded.eq(bulk.level >= self.depth // 4)
         m.d.comb += [bulk.w_data.eq(self.w_data), bulk.w_en.eq(self.w_en),
                      self.w_rdy.eq(bulk.w_rdy),
                      self.r_data.eq(head.r_data), self.r_rdy.eq(head.r_rdy),

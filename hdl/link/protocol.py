@@ -473,9 +473,10 @@ def _registers(params, snapshot_period):
         Register("TRACE_ENABLE", 0x0007, Access.RW, "link.trace_enable", reset=0, bits=1,
                  doc="1: send every pulse in TRACE_BATCH frames while the link has room"),
         Register("TRACE_SUMMARY", 0x0008, Access.RW, "link.trace_summary", reset=0,
-                 bits=params.classes,
-                 doc="bit k: send runs of class-k pulses as first, count and last (builds "
-                     "with the summariser; read-only 0 in the others)"),
+                 bits=params.classes + 1,
+                 doc="bit k < classes: send runs of class-k pulses as first, count and last "
+                     "while the trace FIFO is a quarter full; bit `classes`: at any fill "
+                     "(builds with the summariser; read-only 0 in the others)"),
     ]
     for i in range((params.channels + 31) // 32):
         mask = (1 << min(32, params.channels - 32 * i)) - 1

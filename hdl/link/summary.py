@@ -1,7 +1,7 @@
 """The trace summariser: runs of short pulses sent as their first and last pulse and a count.
 
 Part of the :class:`~.counters.LinkCounters` of builds with ``trace_summary`` (a board class's:
-the ECPIX-5's). Under a read-heavy load a die makes far more pulses than the link carries
+the ECP5 boards'). Under a read-heavy load a die makes far more pulses than the link carries
 records: 64 dies pulsing at 8 000/s through their read stretches offer 512 000 records a second,
 the ECPIX-5's 12 Mbaud link carries about 150 000 (``docs/benchmarks.md``, "The pulse stream at
 full load"). What the sequence classifier needs pulse by pulse is everything around the reads:
@@ -24,6 +24,12 @@ channel, with no other record of that channel between them: a pulse of another c
 partial or saturated pulse ends it. A run of one pulse is that pulse's record alone; of two,
 its first record, a SUMMARY of 0 pulses and the LATE record.
 
+Only where the link does not keep up: runs start and go on while the trace FIFO is a quarter
+full or more (``crowded``), so that under a load the link carries every pulse is sent whole and
+the classifier loses nothing; a pulse of the class that comes while the FIFO is not crowded
+ends the run, as another class would. Bit ``classes`` of ``TRACE_SUMMARY`` summarises at any
+fill (tests, and a link known to be too slow).
+
 A channel's run is closed, its SUMMARY and LATE records sent, as soon as a snapshot has read
 the channel's counters (its COUNTERS frame has been sent: ``flush_one``), so that every pulse
 the counters hold has its record by then, as without the summariser, and a snapshot's count
@@ -38,11 +44,12 @@ dropped is an event of the sniffer that finds the summariser's queue full (``rea
 caller counts it lost, on its channel, as it counted a record the FIFO had no room for), so a
 lost record is always one pulse.
 
-Timing: an event is taken from the queue in one cycle (its channel's state is read from a small
-RAM), the state read is registered in the next, and the event is decided in the third, in which
-a lone record is written: three cycles an event (the sniffer offers one every two at most, in
-bursts the queue rides out). A run's end writes up to three records, one a cycle. Closing the
-runs visits each channel in three cycles. After a reset the state RAM (which a reset does not
+Timing: an event is taken from the queue into flip-flops in one cycle, its channel's state is
+read from a small RAM in the next, the state read is registered in the third, and the event is
+decided in the fourth, in which a lone record is written: four cycles an event (the sniffer
+offers one every two at most, in bursts the queue rides out; a real load, one every few hundred
+cycles). A run's end writes up to three records, one a cycle. Closing the runs visits each
+channel in four cycles. After a reset the state RAM (which a reset does not
 clear) is cleared, a channel a cycle, before the first event is taken.
 """
 
@@ -101,8 +108,11 @@ class TraceSummariser(wiring.Component):
         The queue has room: an event offered while it is low is dropped (the caller counts it).
     enable : In(1)
         ``TRACE_ENABLE``: its falling edge closes every run.
-    mask : In(classes)
-        ``TRACE_SUMMARY``: the classes whose runs are summarised (0: none).
+    mask : In(classes + 1)
+        ``TRACE_SUMMARY``: the classes whose runs are summarised (bit ``k``: class ``k``; 0:
+        none), while the trace FIFO is crowded, or at any fill with bit ``classes`` set.
+    crowded : In(1)
+        The trace FIFO is a quarter full or more: the link is not keeping up.
     flush : In(1)
         Strobe: close every run (a snapshot starts, a clear).
     flush_one, flush_channel : In(1), In(range(channels))
@@ -131,7 +141,8 @@ class TraceSummariser(wiring.Component):
             "trace": In(TraceSignature(params)),
             "ready": Out(1),
             "enable": In(1),
-            "mask": In(params.classes),
+            "mask": In(params.classes + 1),
+            "crowded": In(1),
             "flush": In(1),
             "flush_one": In(1),
             "flush_channel": In(range(params.channels)),
@@ -204,7 +215,10 @@ class TraceSummariser(wiring.Component):
         # The decision (from ``ev`` or the channel closed, and its state read).
         kind_end = ev.kind == EventKind.END
         in_mask = Signal()
+        # (Runs start and go on only while the FIFO is crowded, unless always: where the link
+        # keeps up, every pulse is sent whole.)
         m.d.comb += in_mask.eq(kind_end & (ev.index < p.classes)
+                               & (self.crowded | self.mask[p.classes])
                                & self.mask.bit_select(ev.index[:max(1, (p.classes - 1)
                                                                     .bit_length())], 1))
         extend = ~closing & in_mask & st.open & (st.index == ev.index)
@@ -248,22 +262,25 @@ class TraceSummariser(wiring.Component):
             with m.State("IDLE"):
                 m.d.comb += in_idle.eq(1)
                 with m.If(~pending & queue.r_rdy):
-                    m.d.comb += [queue.r_en.eq(1), rd.addr.eq(head.channel)]
+                    m.d.comb += queue.r_en.eq(1)
                     m.d.sync += [ev.eq(head), closing.eq(0)]
-                    m.next = "READ"
+                    m.next = "ADDRESS"
                 with m.Elif(~pending & flush_pending & (queue.level == 0)):
                     # Close every run, after the records of the events queued before (the
                     # queue is empty: an event written now has this very time).
-                    m.d.comb += rd.addr.eq(0)
                     m.d.sync += [flush_pending.eq(0), one_pending.eq(0), closing.eq(1),
                                  single.eq(0), sweep.eq(0), close_time.eq(self.timestamp)]
-                    m.next = "READ"
+                    m.next = "ADDRESS"
                 with m.Elif(~pending & one_pending & (queue.level == 0) & ~self.flush_one):
                     # Close the run of the channel whose counters were read.
-                    m.d.comb += rd.addr.eq(one_channel)
                     m.d.sync += [one_pending.eq(0), closing.eq(1), single.eq(1),
                                  sweep.eq(one_channel), close_time.eq(self.timestamp)]
-                    m.next = "READ"
+                    m.next = "ADDRESS"
+            with m.State("ADDRESS"):
+                # The state's address, from flip-flops (the queue's head is a block RAM's
+                # output, too slow to address another RAM in the same cycle).
+                m.d.comb += rd.addr.eq(channel)
+                m.next = "READ"
             with m.State("READ"):
                 # The state read: registered (``st``) at the end of this cycle.
                 m.next = "DECIDE"
@@ -288,8 +305,7 @@ class TraceSummariser(wiring.Component):
             with m.State("NEXT"):
                 # The next channel of a flush, once the last one's records are written.
                 with m.If(~pending):
-                    m.d.comb += rd.addr.eq(sweep)
-                    m.next = "READ"
+                    m.next = "ADDRESS"
         m.d.comb += self.idle.eq(in_idle & ~pending & ~queue.r_rdy & ~flush_pending
                                  & ~one_pending)
         return m

@@ -556,11 +556,12 @@ def add_link_parsers(commands):
                               "analyze's sequence classifier uses when no record was lost "
                               "(with --clear, so that the records cover the whole epoch)")
     capture.add_argument("--summarise", metavar="CLASSES",
-                         help="with --trace: the device sends each run of pulses of these "
-                              "classes (names or indices, comma-separated: e.g. read) as its "
-                              "first pulse, a count and its last pulse, where the link cannot "
-                              "carry every read (builds with the trace summariser: the "
-                              "ECPIX-5's; docs/link.md, \"Trace summary\")")
+                         help="with --trace: while the link does not keep up (the device's "
+                              "trace FIFO a quarter full), the device sends each run of pulses "
+                              "of these classes (names or indices, comma-separated: e.g. read) "
+                              "as its first pulse, a count and its last pulse, instead of "
+                              "losing records (builds with the trace summariser: the "
+                              "ECP5 boards'; docs/link.md, \"Trace summary\")")
     capture.add_argument("--snapshot-ms", type=_nonneg_float, metavar="N",
                          help="periodic snapshot every N ms (0: off)")
     capture.add_argument("--hist-every", type=_nonneg_int, metavar="N",

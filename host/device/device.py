@@ -763,9 +763,11 @@ class Device:
 
     def summarise_trace(self, mask):
         """Send the runs of pulses of the classes in ``mask`` (bit ``k``: class ``k``; 0: none)
-        as their first pulse, a SUMMARY and a LATE record (``docs/link.md``, "Trace summary");
-        return the mask read back. Raises :class:`DeviceError` when the device's build has no
-        summariser (its ``TRACE_SUMMARY`` is read-only, or absent in an older build)."""
+        as their first pulse, a SUMMARY and a LATE record (``docs/link.md``, "Trace summary")
+        while the device's trace FIFO is a quarter full or more (the link not keeping up), or at
+        any fill with bit ``classes`` set; return the mask read back. Raises
+        :class:`DeviceError` when the device's build has no summariser (its ``TRACE_SUMMARY``
+        is read-only, or absent in an older build)."""
         try:
             back = self.write_reg("TRACE_SUMMARY", mask)
         except CommandError as exc:
@@ -773,7 +775,7 @@ class Device:
                 raise DeviceError(
                     "this device's build has no trace summariser (TRACE_SUMMARY is "
                     f"{'read-only' if exc.status == ResponseStatus.READ_ONLY else 'absent'}): "
-                    "every pulse record is sent whole (the ECPIX-5's build has it)") from None
+                    "every pulse record is sent whole (the ECP5 boards' builds have it)") from None
             raise
         if self.capture is not None:
             # (The capture says which classes its records summarise.)

@@ -104,7 +104,7 @@ class SimDevice:
         since 2026-12-03).
     trace_summary : bool
         Build the trace summariser (``DeviceCore``'s; a board class's ``trace_summary``: the
-        ECPIX-5's).
+        ECP5 boards').
     """
 
     def __init__(self, params, config, trains, *, clock_hz=DEFAULT_CLOCK_HZ, uart_divisor=4,
