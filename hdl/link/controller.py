@@ -20,7 +20,6 @@
   is an elaboration error.
 """
 
-import dataclasses
 import hashlib
 
 from amaranth.hdl import Module
@@ -54,15 +53,15 @@ def link_registers(params, *, snapshot_period=0, config=None, extension=None,
                    trace_summary=False):
     """The registers of a link: :func:`protocol.register_map`'s and the extension's.
 
-    Without ``trace_summary`` (a build without the summariser) ``TRACE_SUMMARY`` reads 0 and
-    refuses writes (``READ_ONLY``), which is how a host tells the builds apart.
+    Without ``trace_summary`` (a build without the summariser) the build has no
+    ``TRACE_SUMMARY``: a read or write of it answers ``BAD_ADDRESS``, which is how a host tells
+    the builds apart (and the register file is as it was before the register existed).
 
     Raises ``ValueError`` when an extension register takes an address already in use.
     """
     registers = protocol.register_map(params, snapshot_period=snapshot_period, config=config)
     if not trace_summary:
-        registers = [dataclasses.replace(r, access=protocol.Access.RO)
-                     if r.field == "link.trace_summary" else r for r in registers]
+        registers = [r for r in registers if r.field != "link.trace_summary"]
     if extension is not None:
         registers += list(extension.registers)
     addresses = [reg.address for reg in registers]
@@ -114,7 +113,7 @@ class LinkController(wiring.Component):
     trace_summary : bool
         Build the trace summariser (:class:`~.summary.TraceSummariser`) in front of the trace
         FIFO, set by the ``TRACE_SUMMARY`` register (the ECP5 boards'); without it the
-        register is read-only 0.
+        register is absent.
 
     Members
     -------

@@ -476,7 +476,7 @@ def _registers(params, snapshot_period):
                  bits=params.classes + 1,
                  doc="bit k < classes: send runs of class-k pulses as first, count and last "
                      "while the trace FIFO is a quarter full; bit `classes`: at any fill "
-                     "(builds with the summariser; read-only 0 in the others)"),
+                     "(builds with the summariser; absent in the others)"),
     ]
     for i in range((params.channels + 31) // 32):
         mask = (1 << min(32, params.channels - 32 * i)) - 1

@@ -126,8 +126,7 @@ class RegisterFile(wiring.Component):
             "link.trace_summary": Signal(p.classes + 1, reset_less=True,
                                          name="trace_summary"),
         }
-        if not any(r.field == "link.trace_summary" and r.access is protocol.Access.RW
-                   for r in self.registers):
+        if not any(r.field == "link.trace_summary" for r in self.registers):
             link["link.trace_summary"] = Const(0, p.classes + 1)  # (a build without it)
         m.d.comb += [self.trace_enable.eq(link["link.trace_enable"]),
                      self.trace_summary.eq(link["link.trace_summary"])]

@@ -278,12 +278,11 @@ def _cmd_capture(args):
                 err("capture", f"--summarise: {mask}")
                 return EXIT_USAGE
             try:
-                restore["TRACE_SUMMARY"] = dev.read_reg("TRACE_SUMMARY")
                 dev.summarise_trace(mask)
             except DeviceError as exc:
-                restore.pop("TRACE_SUMMARY", None)
                 err("capture", f"--summarise: {exc}")
                 return EXIT_FAILURE
+            restore["TRACE_SUMMARY"] = 0  # (the power-up value: whole records)
         if args.trace:
             settings["TRACE_ENABLE"] = 1
             if not args.clear:

@@ -94,6 +94,11 @@ class ConfigError(DeviceError, ValueError):
     """A configuration that the device cannot hold (nothing was written): a usage error."""
 
 
+#: Registers of the host's map that a build may lack: ``TRACE_SUMMARY`` (builds without the
+#: trace summariser, the iCEBreaker's).
+OPTIONAL_REGISTERS = frozenset({"TRACE_SUMMARY"})
+
+
 class CommandError(DeviceError):
     """The device answered a command with an error status."""
 
@@ -480,8 +485,17 @@ class Device:
         return back
 
     def read_registers(self):
-        """Read every register; return ``{name: value}``."""
-        return {name: self.read_reg(name) for name in self._by_name}
+        """Read every register; return ``{name: value}``. A register that only some builds
+        have (:data:`OPTIONAL_REGISTERS`) and this device lacks (``BAD_ADDRESS``) is left
+        out."""
+        out = {}
+        for name in self._by_name:
+            try:
+                out[name] = self.read_reg(name)
+            except CommandError as exc:
+                if name not in OPTIONAL_REGISTERS or exc.status != ResponseStatus.BAD_ADDRESS:
+                    raise
+        return out
 
     def check_id(self):
         """Raise :class:`DeviceError` unless the ID register reads ``"RBSC"``."""
@@ -766,16 +780,16 @@ class Device:
         as their first pulse, a SUMMARY and a LATE record (``docs/link.md``, "Trace summary")
         while the device's trace FIFO is a quarter full or more (the link not keeping up), or at
         any fill with bit ``classes`` set; return the mask read back. Raises
-        :class:`DeviceError` when the device's build has no summariser (its ``TRACE_SUMMARY``
-        is read-only, or absent in an older build)."""
+        :class:`DeviceError` when the device's build has no summariser (no ``TRACE_SUMMARY``
+        register)."""
         try:
             back = self.write_reg("TRACE_SUMMARY", mask)
         except CommandError as exc:
             if exc.status in (ResponseStatus.READ_ONLY, ResponseStatus.BAD_ADDRESS):
                 raise DeviceError(
-                    "this device's build has no trace summariser (TRACE_SUMMARY is "
-                    f"{'read-only' if exc.status == ResponseStatus.READ_ONLY else 'absent'}): "
-                    "every pulse record is sent whole (the ECP5 boards' builds have it)") from None
+                    "this device's build has no trace summariser (it has no TRACE_SUMMARY "
+                    "register): every pulse record is sent whole (the ECP5 boards' builds "
+                    "have it)") from None
             raise
         if self.capture is not None:
             # (The capture says which classes its records summarise.)

@@ -17,7 +17,6 @@ closed and a new one opened, at a new path or behind the same symlink), :meth:`F
 What is not modelled: the gateware's pipeline latency, mailbox drops, the UART's bit timing.
 """
 
-import dataclasses
 import heapq
 import math
 import os
@@ -112,11 +111,9 @@ class FakeDevice:
         self.symlink = symlink
         self.start_mode = start
         period = snapshot_period if snapshot_period is not None else clock_hz // 10
-        # (A build without the trace summariser: its TRACE_SUMMARY is read-only, as the
-        # iCEBreaker's.)
-        self.regmap = {r.address: (dataclasses.replace(r, access=Access.RO)
-                                   if r.name == "TRACE_SUMMARY" else r)
-                       for r in register_map(params, snapshot_period=period)}
+        # (A build without the trace summariser, as the iCEBreaker's: no TRACE_SUMMARY.)
+        self.regmap = {r.address: r for r in register_map(params, snapshot_period=period)
+                       if r.name != "TRACE_SUMMARY"}
         self.regs = {r.name: r.reset for r in self.regmap.values()}
         if config is not None:
             self.regs.update(register_values(params, config))
