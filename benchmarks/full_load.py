@@ -52,7 +52,7 @@ from rbscope.device.protocol import trace_records
 from rbscope.device.simdevice import SimDevice
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.counters import TRACE_FIFO_DEPTH
-from rbscope.gateware.link.summary import COUNT_MAX
+from rbscope.gateware.link.summary import COUNT_MAX, SUMMARY_KIND
 from rbscope.gateware.rb_sniffer import Counter, SnifferConfig, SnifferParams
 from rbscope.gateware.rb_sniffer.model import SnifferModel, Train
 from rbscope.gateware.rb_sniffer.params import EventKind
@@ -328,7 +328,7 @@ def _records_of(frame, params, represented):
     out = []
     for t in trace_records(frame, params):
         out.append((t.channel, t.timestamp))
-        if t.kind == EventKind.SUMMARY:
+        if t.kind == SUMMARY_KIND:
             represented[0] += t.width & COUNT_MAX
         elif t.kind != EventKind.BUSY:
             represented[0] += 1

@@ -70,9 +70,9 @@ def run_against_a_queue(dut, depth, cycles, seed):
 
 
 @pytest.mark.parametrize(("make", "depth"), [
-    (lambda: _RecordFifo(20, 16), 16),
-    (lambda: _RecordFifo(20, 256), 256),  # the iCEBreaker's
-    (lambda: _deep_fifo(20, 64), 64),
+    (lambda: _RecordFifo(20, 16, crowded=True), 16),
+    (lambda: _RecordFifo(20, 256, crowded=True), 256),  # the iCEBreaker's (it has no summariser)
+    (lambda: _deep_fifo(20, 64, crowded=True), 64),
 ])
 def test_a_trace_fifo_is_a_queue(make, depth):
     stats = run_against_a_queue(make(), depth, 3000 if depth < 256 else 8000, seed=depth)

@@ -234,7 +234,7 @@ class LinkController(wiring.Component):
         m.submodules.frames = frames = FrameBuilder(
             p, info=self._info, wire=self.wire, clock_hz=self.clock_hz, source=source,
             ram_output_registers=self.ram_output_registers,
-            batches_in_bursts=self.batches_in_bursts)
+            batches_in_bursts=self.batches_in_bursts, row_strobe=self.trace_summary)
         self._timer = {"periodic": timer.periodic,  # (inspection, by the tests)
                        "period_written": registers.snapshot_period_write,
                        "hist_written": registers.hist_period_write}

@@ -113,8 +113,8 @@ class LinkCounters(wiring.Component):
         # (Where block RAM output is fast, the iCE40, the head is the RAM's read port at any
         # depth: a 16-record FIFO already fills whole block RAMs of 256 words there.)
         shallow = self.trace_depth <= 16 or not self.ram_output_registers
-        m.submodules.trace_fifo = trace_fifo = (_RecordFifo if shallow else
-                                                _deep_fifo)(trace_shape.size, self.trace_depth)
+        m.submodules.trace_fifo = trace_fifo = (_RecordFifo if shallow else _deep_fifo)(
+            trace_shape.size, self.trace_depth, self.trace_summary)
         trace_lost_total = Signal(32)
         m.d.comb += self.lost_total.eq(trace_lost_total)
         rx_base = n  # entries of rx_frames, rx_errors
@@ -223,18 +223,20 @@ class _RecordFifo(wiring.Component):
     r_rdy : Out(1)
     r_en : In(1)
     crowded : Out(1)
-        A quarter full or more (registered).
+        (With ``crowded``: the trace summariser's builds.) A quarter full or more
+        (registered).
     """
 
-    def __init__(self, width, depth):
+    def __init__(self, width, depth, crowded=False):
         if depth & (depth - 1):
             raise ValueError(f"FIFO depth must be a power of two, not {depth}")
         self.width = width
         self.depth = depth
+        self.with_crowded = bool(crowded)
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
-            "crowded": Out(1),
+            **({"crowded": Out(1)} if crowded else {}),
         })
 
     def elaborate(self, platform):
@@ -273,19 +275,20 @@ class _RecordFifo(wiring.Component):
             m.d.sync += produce.eq(produce + 1)
         with m.If(take):
             m.d.sync += consume.eq(consume + 1)
-        # A quarter full or more (a cycle late; the trace summariser's cue).
-        m.d.sync += self.crowded.eq(((produce - consume)[:bits]) >= max(1, self.depth // 4))
+        if self.with_crowded:
+            # A quarter full or more (a cycle late; the trace summariser's cue).
+            m.d.sync += self.crowded.eq(((produce - consume)[:bits]) >= max(1, self.depth // 4))
         return m
 
 
-def _deep_fifo(width, depth):
+def _deep_fifo(width, depth, crowded=False):
     """The trace FIFO of a build that asks for more than 16 records (the ECP5 boards:
     ``trace_depth`` in ``boards/ulx3s.py``, ``ecpix5.py``): a :class:`_DeepFifo`."""
     # (Checked before the component exists: one refused in its constructor would be an
     # elaboratable never used.)
     if depth & (depth - 1) or depth <= 16:
         raise ValueError(f"A deep FIFO's depth must be a power of two above 16, not {depth}")
-    return _DeepFifo(width, depth)
+    return _DeepFifo(width, depth, crowded)
 
 
 class _DeepFifo(_RecordFifo):
@@ -307,8 +310,9 @@ class _DeepFifo(_RecordFifo):
         m = Module()
         m.submodules.bulk = bulk = fifo.SyncFIFOBuffered(width=self.width, depth=self.depth)
         m.submodules.head = head = _RecordFifo(self.width, 16)
-        # (A quarter full or more: the bulk's fill, a cycle late.)
-        m.d.sync += self.crowded.eq(bulk.level >= self.depth // 4)
+        if self.with_crowded:
+            # (A quarter full or more: the bulk's fill, a cycle late.)
+            m.d.sync += self.crowded.eq(bulk.level >= self.depth // 4)
         m.d.comb += [bulk.w_data.eq(self.w_data), bulk.w_en.eq(self.w_en),
                      self.w_rdy.eq(bulk.w_rdy),
                      self.r_data.eq(head.r_data), self.r_rdy.eq(head.r_rdy),

@@ -89,8 +89,9 @@ class FrameBuilder(wiring.Component):
     clear_pending : In(1)
         A clear is pending: no frame starts.
     row_sent, row_channel : Out(1), Out(channel_bits)
-        A strobe as a COUNTERS frame ends (its row read), and its channel: the trace summariser
-        closes that channel's run, so that every pulse the row counts has its record by then.
+        (With ``row_strobe``: the trace summariser's builds.) A strobe as a COUNTERS frame ends
+        (its row read), and its channel: the trace summariser closes that channel's run, so
+        that every pulse the row counts has its record by then.
     frame_idle : Out(1)
         Between frames (a clear may take effect).
     periodic, hist_expired, hist_on : In(1)
@@ -117,7 +118,7 @@ class FrameBuilder(wiring.Component):
     """
 
     def __init__(self, params, *, info, wire, clock_hz, source=None, ram_output_registers=True,
-                 batches_in_bursts=True):
+                 batches_in_bursts=True, row_strobe=False):
         self.params = params
         self.wire = wire
         self.info = dict(info)
@@ -125,6 +126,7 @@ class FrameBuilder(wiring.Component):
         self.source = source
         self.ram_output_registers = bool(ram_output_registers)
         self.batches_in_bursts = bool(batches_in_bursts)
+        self.row_strobe = bool(row_strobe)
         ext = {}
         if source is not None:
             ext = {"send_ext": In(1),
@@ -143,8 +145,8 @@ class FrameBuilder(wiring.Component):
             "resp_next": Out(1),
             "clear_pending": In(1),
             "frame_idle": Out(1),
-            "row_sent": Out(1),
-            "row_channel": Out(params.channel_bits),
+            **({"row_sent": Out(1), "row_channel": Out(params.channel_bits)}
+               if row_strobe else {}),
             "periodic": In(1),
             "hist_expired": In(1),
             "hist_on": In(1),
@@ -239,7 +241,8 @@ class FrameBuilder(wiring.Component):
         s.ext_load = Signal()
         s.solicited = Signal()
         m.d.sync += [s.snap_load.eq(0), s.hist_load.eq(0), s.ext_load.eq(0)]
-        m.d.comb += self.row_channel.eq(s.snap_channel)
+        if self.row_strobe:
+            m.d.comb += self.row_channel.eq(s.snap_channel)
         snap_flag_bits = Cat(quiescent, status.clear_busy, self.trace_enable, s.solicited)
         # A snapshot's header describes the sniffer at one instant. Its time and epoch are the
         # frame's (latched as every frame starts, in _between_frames) and the snapshot number
@@ -671,7 +674,8 @@ class FrameBuilder(wiring.Component):
                 with m.Case(FT.STATUS):
                     m.next = "SNAP_NEXT"
                 with m.Case(FT.COUNTERS):
-                    m.d.comb += self.row_sent.eq(1)
+                    if self.row_strobe:
+                        m.d.comb += self.row_sent.eq(1)
                     m.d.sync += s.snap_channel.eq(s.snap_channel + 1)
                     with m.If(s.snap_last):
                         m.d.sync += s.snapshot_no.eq(s.snapshot_no + 1)

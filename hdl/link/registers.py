@@ -104,7 +104,8 @@ class RegisterFile(wiring.Component):
             "read_value": Out(32),
             "cfg": Out(config_layout(params)),
             "trace_enable": Out(1),
-            "trace_summary": Out(params.classes + 1),
+            **({"trace_summary": Out(params.classes + 1)}
+               if any(r.field == "link.trace_summary" for r in registers) else {}),
             "win_load": Out(2 * params.classes),
             "win_data": Out(params.width_bits),
             "snapshot_period_write": Out(1),
@@ -123,13 +124,13 @@ class RegisterFile(wiring.Component):
             "link.snapshot_period": Signal(32, name="snapshot_period_target"),
             "link.hist_period": Signal(16, name="hist_period_target"),
             "link.trace_enable": Signal(reset_less=True, name="trace_enable"),
-            "link.trace_summary": Signal(p.classes + 1, reset_less=True,
-                                         name="trace_summary"),
         }
-        if not any(r.field == "link.trace_summary" for r in self.registers):
-            link["link.trace_summary"] = Const(0, p.classes + 1)  # (a build without it)
-        m.d.comb += [self.trace_enable.eq(link["link.trace_enable"]),
-                     self.trace_summary.eq(link["link.trace_summary"])]
+        m.d.comb += self.trace_enable.eq(link["link.trace_enable"])
+        if any(r.field == "link.trace_summary" for r in self.registers):
+            # (Only in the trace summariser's builds.)
+            link["link.trace_summary"] = Signal(p.classes + 1, reset_less=True,
+                                                name="trace_summary")
+            m.d.comb += self.trace_summary.eq(link["link.trace_summary"])
         strobes = []
         for port in ext.ports:
             signal = getattr(self, port.port_name)

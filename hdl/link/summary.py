@@ -9,9 +9,9 @@ the order of programs, erases, loads and cache busies, and the idle time before 
 program waits for its data in). A run of reads between two other pulses is sent as
 
 * its **first** pulse, whole, as it ends (an ordinary ``END`` record);
-* a **SUMMARY** record (``kind`` ``EventKind.SUMMARY``) for the pulses between
+* a **SUMMARY** record (``kind`` :data:`SUMMARY_KIND`, 5) for the pulses between
   the first and the last: their number and how long before the record the last pulse ended;
-* a **LATE** record (``EventKind.LATE``) for the last pulse: its width and
+* a **LATE** record (:data:`LATE_KIND`, 6) for the last pulse: its width and
   class, its ``END`` record held back until the run ended;
 
 the SUMMARY and LATE records go into the trace FIFO together, just before the record of the
@@ -63,7 +63,13 @@ from ..rb_sniffer.params import EventKind
 from ..rb_sniffer.signatures import TraceSignature
 from ..synthesis import COLLISION_FREE
 
-__all__ = ["TraceSummariser", "COUNT_BITS", "COUNT_MAX", "summary_fields"]
+__all__ = ["TraceSummariser", "COUNT_BITS", "COUNT_MAX", "SUMMARY_KIND", "LATE_KIND",
+           "summary_fields"]
+
+#: The ``kind`` of a SUMMARY record and of a LATE record: trace records only (the sniffer's
+#: ``EventKind`` stops at 4; 7 is an empty TRACE_BATCH slot).
+SUMMARY_KIND = 5
+LATE_KIND = 6
 
 #: Bits of a SUMMARY record's count (the low bits of its ``width``); its age takes the rest.
 COUNT_BITS = 8
@@ -232,10 +238,10 @@ class TraceSummariser(wiring.Component):
         summary = Signal(layout)
         late = Signal(layout)
         m.d.comb += [
-            summary.channel.eq(channel), summary.kind.eq(EventKind.SUMMARY),
+            summary.channel.eq(channel), summary.kind.eq(SUMMARY_KIND),
             summary.index.eq(st.index), summary.timestamp.eq(now),
             summary.width.eq(Mux(saturated, COUNT_MAX, Cat(st.count, age_field))),
-            late.channel.eq(channel), late.kind.eq(EventKind.LATE), late.index.eq(st.index),
+            late.channel.eq(channel), late.kind.eq(LATE_KIND), late.index.eq(st.index),
             late.width.eq(st.width), late.timestamp.eq(now),
         ]
         if p.tag_bits:

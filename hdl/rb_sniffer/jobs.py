@@ -21,7 +21,7 @@ __all__ = ["Job", "JobStage", "counter_depth", "hist_depth", "scrub_stop", "job_
 class Job:
     """Job codes of the shared pipeline: the front-end event kinds, then service jobs."""
 
-    END, PARTIAL, OVERLONG, BUSY, SIDE = (int(k) for k in list(EventKind)[:5])
+    END, PARTIAL, OVERLONG, BUSY, SIDE = (int(k) for k in EventKind)
     READ = 5
     SCRUB = 6
     NONE = 7

@@ -64,9 +64,6 @@ class EventKind(enum.IntEnum, shape=3):
     OVERLONG = 2  # the width reached MAX ticks for the first time in this pulse
     BUSY = 3  # more busy ticks of a pulse that already saturated
     SIDE = 4  # delivery of a mailbox's side counts: lost events and glitches (pipeline only)
-    # Trace records only, from the link's summariser (hdl/link/summary.py, docs/link.md):
-    SUMMARY = 5  # the pulses of a run between its first and last: count and the last's age
-    LATE = 6  # a run's last pulse, its END record held back until the run ended
 
 
 class Counter(enum.IntEnum, shape=3):

@@ -55,7 +55,7 @@ from rbscope.device.protocol import HEADER_BYTES, decode_frame_bytes, trace_reco
 from rbscope.gateware.extensions import PROTOCOL
 from rbscope.gateware.link import protocol as wire
 from rbscope.gateware.link.protocol import FrameType
-from rbscope.gateware.link.summary import COUNT_BITS, COUNT_MAX
+from rbscope.gateware.link.summary import COUNT_BITS, COUNT_MAX, LATE_KIND, SUMMARY_KIND
 from rbscope.gateware.rb_sniffer.params import EventKind
 
 from .sequence import (
@@ -610,7 +610,7 @@ class TraceScanner:
         """One line's chunk: whole pulses (saturated ones with their BUSY ticks), the losses'
         stretches left out; the held-back pulse first, the last one held back."""
         end = ts
-        summary, late = kd == EventKind.SUMMARY, kd == EventKind.LATE
+        summary, late = kd == SUMMARY_KIND, kd == LATE_KIND
         if summary.any() or late.any():
             # The trace summariser's records (docs/link.md, "Trace summary"): a SUMMARY stands
             # for pulses not in the sequence (counted), a LATE record is the run's last pulse,
@@ -622,12 +622,12 @@ class TraceScanner:
                 at = np.flatnonzero(late)
                 before = at - 1
                 inside = before >= 0
-                ages[at[inside]] = np.where(kd[before[inside]] == EventKind.SUMMARY,
+                ages[at[inside]] = np.where(kd[before[inside]] == SUMMARY_KIND,
                                             w[before[inside]] >> COUNT_BITS, 0)
                 if not inside.all():
                     ages[at[~inside]] = self._age.get(c, 0)
                 end = ts - ages
-            if kd[-1] == EventKind.SUMMARY:
+            if kd[-1] == SUMMARY_KIND:
                 self._age[c] = int(w[-1]) >> COUNT_BITS
             kd = np.where(late, EventKind.END, kd)
             kd, w = kd[~summary], w[~summary]

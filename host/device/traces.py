@@ -45,7 +45,7 @@ from array import array
 
 import numpy as np
 
-from rbscope.gateware.link.summary import COUNT_BITS, COUNT_MAX
+from rbscope.gateware.link.summary import COUNT_BITS, COUNT_MAX, LATE_KIND, SUMMARY_KIND
 from rbscope.gateware.rb_sniffer.params import Counter, EventKind
 
 __all__ = ["PulseRecords", "MAX_RECORDS", "LOST_SHARE_MAX"]
@@ -156,11 +156,11 @@ class PulseRecords:
         late = None
         if frame.kind == EventKind.END:
             kind = _END
-        elif frame.kind == EventKind.SUMMARY:
+        elif frame.kind == SUMMARY_KIND:
             kind = _SUMMARY
             self.summaries += 1
             self._age[ch] = frame.width >> COUNT_BITS
-        elif frame.kind == EventKind.LATE:
+        elif frame.kind == LATE_KIND:
             if age is None:
                 self.malformed += 1  # (a LATE record follows its SUMMARY)
                 return
