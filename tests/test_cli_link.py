@@ -308,6 +308,67 @@ def test_live_view_says_whether_the_pulse_sequence_is_still_complete():
     assert [x["trace_records_lost"] for x in lines] == [0, 5]
 
 
+def test_live_view_counts_the_pulses_the_device_summarised():
+    """With the trace summariser on, the pulses its SUMMARY records stand for are counted per
+    line as the records arrive, and every form of the view says how many, beside the loss
+    count: the sequence is complete but for those."""
+    import io
+
+    from rbscope.device.live import LiveView
+    from rbscope.device.protocol import (
+        Counters,
+        LinkStats,
+        Snapshot,
+        Status,
+        StatusFlags,
+        Trace,
+        TraceBatch,
+    )
+    from rbscope.gateware.link import protocol as wire
+    from rbscope.gateware.link.summary import COUNT_BITS, LATE_KIND, SUMMARY_KIND
+
+    layout = wire.trace_record_layout(PARAMS)
+    records = tuple(layout.const(r).as_value().value for r in (
+        {"kind": 0, "index": 1, "channel": 1, "width": 40, "time": 0},
+        {"kind": SUMMARY_KIND, "index": 1, "channel": 1, "width": 5 << COUNT_BITS | 200,
+         "time": 70},
+        {"kind": LATE_KIND, "index": 1, "channel": 1, "width": 44, "time": 70},
+        *[{"kind": wire.TRACE_EMPTY_KIND}] * (wire.TRACE_BATCH_RECORDS - 3)))
+    row = tuple([1] * PARAMS.counters_per_channel)
+    snap = Snapshot(Status(0, b"", timestamp=5000, trace_lost=0, flags=StatusFlags.TRACE_ON),
+                    [Counters(0, b"", channel=ch, counters=row)
+                     for ch in range(PARAMS.channels)])
+
+    def feed(view):
+        view.trace(TraceBatch(0, b"", base=0, records=records))
+        # a single TRACE frame (builds that send them) and a frame of another kind
+        view.trace(Trace(1, b"", channel=0, kind=SUMMARY_KIND, width=9 << COUNT_BITS | 3))
+        view.trace(Trace(2, b"", channel=0, kind=0, width=300))
+        view.trace(snap)
+        view.update(snap, LinkStats())
+
+    plain = io.StringIO()
+    view = LiveView(PARAMS, 1e-6, ("read",), stream=plain, tty=False, interval=0)
+    feed(view)
+    assert view.summarised == [3, 200]
+    assert ("pulse records: none lost (sequence complete); 203 pulses summarised on the device"
+            in plain.getvalue())
+    tty = io.StringIO()
+    view = LiveView(PARAMS, 1e-6, ("read",), stream=tty, tty=True, interval=0, width=160)
+    feed(view)
+    view.close()
+    assert "summarised" in tty.getvalue() and "200" in tty.getvalue()
+    out = io.StringIO()
+    feed(LiveView(PARAMS, 1e-6, ("read",), stream=out, json=True))
+    assert json.loads(out.getvalue())["trace_pulses_summarised"] == [3, 200]
+    # Nothing summarised: no column, no words about it.
+    quiet = io.StringIO()
+    view = LiveView(PARAMS, 1e-6, ("read",), stream=quiet, tty=True, interval=0, width=160)
+    view.update(snap, LinkStats())
+    view.close()
+    assert "summarised" not in quiet.getvalue()
+
+
 def test_quiescence_countdown():
     from types import SimpleNamespace as S
 

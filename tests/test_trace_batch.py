@@ -170,6 +170,27 @@ def test_host_unpacks_a_batch_and_skips_empty_slots():
     assert hp.trace_records(batch, P) == traces
 
 
+def test_a_batch_names_its_summary_records_pulses_as_its_records_do():
+    """``TraceBatch.summaries`` (the live view's cheap read of a full link) gives each SUMMARY
+    record's channel and count, the low COUNT_BITS of its width, exactly as the unpacked
+    records say; other kinds and empty slots are not in it."""
+    from rbscope.gateware.link.summary import COUNT_BITS, COUNT_MAX, LATE_KIND, SUMMARY_KIND
+
+    base = (3 << TIME_BITS) | 10
+    age = 77 << COUNT_BITS  # the age of the run's last pulse sits above the count
+    words = _words({"kind": 0, "index": 1, "channel": 2, "width": 40, "time": 10},
+                   {"kind": SUMMARY_KIND, "index": 1, "channel": 2, "width": age | 13,
+                    "time": 900},
+                   {"kind": LATE_KIND, "index": 1, "channel": 2, "width": 41, "time": 900},
+                   {"kind": SUMMARY_KIND, "index": 1, "channel": 0, "width": COUNT_MAX,
+                    "time": 950},
+                   *[{"kind": wire.TRACE_EMPTY_KIND}] * 28)
+    batch = hp.TraceBatch(0, b"", base=base, records=words)
+    assert batch.summaries(P) == [(2, 13), (0, COUNT_MAX)]
+    assert batch.summaries(P) == [(t.channel, t.width & COUNT_MAX) for t in batch.traces(P)
+                                  if t.kind == SUMMARY_KIND]
+
+
 @pytest.mark.parametrize("records, message", [
     (({"kind": 0, "channel": 1, "time": 999},), "does not follow base"),
     (({"kind": 0, "channel": 1, "time": 1000}, {"kind": 0, "channel": 0, "time": 990}),

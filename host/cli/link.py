@@ -353,6 +353,7 @@ def _cmd_capture(args):
                 idle_since = start_snap.status.quiet_since
             active = start_snap is not None and idle_since is None
             for _, frame in dev.frames():
+                view.trace(frame)
                 if isinstance(frame, Status) or frame is None:
                     snap = dev.latest_snapshot
                     if snap is not None and snap is not seen:

@@ -21,7 +21,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from rbscope.device.protocol import Trace, TraceBatch
 from rbscope.gateware.link.protocol import StatusFlags
+from rbscope.gateware.link.summary import COUNT_MAX, SUMMARY_KIND
 
 __all__ = ["LiveView", "quiescence"]
 
@@ -113,12 +115,26 @@ class LiveView:
         self._last_draw = 0.0
         self._prev = None  # (timestamp, [counters rows]) for rates
         self._lost0 = None  # STATUS trace_lost when TRACE records were first seen on
+        # Pulses the device's trace summariser counted in SUMMARY records instead of sending
+        # them, per channel, since the view began (:meth:`trace`).
+        self.summarised = [0] * params.channels
         self._rates = None
         self._moving = False
         self._live = None
         self._console = Console(file=self.stream, force_terminal=self.tty, width=width,
                                 highlight=False) if self.tty else None
         self.started = time.monotonic()
+
+    def trace(self, frame):
+        """Take a TRACE or TRACE_BATCH frame as it arrives: the pulses its SUMMARY records
+        stand for are added to their lines' ``summarised`` (other frames are ignored)."""
+        if isinstance(frame, TraceBatch):
+            for ch, n in frame.summaries(self.params):
+                if ch < len(self.summarised):
+                    self.summarised[ch] += n
+        elif isinstance(frame, Trace) and frame.kind == SUMMARY_KIND:
+            if frame.channel < len(self.summarised):
+                self.summarised[frame.channel] += frame.width & COUNT_MAX
 
     def update(self, snapshot, stats, *, force=False, extra=""):
         """Take a new snapshot (``rbscope.device.protocol.Snapshot``) and the link's
@@ -129,6 +145,10 @@ class LiveView:
         if lost is not None:
             text = ("pulse records: none lost (sequence complete)" if not lost else
                     f"pulse records: {lost:,} LOST (sequence incomplete)")
+            summarised = sum(self.summarised)
+            if summarised:
+                text += (f"; {summarised:,} pulses summarised on the device (counted, "
+                         f"not sent one by one)")
             extra = f"{extra}  {text}" if extra else text
         ts = snapshot.status.timestamp
         if self._prev is not None and ts > self._prev[0]:
@@ -150,7 +170,8 @@ class LiveView:
                 "rates": [[round(x, 3) for x in r[:self.params.classes]]
                           for r in self._rates] if self._rates else None,
                 "link_errors": stats.errors, "lost_frames": stats.lost_frames,
-                "reconnects": stats.reconnects, "trace_records_lost": lost}) + "\n")
+                "reconnects": stats.reconnects, "trace_records_lost": lost,
+                "trace_pulses_summarised": list(self.summarised)}) + "\n")
             self.stream.flush()
             return
         now = time.monotonic()
@@ -189,7 +210,9 @@ class LiveView:
         table.add_column("ch", justify="right")
         for name in self.names:
             table.add_column(name, justify="right")
-        for name in ("glitch", "partial", "dropped", "busy"):
+        summarised = any(self.summarised)
+        for name in ("glitch", "partial", "dropped", "busy") + (
+                ("summarised",) if summarised else ()):
             table.add_column(name, justify="right")
         for ch, row in enumerate(rows):
             rates = self._rates[ch] if self._rates else None
@@ -201,7 +224,9 @@ class LiveView:
                 cells.append(cell)
             busy = f"{100 * rates[k + 5] * self.tick_seconds:.1f} %" if rates else ""
             dropped = Text(f"{row[k + 4]:,}", style="bold red" if row[k + 4] else "")
-            table.add_row(str(ch), *cells, f"{row[k + 1]:,}", f"{row[k + 3]:,}", dropped, busy)
+            more = (f"{self.summarised[ch]:,}",) if summarised else ()
+            table.add_row(str(ch), *cells, f"{row[k + 1]:,}", f"{row[k + 3]:,}", dropped, busy,
+                          *more)
         return table
 
     def _draw(self, snapshot, rows, stats, extra, state):

@@ -42,6 +42,7 @@ from rbscope.gateware.link.protocol import (
     ResponseStatus,
     StatusFlags,
 )
+from rbscope.gateware.link.summary import COUNT_MAX, SUMMARY_KIND
 from rbscope.gateware.rb_sniffer.params import Counter, EventKind, SnifferParams
 
 __all__ = [
@@ -411,6 +412,20 @@ class TraceBatch(Frame):
             out.append(Trace(self.seq, self.raw, channel=channel, kind=kind,
                              index=bits >> index_at & index_mask,
                              width=bits >> width_at & width_mask, timestamp=timestamp))
+        return out
+
+    def summaries(self, params):
+        """``(channel, pulses)`` of each SUMMARY record in the batch (the trace summariser's,
+        ``docs/link.md`` "Trace summary"), in order: the pulses the device counted instead of
+        sending. Only the kind, channel and count of each slot are read, so a live display can
+        keep up with a full link; :meth:`traces` checks the rest."""
+        (kind_at, kind_mask), _, (channel_at, channel_mask), (width_at, _), _ = \
+            _record_fields(params)
+        out = []
+        for bits in self.records:
+            if bits >> kind_at & kind_mask == SUMMARY_KIND:
+                out.append((bits >> channel_at & channel_mask,
+                            bits >> width_at & COUNT_MAX))
         return out
 
 
