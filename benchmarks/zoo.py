@@ -390,7 +390,8 @@ def _result_fields(analysis):
             "alternatives": _plain(alts) if alts else [],
             "knowledge_level": getattr(r, "knowledge_level", None)
             or getattr(analysis, "knowledge_level", None),
-            "warnings": [str(w) for w in r.warnings][:8]}
+            "warnings": [str(w) for w in r.warnings][:8],
+            "reasons": [str(t) for t in getattr(r, "decide", ())][:8]}
 
 
 def _plain(x):

@@ -319,6 +319,29 @@ def test_back_to_back_cache_chain_heads_told_from_reads_by_the_gap_after_them(zo
     assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
 
 
+def test_chain_pulses_in_a_read_mode_beside_the_main_reads_leave_the_value_undetermined(zoo):
+    # A one-die tuning draw of slc-seq-cache: 45 chain heads counted, and 21 more of the chains'
+    # pulses (tCBSY as wide as 12 µs) made a read state of their own below the reads' 1 632.
+    # Reads or cache programs, R/B# cannot say: undetermined, the interval counting them.
+    from rbscope.analysis.labelled import from_refssd
+    from rbscope.nand.ops import OpClass
+
+    drive, _, run, m, _ = zoo.prepare("slc-seq-cache", 34)
+    truth = run.truth.wa_true
+    r = _analyse_l0(zoo, "slc-seq-cache", drive, run, m)
+    (die,) = r.classification["dies"].values()
+    assert die["chain_heads"] >= 20
+    assert 0.01 * die["program_pulses"] <= die["side_reads"] <= 30
+    assert r.undetermined and any("beside the main reads" in t for t in r.decide)
+    assert r.wa_confidence.lo <= truth <= r.wa_confidence.hi
+    # The interval's upper end counts them programs; the value does not.
+    lab = from_refssd(run, 0)
+    chain = int((lab.op_class == OpClass.CACHE_PROGRAM).sum())
+    assert r.wa.value < truth and chain > die["chain_heads"] + die["side_reads"]
+    assert any("read-width modes beside the main reads are cache programs" in a["reading"]
+               for a in r.alternatives)
+
+
 def test_a_rare_merged_chain_mode_does_not_turn_the_erases_into_programs(zoo):
     # One-die tuning draw: 7 chain-final pulses (two programs' time) make a rare second mode;
     # the 18 erases' cluster is then no longer "small beside every mode" and used to become a

@@ -1044,6 +1044,24 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                            f"cannot be told from the reads of pages being moved: up to as many "
                            f"more or fewer programs in the interval; tap the bus (the opcode "
                            f"tap tells 15h from 30h)")
+    # Back-to-back cache-program chains (their heads counted): a chain's middle pulse (15h,
+    # busy until the previous page's array program ends) may be as short as a read, so the
+    # read states beside the main one hold reads or such programs: the interval's upper end
+    # counts them programs, and from 1 % of the programs the value is undetermined.
+    side = sum(getattr(d, "side_reads", 0.0) for d in dies.values())
+    if side >= 0.5:
+        w_alt = wa_of_units(counted + side)
+        hi_wa = max(hi_wa, w_alt)
+        if side >= SIDE_READS_UNDECIDED * counted:
+            undetermined = True
+            reasons.append(f"back-to-back cache-program chains on this drive (their heads "
+                           f"counted): ≈{side * scale:,.0f} pulses of read-width modes beside "
+                           f"the main reads may be reads or a chain's programs as short as "
+                           f"reads (a 15h busy lasts until the previous page's program ends): "
+                           f"up to that many more programs in the interval; tap the bus (the "
+                           f"opcode tap tells 15h from 30h)")
+            alts.append({"reading": f"the {side * scale:,.0f} pulses of the read-width modes "
+                                    f"beside the main reads are cache programs", "wa": w_alt})
     # Host-paced chains the silences found but no slow program's silence anchored (a read
     # whose page is moved leaves a silence too): counted none, each possibly a cache program.
     paced = sum(getattr(d, "paced", 0.0) for d in dies.values())
@@ -1353,6 +1371,9 @@ ERASE_HELD = 0.005
 #: Chain heads counted as narrower than the reads flag the value undetermined from this share of
 #: the programs counted (as many again may hide among the reads).
 NARROW_UNDECIDED = 0.005
+#: Pulses of the read states beside the main one on a line with back-to-back cache-program
+#: chains, as a share of the program pulses, from which the value is undetermined.
+SIDE_READS_UNDECIDED = 0.01
 #: Programs after an erase and reads (possibly resumed erases) widen the interval's lower end
 #: when they are at least this share of the programs counted.
 RESUMABLE_SHARE = 0.002
