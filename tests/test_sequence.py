@@ -488,3 +488,31 @@ def test_after_a_tdbsy_the_gap_tells_programs_from_erases():
     flat[long_ - 1] = np.log2(rng.uniform(83, 100, len(long_)))
     assert np.array_equal(_programs_by_data_in(g, [1], 2, [0], flat), g)
 
+
+def test_of_several_empty_stretches_the_gap_split_the_widths_contradict_least():
+    from rbscope.analysis.sequence import _programs_by_data_in
+
+    # A publishing draw of tlc-plane-reads-4p (1570): the erases' gaps spread over 1-20 µs,
+    # two of them at 1.3 µs, the programs' 83-102 µs. The widest empty stretch (1.3 to 6.2 µs,
+    # 2.3 octaves) is inside the erases; the split between erases and programs (20 to 83 µs,
+    # 2.0 octaves) is the one the widths agree with.
+    rng = np.random.default_rng(5)
+    erase_gaps = [1.3, 1.3, 6.2, 7.0, 8.4, 9.0, 12.5, 13.3, 13.8, 17.7, 18.2, 20.3]
+    kinds = [1] * 60 + [2] * len(erase_gaps)
+    rng.shuffle(kinds)
+    left = list(erase_gaps)
+    g, gaps = [], []
+    for kd in kinds:
+        g.append([1.0, 0.0, 0.0])
+        gaps.append(np.log2(rng.uniform(83, 102) if kd == 1 else left.pop()))
+        g.append([0.0, 1.0, 0.0] if kd == 1 else [0.0, 0.0, 1.0])
+        gaps.append(np.log2(60.0))
+    g = np.array(g)
+    long_ = np.arange(1, len(g), 2)
+    progs = long_[np.array(kinds) == 1]
+    erases = long_[np.array(kinds) == 2]
+    g[erases[:4]] = [0.0, 1.0, 0.0]  # erases as wide as the slowest programs
+    out = _programs_by_data_in(g, [1], 2, [0], np.array(gaps))
+    assert out[erases, 2].sum() == pytest.approx(len(erase_gaps))
+    assert out[progs, 1].sum() == pytest.approx(60)
+
