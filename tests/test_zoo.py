@@ -480,6 +480,38 @@ def test_unconfirmed_host_paced_chains_leave_the_value_undetermined(zoo):
     assert r.wa_confidence.lo <= run.truth.wa_true <= r.wa_confidence.hi
 
 
+def test_chain_heads_beside_host_paced_cache_programs_leave_the_value_undetermined(zoo,
+                                                                                  monkeypatch):
+    # A tuning draw of mlc-hostpaced-cache-50r, its host-paced programs found and no chain head
+    # counted: decided. With heads counted on its dies too (1.5 % of the programs, as reads as
+    # narrow as the tCBSY cluster before programs made them on publishing draw 1552), both
+    # readings stay open: undetermined, the interval's lower end counting them as reads.
+    from rbscope.analysis import sequence
+
+    drive, _, run, m, _ = zoo.prepare("mlc-hostpaced-cache-50r", 37)
+    r = _analyse_l0(zoo, "mlc-hostpaced-cache-50r", drive, run, m)
+    dies = r.classification["dies"].values()
+    assert sum(d["paced_short"] for d in dies) > 100 and sum(d["chain_heads"] for d in dies) == 0
+    assert not any("passes for a head" in t for t in r.decide)
+    real = sequence._die_result
+
+    def with_heads(*args, **kwargs):
+        d = real(*args, **kwargs)
+        if d.paced >= 1.0:
+            extra = 0.015 * d.program_pulses
+            d.heads += extra
+            d.program_pulses += extra
+            d.unit_pulses = (d.unit_pulses or 0.0) + extra
+        return d
+    monkeypatch.setattr(sequence, "_die_result", with_heads)
+    r2 = _analyse_l0(zoo, "mlc-hostpaced-cache-50r", drive, run, m)
+    assert r2.wa.value > r.wa.value
+    assert r2.undetermined and any("passes for a head" in t for t in r2.decide)
+    alt = next(a["wa"] for a in r2.alternatives if "beside host-paced" in a["reading"])
+    assert alt < r2.wa.value and r2.wa_confidence.lo <= alt
+    assert alt == pytest.approx(r.wa.value, rel=2e-3)  # without those heads: the first reading
+
+
 def test_a_tap_s_coarse_tick_trains_classes_that_cover_the_finer_measurement(zoo):
     # L2 on a tuning draw of mlc-seq-100w: the tapped channel's labels count whole 1 µs ticks,
     # so every tDBSY (0.5-1 µs here) reads 0; spread as rounding (±0.5 tick) the trained

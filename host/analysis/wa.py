@@ -1062,6 +1062,27 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                            f"opcode tap tells 15h from 30h)")
             alts.append({"reading": f"the {side * scale:,.0f} pulses of the read-width modes "
                                     f"beside the main reads are cache programs", "wa": w_alt})
+    # Heads of back-to-back chains counted (by a tCBSY cluster or the gaps) on a die whose cache
+    # programs the silences found host-paced: its tCBSY cluster is those programs', and a read
+    # as narrow as it, right before a program, passes for a chain's head. Both regimes on one
+    # die R/B# cannot rule out: the interval's lower end counts those heads as reads (a
+    # publishing draw of mlc-hostpaced-cache-50r, 1552: 12 such heads at L0, 27 at L1, no chain
+    # on the drive; +1.12 % and +2.12 %, decided).
+    mixed = sum(max(0.0, d.heads - d.narrow_heads) for d in dies.values()
+                if getattr(d, "paced", 0.0) >= 1.0)
+    if mixed >= 1.0:
+        w_alt = wa_of_units(max(0.0, counted - mixed))
+        lo_wa = min(lo_wa, w_alt)
+        if mixed >= MIXED_HEADS_UNDECIDED * counted:
+            undetermined = True
+            reasons.append(f"≈{mixed * scale:,.0f} short pulses right before programs were "
+                           f"counted as heads of back-to-back cache-program chains on dies whose "
+                           f"cache programs the idle gaps found host-paced: there the tCBSY "
+                           f"cluster is the host-paced programs', and a read as short, before a "
+                           f"program, passes for a head; up to that many fewer programs in the "
+                           f"interval; tap the bus (the opcode tap tells 15h from 30h)")
+            alts.append({"reading": f"the {mixed * scale:,.0f} heads counted beside host-paced "
+                                    f"cache programs are reads", "wa": w_alt})
     # Host-paced chains the silences found but no slow program's silence anchored (a read
     # whose page is moved leaves a silence too): counted none, each possibly a cache program.
     paced = sum(getattr(d, "paced", 0.0) for d in dies.values())
@@ -1374,6 +1395,9 @@ NARROW_UNDECIDED = 0.005
 #: Pulses of the read states beside the main one on a line with back-to-back cache-program
 #: chains, as a share of the program pulses, from which the value is undetermined.
 SIDE_READS_UNDECIDED = 0.01
+#: Chain heads counted on dies with host-paced cache programs, as a share of the program pulses,
+#: from which the value is undetermined.
+MIXED_HEADS_UNDECIDED = 0.005
 #: Programs after an erase and reads (possibly resumed erases) widen the interval's lower end
 #: when they are at least this share of the programs counted.
 RESUMABLE_SHARE = 0.002
