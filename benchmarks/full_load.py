@@ -255,9 +255,10 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, 
             shutil.copy(path, os.environ["RBSCOPE_KEEP_CAPTURE"])
         m = capture_to_measurement(path)
         truth = sim.truth(int(seconds * clock_hz) + 40_000 * cyc_us)
+        rig_95 = []
         same, wa = rig_against_recording(m, truth, params, cyc_us, Path(tmp),
                                          window=m.config.windows[READ_WINDOW]
-                                         if summarise else None)
+                                         if summarise else None, intervals=rig_95)
     lost = final.status.trace_lost
     seq = m.provenance.get("sequence", {})
     # The first pulse (after the clear) with no record: the model's pulses against the records.
@@ -295,6 +296,10 @@ def run_one(board, rate, seconds, widths, build_root, log=print, channels=None, 
         "complete": bool(seq.get("complete")), "sequence_why": seq.get("why"), "wall_s": wall,
         "lines_equal_to_recording": same, "wa_rig": wa[0], "wa_recording": wa[1],
         "wa_difference": None if None in wa else wa[0] / wa[1] - 1,
+        # (The rig's 95 % interval, and whether it holds the recording's WA.)
+        "wa_rig_95": list(rig_95[0]) if rig_95 else None,
+        "rig_95_holds_recording": (rig_95[0][0] <= wa[1] <= rig_95[0][1])
+        if rig_95 and wa[1] is not None else None,
     }
     log(f"  {board} {row['offered_per_die']:,.0f}/s/die: {len(records):,} records"
         + (f" ({row['summarised']:,} pulses summarised)" if summarise else "")
@@ -354,7 +359,7 @@ program_model = "single-plane"
 """
 
 
-def rig_against_recording(m, truth, params, cycles_per_tick, tmp, window=None):
+def rig_against_recording(m, truth, params, cycles_per_tick, tmp, window=None, intervals=None):
     """``(lines, (WA of the rig, WA of the recording))``: how many lines' pulse sequences in the
     capture (``m``) are exactly the recording's (the model's pulses of the same pins: the
     whole pulses of the capture's epoch, its last ones, each starting where the pin fell:
@@ -363,7 +368,8 @@ def rig_against_recording(m, truth, params, cycles_per_tick, tmp, window=None):
     recording's less the pulses its SUMMARY records count, each of which lies in the window
     between two pulses of it that are in the sequence), and the WA that ``rbscope analyze``'s
     sequence classifier gives each with the same geometry and logical volume (the recording's
-    program-window pulses × 4 KiB)."""
+    program-window pulses × 4 KiB). ``intervals``: a list the rig's 95 % interval ``(lo, hi)``
+    is appended to."""
     glitch = params.counter_index(Counter.GLITCH)
     recording, starts, same = {}, {}, 0
     for ch in range(params.channels):
@@ -394,6 +400,9 @@ def rig_against_recording(m, truth, params, cycles_per_tick, tmp, window=None):
         result = analyse(AnalysisRequest(source=str(source), geometry=geometry,
                                          logical=logical, classifier="sequence")).result
         out.append(result.wa.value)
+        if name == "rig" and intervals is not None:
+            conf = result.wa_confidence or result.wa
+            intervals.append((conf.lo, conf.hi))
     return same, tuple(out)
 
 
