@@ -1044,24 +1044,32 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                            f"cannot be told from the reads of pages being moved: up to as many "
                            f"more or fewer programs in the interval; tap the bus (the opcode "
                            f"tap tells 15h from 30h)")
+    def leave_open(n, share, more, reason, reading):
+        """Keep ``n`` program pulses the pulses cannot decide in the interval (``more``: at its
+        upper end, else its lower); from ``share`` of the counted programs the value is
+        undetermined, for ``reason``, with the alternative ``reading``."""
+        nonlocal lo_wa, hi_wa, undetermined
+        w_alt = wa_of_units(counted + n if more else max(0.0, counted - n))
+        hi_wa, lo_wa = (max(hi_wa, w_alt), lo_wa) if more else (hi_wa, min(lo_wa, w_alt))
+        if n >= share * counted:
+            undetermined = True
+            reasons.append(reason)
+            alts.append({"reading": reading, "wa": w_alt})
+
     # Back-to-back cache-program chains (their heads counted): a chain's middle pulse (15h,
     # busy until the previous page's array program ends) may be as short as a read, so the
     # read states beside the main one hold reads or such programs: the interval's upper end
     # counts them programs, and from 1 % of the programs the value is undetermined.
     side = sum(getattr(d, "side_reads", 0.0) for d in dies.values())
     if side >= 0.5:
-        w_alt = wa_of_units(counted + side)
-        hi_wa = max(hi_wa, w_alt)
-        if side >= SIDE_READS_UNDECIDED * counted:
-            undetermined = True
-            reasons.append(f"back-to-back cache-program chains on this drive (their heads "
-                           f"counted): ≈{side * scale:,.0f} pulses of read-width modes beside "
-                           f"the main reads may be reads or a chain's programs as short as "
-                           f"reads (a 15h busy lasts until the previous page's program ends): "
-                           f"up to that many more programs in the interval; tap the bus (the "
-                           f"opcode tap tells 15h from 30h)")
-            alts.append({"reading": f"the {side * scale:,.0f} pulses of the read-width modes "
-                                    f"beside the main reads are cache programs", "wa": w_alt})
+        leave_open(side, SIDE_READS_UNDECIDED, True,
+                   f"back-to-back cache-program chains on this drive (their heads counted): "
+                   f"≈{side * scale:,.0f} pulses of read-width modes beside the main reads may "
+                   f"be reads or a chain's programs as short as reads (a 15h busy lasts until "
+                   f"the previous page's program ends): up to that many more programs in the "
+                   f"interval; tap the bus (the opcode tap tells 15h from 30h)",
+                   f"the {side * scale:,.0f} pulses of the read-width modes beside the main "
+                   f"reads are cache programs")
     # Heads of back-to-back chains counted (by a tCBSY cluster or the gaps) on a die whose cache
     # programs the silences found host-paced: its tCBSY cluster is those programs', and a read
     # as narrow as it, right before a program, passes for a chain's head. Both regimes on one
@@ -1071,18 +1079,15 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
     mixed = sum(max(0.0, d.heads - d.narrow_heads) for d in dies.values()
                 if getattr(d, "paced", 0.0) >= 1.0)
     if mixed >= 1.0:
-        w_alt = wa_of_units(max(0.0, counted - mixed))
-        lo_wa = min(lo_wa, w_alt)
-        if mixed >= MIXED_HEADS_UNDECIDED * counted:
-            undetermined = True
-            reasons.append(f"≈{mixed * scale:,.0f} short pulses right before programs were "
-                           f"counted as heads of back-to-back cache-program chains on dies whose "
-                           f"cache programs the idle gaps found host-paced: there the tCBSY "
-                           f"cluster is the host-paced programs', and a read as short, before a "
-                           f"program, passes for a head; up to that many fewer programs in the "
-                           f"interval; tap the bus (the opcode tap tells 15h from 30h)")
-            alts.append({"reading": f"the {mixed * scale:,.0f} heads counted beside host-paced "
-                                    f"cache programs are reads", "wa": w_alt})
+        leave_open(mixed, MIXED_HEADS_UNDECIDED, False,
+                   f"≈{mixed * scale:,.0f} short pulses right before programs were counted as "
+                   f"heads of back-to-back cache-program chains on dies whose cache programs "
+                   f"the idle gaps found host-paced: there the tCBSY cluster is the host-paced "
+                   f"programs', and a read as short, before a program, passes for a head; up to "
+                   f"that many fewer programs in the interval; tap the bus (the opcode tap "
+                   f"tells 15h from 30h)",
+                   f"the {mixed * scale:,.0f} heads counted beside host-paced cache programs "
+                   f"are reads")
     # Host-paced chains the silences found but no slow program's silence anchored (a read
     # whose page is moved leaves a silence too): counted none, each possibly a cache program.
     paced = sum(getattr(d, "paced", 0.0) for d in dies.values())
