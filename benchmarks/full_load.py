@@ -388,7 +388,8 @@ def rig_against_recording(m, truth, params, cycles_per_tick, tmp, window=None, i
                 list(zip(got, m.pulse_starts[ch], strict=True)), window)
     if not m.pulses:
         return same, (None, None)
-    rec = dataclasses.replace(m, pulses=recording, pulse_starts=starts, pulses_lost={})
+    rec = dataclasses.replace(m, pulses=recording, pulse_starts=starts, pulses_lost={},
+                              pulses_summarised={}, pulse_gaps_open={})
     geometry = parse_geometry(GEOMETRY_TOML.format(dies=params.channels))
     lo, hi = m.config.windows[2]
     programs = sum(lo <= w < hi for w in itertools.chain.from_iterable(recording.values()))

@@ -42,9 +42,10 @@ READ = "read"
 def summarised(m, window):
     """The measurement ``m`` as a summarising build would give it: in each line's sequence,
     every run of pulses inside class window ``window`` loses the pulses between its first and
-    its last, which ``pulses_summarised`` counts."""
+    its last, which ``pulses_summarised`` counts, and the idle time before each run's last pulse
+    spans them (``pulse_gaps_open``)."""
     lo, hi = m.config.windows[window]
-    pulses, starts, counts = {}, {}, {}
+    pulses, starts, counts, gaps_open = {}, {}, {}, {}
     for ch, widths in m.pulses.items():
         w = np.asarray(widths, dtype=np.int64)
         st = np.asarray(m.pulse_starts[ch], dtype=np.int64)
@@ -56,8 +57,11 @@ def summarised(m, window):
         pulses[ch], starts[ch] = w[~middle].tolist(), st[~middle].tolist()
         if middle.any():
             counts[ch] = int(middle.sum())
+            left = np.cumsum(middle)[~middle]
+            gaps_open[ch] = (np.flatnonzero(np.diff(left) > 0) + 1).tolist()
     seq = dict(m.provenance.get("sequence") or {}, summary_windows=[window])
     return dataclasses.replace(m, pulses=pulses, pulse_starts=starts, pulses_summarised=counts,
+                               pulse_gaps_open=gaps_open,
                                provenance=dict(m.provenance, sequence=seq))
 
 

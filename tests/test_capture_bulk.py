@@ -243,8 +243,9 @@ def test_the_bulk_reader_ends_in_the_reference_readers_state(tmp_path, clean, va
 def _scan(path, seq, params, bulk, starts=True, **kw):
     s = TraceScanner(path, params, from_tick=seq["from_tick"], to_tick=seq["to_tick"],
                      losses=seq.get("losses", ()), bulk=bulk, starts=starts, **kw)
-    out = [(end, {c: (w.tolist(), None if st is None else st.tolist())
-                  for c, (w, st) in lines.items()}) for end, lines in s]
+    out = [(end, {c: (w.tolist(), None if st is None else st.tolist(),
+                      None if g is None else g.tolist())
+                  for c, (w, st, g) in lines.items()}) for end, lines in s]
     return out, s.errors, s.excluded
 
 
@@ -262,9 +263,9 @@ def test_the_bulk_trace_scanner_gives_the_reference_chunks(tmp_path, clean, vari
         ref = _scan(path, seq, m.params, False, **kw)
         assert _scan(path, seq, m.params, True, **kw) == ref
         # Without starts (pass 2): the same widths.
-        widths = [(e, {c: w for c, (w, _) in lines.items()}) for e, lines in ref[0]]
+        widths = [(e, {c: w for c, (w, *_) in lines.items()}) for e, lines in ref[0]]
         got = _scan(path, seq, m.params, True, starts=False, **kw)
-        assert [(e, {c: w for c, (w, _) in lines.items()}) for e, lines in got[0]] == widths
+        assert [(e, {c: w for c, (w, *_) in lines.items()}) for e, lines in got[0]] == widths
         assert got[1:] == ref[1:]
         assert len(ref[0]) > (1 if kw["chunk"] < 10**9 else 0)
 
@@ -276,11 +277,11 @@ def test_a_trace_scanner_decodes_trace_frames_and_odd_batches_alike(tmp_path, cl
     ref = _scan(path, seq, PARAMS, False, chunk=3000)
     assert _scan(path, seq, PARAMS, True, chunk=3000) == ref
     got = _scan(path, seq, PARAMS, True, starts=False, chunk=3000)
-    assert [{c: w for c, (w, _) in x.items()} for _, x in got[0]] == [
-        {c: w for c, (w, _) in x.items()} for _, x in ref[0]]
+    assert [{c: w for c, (w, *_) in x.items()} for _, x in got[0]] == [
+        {c: w for c, (w, *_) in x.items()} for _, x in ref[0]]
     last = ref[0][-1][1]
     assert all(81 in w or 80 in w or 82 in w or 83 in w or 84 in w
-               for c, (w, _) in last.items() if c < 5)
+               for c, (w, *_) in last.items() if c < 5)
 
 
 @pytest.mark.parametrize("variant", ["clean", "c7"])
@@ -361,7 +362,7 @@ def test_a_trace_scanner_refuses_the_batches_the_protocol_refuses(tmp_path, bulk
             w.raw_frame(hp.frame_bytes(FrameType.TRACE_BATCH, _batch(params, base, recs), seq),
                         time_ns=10 + seq)
     s = TraceScanner(path, params, bulk=bulk, chunk=10**6)
-    got = {c: (w.tolist(), st.tolist()) for _, lines in s for c, (w, st) in lines.items()}
+    got = {c: (w.tolist(), st.tolist()) for _, lines in s for c, (w, st, _g) in lines.items()}
     assert got == {1: ([100, 70], [900, 4_932]), 2: ([200], [810]), 9: ([50], [4_950]),
                    0: ([60], [4_940])}
     assert len(s.errors) == 3, s.errors

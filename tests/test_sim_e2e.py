@@ -5,6 +5,7 @@ model's exactly; also with a corrupted link and with an unplug in the middle of 
 import time
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from rbscope.device.capture import CaptureReader, CaptureWriter
@@ -219,6 +220,7 @@ def test_a_summarised_capture_keeps_every_pulse_it_does_not_summarise(tmp_path):
     run), exactly as many as its SUMMARY records count; the pulses in it have the model's
     widths and starts (a run's last pulse too, rebuilt from its LATE record's age), and the
     records with the summarised pulses are the pulses counted."""
+    from rbscope.analysis.streaming import TraceScanner
     from rbscope.device.capture import capture_to_measurement
     from rbscope.gateware.rb_sniffer.params import EventKind
 
@@ -236,6 +238,21 @@ def test_a_summarised_capture_keeps_every_pulse_it_does_not_summarise(tmp_path):
     assert seq["complete"], seq
     assert seq["summarised"] > 100
     glitch = PARAMS.counter_index(Counter.GLITCH)
+    # The streaming scanner, chunk by chunk: each line's widths and open gaps.
+    epoch = capture_to_measurement(path, sequence=False).provenance["sequence"]
+    widths, opened = {}, {}
+    for _, chunk in TraceScanner(path, m.params, from_tick=epoch["from_tick"],
+                                 to_tick=epoch["to_tick"], chunk=97):
+        for ch, (w, _st, g) in chunk.items():
+            widths.setdefault(ch, []).extend(w.tolist())
+            opened.setdefault(ch, []).extend(g.tolist())
+    streamed = {}
+    for ch, w in widths.items():
+        # (The scanner's line may begin with a few records before the epoch's first: its
+        # classifier allows for them, ``stream_classify``'s ``edge``.)
+        skip = len(w) - len(m.pulses[ch])
+        assert 0 <= skip <= 8 and w[skip:] == list(m.pulses[ch]), f"channel {ch}"
+        streamed[ch] = {j - skip for j in np.flatnonzero(opened[ch]).tolist() if j > skip}
     for ch in range(PARAMS.channels):
         model = [q for q in truth.pulses
                  if q.channel == ch and q.index != glitch and q.kind == EventKind.END]
@@ -245,14 +262,20 @@ def test_a_summarised_capture_keeps_every_pulse_it_does_not_summarise(tmp_path):
         summarised = seq["lines"][str(ch)].get("summarised", 0)
         assert len(got) + summarised == counted > 20
         # Walk the model: each pulse is the next one of the sequence, or a summarised one.
-        j, left_out = 0, []
+        j, left_out, after = 0, [], set()
         latency = 4 * (PARAMS.channels + 1) + 2  # a pulse's end to its record's time (cycles)
         for k, q in enumerate(model):
             start = q.end_cycle - q.width  # (prescaler 1: a tick a cycle)
             if j < len(got) and got[j][0] == q.width and 0 <= got[j][1] - start <= latency:
+                if left_out and left_out[-1] == k - 1 and j:
+                    after.add(j)  # (its idle time before it spans the pulses left out)
                 j += 1
             else:
                 left_out.append(k)
+        # The pulses after summarised ones, and only they, have their gap marked open, by the
+        # whole reader and by the streaming scanner (chunk by chunk) alike.
+        assert set(m.pulse_gaps_open.get(ch, ())) == after and len(after) > 5, f"channel {ch}"
+        assert streamed.get(ch, set()) == after, f"channel {ch}"
         assert j == len(got), (f"channel {ch}: pulse {j} of the sequence is not the model's: "
                                f"{got[max(0, j - 3):j + 3]}, model "
                                f"{[(q.width, q.end_cycle - q.width, q.index) for q in model][:40]}")

@@ -62,6 +62,31 @@ def test_complete_sequences_give_widths_and_starts_in_order():
                                     "missing": 0}
 
 
+def test_a_summarised_run_opens_the_gap_before_its_last_pulse():
+    from rbscope.gateware.link.summary import COUNT_BITS, LATE_KIND, SUMMARY_KIND
+
+    pr = PulseRecords(P)
+    pr.snapshot(snap(10, 1, [row(), row()]))
+    pr.trace(rec(0, 100, 20))
+    # A run of five: its first pulse, three summarised, its last (ended 50 ticks before the
+    # records, at 450).
+    pr.trace(rec(0, 500, 3 | 50 << COUNT_BITS, kind=SUMMARY_KIND))
+    pr.trace(rec(0, 500, 20, kind=LATE_KIND))
+    pr.trace(rec(0, 600, 20))
+    pr.trace(rec(0, 700, 20))
+    # A run of two: a SUMMARY of no pulse, the idle time before its last pulse is one gap.
+    pr.trace(rec(0, 800, 0 | 10 << COUNT_BITS, kind=SUMMARY_KIND))
+    pr.trace(rec(0, 800, 20, kind=LATE_KIND))
+    pr.trace(rec(0, 900, 20))
+    for k in range(9):
+        pr.trace(rec(1, 100 + 50 * k, 30))
+    pr.snapshot(snap(1000, 1, [row(9), row(9)]))
+    pulses, starts, report = pr.sequences([0, 1])
+    assert report["complete"] and report["summarised"] == 3
+    assert list(starts[0]) == [80, 430, 580, 680, 770, 880]
+    assert {ch: list(v) for ch, v in pr.gaps_open.items()} == {0: [1]}
+
+
 def test_too_many_lost_records_make_the_line_unusable_and_say_so():
     pr = PulseRecords(P)
     pr.snapshot(snap(10, 1, [row(), row()], lost=(7, 0)))  # losses before the epoch: not ours
@@ -101,6 +126,8 @@ def test_a_few_lost_records_leave_the_complete_stretches_as_the_sequence():
     assert (line["lost"], line["excluded"], line["missing"]) == (2, 8, 10)
     assert list(pulses[0]) == widths and len(pulses[1]) == 100
     assert "excluded" not in report["lines"]["1"]
+    # The idle time before the first pulse after the stretch left out spans its pulses.
+    assert {ch: list(v) for ch, v in pr.gaps_open.items()} == {0: [30]}
 
 
 def test_records_missing_without_a_loss_count_are_found_by_the_counts():

@@ -42,6 +42,11 @@ The contract (also in ``docs/wa.md``)
   summariser left out of ``pulses`` (the middle of runs of pulses of one class window, which
   the summariser counts: ``provenance["sequence"]["summary_windows"]`` says which windows);
   the analysis counts them with the programs the fitted model expects in those windows.
+  ``pulse_gaps_open`` (optional) maps a channel to the indices ``i`` (increasing, ``1 ≤ i <
+  len(pulses[ch])``) of the pulses whose idle time before them, ``pulse_starts[ch][i]`` less
+  the end of pulse ``i − 1``, spans pulses that are not in ``pulses`` (summarised, or left out
+  with records the link lost): that idle time is not one gap, and the order rules that read
+  gaps leave it out.
 * ``provenance`` is a free JSON object: at least ``source`` (``"vcd"``, ``"sigrok"``,
   ``"device"``, ``"capture"``, ``"simulation"``, …) and, for files, ``path``.
 """
@@ -229,6 +234,7 @@ class Measurement:
     pulses_truncated : bool
     pulses_lost : dict of int to int
     pulses_summarised : dict of int to int
+    pulse_gaps_open : dict of int to sequence of int
     provenance : dict
     """
 
@@ -247,6 +253,7 @@ class Measurement:
     pulse_starts: dict = field(default_factory=dict)
     pulses_lost: dict = field(default_factory=dict)
     pulses_summarised: dict = field(default_factory=dict)
+    pulse_gaps_open: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -304,6 +311,14 @@ class Measurement:
                 if ch not in self.pulses:
                     raise MeasurementError(f"{name} key {ch!r} is not a channel of pulses")
                 _int(f"{name}[{ch}]", n)
+        for ch, at in self.pulse_gaps_open.items():
+            if ch not in self.pulse_starts:
+                raise MeasurementError(f"pulse_gaps_open key {ch!r} is not a channel of "
+                                       f"pulse_starts")
+            if any(b <= a for a, b in pairwise(at)) or (len(at) and not (
+                    1 <= at[0] and at[-1] < len(self.pulses[ch]))):
+                raise MeasurementError(f"pulse_gaps_open[{ch}] must be increasing indices of "
+                                       f"pulses 1 … {len(self.pulses[ch]) - 1}")
         if not isinstance(self.provenance, dict):
             raise MeasurementError("provenance must be a dict")
 
@@ -379,6 +394,8 @@ class Measurement:
             "pulses_lost": {str(ch): n for ch, n in self.pulses_lost.items()},
             **({"pulses_summarised": {str(ch): n for ch, n in self.pulses_summarised.items()}}
                if self.pulses_summarised else {}),
+            **({"pulse_gaps_open": {str(ch): list(at) for ch, at in self.pulse_gaps_open.items()}}
+               if self.pulse_gaps_open else {}),
             "provenance": self.provenance,
         }
 
@@ -444,6 +461,7 @@ class Measurement:
                 for i, o in enumerate(sc)]))
         pulses = _channel_columns(obj, "pulses", "widths")
         starts = _channel_columns(obj, "pulse_starts", "start ticks")
+        gaps_open = _channel_columns(obj, "pulse_gaps_open", "pulse indices")
         lost, summarised = (_channel_counts(obj, name)
                             for name in ("pulses_lost", "pulses_summarised"))
         tick = _get(obj, "tick_seconds", "measurement")
@@ -453,7 +471,7 @@ class Measurement:
             duration_ticks=obj.get("duration_ticks", 0), quiet_ticks=obj.get("quiet_ticks"),
             may_drop=bool(obj.get("may_drop", False)), snapshots=snapshots, pulses=pulses,
             pulses_truncated=bool(obj.get("pulses_truncated", False)), pulse_starts=starts,
-            pulses_lost=lost, pulses_summarised=summarised,
+            pulses_lost=lost, pulses_summarised=summarised, pulse_gaps_open=gaps_open,
             provenance=obj.get("provenance", {}))
 
     @classmethod

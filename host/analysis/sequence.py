@@ -2229,7 +2229,7 @@ def _trained_states(trained, grid, hints, by_order=False):
 def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_types=None,
              balance="auto", erase_slack=None, train_pulses=20000, iterations=100,
              hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
-             erase_floor=None, planes=None, read_max="hints", starts=None,
+             erase_floor=None, planes=None, read_max="hints", starts=None, open_gaps=None,
              _erase_in_last=False, _split_floor=None, _order_pulses=0.0):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
@@ -2240,6 +2240,10 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
     starts : dict of key to sequence of int, optional
         The pulses' start ticks (``Measurement.pulse_starts``): the idle time between pulses
         tells host-paced cache programs from reads (:func:`_host_paced`).
+    open_gaps : dict of key to sequence of int, optional
+        Per die, the indices of the pulses whose idle time before them spans pulses not in
+        ``pulses`` (``Measurement.pulse_gaps_open``: a summarised run's middle, records lost):
+        that time is not one gap, and no rule reads it.
     tick_seconds : float
     pages_per_block : int, optional
         Enables the structural cap on erases (``programs ÷ pages_per_block``).
@@ -2321,6 +2325,9 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
             with np.errstate(divide="ignore", invalid="ignore"):
                 gaps[k] = np.where(idle > 0, np.log2(np.where(idle > 0, idle, 1.0)), -np.inf)
             gaps[k][-1] = np.nan
+            at = np.asarray((open_gaps or {}).get(k, ()), dtype=np.int64)
+            if at.size:
+                gaps[k][at - 1] = np.nan
     total = sum(s.size for s in seqs)
     if total < 50:
         raise SequenceError(f"only {total} pulses: too few for sequence-aware classification")
@@ -2443,6 +2450,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           iterations=iterations, hmm_iterations=hmm_iterations,
                           ordered=ordered, trained=trained, scheme=scheme, bits=bits,
                           erase_floor=erase_floor, planes=planes, starts=starts,
+                          open_gaps=open_gaps,
                           _erase_in_last=True, _split_floor=_split_floor)
         result.notes.insert(0, f"{counts[ej]:,.0f} pulses fitted the erase state, "
                                f"{counts[ej] / max(cap, 1e-9):.1f} × the structural cap "
@@ -2459,7 +2467,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           train_pulses=train_pulses, iterations=iterations,
                           hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
                           scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
-                          starts=starts, _erase_in_last=_erase_in_last,
+                          starts=starts, open_gaps=open_gaps,
+                          _erase_in_last=_erase_in_last,
                           _split_floor=_split_floor)
         result.notes.append("equal page types conflict with the erase cap (cache-program "
                             "chains, or page types whose widths overlap in their tails): page "
@@ -2528,7 +2537,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                               train_pulses=train_pulses, iterations=iterations,
                               hmm_iterations=hmm_iterations, ordered=ordered, trained=trained,
                               scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
-                              starts=starts, _erase_in_last=_erase_in_last, _split_floor=top)
+                              starts=starts, open_gaps=open_gaps,
+                              _erase_in_last=_erase_in_last, _split_floor=top)
             result.notes.insert(0, f"a program mode at {shown} that no tDBSY announces, on a "
                                    f"drive whose programs follow one, is the reads' tail: the "
                                    f"split between reads and programs moved above it "
@@ -2693,6 +2703,7 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           iterations=iterations, hmm_iterations=hmm_iterations,
                           ordered=ordered, trained=trained, scheme=scheme, bits=bits,
                           erase_floor=erase_floor, planes=planes, starts=starts,
+                          open_gaps=open_gaps,
                           _erase_in_last=_erase_in_last, _split_floor=_split_floor,
                           _order_pulses=order)
         result.notes.insert(0, f"{order:,.0f} short pulses the pulse order counts as programs "
@@ -2782,7 +2793,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                         erase_slack=erase_slack, train_pulses=train_pulses,
                         iterations=iterations, hmm_iterations=hmm_iterations, ordered=ordered,
                         trained=trained, scheme=scheme, bits=bits, erase_floor=erase_floor,
-                        planes=planes, starts=starts, _erase_in_last=_erase_in_last,
+                        planes=planes, starts=starts, open_gaps=open_gaps,
+                        _erase_in_last=_erase_in_last,
                         _split_floor=_split_floor)
         for k, d in dies.items():
             if k in free.dies:
@@ -2897,6 +2909,10 @@ def classify_measurement(measurement, geometry=None, channels=None, *, hints=Non
         mode = "sequence"
         if all(ch in measurement.pulse_starts for ch in channels):
             kw.setdefault("starts", {ch: measurement.pulse_starts[ch] for ch in channels})
+            if measurement.pulse_gaps_open:
+                kw.setdefault("open_gaps", {ch: measurement.pulse_gaps_open[ch]
+                                            for ch in channels
+                                            if ch in measurement.pulse_gaps_open})
     else:
         params = measurement.params
         pulses = {}

@@ -320,9 +320,11 @@ class TraceScanner:
     TRACE frames (older captures, test devices) go through the protocol decoder. Saturated
     pulses get their BUSY records' ticks; PARTIAL records are left out (their width is unknown).
 
-    Yields, per chunk, ``(offset, {line: (widths, starts)})`` with ``offset`` the file offset
-    the chunk ends at; the last pulse of each line is held back to the next chunk (a BUSY
-    record may still extend it). ``starts=False``: no starts (None: a pass that needs only the
+    Yields, per chunk, ``(offset, {line: (widths, starts, gaps_open)})`` with ``offset`` the
+    file offset the chunk ends at and ``gaps_open`` whether the idle time before each pulse
+    spans pulses not in the sequence (``Measurement.pulse_gaps_open``); the last pulse of each
+    line is held back to the next chunk (a BUSY record may still extend it). ``starts=False``:
+    no starts nor ``gaps_open`` (None: a pass that needs only the
     widths skips them). ``bulk``: read the records in blocks (default
     :data:`rbscope.device.capture.BULK`), or one by one (the reference).
     """
@@ -340,6 +342,7 @@ class TraceScanner:
         self.start = start
         self.excluded = {}
         self.summarised = {}  # line -> pulses its SUMMARY records stand for
+        self._hidden = {}  # line -> pulses not in its sequence since its last one in it
         self._age = {}  # line -> the age of a SUMMARY that ended a chunk (its LATE follows)
         self.losses = {}
         for a, b, ch, _ in losses:
@@ -580,7 +583,7 @@ class TraceScanner:
             return None
 
     def _split(self, records, final=False):
-        """A chunk's records (:meth:`_records`) as each line's ``(widths, starts)``."""
+        """A chunk's records (:meth:`_records`) as each line's ``(widths, starts, gaps_open)``."""
         out = {}
         if records is not None:
             ch, kd, w, ts = records
@@ -598,18 +601,30 @@ class TraceScanner:
                     out[c] = self._line(c, kd[a:b], w[a:b], None if ts is None else ts[a:b])
         for c in list(self.held):
             if c not in out:
-                out[c] = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+                none = np.zeros(0, dtype=np.int64)
+                out[c] = (none, none, np.zeros(0, dtype=bool))
         if final:
-            for c, (hw, hs) in list(self.held.items()):
-                w, s = out.get(c, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-                out[c] = (np.r_[w, hw], None if hs is None else np.r_[s, hs])
+            for c, (hw, hs, hg) in list(self.held.items()):
+                w, s, g = out[c]
+                out[c] = (np.r_[w, hw], None if hs is None else np.r_[s, hs],
+                          None if hs is None else np.r_[g, hg])
             self.held = {}
         return out
 
     def _line(self, c, kd, w, ts):
         """One line's chunk: whole pulses (saturated ones with their BUSY ticks), the losses'
-        stretches left out; the held-back pulse first, the last one held back."""
+        stretches left out; the held-back pulse first, the last one held back. With starts,
+        also whether each pulse's idle time before it spans pulses not in the sequence (a
+        SUMMARY's, a partial pulse's, those left out with a loss:
+        ``Measurement.pulse_gaps_open``)."""
         end = ts
+        hidden = None
+        if ts is not None:
+            # The pulses not in the sequence up to each record (a SUMMARY's count, a partial
+            # pulse), from the chunk's start.
+            hidden = np.cumsum(np.where(kd == SUMMARY_KIND, w & COUNT_MAX,
+                                        kd == EventKind.PARTIAL))
+            hidden_end = int(hidden[-1]) if len(hidden) else 0
         summary, late = kd == SUMMARY_KIND, kd == LATE_KIND
         if summary.any() or late.any():
             # The trace summariser's records (docs/link.md, "Trace summary"): a SUMMARY stands
@@ -633,6 +648,7 @@ class TraceScanner:
             kd, w = kd[~summary], w[~summary]
             ts = None if ts is None else ts[~summary]
             end = None if end is None else end[~summary]
+            hidden = None if hidden is None else hidden[~summary]
         busy = kd == EventKind.BUSY
         if busy.any():
             # Each BUSY record adds its ticks to the pulse before it (a saturated one).
@@ -642,11 +658,12 @@ class TraceScanner:
             inside = owner >= 0
             np.add.at(w, idx[owner[inside]], w[np.flatnonzero(busy)[inside]])
             if (~inside).any() and c in self.held:
-                hw, hs = self.held[c]
-                self.held[c] = (hw + w[np.flatnonzero(busy)[~inside]].sum(), hs)
+                hw, hs, hg = self.held[c]
+                self.held[c] = (hw + w[np.flatnonzero(busy)[~inside]].sum(), hs, hg)
             kd, w = kd[~busy], w[~busy]
             ts = None if ts is None else ts[~busy]
             end = None if end is None else end[~busy]
+            hidden = None if hidden is None else hidden[~busy]
         st = None  # (starts=False)
         if ts is not None:
             st = end - np.where(kd == EventKind.OVERLONG, self.params.max_width, w)
@@ -657,17 +674,32 @@ class TraceScanner:
             for a, b in spans:
                 out |= (ts > a) & (ts <= b)
             self.excluded[c] = self.excluded.get(c, 0) + int((out & whole).sum())
+            if hidden is not None and len(out):
+                left = np.cumsum(out & whole)
+                hidden = hidden + left
+                hidden_end += int(left[-1])
             whole &= ~out
         w = w[whole]
-        st = None if st is None else st[whole]
+        gap = None
+        if st is not None:
+            st = st[whole]
+            # Pulses hidden since the line's last pulse in the sequence (``_hidden``: those
+            # at the end of the chunks before).
+            at = hidden[whole]
+            carry = self._hidden.get(c, 0)
+            gap = np.diff(at, prepend=-carry) > 0
+            self._hidden[c] = hidden_end - int(at[-1]) if len(at) else carry + hidden_end
         if c in self.held:
-            hw, hs = self.held.pop(c)
-            w, st = np.r_[hw, w], (None if st is None else np.r_[hs, st])
+            hw, hs, hg = self.held.pop(c)
+            w = np.r_[hw, w]
+            if st is not None:
+                st, gap = np.r_[hs, st], np.r_[hg, gap]
         if len(w):
-            self.held[c] = (w[-1:], None if st is None else st[-1:])
-            w, st = w[:-1], (None if st is None else st[:-1])
-        return w, st
-
+            self.held[c] = (w[-1:], None if st is None else st[-1:],
+                            None if gap is None else gap[-1:])
+            w, st, gap = w[:-1], (None if st is None else st[:-1]), (
+                None if gap is None else gap[:-1])
+        return w, st, gap
 
 class _Child:
     """``fn(*args)`` computed in a forked process (``fork``; else here, when asked for):
@@ -739,13 +771,13 @@ class _Ahead:
         scan = self.scan
         if not capture.read_ahead(scan.path):
             for end, chunk in scan:
-                yield end, {c: w for c, (w, _s) in chunk.items()}
+                yield end, {c: w for c, (w, *_) in chunk.items()}
             return
         for msg in capture.forked_messages(_read_ahead, (self.scan,), self.scan.path):
             if msg[0] == "chunk":
                 _, end, records, final = msg
                 chunk = scan._split(records, final)
-                yield end, {c: w for c, (w, _s) in chunk.items()}
+                yield end, {c: w for c, (w, *_) in chunk.items()}
             elif msg[0] == "done":
                 self.errors.extend(msg[1])
                 return
@@ -821,9 +853,10 @@ def _windows(path, params, seq, n_lines, *, windows=None, per_line=None):
                             stop=int(size * (i + 1) / windows))
         got = {}
         for _end, lines in scan:
-            for c, (w, s) in lines.items():
-                pw, ps = got.get(c, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-                got[c] = (np.r_[pw, w][:want], np.r_[ps, s][:want])
+            for c, (w, s, g) in lines.items():
+                pw, ps, pg = got.get(c, (np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                         np.zeros(0, bool)))
+                got[c] = (np.r_[pw, w][:want], np.r_[ps, s][:want], np.r_[pg, g][:want])
             if len(got) >= n_lines and all(len(v[0]) >= want for v in got.values()):
                 break
         out.append(got)
@@ -832,16 +865,23 @@ def _windows(path, params, seq, n_lines, *, windows=None, per_line=None):
 
 def _joined(windows):
     """Each line's pulses of several windows, one after the other (a window's first pulse
-    follows the previous window's last after an idle gap of hours)."""
+    follows the previous window's last after an idle gap of hours, which spans the pulses
+    between the windows: an open gap), as ``(pulses, starts, open gaps)``: the latter's
+    indices as ``Measurement.pulse_gaps_open``'s."""
     keys = sorted({k for w in windows for k in w})
-    pulses, starts = {}, {}
+    pulses, starts, gaps_open = {}, {}, {}
     for k in keys:
         ws = [w[k] for w in windows if k in w and len(w[k][0])]
         if not ws:
             continue
         pulses[k] = np.concatenate([x[0] for x in ws])
         starts[k] = np.maximum.accumulate(np.concatenate([x[1] for x in ws]))
-    return pulses, starts
+        g = np.concatenate([x[2] for x in ws])
+        g[np.cumsum([len(x[0]) for x in ws])[:-1]] = True
+        if len(g):
+            g[0] = False
+        gaps_open[k] = np.flatnonzero(g)
+    return pulses, starts, gaps_open
 
 
 _ADDITIVE = ("program_pulses", "program_var", "erase_pulses", "multiplane_pages", "announced",
@@ -903,19 +943,19 @@ def stream_classify(path, measurement, geometry=None, *, trained=None, hints=Non
     tick_us = measurement.tick_seconds * 1e6
     # Pass 1: the fit windows.
     wins = _windows(path, params, seq, len(lines))
-    pulses_w, starts_w = _joined(wins)
-    late_p, late_s = _joined(wins[-LATE_WINDOWS:])
+    pulses_w, starts_w, open_w = _joined(wins)
+    late_p, late_s, late_o = _joined(wins[-LATE_WINDOWS:])
     if not pulses_w:
         raise SequenceError("the capture's fit windows hold no pulse")
 
-    def fit(p, s):
+    def fit(p, s, o):
         return classify(p, measurement.tick_seconds, pages_per_block=ppb, hints=hints,
-                        starts=s, trained=trained, **kw)
+                        starts=s, open_gaps=o, trained=trained, **kw)
 
     # The late windows' refit (the drift check) runs alongside in a second process.
-    late_fit = _Child(fit, late_p, late_s, fork=capture.read_ahead(path))
+    late_fit = _Child(fit, late_p, late_s, late_o, fork=capture.read_ahead(path))
     try:
-        full = fit(pulses_w, starts_w)
+        full = fit(pulses_w, starts_w, open_w)
     except BaseException:
         late_fit.close()
         raise

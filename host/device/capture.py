@@ -1425,13 +1425,14 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
     elif taps:
         warnings.append("the capture holds only one read of the bus tap's counters (the "
                         "capture did not end normally): no opcode counts")
-    pulses, starts, lost, summarised = {}, {}, {}, {}
+    pulses, starts, lost, summarised, gaps_open = {}, {}, {}, {}, {}
     whole, sequence = sequence, None
     if not whole:
         sequence = _epoch_records(reader, config) if reader.trace_frames else None
     elif reader.trace_count and reader.pulse_records is not None:
         enabled = [ch for ch in range(params.channels) if (config.enable >> ch) & 1]
         pulses, starts, sequence = reader.pulse_records.sequences(enabled)
+        gaps_open = reader.pulse_records.gaps_open
         if not sequence["usable"]:
             warnings.append(f"the capture's pulse records are incomplete ({sequence['why']}): "
                             f"no pulse sequence, the width histograms are classified")
@@ -1477,6 +1478,7 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
         pulse_starts=starts,
         pulses_lost=lost,
         pulses_summarised=summarised,
+        pulse_gaps_open=gaps_open,
         provenance={"source": "capture", "path": reader.path, "board": info.board_name,
                     "build_id": info.build_id, "epoch": last_epoch,
                     "link_errors": reader.stats.errors,

@@ -517,6 +517,7 @@ def merge_measurements(boards, params):
     origin = min(t0s)
     counts, probes, lines, enable = [], [], [], 0
     pulses, starts, lost, summarised, summary_windows = {}, {}, {}, {}, set()
+    gaps_open = {}
     with_pulses = all(b.measurement.pulses for b in boards)
     mapped_starts = {}
     for b in boards:
@@ -533,6 +534,8 @@ def merge_measurements(boards, params):
                     m.pulse_starts[c], dtype=np.uint64).astype(np.float64))).astype(np.int64)
                 if c in m.pulses_lost:
                     lost[n] = m.pulses_lost[c]
+                if c in m.pulse_gaps_open:
+                    gaps_open[n] = m.pulse_gaps_open[c]
                 if c in m.pulses_summarised:
                     # (The boards' windows are the reference's: the merge checked them.)
                     summarised[n] = m.pulses_summarised[c]
@@ -580,6 +583,7 @@ def merge_measurements(boards, params):
         pulses=pulses if with_pulses else {}, pulse_starts=starts if with_pulses else {},
         pulses_lost=lost if with_pulses else {},
         pulses_summarised=summarised if with_pulses else {},
+        pulse_gaps_open=gaps_open if with_pulses else {},
         provenance={"lines": lines, "start_shift_ticks": shift, "origin_tick": origin,
                     **({"sequence": {"summary_windows": sorted(summary_windows)}}
                        if summarised and with_pulses else {})})

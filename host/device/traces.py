@@ -119,6 +119,7 @@ class PulseRecords:
         # (Per channel: the age, in ticks, of each LATE record's pulse by its index; the age
         # of the SUMMARY just read, for the LATE record that follows it.)
         self.late = [{} for _ in range(n)]
+        self.gaps_open = {}  # (set by sequences)
         self._age = {}
         self.summaries = 0
         self.kept = 0
@@ -226,7 +227,13 @@ class PulseRecords:
             the stretches with losses, left out), ``missing`` (pulses not in the sequence:
             lost plus excluded) and, when unusable, ``why``) and ``why`` (one sentence, when
             unusable).
+
+            After the call ``gaps_open`` holds, per channel of ``pulses``, the indices of the
+            pulses whose idle time before them spans pulses not in the sequence (those of a
+            SUMMARY, a partial pulse, or the records left out with a loss):
+            ``Measurement.pulse_gaps_open``.
         """
+        self.gaps_open = {}
         report = {"records": self.records, "complete": False, "usable": False, "lost": 0,
                   "losses": [], "lines": {}}
         mark = {}  # id(snapshot) -> _Mark
@@ -244,6 +251,7 @@ class PulseRecords:
             report["truncated"] = True
             return {}, {}, report
         pulses, starts, bad = {}, {}, []
+        gaps_open = self.gaps_open = {}
         for ch in channels:
             line, why, run = self._line(ch)
             report["lines"][str(ch)] = line
@@ -265,6 +273,10 @@ class PulseRecords:
             if summary.any():
                 line["summarised"] = int(w[summary].sum())
             whole = (kind != _PARTIAL) & ~summary
+            # The pulses before each whole one that are not in the sequence (a SUMMARY's,
+            # a partial pulse): the idle time before it spans them.
+            hidden = np.cumsum(np.where(summary, w, kind == _PARTIAL))[whole]
+            gap_open = np.diff(hidden, prepend=hidden[:1]) > 0
             ts, w, kind, end = ts[whole], w[whole], kind[whole], end[whole]
             if line["lost"] and self.losses_capped:
                 line["why"] = (f"records were lost in more than {MAX_LOSS_SPANS:,} stretches "
@@ -281,6 +293,8 @@ class PulseRecords:
                     if c == ch:
                         keep &= ~((ts > a) & (ts <= b))
                 line["excluded"] = int((~keep).sum())
+                left = np.cumsum(~keep)[keep]
+                gap_open = gap_open[keep] | (np.diff(left, prepend=left[:1]) > 0)
                 ts, w, kind, end = ts[keep], w[keep], kind[keep], end[keep]
             line["missing"] = line["lost"] + line.get("excluded", 0)
             if line["missing"] > LOST_SHARE_MAX * line["counted"]:
@@ -300,11 +314,15 @@ class PulseRecords:
             st = np.maximum.accumulate(np.maximum(end - first, 0))
             pulses[ch] = array("Q", w.astype(np.uint64).tobytes())
             starts[ch] = array("Q", st.astype(np.uint64).tobytes())
+            if len(gap_open) > 1 and gap_open[1:].any():
+                gaps_open[ch] = array("Q", (np.flatnonzero(gap_open[1:]) + 1).astype(
+                    np.uint64).tobytes())
         if bad:
             first = report["lines"][str(bad[0])]["why"]
             report["why"] = (f"line{'s' if len(bad) > 1 else ''} "
                              f"{', '.join(str(c) for c in bad)}: {first}"
                              + (" (and others)" if len(bad) > 1 else ""))
+            self.gaps_open = {}
             return {}, {}, report
         base = self.prev if self.prev is not None else self.first
         report["lost"] = sum(report["lines"][str(ch)]["lost"] for ch in channels)
