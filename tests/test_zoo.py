@@ -379,6 +379,28 @@ def test_slc_mode_programs_fill_blocks_bits_times_faster_in_the_erase_cap(zoo):
     assert abs(erases / run.truth.pulses["ERASE"] - 1) < 0.03  # single-plane erases
 
 
+def test_slc_mode_programs_told_by_their_data_in_fill_blocks_in_the_refit(zoo):
+    # A tuning draw of tlc-slc-cache whose SLC-mode programs are as short as reads (the data
+    # in before each tells them, 1 043 and 1 005 a die). The first fit counts them as reads:
+    # its cap (programs ÷ pages per block) has no room for their blocks' erases (65 and 63 a
+    # die of 146 and 143), so the page types were not balanced, and 61 erases a die passed for
+    # upper-page programs (+1.22 %, decided). Counted in the floor and the cap of a refit
+    # (each a block's share of 3 pages), the page types hold equal and the erases are the
+    # drive's.
+    drive, _, run, m, _ = zoo.prepare("tlc-slc-cache", 61)
+    r = _analyse_l0(zoo, "tlc-slc-cache", drive, run, m)
+    _close_and_covered(r, run.truth.wa_true, 0.002)
+    notes = r.classification["notes"]
+    assert any("read-width pulses that waited for their data in (SLC-mode programs, 3 pages "
+               "of a block's each) fill blocks too" in n for n in notes), notes
+    assert any("program page types held to equal counts" in n for n in notes), notes
+    # (No note of the first fit's unbalanced page types survives beside the balanced ones.)
+    assert not any("page types not balanced" in n for n in notes), notes
+    for k, d in r.classification["dies"].items():
+        assert d["erase_pulses"] == pytest.approx(run.truth.per_die[int(k)]["erases"]["total"],
+                                                  rel=0.02)
+
+
 def test_a_rebuilt_model_keeps_the_pulse_starts(zoo):
     # A tuning draw of mlc-hostpaced-cache-50r whose first fit put 2.3 x the cap into the erase
     # state: the rebuild (a program mode under the erases) dropped the pulse starts, so no

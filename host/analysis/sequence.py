@@ -2230,7 +2230,8 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
              balance="auto", erase_slack=None, train_pulses=20000, iterations=100,
              hmm_iterations=0, ordered=True, trained=None, scheme=None, bits=None,
              erase_floor=None, planes=None, read_max="hints", starts=None, open_gaps=None,
-             _erase_in_last=False, _split_floor=None, _order_pulses=0.0):
+             _erase_in_last=False, _split_floor=None, _order_pulses=0.0,
+             _balance_dropped=False):
     """Classify each die's pulses with a constrained mixture / hidden-Markov model.
 
     Parameters
@@ -2469,10 +2470,13 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                           scheme=scheme, bits=bits, erase_floor=erase_floor, planes=planes,
                           starts=starts, open_gaps=open_gaps,
                           _erase_in_last=_erase_in_last,
-                          _split_floor=_split_floor)
-        result.notes.append("equal page types conflict with the erase cap (cache-program "
-                            "chains, or page types whose widths overlap in their tails): page "
-                            "types not balanced")
+                          _split_floor=_split_floor, _order_pulses=_order_pulses,
+                          _balance_dropped=True)
+        note = ("equal page types conflict with the erase cap (cache-program chains, or page "
+                "types whose widths overlap in their tails): page types not balanced")
+        if not result.balanced and note not in result.notes:
+            # (A refit below, with more blocks filled, may have balanced them after all.)
+            result.notes.append(note)
         return result
     A = np.tile(weights, (K, 1))
     pi = weights.copy()
@@ -2688,28 +2692,39 @@ def classify(pulses, tick_seconds, *, pages_per_block=None, hints=None, page_typ
                                 2.0 if pages_per_block else None)
     e_now = sum(d.erase_pulses for d in dies.values())
     cap_now = sum(d.erase_cap or 0.0 for d in dies.values())
+    # Short pulses the order rules count as programs, in pages of a block: cache programs
+    # (R/B# shows only tCBSY), and read-width programs that waited for their data in on a
+    # multi-bit cell (SLC-mode programs: each fills a block's share of ``bits`` pages).
     order = sum(d.announced for d in dies.values())
+    slc_pages = sum(read_modes.values()) * bits if bits and bits > 1 else 0.0
     if (pages_per_block and erase_floor and not _order_pulses and trained is None
-            and order >= ORDER_REFIT * max(1.0, sum(d.program_pulses for d in dies.values()))
-            and e_now < erase_floor * (blocks(fitted) + order / pages_per_block)
+            and order + slc_pages >= ORDER_REFIT * max(
+                1.0, sum(d.program_pulses for d in dies.values()))
+            and e_now < erase_floor * (blocks(fitted) + (order + slc_pages) / pages_per_block)
             - 2 * n_dies - 1.0):
         # Programs the pulse order found among the short pulses (cache programs: R/B# shows
         # only tCBSY) fill blocks as the long ones do, but the fit's erase floor counted only
         # the long ones: erases as slow as the slowest page type were left as programs.
         # Refitted with them in the floor and the cap.
+        # (Page types unbalanced for a cap that left these out are balanced again if they can.)
         result = classify(pulses, tick_seconds, pages_per_block=pages_per_block, hints=hints,
-                          read_max=read_max, page_types=page_types, balance=balance,
+                          read_max=read_max, page_types=page_types,
+                          balance="auto" if _balance_dropped else balance,
                           erase_slack=erase_slack, train_pulses=train_pulses,
                           iterations=iterations, hmm_iterations=hmm_iterations,
                           ordered=ordered, trained=trained, scheme=scheme, bits=bits,
                           erase_floor=erase_floor, planes=planes, starts=starts,
                           open_gaps=open_gaps,
                           _erase_in_last=_erase_in_last, _split_floor=_split_floor,
-                          _order_pulses=order)
-        result.notes.insert(0, f"{order:,.0f} short pulses the pulse order counts as programs "
-                               f"(cache programs) fill blocks too: the erase floor and cap "
-                               f"(programs ÷ pages per block) count them, and the model was "
-                               f"refitted ({e_now:,.0f} erases before)")
+                          _order_pulses=order + slc_pages)
+        what = " and ".join(x for x in (
+            f"{order:,.0f} short pulses the pulse order counts as programs (cache programs)"
+            if order else "",
+            f"{sum(read_modes.values()):,.0f} read-width pulses that waited for their data in "
+            f"(SLC-mode programs, {bits} pages of a block's each)" if slc_pages else "") if x)
+        result.notes.insert(0, f"{what} fill blocks too: the erase floor and cap (programs ÷ "
+                               f"pages per block) count them, and the model was refitted "
+                               f"({e_now:,.0f} erases before)")
         return result
     if capped and 0.95 * cap_now <= e_now <= 1.05 * cap_now:
         notes.append(f"the erase state was held to the structural cap (programs ÷ pages per "
