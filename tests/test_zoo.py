@@ -439,6 +439,17 @@ def test_a_cache_chain_s_last_program_is_no_erase_after_a_tdbsy(zoo):
     assert abs(r["wa"] / run.truth.wa_true - 1) < 0.002
 
 
+def test_at_l1_the_program_modes_reach_no_read_below_the_split(zoo):
+    # A row of the accuracy table at L1 (tR max 95 µs): the split between reads and programs
+    # falls at 64 µs, the emptiest place below tR max; the reads' tail, 54-60 µs, lay within
+    # the quarter octave the program modes reached below it, and the fastest mode took those
+    # 10 reads a die whole (+1.27 %, where L0 is exact).
+    run = _accuracy_row_run("cache-prog", "16K-RD-50%-W-4KiB-align", "initial")
+    for measure in (zoo.measure_l0, zoo.measure_l1):
+        r = measure(run)
+        assert abs(r["wa"] / run.truth.wa_true - 1) < 0.002, measure.__name__
+
+
 def test_reads_as_wide_as_slc_programs_are_told_by_the_data_in_before_them(zoo):
     # A tuning draw of tlc-slc-cache: about 1 % of the reads (a heavy tail) reach the SLC-mode
     # programs' widths, 110-300 µs; by width they were programs (+2.0 %). The gap before each

@@ -656,8 +656,16 @@ def _initial_states(x, hints, page_types, *, scheme=None, bits=None, erase_in_la
         sd = max(sd, 0.03)
         hi = c + 4 * sd if phi is None else min(c + 4 * sd, phi)
         main = t >= len(prog) - n_main
+        # The program modes reach a quarter octave below the split (the fastest programs'
+        # tail). With tR max given the main cells' modes do not: the split then lies within
+        # the octave below tR max, and a read cluster's tail there is reads (a row of the
+        # accuracy table at L1, cache-prog 16K-RD-50 % initial: split at 64 µs, the reads'
+        # tail at 54-60 µs taken whole by the fastest program mode, +1.27 % where L0 is
+        # exact). SLC-mode programs may be as fast as reads: their mode still reaches below
+        # (a tuning draw of tlc-slc-cache at L1, 73: −0.74 % when it did not).
+        floor = plo if read_max is not None and main else plo - 0.25
         st = State(f"program_{t + 1}" if len(prog) > 1 else "program", "program",
-                   c, sd, (max(c - 4 * sd, plo - 0.25), max(hi, c + sd)))
+                   c, sd, (max(c - 4 * sd, floor), max(hi, c + sd)))
         st.pages = per_mode if main else 1
         if not main:
             st.kind = "program_slc"
