@@ -237,6 +237,10 @@ def test_a_summarised_capture_keeps_every_pulse_it_does_not_summarise(tmp_path):
     seq = m.provenance["sequence"]
     assert seq["complete"], seq
     assert seq["summarised"] > 100
+    # The capture's warning says so, and that the idle time across a run is no gap.
+    warning = next(w for w in m.provenance["warnings"] if "the device summarised" in w)
+    assert f"summarised {seq['summarised']:,} pulse(s)" in warning
+    assert "the idle time between them, which spans the others, is read as no gap" in warning
     glitch = PARAMS.counter_index(Counter.GLITCH)
     # The streaming scanner, chunk by chunk: each line's widths and open gaps.
     epoch = capture_to_measurement(path, sequence=False).provenance["sequence"]

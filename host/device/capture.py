@@ -1451,7 +1451,8 @@ def capture_to_measurement(path, *, class_names=None, probes=None, max_snapshots
                 warnings.append(
                     f"the device summarised {sum(summarised.values()):,} pulse(s) of class "
                     f"{windows or '?'}: the middle of runs of such pulses, counted but not sent "
-                    f"one by one; the sequence classifier has each run's first and last pulse, "
+                    f"one by one; the sequence classifier has each run's first and last pulse "
+                    f"(the idle time between them, which spans the others, is read as no gap), "
                     f"and the analysis counts the others with the programs its model expects "
                     f"at their widths")
         if sequence["usable"] and sequence["lost"]:
