@@ -324,9 +324,9 @@ class TraceScanner:
     file offset the chunk ends at and ``gaps_open`` whether the idle time before each pulse
     spans pulses not in the sequence (``Measurement.pulse_gaps_open``); the last pulse of each
     line is held back to the next chunk (a BUSY record may still extend it). ``starts=False``:
-    no starts nor ``gaps_open`` (None: a pass that needs only the
-    widths skips them). ``bulk``: read the records in blocks (default
-    :data:`rbscope.device.capture.BULK`), or one by one (the reference).
+    no starts nor ``gaps_open`` (None: a pass that needs only the widths skips them).
+    ``bulk``: read the records in blocks (default :data:`rbscope.device.capture.BULK`), or one
+    by one (the reference).
     """
 
     def __init__(self, path, params, *, from_tick=-1, to_tick=None, chunk=CHUNK_RECORDS,
@@ -700,6 +700,7 @@ class TraceScanner:
             w, st, gap = w[:-1], (None if st is None else st[:-1]), (
                 None if gap is None else gap[:-1])
         return w, st, gap
+
 
 class _Child:
     """``fn(*args)`` computed in a forked process (``fork``; else here, when asked for):
