@@ -294,19 +294,15 @@ def test_resumes_anchor_on_their_own_gap_groups_when_back_to_back_programs_hold_
     assert r is None and "cache-chain heads" in what, what
 
 
-def _suspending_line(seed, n=4000, p_suspend=0.2, transfer=40.0, command=3.0, jitter=0.0):
+def _suspending_line(seed, n=4000, p_suspend=0.2, transfer=40.0, command=3.0):
     """One MLC line that suspends programs for reads: ``(widths µs, starts µs, programs)``.
 
     Reads 25-60 µs, lower pages 200-500, upper 1300-2200, an erase every 64 programs. A page
     moves in ``transfer`` µs: a read waits for the previous read's data out, a program for its
     data in (and a read's data out before it), a resume for the reads' data out only. A
     suspended program is cut at 15-85 % (its first piece runs tSPD on), so a lower page's
-    pieces can be as short as reads. ``jitter``: each transfer takes up to that much longer
-    (uniform; the firmware's own time between commands)."""
+    pieces can be as short as reads."""
     rng = np.random.default_rng(seed)
-
-    def xfer():
-        return transfer + (rng.uniform(0, jitter) if jitter else 0.0)
     widths, gaps = [], []
     prev = "read"
 
@@ -315,7 +311,7 @@ def _suspending_line(seed, n=4000, p_suspend=0.2, transfer=40.0, command=3.0, ji
         gaps.append(gap)
 
     def out():  # the data out of a read just before
-        return xfer() if prev == "read" else 0.0
+        return transfer if prev == "read" else 0.0
     for i in range(n):
         for _ in range(int(rng.integers(1, 3))):
             emit(rng.uniform(25, 60), command + out())
@@ -324,7 +320,7 @@ def _suspending_line(seed, n=4000, p_suspend=0.2, transfer=40.0, command=3.0, ji
             emit(rng.uniform(1900, 3000), command + out())
             prev = "long"
         total = rng.uniform(200, 500) if i % 2 == 0 else rng.uniform(1300, 2200)
-        gap = command + xfer() + out()
+        gap = command + transfer + out()
         if rng.random() < p_suspend:
             cut = rng.uniform(0.15, 0.85)
             emit(total * cut + rng.uniform(5, 20), gap)
@@ -332,7 +328,7 @@ def _suspending_line(seed, n=4000, p_suspend=0.2, transfer=40.0, command=3.0, ji
             for _ in range(int(rng.integers(1, 3))):
                 emit(rng.uniform(25, 60), command + out())
                 prev = "read"
-            emit(total * (1 - cut), command + xfer())
+            emit(total * (1 - cut), command + transfer)
         else:
             emit(total, gap)
         prev = "long"
