@@ -810,6 +810,42 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                 undetermined = True
                 reasons.append(f"the program scheme: only {scheme} {cell.upper()} gives WA ≥ 1; "
                                f"say program_scheme and cell in the geometry to confirm")
+    # Program modes beyond those the stated cell's page order makes (a page each: `bits` modes;
+    # one-shot one, two-pass two), each smaller than a page type holds: a cluster of long
+    # pulses that is no page type. A publishing draw of mlc-erase-suspend (1639 at L0, +1.46 %
+    # decided): a third mode at 1 ms between the MLC pages' two, 8 pulses, 7 of them the rests
+    # of suspended erases (their resumes not told by the gaps). Whether such pulses are
+    # programs (a page type's tail) or pieces of suspended operations R/B# cannot say: the
+    # interval's lower end counts them as none, and from 1 % of the programs the value is
+    # undetermined. (Not on wired-OR lines, whose merged busies make modes of their own, nor
+    # where cache programs were found: a back-to-back chain's 15h busy runs on to the previous
+    # page's program, a mode of its own about twice as wide; on slc-seq-cache tuning draws.)
+    bits = geometry.bits
+    makes = ({"one-shot": 1, "two-pass": 2}.get(geometry.program_scheme, bits)
+             if bits else None)
+    if makes and main and len(main) > makes and not any(r.dies > 1 for r in rows) \
+            and not any(s.kind == "cache" for s in states):
+        pulses_of = {n: sum(d.expected.get(n, 0.0) for d in dies.values()) for n in main}
+        total = sum(pulses_of.values())
+        extra = [n for n in sorted(main, key=pulses_of.get)[:len(main) - makes]
+                 if pulses_of[n] < 0.5 * total / (makes + 1)]
+        if extra:
+            n_extra = sum(pulses_of[n] for n in extra)
+            units = sum(pulses_of[s.name] * s.pages for s in states if s.name in extra)
+            lo_wa = min(lo_wa, wa_of_units(max(0.0, counted - units)))
+            if units >= 0.01 * counted:
+                undetermined = True
+                where = ", ".join(f"≈{2.0 ** s.mu:,.0f} µs" for s in states
+                                  if s.name in extra)
+                order = ("page order makes" if geometry.scheme == "page"
+                         else f"{geometry.scheme} programs make")
+                reasons.append(
+                    f"{len(main)} program modes on {geometry.cell.upper()} cells, whose "
+                    f"{order} {makes}: the ≈{n_extra * scale:,.0f} "
+                    f"pulses of the smallest ({where}) are no page type; each may be a program "
+                    f"or a piece of a suspended operation (its rest, or a first piece cut "
+                    f"short), which R/B# cannot say: up to {units * scale:,.0f} fewer program "
+                    f"pulses in the interval; tap the bus (84h/13h, 61h/D2h name suspensions)")
     # Wired-OR lines: the line is low while any of its LUNs is busy (the union of their busy
     # times), so the busies of LUNs working at the same time merge into one pulse and programs
     # are lost. Nothing on the line says how much they overlapped: undetermined.
