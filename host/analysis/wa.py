@@ -811,8 +811,8 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                 reasons.append(f"the program scheme: only {scheme} {cell.upper()} gives WA ≥ 1; "
                                f"say program_scheme and cell in the geometry to confirm")
     # Program modes beyond those the stated cell's page order makes (a page each: `bits` modes;
-    # one-shot one, two-pass two), each smaller than a page type holds: a cluster of long
-    # pulses that is no page type. A publishing draw of mlc-erase-suspend (1639 at L0, +1.46 %
+    # one-shot one, two-pass two), each smaller than a page type holds and lying between the
+    # page types' modes: a cluster of long pulses that is no page type. A publishing draw of mlc-erase-suspend (1639 at L0, +1.46 %
     # decided): a third mode at 1 ms between the MLC pages' two, 8 pulses, 7 of them the rests
     # of suspended erases (their resumes not told by the gaps). Whether such pulses are
     # programs (a page type's tail) or pieces of suspended operations R/B# cannot say: the
@@ -827,8 +827,14 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
             and not any(s.kind == "cache" for s in states):
         pulses_of = {n: sum(d.expected.get(n, 0.0) for d in dies.values()) for n in main}
         total = sum(pulses_of.values())
-        extra = [n for n in sorted(main, key=pulses_of.get)[:len(main) - makes]
-                 if pulses_of[n] < 0.5 * total / (makes + 1)]
+        small = sorted(main, key=pulses_of.get)[:len(main) - makes]
+        mu = {s.name: s.mu for s in states}
+        kept = [mu[n] for n in main if n not in small]
+        # (Only between the page types' modes: one beyond them is another thing. A publishing
+        # draw of slc-seq-cache, 1688: a mode twice the SLC programs' width, a chain's 15h
+        # busies running on to the previous page's program, no tCBSY cluster found.)
+        extra = [n for n in small if pulses_of[n] < 0.5 * total / (makes + 1)
+                 and min(kept) < mu[n] < max(kept)]
         if extra:
             n_extra = sum(pulses_of[n] for n in extra)
             units = sum(pulses_of[s.name] * s.pages for s in states if s.name in extra)
