@@ -812,9 +812,10 @@ def _undetermined(m, geometry, logical, rows, sequence, scale, unit, wa, confide
                                f"say program_scheme and cell in the geometry to confirm")
     # Program modes beyond those the stated cell's page order makes (a page each: `bits` modes;
     # one-shot one, two-pass two), each smaller than a page type holds and lying between the
-    # page types' modes: a cluster of long pulses that is no page type. A publishing draw of mlc-erase-suspend (1639 at L0, +1.46 %
-    # decided): a third mode at 1 ms between the MLC pages' two, 8 pulses, 7 of them the rests
-    # of suspended erases (their resumes not told by the gaps). Whether such pulses are
+    # page types' modes: a cluster of long pulses that is no page type. A publishing draw of
+    # mlc-erase-suspend (1639 at L0, +1.46 % decided): a third mode at 1 ms between the MLC
+    # pages' two, 8 pulses, 7 of them the rests of suspended erases (their resumes not told by
+    # the gaps). Whether such pulses are
     # programs (a page type's tail) or pieces of suspended operations R/B# cannot say: the
     # interval's lower end counts them as none, and from 1 % of the programs the value is
     # undetermined. (Not on wired-OR lines, whose merged busies make modes of their own, nor
